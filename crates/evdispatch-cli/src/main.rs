@@ -1,0 +1,89 @@
+//! `evdispatch`: one binary for the benchmarks, the server, the load
+//! generator and the study. Each subcommand lives in its own crate; this file
+//! only wires them.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "evdispatch",
+    version,
+    about = "Scalable network I/O on Linux: select, poll, epoll, io_uring and RT signals, measured"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Microbenchmarks: Poller_bench (seed 001), fd allocation (seed 003).
+    Bench(evdispatch_bench::BenchArgs),
+    /// Serve static files over any mechanism.
+    Serve(evdispatch_http::ServeArgs),
+    /// Generate HTTP load: sessions, persistent, inactive, idle and slow clients.
+    Load(evdispatch_load::LoadArgs),
+    /// Re-run every experiment of the seeds and write the report.
+    Study(evdispatch_study::StudyArgs),
+    /// List the mechanisms (the table every other command reads).
+    Mechanisms {
+        /// One JSON object per mechanism.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn mechanisms(json: bool) -> anyhow::Result<()> {
+    if json {
+        let rows: Vec<_> = evdispatch::MECHANISMS
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "name": m.name,
+                    "trigger": m.trigger,
+                    "summary": m.summary,
+                    "limits": m.limits,
+                    "min_kernel": format!("{}.{}", m.min_kernel.0, m.min_kernel.1),
+                    "max_fd": m.max_fd,
+                    "exclusive": m.exclusive,
+                    "available": evdispatch::Poller::new(m.mechanism).err().map(|e| e.to_string()).unwrap_or_else(|| "yes".into()),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(());
+    }
+    println!(
+        "{:<12} {:<7} {:<6} {:<10} summary",
+        "name", "trigger", "linux", "here"
+    );
+    for m in evdispatch::MECHANISMS {
+        let here = match evdispatch::Poller::new(m.mechanism) {
+            Ok(_) => "available".to_string(),
+            Err(e) => format!("no ({e})"),
+        };
+        let trigger = format!("{:?}", m.trigger).to_lowercase();
+        let linux = format!("{}.{}", m.min_kernel.0, m.min_kernel.1);
+        println!(
+            "{:<12} {:<7} {:<6} {:<10} {}",
+            m.name, trigger, linux, here, m.summary
+        );
+        println!("{:<36}limits: {}", "", m.limits);
+    }
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(a) => evdispatch_bench::run(a),
+        Command::Serve(a) => evdispatch_http::run(a),
+        Command::Load(a) => evdispatch_load::run(a),
+        Command::Study(a) => evdispatch_study::run(a),
+        Command::Mechanisms { json } => mechanisms(json),
+    };
+    if let Err(e) = result {
+        eprintln!("evdispatch: {e:#}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,87 @@
+//! # evdispatch
+//!
+//! One event-dispatch API over every readiness mechanism Linux has had: the
+//! descriptor-scanning calls (`select`, `poll`), the kernel-held interest set
+//! (`epoll`, the mainline heir of `/dev/poll`), the shared-ring interface
+//! (`io_uring`), and POSIX real-time signals with the designs the papers of
+//! 2000–2001 proposed for them. A server is written once against [`Poller`];
+//! the mechanism is a run-time choice, so every difference measured between
+//! two runs is the mechanism's.
+//!
+//! ```no_run
+//! use evdispatch::{Events, Interest, Mechanism, Poller, Token};
+//! use std::os::fd::AsRawFd;
+//!
+//! let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+//! listener.set_nonblocking(true)?;
+//! let mut poller = Poller::new("epoll".parse::<Mechanism>()?)?;
+//! poller.register(listener.as_raw_fd(), Token(0), Interest::READABLE)?;
+//! let mut events = Events::with_capacity(64);
+//! loop {
+//!     poller.wait(&mut events, None)?;
+//!     for event in &events {
+//!         // accept until WouldBlock…
+//! #       let _ = event;
+//!     }
+//! #   break;
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## The contract
+//!
+//! Every mechanism keeps the same promise, so that code written against one
+//! runs unchanged on all:
+//!
+//! * **Events are hints.** An event says a descriptor *may* be ready. The
+//!   consumer reads, writes or accepts until the call fails with `EAGAIN`
+//!   (`ErrorKind::WouldBlock`), and must tolerate an event that finds nothing
+//!   to do: spurious events are allowed.
+//! * **No lost wake-ups.** After the consumer has hit `EAGAIN` on a
+//!   registered descriptor, the next readiness change of that descriptor is
+//!   reported by a later wait. Level-triggered mechanisms report more often
+//!   (at every wait while the condition holds); none may report less.
+//! * **Registrations are the caller's.** `register`, `modify` and
+//!   `deregister` fail with an error (never a panic) on a descriptor that is
+//!   already registered, not registered, or not open. Deregister before
+//!   closing: once `deregister` has returned, no event of that registration
+//!   is reported again, even if the descriptor number is reused at once by a
+//!   new socket (mechanisms whose notifications are queued, io_uring and RT
+//!   signals, drop the stale ones; at most a spurious hint under the *new*
+//!   registration's token may remain).
+//! * **Timeouts are never early.** A wait with a timeout that sees nothing
+//!   returns after at least that long, whatever the granularity of the
+//!   underlying call; an interrupting signal does not shorten it.
+//! * **Readiness bits.** Readable covers data, a pending connection, EOF and
+//!   a pending error, since a read then returns at once; a hang-up also makes
+//!   the descriptor writable. [`Event::is_read_closed`] marks EOF or hang-up.
+//!
+//! ## The mechanisms
+//!
+//! The table is [`MECHANISMS`]; the CLI, the conformance suite, the
+//! benchmarks and the study's report all read it. In short:
+//!
+//! | name | trigger | what it is | limits | Linux |
+//! |---|---|---|---|---|
+//! | `epoll` | level | `epoll_wait` on an interest set held in the kernel | none beyond the descriptor limit | 2.6 |
+//! | `epoll-et` | edge | epoll with `EPOLLET` | consumer must drain to `EAGAIN` | 2.6 |
+//!
+//! ## Statistics
+//!
+//! [`Poller::stats`] counts waits, waiting system calls, events,
+//! registrations, and the mechanism-specific work (io_uring submissions,
+//! RT-signal dequeues and overflows, hybrid mode switches); see [`Stats`].
+
+#![deny(missing_docs)]
+#![warn(rust_2018_idioms)]
+
+mod event;
+mod mechanism;
+mod poller;
+mod stats;
+mod sys;
+
+pub use event::{Event, Events, Interest, Ready, Token};
+pub use mechanism::{Mechanism, MechanismInfo, Trigger, UnknownMechanism, MECHANISMS};
+pub use poller::{Config, Poller, Waker};
+pub use stats::Stats;

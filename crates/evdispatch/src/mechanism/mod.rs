@@ -1,0 +1,218 @@
+//! The mechanisms, one file each, and the one table that lists them.
+//!
+//! Adding a mechanism touches its own file, one variant of [`Mechanism`] and
+//! one row of [`MECHANISMS`]; the CLI, the conformance suite, the benchmarks
+//! and the study's report all read the table.
+
+use std::fmt;
+use std::io;
+use std::os::fd::RawFd;
+use std::str::FromStr;
+use std::time::Duration;
+
+use crate::event::{Events, Interest, Token};
+use crate::poller::Config;
+use crate::stats::Stats;
+
+mod epoll;
+
+/// A readiness-notification mechanism.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Mechanism {
+    /// `epoll(7)`, level-triggered.
+    Epoll,
+    /// `epoll(7)` with `EPOLLET`, edge-triggered.
+    EpollEt,
+}
+
+/// When a mechanism reports readiness.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Trigger {
+    /// Reported at every wait while the condition holds.
+    Level,
+    /// Reported when the condition changes; the consumer must drain to `EAGAIN`.
+    Edge,
+}
+
+/// One row of the mechanism table.
+#[derive(Clone)]
+pub struct MechanismInfo {
+    /// The variant.
+    pub mechanism: Mechanism,
+    /// The name used on command lines, in JSON and in the report.
+    pub name: &'static str,
+    /// Level or edge.
+    pub trigger: Trigger,
+    /// One line: what the mechanism is.
+    pub summary: &'static str,
+    /// Its limits, in words (descriptor ceiling, queue length…).
+    pub limits: &'static str,
+    /// The first Linux version that has everything this mechanism uses.
+    pub min_kernel: (u32, u32),
+    /// The highest descriptor number it can watch plus one, if bounded.
+    pub max_fd: Option<RawFd>,
+    /// Whether `Interest::exclusive()` is honoured (wake-one on shared listeners).
+    pub exclusive: bool,
+    pub(crate) open: fn(&Config) -> io::Result<Box<dyn Backend>>,
+}
+
+impl fmt::Debug for MechanismInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MechanismInfo")
+            .field("name", &self.name)
+            .field("trigger", &self.trigger)
+            .field("min_kernel", &self.min_kernel)
+            .field("max_fd", &self.max_fd)
+            .field("exclusive", &self.exclusive)
+            .finish()
+    }
+}
+
+/// Every mechanism, in the order the report and the CLI list them.
+pub static MECHANISMS: &[MechanismInfo] = &[
+    MechanismInfo {
+        mechanism: Mechanism::Epoll,
+        name: "epoll",
+        trigger: Trigger::Level,
+        summary:
+            "epoll_wait on an interest set kept in the kernel (the mainline successor of /dev/poll)",
+        limits: "none beyond the process descriptor limit; the result buffer grows when it fills",
+        min_kernel: (2, 6),
+        max_fd: None,
+        exclusive: true,
+        open: epoll::open_level,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::EpollEt,
+        name: "epoll-et",
+        trigger: Trigger::Edge,
+        summary: "epoll with EPOLLET: one report per readiness change",
+        limits: "as epoll; the consumer must read or write until EAGAIN",
+        min_kernel: (2, 6),
+        max_fd: None,
+        exclusive: true,
+        open: epoll::open_edge,
+    },
+];
+
+impl Mechanism {
+    /// This mechanism's row of [`MECHANISMS`].
+    pub fn info(self) -> &'static MechanismInfo {
+        MECHANISMS
+            .iter()
+            .find(|m| m.mechanism == self)
+            .expect("every Mechanism variant has a row in MECHANISMS")
+    }
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        self.info().name
+    }
+
+    /// Every mechanism, in table order.
+    pub fn all() -> impl Iterator<Item = Mechanism> {
+        MECHANISMS.iter().map(|m| m.mechanism)
+    }
+
+    /// The comma-separated list of names, for error messages and help texts.
+    pub fn names() -> String {
+        MECHANISMS
+            .iter()
+            .map(|m| m.name)
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl fmt::Display for Mechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error of parsing an unknown mechanism name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownMechanism(pub String);
+
+impl fmt::Display for UnknownMechanism {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown mechanism '{}'; choose one of: {}",
+            self.0,
+            Mechanism::names()
+        )
+    }
+}
+
+impl std::error::Error for UnknownMechanism {}
+
+impl FromStr for Mechanism {
+    type Err = UnknownMechanism;
+    fn from_str(s: &str) -> Result<Mechanism, UnknownMechanism> {
+        MECHANISMS
+            .iter()
+            .find(|m| m.name.eq_ignore_ascii_case(s))
+            .map(|m| m.mechanism)
+            .ok_or_else(|| UnknownMechanism(s.to_string()))
+    }
+}
+
+impl serde::Serialize for Mechanism {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+/// What each mechanism file implements. The [`Poller`](crate::Poller) does the
+/// bookkeeping common to all (statistics, the waker, timeouts that are never
+/// early, retries after `EINTR`), so a backend only translates.
+pub(crate) trait Backend: Send {
+    /// Start watching `fd`. Errors: `EEXIST` if already registered, `EBADF`
+    /// if not open, `EINVAL`/`EPERM` if the mechanism cannot watch it.
+    fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()>;
+    /// Change the token or interest of a registered `fd` (`ENOENT` if not registered).
+    fn modify(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()>;
+    /// Stop watching `fd` (`ENOENT` if not registered). After this returns, no
+    /// event for the old registration may be reported, even if `fd`'s number
+    /// is reused by a new descriptor.
+    fn deregister(&mut self, fd: RawFd) -> io::Result<()>;
+    /// Wait at most `timeout` (`None`: without limit) and push what is ready
+    /// into `events` (which the poller has cleared). May return early with no
+    /// event; the poller then waits again for the rest of the time. An `EINTR`
+    /// may be returned as `ErrorKind::Interrupted`.
+    fn wait(
+        &mut self,
+        events: &mut Events,
+        timeout: Option<Duration>,
+        stats: &mut Stats,
+    ) -> io::Result<()>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        for m in Mechanism::all() {
+            assert_eq!(m.name().parse::<Mechanism>().unwrap(), m);
+            assert_eq!(MECHANISMS.iter().filter(|i| i.name == m.name()).count(), 1);
+        }
+        let err = "kqueue".parse::<Mechanism>().unwrap_err().to_string();
+        assert!(err.contains("kqueue") && err.contains("epoll"), "{err}");
+    }
+
+    #[test]
+    fn crate_docs_list_every_mechanism() {
+        let docs = include_str!("../lib.rs");
+        for m in MECHANISMS {
+            assert!(
+                docs.contains(&format!("| `{}` |", m.name)),
+                "the mechanism table in lib.rs lacks a row for {}",
+                m.name
+            );
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! The [`Poller`]: one API whatever the mechanism underneath.
+
+use std::fmt;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::event::{Events, Interest, Token};
+use crate::mechanism::{Backend, Mechanism, MechanismInfo};
+use crate::stats::Stats;
+use crate::sys;
+
+/// How to build a [`Poller`]: the mechanism and its tunables.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The mechanism.
+    pub mechanism: Mechanism,
+    /// Starting size of the mechanism's result buffer (epoll grows it when a
+    /// wait fills it).
+    pub initial_events: usize,
+    /// io_uring: submission queue entries.
+    pub uring_entries: u32,
+}
+
+impl Config {
+    /// Defaults for `mechanism`.
+    pub fn new(mechanism: Mechanism) -> Config {
+        Config {
+            mechanism,
+            initial_events: 256,
+            uring_entries: 256,
+        }
+    }
+}
+
+/// The pipe behind a [`Waker`]. Both ends live as long as the poller or any
+/// waker does, so a wake after the poller is gone writes into a pipe nobody
+/// reads (harmless) instead of raising `SIGPIPE`.
+#[derive(Debug)]
+struct WakePipe {
+    read: OwnedFd,
+    write: OwnedFd,
+}
+
+/// Wakes a [`Poller`] blocked in [`Poller::wait`] from any thread.
+///
+/// The wait returns an event with the waker's token. Wakes that arrive before
+/// the wait collapse into one event. Works on every mechanism: it is a
+/// non-blocking pipe registered like any other descriptor, drained by the
+/// poller when it reports it.
+#[derive(Debug, Clone)]
+pub struct Waker {
+    pipe: Arc<WakePipe>,
+}
+
+impl Waker {
+    /// Wake the poller. Never blocks; wakes already pending make this a no-op.
+    pub fn wake(&self) -> io::Result<()> {
+        match sys::write(self.pipe.write.as_raw_fd(), &[1]) {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Watches many descriptors and says which are ready, with the mechanism
+/// chosen at run time.
+///
+/// A `Poller` is used from one thread at a time (the RT-signal mechanisms
+/// from the thread that created it, which is where the kernel sends their
+/// signals); wake it from others with a [`Waker`].
+pub struct Poller {
+    backend: Box<dyn Backend>,
+    info: &'static MechanismInfo,
+    stats: Stats,
+    waker: Option<(Arc<WakePipe>, Token)>,
+}
+
+impl fmt::Debug for Poller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Poller")
+            .field("mechanism", &self.info.name)
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Poller {
+    /// A poller on `mechanism` with default settings.
+    ///
+    /// Fails with `ErrorKind::Unsupported` and a message saying why when the
+    /// mechanism is not available here (io_uring disabled, for example).
+    pub fn new(mechanism: Mechanism) -> io::Result<Poller> {
+        Poller::with_config(Config::new(mechanism))
+    }
+
+    /// A poller built from `config`.
+    pub fn with_config(config: Config) -> io::Result<Poller> {
+        let info = config.mechanism.info();
+        let backend = (info.open)(&config)?;
+        Ok(Poller {
+            backend,
+            info,
+            stats: Stats::default(),
+            waker: None,
+        })
+    }
+
+    /// The mechanism underneath.
+    pub fn mechanism(&self) -> Mechanism {
+        self.info.mechanism
+    }
+
+    /// The mechanism's table row.
+    pub fn info(&self) -> &'static MechanismInfo {
+        self.info
+    }
+
+    /// Counters since creation.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// Start watching `fd` for `interest`; its events carry `token`.
+    ///
+    /// The descriptor should be non-blocking (events are hints; see the crate
+    /// docs). Errors: already registered (`EEXIST`), not an open descriptor
+    /// (`EBADF`), or beyond what the mechanism can watch (select: fd ≥ 1024).
+    pub fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
+        self.backend.register(fd, token, interest)?;
+        self.stats.registrations += 1;
+        Ok(())
+    }
+
+    /// Change the token and interest of a registered descriptor (`ENOENT` if
+    /// it is not registered).
+    pub fn modify(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
+        self.backend.modify(fd, token, interest)?;
+        self.stats.modifications += 1;
+        Ok(())
+    }
+
+    /// Stop watching `fd` (`ENOENT` if it is not registered). Deregister
+    /// before closing: afterwards no event of this registration is reported,
+    /// even if the number is reused by a new descriptor.
+    pub fn deregister(&mut self, fd: RawFd) -> io::Result<()> {
+        self.backend.deregister(fd)?;
+        self.stats.deregistrations += 1;
+        Ok(())
+    }
+
+    /// A [`Waker`] whose wakes make `wait` return an event with `token`.
+    /// One per poller; further calls return clones of the first (with its
+    /// original token) when `token` matches, and an error otherwise.
+    pub fn waker(&mut self, token: Token) -> io::Result<Waker> {
+        if let Some((pipe, existing)) = &self.waker {
+            if *existing == token {
+                return Ok(Waker { pipe: pipe.clone() });
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("this poller already has a waker with {existing:?}; one waker per poller (clone it)"),
+            ));
+        }
+        let (read, write) = sys::pipe()?;
+        let pipe = Arc::new(WakePipe { read, write });
+        self.register(pipe.read.as_raw_fd(), token, Interest::READABLE)?;
+        self.waker = Some((pipe.clone(), token));
+        Ok(Waker { pipe })
+    }
+
+    /// Wait until at least one registration is ready, the waker is woken, or
+    /// `timeout` has passed (`None`: no limit; `Some(ZERO)`: just look).
+    ///
+    /// `events` is cleared, then filled; the count is returned. The wait is
+    /// never shorter than `timeout` when nothing happens (a mechanism that
+    /// wakes early is put back to sleep for the rest), and a signal
+    /// interrupting the system call does not end it.
+    pub fn wait(&mut self, events: &mut Events, timeout: Option<Duration>) -> io::Result<usize> {
+        events.clear();
+        self.stats.waits += 1;
+        let start = timeout.map(|t| (Instant::now(), t));
+        let mut remaining = timeout;
+        loop {
+            match self.backend.wait(events, remaining, &mut self.stats) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            if !events.is_empty() {
+                break;
+            }
+            if let Some((t0, total)) = start {
+                let elapsed = t0.elapsed();
+                if elapsed >= total {
+                    break;
+                }
+                remaining = Some(total - elapsed);
+            }
+        }
+        self.note_waker(events);
+        let n = events.len();
+        self.stats.events += n as u64;
+        if n == 0 {
+            self.stats.empty_waits += 1;
+        }
+        Ok(n)
+    }
+
+    /// Drain the waker pipe when its event is among `events`, so the next
+    /// wake is a new readiness change for edge-triggered mechanisms too.
+    /// Several events for the waker (possible with signal mechanisms) are
+    /// merged into one.
+    #[inline]
+    fn note_waker(&mut self, events: &mut Events) {
+        let Some((pipe, token)) = &self.waker else {
+            return;
+        };
+        let token = *token;
+        let count = events.iter().filter(|e| e.token() == token).count();
+        if count == 0 {
+            return;
+        }
+        sys::drain(pipe.read.as_raw_fd());
+        self.stats.wakeups += 1;
+        if count > 1 {
+            let mut seen = false;
+            events.retain(|e| {
+                if e.token() != token {
+                    return true;
+                }
+                !std::mem::replace(&mut seen, true)
+            });
+        }
+    }
+}
