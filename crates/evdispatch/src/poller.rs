@@ -32,6 +32,42 @@ impl Config {
             uring_entries: 256,
         }
     }
+
+    /// Set a tunable by name, as command lines pass them (`--poller-opt
+    /// key=value`), so a program can expose every tunable without knowing it.
+    /// [`Config::KEYS`] lists the names.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
+            value
+                .parse()
+                .map_err(|_| format!("poller option {key}: '{value}' is not a valid number"))
+        }
+        match key {
+            "initial_events" => self.initial_events = num(key, value)?,
+            "uring_entries" => self.uring_entries = num(key, value)?,
+            _ => {
+                return Err(format!(
+                    "unknown poller option '{key}'; known: {}",
+                    Config::KEYS.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// The names [`Config::set`] accepts.
+    pub const KEYS: &'static [&'static str] = &["initial_events", "uring_entries"];
+
+    /// Apply `key=value` pairs in order (see [`Config::set`]).
+    pub fn apply<'a>(&mut self, pairs: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
+        for pair in pairs {
+            let (k, v) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("poller option '{pair}' is not key=value"))?;
+            self.set(k.trim(), v.trim())?;
+        }
+        Ok(())
+    }
 }
 
 /// The pipe behind a [`Waker`]. Both ends live as long as the poller or any
@@ -234,5 +270,20 @@ impl Poller {
                 !std::mem::replace(&mut seen, true)
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn config_options_by_name() {
+        let mut c = Config::new(Mechanism::Epoll);
+        c.apply(["initial_events=8", "uring_entries = 64"]).unwrap();
+        assert_eq!((c.initial_events, c.uring_entries), (8, 64));
+        assert!(c.set("nope", "1").unwrap_err().contains("initial_events"));
+        assert!(c.set("initial_events", "x").is_err());
+        assert!(c.apply(["initial_events"]).is_err());
     }
 }
