@@ -1,12 +1,117 @@
-//! evdispatch: Microbenchmarks: Poller_bench, fd allocation.
+//! `evdispatch bench`: the microbenchmarks.
 //!
-//! Scaffold: the command line is wired, the work is not built yet.
+//! * `bench poller`: Dan Kegel's Poller_bench (seed 001) on every mechanism
+//!   of the library, beside the same loop written straight on the system
+//!   calls (`raw-epoll`, `raw-poll`), the Rust crates `mio` and `polling`, and
+//!   the C libraries libevent and libev (a small harness of ours, compiled
+//!   when their development files are found). See [`poller`].
+//! * `bench fdalloc`: the descriptor-allocation experiment of seed 003. See
+//!   [`fdalloc`].
+//!
+//! Both print a table for people and, with `--json`, one document for
+//! programs (the study reads it).
 
-/// Command-line arguments.
+#![deny(missing_docs)]
+
+pub mod fdalloc;
+pub mod poller;
+mod summary;
+mod sys;
+
+pub use summary::Summary;
+
+/// Command-line arguments of `evdispatch bench`.
 #[derive(Debug, clap::Args)]
-pub struct BenchArgs {}
+pub struct BenchArgs {
+    /// Which benchmark.
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
 
-/// Run the command.
-pub fn run(_args: BenchArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+/// The benchmarks. Add one by adding a variant and its arm in [`run`].
+#[derive(Debug, clap::Subcommand)]
+pub enum BenchCommand {
+    /// Poller_bench (seed 001): time one wait plus a 1-byte read per ready
+    /// descriptor, with N socketpairs watched and A of them written.
+    Poller(poller::PollerArgs),
+    /// Descriptor allocation (seed 003): with N descriptors open, close the
+    /// first and the last, then open twice.
+    Fdalloc(fdalloc::FdallocArgs),
+    /// Internal: the writer helper `bench poller` starts (control socket on
+    /// standard input).
+    #[command(name = "poller-writer", hide = true)]
+    PollerWriter(poller::WriterArgs),
+}
+
+/// Run `evdispatch bench …`.
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    match args.command {
+        BenchCommand::Poller(a) => poller::run(a),
+        BenchCommand::Fdalloc(a) => fdalloc::run(a),
+        BenchCommand::PollerWriter(a) => poller::writer_main(a),
+    }
+}
+
+/// Raise the soft descriptor limit to the hard one; returns the limit now
+/// in force.
+pub(crate) fn raise_fd_limit() -> u64 {
+    use nix::sys::resource::{getrlimit, setrlimit, Resource};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => {
+            if setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+                hard
+            } else {
+                soft
+            }
+        }
+        Ok((soft, _)) => soft,
+        Err(_) => 1024,
+    }
+}
+
+/// Pin the calling thread (and so a single-threaded process) to `cpu`.
+pub(crate) fn pin_to(cpu: usize) -> anyhow::Result<()> {
+    use nix::sched::{sched_setaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let mut set = CpuSet::new();
+    set.set(cpu)
+        .map_err(|e| anyhow::anyhow!("cpu {cpu} cannot be used: {e}"))?;
+    sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| {
+        anyhow::anyhow!(
+            "pinning to cpu {cpu} failed: {e}; this machine has {} cpus (numbered from 0)",
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        )
+    })
+}
+
+/// One line about the machine: kernel, CPU model, cores.
+pub(crate) fn machine() -> Machine {
+    let kernel = nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "unknown".into());
+    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into());
+    Machine {
+        kernel,
+        cpu_model,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// Where a measurement ran.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Machine {
+    /// `uname -r`.
+    pub kernel: String,
+    /// From /proc/cpuinfo.
+    pub cpu_model: String,
+    /// Usable cores.
+    pub cores: usize,
 }

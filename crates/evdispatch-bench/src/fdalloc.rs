@@ -1,0 +1,272 @@
+//! `evdispatch bench fdalloc`: seed 003's descriptor-allocation experiment.
+//!
+//! With N descriptors open, close the first and the n-th (here the last,
+//! the farthest), then allocate twice: POSIX gives back the lowest free
+//! number, so the first allocation returns the first descriptor and the
+//! second must find the hole at the far end. With a single bitmap scanned
+//! word by word (Linux 2.2) the second search grows with N; the CITI patch
+//! (and Linux since 2.6.x: `open_fds` plus `full_fds_bits`, one bit per
+//! full word) makes it nearly flat.
+//!
+//! The seed opened about 100,000 descriptors; one process here may hold
+//! 20,000, so N stops below that. A control closes the first and the
+//! *second* descriptor (no search), so the difference between the two is
+//! the cost of finding the far hole. Allocation is by `fcntl(F_DUPFD)` by
+//! default (the same kernel allocator as `open()`, without the path walk
+//! that would drown it); `--via open` uses `open("/dev/null")` as the seed
+//! did.
+
+use anyhow::bail;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::time::Instant;
+
+use crate::sys::FdBlock;
+use crate::Summary;
+
+/// How descriptors are allocated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// `fcntl(fd, F_DUPFD_CLOEXEC, 0)`: the allocator alone.
+    Dup,
+    /// `open("/dev/null")`: the allocator plus a path walk (the seed's call).
+    Open,
+}
+
+/// `evdispatch bench fdalloc` options.
+#[derive(Debug, Clone, clap::Args)]
+pub struct FdallocArgs {
+    /// Numbers of open descriptors N (default 100,1000,2000,5000,10000,15000,19000).
+    #[arg(long, value_delimiter = ',')]
+    pub fds: Vec<usize>,
+    /// Repetitions per N (default 20000; --quick 3000).
+    #[arg(long)]
+    pub reps: Option<usize>,
+    /// Fewer N and repetitions.
+    #[arg(long)]
+    pub quick: bool,
+    /// How to allocate.
+    #[arg(long, value_enum, default_value_t = Via::Dup)]
+    pub via: Via,
+    /// Pin to this CPU.
+    #[arg(long)]
+    pub cpu: Option<usize>,
+    /// Print one JSON document.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The timings at one N, in µs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// N.
+    pub fds: usize,
+    /// close(first) + close(last) + two allocations.
+    pub far: Summary,
+    /// close(first) + close(second) + two allocations (the control).
+    pub near: Summary,
+    /// The second allocation alone, far case: the search for the hole at the end.
+    pub far_second_alloc: Summary,
+    /// The second allocation alone, near case.
+    pub near_second_alloc: Summary,
+}
+
+/// What `--json` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    /// "fdalloc".
+    pub bench: &'static str,
+    /// Where it ran.
+    pub machine: crate::Machine,
+    /// How descriptors were allocated.
+    pub via: Via,
+    /// Repetitions per N (each of far and near).
+    pub reps: usize,
+    /// The descriptor limit of this process.
+    pub fd_limit: u64,
+    /// The seed's scale, for the record.
+    pub seed_fds: usize,
+    /// One point per N.
+    pub points: Vec<Point>,
+}
+
+/// Run `evdispatch bench fdalloc`.
+pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
+    let (fds, reps) = if args.quick {
+        (vec![100, 1000, 10_000, 19_000], 3000)
+    } else {
+        (vec![100, 1000, 2000, 5000, 10_000, 15_000, 19_000], 20_000)
+    };
+    let mut fds = if args.fds.is_empty() { fds } else { args.fds.clone() };
+    fds.sort_unstable();
+    fds.dedup();
+    let reps = args.reps.unwrap_or(reps).max(1);
+    if fds.iter().any(|&n| n < 2) {
+        bail!("--fds needs N ≥ 2 (the experiment closes two descriptors)");
+    }
+    let limit = crate::raise_fd_limit();
+    const RESERVE: u64 = 32;
+    if let Some(&n) = fds.iter().find(|&&n| n as u64 + RESERVE > limit) {
+        bail!(
+            "--fds {n} is more than this process may open: RLIMIT_NOFILE is {limit} here, so \
+             N ≤ {} (seed 003 used about 100,000; raise the hard limit to go that far)",
+            limit.saturating_sub(RESERVE)
+        );
+    }
+    if let Some(c) = args.cpu {
+        crate::pin_to(c)?;
+    }
+    let outcome = measure(&fds, reps, args.via, limit, !args.json)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        print(&outcome);
+    }
+    Ok(())
+}
+
+/// Measure every N.
+pub fn measure(
+    fds: &[usize],
+    reps: usize,
+    via: Via,
+    limit: u64,
+    progress: bool,
+) -> anyhow::Result<Outcome> {
+    let bar = if progress {
+        ProgressBar::new(fds.len() as u64)
+    } else {
+        ProgressBar::hidden()
+    };
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut points = Vec::new();
+    for &n in fds {
+        bar.set_message(format!("N={n}"));
+        points.push(measure_one(n, reps, via)?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(Outcome {
+        bench: "fdalloc",
+        machine: crate::machine(),
+        via,
+        reps,
+        fd_limit: limit,
+        seed_fds: 100_000,
+        points,
+    })
+}
+
+fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Point> {
+    let mut block = FdBlock::open(n, via == Via::Open)?;
+    let fds = block.fds();
+    let (first, second, last) = (fds[0], fds[1], fds[n - 1]);
+    let mut far = Vec::with_capacity(reps);
+    let mut near = Vec::with_capacity(reps);
+    let mut far2 = Vec::with_capacity(reps);
+    let mut near2 = Vec::with_capacity(reps);
+    // Alternate the two cases so that noise falls on both alike.
+    for _ in 0..reps {
+        for (other, total, alloc2) in [(last, &mut far, &mut far2), (second, &mut near, &mut near2)] {
+            let t0 = Instant::now();
+            block.close(first)?;
+            block.close(other)?;
+            let a = block.alloc()?;
+            let t1 = Instant::now();
+            let b = block.alloc()?;
+            let t2 = Instant::now();
+            if (a, b) != (first, other) {
+                bail!(
+                    "the kernel returned descriptors {a} and {b}, expected {first} and {other} \
+                     (the lowest free numbers); did another thread open files?"
+                );
+            }
+            total.push((t2 - t0).as_nanos() as u64);
+            alloc2.push((t2 - t1).as_nanos() as u64);
+        }
+    }
+    let s = |v: &mut Vec<u64>| Summary::of_ns(v).expect("reps ≥ 1");
+    Ok(Point {
+        fds: n,
+        far: s(&mut far),
+        near: s(&mut near),
+        far_second_alloc: s(&mut far2),
+        near_second_alloc: s(&mut near2),
+    })
+}
+
+fn print(o: &Outcome) {
+    println!(
+        "fd allocation (seed 003): close the first and the n-th of N descriptors, then allocate twice"
+    );
+    println!(
+        "Linux {}, {}; allocation by {}; median of {} repetitions per N; ns",
+        o.machine.kernel,
+        o.machine.cpu_model,
+        match o.via {
+            Via::Dup => "fcntl(F_DUPFD)",
+            Via::Open => "open(\"/dev/null\")",
+        },
+        o.reps
+    );
+    println!(
+        "(seed 003 used about {} descriptors; this process may hold {}, so N stops below that)",
+        o.seed_fds, o.fd_limit
+    );
+    println!();
+    println!(
+        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+        "N", "far", "far p90", "near", "far-near", "2nd alloc far", "2nd alloc near"
+    );
+    let ns = |us: f64| format!("{:.0}", us * 1000.0);
+    for p in &o.points {
+        println!(
+            "{:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+            p.fds,
+            ns(p.far.median_us),
+            ns(p.far.p90_us),
+            ns(p.near.median_us),
+            ns(p.far.median_us - p.near.median_us),
+            ns(p.far_second_alloc.median_us),
+            ns(p.near_second_alloc.median_us),
+        );
+    }
+    if let (Some(a), Some(b)) = (o.points.first(), o.points.last()) {
+        if b.fds > a.fds {
+            let growth = b.far_second_alloc.median_us / a.far_second_alloc.median_us;
+            let per_k = (b.far_second_alloc.median_us - a.far_second_alloc.median_us) * 1000.0
+                / ((b.fds - a.fds) as f64 / 1000.0);
+            println!();
+            println!(
+                "Finding the far hole: the second allocation took ×{growth:.2} as long at N={} as at \
+                 N={} ({per_k:+.1} ns per 1,000 descriptors).",
+                b.fds, a.fds
+            );
+            println!(
+                "A single bitmap scanned word by word grows linearly with N; Linux's two-level \
+                 bitmap (open_fds, and full_fds_bits with one bit per full 64-descriptor word) \
+                 skips full words 64 at a time."
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reopened_numbers_are_the_closed_ones() {
+        let p = measure_one(50, 20, Via::Dup).unwrap();
+        assert_eq!(p.fds, 50);
+        assert_eq!(p.far.count, 20);
+        assert!(p.far.min_us > 0.0 && p.far_second_alloc.median_us <= p.far.max_us);
+        let p = measure_one(10, 5, Via::Open).unwrap();
+        assert_eq!(p.near.count, 5);
+    }
+}
