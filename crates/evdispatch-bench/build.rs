@@ -40,8 +40,17 @@ fn libevent() -> Result<(), String> {
     let lib = pkg_config::Config::new()
         .cargo_metadata(false)
         .probe("libevent_core")
-        .or_else(|_| pkg_config::Config::new().cargo_metadata(false).probe("libevent"))
-        .map_err(|e| format!("pkg-config found no libevent: {}", first_line(&e.to_string())))?;
+        .or_else(|_| {
+            pkg_config::Config::new()
+                .cargo_metadata(false)
+                .probe("libevent")
+        })
+        .map_err(|e| {
+            format!(
+                "pkg-config found no libevent: {}",
+                first_line(&e.to_string())
+            )
+        })?;
     cc::Build::new()
         .file("csrc/libevent_row.c")
         .includes(&lib.include_paths)
@@ -56,7 +65,10 @@ fn libevent() -> Result<(), String> {
 /// libev: Debian's libev-dev has no pkg-config file, so fall back to the
 /// compiler's own search paths for `ev.h` and `libev.so`.
 fn libev() -> Result<(), String> {
-    if let Ok(lib) = pkg_config::Config::new().cargo_metadata(false).probe("libev") {
+    if let Ok(lib) = pkg_config::Config::new()
+        .cargo_metadata(false)
+        .probe("libev")
+    {
         cc::Build::new()
             .file("csrc/libev_row.c")
             .includes(&lib.include_paths)

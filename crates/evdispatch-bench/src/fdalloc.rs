@@ -98,7 +98,11 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
     } else {
         (vec![100, 1000, 2000, 5000, 10_000, 15_000, 19_000], 20_000)
     };
-    let mut fds = if args.fds.is_empty() { fds } else { args.fds.clone() };
+    let mut fds = if args.fds.is_empty() {
+        fds
+    } else {
+        args.fds.clone()
+    };
     fds.sort_unstable();
     fds.dedup();
     let reps = args.reps.unwrap_or(reps).max(1);
@@ -172,7 +176,8 @@ fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Point> {
     let mut near2 = Vec::with_capacity(reps);
     // Alternate the two cases so that noise falls on both alike.
     for _ in 0..reps {
-        for (other, total, alloc2) in [(last, &mut far, &mut far2), (second, &mut near, &mut near2)] {
+        for (other, total, alloc2) in [(last, &mut far, &mut far2), (second, &mut near, &mut near2)]
+        {
             let t0 = Instant::now();
             block.close(first)?;
             block.close(other)?;
@@ -220,13 +225,13 @@ fn print(o: &Outcome) {
     );
     println!();
     println!(
-        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+        "{:>8} {:>10} {:>10} {:>10} {:>10} {:>15} {:>15}",
         "N", "far", "far p90", "near", "far-near", "2nd alloc far", "2nd alloc near"
     );
     let ns = |us: f64| format!("{:.0}", us * 1000.0);
     for p in &o.points {
         println!(
-            "{:>8} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12}",
+            "{:>8} {:>10} {:>10} {:>10} {:>10} {:>15} {:>15}",
             p.fds,
             ns(p.far.median_us),
             ns(p.far.p90_us),
@@ -262,6 +267,7 @@ mod tests {
 
     #[test]
     fn reopened_numbers_are_the_closed_ones() {
+        let _g = crate::TEST_FDS.lock().unwrap_or_else(|e| e.into_inner());
         let p = measure_one(50, 20, Via::Dup).unwrap();
         assert_eq!(p.fds, 50);
         assert_eq!(p.far.count, 20);

@@ -96,13 +96,7 @@ pub fn polling_add_level(poller: &polling::Poller, fd: RawFd, key: usize) -> io:
     // SAFETY: polling requires the source to be deleted before it is closed;
     // the row deletes every descriptor at teardown, and the harness closes
     // the read ends only after every row's teardown.
-    unsafe {
-        poller.add_with_mode(
-            fd,
-            polling::Event::readable(key),
-            polling::PollMode::Level,
-        )
-    }
+    unsafe { poller.add_with_mode(fd, polling::Event::readable(key), polling::PollMode::Level) }
 }
 
 /// Remove `fd` from a `polling` poller.
@@ -251,7 +245,7 @@ pub mod c_peers {
         /// Run the loop until `active` bytes were read:
         /// `[bytes, spurious callbacks, loop calls]`.
         #[inline]
-        pub fn iterate(&mut self, active: usize) -> io::Result<[i64; 3]> {
+        pub fn iterate(&mut self, active: usize) -> io::Result<[c_long; 3]> {
             let mut out: [c_long; 3] = [0; 3];
             // SAFETY: `row` is live (freed only on drop); `out` has the three
             // entries the C side writes.
@@ -259,7 +253,7 @@ pub mod c_peers {
             if rc != 0 {
                 return Err(io::Error::other("the C event loop returned an error"));
             }
-            Ok([out[0] as i64, out[1] as i64, out[2] as i64])
+            Ok(out)
         }
 
         /// The kernel interface the library chose ("epoll", …).

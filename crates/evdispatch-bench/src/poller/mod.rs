@@ -143,7 +143,13 @@ impl Plan {
         let (fds, active, iterations, warmup, rounds) = if a.quick {
             (vec![100, 1000, 10_000], vec![1, 100], 300, 20, 2)
         } else {
-            (vec![100, 1000, 10_000, 19_000], vec![1, 10, 100], 2000, 50, 3)
+            (
+                vec![100, 1000, 10_000, 19_000],
+                vec![1, 10, 100],
+                2000,
+                50,
+                3,
+            )
         };
         let pick = |given: &Vec<usize>, default: Vec<usize>| {
             if given.is_empty() {
@@ -306,13 +312,21 @@ pub fn run(args: PollerArgs) -> anyhow::Result<()> {
         WriterKind::Helper => 1,
         WriterKind::Local => 2,
     };
-    if let Some(&n) = plan.fds.iter().find(|&&n| n as u64 * per_pair + RESERVE as u64 > limit) {
+    if let Some(&n) = plan
+        .fds
+        .iter()
+        .find(|&&n| n as u64 * per_pair + RESERVE as u64 > limit)
+    {
         bail!(
             "--fds {n} needs {} descriptors plus ~{RESERVE} others, but this process may hold \
              {limit} (RLIMIT_NOFILE); use N ≤ {}{}",
             n as u64 * per_pair,
             limit.saturating_sub(RESERVE as u64) / per_pair,
-            if per_pair == 2 { " with --writer local, or the default --writer helper" } else { "" }
+            if per_pair == 2 {
+                " with --writer local, or the default --writer helper"
+            } else {
+                ""
+            }
         );
     }
     let outcome = measure(&plan, &mut specs, !args.json)?;
@@ -382,7 +396,11 @@ impl Pairs {
             bail!("the writer helper holds {held} write ends, expected {n}");
         }
         let raw = reads.iter().map(|r| r.as_raw_fd()).collect();
-        Ok(Pairs { reads, raw, open_ns })
+        Ok(Pairs {
+            reads,
+            raw,
+            open_ns,
+        })
     }
 
     /// Bytes still unread on the read ends (each is drained).
@@ -415,6 +433,14 @@ fn scatter_stride(spacing: usize) -> usize {
         s += 1;
     }
     s
+}
+
+/// Let the kernel finish what a setup or teardown left behind (closing an
+/// epoll instance frees its entries through RCU callbacks, run later on
+/// this CPU) before the next row's iterations, so that one row's teardown
+/// is not charged to the next.
+fn settle() {
+    std::thread::sleep(Duration::from_millis(25));
 }
 
 /// Stops the run when a row makes no progress: a lost event makes a row
@@ -539,11 +565,22 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
         bar.set_message(format!("N={n}: creating socketpairs"));
         dog.label(format!("N={n}, creating socketpairs"));
         let pairs = Pairs::create(n, &mut writer)?;
+        settle();
         let max_fd = pairs.raw.iter().copied().max().unwrap_or(0);
         let mut counter = 0usize;
         for round in 0..plan.rounds {
-            for (ri, (spec, row)) in rows.iter_mut().enumerate() {
-                bar.set_message(format!("N={n} round {}/{} {}", round + 1, plan.rounds, spec.name));
+            // Each round starts one row further on, so no row always
+            // follows the same neighbour.
+            let count = rows.len();
+            for ri in (0..count).map(|k| (k + round) % count) {
+                let (spec, row) = &mut rows[ri];
+                let spec: &RowSpec = spec;
+                bar.set_message(format!(
+                    "N={n} round {}/{} {}",
+                    round + 1,
+                    plan.rounds,
+                    spec.name
+                ));
                 if let Some(limit) = spec.max_fd {
                     if max_fd >= limit {
                         if round == 0 {
@@ -607,6 +644,7 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
                 }
                 row.teardown()
                     .with_context(|| format!("{}: teardown at N={n}", spec.name))?;
+                settle();
                 bar.inc(1);
             }
         }
@@ -735,8 +773,14 @@ mod tests {
     #[test]
     fn unknown_row_names_are_refused_with_the_list() {
         let e = select_rows(&["kqueue".into()]).err().unwrap().to_string();
-        assert!(e.contains("kqueue") && e.contains("raw-epoll") && e.contains("epoll,"), "{e}");
+        assert!(
+            e.contains("kqueue") && e.contains("raw-epoll") && e.contains("epoll,"),
+            "{e}"
+        );
         let r = select_rows(&["raw-poll".into(), "EPOLL".into()]).unwrap();
-        assert_eq!(r.iter().map(|r| r.name).collect::<Vec<_>>(), vec!["epoll", "raw-poll"]);
+        assert_eq!(
+            r.iter().map(|r| r.name).collect::<Vec<_>>(),
+            vec!["epoll", "raw-poll"]
+        );
     }
 }

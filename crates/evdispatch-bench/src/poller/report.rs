@@ -70,7 +70,12 @@ pub fn print(o: &Outcome) {
             continue;
         }
         let lo = ns[0];
-        let hi = ns.iter().copied().filter(|&n| n <= GROWTH_TO).max().unwrap_or(lo);
+        let hi = ns
+            .iter()
+            .copied()
+            .filter(|&n| n <= GROWTH_TO)
+            .max()
+            .unwrap_or(lo);
         let growth = (hi > lo).then(|| format!("×{lo}→{hi}"));
 
         println!();
@@ -96,14 +101,19 @@ pub fn print(o: &Outcome) {
             }
             if growth.is_some() {
                 match (by.get(&(*name, lo, a)), by.get(&(*name, hi, a))) {
-                    (Some(l), Some(h)) => print!("{:>14}", format!("×{:.1}", h.median_us / l.median_us)),
+                    (Some(l), Some(h)) => {
+                        print!("{:>14}", format!("×{:.1}", h.median_us / l.median_us))
+                    }
                     _ => print!("{:>14}", "-"),
                 }
             }
             println!();
         }
 
-        if o.cells.iter().any(|c| c.active == a && c.ratio_to_raw_epoll.is_some()) {
+        if o.cells
+            .iter()
+            .any(|c| c.active == a && c.ratio_to_raw_epoll.is_some())
+        {
             println!("  ratio to raw-epoll (same N, same run)");
             for name in &names {
                 if !ns.iter().any(|&n| by.contains_key(&(*name, n, a))) {
@@ -152,13 +162,20 @@ pub fn print(o: &Outcome) {
         .map(|c| format!("{} N={} A={}: {}", c.mechanism, c.fds, c.active, c.spurious))
         .collect();
     if !spurious.is_empty() {
-        println!("spurious events (allowed, counted): {}", spurious.join("; "));
+        println!(
+            "spurious events (allowed, counted): {}",
+            spurious.join("; ")
+        );
     }
     if !o.skipped.is_empty() {
         println!();
         for s in &o.skipped {
             let at = s.fds.map(|n| format!(" at N={n}")).unwrap_or_default();
-            let fix = s.install.as_ref().map(|i| format!(" — {i}")).unwrap_or_default();
+            let fix = s
+                .install
+                .as_ref()
+                .map(|i| format!(" — {i}"))
+                .unwrap_or_default();
             println!("not run: {}{at}: {}{fix}", s.row, s.reason);
         }
     }

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use nix::sys::socket::{
-    recv, recvmsg, send, sendmsg, socketpair, AddressFamily, ControlMessage,
-    ControlMessageOwned, MsgFlags, SockFlag, SockType,
+    recv, recvmsg, send, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned,
+    MsgFlags, SockFlag, SockType,
 };
 
 use crate::sys;
@@ -179,7 +179,8 @@ impl Helper {
             SockFlag::SOCK_CLOEXEC,
         )
         .context("creating the control socket for the writer helper")?;
-        let exe = std::env::current_exe().context("finding this program to start the writer helper")?;
+        let exe =
+            std::env::current_exe().context("finding this program to start the writer helper")?;
         let mut cmd = Command::new(&exe);
         cmd.args(HELPER_ARGS);
         if let Some(c) = cpu {
@@ -251,7 +252,7 @@ impl Helper {
         .context("passing a descriptor to the writer helper")?;
         drop(fd);
         self.held += 1;
-        if self.held % SYNC_EVERY == 0 {
+        if self.held.is_multiple_of(SYNC_EVERY) {
             self.sync()?;
         }
         Ok(())
@@ -262,7 +263,11 @@ impl Helper {
     fn sync(&mut self) -> anyhow::Result<usize> {
         let r = self.call([OP_SYNC, 0, 0, 0, 0])?;
         if r[1] as usize != self.held {
-            bail!("the writer helper holds {} write ends, {} were sent", r[1], self.held);
+            bail!(
+                "the writer helper holds {} write ends, {} were sent",
+                r[1],
+                self.held
+            );
         }
         Ok(self.held)
     }
@@ -308,8 +313,13 @@ pub fn helper_main(cpu: Option<usize>) -> anyhow::Result<()> {
         let mut b = [0u8; 64];
         let (n, received) = {
             let mut iov = [IoSliceMut::new(&mut b)];
-            let msg = recvmsg::<()>(control, &mut iov, Some(&mut cmsg), MsgFlags::MSG_CMSG_CLOEXEC)
-                .context("reading the control socket")?;
+            let msg = recvmsg::<()>(
+                control,
+                &mut iov,
+                Some(&mut cmsg),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            )
+            .context("reading the control socket")?;
             let mut received = Vec::new();
             for c in msg.cmsgs()? {
                 if let ControlMessageOwned::ScmRights(r) = c {

@@ -1,0 +1,181 @@
+//! Smoke tests of `evdispatch bench poller` and `evdispatch bench fdalloc`:
+//! the real binary (the poller bench re-executes it as its writer helper),
+//! tiny sizes, and the JSON checked field by field. No timing is asserted.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+fn evdispatch(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_evdispatch"))
+        .args(args)
+        .output()
+        .expect("running evdispatch");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(args: &[&str]) -> Value {
+    let (ok, out, err) = evdispatch(args);
+    assert!(ok, "evdispatch {args:?} failed: {err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+fn num(cell: &Value, key: &str) -> f64 {
+    cell[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("cell lacks number {key}: {cell}"))
+}
+
+fn check_poller_cells(v: &Value, rows: &[&str], fds: &[u64], active: &[u64], iterations: u64) {
+    let cells = v["cells"].as_array().expect("cells");
+    let ran: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    for row in rows {
+        let skipped = v["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["row"] == *row && s["fds"].is_null());
+        assert!(
+            ran.contains(row) != skipped,
+            "{row} must either run or be listed as unavailable: {v}"
+        );
+        if !ran.contains(row) {
+            continue;
+        }
+        for &n in fds {
+            for &a in active {
+                let c = cells
+                    .iter()
+                    .find(|c| c["mechanism"] == *row && c["fds"] == n && c["active"] == a)
+                    .unwrap_or_else(|| panic!("no cell for {row} N={n} A={a}"));
+                assert_eq!(c["placement"], "rotating");
+                for key in ["median_us", "p90_us", "min_us", "max_us", "write_median_us"] {
+                    assert!(num(c, key) > 0.0, "{key} of {c}");
+                }
+                assert!(num(c, "min_us") <= num(c, "median_us"));
+                assert!(num(c, "median_us") <= num(c, "p90_us"));
+                assert!(num(c, "p90_us") <= num(c, "max_us"));
+                assert_eq!(c["iterations"], iterations);
+                // Every ready descriptor was read: one byte per active
+                // socket per iteration, and none left over.
+                assert_eq!(c["bytes_read"].as_u64().unwrap(), iterations * a, "{c}");
+                assert_eq!(c["leftover"], 0);
+                if *row == "raw-epoll" {
+                    assert_eq!(c["ratio_to_raw_epoll"], 1.0);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn poller_smoke_with_the_helper_writer() {
+    let rows = ["epoll", "raw-epoll", "raw-poll", "mio", "libevent", "libev"];
+    let v = json(&[
+        "bench",
+        "poller",
+        "--mechanisms",
+        &rows.join(","),
+        "--fds",
+        "8,40",
+        "--active",
+        "1,4",
+        "--iterations",
+        "20",
+        "--warmup",
+        "2",
+        "--rounds",
+        "2",
+        "--json",
+    ]);
+    assert_eq!(v["bench"], "poller");
+    assert_eq!(v["plan"]["writer"], "helper");
+    check_poller_cells(&v, &rows, &[8, 40], &[1, 4], 20);
+    // Unavailable C peers say how to install them.
+    for s in v["skipped"].as_array().unwrap() {
+        if s["row"] == "libevent" || s["row"] == "libev" {
+            assert!(
+                s["install"].as_str().unwrap().contains("apt-get install"),
+                "{s}"
+            );
+        }
+    }
+    let pairs = v["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2);
+    assert!(pairs
+        .iter()
+        .all(|p| p["open_us_per_pair"].as_f64().unwrap() > 0.0));
+}
+
+#[test]
+fn poller_smoke_with_the_local_writer_and_the_table() {
+    let (ok, out, err) = evdispatch(&[
+        "bench",
+        "poller",
+        "--mechanisms",
+        "epoll-et,polling,raw-epoll",
+        "--fds",
+        "10,30",
+        "--active",
+        "3",
+        "--iterations",
+        "10",
+        "--warmup",
+        "1",
+        "--rounds",
+        "1",
+        "--writer",
+        "local",
+    ]);
+    assert!(ok, "{err}");
+    assert!(out.contains("A = 3 active"), "{out}");
+    assert!(out.contains("ratio to raw-epoll"), "{out}");
+    assert!(out.contains("×10→30"), "growth factor column: {out}");
+    for row in ["epoll-et", "polling", "raw-epoll"] {
+        assert!(out.lines().any(|l| l.starts_with(row)), "{row} row: {out}");
+    }
+}
+
+#[test]
+fn poller_refuses_unknown_rows_and_impossible_sizes() {
+    let (ok, _, err) = evdispatch(&["bench", "poller", "--mechanisms", "kqueue"]);
+    assert!(!ok);
+    assert!(err.contains("kqueue") && err.contains("raw-epoll"), "{err}");
+    let (ok, _, err) = evdispatch(&["bench", "poller", "--fds", "15000", "--writer", "local"]);
+    assert!(!ok);
+    assert!(err.contains("RLIMIT_NOFILE"), "{err}");
+}
+
+#[test]
+fn fdalloc_smoke() {
+    let v = json(&[
+        "bench", "fdalloc", "--fds", "10,200", "--reps", "50", "--json",
+    ]);
+    assert_eq!(v["bench"], "fdalloc");
+    assert_eq!(v["seed_fds"], 100_000);
+    let points = v["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2);
+    for (p, n) in points.iter().zip([10, 200]) {
+        assert_eq!(p["fds"], n);
+        for case in ["far", "near", "far_second_alloc", "near_second_alloc"] {
+            assert_eq!(p[case]["count"], 50, "{p}");
+            assert!(num(&p[case], "median_us") > 0.0);
+            assert!(num(&p[case], "min_us") <= num(&p[case], "median_us"));
+        }
+    }
+    let (ok, _, err) = evdispatch(&["bench", "fdalloc", "--fds", "100000"]);
+    assert!(!ok);
+    assert!(
+        err.contains("100,000") && err.contains("RLIMIT_NOFILE"),
+        "{err}"
+    );
+}
