@@ -121,7 +121,7 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
     if let Some(c) = args.cpu {
         crate::pin_to(c)?;
     }
-    let outcome = measure(&fds, reps, args.via, limit, !args.json)?;
+    let outcome = measure(&fds, reps, args.via, limit, true)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {

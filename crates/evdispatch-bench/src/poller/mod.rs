@@ -76,10 +76,10 @@ pub struct PollerArgs {
     /// Timed iterations per cell (default 2000; --quick 300).
     #[arg(long)]
     pub iterations: Option<usize>,
-    /// Untimed iterations after each setup (default 50; --quick 20).
+    /// Untimed iterations after each setup (default 30; --quick 20).
     #[arg(long)]
     pub warmup: Option<usize>,
-    /// Interleaved blocks the iterations are split into (default 3; --quick 2).
+    /// Interleaved blocks the iterations are split into (default 10; --quick 3).
     #[arg(long)]
     pub rounds: Option<usize>,
     /// A short profile that still shows the shape: N = 100,1000,10000,
@@ -329,7 +329,7 @@ pub fn run(args: PollerArgs) -> anyhow::Result<()> {
             }
         );
     }
-    let outcome = measure(&plan, &mut specs, !args.json)?;
+    let outcome = measure(&plan, &mut specs, true)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {

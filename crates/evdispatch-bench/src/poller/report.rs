@@ -19,6 +19,26 @@ fn fmt_us(v: f64) -> String {
     }
 }
 
+/// An indented table: one line per row that has a value somewhere.
+fn sub_table<'a>(
+    names: &[&'a str],
+    ns: &[usize],
+    width: usize,
+    value: impl Fn(&'a str, usize) -> Option<String>,
+) {
+    for &name in names {
+        let cells: Vec<Option<String>> = ns.iter().map(|&n| value(name, n)).collect();
+        if cells.iter().all(Option::is_none) {
+            continue;
+        }
+        print!("  {name:<w$}", w = width - 2);
+        for c in cells {
+            print!("{:>10}", c.as_deref().unwrap_or("-"));
+        }
+        println!();
+    }
+}
+
 /// Print the tables.
 pub fn print(o: &Outcome) {
     let p = &o.plan;
@@ -115,35 +135,16 @@ pub fn print(o: &Outcome) {
             .any(|c| c.active == a && c.ratio_to_raw_epoll.is_some())
         {
             println!("  ratio to raw-epoll (same N, same run)");
-            for name in &names {
-                if !ns.iter().any(|&n| by.contains_key(&(*name, n, a))) {
-                    continue;
-                }
-                print!("  {name:<w$}", w = width - 2);
-                for &n in &ns {
-                    match by.get(&(*name, n, a)).and_then(|c| c.ratio_to_raw_epoll) {
-                        Some(r) => print!("{:>10}", format!("{r:.2}")),
-                        None => print!("{:>10}", "-"),
-                    }
-                }
-                println!();
-            }
+            sub_table(&names, &ns, width, |name, n| {
+                by.get(&(name, n, a))
+                    .and_then(|c| c.ratio_to_raw_epoll)
+                    .map(|r| format!("{r:.2}"))
+            });
         }
-
         println!("  writer: median µs to write the {a} byte(s) (untimed)");
-        for name in &names {
-            if !ns.iter().any(|&n| by.contains_key(&(*name, n, a))) {
-                continue;
-            }
-            print!("  {name:<w$}", w = width - 2);
-            for &n in &ns {
-                match by.get(&(*name, n, a)) {
-                    Some(c) => print!("{:>10}", fmt_us(c.write_median_us)),
-                    None => print!("{:>10}", "-"),
-                }
-            }
-            println!();
-        }
+        sub_table(&names, &ns, width, |name, n| {
+            by.get(&(name, n, a)).map(|c| fmt_us(c.write_median_us))
+        });
     }
 
     if !o.pairs.is_empty() {

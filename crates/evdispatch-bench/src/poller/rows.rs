@@ -28,6 +28,19 @@ pub struct Served {
     pub spurious: u64,
 }
 
+impl Served {
+    /// Poller_bench's handler: `read(fd, buf, 1)`, counted as a byte read
+    /// or, when nothing was there, as a spurious event.
+    #[inline]
+    pub fn handle(&mut self, fd: RawFd) {
+        if sys::read1(fd) {
+            self.bytes += 1;
+        } else {
+            self.spurious += 1;
+        }
+    }
+}
+
 /// One row of the table.
 pub trait Row {
     /// Start watching `fds` (non-blocking read ends) for readability.
@@ -187,11 +200,7 @@ impl Row for LibraryRow {
             poller.wait(&mut self.events, None)?;
             s.waits += 1;
             for ev in &self.events {
-                if sys::read1(self.fds[ev.token().0]) {
-                    s.bytes += 1;
-                } else {
-                    s.spurious += 1;
-                }
+                s.handle(self.fds[ev.token().0]);
             }
         }
         Ok(s)
@@ -234,11 +243,7 @@ impl Row for RawEpollRow {
             let ready = ep.wait()?;
             s.waits += 1;
             for ev in ready {
-                if sys::read1(self.fds[ev.u64 as usize]) {
-                    s.bytes += 1;
-                } else {
-                    s.spurious += 1;
-                }
+                s.handle(self.fds[ev.u64 as usize]);
             }
         }
         Ok(s)
@@ -284,11 +289,7 @@ impl Row for RawPollRow {
                 if p.revents != 0 {
                     left -= 1;
                     p.revents = 0;
-                    if sys::read1(p.fd) {
-                        s.bytes += 1;
-                    } else {
-                        s.spurious += 1;
-                    }
+                    s.handle(p.fd);
                 }
             }
         }
@@ -334,11 +335,7 @@ impl Row for MioRow {
             poll.poll(events, None)?;
             s.waits += 1;
             for ev in events.iter() {
-                if sys::read1(self.fds[ev.token().0]) {
-                    s.bytes += 1;
-                } else {
-                    s.spurious += 1;
-                }
+                s.handle(self.fds[ev.token().0]);
             }
         }
         Ok(s)
@@ -387,11 +384,7 @@ impl Row for PollingRow {
             poller.wait(events, None)?;
             s.waits += 1;
             for ev in events.iter() {
-                if sys::read1(self.fds[ev.key]) {
-                    s.bytes += 1;
-                } else {
-                    s.spurious += 1;
-                }
+                s.handle(self.fds[ev.key]);
             }
         }
         Ok(s)
