@@ -607,6 +607,9 @@ macro_rules! conformance {
 conformance! {
     epoll => Mechanism::Epoll,
     epoll_et => Mechanism::EpollEt,
+    select => Mechanism::Select,
+    poll => Mechanism::Poll,
+    uring => Mechanism::Uring,
 }
 
 #[test]
