@@ -483,10 +483,19 @@ fn waker_from_another_thread(m: Mechanism) {
     waker.wake().unwrap();
     waker.wake().unwrap();
     let t0 = Instant::now();
-    assert_eq!(p.wait(&mut ev, Some(LONG)).unwrap(), 1, "{m}: {:?}", ev.as_slice());
+    assert_eq!(
+        p.wait(&mut ev, Some(LONG)).unwrap(),
+        1,
+        "{m}: {:?}",
+        ev.as_slice()
+    );
     assert!(t0.elapsed() < Duration::from_secs(1));
     p.wait(&mut ev, Some(Duration::from_millis(20))).unwrap();
-    assert!(ev.is_empty(), "{m}: waker reported twice: {:?}", ev.as_slice());
+    assert!(
+        ev.is_empty(),
+        "{m}: waker reported twice: {:?}",
+        ev.as_slice()
+    );
     assert!(p.stats().wakeups >= 4, "{m}: {:?}", p.stats());
 }
 

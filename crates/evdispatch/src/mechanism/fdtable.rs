@@ -19,9 +19,7 @@ pub(crate) struct FdTable<T> {
 
 impl<T> FdTable<T> {
     pub(crate) fn new() -> FdTable<T> {
-        FdTable {
-            slots: Vec::new(),
-        }
+        FdTable { slots: Vec::new() }
     }
 
     /// Register `fd` with `value`: `EBADF` if it is negative or not open,
@@ -124,10 +122,18 @@ mod tests {
         let dup = t.insert("t", fd, 0).unwrap_err();
         assert_eq!(dup.kind(), io::ErrorKind::AlreadyExists);
         assert!(dup.to_string().contains("EEXIST"), "{dup}");
-        assert!(t.insert("t", -1, 0).unwrap_err().to_string().contains("EBADF"));
+        assert!(t
+            .insert("t", -1, 0)
+            .unwrap_err()
+            .to_string()
+            .contains("EBADF"));
         assert_eq!(t.get(fd as usize), Some(&6));
         assert_eq!(t.remove("t", fd).unwrap(), 6);
-        assert!(t.remove("t", fd).unwrap_err().to_string().contains("ENOENT"));
+        assert!(t
+            .remove("t", fd)
+            .unwrap_err()
+            .to_string()
+            .contains("ENOENT"));
         t.trim();
         assert_eq!(t.bound(), 0);
     }

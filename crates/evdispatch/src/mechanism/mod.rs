@@ -85,7 +85,8 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         mechanism: Mechanism::Select,
         name: "select",
         trigger: Trigger::Level,
-        summary: "select() on read and write bitmaps rebuilt from the interest table at every wait; \
+        summary:
+            "select() on read and write bitmaps rebuilt from the interest table at every wait; \
                   kernel and caller scan every descriptor up to the highest registered",
         limits: "descriptors below FD_SETSIZE (1024) only; a wait costs O(highest registered fd)",
         min_kernel: (1, 0),

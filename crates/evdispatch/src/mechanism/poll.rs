@@ -136,7 +136,10 @@ mod tests {
         }
         assert_eq!(p.fds.len(), 3);
         for (i, pfd) in p.fds.iter().enumerate() {
-            let k = pipes.iter().position(|(r, _)| r.as_raw_fd() == pfd.fd).unwrap();
+            let k = pipes
+                .iter()
+                .position(|(r, _)| r.as_raw_fd() == pfd.fd)
+                .unwrap();
             assert_eq!(p.regs[i].0, Token(100 + k), "entry {i} lost its token");
             assert_eq!(*p.index.get_mut(NAME, pfd.fd).unwrap(), i);
         }
@@ -146,7 +149,8 @@ mod tests {
         }
         let mut ev = Events::with_capacity(8);
         let mut stats = Stats::default();
-        p.wait(&mut ev, Some(Duration::from_secs(5)), &mut stats).unwrap();
+        p.wait(&mut ev, Some(Duration::from_secs(5)), &mut stats)
+            .unwrap();
         let mut got: Vec<usize> = ev.iter().map(|e| e.token().0).collect();
         got.sort();
         assert_eq!(got, vec![101, 102, 104]);

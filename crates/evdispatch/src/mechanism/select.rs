@@ -70,7 +70,11 @@ impl Select {
             format!(
                 "select failed with EBADF: registered fd(s) {} closed while still registered; \
                  deregister a descriptor before closing it",
-                if closed.is_empty() { "?".to_string() } else { closed.join(", ") }
+                if closed.is_empty() {
+                    "?".to_string()
+                } else {
+                    closed.join(", ")
+                }
             ),
         )
     }
@@ -169,12 +173,15 @@ mod tests {
         let msg = err.to_string();
         assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
         assert!(
-            msg.contains("1024") && msg.contains("FD_SETSIZE") && msg.contains(&high.as_raw_fd().to_string()),
+            msg.contains("1024")
+                && msg.contains("FD_SETSIZE")
+                && msg.contains(&high.as_raw_fd().to_string()),
             "{msg}"
         );
         assert!(msg.contains("poll or epoll"), "says what to do: {msg}");
         // A low descriptor still works.
-        p.register(r.as_raw_fd(), Token(2), Interest::READABLE).unwrap();
+        p.register(r.as_raw_fd(), Token(2), Interest::READABLE)
+            .unwrap();
     }
 
     #[test]
@@ -183,14 +190,18 @@ mod tests {
         let (r, w) = sys::pipe().unwrap();
         let fd = r.as_raw_fd();
         p.register(fd, Token(1), Interest::READABLE).unwrap();
-        p.register(w.as_raw_fd(), Token(2), Interest::WRITABLE).unwrap();
+        p.register(w.as_raw_fd(), Token(2), Interest::WRITABLE)
+            .unwrap();
         drop(r);
         let mut ev = Events::with_capacity(4);
         let err = p
             .wait(&mut ev, Some(Duration::from_millis(1)))
             .unwrap_err()
             .to_string();
-        assert!(err.contains(&fd.to_string()) && err.contains("deregister"), "{err}");
+        assert!(
+            err.contains(&fd.to_string()) && err.contains("deregister"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -204,6 +215,9 @@ mod tests {
         p.wait(&mut ev, Some(Duration::from_secs(5))).unwrap();
         assert_eq!(ev.len(), 1, "{:?}", ev.as_slice());
         let e = ev.as_slice()[0];
-        assert!(e.token() == Token(9) && e.is_readable() && e.is_writable(), "{e:?}");
+        assert!(
+            e.token() == Token(9) && e.is_readable() && e.is_writable(),
+            "{e:?}"
+        );
     }
 }

@@ -31,6 +31,15 @@
 //! readiness bits are filtered by the current interest, so a completion
 //! posted before a `modify` reports only what is now asked for, and one left
 //! with no bit is dropped.
+//!
+//! **Threads.** A poll request belongs to the thread that submitted it, and
+//! that thread runs its completion work. Submissions ride on waits, so the
+//! polls belong to the thread that waits, wherever the poller was created;
+//! only a registration burst that overflows the submission queue is
+//! submitted by the registering thread. A poller that changes threads keeps
+//! working (the kernel re-arms nothing by itself, but the polls of an exited
+//! thread end with `ECANCELED` and are re-armed here), at the cost of waking
+//! the old thread for completions until then.
 
 use std::io;
 use std::os::fd::RawFd;
@@ -225,7 +234,11 @@ impl Backend for Uring {
                 Ok(_) => {}
                 // Timed out, interrupted, or completions backed up behind a
                 // full ring (reaping below makes room): all end this wait.
-                Err(e) if matches!(e.raw_os_error(), Some(libc::ETIME | libc::EINTR | libc::EBUSY)) => {}
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                    ) => {}
                 Err(e) => return Err(e),
             }
             stats.sqes_submitted += pending.saturating_sub(self.ring.sq_pending()) as u64;
@@ -332,7 +345,7 @@ mod tests {
         let fd = a.as_raw_fd();
         p.register(fd, Token(1), Interest::READABLE).unwrap();
         p.wait(&mut ev, Some(Duration::ZERO)).unwrap(); // the add is submitted
-        // A completion for registration 1 lands in the ring...
+                                                        // A completion for registration 1 lands in the ring...
         crate::sys::write(b.as_raw_fd(), b"x").unwrap();
         // ...and before any wait reaps it, the fd is registered anew.
         p.deregister(fd).unwrap();
@@ -373,7 +386,10 @@ mod tests {
             let mut got = vec![false; pairs.len()];
             let deadline = std::time::Instant::now() + Duration::from_secs(10);
             while got.iter().any(|g| !g) {
-                assert!(std::time::Instant::now() < deadline, "round {round}: {got:?}");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "round {round}: {got:?}"
+                );
                 p.wait(&mut ev, Some(Duration::from_millis(50))).unwrap();
                 for e in ev.iter() {
                     got[e.token().0] = true;
@@ -382,7 +398,48 @@ mod tests {
                 }
             }
         }
-        assert!(p.stats().rearms > 0, "a 16-entry CQ must overflow: {:?}", p.stats());
+        assert!(
+            p.stats().rearms > 0,
+            "a 16-entry CQ must overflow: {:?}",
+            p.stats()
+        );
+    }
+
+    /// Polls submitted by a thread that has since exited still deliver, or
+    /// end and are re-armed: a poller may change threads.
+    #[test]
+    fn survives_the_submitting_thread() {
+        let Some(p) = poller(64) else { return };
+        let (a, b) = pair();
+        let fd = a.as_raw_fd();
+        let mut p = std::thread::spawn(move || {
+            let mut p = p;
+            p.register(fd, Token(5), Interest::READABLE).unwrap();
+            let mut ev = Events::with_capacity(4);
+            p.wait(&mut ev, Some(Duration::ZERO)).unwrap(); // submitted here
+            p
+        })
+        .join()
+        .unwrap();
+        let mut ev = Events::with_capacity(4);
+        for round in 0..3 {
+            crate::sys::write(b.as_raw_fd(), b"z").unwrap();
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "round {round}: {:?}",
+                    p.stats()
+                );
+                p.wait(&mut ev, Some(Duration::from_millis(50))).unwrap();
+                if ev.iter().any(|e| e.token() == Token(5) && e.is_readable()) {
+                    break;
+                }
+            }
+            let mut buf = [0u8; 4];
+            while crate::sys::read(fd, &mut buf).is_ok() {}
+        }
+        eprintln!("after a thread change: {:?}", p.stats());
     }
 
     #[test]

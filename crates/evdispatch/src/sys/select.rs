@@ -6,7 +6,7 @@ use std::time::Duration;
 use super::cvt;
 
 /// `FD_SETSIZE`: select's bitmaps hold descriptors `0..FD_SETSIZE`.
-pub const FD_SETSIZE: usize = libc::FD_SETSIZE as usize;
+pub const FD_SETSIZE: usize = libc::FD_SETSIZE;
 
 const WORDS: usize = FD_SETSIZE / 64;
 

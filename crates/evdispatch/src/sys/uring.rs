@@ -111,7 +111,10 @@ impl Ring {
     /// has no builder for). The CQE, under `user_data`, is skipped on
     /// success where the kernel can.
     pub fn poll_update(&mut self, target: u64, events: u32, user_data: u64) -> io::Result<usize> {
-        let e = with_skip(self.skip_success, poll_update_entry(target, events, user_data));
+        let e = with_skip(
+            self.skip_success,
+            poll_update_entry(target, events, user_data),
+        );
         push(&mut self.ring, &e)
     }
 
@@ -133,7 +136,8 @@ impl Ring {
         match timeout {
             None => sub.submit_and_wait(want),
             Some(d) => {
-                let ts = types::Timespec::from(d);
+                // Far beyond any real wait, and within the kernel's time_t.
+                let ts = types::Timespec::from(d.min(Duration::from_secs(1 << 40)));
                 let args = types::SubmitArgs::new().timespec(&ts);
                 sub.submit_with_args(want, &args)
             }
@@ -196,7 +200,10 @@ impl Sq<'_, '_> {
 
     /// Queue a poll removal (see [`Ring::poll_remove`]).
     pub fn poll_remove(&mut self, target: u64, user_data: u64) {
-        self.push(with_skip(self.skip_success, poll_remove_entry(target, user_data)));
+        self.push(with_skip(
+            self.skip_success,
+            poll_remove_entry(target, user_data),
+        ));
     }
 
     /// Queue `e`, submitting first if the queue is full. A failure to make
@@ -304,6 +311,10 @@ mod tests {
         let u32_at = |o: usize| u32::from_le_bytes(raw[o..o + 4].try_into().unwrap());
         assert_eq!(u32_at(SQE_LEN), 3);
         assert_eq!(u32_at(SQE_OP_FLAGS), 0x41);
-        assert_eq!(u64::from_le_bytes(raw[16..24].try_into().unwrap()), 0xabcd, "addr = target");
+        assert_eq!(
+            u64::from_le_bytes(raw[16..24].try_into().unwrap()),
+            0xabcd,
+            "addr = target"
+        );
     }
 }
