@@ -405,6 +405,27 @@ mod tests {
         );
     }
 
+    /// `modify` updates the running poll in place (one SQE, no re-arm), and
+    /// the update rides on the next wait's submission.
+    #[test]
+    fn modify_is_a_poll_update() {
+        let Some(mut p) = poller(64) else { return };
+        let mut ev = Events::with_capacity(4);
+        let (a, _b) = pair();
+        p.register(a.as_raw_fd(), Token(1), Interest::READABLE)
+            .unwrap();
+        p.wait(&mut ev, Some(Duration::from_millis(5))).unwrap();
+        assert!(ev.is_empty(), "{:?}", ev.as_slice());
+        p.modify(a.as_raw_fd(), Token(2), Interest::WRITABLE)
+            .unwrap();
+        assert_eq!(p.stats().wait_syscalls, 1, "modify made no system call");
+        p.wait(&mut ev, Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(ev.len(), 1, "{:?}", ev.as_slice());
+        assert!(ev.as_slice()[0].token() == Token(2) && ev.as_slice()[0].is_writable());
+        let s = p.stats();
+        assert_eq!((s.sqes_submitted, s.rearms), (2, 0), "{s:?}");
+    }
+
     /// Polls submitted by a thread that has since exited still deliver, or
     /// end and are re-armed: a poller may change threads.
     #[test]
