@@ -167,7 +167,10 @@ mod tests {
     #[test]
     fn closed_while_registered_is_an_error_event() {
         let mut p = backend();
-        let (r, _w) = sys::pipe().unwrap();
+        let (r0, _w) = sys::pipe().unwrap();
+        // A number no other test thread will be handed while it is closed
+        // (descriptors are allocated lowest first).
+        let r = sys::dup_at_least(r0.as_raw_fd(), 1000).unwrap();
         p.register(r.as_raw_fd(), Token(1), Interest::READABLE)
             .unwrap();
         drop(r);

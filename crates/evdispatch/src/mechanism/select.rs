@@ -187,7 +187,10 @@ mod tests {
     #[test]
     fn closed_while_registered_is_named() {
         let mut p = Poller::new(Mechanism::Select).unwrap();
-        let (r, w) = sys::pipe().unwrap();
+        let (r0, w) = sys::pipe().unwrap();
+        // A number no other test thread will be handed while it is closed
+        // (descriptors are allocated lowest first).
+        let r = sys::dup_at_least(r0.as_raw_fd(), 1000).unwrap();
         let fd = r.as_raw_fd();
         p.register(fd, Token(1), Interest::READABLE).unwrap();
         p.register(w.as_raw_fd(), Token(2), Interest::WRITABLE)

@@ -416,9 +416,14 @@ mod tests {
             .unwrap();
         p.wait(&mut ev, Some(Duration::from_millis(5))).unwrap();
         assert!(ev.is_empty(), "{:?}", ev.as_slice());
+        let before = p.stats().wait_syscalls;
         p.modify(a.as_raw_fd(), Token(2), Interest::WRITABLE)
             .unwrap();
-        assert_eq!(p.stats().wait_syscalls, 1, "modify made no system call");
+        assert_eq!(
+            p.stats().wait_syscalls,
+            before,
+            "modify made no system call"
+        );
         p.wait(&mut ev, Some(Duration::from_secs(5))).unwrap();
         assert_eq!(ev.len(), 1, "{:?}", ev.as_slice());
         assert!(ev.as_slice()[0].token() == Token(2) && ev.as_slice()[0].is_writable());
