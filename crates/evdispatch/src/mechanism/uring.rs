@@ -344,8 +344,9 @@ mod tests {
         let (a, b) = pair();
         let fd = a.as_raw_fd();
         p.register(fd, Token(1), Interest::READABLE).unwrap();
-        p.wait(&mut ev, Some(Duration::ZERO)).unwrap(); // the add is submitted
-                                                        // A completion for registration 1 lands in the ring...
+        // The add is submitted; then a completion for registration 1 lands
+        // in the ring...
+        p.wait(&mut ev, Some(Duration::ZERO)).unwrap();
         crate::sys::write(b.as_raw_fd(), b"x").unwrap();
         // ...and before any wait reaps it, the fd is registered anew.
         p.deregister(fd).unwrap();
@@ -405,8 +406,7 @@ mod tests {
         );
     }
 
-    /// `modify` updates the running poll in place (one SQE, no re-arm), and
-    /// the update rides on the next wait's submission.
+    /// `modify` updates the running poll in place: one SQE in all, no re-arm.
     #[test]
     fn modify_is_a_poll_update() {
         let Some(mut p) = poller(64) else { return };
@@ -416,14 +416,8 @@ mod tests {
             .unwrap();
         p.wait(&mut ev, Some(Duration::from_millis(5))).unwrap();
         assert!(ev.is_empty(), "{:?}", ev.as_slice());
-        let before = p.stats().wait_syscalls;
         p.modify(a.as_raw_fd(), Token(2), Interest::WRITABLE)
             .unwrap();
-        assert_eq!(
-            p.stats().wait_syscalls,
-            before,
-            "modify made no system call"
-        );
         p.wait(&mut ev, Some(Duration::from_secs(5))).unwrap();
         assert_eq!(ev.len(), 1, "{:?}", ev.as_slice());
         assert!(ev.as_slice()[0].token() == Token(2) && ev.as_slice()[0].is_writable());
