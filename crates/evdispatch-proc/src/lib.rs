@@ -1,0 +1,204 @@
+//! Process facts and controls shared by the evdispatch commands: CPU time and
+//! memory of a process read from `/proc`, CPU pinning, and resource limits.
+//!
+//! The study runs servers and load generators as separate processes, so the
+//! CPU a figure is charged to is read from `/proc/PID/stat`, never guessed.
+
+#![deny(missing_docs)]
+
+use std::fs;
+use std::io;
+use std::time::{Duration, Instant};
+
+mod sys;
+
+pub use sys::{clock_ticks_per_sec, pin_current_thread, set_rlimit, Resource};
+
+/// CPU time and memory of one process at one instant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ProcSample {
+    /// User-mode CPU time, in clock ticks.
+    pub utime_ticks: u64,
+    /// Kernel-mode CPU time, in clock ticks.
+    pub stime_ticks: u64,
+    /// Resident set size, in bytes.
+    pub rss_bytes: u64,
+    /// Number of threads.
+    pub threads: u64,
+}
+
+impl ProcSample {
+    /// Total CPU time (user + system).
+    pub fn cpu(&self) -> Duration {
+        let ticks = self.utime_ticks + self.stime_ticks;
+        Duration::from_secs_f64(ticks as f64 / clock_ticks_per_sec() as f64)
+    }
+}
+
+/// Read `/proc/PID/stat` (`pid` 0 means this process).
+pub fn sample(pid: u32) -> io::Result<ProcSample> {
+    let path = if pid == 0 {
+        "/proc/self/stat".to_string()
+    } else {
+        format!("/proc/{pid}/stat")
+    };
+    let text = fs::read_to_string(&path)?;
+    parse_stat(&text).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{path}: unexpected format"),
+        )
+    })
+}
+
+/// Parse the text of a `/proc/PID/stat` file.
+pub fn parse_stat(text: &str) -> Option<ProcSample> {
+    // The command name (field 2) may hold spaces and parentheses: the fields
+    // after it start after the *last* ')'.
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // rest[0] is field 3 (state); field N is rest[N - 3].
+    let field = |n: usize| f.get(n - 3).and_then(|s| s.parse::<u64>().ok());
+    let page = sys::page_size();
+    Some(ProcSample {
+        utime_ticks: field(14)?,
+        stime_ticks: field(15)?,
+        threads: field(20)?,
+        rss_bytes: field(24)? * page,
+    })
+}
+
+/// Number of open descriptors of a process (`pid` 0: this one).
+pub fn open_fds(pid: u32) -> io::Result<usize> {
+    let path = if pid == 0 {
+        "/proc/self/fd".to_string()
+    } else {
+        format!("/proc/{pid}/fd")
+    };
+    Ok(fs::read_dir(path)?.count())
+}
+
+/// CPU use of a process over a window, as a fraction of one core.
+#[derive(Debug, Clone, Copy)]
+pub struct CpuMeter {
+    pid: u32,
+    start: ProcSample,
+    t0: Instant,
+}
+
+/// What a [`CpuMeter`] measured.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct CpuUse {
+    /// Wall-clock length of the window, seconds.
+    pub wall_s: f64,
+    /// CPU seconds (user + system) used in the window.
+    pub cpu_s: f64,
+    /// User-mode CPU seconds.
+    pub user_s: f64,
+    /// Kernel-mode CPU seconds.
+    pub system_s: f64,
+    /// `cpu_s / wall_s × 100`: 100 is one core busy the whole time.
+    pub pct_of_core: f64,
+    /// Resident set size at the end of the window, bytes.
+    pub rss_bytes: u64,
+}
+
+impl CpuMeter {
+    /// Start measuring `pid` (0: this process) now.
+    pub fn start(pid: u32) -> io::Result<CpuMeter> {
+        Ok(CpuMeter {
+            pid,
+            start: sample(pid)?,
+            t0: Instant::now(),
+        })
+    }
+
+    /// CPU used since `start`.
+    pub fn read(&self) -> io::Result<CpuUse> {
+        let now = sample(self.pid)?;
+        let wall_s = self.t0.elapsed().as_secs_f64();
+        let hz = clock_ticks_per_sec() as f64;
+        let user_s = now.utime_ticks.saturating_sub(self.start.utime_ticks) as f64 / hz;
+        let system_s = now.stime_ticks.saturating_sub(self.start.stime_ticks) as f64 / hz;
+        let cpu_s = user_s + system_s;
+        Ok(CpuUse {
+            wall_s,
+            cpu_s,
+            user_s,
+            system_s,
+            pct_of_core: if wall_s > 0.0 {
+                cpu_s / wall_s * 100.0
+            } else {
+                0.0
+            },
+            rss_bytes: now.rss_bytes,
+        })
+    }
+}
+
+/// Parse a CPU list such as `0`, `0,1` or `0-3,6`.
+pub fn parse_cpu_list(text: &str) -> Result<Vec<usize>, String> {
+    let mut cpus = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("bad CPU list '{text}': '{part}' is not N or N-M");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: usize = a.trim().parse().map_err(|_| bad())?;
+                let b: usize = b.trim().parse().map_err(|_| bad())?;
+                if a > b {
+                    return Err(bad());
+                }
+                cpus.extend(a..=b);
+            }
+            None => cpus.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if cpus.is_empty() {
+        return Err(format!("empty CPU list '{text}'"));
+    }
+    Ok(cpus)
+}
+
+/// Number of CPUs this process may run on.
+pub fn available_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_with_odd_command_name() {
+        let line = "1234 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0 3 0 99 1000 42 18446744073709551615";
+        let s = parse_stat(line).unwrap();
+        assert_eq!((s.utime_ticks, s.stime_ticks, s.threads), (250, 30, 3));
+        assert_eq!(s.rss_bytes, 42 * sys::page_size());
+    }
+
+    #[test]
+    fn own_cpu_grows_when_busy() {
+        let m = CpuMeter::start(0).unwrap();
+        let t0 = Instant::now();
+        let mut x = 0u64;
+        while t0.elapsed() < Duration::from_millis(150) {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        let u = m.read().unwrap();
+        assert!(u.cpu_s > 0.0 && u.wall_s >= 0.15, "{u:?}");
+        assert!(u.rss_bytes > 0);
+        assert!(open_fds(0).unwrap() >= 3);
+    }
+
+    #[test]
+    fn cpu_lists() {
+        assert_eq!(parse_cpu_list("0-2,5").unwrap(), vec![0, 1, 2, 5]);
+        assert_eq!(parse_cpu_list("1").unwrap(), vec![1]);
+        assert!(parse_cpu_list("2-1").is_err());
+        assert!(parse_cpu_list("x").is_err());
+        assert!(parse_cpu_list("").is_err());
+    }
+}
