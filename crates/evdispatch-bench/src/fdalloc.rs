@@ -16,7 +16,7 @@
 //! that would drown it); `--via open` uses `open("/dev/null")` as the seed
 //! did.
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::time::Instant;
@@ -55,6 +55,9 @@ pub struct FdallocArgs {
     /// Print one JSON document.
     #[arg(long)]
     pub json: bool,
+    /// Also write the JSON document to this file (with the table on stdout).
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<std::path::PathBuf>,
 }
 
 /// The timings at one N, in µs.
@@ -122,6 +125,10 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
         crate::pin_to(c)?;
     }
     let outcome = measure(&fds, reps, args.via, limit, true)?;
+    if let Some(path) = &args.save {
+        std::fs::write(path, serde_json::to_string_pretty(&outcome)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {

@@ -96,6 +96,9 @@ pub struct PollerArgs {
     /// Print one JSON document (cells, unavailable rows, socketpair costs).
     #[arg(long)]
     pub json: bool,
+    /// Also write the JSON document to this file (with the table on stdout).
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<std::path::PathBuf>,
     /// List the rows and whether each can run here, then stop.
     #[arg(long)]
     pub list: bool,
@@ -141,14 +144,14 @@ impl Plan {
     /// Defaults, `--quick`, then explicit options.
     pub fn from_args(a: &PollerArgs) -> anyhow::Result<Plan> {
         let (fds, active, iterations, warmup, rounds) = if a.quick {
-            (vec![100, 1000, 10_000], vec![1, 100], 300, 20, 2)
+            (vec![100, 1000, 10_000], vec![1, 100], 300, 20, 3)
         } else {
             (
                 vec![100, 1000, 10_000, 19_000],
                 vec![1, 10, 100],
                 2000,
-                50,
-                3,
+                30,
+                10,
             )
         };
         let pick = |given: &Vec<usize>, default: Vec<usize>| {
@@ -330,6 +333,10 @@ pub fn run(args: PollerArgs) -> anyhow::Result<()> {
         );
     }
     let outcome = measure(&plan, &mut specs, true)?;
+    if let Some(path) = &args.save {
+        std::fs::write(path, serde_json::to_string_pretty(&outcome)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {
@@ -762,6 +769,7 @@ mod tests {
             cpu: vec![0, 1],
             writer: WriterKind::Helper,
             json: false,
+            save: None,
             list: false,
         };
         let p = Plan::from_args(&a).unwrap();
