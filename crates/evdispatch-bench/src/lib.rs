@@ -95,19 +95,24 @@ pub(crate) fn machine() -> Machine {
     let kernel = nix::sys::utsname::uname()
         .map(|u| u.release().to_string_lossy().into_owned())
         .unwrap_or_else(|_| "unknown".into());
-    let cpu_model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
         .unwrap_or_else(|| "unknown".into());
+    // Online CPUs of the machine, not of this thread's affinity (which
+    // --cpu narrows).
+    let cores = cpuinfo
+        .lines()
+        .filter(|l| l.starts_with("processor"))
+        .count()
+        .max(1);
     Machine {
         kernel,
         cpu_model,
-        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cores,
     }
 }
 
