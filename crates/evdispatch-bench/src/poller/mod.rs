@@ -228,8 +228,12 @@ pub struct Cell {
     pub bytes_read: u64,
     /// Bytes found unread after the row's iterations (must be 0).
     pub leftover: u64,
-    /// This row's median over raw-epoll's, same N and A, when both ran.
+    /// This row over raw-epoll, same N and A, when both ran: the median,
+    /// over rounds, of the ratio of the two rows' medians in that round
+    /// (pairing by round cancels the drift of a shared machine).
     pub ratio_to_raw_epoll: Option<f64>,
+    /// The median of each round's samples, µs (their spread shows the noise).
+    pub round_medians_us: Vec<f64>,
     /// Registration cost at setup, µs per descriptor (median over rounds).
     pub setup_us_per_fd: f64,
 }
@@ -442,6 +446,26 @@ fn scatter_stride(spacing: usize) -> usize {
     s
 }
 
+/// The median over rounds of `row[r] / floor[r]`.
+fn paired_ratio(row: &[f64], floor: &[f64]) -> Option<f64> {
+    let mut r: Vec<f64> = row
+        .iter()
+        .zip(floor)
+        .filter(|(_, f)| **f > 0.0)
+        .map(|(a, f)| a / f)
+        .collect();
+    if r.is_empty() {
+        return None;
+    }
+    r.sort_by(f64::total_cmp);
+    let n = r.len();
+    Some(if n % 2 == 1 {
+        r[n / 2]
+    } else {
+        (r[n / 2 - 1] + r[n / 2]) / 2.0
+    })
+}
+
 /// Let the kernel finish what a setup or teardown left behind (closing an
 /// epoll instance frees its entries through RCU callbacks, run later on
 /// this CPU) before the next row's iterations, so that one row's teardown
@@ -519,6 +543,8 @@ struct CellData {
     bytes: u64,
     leftover: u64,
     setup_ns_per_fd: Vec<u64>,
+    /// Median of each round's samples, in round order.
+    round_medians: Vec<f64>,
 }
 
 /// Run the plan over the rows; `progress` draws a bar on stderr.
@@ -647,6 +673,10 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
                         }
                         dog.beat();
                     }
+                    let mut this_round = cell.samples[cell.samples.len() - per_round..].to_vec();
+                    if let Some(r) = Summary::of_ns(&mut this_round) {
+                        cell.round_medians.push(r.median_us);
+                    }
                     cell.leftover += pairs.leftover();
                 }
                 row.teardown()
@@ -699,16 +729,19 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
             bytes_read: d.bytes,
             leftover: d.leftover,
             ratio_to_raw_epoll: None,
+            round_medians_us: d.round_medians.clone(),
             setup_us_per_fd: setup as f64 / 1000.0,
         });
     }
-    let floor: BTreeMap<(usize, usize), f64> = cells
+    let floor: BTreeMap<(usize, usize), Vec<f64>> = cells
         .iter()
         .filter(|c| c.mechanism == "raw-epoll")
-        .map(|c| ((c.fds, c.active), c.median_us))
+        .map(|c| ((c.fds, c.active), c.round_medians_us.clone()))
         .collect();
     for c in &mut cells {
-        c.ratio_to_raw_epoll = floor.get(&(c.fds, c.active)).map(|f| c.median_us / f);
+        c.ratio_to_raw_epoll = floor
+            .get(&(c.fds, c.active))
+            .and_then(|f| paired_ratio(&c.round_medians_us, f));
     }
     if let Some(bad) = cells.iter().find(|c| c.leftover > 0) {
         bail!(
@@ -742,6 +775,17 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratio_is_paired_by_round() {
+        // A slow second round hits both rows; pairing keeps the ratio.
+        assert_eq!(
+            paired_ratio(&[2.0, 20.0, 2.2], &[2.0, 20.0, 2.0]),
+            Some(1.0)
+        );
+        assert_eq!(paired_ratio(&[3.0, 3.0], &[2.0, 1.0]), Some(2.25));
+        assert_eq!(paired_ratio(&[], &[]), None);
+    }
 
     #[test]
     fn stride_visits_every_slot() {

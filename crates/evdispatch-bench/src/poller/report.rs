@@ -134,7 +134,9 @@ pub fn print(o: &Outcome) {
             .iter()
             .any(|c| c.active == a && c.ratio_to_raw_epoll.is_some())
         {
-            println!("  ratio to raw-epoll (same N, same run)");
+            println!(
+                "  ratio to raw-epoll (same N; median over rounds of the ratio within a round)"
+            );
             sub_table(&names, &ns, width, |name, n| {
                 by.get(&(name, n, a))
                     .and_then(|c| c.ratio_to_raw_epoll)
