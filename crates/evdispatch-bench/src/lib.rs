@@ -90,6 +90,17 @@ pub(crate) fn pin_to(cpu: usize) -> anyhow::Result<()> {
     })
 }
 
+/// The highest-numbered CPU this process may run on (the default pinning:
+/// CPU 0 tends to take more of the machine's housekeeping).
+pub(crate) fn last_allowed_cpu() -> Option<usize> {
+    use nix::sched::{sched_getaffinity, CpuSet};
+    use nix::unistd::Pid;
+    let set = sched_getaffinity(Pid::from_raw(0)).ok()?;
+    (0..CpuSet::count())
+        .rev()
+        .find(|&c| set.is_set(c).unwrap_or(false))
+}
+
 /// One line about the machine: kernel, CPU model, cores.
 pub(crate) fn machine() -> Machine {
     let kernel = nix::sys::utsname::uname()

@@ -89,10 +89,17 @@ pub struct PollerArgs {
     /// Who writes the bytes.
     #[arg(long, value_enum, default_value_t = WriterKind::Helper)]
     pub writer: WriterKind,
-    /// Pin the bench to a CPU, and the writer helper to a second one:
-    /// `--cpu 0,1`.
-    #[arg(long, value_delimiter = ',', num_args = 1..=2)]
+    /// Pin the bench to a CPU and the writer helper to another (`--cpu 0,1`:
+    /// readiness crosses cores, as from a NIC's interrupt elsewhere), or
+    /// both to one (`--cpu 0`: the writer runs while the bench yields, as
+    /// in Kegel's single process). Default: both on the last CPU.
+    #[arg(long, value_delimiter = ',', num_args = 1..=2, conflicts_with = "no_pin")]
     pub cpu: Vec<usize>,
+    /// Leave placement to the scheduler. It then puts the writer on the
+    /// bench's core for some blocks and on another for others, two costs
+    /// apart: expect a bimodal spread.
+    #[arg(long)]
+    pub no_pin: bool,
     /// Print one JSON document (cells, unavailable rows, socketpair costs).
     #[arg(long)]
     pub json: bool,
@@ -173,6 +180,14 @@ impl Plan {
         let rounds = a.rounds.unwrap_or(rounds).max(1);
         let iterations = a.iterations.unwrap_or(iterations).max(1);
         let per_round = iterations.div_ceil(rounds);
+        let (bench_cpu, writer_cpu) = if a.no_pin {
+            (None, None)
+        } else if let Some(&b) = a.cpu.first() {
+            (Some(b), Some(a.cpu.get(1).copied().unwrap_or(b)))
+        } else {
+            let last = crate::last_allowed_cpu();
+            (last, last)
+        };
         Ok(Plan {
             fds,
             active,
@@ -181,8 +196,8 @@ impl Plan {
             warmup: a.warmup.unwrap_or(warmup),
             rounds,
             writer: a.writer,
-            bench_cpu: a.cpu.first().copied(),
-            writer_cpu: a.cpu.get(1).copied(),
+            bench_cpu,
+            writer_cpu,
         })
     }
 
@@ -811,6 +826,7 @@ mod tests {
             rounds: Some(3),
             quick: true,
             cpu: vec![0, 1],
+            no_pin: false,
             writer: WriterKind::Helper,
             json: false,
             save: None,

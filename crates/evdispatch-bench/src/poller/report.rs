@@ -62,6 +62,7 @@ pub fn print(o: &Outcome) {
             super::WriterKind::Local => "the bench itself",
         },
         match (p.bench_cpu, p.writer_cpu) {
+            (Some(b), Some(w)) if b == w => format!("bench and writer on cpu {b}"),
             (Some(b), Some(w)) => format!("bench on cpu {b}, writer on cpu {w}"),
             (Some(b), None) => format!("bench on cpu {b}"),
             _ => "not pinned".to_string(),
