@@ -121,9 +121,7 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
             limit.saturating_sub(RESERVE)
         );
     }
-    if let Some(c) = args.cpu {
-        crate::pin_to(c)?;
-    }
+    let _pinned = args.cpu.map(crate::pin_scoped).transpose()?;
     let outcome = measure(&fds, reps, args.via, limit, true)?;
     if let Some(path) = &args.save {
         std::fs::write(path, serde_json::to_string_pretty(&outcome)?)

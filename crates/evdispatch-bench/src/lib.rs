@@ -75,6 +75,25 @@ pub(crate) fn raise_fd_limit() -> u64 {
     }
 }
 
+/// Restores the thread's CPU affinity when dropped (so a program that runs
+/// a benchmark through this library is not left pinned).
+pub(crate) struct Pinned(Option<nix::sched::CpuSet>);
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if let Some(set) = self.0.take() {
+            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+        }
+    }
+}
+
+/// Pin the calling thread to `cpu` until the guard is dropped.
+pub(crate) fn pin_scoped(cpu: usize) -> anyhow::Result<Pinned> {
+    let before = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)).ok();
+    pin_to(cpu)?;
+    Ok(Pinned(before))
+}
+
 /// Pin the calling thread (and so a single-threaded process) to `cpu`.
 pub(crate) fn pin_to(cpu: usize) -> anyhow::Result<()> {
     use nix::sched::{sched_setaffinity, CpuSet};

@@ -247,6 +247,8 @@ pub struct Cell {
     /// over rounds, of the ratio of the two rows' medians in that round
     /// (pairing by round cancels the drift of a shared machine).
     pub ratio_to_raw_epoll: Option<f64>,
+    /// This row over the library's `epoll` row, paired by round the same way.
+    pub ratio_to_epoll: Option<f64>,
     /// The median of each round's samples, µs (their spread shows the noise).
     pub round_medians_us: Vec<f64>,
     /// Registration cost at setup, µs per descriptor (median over rounds).
@@ -562,6 +564,66 @@ struct CellData {
     round_medians: Vec<f64>,
 }
 
+/// One row's iterations at one N and A within one round.
+struct Block<'a> {
+    plan: &'a Plan,
+    n: usize,
+    active: usize,
+    name: &'a str,
+}
+
+impl Block<'_> {
+    /// Warm up, then time `per_round` iterations into `cell`. `counter`
+    /// numbers the iterations of this N, for the rotating placement.
+    fn run(
+        &self,
+        row: &mut dyn Row,
+        writer: &mut writer::Writer,
+        counter: &mut usize,
+        cell: &mut CellData,
+        dog: &Watchdog,
+    ) -> anyhow::Result<()> {
+        let (n, a, name) = (self.n, self.active, self.name);
+        let spacing = n / a;
+        let stride = scatter_stride(spacing);
+        let per_round = self.plan.per_round();
+        for it in 0..self.plan.warmup + per_round {
+            let offset = match self.plan.placement {
+                Placement::Rotating => (*counter * stride) % spacing,
+                Placement::Fixed => 0,
+            };
+            *counter += 1;
+            let touch = Touch {
+                offset,
+                spacing,
+                count: a,
+                n,
+            };
+            let wrote = writer.write(touch)?;
+            let t0 = Instant::now();
+            let s = row.iterate(a);
+            let el = t0.elapsed();
+            let s = s.with_context(|| format!("{name}: N={n} A={a}"))?;
+            if s.bytes != a as u64 {
+                bail!("{name}: read {} bytes of {a} written", s.bytes);
+            }
+            if it >= self.plan.warmup {
+                cell.samples.push(el.as_nanos() as u64);
+                cell.writes.push(wrote.as_nanos() as u64);
+                cell.waits += s.waits;
+                cell.spurious += s.spurious;
+                cell.bytes += s.bytes;
+            }
+            dog.beat();
+        }
+        let mut this_round = cell.samples[cell.samples.len() - per_round..].to_vec();
+        if let Some(r) = Summary::of_ns(&mut this_round) {
+            cell.round_medians.push(r.median_us);
+        }
+        Ok(())
+    }
+}
+
 /// Run the plan over the rows; `progress` draws a bar on stderr.
 pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Result<Outcome> {
     let mut skipped = Vec::new();
@@ -583,9 +645,7 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
     if rows.is_empty() {
         bail!("no row can run here (see the reasons above)");
     }
-    if let Some(c) = plan.bench_cpu {
-        crate::pin_to(c)?;
-    }
+    let _pinned = plan.bench_cpu.map(crate::pin_scoped).transpose()?;
     let mut writer = match plan.writer {
         WriterKind::Helper => writer::Writer::helper(plan.writer_cpu)?,
         WriterKind::Local => writer::Writer::local(),
@@ -607,7 +667,6 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
     let mut data: BTreeMap<(usize, usize, usize), CellData> = BTreeMap::new();
     let mut details: Vec<Option<String>> = vec![None; rows.len()];
     let mut pairs_cost = Vec::new();
-    let per_round = plan.per_round();
 
     for &n in &plan.fds {
         bar.set_message(format!("N={n}: creating socketpairs"));
@@ -657,41 +716,13 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
                     dog.label(format!("{}, N={n}, A={a}, round {}", spec.name, round + 1));
                     let cell = data.entry((ri, n, a)).or_default();
                     cell.setup_ns_per_fd.push(setup_ns);
-                    let spacing = n / a;
-                    let stride = scatter_stride(spacing);
-                    for it in 0..plan.warmup + per_round {
-                        let offset = match plan.placement {
-                            Placement::Rotating => (counter * stride) % spacing,
-                            Placement::Fixed => 0,
-                        };
-                        counter += 1;
-                        let touch = Touch {
-                            offset,
-                            spacing,
-                            count: a,
-                            n,
-                        };
-                        let wrote = writer.write(touch)?;
-                        let t0 = Instant::now();
-                        let s = row.iterate(a);
-                        let el = t0.elapsed();
-                        let s = s.with_context(|| format!("{}: N={n} A={a}", spec.name))?;
-                        if s.bytes != a as u64 {
-                            bail!("{}: read {} bytes of {a} written", spec.name, s.bytes);
-                        }
-                        if it >= plan.warmup {
-                            cell.samples.push(el.as_nanos() as u64);
-                            cell.writes.push(wrote.as_nanos() as u64);
-                            cell.waits += s.waits;
-                            cell.spurious += s.spurious;
-                            cell.bytes += s.bytes;
-                        }
-                        dog.beat();
-                    }
-                    let mut this_round = cell.samples[cell.samples.len() - per_round..].to_vec();
-                    if let Some(r) = Summary::of_ns(&mut this_round) {
-                        cell.round_medians.push(r.median_us);
-                    }
+                    let block = Block {
+                        plan,
+                        n,
+                        active: a,
+                        name: spec.name,
+                    };
+                    block.run(row.as_mut(), &mut writer, &mut counter, cell, &dog)?;
                     cell.leftover += pairs.leftover();
                 }
                 row.teardown()
@@ -744,19 +775,26 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
             bytes_read: d.bytes,
             leftover: d.leftover,
             ratio_to_raw_epoll: None,
+            ratio_to_epoll: None,
             round_medians_us: d.round_medians.clone(),
             setup_us_per_fd: setup as f64 / 1000.0,
         });
     }
-    let floor: BTreeMap<(usize, usize), Vec<f64>> = cells
-        .iter()
-        .filter(|c| c.mechanism == "raw-epoll")
-        .map(|c| ((c.fds, c.active), c.round_medians_us.clone()))
-        .collect();
+    let rounds_of = |row: &str| -> BTreeMap<(usize, usize), Vec<f64>> {
+        cells
+            .iter()
+            .filter(|c| c.mechanism == row)
+            .map(|c| ((c.fds, c.active), c.round_medians_us.clone()))
+            .collect()
+    };
+    let (raw, epoll) = (rounds_of("raw-epoll"), rounds_of("epoll"));
     for c in &mut cells {
-        c.ratio_to_raw_epoll = floor
-            .get(&(c.fds, c.active))
-            .and_then(|f| paired_ratio(&c.round_medians_us, f));
+        let against = |base: &BTreeMap<(usize, usize), Vec<f64>>| {
+            base.get(&(c.fds, c.active))
+                .and_then(|f| paired_ratio(&c.round_medians_us, f))
+        };
+        c.ratio_to_raw_epoll = against(&raw);
+        c.ratio_to_epoll = against(&epoll);
     }
     if let Some(bad) = cells.iter().find(|c| c.leftover > 0) {
         bail!(

@@ -131,16 +131,19 @@ pub fn print(o: &Outcome) {
             println!();
         }
 
-        if o.cells
-            .iter()
-            .any(|c| c.active == a && c.ratio_to_raw_epoll.is_some())
-        {
-            println!(
-                "  ratio to raw-epoll (same N; median over rounds of the ratio within a round)"
-            );
+        type Ratio = fn(&Cell) -> Option<f64>;
+        let ratios: [(&str, Ratio); 2] = [
+            ("raw-epoll", |c| c.ratio_to_raw_epoll),
+            ("epoll", |c| c.ratio_to_epoll),
+        ];
+        for (base, ratio) in ratios {
+            if !o.cells.iter().any(|c| c.active == a && ratio(c).is_some()) {
+                continue;
+            }
+            println!("  ratio to {base} (same N; median over rounds of the ratio within a round)");
             sub_table(&names, &ns, width, |name, n| {
                 by.get(&(name, n, a))
-                    .and_then(|c| c.ratio_to_raw_epoll)
+                    .and_then(|c| ratio(c))
                     .map(|r| format!("{r:.2}"))
             });
         }
