@@ -13,6 +13,15 @@
 //! alike. With `--placement rotating` the touched set moves every
 //! iteration (a scattered stride over the N/A slots), so the touched sockets
 //! are cold; `fixed` writes to the same A sockets each time.
+//!
+//! By default the bench and the writer are pinned to one CPU: left to the
+//! scheduler, the writer lands on the bench's core for some blocks and on
+//! the other for others, and the two placements cost differently (here
+//! ≈1.8 µs against ≈2.8 µs for epoll at A = 1), which made the spread
+//! bimodal. `--cpu 0,1` measures the cross-core case on purpose. Ratios
+//! between rows (`ratio_to_raw_epoll`, `ratio_to_epoll`) are paired by
+//! round: the median over rounds of the two rows' medians in that round,
+//! so that a neighbour's build slowing one round slows both sides of it.
 
 mod report;
 mod rows;
