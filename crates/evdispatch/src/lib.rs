@@ -65,6 +65,9 @@
 //! |---|---|---|---|---|
 //! | `epoll` | level | `epoll_wait` on an interest set held in the kernel | none beyond the descriptor limit | 2.6 |
 //! | `epoll-et` | edge | epoll with `EPOLLET` | consumer must drain to `EAGAIN` | 2.6 |
+//! | `rtsig` | edge | RT signals (`F_SETSIG`, `F_SETOWN_EX`), one `sigtimedwait` per event; SIGIO overflow: flush, then poll the interest set | queue bounded by `RLIMIT_SIGPENDING` (per user); sockets, pipes, ttys; waits on the creating thread | 2.6.32 |
+//! | `rtsig-batch` | edge | RT signals, many per `read` of a signalfd, merged per fd within a wait | as `rtsig` | 2.6.32 |
+//! | `hybrid` | edge | `rtsig-batch` at light load, edge-triggered epoll on overflow or large batches, back when load subsides | as `rtsig` | 2.6.32 |
 //!
 //! ## Statistics
 //!

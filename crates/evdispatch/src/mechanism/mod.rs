@@ -15,6 +15,11 @@ use crate::poller::Config;
 use crate::stats::Stats;
 
 mod epoll;
+mod hybrid;
+mod rtsig;
+mod signals;
+
+pub(crate) use signals::{check_signal as check_rt_signal, default_signal as default_rt_signal};
 
 /// A readiness-notification mechanism.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -24,6 +29,12 @@ pub enum Mechanism {
     Epoll,
     /// `epoll(7)` with `EPOLLET`, edge-triggered.
     EpollEt,
+    /// POSIX RT signals, one `sigtimedwait` per event.
+    RtSig,
+    /// POSIX RT signals, many per `read` of a signalfd, coalesced per fd.
+    RtSigBatch,
+    /// RT signals at light load, epoll under overflow or heavy load.
+    Hybrid,
 }
 
 /// When a mechanism reports readiness.
@@ -93,6 +104,39 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         max_fd: None,
         exclusive: true,
         open: epoll::open_edge,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::RtSig,
+        name: "rtsig",
+        trigger: Trigger::Edge,
+        summary: "POSIX RT signals (F_SETSIG, F_SETOWN_EX to the creating thread), one sigtimedwait per event; on SIGIO overflow the queue is flushed and the interest set polled",
+        limits: "queue bounded by RLIMIT_SIGPENDING, per user (overflow costs a flush and a poll of every fd); sockets, pipes and ttys only; waits on the creating thread only; Linux 2.6.32 (F_SETOWN_EX)",
+        min_kernel: (2, 6),
+        max_fd: None,
+        exclusive: false,
+        open: rtsig::open_single,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::RtSigBatch,
+        name: "rtsig-batch",
+        trigger: Trigger::Edge,
+        summary: "RT signals dequeued many per read() of a signalfd (seed 000's sigtimedwait4), merged per fd within a wait (signal-per-fd at the dispatch boundary)",
+        limits: "as rtsig",
+        min_kernel: (2, 6),
+        max_fd: None,
+        exclusive: false,
+        open: rtsig::open_batch,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::Hybrid,
+        name: "hybrid",
+        trigger: Trigger::Edge,
+        summary: "rtsig-batch at light load, edge-triggered epoll on overflow or large batches, back to signals when load subsides; both interest sets kept at every registration (seed 000's proposal)",
+        limits: "as rtsig; in epoll mode the signals keep queuing up to the per-user limit until the switch back",
+        min_kernel: (2, 6),
+        max_fd: None,
+        exclusive: false,
+        open: hybrid::open,
     },
 ];
 

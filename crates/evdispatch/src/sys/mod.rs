@@ -5,6 +5,7 @@ use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 pub mod epoll;
+pub mod signal;
 
 /// Turn a `-1`-means-error return into an `io::Result`.
 #[inline]
@@ -42,11 +43,15 @@ pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 }
 
 /// Read until `EAGAIN` (or EOF), discarding the bytes: empties a waker pipe.
-pub fn drain(fd: RawFd) {
+/// Returns how many bytes it read.
+pub fn drain(fd: RawFd) -> usize {
     let mut buf = [0u8; 64];
+    let mut total = 0;
     while let Ok(n) = read(fd, &mut buf) {
+        total += n;
         if n < buf.len() {
             break;
         }
     }
+    total
 }
