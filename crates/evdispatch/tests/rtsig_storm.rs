@@ -136,7 +136,14 @@ const ROUNDS: usize = 20;
 /// 1,000 sockets made readable at once, `ROUNDS` times from this thread, then
 /// `ROUNDS` more times from a writer thread racing the waits.
 fn storm(m: Mechanism) -> Stats {
-    let mut p = Poller::new(m).unwrap();
+    storm_with(Config::new(m), |_| {})
+}
+
+/// `storm` on a poller built from `config`, with `setup` run on it first.
+fn storm_with(config: Config, setup: impl FnOnce(&Poller)) -> Stats {
+    let m = config.mechanism;
+    let mut p = Poller::with_config(config).unwrap();
+    setup(&p);
     let mut ev = Events::with_capacity(1024);
     let (mut readers, writers): (Vec<_>, Vec<_>) = (0..SOCKETS).map(|_| pair()).unzip();
     for (i, r) in readers.iter().enumerate() {
@@ -201,8 +208,10 @@ fn storm(m: Mechanism) -> Stats {
             "{m}: not back in signal mode after the storm: {s:?}"
         );
         assert!(s.poll_mode_ns > 0 && s.signal_mode_ns > 0, "{m}: {s:?}");
-        // And signal mode works: one write, one event, dequeued as a signal.
-        let before = s.signals_dequeued;
+        // And it still works: one write, one event (as a signal, unless the
+        // user's queue budget, shared with every process of the user, is
+        // full again, in which case it overflows to epoll once more).
+        let before = (s.signals_dequeued, s.overflows);
         let mut w = writers;
         w[7].write_all(b"!").unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
@@ -218,8 +227,10 @@ fn storm(m: Mechanism) -> Stats {
             }
         }
         let s = p.stats().clone();
-        assert!(s.signals_dequeued > before, "{m}: {s:?}");
-        assert_eq!(s.mode_switches % 2, 0, "{m}: {s:?}");
+        assert!(
+            s.signals_dequeued > before.0 || s.overflows > before.1,
+            "{m}: {s:?}"
+        );
         println!(
             "{m}: back in signal mode after the storm: {} switches, {:.1} ms in signal mode, {:.1} ms in epoll mode",
             s.mode_switches,
@@ -248,6 +259,33 @@ fn overflow_storm_rtsig_batch() {
 fn overflow_storm_hybrid() {
     in_child("overflow_storm_hybrid", || {
         storm(Mechanism::Hybrid);
+    });
+}
+
+extern "C" fn do_nothing(_: libc::c_int) {}
+
+/// The same storms after the application has given the poller's signal a
+/// handler of its own: the mechanisms can then no longer let the kernel
+/// discard the queue (it is not ignored any more) and fall back to
+/// dequeuing it, which must lose nothing either.
+#[test]
+fn overflow_storm_with_a_handler_installed() {
+    in_child("overflow_storm_with_a_handler_installed", || {
+        for m in SIGNAL_MECHANISMS {
+            let mut c = Config::new(m);
+            let signal = libc::SIGRTMAX() - 2;
+            c.set("rtsig_signal", &signal.to_string()).unwrap();
+            let s = storm_with(c, |_| {
+                // SAFETY: a valid sigaction with a handler that does nothing;
+                // the signal stays blocked in the poller's thread anyway.
+                let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+                act.sa_sigaction = do_nothing as extern "C" fn(libc::c_int) as usize;
+                let r = unsafe { libc::sigaction(signal, &act, std::ptr::null_mut()) };
+                assert_eq!(r, 0);
+            });
+            // Dequeued one by one or by batch: the flushes show in the count.
+            assert!(s.signals_dequeued > 0, "{m}: {s:?}");
+        }
     });
 }
 
@@ -428,7 +466,13 @@ fn hybrid_switches_on_a_large_batch_and_back() {
         let s = p.stats();
         assert_eq!(s.mode_switches, 2 * round as u64, "round {round}: {s:?}");
     }
-    assert_eq!(p.stats().overflows, 0);
+    // The switches came from the batch size, unless the user's signal budget
+    // (shared with the user's other processes) happened to be exhausted.
+    let s = p.stats();
+    if s.overflows > 0 {
+        println!("note: the user's RT-signal queue overflowed during the test: {s:?}");
+    }
+    assert!(s.mode_switches > 2 * s.overflows, "{s:?}");
 }
 
 #[test]
@@ -481,6 +525,12 @@ fn hybrid_in_epoll_mode_keeps_the_contract() {
         expect(&mut p, &mut ev, Token(1), "new data after EAGAIN");
         assert_eq!(read_all(&mut a), 1);
     }
+    // Epoll mode queues no signal: written, unread, and yet none pending.
+    b.write_all(b"q").unwrap();
+    let signal = Config::new(Mechanism::Hybrid).rtsig_signal;
+    assert!(!thread_has_pending(signal), "signals queue in epoll mode");
+    expect(&mut p, &mut ev, Token(1), "the unread write");
+    assert_eq!(read_all(&mut a), 1);
     // Modify to writable: reported at once.
     p.modify(a.as_raw_fd(), Token(3), Interest::WRITABLE)
         .unwrap();
@@ -508,6 +558,33 @@ fn hybrid_in_epoll_mode_keeps_the_contract() {
     assert!(seen.iter().all(|e| e.token() != Token(3)));
     assert_eq!(read_all(&mut reused), 1);
     assert_eq!(p.stats().mode_switches, 1, "{:?}", p.stats());
+}
+
+/// Whether `signal` is pending for the calling thread (`SigPnd` in
+/// `/proc/thread-self/status`).
+fn thread_has_pending(signal: libc::c_int) -> bool {
+    let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigPnd:"))
+        .map(|v| u64::from_str_radix(v.trim(), 16).unwrap())
+        .expect("SigPnd in /proc/thread-self/status");
+    mask & (1u64 << (signal - 1)) != 0
+}
+
+#[test]
+fn signal_mode_does_queue() {
+    // The counterpart of the epoll-mode check above: in signal mode an
+    // unread write leaves the signal pending.
+    let mut p = Poller::new(Mechanism::Hybrid).unwrap();
+    let (a, mut b) = pair();
+    p.register(a.as_raw_fd(), Token(1), Interest::READABLE)
+        .unwrap();
+    b.write_all(b"x").unwrap();
+    assert!(thread_has_pending(
+        Config::new(Mechanism::Hybrid).rtsig_signal
+    ));
+    p.deregister(a.as_raw_fd()).unwrap();
 }
 
 /// A hybrid tuned to switch at nearly every wait, fed by a writer thread:

@@ -11,34 +11,37 @@
 //! signal on the descriptor, and an edge-triggered entry in an epoll set. A
 //! switch therefore rebuilds nothing; it only changes which queue a wait reads.
 //!
+//! In epoll mode the signal is *paused*: it is ignored process-wide (see
+//! [`signals`](super::signals)), so unblocking it in the owner thread makes
+//! the kernel discard what is queued and queue nothing more. Epoll mode then
+//! pays nothing for signals and holds none of the user's queue budget
+//! (`RLIMIT_SIGPENDING`, shared by every process of the user).
+//!
 //! Why nothing is lost at a switch:
 //!
 //! * **To epoll.** Every wake-up that queued a signal (or failed to, on
 //!   overflow) also put the descriptor on the epoll ready list, where it
-//!   stays until a harvest; edge-triggered epoll re-checks readiness when it
-//!   reports. The first epoll wait therefore reports every descriptor still
-//!   ready whose change the signals did not deliver. The signals still queued
-//!   are left there, and are discarded when signal mode resumes.
-//! * **To signals.** First the signal queue is flushed (with `SIGIO`), then
-//!   epoll is swept with `epoll_wait(…, 0)`. A change after the flush
-//!   started queues a signal (there is room again) that signal mode will read;
-//!   one before the sweep is on the ready list, so the sweep reports it. A
-//!   signal raised between the sweep and the first signal-mode wait is
-//!   simply queued: at worst a hint is reported twice, never missed.
+//!   stays until a harvest, and edge-triggered epoll re-checks readiness when
+//!   it reports. The first epoll wait therefore reports every descriptor
+//!   still ready whose signal was not read; the signals themselves are
+//!   discarded.
+//! * **To signals.** First the signal is blocked again, so every change from
+//!   then on queues a signal; then a pending `SIGIO` is taken; then epoll is
+//!   swept with `epoll_wait(…, 0)`. A change before the block is on the epoll
+//!   ready list, so the sweep reports it; one after it is queued, and read by
+//!   the next signal-mode wait (at worst a hint comes twice, from the sweep
+//!   and the signal). A signal raised between the sweep and the first
+//!   signal-mode wait is simply queued. A `SIGIO` raised after the sweep
+//!   stays pending and is handled as a new overflow.
 //!
 //! Edge-triggered epoll is used for epoll mode so that its event counts
 //! measure activity, as signals do: level-triggered epoll would report every
 //! writable socket at every wait and the load would never seem to subside.
 //! The contract is the same either way, as the consumer drains to `EAGAIN`.
-//!
-//! While in epoll mode the descriptors keep raising signals, which queue up to
-//! `RLIMIT_SIGPENDING` (a per-user budget) and then turn into a pending
-//! `SIGIO`; that is the price of a switch that rebuilds nothing, and the
-//! queue is emptied at the switch back.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::epoll::flags as epoll_flags;
 use super::signals::{Dequeued, SignalQueue};
@@ -47,6 +50,7 @@ use crate::event::{Events, Interest, Ready, Token};
 use crate::poller::Config;
 use crate::stats::Stats;
 use crate::sys::epoll as ep;
+use crate::sys::signal as sig;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Mode {
@@ -64,8 +68,9 @@ pub(crate) struct Hybrid {
     to_epoll_batch: usize,
     to_signal_waits: u32,
     to_signal_events: usize,
-    /// Time accounted to the modes up to here.
-    mark: Instant,
+    /// Time accounted to the modes up to here (`CLOCK_MONOTONIC_COARSE`, ns:
+    /// read at every wait, so it must be cheap; the sums are exact to a tick).
+    mark: u64,
 }
 
 pub(crate) fn open(config: &Config) -> io::Result<Box<dyn Backend>> {
@@ -81,7 +86,7 @@ pub(crate) fn open(config: &Config) -> io::Result<Box<dyn Backend>> {
         to_epoll_batch: config.hybrid_to_epoll_batch.max(1),
         to_signal_waits: config.hybrid_to_signal_waits.max(1),
         to_signal_events: config.hybrid_to_signal_events,
-        mark: Instant::now(),
+        mark: sig::coarse_now_ns(),
     }))
 }
 
@@ -89,8 +94,8 @@ impl Hybrid {
     /// Charge the time since the last mark to the current mode.
     #[inline]
     fn account(&mut self, stats: &mut Stats) {
-        let now = Instant::now();
-        let ns = now.duration_since(self.mark).as_nanos() as u64;
+        let now = sig::coarse_now_ns();
+        let ns = now.saturating_sub(self.mark);
         match self.mode {
             Mode::Signal => stats.signal_mode_ns += ns,
             Mode::Epoll => stats.poll_mode_ns += ns,
@@ -98,22 +103,23 @@ impl Hybrid {
         self.mark = now;
     }
 
-    fn to_epoll(&mut self, overflow: bool, stats: &mut Stats) {
+    fn to_epoll(&mut self, overflow: bool, stats: &mut Stats) -> io::Result<()> {
         if overflow {
             stats.overflows += 1;
             stats.recoveries += 1;
             self.q.acknowledge_overflow();
         }
-        self.q.clear_probes();
+        self.q.pause(stats)?;
         self.account(stats);
         self.mode = Mode::Epoll;
         self.calm = 0;
         stats.mode_switches += 1;
+        Ok(())
     }
 
-    /// Flush the signal queue, then sweep epoll: in that order (see the module docs).
+    /// Resume the signal, then sweep epoll: in that order (see the module docs).
     fn to_signals(&mut self, stats: &mut Stats) -> io::Result<()> {
-        self.q.flush(stats)?;
+        self.q.resume(stats)?;
         self.harvest(Some(Duration::ZERO), stats)?;
         self.account(stats);
         self.mode = Mode::Signal;
@@ -143,7 +149,7 @@ impl Hybrid {
 
     /// Overflow in signal mode: go to epoll and harvest at once.
     fn overflowed(&mut self, stats: &mut Stats) -> io::Result<()> {
-        self.to_epoll(true, stats);
+        self.to_epoll(true, stats)?;
         self.harvest(Some(Duration::ZERO), stats).map(|_| ())
     }
 
@@ -159,8 +165,7 @@ impl Hybrid {
             }
             if n >= self.to_epoll_batch {
                 // Heavy load: report this batch, then let epoll take over.
-                self.to_epoll(false, stats);
-                return Ok(());
+                return self.to_epoll(false, stats);
             }
             if self.q.pending_hints() > 0 || timeout == Some(Duration::ZERO) {
                 return Ok(());

@@ -76,6 +76,25 @@ thread_local! {
 /// signal numbers, or one would dequeue the other's signals.
 static IN_USE: Mutex<Vec<(u64, c_int)>> = Mutex::new(Vec::new());
 
+/// RT signals whose disposition this process has set to `SIG_IGN` (once per
+/// number: setting it discards pending instances in every thread).
+static IGNORED: Mutex<Vec<c_int>> = Mutex::new(Vec::new());
+
+/// Make `signal` ignored process-wide, the first time it is used. Threads
+/// that block it still queue and dequeue it (the kernel never ignores a
+/// blocked signal); a thread that unblocks it has its queued instances
+/// discarded and no new ones queued, which is how a flush and the hybrid's
+/// epoll mode stop paying for signals. It also means a stray instance can no
+/// longer kill the process, which is an RT signal's default action.
+fn ensure_ignored(signal: c_int) -> io::Result<()> {
+    let mut done = IGNORED.lock().unwrap_or_else(|e| e.into_inner());
+    if !done.contains(&signal) {
+        sig::ignore(signal)?;
+        done.push(signal);
+    }
+    Ok(())
+}
+
 fn thread_key() -> u64 {
     THREAD_KEY.with(|k| *k)
 }
@@ -180,6 +199,14 @@ pub(crate) struct SignalQueue {
     key: u64,
     /// `{signal, SIGIO}`: what a wait dequeues.
     set: sig::SigSet,
+    /// `{signal}` and `{SIGIO}`.
+    only: sig::SigSet,
+    sigio: sig::SigSet,
+    /// The signal is blocked in the owner thread, so it queues (false while
+    /// the hybrid is in epoll mode: unblocked and ignored, it is dropped).
+    queuing: bool,
+    /// Descriptors whose `awaiting` may be non-zero.
+    awaiting_fds: Vec<RawFd>,
     slots: Vec<Slot>,
     /// The interest set as `poll` wants it, kept current at every call so a
     /// recovery never rebuilds it (not kept for the hybrid, whose epoll set
@@ -218,6 +245,7 @@ impl SignalQueue {
         let signal = allocate_signal(key, config.rtsig_signal)?;
         let set = sig::SigSet::of(&[signal, libc::SIGIO]);
         let opened = (|| {
+            ensure_ignored(signal)?;
             sig::block(&set)?;
             // Leftovers of an earlier poller of this number on this thread.
             let only = sig::SigSet::of(&[signal]);
@@ -243,6 +271,10 @@ impl SignalQueue {
             tgid: sig::getpid(),
             key,
             set,
+            only: sig::SigSet::of(&[signal]),
+            sigio: sig::SigSet::of(&[libc::SIGIO]),
+            queuing: true,
+            awaiting_fds: Vec::new(),
             slots: Vec::new(),
             pollfds: keep_pollfds.then(Vec::new),
             probes: Vec::new(),
@@ -320,12 +352,17 @@ impl SignalQueue {
         }
         // The stale guard goes first, so that every signal of the old file
         // is queued ahead of the marker and every one of the new file after it.
+        // (Not while the signal is paused: nothing queues then, and the
+        // pause discarded what was queued.)
         let old = self.slots[i];
-        if old.dereg_epoch == self.empty_epoch {
+        if self.queuing && old.dereg_epoch == self.empty_epoch {
             let may_be_queued = thread_key() != self.key || sig::is_pending(self.signal)?;
             if may_be_queued {
                 match sig::queue_to_thread(self.tid, self.signal, fd) {
-                    Ok(()) => self.slots[i].awaiting += 1,
+                    Ok(()) => {
+                        self.slots[i].awaiting += 1;
+                        self.awaiting_fds.push(fd);
+                    }
                     Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => self.need_recovery = true,
                     Err(e) => return Err(e),
                 }
@@ -599,9 +636,36 @@ impl SignalQueue {
         r.map(|n| (n, overflow))
     }
 
-    /// Empty the queue of this poller's signal (and of `SIGIO`, which the
-    /// recovery that follows covers), counting markers as it goes.
+    /// Empty the queue of this poller's signal, then take a pending `SIGIO`
+    /// (the recovery that follows covers it, so it must come after).
+    ///
+    /// The kernel does the emptying: the signal is ignored process-wide, so
+    /// unblocking it in this thread discards every queued instance before
+    /// the call returns, and blocking it again resumes queuing. That takes
+    /// two system calls whatever the queue length, where dequeuing costs one
+    /// per signal (`rtsig`) or per batch. Markers go with the rest, so the
+    /// stale guard is reset. Should the application have installed a handler
+    /// for the signal since, the queue is dequeued instead.
     pub(crate) fn flush(&mut self, stats: &mut Stats) -> io::Result<()> {
+        if self.queuing {
+            stats.wait_syscalls += 1;
+            if sig::is_ignored(self.signal)? {
+                stats.wait_syscalls += 2;
+                sig::unblock(&self.only)?;
+                sig::block(&self.only)?;
+                self.reset_awaiting();
+            } else {
+                self.dequeue_all(stats)?;
+            }
+        }
+        self.absorb_sigio(stats)?;
+        self.empty_epoch += 1;
+        self.need_recovery = false;
+        Ok(())
+    }
+
+    /// Flush by dequeuing everything, counting markers as it goes.
+    fn dequeue_all(&mut self, stats: &mut Stats) -> io::Result<()> {
         if let Some((fd, mut buf)) = self.signalfd.take() {
             let r = loop {
                 stats.wait_syscalls += 1;
@@ -619,7 +683,7 @@ impl SignalQueue {
                 }
             };
             self.signalfd = Some((fd, buf));
-            r?;
+            r
         } else {
             loop {
                 stats.wait_syscalls += 1;
@@ -628,14 +692,60 @@ impl SignalQueue {
                     Some(info) => {
                         self.accept(info, true, stats);
                     }
-                    None => break,
+                    None => return Ok(()),
                 }
             }
         }
-        self.empty_epoch += 1;
+    }
+
+    /// Dequeue a pending `SIGIO`, telling the thread's other pollers.
+    fn absorb_sigio(&mut self, stats: &mut Stats) -> io::Result<()> {
+        stats.wait_syscalls += 1;
+        stats.dequeue_calls += 1;
+        if sig::sigtimedwait(&self.sigio, Some(Duration::ZERO))?.is_some() {
+            OVERFLOWS.with(|o| o.set(o.get() + 1));
+        }
         self.overflows_seen = OVERFLOWS.with(Cell::get);
-        self.need_recovery = false;
         Ok(())
+    }
+
+    fn reset_awaiting(&mut self) {
+        for fd in self.awaiting_fds.drain(..) {
+            self.slots[fd as usize].awaiting = 0;
+        }
+    }
+
+    /// Stop the signal (the hybrid's epoll mode): unblocked and ignored, it
+    /// is no longer queued and what was queued is discarded, so it neither
+    /// costs a dequeue nor holds the user's queue budget. Falls back to
+    /// letting it queue (flushed by `resume`) if the application has given
+    /// the signal a handler.
+    pub(crate) fn pause(&mut self, stats: &mut Stats) -> io::Result<()> {
+        stats.wait_syscalls += 1;
+        if self.queuing && sig::is_ignored(self.signal)? {
+            stats.wait_syscalls += 1;
+            sig::unblock(&self.only)?;
+            self.queuing = false;
+            self.reset_awaiting();
+            self.empty_epoch += 1;
+        }
+        self.clear_probes();
+        Ok(())
+    }
+
+    /// Queue the signal again after `pause`, then flush anything left over
+    /// and a pending `SIGIO`. The caller sweeps the interest set next.
+    pub(crate) fn resume(&mut self, stats: &mut Stats) -> io::Result<()> {
+        if !self.queuing {
+            stats.wait_syscalls += 1;
+            sig::block(&self.only)?;
+            self.queuing = true;
+            self.empty_epoch += 1;
+            self.need_recovery = false;
+            self.absorb_sigio(stats)
+        } else {
+            self.flush(stats)
+        }
     }
 
     /// Overflow recovery by polling: flush, then `poll` the interest set,
@@ -675,8 +785,8 @@ impl SignalQueue {
         self.signalfd.as_ref().map_or(1, |(_, buf)| buf.len())
     }
 
-    /// An overflow was handled without a flush (the hybrid moves to epoll
-    /// and flushes when it comes back).
+    /// An overflow was handled without a flush (the hybrid pauses the
+    /// signal instead).
     pub(crate) fn acknowledge_overflow(&mut self) {
         self.overflows_seen = OVERFLOWS.with(Cell::get);
         self.need_recovery = false;
@@ -716,11 +826,9 @@ impl Drop for SignalQueue {
                 }
             }
         }
-        if thread_key() == self.key {
-            // Leave nothing of ours queued; the signals stay blocked, as an
-            // unblocked RT signal's default action would end the process.
-            let only = sig::SigSet::of(&[self.signal]);
-            while let Ok(Some(_)) = sig::sigtimedwait(&only, Some(Duration::ZERO)) {}
+        if thread_key() == self.key && self.queuing {
+            // Leave nothing of ours queued for the next poller of this number.
+            while let Ok(Some(_)) = sig::sigtimedwait(&self.only, Some(Duration::ZERO)) {}
         }
         release_signal(self.key, self.signal);
     }

@@ -66,6 +66,40 @@ pub fn block(set: &SigSet) -> io::Result<()> {
     }
 }
 
+/// Remove `set` from the calling thread's blocked signals. Pending signals
+/// of the set whose disposition is `SIG_IGN` are discarded by the kernel
+/// before this returns (on the way back to user space).
+pub fn unblock(set: &SigSet) -> io::Result<()> {
+    // SAFETY: `set` is a valid sigset_t; the old mask is not asked for.
+    let r = unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set.0, std::ptr::null_mut()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::from_raw_os_error(r))
+    }
+}
+
+/// Set `signal`'s process-wide disposition to `SIG_IGN`. A blocked signal is
+/// still queued (the kernel never ignores a blocked signal), so threads that
+/// block it keep dequeuing it; a thread that unblocks it stops receiving it.
+/// Pending instances in every thread are discarded.
+pub fn ignore(signal: c_int) -> io::Result<()> {
+    // SAFETY: sigaction is plain data; zeroed is an empty mask and no flags.
+    let mut act: libc::sigaction = unsafe { std::mem::zeroed() };
+    act.sa_sigaction = libc::SIG_IGN;
+    // SAFETY: `act` is a valid sigaction; the old one is not asked for.
+    cvt(unsafe { libc::sigaction(signal, &act, std::ptr::null_mut()) }).map(|_| ())
+}
+
+/// True when `signal`'s disposition is `SIG_IGN`.
+pub fn is_ignored(signal: c_int) -> io::Result<bool> {
+    // SAFETY: as above; sigaction only writes the current action into `old`.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only reads the current one into `old`.
+    cvt(unsafe { libc::sigaction(signal, std::ptr::null(), &mut old) })?;
+    Ok(old.sa_sigaction == libc::SIG_IGN)
+}
+
 /// The kernel id of the calling thread.
 pub fn gettid() -> pid_t {
     // SAFETY: gettid takes nothing and cannot fail.
@@ -307,4 +341,18 @@ pub fn poll_now(fds: &mut [libc::pollfd]) -> io::Result<usize> {
     // SAFETY: `fds` is valid for `fds.len()` entries, which the kernel updates.
     let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
     cvt(n).map(|n| n as usize)
+}
+
+/// `CLOCK_MONOTONIC_COARSE` in nanoseconds: a clock read without touching
+/// the TSC (a few ns from the vDSO), ticking at the scheduler tick. Summed
+/// differences telescope, so totals are exact to one tick.
+#[inline]
+pub fn coarse_now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
