@@ -66,15 +66,16 @@ pub struct Cell {
     pub queue_limit: u64,
     /// Timed repetitions.
     pub reps: usize,
-    /// Signals flushed per recovery (median); below the limit when other
-    /// processes of the user hold queued signals.
-    pub flushed_median: u64,
+    /// Signals queued when the recovery starts (median of the user's count,
+    /// `SigQ` in `/proc/self/status`; it includes other processes of the
+    /// user, whose signals also shorten this queue).
+    pub queued_median: u64,
     /// Sockets made readable per repetition (all reported, or the run fails).
     pub ready: usize,
     /// From the overflow to every ready socket reported (the waits that
     /// handle it), µs: median, 10th and 90th percentile.
     pub recover_us: [f64; 3],
-    /// Per flushed signal plus polled descriptor, ns (median recover / (flushed + N)).
+    /// Per queued signal plus registered descriptor, ns (median recover / (queued + N)).
     pub ns_per_item: f64,
     /// hybrid: the wait that switches back to signals (flush + epoll sweep), µs.
     pub switch_back_us: Option<[f64; 3]>,
@@ -151,7 +152,7 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
         "mechanism",
         "N",
         "Q",
-        "flushed",
+        "queued",
         "recover µs",
         "ns/item",
         "hybrid switch-back µs",
@@ -168,7 +169,7 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
             c.mechanism,
             c.fds,
             c.queue_limit,
-            c.flushed_median,
+            c.queued_median,
             format!("{:.1} ({:.1}–{:.1})", r[0], r[1], r[2]),
             c.ns_per_item,
             back,
@@ -189,6 +190,17 @@ fn drain(s: &mut UnixStream) -> usize {
             Err(e) => panic!("read: {e}"),
         }
     }
+}
+
+/// The signals queued for this process's user (`SigQ: queued/limit`).
+fn user_queued() -> anyhow::Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigQ:"))
+        .and_then(|v| v.trim().split('/').next())
+        .and_then(|v| v.parse().ok())
+        .context("no SigQ line in /proc/self/status")
 }
 
 /// One cell, in the child.
@@ -216,13 +228,14 @@ fn child(spec: &str) -> anyhow::Result<Cell> {
     let mut seen = vec![false; n];
     let writes = q as usize + 1;
     let ready = writes.min(n);
-    let (mut recover, mut back, mut flushed) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut recover, mut back, mut queued) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..reps + 3 {
         for k in 0..writes {
             writers[k % n].write_all(b"s")?;
         }
         // Time the waits until every written socket has been reported (one
         // for rtsig and rtsig-batch; the hybrid's epoll buffer may take more).
+        let in_queue = user_queued()?;
         let before = p.stats().clone();
         seen.fill(false);
         let mut found = 0;
@@ -283,24 +296,24 @@ fn child(spec: &str) -> anyhow::Result<Cell> {
         }
         if rep >= 3 {
             recover.push(took.as_secs_f64() * 1e6);
-            flushed.push(after.signals_dequeued - before.signals_dequeued);
+            queued.push(in_queue);
             if let Some(b) = switch_back {
                 back.push(b.as_secs_f64() * 1e6);
             }
         }
     }
-    flushed.sort_unstable();
-    let flushed_median = flushed[flushed.len() / 2];
+    queued.sort_unstable();
+    let queued_median = queued[queued.len() / 2];
     let recover_us = quantiles(recover);
     Ok(Cell {
         mechanism: m.name().to_string(),
         fds: n,
         queue_limit: q,
         reps,
-        flushed_median,
+        queued_median,
         ready,
         recover_us,
-        ns_per_item: recover_us[0] * 1e3 / (flushed_median as f64 + n as f64),
+        ns_per_item: recover_us[0] * 1e3 / (queued_median as f64 + n as f64),
         switch_back_us: (!back.is_empty()).then(|| quantiles(back)),
         overflows: p.stats().overflows,
         lost: 0,

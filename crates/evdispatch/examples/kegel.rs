@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! flock /tmp/evd-bench.lock cargo run --release -p evdispatch --example kegel -- \
-//!     --n 1000 --a 1,100 --mechanisms epoll,rtsig-batch,hybrid [--cpu 1] [--json]
+//!     --n 1000 --a 1,100 --mechanisms epoll,rtsig-batch,hybrid [--writes 1] [--cpu 1] [--json]
 //! ```
 //!
 //! A stop-gap until `evdispatch bench poller` covers these mechanisms.
@@ -24,6 +24,9 @@ struct Args {
     mechanisms: Vec<Mechanism>,
     iters: usize,
     blocks: usize,
+    /// One-byte writes per active socket per iteration (each a readiness
+    /// change: a signal each, one epoll report in all).
+    writes: usize,
     cpu: Option<usize>,
     json: bool,
 }
@@ -35,6 +38,7 @@ fn parse() -> Result<Args, String> {
         mechanisms: vec![Mechanism::Epoll, Mechanism::RtSigBatch, Mechanism::Hybrid],
         iters: 200,
         blocks: 20,
+        writes: 1,
         cpu: None,
         json: false,
     };
@@ -58,6 +62,7 @@ fn parse() -> Result<Args, String> {
             }
             "--iters" => args.iters = num(value()?)?,
             "--blocks" => args.blocks = num(value()?)?,
+            "--writes" => args.writes = num(value()?)?.max(1),
             "--cpu" => args.cpu = Some(num(value()?)?),
             "--json" => args.json = true,
             _ => return Err(format!("unknown flag {flag}; see the file's docs")),
@@ -96,14 +101,16 @@ impl Rig {
     }
 
     /// One iteration; returns the timed part.
-    fn iteration(&mut self, a: usize, offset: usize) -> Duration {
+    fn iteration(&mut self, a: usize, offset: usize, writes: usize) -> Duration {
         let n = self.readers.len();
         let stride = (n / a).max(1);
-        for k in 0..a {
-            let i = (offset + k * stride) % n;
-            self.writers[i].write_all(b"x").unwrap();
+        for _ in 0..writes {
+            for k in 0..a {
+                let i = (offset + k * stride) % n;
+                self.writers[i].write_all(b"x").unwrap();
+            }
         }
-        let mut buf = [0u8; 1];
+        let mut buf = [0u8; 64];
         let mut left = a;
         let t0 = Instant::now();
         while left > 0 {
@@ -113,8 +120,8 @@ impl Rig {
             assert!(!self.events.is_empty(), "an event was lost");
             for e in &self.events {
                 match self.readers[e.token().0].read(&mut buf) {
-                    Ok(1) => left -= 1,
-                    Ok(_) => panic!("EOF"),
+                    Ok(0) => panic!("EOF"),
+                    Ok(_) => left -= 1,
                     Err(e) if e.kind() == ErrorKind::WouldBlock => {}
                     Err(e) => panic!("{e}"),
                 }
@@ -122,6 +129,18 @@ impl Rig {
         }
         t0.elapsed()
     }
+}
+
+struct Row {
+    mechanism: Mechanism,
+    a: usize,
+    median: f64,
+    p10: f64,
+    p90: f64,
+    /// Median over blocks of (this / epoll).
+    vs_epoll: Option<f64>,
+    /// Median over blocks of (this / the better of epoll and rtsig-batch).
+    vs_better: Option<f64>,
 }
 
 fn quantile(sorted: &[f64], q: f64) -> f64 {
@@ -147,7 +166,7 @@ fn main() {
         let mut offset = 0;
         for rig in rigs.iter_mut() {
             for _ in 0..args.iters / 4 {
-                rig.iteration(a, offset); // warm-up
+                rig.iteration(a, offset, args.writes); // warm-up
                 offset += 1;
             }
         }
@@ -161,7 +180,7 @@ fn main() {
             for r in order {
                 let mut total = Duration::ZERO;
                 for _ in 0..args.iters {
-                    total += rigs[r].iteration(a, offset);
+                    total += rigs[r].iteration(a, offset, args.writes);
                     offset += 1;
                 }
                 samples[r].push(total.as_secs_f64() * 1e6 / args.iters as f64);
@@ -169,24 +188,45 @@ fn main() {
             eprint!("\rA={a}: block {}/{}", block + 1, args.blocks);
         }
         eprintln!();
-        for (r, s) in samples.iter_mut().enumerate() {
-            s.sort_by(f64::total_cmp);
-            rows.push((
-                rigs[r].poller.mechanism(),
+        // Ratios are taken block by block (the mechanisms of one block ran
+        // back to back), then their median: drift on a shared machine cancels.
+        let mech: Vec<Mechanism> = rigs.iter().map(|r| r.poller.mechanism()).collect();
+        let col = |m: Mechanism| mech.iter().position(|&x| x == m);
+        let best_of = |b: usize, ms: &[Mechanism]| {
+            ms.iter()
+                .filter_map(|&m| col(m))
+                .map(|c| samples[c][b])
+                .fold(f64::INFINITY, f64::min)
+        };
+        for (r, s) in samples.iter().enumerate() {
+            let ratio = |ms: &[Mechanism]| {
+                let mut v: Vec<f64> = (0..s.len()).map(|b| s[b] / best_of(b, ms)).collect();
+                v.sort_by(f64::total_cmp);
+                (ms.iter().all(|&m| col(m).is_some()) && !v.is_empty()).then(|| quantile(&v, 0.5))
+            };
+            let vs_epoll = ratio(&[Mechanism::Epoll]);
+            let vs_better = ratio(&[Mechanism::Epoll, Mechanism::RtSigBatch]);
+            let mut sorted = s.clone();
+            sorted.sort_by(f64::total_cmp);
+            rows.push(Row {
+                mechanism: mech[r],
                 a,
-                quantile(s, 0.5),
-                quantile(s, 0.1),
-                quantile(s, 0.9),
-            ));
+                median: quantile(&sorted, 0.5),
+                p10: quantile(&sorted, 0.1),
+                p90: quantile(&sorted, 0.9),
+                vs_epoll,
+                vs_better,
+            });
         }
     }
+    let opt = |v: Option<f64>| v.map_or("null".to_string(), |x| format!("{x:.4}"));
     if args.json {
         let items: Vec<String> = rows
             .iter()
-            .map(|(m, a, med, p10, p90)| {
+            .map(|r| {
                 format!(
-                    "{{\"mechanism\":\"{m}\",\"n\":{},\"a\":{a},\"median_us\":{med:.3},\"p10_us\":{p10:.3},\"p90_us\":{p90:.3}}}",
-                    args.n
+                    "{{\"mechanism\":\"{}\",\"n\":{},\"a\":{},\"median_us\":{:.3},\"p10_us\":{:.3},\"p90_us\":{:.3},\"ratio_to_epoll\":{},\"ratio_to_better_of_epoll_and_rtsig_batch\":{}}}",
+                    r.mechanism, args.n, r.a, r.median, r.p10, r.p90, opt(r.vs_epoll), opt(r.vs_better)
                 )
             })
             .collect();
@@ -194,21 +234,20 @@ fn main() {
         return;
     }
     println!(
-        "N = {}, {} blocks of {} iterations; µs per iteration (median of block means, p10–p90)",
+        "N = {}, {} blocks of {} iterations; µs per iteration (median of block means, p10–p90); \
+         ratios: median over blocks of the per-block ratio",
         args.n, args.blocks, args.iters
     );
-    for &a in &args.a {
-        let best = rows
-            .iter()
-            .filter(|r| r.1 == a)
-            .map(|r| r.2)
-            .fold(f64::INFINITY, f64::min);
-        for (m, ra, med, p10, p90) in rows.iter().filter(|r| r.1 == a) {
-            println!(
-                "A={ra:<4} {:<12} {med:>9.2} ({p10:.2}–{p90:.2})  x{:.3} of the best",
-                m.name(),
-                med / best
-            );
-        }
+    for r in &rows {
+        println!(
+            "A={:<4} {:<12} {:>9.2} ({:.2}–{:.2})  /epoll {:>6}  /better(epoll,rtsig-batch) {:>6}",
+            r.a,
+            r.mechanism.name(),
+            r.median,
+            r.p10,
+            r.p90,
+            r.vs_epoll.map_or("-".into(), |x| format!("{x:.3}")),
+            r.vs_better.map_or("-".into(), |x| format!("{x:.3}")),
+        );
     }
 }

@@ -30,20 +30,25 @@ pub struct Config {
     /// (default 256: 32 KiB of `signalfd_siginfo`, more than a wait of the
     /// benchmarks ever finds queued).
     pub rtsig_batch: usize,
-    /// `hybrid`: a dequeue batch of at least this many signals moves it to
-    /// epoll (an overflow always does). Default 512, which is more than
-    /// `rtsig_batch`, so the switch happens on overflow only: on this machine
-    /// (bench below) a signalfd batch stays cheaper per event than
-    /// `epoll_wait` at every batch size measured, so load alone is no reason
-    /// to leave signals until the queue fills.
+    /// `hybrid`: a dequeue batch (one `read` of the signalfd) of at least
+    /// this many signals moves it to epoll; an overflow always does. Default
+    /// 256, a full read: the queue then holds more changes than a wait takes,
+    /// the server is behind, and signals, which cost one dequeue per change,
+    /// lose to epoll, which reports each ready descriptor once however often
+    /// it changed. In Kegel's loop at N = 1,000 (`examples/kegel.rs`),
+    /// `rtsig-batch` matched epoll up to A = 1,000 with one write per active
+    /// socket, but took 1.3–1.5x epoll's time at A = 100 and 1.6–3.5x at
+    /// A = 300 with four (our runs, a shared 2-core VM). Values above
+    /// `rtsig_batch` leave only the overflow trigger.
     pub hybrid_to_epoll_batch: usize,
-    /// `hybrid`: epoll waits in a row with fewer than
-    /// `hybrid_to_signal_events` events that bring it back to signals.
-    /// Default 8: a storm's tail (a few sparse waits) should not flip it back
-    /// only to overflow again.
+    /// `hybrid`: this many epoll waits in a row, each with fewer than
+    /// `hybrid_to_signal_events` events, bring it back to signals. Default 8:
+    /// a short lull between two bursts should not send it back only to
+    /// overflow or fill a batch again at the next one.
     pub hybrid_to_signal_waits: u32,
-    /// `hybrid`: see `hybrid_to_signal_waits`. Default 32: well below the
-    /// batches that overflow a queue, so the two thresholds cannot flap.
+    /// `hybrid`: see `hybrid_to_signal_waits`. Default 32, an eighth of the
+    /// default `hybrid_to_epoll_batch`: the band between the two thresholds
+    /// is wide, so a steady load cannot make the hybrid flap between modes.
     pub hybrid_to_signal_events: usize,
 }
 
@@ -56,7 +61,7 @@ impl Config {
             uring_entries: 256,
             rtsig_signal: crate::mechanism::default_rt_signal(),
             rtsig_batch: 256,
-            hybrid_to_epoll_batch: 512,
+            hybrid_to_epoll_batch: 256,
             hybrid_to_signal_waits: 8,
             hybrid_to_signal_events: 32,
         }

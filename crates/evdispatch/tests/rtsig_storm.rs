@@ -581,9 +581,9 @@ fn signal_mode_does_queue() {
     p.register(a.as_raw_fd(), Token(1), Interest::READABLE)
         .unwrap();
     b.write_all(b"x").unwrap();
-    assert!(thread_has_pending(
-        Config::new(Mechanism::Hybrid).rtsig_signal
-    ));
+    // (Or SIGIO, should the user's queue budget be exhausted by others.)
+    let signal = Config::new(Mechanism::Hybrid).rtsig_signal;
+    assert!(thread_has_pending(signal) || thread_has_pending(libc::SIGIO));
     p.deregister(a.as_raw_fd()).unwrap();
 }
 
