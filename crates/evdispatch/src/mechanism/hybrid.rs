@@ -103,7 +103,7 @@ impl Hybrid {
         self.mark = now;
     }
 
-    fn to_epoll(&mut self, overflow: bool, stats: &mut Stats) -> io::Result<()> {
+    fn switch_to_epoll(&mut self, overflow: bool, stats: &mut Stats) -> io::Result<()> {
         if overflow {
             stats.overflows += 1;
             stats.recoveries += 1;
@@ -118,7 +118,7 @@ impl Hybrid {
     }
 
     /// Resume the signal, then sweep epoll: in that order (see the module docs).
-    fn to_signals(&mut self, stats: &mut Stats) -> io::Result<()> {
+    fn switch_to_signals(&mut self, stats: &mut Stats) -> io::Result<()> {
         self.q.resume(stats)?;
         self.harvest(Some(Duration::ZERO), stats)?;
         self.account(stats);
@@ -149,7 +149,7 @@ impl Hybrid {
 
     /// Overflow in signal mode: go to epoll and harvest at once.
     fn overflowed(&mut self, stats: &mut Stats) -> io::Result<()> {
-        self.to_epoll(true, stats)?;
+        self.switch_to_epoll(true, stats)?;
         self.harvest(Some(Duration::ZERO), stats).map(|_| ())
     }
 
@@ -165,7 +165,7 @@ impl Hybrid {
             }
             if n >= self.to_epoll_batch {
                 // Heavy load: report this batch, then let epoll take over.
-                return self.to_epoll(false, stats);
+                return self.switch_to_epoll(false, stats);
             }
             if self.q.pending_hints() > 0 || timeout == Some(Duration::ZERO) {
                 return Ok(());
@@ -188,7 +188,7 @@ impl Hybrid {
             self.calm = 0;
         }
         if self.calm >= self.to_signal_waits {
-            self.to_signals(stats)?;
+            self.switch_to_signals(stats)?;
         }
         Ok(())
     }
