@@ -25,6 +25,9 @@ pub struct Config {
     /// `SIGRTMIN() + 6`, clear of the two signals glibc reserves below
     /// `SIGRTMIN()` and of `SIGRTMIN()`, which other libraries take first.
     /// A second signal poller on the same thread takes the next free one.
+    /// Its disposition is set to `SIG_IGN` process-wide when first used (a
+    /// thread that blocks it still queues it; see the `rtsig` mechanism),
+    /// and it stays blocked in the poller's thread.
     pub rtsig_signal: i32,
     /// `rtsig-batch`, `hybrid`: signals dequeued per `read` of the signalfd
     /// (default 256: 32 KiB of `signalfd_siginfo`, more than a wait of the

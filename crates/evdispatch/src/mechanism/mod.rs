@@ -132,7 +132,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         name: "hybrid",
         trigger: Trigger::Edge,
         summary: "rtsig-batch at light load, edge-triggered epoll on overflow or large batches, back to signals when load subsides; both interest sets kept at every registration (seed 000's proposal)",
-        limits: "as rtsig; in epoll mode the signals keep queuing up to the per-user limit until the switch back",
+        limits: "as rtsig; epoll mode unblocks the (ignored) signal so nothing queues; a switch back costs a sweep of the ready list",
         min_kernel: (2, 6),
         max_fd: None,
         exclusive: false,
