@@ -119,7 +119,7 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
         bar.set_message(format!("{} [{}/{}] {}", sc.id, i + 1, n, job.label));
         let lock = BenchLock::take(|| {
             bar.set_message(format!(
-                "{}: waiting for /tmp/evd-bench.lock (another benchmark runs)",
+                "{}: waiting for the benchmark lock (another benchmark runs)",
                 sc.id
             ))
         });

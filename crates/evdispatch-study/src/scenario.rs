@@ -93,7 +93,7 @@ pub struct Plan {
 impl Plan {
     /// Estimated seconds for every job.
     pub fn est_s(&self) -> f64 {
-        self.jobs.iter().map(|j| j.est_s).sum()
+        self.jobs.iter().map(|j| j.est_s).sum::<f64>() + 0.0
     }
 
     /// Add a job whose configuration is `spec` serialized.

@@ -50,8 +50,13 @@ pub fn plan_web(
             }
         }
         Err(why) => {
-            // One skip per distinct (series, reason) keeps the list readable.
-            let what = job.series.clone();
+            // One skip per distinct (series, reason) keeps the list readable;
+            // when the server or load generator is missing, one per scenario.
+            let what = if caps.web_missing().is_some() {
+                "every run".to_string()
+            } else {
+                job.series.clone()
+            };
             if !plan.skipped.iter().any(|s| s.what == what && s.why == why) {
                 plan.skip(what, why);
             }
