@@ -306,3 +306,142 @@ pub fn markdown(res: &Results) -> String {
     }
     m
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drive::Caps;
+    use crate::results::{Point, Status};
+    use crate::scenario::Profile;
+    use serde_json::json;
+
+    /// Every figure function finds the points its scenario's plan produces:
+    /// synthetic metrics on each planned job's configuration (never
+    /// reported; this checks the plumbing from plan to chart).
+    #[test]
+    fn every_scenario_draws_its_planned_points() {
+        let caps = Caps::everything();
+        let mut records = Vec::new();
+        for sc in SCENARIOS {
+            let plan = (sc.plan)(Profile::Tiny, &caps);
+            let mut points = Vec::new();
+            for (i, job) in plan.jobs.iter().enumerate() {
+                let x = 1.0 + i as f64;
+                let series = job
+                    .config
+                    .get("series")
+                    .and_then(Value::as_str)
+                    .unwrap_or("x")
+                    .to_string();
+                if sc.id == "poller" {
+                    for (n, a, m) in [
+                        (100, 1, "poll"),
+                        (1000, 1, "poll"),
+                        (100, 1, "epoll"),
+                        (1000, 1, "epoll"),
+                        (1000, 100, "epoll"),
+                    ] {
+                        let mut p = Point::new(
+                            m,
+                            crate::config![
+                                ("bench", "poller"),
+                                ("mechanism", m),
+                                ("fds", n),
+                                ("active", a),
+                                ("placement", "rotating")
+                            ],
+                        );
+                        p.metrics.extend([
+                            ("median_us".into(), n as f64 / 10.0),
+                            ("min_us".into(), 1.0),
+                            ("p90_us".into(), n as f64 / 5.0),
+                        ]);
+                        points.push(p);
+                    }
+                    let mut p = Point::new(
+                        "fdalloc",
+                        crate::config![("bench", "fdalloc"), ("open_fds", 1000)],
+                    );
+                    p.metrics.insert("open_median_us".into(), 1.0);
+                    let mut q = p.clone();
+                    points.push(p);
+                    q.config.insert("open_fds".into(), json!(100000));
+                    points.push(q);
+                    break;
+                }
+                let mut p = Point::new(series, job.config.clone());
+                for k in [
+                    "reply_rate",
+                    "reply_rate_stddev",
+                    "reply_rate_min",
+                    "reply_rate_max",
+                    "error_pct",
+                    "p50_us",
+                    "p99_us",
+                    "server_cpu_pct",
+                    "overflows",
+                    "signals_dequeued",
+                    "mode_switches",
+                    "poll_mode_pct",
+                    "rss_per_conn_bytes",
+                    "tcp_kernel_per_conn_bytes",
+                    "wakeups_per_accept",
+                    "worker_wakeups",
+                    "worker_accepts",
+                    "connections_peak",
+                ] {
+                    p.metrics.insert(k.into(), x * 10.0);
+                }
+                points.push(p);
+            }
+            let figs = (sc.figures)(&ScenarioRecord {
+                id: sc.id.into(),
+                status: Status::Complete,
+                profile: "tiny".into(),
+                params: plan.params.clone(),
+                started_unix: 0,
+                duration_s: 1.0,
+                git_commit: "test".into(),
+                capabilities: vec![],
+                points: points.clone(),
+                skipped: plan.skipped.clone(),
+                failures: vec![],
+            });
+            assert!(!figs.is_empty(), "{} draws no figure", sc.id);
+            for f in &figs {
+                assert!(f.has_data(), "{}: '{}' has no data", sc.id, f.title);
+            }
+            records.push(ScenarioRecord {
+                id: sc.id.into(),
+                status: Status::Complete,
+                profile: "tiny".into(),
+                params: plan.params,
+                started_unix: 0,
+                duration_s: 1.0,
+                git_commit: "test".into(),
+                capabilities: vec![],
+                points,
+                skipped: plan.skipped,
+                failures: vec![],
+            });
+        }
+        let res = Results {
+            schema: crate::results::SCHEMA.into(),
+            profile: "tiny".into(),
+            environment: json!({"kernel": "test"}),
+            peers: crate::env::peers_json(&[]),
+            claims: crate::claims::evaluate(&records),
+            scenarios: records,
+        };
+        let page = html(&res);
+        assert!(
+            page.matches("<svg").count() >= 20,
+            "{} charts",
+            page.matches("<svg").count()
+        );
+        assert!(!page.contains("NaN"));
+        let md = markdown(&res);
+        assert!(md.contains("## 8. "));
+        let _ = std::fs::write(std::env::temp_dir().join("evd-synthetic-report.html"), page);
+    }
+}
