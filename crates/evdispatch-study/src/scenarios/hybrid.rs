@@ -9,12 +9,12 @@
 
 use serde_json::{json, Map};
 
-use super::chart;
-use crate::drive::{Caps, LoadSpec, Rate, ServerSpec};
+use super::{chart, session_job};
+use crate::drive::Caps;
 use crate::report::figure::{Figure, Metrics};
 use crate::results::{Point, ScenarioRecord};
 use crate::scenario::{Ctx, Job, Plan, Profile, Scenario};
-use crate::web::{plan_web, run_web, WebJob};
+use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
@@ -46,25 +46,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     };
     for m in MECHANISMS {
         for &r in &rates {
-            let job = WebJob {
-                series: m.to_string(),
-                server: ServerSpec {
-                    idle_timeout_s: Some(60.0),
-                    header_timeout_s: Some(60.0),
-                    ..ServerSpec::ours(m)
-                },
-                load: LoadSpec {
-                    document: "6k.html".into(),
-                    rate: Rate::PerSec(r),
-                    duration_s: duration,
-                    sessions: true,
-                    calls: 1,
-                    persistent: 0,
-                    inactive: 251,
-                    idle: 0,
-                    procs: 1,
-                },
-            };
+            let job = session_job(m, r, duration, 251, 0, "6k.html");
             plan_web(&mut plan, caps, format!("{m} {r}/s"), job, Map::new());
         }
     }

@@ -83,3 +83,37 @@ pub fn chart(
 pub fn j<T: serde::Serialize>(v: T) -> Value {
     json!(v)
 }
+
+/// The session workload most scenarios sweep: new connections at `rate`,
+/// one request each for `document`, with `inactive` and `idle` connections
+/// held, against our server on `mechanism` (timeouts long enough that the
+/// held connections stay).
+pub fn session_job(
+    mechanism: &str,
+    rate: f64,
+    duration_s: f64,
+    inactive: u32,
+    idle: u32,
+    document: &str,
+) -> crate::web::WebJob {
+    use crate::drive::{LoadSpec, Rate, ServerSpec};
+    crate::web::WebJob {
+        series: mechanism.to_string(),
+        server: ServerSpec {
+            idle_timeout_s: Some(60.0),
+            header_timeout_s: Some(60.0),
+            ..ServerSpec::ours(mechanism)
+        },
+        load: LoadSpec {
+            document: document.into(),
+            rate: Rate::PerSec(rate),
+            duration_s,
+            sessions: true,
+            calls: 1,
+            persistent: 0,
+            inactive,
+            idle,
+            procs: 1,
+        },
+    }
+}
