@@ -11,10 +11,10 @@
 //! buffer may need more than one wait), and its flush comes at the switch
 //! back, which is timed separately.
 //!
-//! Every wait is checked to report every socket written: a lost event is an
-//! error, not a figure. The queue budget is the user's, so signals queued by
-//! other processes of the same user shorten it: the figures say how many
-//! signals were actually flushed.
+//! Every socket written must be reported; those that are not within 64
+//! waits are counted as lost and reported. The queue budget is the user's,
+//! so signals queued by other processes of the same user shorten it: the
+//! figures say how many signals were queued when the recovery began.
 
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
@@ -70,7 +70,7 @@ pub struct Cell {
     /// `SigQ` in `/proc/self/status`; it includes other processes of the
     /// user, whose signals also shorten this queue).
     pub queued_median: u64,
-    /// Sockets made readable per repetition (all reported, or the run fails).
+    /// Sockets made readable per repetition.
     pub ready: usize,
     /// From the overflow to every ready socket reported (the waits that
     /// handle it), µs: median, 10th and 90th percentile.
@@ -81,7 +81,8 @@ pub struct Cell {
     pub switch_back_us: Option<[f64; 3]>,
     /// Overflows survived over the whole run (including warm-up).
     pub overflows: u64,
-    /// Readiness changes lost (always 0: a loss aborts the run).
+    /// Written sockets never reported within 64 waits of the overflow,
+    /// summed over all repetitions (a lost readiness change).
     pub lost: u64,
 }
 
@@ -146,9 +147,12 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&cells)?);
         return Ok(());
     }
-    println!("Overflow recovery: from SIGIO to every ready socket reported, µs (median, p10–p90); 0 events lost in every cell");
+    let lost: u64 = cells.iter().map(|c| c.lost).sum();
     println!(
-        "{:<12} {:>5} {:>6} {:>8} {:>24} {:>9} {:>24} {:>9}",
+        "Overflow recovery: from SIGIO to every ready socket reported, µs (median, p10–p90); events lost: {lost}"
+    );
+    println!(
+        "{:<12} {:>5} {:>6} {:>8} {:>24} {:>9} {:>24} {:>9} {:>5}",
         "mechanism",
         "N",
         "Q",
@@ -156,7 +160,8 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
         "recover µs",
         "ns/item",
         "hybrid switch-back µs",
-        "overflows"
+        "overflows",
+        "lost"
     );
     for c in &cells {
         let r = c.recover_us;
@@ -165,7 +170,7 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
             .map(|b| format!("{:.1} ({:.1}–{:.1})", b[0], b[1], b[2]))
             .unwrap_or_else(|| "-".into());
         println!(
-            "{:<12} {:>5} {:>6} {:>8} {:>24} {:>9.1} {:>24} {:>9}",
+            "{:<12} {:>5} {:>6} {:>8} {:>24} {:>9.1} {:>24} {:>9} {:>5}",
             c.mechanism,
             c.fds,
             c.queue_limit,
@@ -173,7 +178,8 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
             format!("{:.1} ({:.1}–{:.1})", r[0], r[1], r[2]),
             c.ns_per_item,
             back,
-            c.overflows
+            c.overflows,
+            c.lost
         );
     }
     Ok(())
@@ -229,6 +235,7 @@ fn child(spec: &str) -> anyhow::Result<Cell> {
     let writes = q as usize + 1;
     let ready = writes.min(n);
     let (mut recover, mut back, mut queued) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lost = 0u64;
     for rep in 0..reps + 3 {
         for k in 0..writes {
             writers[k % n].write_all(b"s")?;
@@ -255,12 +262,7 @@ fn child(spec: &str) -> anyhow::Result<Cell> {
         }
         let took = t0.elapsed();
         let after = p.stats().clone();
-        if found < ready {
-            bail!(
-                "{m}: the recovery missed {} of {ready} ready sockets",
-                ready - found
-            );
-        }
+        lost += (ready - found) as u64;
         if after.overflows != before.overflows + 1 {
             bail!(
                 "{m}: {writes} signals against a limit of {q} did not overflow exactly once: {after:?}"
@@ -316,6 +318,6 @@ fn child(spec: &str) -> anyhow::Result<Cell> {
         ns_per_item: recover_us[0] * 1e3 / (queued_median as f64 + n as f64),
         switch_back_us: (!back.is_empty()).then(|| quantiles(back)),
         overflows: p.stats().overflows,
-        lost: 0,
+        lost,
     })
 }
