@@ -23,11 +23,19 @@
 //! The queue is bounded by `RLIMIT_SIGPENDING`, counted per user. When a
 //! signal cannot be queued the kernel raises `SIGIO` instead, which is
 //! blocked and dequeued with the RT signal (and before it: lower numbers
-//! first). On `SIGIO` the queue is flushed *first*, then the interest set is
-//! polled: a change after the flush started is either seen by the poll or
-//! queued anew (there is room again), so none is lost; one before it is in the
-//! poll's answer if it still holds. `SIGIO` raised while flushing is absorbed
-//! into the same recovery, since the poll that follows covers it.
+//! first). On `SIGIO` the queue is flushed *first*, then a pending `SIGIO` is
+//! taken, then the interest set is polled: a change after the flush started
+//! is either seen by the poll or queued anew (there is room again), so none
+//! is lost; one before it is in the poll's answer if it still holds. The
+//! order matters: polling before the flush would let the flush discard the
+//! signal of a change made in between.
+//!
+//! The flush is the kernel's: the signal's disposition is `SIG_IGN`
+//! process-wide, and unblocking an ignored signal in a thread discards its
+//! queued instances before the call returns; blocking it again resumes
+//! queuing (a blocked signal is never ignored). Two calls whatever the queue
+//! length, instead of one dequeue per signal; the hybrid leaves the signal
+//! unblocked for the whole of its epoll mode, so that nothing queues then.
 //!
 //! # Stale signals
 //!
