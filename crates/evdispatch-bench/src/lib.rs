@@ -7,13 +7,16 @@
 //!   when their development files are found). See [`poller`].
 //! * `bench fdalloc`: the descriptor-allocation experiment of seed 003. See
 //!   [`fdalloc`].
+//! * `bench overflow`: the cost of recovering from an RT-signal queue
+//!   overflow. See [`overflow`].
 //!
-//! Both print a table for people and, with `--json`, one document for
+//! Each prints a table for people and, with `--json`, one document for
 //! programs (the study reads it).
 
 #![deny(missing_docs)]
 
 pub mod fdalloc;
+pub mod overflow;
 pub mod poller;
 mod summary;
 mod sys;
@@ -43,6 +46,9 @@ pub enum BenchCommand {
     /// Descriptor allocation (seed 003): with N descriptors open, close the
     /// first and the last, then open twice.
     Fdalloc(fdalloc::FdallocArgs),
+    /// RT-signal queue overflow: time to recover a full queue of Q signals
+    /// with N descriptors registered (in a child with RLIMIT_SIGPENDING = Q).
+    Overflow(overflow::OverflowArgs),
     /// Internal: the writer helper `bench poller` starts (control socket on
     /// standard input).
     #[command(name = "poller-writer", hide = true)]
@@ -54,6 +60,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     match args.command {
         BenchCommand::Poller(a) => poller::run(a),
         BenchCommand::Fdalloc(a) => fdalloc::run(a),
+        BenchCommand::Overflow(a) => overflow::run(a),
         BenchCommand::PollerWriter(a) => poller::writer_main(a),
     }
 }

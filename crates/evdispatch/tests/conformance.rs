@@ -625,6 +625,9 @@ conformance! {
     select => Mechanism::Select,
     poll => Mechanism::Poll,
     uring => Mechanism::Uring,
+    rtsig => Mechanism::RtSig,
+    rtsig_batch => Mechanism::RtSigBatch,
+    hybrid => Mechanism::Hybrid,
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 pub mod epoll;
 pub mod poll;
 pub mod select;
+pub mod signal;
 pub mod uring;
 
 /// Turn a `-1`-means-error return into an `io::Result`.
@@ -45,13 +46,17 @@ pub fn write(fd: RawFd, buf: &[u8]) -> io::Result<usize> {
 }
 
 /// Read until `EAGAIN` (or EOF), discarding the bytes: empties a waker pipe.
-pub fn drain(fd: RawFd) {
+/// Returns how many bytes it read.
+pub fn drain(fd: RawFd) -> usize {
     let mut buf = [0u8; 64];
+    let mut total = 0;
     while let Ok(n) = read(fd, &mut buf) {
+        total += n;
         if n < buf.len() {
             break;
         }
     }
+    total
 }
 
 /// True when `fd` is an open descriptor of this process (`fcntl(F_GETFD)`
