@@ -60,19 +60,58 @@ pub struct FdallocArgs {
     pub save: Option<std::path::PathBuf>,
 }
 
-/// The timings at one N, in µs.
+/// The timings at one N, in µs, flat (one object per cell, like
+/// `bench poller`'s). "far": close the first and the last descriptor, then
+/// allocate twice; "near" (the control): close the first and the second.
 #[derive(Debug, Clone, Serialize)]
-pub struct Point {
+pub struct Cell {
     /// N.
     pub fds: usize,
-    /// close(first) + close(last) + two allocations.
-    pub far: Summary,
-    /// close(first) + close(second) + two allocations (the control).
-    pub near: Summary,
-    /// The second allocation alone, far case: the search for the hole at the end.
-    pub far_second_alloc: Summary,
-    /// The second allocation alone, near case.
-    pub near_second_alloc: Summary,
+    /// How descriptors were allocated.
+    pub via: Via,
+    /// Repetitions (each of far and near).
+    pub reps: usize,
+    /// Far: two closes and two allocations, median.
+    pub far_median_us: f64,
+    /// Far, 90th percentile.
+    pub far_p90_us: f64,
+    /// Far, fastest.
+    pub far_min_us: f64,
+    /// Near (control), median.
+    pub near_median_us: f64,
+    /// Near, 90th percentile.
+    pub near_p90_us: f64,
+    /// Near, fastest.
+    pub near_min_us: f64,
+    /// The second allocation alone, far case (finding the hole at the end), median.
+    pub second_alloc_far_median_us: f64,
+    /// The second allocation alone, near case, median.
+    pub second_alloc_near_median_us: f64,
+}
+
+impl Cell {
+    fn new(
+        fds: usize,
+        via: Via,
+        far: Summary,
+        near: Summary,
+        far2: Summary,
+        near2: Summary,
+    ) -> Cell {
+        Cell {
+            fds,
+            via,
+            reps: far.count,
+            far_median_us: far.median_us,
+            far_p90_us: far.p90_us,
+            far_min_us: far.min_us,
+            near_median_us: near.median_us,
+            near_p90_us: near.p90_us,
+            near_min_us: near.min_us,
+            second_alloc_far_median_us: far2.median_us,
+            second_alloc_near_median_us: near2.median_us,
+        }
+    }
 }
 
 /// What `--json` prints.
@@ -90,8 +129,8 @@ pub struct Outcome {
     pub fd_limit: u64,
     /// The seed's scale, for the record.
     pub seed_fds: usize,
-    /// One point per N.
-    pub points: Vec<Point>,
+    /// One cell per N.
+    pub cells: Vec<Cell>,
 }
 
 /// Run `evdispatch bench fdalloc`.
@@ -153,10 +192,10 @@ pub fn measure(
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let mut points = Vec::new();
+    let mut cells = Vec::new();
     for &n in fds {
         bar.set_message(format!("N={n}"));
-        points.push(measure_one(n, reps, via)?);
+        cells.push(measure_one(n, reps, via)?);
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -167,11 +206,11 @@ pub fn measure(
         reps,
         fd_limit: limit,
         seed_fds: 100_000,
-        points,
+        cells,
     })
 }
 
-fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Point> {
+fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Cell> {
     let mut block = FdBlock::open(n, via == Via::Open)?;
     let fds = block.fds();
     let (first, second, last) = (fds[0], fds[1], fds[n - 1]);
@@ -201,13 +240,14 @@ fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Point> {
         }
     }
     let s = |v: &mut Vec<u64>| Summary::of_ns(v).expect("reps ≥ 1");
-    Ok(Point {
-        fds: n,
-        far: s(&mut far),
-        near: s(&mut near),
-        far_second_alloc: s(&mut far2),
-        near_second_alloc: s(&mut near2),
-    })
+    Ok(Cell::new(
+        n,
+        via,
+        s(&mut far),
+        s(&mut near),
+        s(&mut far2),
+        s(&mut near2),
+    ))
 }
 
 fn print(o: &Outcome) {
@@ -234,22 +274,22 @@ fn print(o: &Outcome) {
         "N", "far", "far p90", "near", "far-near", "2nd alloc far", "2nd alloc near"
     );
     let ns = |us: f64| format!("{:.0}", us * 1000.0);
-    for p in &o.points {
+    for c in &o.cells {
         println!(
             "{:>8} {:>10} {:>10} {:>10} {:>10} {:>15} {:>15}",
-            p.fds,
-            ns(p.far.median_us),
-            ns(p.far.p90_us),
-            ns(p.near.median_us),
-            ns(p.far.median_us - p.near.median_us),
-            ns(p.far_second_alloc.median_us),
-            ns(p.near_second_alloc.median_us),
+            c.fds,
+            ns(c.far_median_us),
+            ns(c.far_p90_us),
+            ns(c.near_median_us),
+            ns(c.far_median_us - c.near_median_us),
+            ns(c.second_alloc_far_median_us),
+            ns(c.second_alloc_near_median_us),
         );
     }
-    if let (Some(a), Some(b)) = (o.points.first(), o.points.last()) {
+    if let (Some(a), Some(b)) = (o.cells.first(), o.cells.last()) {
         if b.fds > a.fds {
-            let growth = b.far_second_alloc.median_us / a.far_second_alloc.median_us;
-            let per_k = (b.far_second_alloc.median_us - a.far_second_alloc.median_us) * 1000.0
+            let growth = b.second_alloc_far_median_us / a.second_alloc_far_median_us;
+            let per_k = (b.second_alloc_far_median_us - a.second_alloc_far_median_us) * 1000.0
                 / ((b.fds - a.fds) as f64 / 1000.0);
             println!();
             println!(
@@ -273,11 +313,11 @@ mod tests {
     #[test]
     fn reopened_numbers_are_the_closed_ones() {
         let _g = crate::TEST_FDS.lock().unwrap_or_else(|e| e.into_inner());
-        let p = measure_one(50, 20, Via::Dup).unwrap();
-        assert_eq!(p.fds, 50);
-        assert_eq!(p.far.count, 20);
-        assert!(p.far.min_us > 0.0 && p.far_second_alloc.median_us <= p.far.max_us);
-        let p = measure_one(10, 5, Via::Open).unwrap();
-        assert_eq!(p.near.count, 5);
+        let c = measure_one(50, 20, Via::Dup).unwrap();
+        assert_eq!((c.fds, c.reps), (50, 20));
+        assert!(c.far_min_us > 0.0 && c.far_min_us <= c.far_median_us);
+        assert!(c.second_alloc_far_median_us > 0.0);
+        let c = measure_one(10, 5, Via::Open).unwrap();
+        assert_eq!((c.reps, c.via), (5, Via::Open));
     }
 }

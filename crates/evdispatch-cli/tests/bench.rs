@@ -162,15 +162,19 @@ fn fdalloc_smoke() {
     ]);
     assert_eq!(v["bench"], "fdalloc");
     assert_eq!(v["seed_fds"], 100_000);
-    let points = v["points"].as_array().unwrap();
-    assert_eq!(points.len(), 2);
-    for (p, n) in points.iter().zip([10, 200]) {
-        assert_eq!(p["fds"], n);
-        for case in ["far", "near", "far_second_alloc", "near_second_alloc"] {
-            assert_eq!(p[case]["count"], 50, "{p}");
-            assert!(num(&p[case], "median_us") > 0.0);
-            assert!(num(&p[case], "min_us") <= num(&p[case], "median_us"));
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    for (c, n) in cells.iter().zip([10, 200]) {
+        assert_eq!(c["fds"], n);
+        assert_eq!(c["reps"], 50);
+        assert_eq!(c["via"], "dup");
+        for case in ["far", "near"] {
+            let median = num(c, &format!("{case}_median_us"));
+            assert!(median > 0.0, "{c}");
+            assert!(num(c, &format!("{case}_min_us")) <= median);
+            assert!(median <= num(c, &format!("{case}_p90_us")));
         }
+        assert!(num(c, "second_alloc_far_median_us") > 0.0);
     }
     let (ok, _, err) = evdispatch(&["bench", "fdalloc", "--fds", "100000"]);
     assert!(!ok);
