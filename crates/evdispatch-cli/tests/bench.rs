@@ -183,3 +183,31 @@ fn fdalloc_smoke() {
         "{err}"
     );
 }
+
+#[test]
+fn poller_cell_budget_stops_at_ten_per_round() {
+    // A budget far below one iteration: each round keeps its minimum of 10.
+    let v = json(&[
+        "bench",
+        "poller",
+        "--mechanisms",
+        "raw-poll",
+        "--fds",
+        "16",
+        "--active",
+        "2",
+        "--iterations",
+        "400",
+        "--rounds",
+        "2",
+        "--warmup",
+        "1",
+        "--cell-budget",
+        "0.000001",
+        "--json",
+    ]);
+    let c = &v["cells"][0];
+    assert_eq!(c["iterations"], 20, "{c}");
+    assert_eq!(c["bytes_read"], 40);
+    assert_eq!(c["round_medians_us"].as_array().unwrap().len(), 2);
+}

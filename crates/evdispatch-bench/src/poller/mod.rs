@@ -91,6 +91,12 @@ pub struct PollerArgs {
     /// Interleaved blocks the iterations are split into (default 10; --quick 3).
     #[arg(long)]
     pub rounds: Option<usize>,
+    /// Stop a cell's timed iterations once they have taken this many
+    /// seconds in all (spread evenly over the rounds; at least 10 per
+    /// round), so that poll and select at large N do not take the run
+    /// hostage. The JSON's `iterations` says how many ran.
+    #[arg(long, value_name = "SECONDS")]
+    pub cell_budget: Option<f64>,
     /// A short profile that still shows the shape: N = 100,1000,10000,
     /// A = 1,100, 300 iterations.
     #[arg(long)]
@@ -148,6 +154,8 @@ pub struct Plan {
     pub warmup: usize,
     /// Interleaved blocks.
     pub rounds: usize,
+    /// Seconds of timed iterations a cell may take in all, if bounded.
+    pub cell_budget: Option<f64>,
     /// Who writes.
     pub writer: WriterKind,
     /// CPU of the bench, if pinned.
@@ -204,6 +212,7 @@ impl Plan {
             iterations: per_round * rounds,
             warmup: a.warmup.unwrap_or(warmup),
             rounds,
+            cell_budget: a.cell_budget.filter(|s| *s > 0.0),
             writer: a.writer,
             bench_cpu,
             writer_cpu,
@@ -596,6 +605,12 @@ impl Block<'_> {
         let spacing = n / a;
         let stride = scatter_stride(spacing);
         let per_round = self.plan.per_round();
+        let budget = self
+            .plan
+            .cell_budget
+            .map(|s| Duration::from_secs_f64(s / self.plan.rounds as f64));
+        let first = cell.samples.len();
+        let mut spent = Duration::ZERO;
         for it in 0..self.plan.warmup + per_round {
             let offset = match self.plan.placement {
                 Placement::Rotating => (*counter * stride) % spacing,
@@ -617,6 +632,7 @@ impl Block<'_> {
                 bail!("{name}: read {} bytes of {a} written", s.bytes);
             }
             if it >= self.plan.warmup {
+                spent += el;
                 cell.samples.push(el.as_nanos() as u64);
                 cell.writes.push(wrote.as_nanos() as u64);
                 cell.waits += s.waits;
@@ -624,8 +640,11 @@ impl Block<'_> {
                 cell.bytes += s.bytes;
             }
             dog.beat();
+            if budget.is_some_and(|b| spent > b) && cell.samples.len() - first >= 10 {
+                break;
+            }
         }
-        let mut this_round = cell.samples[cell.samples.len() - per_round..].to_vec();
+        let mut this_round = cell.samples[first..].to_vec();
         if let Some(r) = Summary::of_ns(&mut this_round) {
             cell.round_medians.push(r.median_us);
         }
@@ -871,6 +890,7 @@ mod tests {
             iterations: Some(10),
             warmup: None,
             rounds: Some(3),
+            cell_budget: None,
             quick: true,
             cpu: vec![0, 1],
             no_pin: false,

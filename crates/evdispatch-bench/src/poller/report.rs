@@ -54,7 +54,10 @@ pub fn print(o: &Outcome) {
             Placement::Rotating => "rotating",
             Placement::Fixed => "fixed",
         },
-        p.iterations,
+        match p.cell_budget {
+            Some(b) => format!("≤{} ({b} s budget)", p.iterations),
+            None => p.iterations.to_string(),
+        },
         p.rounds,
         p.warmup,
         match p.writer {
