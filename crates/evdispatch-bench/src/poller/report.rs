@@ -124,9 +124,22 @@ pub fn print(o: &Outcome) {
                 }
             }
             if growth.is_some() {
-                match (by.get(&(*name, lo, a)), by.get(&(*name, hi, a))) {
-                    (Some(l), Some(h)) => {
-                        print!("{:>14}", format!("×{:.1}", h.median_us / l.median_us))
+                // A row that stops short of `hi` (select: fds below 1024)
+                // shows its growth to the largest N it reached, and says so.
+                let reached = ns
+                    .iter()
+                    .copied()
+                    .filter(|&n| n > lo && n <= hi && by.contains_key(&(*name, n, a)))
+                    .max();
+                match (by.get(&(*name, lo, a)), reached) {
+                    (Some(l), Some(n)) => {
+                        let g = by[&(*name, n, a)].median_us / l.median_us;
+                        let to = if n == hi {
+                            String::new()
+                        } else {
+                            format!(" (→{n})")
+                        };
+                        print!("{:>14}", format!("×{g:.1}{to}"))
                     }
                     _ => print!("{:>14}", "-"),
                 }
