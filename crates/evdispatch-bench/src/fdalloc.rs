@@ -16,7 +16,7 @@
 //! that would drown it); `--via open` uses `open("/dev/null")` as the seed
 //! did.
 
-use anyhow::{bail, Context};
+use anyhow::bail;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::time::Instant;
@@ -162,16 +162,7 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
     }
     let _pinned = args.cpu.map(crate::pin_scoped).transpose()?;
     let outcome = measure(&fds, reps, args.via, limit, true)?;
-    if let Some(path) = &args.save {
-        std::fs::write(path, serde_json::to_string_pretty(&outcome)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-    } else {
-        print(&outcome);
-    }
-    Ok(())
+    crate::emit(&outcome, args.json, args.save.as_deref(), print)
 }
 
 /// Measure every N.

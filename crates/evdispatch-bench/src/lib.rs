@@ -65,6 +65,27 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     }
 }
 
+/// Print `outcome` as JSON (`json`) or with `print`, and also save the JSON
+/// to `save` when given.
+pub(crate) fn emit<T: serde::Serialize>(
+    outcome: &T,
+    json: bool,
+    save: Option<&std::path::Path>,
+    print: impl FnOnce(&T),
+) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let text = serde_json::to_string_pretty(outcome)?;
+    if let Some(path) = save {
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if json {
+        println!("{text}");
+    } else {
+        print(outcome);
+    }
+    Ok(())
+}
+
 /// Raise the soft descriptor limit to the hard one; returns the limit now
 /// in force.
 pub(crate) fn raise_fd_limit() -> u64 {

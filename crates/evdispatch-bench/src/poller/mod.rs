@@ -372,16 +372,7 @@ pub fn run(args: PollerArgs) -> anyhow::Result<()> {
         );
     }
     let outcome = measure(&plan, &mut specs, true)?;
-    if let Some(path) = &args.save {
-        std::fs::write(path, serde_json::to_string_pretty(&outcome)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-    } else {
-        report::print(&outcome);
-    }
-    Ok(())
+    crate::emit(&outcome, args.json, args.save.as_deref(), report::print)
 }
 
 fn kind_name(k: RowKind) -> &'static str {

@@ -535,6 +535,8 @@ mod tests {
                 row.teardown().unwrap();
                 ran.push(spec.name);
             }
+            // Close every descriptor before the test (and its lock) ends.
+            drop(p);
             tx.send(ran).unwrap();
         });
         let ran = rx
