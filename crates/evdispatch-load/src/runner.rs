@@ -3,7 +3,6 @@
 //! line each way), the server's CPU sampled over the measured window, the
 //! progress line, and the merged [`Summary`].
 
-use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -43,31 +42,6 @@ pub enum WorkerMsg {
     Error(String),
 }
 
-/// The given processes and their children (read from `/proc/*/stat`), so
-/// that a master/worker server (nginx) is measured whole.
-pub fn with_children(pids: &[u32]) -> Vec<u32> {
-    let mut all: Vec<u32> = pids.to_vec();
-    let want: HashSet<u32> = pids.iter().copied().collect();
-    if let Ok(dir) = std::fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let ppid = stat
-                .rfind(')')
-                .and_then(|i| stat[i + 1..].split_whitespace().nth(1))
-                .and_then(|s| s.parse::<u32>().ok());
-            if ppid.is_some_and(|p| want.contains(&p)) && !all.contains(&pid) {
-                all.push(pid);
-            }
-        }
-    }
-    all
-}
-
 /// Samples the server's CPU over the measured window, from a thread.
 struct ServerSampler {
     handle: Option<thread::JoinHandle<Option<ServerCpu>>>,
@@ -81,7 +55,7 @@ impl ServerSampler {
         let pids = pids.to_vec();
         let handle = thread::spawn(move || {
             sleep_until(t0 + warmup);
-            let all = with_children(&pids);
+            let all = evdispatch_proc::with_children(&pids);
             let meters: Vec<_> = all
                 .iter()
                 .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
