@@ -222,7 +222,27 @@ fn resolve(url: &url::Url) -> anyhow::Result<(SocketAddr, String)> {
     Ok((addr, host_header))
 }
 
+#[derive(clap::Parser)]
+#[command(name = "evdispatch load", no_binary_name = true)]
+struct CommandLine {
+    #[command(flatten)]
+    args: LoadArgs,
+}
+
 impl Config {
+    /// Build a configuration from `evdispatch load`'s arguments (without
+    /// the program and subcommand names), for programs and tests that run
+    /// the generator in-process: `Config::from_command_line(["http://127.0.0.1:8080/", "--rate", "100", "--sessions", "300"])`.
+    pub fn from_command_line<I, S>(args: I) -> anyhow::Result<Config>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::Parser;
+        let cl = CommandLine::try_parse_from(args).map_err(|e| anyhow!("{e}"))?;
+        Config::from_args(&cl.args)
+    }
+
     /// Check and resolve the command line. Everything that can be known
     /// before the run is checked here; reachability is checked by
     /// [`Config::check_reachable`].
@@ -492,17 +512,9 @@ pub fn nofile_hard_limit() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: LoadArgs,
-    }
 
     fn cfg(args: &str) -> anyhow::Result<Config> {
-        let t = T::try_parse_from(std::iter::once("t").chain(args.split_whitespace()))?;
-        Config::from_args(&t.a)
+        Config::from_command_line(args.split_whitespace())
     }
 
     #[test]
