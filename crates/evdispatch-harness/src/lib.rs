@@ -45,7 +45,7 @@ pub use peers::{
     docroot, find, first_version, start_ours, start_peer, LighttpdEvents, NotInstalled,
     OursConfig, Peer, PeerConfig, Program, Tool,
 };
-pub use process::{free_port, wait_until_listening, ServerProcess};
+pub use process::{free_port, wait_until_listening, BenchLock, ServerProcess};
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
     parse_httperf, parse_wrk, run_evdispatch_load, run_httperf, run_wrk, HttperfArgs,

@@ -220,3 +220,42 @@ pub fn wait_until_listening(addr: SocketAddr, timeout: Duration) -> anyhow::Resu
     }
     Ok(())
 }
+
+/// The machine-wide benchmark lock (`/tmp/evd-bench.lock`, the file
+/// `flock /tmp/evd-bench.lock COMMAND` takes), held until dropped.
+#[derive(Debug)]
+pub struct BenchLock {
+    _file: Option<fs::File>,
+}
+
+impl BenchLock {
+    /// Take the lock, waiting at most `patience`; after that, go on without
+    /// it (returning a lock that holds nothing) and say so on standard
+    /// error, so that a test is never stuck behind a long benchmark.
+    pub fn acquire(patience: Duration) -> BenchLock {
+        use std::os::fd::AsRawFd;
+        let path = "/tmp/evd-bench.lock";
+        let Ok(file) = fs::OpenOptions::new().create(true).append(true).open(path) else {
+            return BenchLock { _file: None };
+        };
+        let t0 = Instant::now();
+        loop {
+            match sys::try_flock(file.as_raw_fd()) {
+                Ok(true) => return BenchLock { _file: Some(file) },
+                Ok(false) if t0.elapsed() < patience => thread::sleep(Duration::from_millis(50)),
+                _ => {
+                    eprintln!(
+                        "note: {path} still held by another benchmark after {:.0} s; measuring without it",
+                        patience.as_secs_f64()
+                    );
+                    return BenchLock { _file: None };
+                }
+            }
+        }
+    }
+
+    /// True when the lock is really held.
+    pub fn held(&self) -> bool {
+        self._file.is_some()
+    }
+}

@@ -65,3 +65,17 @@ pub fn children_cpu_s() -> f64 {
     let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     tv(ru.ru_utime) + tv(ru.ru_stime)
 }
+
+/// Try once to take an exclusive `flock` on `fd` without blocking.
+pub fn try_flock(fd: std::os::fd::RawFd) -> io::Result<bool> {
+    // SAFETY: flock takes no pointers; an invalid fd yields EBADF.
+    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        return Ok(true);
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(false)
+    } else {
+        Err(e)
+    }
+}
