@@ -4,7 +4,8 @@
 //! demonstration), and optionally closing connections that stay idle.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::collections::BTreeSet;
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
@@ -42,6 +43,8 @@ pub struct TestStats {
     pub idle_closed: AtomicU64,
     /// Stalls so far.
     pub stalls: AtomicU64,
+    /// Source addresses of the connections accepted.
+    pub sources: Mutex<BTreeSet<IpAddr>>,
 }
 
 /// A running test server; dropping it stops it.
@@ -91,8 +94,11 @@ impl TestServer {
             threads.push(thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     match listener.accept() {
-                        Ok((s, _)) => {
+                        Ok((s, peer)) => {
                             stats.accepted.fetch_add(1, Ordering::Relaxed);
+                            if let Ok(mut set) = stats.sources.lock() {
+                                set.insert(peer.ip());
+                            }
                             let (stop, stats, gate, reply) =
                                 (stop.clone(), stats.clone(), gate.clone(), reply.clone());
                             let idle = cfg.idle_close;
