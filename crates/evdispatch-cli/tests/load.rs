@@ -33,14 +33,28 @@ fn worker_processes_are_merged_into_one_summary() {
         "1.5",
         "--json",
     ]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["schema"], "evdispatch-load/1");
     assert_eq!(v["config"]["procs"], 2);
-    assert_eq!(v["generator_cpu_per_process_pct"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        v["generator_cpu_per_process_pct"].as_array().unwrap().len(),
+        2
+    );
     let replies = v["replies"].as_u64().unwrap();
-    assert!((290..=300).contains(&replies), "{replies} replies for 200/s over 1.5 s");
-    assert_eq!(v["latency_us"]["count"].as_u64().unwrap(), replies, "histograms merged");
+    assert!(
+        (290..=300).contains(&replies),
+        "{replies} replies for 200/s over 1.5 s"
+    );
+    assert_eq!(
+        v["latency_us"]["count"].as_u64().unwrap(),
+        replies,
+        "histograms merged"
+    );
     for k in ["p50", "p90", "p99", "p999", "max"] {
         assert!(v["latency_us"][k].as_u64().unwrap() > 0, "{k}");
         assert!(v["latency_uncorrected_us"][k].as_u64().is_some(), "{k}");
@@ -65,7 +79,11 @@ fn worker_processes_are_merged_into_one_summary() {
 fn the_human_summary_reads_like_httperf() {
     let server = TestServer::start(TestServerConfig::default()).unwrap();
     let out = load(&[&server.url(), "--sessions", "50", "--rate", "100"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     for line in [
         "Reply rate [replies/s]: min",
@@ -84,15 +102,24 @@ fn bad_input_is_refused_before_the_run() {
         (&["htp:/nowhere", "--idle", "1"], "only http://"),
         (&["http://127.0.0.1:1/", "--inactive", "30000"], "--procs 2"),
         (&["http://127.0.0.1:1/", "--sessions", "10"], "need --rate"),
-        (&["http://10.1.2.3/", "--idle", "1"], "not a loopback address"),
+        (
+            &["http://10.1.2.3/", "--idle", "1"],
+            "not a loopback address",
+        ),
     ];
     for (args, want) in cases {
         let out = load(args);
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains(want), "{args:?}: {err}");
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{args:?}: {err}"
+        );
     }
     let port = evdispatch_harness::free_port().unwrap();
     let out = load(&[&format!("http://127.0.0.1:{port}/"), "--idle", "1"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("cannot connect"), "{err}");
+    assert!(
+        !out.status.success() && err.contains("cannot connect"),
+        "{err}"
+    );
 }

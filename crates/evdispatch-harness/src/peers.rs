@@ -91,10 +91,15 @@ pub fn first_version(text: &str) -> Option<String> {
     let b = text.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        if b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'/' || b[i - 1] == b'-') {
+        if b[i].is_ascii_digit()
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'/' || b[i - 1] == b'-')
+        {
             let start = i;
             let mut dots = 0;
-            while i < b.len() && (b[i].is_ascii_digit() || (b[i] == b'.' && i + 1 < b.len() && b[i + 1].is_ascii_digit())) {
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || (b[i] == b'.' && i + 1 < b.len() && b[i + 1].is_ascii_digit()))
+            {
                 if b[i] == b'.' {
                     dots += 1;
                 }
@@ -115,7 +120,13 @@ pub fn find(tool: Tool) -> Result<Program, NotInstalled> {
     let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
-    for d in ["/usr/sbin", "/sbin", "/usr/bin", "/usr/local/bin", "/usr/local/sbin"] {
+    for d in [
+        "/usr/sbin",
+        "/sbin",
+        "/usr/bin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+    ] {
         dirs.push(PathBuf::from(d));
     }
     let path = dirs
@@ -352,7 +363,11 @@ pub fn start_peer(peer: Peer, cfg: &PeerConfig) -> anyhow::Result<ServerProcess>
     let mut last_err = None;
     // A picked port may be taken by someone else before the server binds it.
     for _ in 0..3 {
-        let port = if cfg.port == 0 { free_port()? } else { cfg.port };
+        let port = if cfg.port == 0 {
+            free_port()?
+        } else {
+            cfg.port
+        };
         match start_once(peer, &program, cfg, port) {
             Ok(s) => return Ok(s),
             Err(e) if cfg.port == 0 && format!("{e:#}").contains("in use") => last_err = Some(e),
@@ -379,7 +394,12 @@ fn start_once(
         Peer::Nginx => {
             let conf = d.join("nginx.conf");
             fs::write(&conf, nginx_conf(cfg, d, port))?;
-            cmd.arg("-p").arg(d).arg("-c").arg(&conf).arg("-e").arg(&log);
+            cmd.arg("-p")
+                .arg(d)
+                .arg("-c")
+                .arg(&conf)
+                .arg("-e")
+                .arg(&log);
         }
         Peer::Lighttpd => {
             let conf = d.join("lighttpd.conf");
@@ -393,7 +413,10 @@ fn start_once(
         }
     }
     let out = fs::File::create(d.join("stdout.log"))?;
-    let err = fs::OpenOptions::new().create(true).append(true).open(&log)?;
+    let err = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     sys::prepare(&mut cmd, &cfg.cpus)?;
     let mut child = cmd
@@ -430,7 +453,8 @@ pub struct OursConfig {
 }
 
 /// Start `evdispatch serve ARGS`, wait for its `listening on http://IP:PORT`
-/// line, and return it running.
+/// line, and return it running. The server must handle SIGTERM (write its
+/// `--stats-json` file and exit) from the moment it prints that line.
 pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
     if !cfg.binary.is_file() {
         bail!(
@@ -483,9 +507,9 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
             server.log_tail()
         )
     })?;
-    server.addr = addr_text
-        .parse()
-        .with_context(|| format!("evdispatch serve announced an unreadable address '{addr_text}'"))?;
+    server.addr = addr_text.parse().with_context(|| {
+        format!("evdispatch serve announced an unreadable address '{addr_text}'")
+    })?;
     crate::process::wait_until_listening(server.addr, Duration::from_secs(5))?;
     if !server.is_running() {
         bail!("evdispatch serve exited; stderr:\n{}", server.log_tail());
@@ -514,7 +538,10 @@ mod tests {
 
     #[test]
     fn versions_from_banners() {
-        assert_eq!(first_version("nginx version: nginx/1.22.1").as_deref(), Some("1.22.1"));
+        assert_eq!(
+            first_version("nginx version: nginx/1.22.1").as_deref(),
+            Some("1.22.1")
+        );
         assert_eq!(
             first_version("lighttpd/1.4.69 (ssl) - a light and fast webserver").as_deref(),
             Some("1.4.69")
@@ -546,7 +573,10 @@ mod tests {
         c.lighttpd_events = LighttpdEvents::Poll;
         let d = Path::new("/tmp/d");
         let n = nginx_conf(&c, d, 8081);
-        assert!(n.contains("worker_processes 2;") && n.contains("listen 127.0.0.1:8081 backlog=4096 reuseport;"));
+        assert!(
+            n.contains("worker_processes 2;")
+                && n.contains("listen 127.0.0.1:8081 backlog=4096 reuseport;")
+        );
         assert!(n.contains("access_log off;") && n.contains("root /srv/x;"));
         let l = lighttpd_conf(&c, d, 8082);
         assert!(l.contains("server.event-handler = \"poll\"") && l.contains("server.port = 8082"));

@@ -193,7 +193,10 @@ pub(crate) fn wait_listening(
     let t0 = Instant::now();
     loop {
         if let Ok(Some(status)) = child.try_wait() {
-            bail!("{name} exited ({status}) before listening on {addr}; log:\n{}", log_tail(log));
+            bail!(
+                "{name} exited ({status}) before listening on {addr}; log:\n{}",
+                log_tail(log)
+            );
         }
         if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
             return Ok(());
@@ -214,7 +217,10 @@ pub fn wait_until_listening(addr: SocketAddr, timeout: Duration) -> anyhow::Resu
     let t0 = Instant::now();
     while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
         if t0.elapsed() > timeout {
-            bail!("nothing listens on {addr} after {:.1} s", timeout.as_secs_f64());
+            bail!(
+                "nothing listens on {addr} after {:.1} s",
+                timeout.as_secs_f64()
+            );
         }
         thread::sleep(Duration::from_millis(20));
     }

@@ -33,8 +33,7 @@ pub fn prepare(cmd: &mut Command, cpus: &[usize]) -> io::Result<()> {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
-            if pin
-                && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
+            if pin && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
             {
                 return Err(io::Error::last_os_error());
             }

@@ -3,8 +3,8 @@
 //! while at a fixed period (a server pause, as in wrk2's coordinated-omission
 //! demonstration), and optionally closing connections that stay idle.
 
-use std::io::{Read, Write};
 use std::collections::BTreeSet;
+use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -99,7 +99,10 @@ pub fn parse_wrk(text: &str) -> anyhow::Result<WrkResult> {
         }
         if in_dist {
             if let [p, v] = f.as_slice() {
-                if let (Some(p), Some(v)) = (p.strip_suffix('%').and_then(|p| p.parse().ok()), with_unit(v)) {
+                if let (Some(p), Some(v)) = (
+                    p.strip_suffix('%').and_then(|p| p.parse().ok()),
+                    with_unit(v),
+                ) {
                     r.percentiles.push((p, v));
                     continue;
                 }
@@ -291,7 +294,11 @@ pub fn parse_httperf(text: &str) -> anyhow::Result<HttperfResult> {
             r.transfer_ms = n("transfer");
         } else if line.starts_with("Reply status:") {
             for (i, w) in f.iter().skip(2).enumerate().take(5) {
-                r.status[i] = w.split('=').nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+                r.status[i] = w
+                    .split('=')
+                    .nth(1)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
             }
         } else if line.starts_with("Errors: total") {
             r.errors_total = n("total") as u64;

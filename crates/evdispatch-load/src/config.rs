@@ -121,8 +121,13 @@ pub struct WorkerSpec {
     pub index: u32,
     /// The whole run's configuration.
     pub config: Config,
-    /// This worker's offered rate per active workload (arrivals/s).
+    /// `Max` for closed loop, else the run's rate.
     pub rate: Option<Rate>,
+    /// This worker's session arrivals per second (open loop).
+    pub session_rate: f64,
+    /// This worker's persistent-connection requests per second (open loop):
+    /// the run's rate in proportion to its share of the connections.
+    pub persistent_rate: f64,
     /// Offset of this worker's first uniform arrival, seconds.
     pub phase_s: f64,
     /// This worker's share of the sessions (`Some(0)`: unlimited).
@@ -252,7 +257,9 @@ impl Config {
             .clone()
             .ok_or_else(|| anyhow!("give the URL to load, e.g. http://127.0.0.1:8080/"))?;
         let url = url::Url::parse(&url_text).map_err(|e| {
-            anyhow!("malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)")
+            anyhow!(
+                "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
+            )
         })?;
         let (target, host) = resolve(&url)?;
         let mut path = url.path().to_string();
@@ -347,7 +354,9 @@ impl Config {
             headers.push((n.to_string(), v.trim().to_string()));
         }
         let cpus = match &a.cpu {
-            Some(list) => evdispatch_proc::parse_cpu_list(list).map_err(|e| anyhow!("--cpu: {e}"))?,
+            Some(list) => {
+                evdispatch_proc::parse_cpu_list(list).map_err(|e| anyhow!("--cpu: {e}"))?
+            }
             None => Vec::new(),
         };
         let server_pids = a
@@ -356,7 +365,10 @@ impl Config {
             .flat_map(|s| s.split(','))
             .filter(|s| !s.trim().is_empty())
             .map(|s| {
-                let pid: u32 = s.trim().parse().map_err(|_| anyhow!("--server-pid '{s}' is not a process id"))?;
+                let pid: u32 = s
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow!("--server-pid '{s}' is not a process id"))?;
                 if !std::path::Path::new(&format!("/proc/{pid}/stat")).exists() {
                     bail!("--server-pid {pid}: no such process");
                 }
@@ -476,10 +488,18 @@ impl Config {
     /// The share of worker `index`.
     pub fn worker_spec(&self, index: u32) -> WorkerSpec {
         let p = self.procs;
-        let rate = self.rate.map(|r| match r {
-            Rate::PerSecond(v) => Rate::PerSecond(v / p as f64),
-            Rate::Max => Rate::Max,
-        });
+        let persistent = share(self.persistent, p, index);
+        let (session_rate, persistent_rate) = match self.rate {
+            Some(Rate::PerSecond(v)) => (
+                v / p as f64,
+                if self.persistent > 0 {
+                    v * persistent as f64 / self.persistent as f64
+                } else {
+                    0.0
+                },
+            ),
+            _ => (0.0, 0.0),
+        };
         let phase_s = match self.rate {
             Some(Rate::PerSecond(v)) => index as f64 / v,
             _ => 0.0,
@@ -487,10 +507,14 @@ impl Config {
         WorkerSpec {
             index,
             config: self.clone(),
-            rate,
+            rate: self.rate,
+            session_rate,
+            persistent_rate,
             phase_s,
-            sessions: self.sessions.map(|n| if n == 0 { 0 } else { share(n, p, index) }),
-            persistent: share(self.persistent, p, index),
+            sessions: self
+                .sessions
+                .map(|n| if n == 0 { 0 } else { share(n, p, index) }),
+            persistent,
             inactive: share(self.inactive, p, index),
             idle: share(self.idle, p, index),
             slow: share(self.slow, p, index),
@@ -550,9 +574,20 @@ mod tests {
         assert_eq!(c.path, "/x?y=1");
         assert_eq!(c.host, "localhost:8080");
         let w = c.worker_spec(1);
-        assert_eq!(w.rate, Some(Rate::PerSecond(50.0)));
+        assert_eq!(w.session_rate, 50.0);
         assert_eq!(w.sessions, Some(125));
         assert_eq!(w.phase_s, 0.01);
+    }
+
+    #[test]
+    fn persistent_rate_follows_the_connections() {
+        let c = cfg("http://127.0.0.1:1/ --persistent 3 --rate 300 --procs 2").unwrap();
+        let (a, b) = (c.worker_spec(0), c.worker_spec(1));
+        assert_eq!((a.persistent, b.persistent), (2, 1));
+        assert_eq!((a.persistent_rate, b.persistent_rate), (200.0, 100.0));
+        let c = cfg("http://127.0.0.1:1/ --persistent 1 --rate 300 --procs 2").unwrap();
+        assert_eq!(c.worker_spec(1).persistent_rate, 0.0);
+        assert_eq!(c.worker_spec(0).persistent_rate, 300.0);
     }
 
     #[test]

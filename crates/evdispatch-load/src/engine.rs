@@ -134,7 +134,6 @@ impl Conn {
     fn fd(&self) -> RawFd {
         self.sock.as_ref().map(|s| s.as_raw_fd()).unwrap_or(-1)
     }
-
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -242,7 +241,9 @@ pub struct Engine<'h> {
 }
 
 fn elapsed_us(from: Instant, to: Instant) -> u64 {
-    to.saturating_duration_since(from).as_micros().min(u64::MAX as u128) as u64
+    to.saturating_duration_since(from)
+        .as_micros()
+        .min(u64::MAX as u128) as u64
 }
 
 impl<'h> Engine<'h> {
@@ -264,7 +265,11 @@ impl<'h> Engine<'h> {
             (Some(Rate::Max), Some(_)) => spec.persistent.max(1),
             _ => 0,
         };
-        let persistent = if closed_sessions > 0 { 0 } else { spec.persistent };
+        let persistent = if closed_sessions > 0 {
+            0
+        } else {
+            spec.persistent
+        };
         let persistent_role = if spec.rate == Some(Rate::Max) {
             Role::Closed
         } else {
@@ -282,9 +287,11 @@ impl<'h> Engine<'h> {
         }
         let interval = Duration::from_secs_f64(c.interval_s);
         let n_intervals = ((c.duration_s / c.interval_s) + 1e-9).floor().max(1.0) as usize;
-        let mut rec = Recorder::default();
-        rec.interval_replies = vec![0; n_intervals];
-        rec.interval_peak_conns = vec![0; n_intervals];
+        let rec = Recorder {
+            interval_replies: vec![0; n_intervals],
+            interval_peak_conns: vec![0; n_intervals],
+            ..Default::default()
+        };
         Ok(Engine {
             edge: poller.info().trigger == evdispatch::Trigger::Edge,
             poller,
@@ -356,7 +363,10 @@ impl<'h> Engine<'h> {
                     if self.to_open.is_empty()
                         && self.connecting == 0
                         && self.idle_first_pending == 0
-                        && self.timers.iter().all(|t| !matches!(t.0 .1, Timer::Retry { .. }))
+                        && self
+                            .timers
+                            .iter()
+                            .all(|t| !matches!(t.0 .1, Timer::Retry { .. }))
                     {
                         self.setup_s = now.duration_since(self.t_begin).as_secs_f64();
                         self.hooks.ready();
@@ -401,7 +411,9 @@ impl<'h> Engine<'h> {
             if now >= self.next_tick {
                 self.tick(now);
             }
-            let timeout = self.next_wake().map(|t| t.saturating_duration_since(Instant::now()));
+            let timeout = self
+                .next_wake()
+                .map(|t| t.saturating_duration_since(Instant::now()));
             self.poller.wait(&mut self.events, timeout)?;
             let events = std::mem::take(&mut self.events);
             for ev in &events {
@@ -410,7 +422,9 @@ impl<'h> Engine<'h> {
                     self.on_stdin()?;
                     continue;
                 }
-                let Some(c) = self.slab.get(token) else { continue };
+                let Some(c) = self.slab.get(token) else {
+                    continue;
+                };
                 let gen = c.gen;
                 match c.st {
                     St::Free | St::Backoff => continue,
@@ -487,7 +501,10 @@ impl<'h> Engine<'h> {
         let mut b = [0u8; 64];
         loop {
             match sys::read(0, &mut b) {
-                Ok(0) => bail!("worker {}: the parent process went away (standard input closed)", self.spec.index),
+                Ok(0) => bail!(
+                    "worker {}: the parent process went away (standard input closed)",
+                    self.spec.index
+                ),
                 Ok(n) => {
                     if b[..n].windows(2).any(|w| w == b"go") && self.phase == Phase::WaitGo {
                         self.go(Instant::now());
@@ -510,17 +527,20 @@ impl<'h> Engine<'h> {
         self.hooks.go(now);
         let base = now + Duration::from_secs_f64(self.spec.phase_s);
         let seed = c.seed.wrapping_add(self.spec.index as u64);
-        if let Some(Rate::PerSecond(r)) = self.spec.rate {
-            if self.spec.sessions.is_some() {
-                let mut a = Arrivals::new(base, r, c.arrival, seed);
-                self.next_session = Some(a.next());
-                self.session_arrivals = Some(a);
-            }
-            if !self.persistent_slots.is_empty() {
-                let mut a = Arrivals::new(base, r, c.arrival, seed ^ 0x9e37_79b9_7f4a_7c15);
-                self.next_persistent = Some(a.next());
-                self.persistent_arrivals = Some(a);
-            }
+        if self.spec.sessions.is_some() && self.spec.session_rate > 0.0 {
+            let mut a = Arrivals::new(base, self.spec.session_rate, c.arrival, seed);
+            self.next_session = Some(a.next());
+            self.session_arrivals = Some(a);
+        }
+        if !self.persistent_slots.is_empty() && self.spec.persistent_rate > 0.0 {
+            let mut a = Arrivals::new(
+                base,
+                self.spec.persistent_rate,
+                c.arrival,
+                seed ^ 0x9e37_79b9_7f4a_7c15,
+            );
+            self.next_persistent = Some(a.next());
+            self.persistent_arrivals = Some(a);
         }
         if self.spec.rate == Some(Rate::Max) {
             for i in 0..self.slab.len() {
@@ -609,7 +629,9 @@ impl<'h> Engine<'h> {
 
     fn pump_opens(&mut self, now: Instant) {
         while self.connecting < self.spec.config.connect_burst {
-            let Some((role, n)) = self.to_open.front_mut() else { return };
+            let Some((role, n)) = self.to_open.front_mut() else {
+                return;
+            };
             let role = *role;
             *n -= 1;
             if *n == 0 {
@@ -639,7 +661,8 @@ impl<'h> Engine<'h> {
     }
 
     fn interval_index(&self, now: Instant) -> usize {
-        let i = (now.duration_since(self.t_ms).as_secs_f64() / self.interval.as_secs_f64()) as usize;
+        let i =
+            (now.duration_since(self.t_ms).as_secs_f64() / self.interval.as_secs_f64()) as usize;
         i.min(self.n_intervals - 1)
     }
 
@@ -677,7 +700,10 @@ impl<'h> Engine<'h> {
                 return self.connect_failed(slot, cause, now);
             }
         };
-        if let Err(e) = self.poller.register(sock.as_raw_fd(), Token(slot), Interest::BOTH) {
+        if let Err(e) = self
+            .poller
+            .register(sock.as_raw_fd(), Token(slot), Interest::BOTH)
+        {
             drop(sock);
             return self.connect_failed(slot, Cause::of(&e), now);
         }
@@ -795,8 +821,8 @@ impl<'h> Engine<'h> {
             self.request.len()
         };
         while c.woff < end {
-            let sock = c.sock.as_ref().expect("a sending connection has a socket");
-            match (&*sock).write(&self.request[c.woff..end]) {
+            let mut sock = c.sock.as_ref().expect("a sending connection has a socket");
+            match sock.write(&self.request[c.woff..end]) {
                 Ok(n) => {
                     c.woff += n;
                     self.rec.counts.bytes_sent += n as u64;
@@ -822,8 +848,8 @@ impl<'h> Engine<'h> {
         let step = self.spec.config.slow_bytes;
         let c = &mut self.slab[slot];
         let end = (c.woff + step).min(self.request.len());
-        let sock = c.sock.as_ref().expect("a slow client has a socket");
-        match (&*sock).write(&self.request[c.woff..end]) {
+        let mut sock = c.sock.as_ref().expect("a slow client has a socket");
+        match sock.write(&self.request[c.woff..end]) {
             Ok(n) => {
                 c.woff += n;
                 self.rec.counts.bytes_sent += n as u64;
@@ -839,7 +865,8 @@ impl<'h> Engine<'h> {
         } else {
             let gen = c.gen;
             let at = now + Duration::from_secs_f64(self.spec.config.slow_interval_s);
-            self.timers.push(Reverse((at, Timer::SlowStep { slot, gen })));
+            self.timers
+                .push(Reverse((at, Timer::SlowStep { slot, gen })));
             if c.interest != Some(Interest::READABLE) {
                 self.set_interest(slot, Interest::READABLE);
             }
@@ -854,7 +881,7 @@ impl<'h> Engine<'h> {
             if c.gen != gen || c.sock.is_none() {
                 break;
             }
-            let res = (&*c.sock.as_ref().unwrap()).read(&mut buf);
+            let res = c.sock.as_ref().unwrap().read(&mut buf);
             match res {
                 Ok(0) => {
                     self.on_eof(slot, Instant::now());
@@ -896,7 +923,11 @@ impl<'h> Engine<'h> {
         }
         match c.parser.feed(data) {
             Ok(Feed::More) => {}
-            Ok(Feed::Done { status, close, used }) => {
+            Ok(Feed::Done {
+                status,
+                close,
+                used,
+            }) => {
                 let now = Instant::now();
                 if used < data.len() {
                     return self.fail(slot, Cause::Malformed, now);
@@ -1100,7 +1131,8 @@ impl<'h> Engine<'h> {
                 if connect_failed || self.phase == Phase::Drain {
                     c.st = St::Backoff;
                     let gen = c.gen;
-                    self.timers.push(Reverse((now + RETRY, Timer::Retry { slot, gen })));
+                    self.timers
+                        .push(Reverse((now + RETRY, Timer::Retry { slot, gen })));
                 } else {
                     self.connect(slot, now);
                 }
@@ -1239,7 +1271,11 @@ impl<'h> Engine<'h> {
 }
 
 /// Run one worker in this process and return its report.
-pub fn run_worker(spec: WorkerSpec, start: Start, hooks: &mut dyn Hooks) -> anyhow::Result<WorkerReport> {
+pub fn run_worker(
+    spec: WorkerSpec,
+    start: Start,
+    hooks: &mut dyn Hooks,
+) -> anyhow::Result<WorkerReport> {
     evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None)
         .map_err(|e| anyhow!("cannot raise the descriptor limit: {e}"))?;
     Engine::new(spec, start, hooks)?.run()

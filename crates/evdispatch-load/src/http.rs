@@ -108,9 +108,10 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Malformed> {
     for h in resp.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
             let text = std::str::from_utf8(h.value).unwrap_or("");
-            length = Some(text.trim().parse().map_err(|_| {
-                Malformed(format!("bad Content-Length '{}'", text.escape_debug()))
-            })?);
+            length =
+                Some(text.trim().parse().map_err(|_| {
+                    Malformed(format!("bad Content-Length '{}'", text.escape_debug()))
+                })?);
         } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
             chunked = h
                 .value
@@ -166,7 +167,9 @@ impl ResponseParser {
                 Ok(Some(self.status))
             }
             State::Head if self.pending.is_empty() => Ok(None),
-            _ => Err(Malformed("connection closed in the middle of a response".into())),
+            _ => Err(Malformed(
+                "connection closed in the middle of a response".into(),
+            )),
         }
     }
 
@@ -319,7 +322,14 @@ mod tests {
     fn empty_body_and_extra_bytes() {
         let r = b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1";
         let mut p = ResponseParser::default();
-        assert!(matches!(p.feed(r).unwrap(), Feed::Done { status: 204, used: 27, .. }));
+        assert!(matches!(
+            p.feed(r).unwrap(),
+            Feed::Done {
+                status: 204,
+                used: 27,
+                ..
+            }
+        ));
         let r = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
         assert!(matches!(
             ResponseParser::default().feed(r).unwrap(),
@@ -348,7 +358,11 @@ mod tests {
         assert_eq!(p.feed(b"HTTP/1.0 200 OK\r\n\r\nabc").unwrap(), Feed::More);
         assert_eq!(p.eof().unwrap(), Some(200));
         let mut p = ResponseParser::default();
-        assert_eq!(p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc").unwrap(), Feed::More);
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc")
+                .unwrap(),
+            Feed::More
+        );
         assert!(p.eof().is_err());
         assert_eq!(ResponseParser::default().eof().unwrap(), None);
     }

@@ -434,7 +434,11 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
     // interval the summed per-interval peaks bound it, so take the larger of
     // that and what one worker alone saw.
     let interval_peak = m.interval_peak_conns.iter().copied().max().unwrap_or(0);
-    let single = reports.iter().map(|r| r.counts.conn_peak).max().unwrap_or(0);
+    let single = reports
+        .iter()
+        .map(|r| r.counts.conn_peak)
+        .max()
+        .unwrap_or(0);
     m.counts.conn_peak = interval_peak.max(single).min(peak_sum);
     Ok(m)
 }

@@ -244,7 +244,8 @@ impl Summary {
             allowed.min(config.procs as usize).max(1) as u32
         };
         let generator_cpu_pct: f64 = m.cpu_pct.iter().sum();
-        let saturated = m.cpu_pct.iter().any(|&p| p > 85.0) || generator_cpu_pct > 85.0 * cores as f64;
+        let saturated =
+            m.cpu_pct.iter().any(|&p| p > 85.0) || generator_cpu_pct > 85.0 * cores as f64;
         let mut warnings = Vec::new();
         if saturated {
             warnings.push(format!(
@@ -258,9 +259,16 @@ impl Summary {
             ));
         }
         if !connections.accounted {
-            warnings.push(format!("connection accounting does not add up: {connections:?}"));
+            warnings.push(format!(
+                "connection accounting does not add up: {connections:?}"
+            ));
         }
-        warnings.extend(m.warnings.iter().filter(|w| !w.contains("% of a core")).cloned());
+        warnings.extend(
+            m.warnings
+                .iter()
+                .filter(|w| !w.contains("% of a core"))
+                .cloned(),
+        );
         Summary {
             schema: SCHEMA.to_string(),
             config: config.clone(),
@@ -317,7 +325,11 @@ impl Summary {
             None => String::new(),
         };
         if let Some(n) = c.sessions {
-            let count = if n == 0 { "unbounded".to_string() } else { n.to_string() };
+            let count = if n == 0 {
+                "unbounded".to_string()
+            } else {
+                n.to_string()
+            };
             w.push(format!("sessions {count} at {rate} × {} call(s)", c.calls));
         } else if c.persistent > 0 {
             w.push(format!("persistent {} at {rate}", c.persistent));

@@ -63,11 +63,19 @@ impl ServerSampler {
             let t_start = Instant::now();
             sleep_until(t0 + warmup + duration);
             let wall = t_start.elapsed().as_secs_f64();
-            let cpu_s: f64 = meters.iter().filter_map(|m| m.read().ok()).map(|u| u.cpu_s).sum();
+            let cpu_s: f64 = meters
+                .iter()
+                .filter_map(|m| m.read().ok())
+                .map(|u| u.cpu_s)
+                .sum();
             Some(ServerCpu {
                 pids: all,
                 cpu_s,
-                pct: if wall > 0.0 { cpu_s / wall * 100.0 } else { 0.0 },
+                pct: if wall > 0.0 {
+                    cpu_s / wall * 100.0
+                } else {
+                    0.0
+                },
             })
         });
         ServerSampler {
@@ -190,7 +198,8 @@ fn run_processes(
 ) -> anyhow::Result<(Vec<WorkerReport>, Option<ServerCpu>)> {
     let exe = match &opts.worker_exe {
         Some(p) => p.clone(),
-        None => std::env::current_exe().context("cannot find this program's executable to start workers")?,
+        None => std::env::current_exe()
+            .context("cannot find this program's executable to start workers")?,
     };
     let (tx, rx) = mpsc::channel::<(usize, anyhow::Result<WorkerMsg>)>();
     let mut workers = Workers {
@@ -217,10 +226,14 @@ fn run_processes(
         let idx = i as usize;
         thread::spawn(move || {
             for l in BufReader::new(stdout).lines() {
-                let msg = l
-                    .map_err(anyhow::Error::from)
-                    .and_then(|l| serde_json::from_str::<WorkerMsg>(&l).map_err(|e| anyhow!("worker {idx} said something unreadable: {e}: {l}")));
-                let last = matches!(msg, Ok(WorkerMsg::Report(_)) | Ok(WorkerMsg::Error(_)) | Err(_));
+                let msg = l.map_err(anyhow::Error::from).and_then(|l| {
+                    serde_json::from_str::<WorkerMsg>(&l)
+                        .map_err(|e| anyhow!("worker {idx} said something unreadable: {e}: {l}"))
+                });
+                let last = matches!(
+                    msg,
+                    Ok(WorkerMsg::Report(_)) | Ok(WorkerMsg::Error(_)) | Err(_)
+                );
                 if tx.send((idx, msg)).is_err() || last {
                     return;
                 }

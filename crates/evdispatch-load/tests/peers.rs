@@ -8,8 +8,8 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use evdispatch_harness::{
-    docroot, run_httperf, BenchLock, run_wrk, skip_reason, start_peer, HttperfArgs, Peer, PeerConfig, Tool,
-    WrkArgs,
+    docroot, run_httperf, run_wrk, skip_reason, start_peer, BenchLock, HttperfArgs, Peer,
+    PeerConfig, Tool, WrkArgs,
 };
 use evdispatch_load::{execute, Config, RunOptions, Summary};
 
@@ -73,7 +73,12 @@ fn reply_rate_agrees_with_httperf() {
     assert_eq!(h.errors_total, 0, "httperf saw errors: {h:?}");
     assert_eq!(s.errors_total, 0, "{:?}", s.errors);
     let diff = (s.reply_rate - theirs).abs() / theirs;
-    assert!(diff <= 0.03, "reply rates differ by {:.1}%: evdispatch {:.1}, httperf {theirs:.1}", diff * 100.0, s.reply_rate);
+    assert!(
+        diff <= 0.03,
+        "reply rates differ by {:.1}%: evdispatch {:.1}, httperf {theirs:.1}",
+        diff * 100.0,
+        s.reply_rate
+    );
 }
 
 #[test]
@@ -98,9 +103,26 @@ fn saturation_agrees_with_wrk() {
             cpus: vec![1],
         })
         .unwrap();
-        let s = ours(&url, &["--rate", "max", "--connections", "16", "--duration", "1", "--warmup", "0.1", "--cpu", "1"]);
+        let s = ours(
+            &url,
+            &[
+                "--rate",
+                "max",
+                "--connections",
+                "16",
+                "--duration",
+                "1",
+                "--warmup",
+                "0.1",
+                "--cpu",
+                "1",
+            ],
+        );
         assert_eq!(s.errors_total, 0, "{:?}", s.errors);
-        eprintln!("wrk {:.0} req/s, evdispatch {:.0} req/s", r.requests_per_sec, s.reply_rate);
+        eprintln!(
+            "wrk {:.0} req/s, evdispatch {:.0} req/s",
+            r.requests_per_sec, s.reply_rate
+        );
         ratios.push(s.reply_rate / r.requests_per_sec);
         wrk_rates.push(r.requests_per_sec);
     }
@@ -113,7 +135,9 @@ fn saturation_agrees_with_wrk() {
     let median = ratios[ratios.len() / 2];
     // How much wrk disagrees with itself between rounds (middle five of seven).
     let wrk_spread = wrk_rates[5] / wrk_rates[1];
-    eprintln!("ratios evdispatch/wrk {ratios:.3?}, median {median:.3}; wrk's own spread ×{wrk_spread:.2}");
+    eprintln!(
+        "ratios evdispatch/wrk {ratios:.3?}, median {median:.3}; wrk's own spread ×{wrk_spread:.2}"
+    );
     if (median - 1.0).abs() > 0.05 && wrk_spread > 1.10 {
         eprintln!(
             "inconclusive, not failed: the machine is too busy for a 5% comparison (wrk alone varied ×{wrk_spread:.2} between rounds)"

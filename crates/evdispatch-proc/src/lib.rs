@@ -87,7 +87,11 @@ pub fn with_children(pids: &[u32]) -> Vec<u32> {
         return all;
     };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -221,7 +225,10 @@ mod tests {
 
     #[test]
     fn children_are_found() {
-        let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
         let all = with_children(&[std::process::id()]);
         let _ = child.kill();
         let _ = child.wait();

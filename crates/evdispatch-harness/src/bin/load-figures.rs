@@ -18,7 +18,8 @@ use evdispatch_harness::{
 };
 use serde_json::{json, Value};
 
-const USAGE: &str = "usage: load-figures capacity|idle|scale|nginx [--evdispatch PATH] [--rounds N] [--seconds S]
+const USAGE: &str =
+    "usage: load-figures capacity|idle|scale|nginx [--evdispatch PATH] [--rounds N] [--seconds S]
 
   capacity  generator capacity on one core against wrk -t1 (same nginx, same run,
             alternating rounds; nginx pinned to CPU 0, clients to CPU 1)
@@ -55,7 +56,10 @@ fn capacity(o: &Opts) -> anyhow::Result<Value> {
     let nginx = start_peer(Peer::Nginx, &cfg)?;
     let url = nginx.url("/index.html");
     let conns = 32;
-    eprintln!("nginx {} on {url}, pinned to CPU 0; clients on CPU 1, {conns} connections", nginx.version());
+    eprintln!(
+        "nginx {} on {url}, pinned to CPU 0; clients on CPU 1, {conns} connections",
+        nginx.version()
+    );
     let (mut wrk_rps, mut ours_rps, mut wrk_eff, mut ours_eff) = (vec![], vec![], vec![], vec![]);
     let mut rounds = Vec::new();
     for round in 0..o.rounds {
@@ -98,9 +102,11 @@ fn capacity(o: &Opts) -> anyhow::Result<Value> {
         ours_rps.push(rps);
         wrk_eff.push(we);
         ours_eff.push(oe);
-        rounds.push(json!({"wrk": w, "evdispatch_reply_rate": rps, "evdispatch_cpu_pct": cpu,
+        rounds.push(
+            json!({"wrk": w, "evdispatch_reply_rate": rps, "evdispatch_cpu_pct": cpu,
             "wrk_cpu_pct": w_cpu, "server_cpu_pct": f(&ours, "/server_cpu_pct"),
-            "latency_p99_us": f(&ours, "/latency_us/p99")}));
+            "latency_p99_us": f(&ours, "/latency_us/p99")}),
+        );
     }
     let (wr, or, we, oe) = (
         median(&mut wrk_rps),
@@ -108,14 +114,29 @@ fn capacity(o: &Opts) -> anyhow::Result<Value> {
         median(&mut wrk_eff),
         median(&mut ours_eff),
     );
-    println!("capacity (median of {} rounds of {} s, nginx {}):", o.rounds, o.seconds, nginx.version());
-    println!("  wrk -t1 -c{conns}:                  {wr:>10.0} req/s   {we:>10.0} req per CPU-second");
-    println!("  evdispatch load --rate max -c{conns}: {or:>10.0} req/s   {oe:>10.0} req per CPU-second");
-    println!("  ratio evdispatch/wrk:             {:>10.3}         {:>10.3}", or / wr, oe / we);
-    Ok(json!({"figure": "capacity", "nginx": nginx.version(), "connections": conns,
+    println!(
+        "capacity (median of {} rounds of {} s, nginx {}):",
+        o.rounds,
+        o.seconds,
+        nginx.version()
+    );
+    println!(
+        "  wrk -t1 -c{conns}:                  {wr:>10.0} req/s   {we:>10.0} req per CPU-second"
+    );
+    println!(
+        "  evdispatch load --rate max -c{conns}: {or:>10.0} req/s   {oe:>10.0} req per CPU-second"
+    );
+    println!(
+        "  ratio evdispatch/wrk:             {:>10.3}         {:>10.3}",
+        or / wr,
+        oe / we
+    );
+    Ok(
+        json!({"figure": "capacity", "nginx": nginx.version(), "connections": conns,
         "wrk_rps_median": wr, "evdispatch_rps_median": or, "ratio_rps": or / wr,
         "wrk_req_per_cpu_s": we, "evdispatch_req_per_cpu_s": oe, "ratio_per_cpu": oe / we,
-        "rounds": rounds}))
+        "rounds": rounds}),
+    )
 }
 
 fn idle(o: &Opts) -> anyhow::Result<Value> {
@@ -142,7 +163,10 @@ fn idle(o: &Opts) -> anyhow::Result<Value> {
         )?;
         let pct = f(&v, "/generator_cpu_pct");
         let held = f(&v, "/connections/open_at_end");
-        eprintln!("round {round}: {held} idle connections held, generator {pct:.3}% of a core over {} s", o.seconds);
+        eprintln!(
+            "round {round}: {held} idle connections held, generator {pct:.3}% of a core over {} s",
+            o.seconds
+        );
         if held < n as f64 {
             bail!("only {held} of {n} idle connections were held: {v}");
         }
@@ -150,9 +174,14 @@ fn idle(o: &Opts) -> anyhow::Result<Value> {
         runs.push(v);
     }
     let m = median(&mut pcts);
-    println!("idle: {n} idle connections held for {} s cost {m:.3}% of a core (median of {} rounds)", o.seconds, o.rounds);
-    Ok(json!({"figure": "idle", "connections": n, "generator_cpu_pct_median": m,
-        "runs": runs.iter().map(|v| json!({"generator_cpu_pct": v["generator_cpu_pct"], "connections": v["connections"]})).collect::<Vec<_>>()}))
+    println!(
+        "idle: {n} idle connections held for {} s cost {m:.3}% of a core (median of {} rounds)",
+        o.seconds, o.rounds
+    );
+    Ok(
+        json!({"figure": "idle", "connections": n, "generator_cpu_pct_median": m,
+        "runs": runs.iter().map(|v| json!({"generator_cpu_pct": v["generator_cpu_pct"], "connections": v["connections"]})).collect::<Vec<_>>()}),
+    )
 }
 
 fn scale(o: &Opts) -> anyhow::Result<Value> {
@@ -240,7 +269,12 @@ fn main() -> anyhow::Result<()> {
             cfg.cpus = vec![0];
             cfg.max_connections = 19_000;
             let n = start_peer(Peer::Nginx, &cfg)?;
-            println!("nginx {} at {} (pid {}); Ctrl-C to stop", n.version(), n.url("/index.html"), n.pid());
+            println!(
+                "nginx {} at {} (pid {}); Ctrl-C to stop",
+                n.version(),
+                n.url("/index.html"),
+                n.pid()
+            );
             loop {
                 std::thread::sleep(Duration::from_secs(3600));
             }
