@@ -12,18 +12,7 @@ use std::process::Command;
 /// whole group can be signalled.
 pub fn prepare(cmd: &mut Command, cpus: &[usize]) -> io::Result<()> {
     cmd.process_group(0);
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus {
-        if c >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("CPU {c} is beyond CPU_SETSIZE"),
-            ));
-        }
-        // SAFETY: `c` is below CPU_SETSIZE, checked above.
-        unsafe { libc::CPU_SET(c, &mut set) };
-    }
+    let set = evdispatch_proc::cpu_set(cpus)?;
     let pin = !cpus.is_empty();
     // SAFETY: the closure runs in the child between fork and exec; it only
     // makes async-signal-safe system calls (prctl, sched_setaffinity) on
