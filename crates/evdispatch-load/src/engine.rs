@@ -27,6 +27,7 @@ use crate::record::{Cause, Recorder, Role, WorkerReport};
 use crate::sys;
 
 const STDIN_TOKEN: usize = usize::MAX;
+const TIMER_TOKEN: usize = usize::MAX - 1;
 /// How often timeouts are swept and progress is considered.
 const TICK: Duration = Duration::from_millis(100);
 /// Wait before re-trying a long-lived connection whose connect failed.
@@ -198,6 +199,11 @@ pub struct Engine<'h> {
     start: Start,
     poller: Poller,
     events: Events,
+    /// Wakes the loop at the next planned instant with nanosecond
+    /// precision (epoll's timeout has milliseconds: a slot would be late by
+    /// up to 1 ms).
+    timer: std::os::fd::OwnedFd,
+    armed: Option<Instant>,
     slab: Vec<Conn>,
     free: Vec<usize>,
     timers: BinaryHeap<Reverse<(Instant, Timer)>>,
@@ -292,8 +298,15 @@ impl<'h> Engine<'h> {
             interval_peak_conns: vec![0; n_intervals],
             ..Default::default()
         };
+        let timer = sys::timerfd().context("cannot create a timerfd")?;
+        let mut poller = poller;
+        poller
+            .register(timer.as_raw_fd(), Token(TIMER_TOKEN), Interest::READABLE)
+            .context("cannot watch the timerfd")?;
         Ok(Engine {
             edge: poller.info().trigger == evdispatch::Trigger::Edge,
+            timer,
+            armed: None,
             poller,
             events: Events::with_capacity(1024),
             slab: Vec::new(),
@@ -345,6 +358,7 @@ impl<'h> Engine<'h> {
         if let Some(cpu) = self.spec.cpu {
             evdispatch_proc::pin_current_thread(&[cpu])?;
         }
+        sys::tight_timer_slack().context("cannot set the timer slack")?;
         if matches!(self.start, Start::Stdin) {
             sys::set_nonblocking(0).context("cannot make standard input non-blocking")?;
             self.poller
@@ -411,15 +425,28 @@ impl<'h> Engine<'h> {
             if now >= self.next_tick {
                 self.tick(now);
             }
-            let timeout = self
-                .next_wake()
-                .map(|t| t.saturating_duration_since(Instant::now()));
+            let wake = self.next_wake();
+            let now = Instant::now();
+            if let Some(t) = wake {
+                if self.armed != Some(t) {
+                    sys::timerfd_arm(self.timer.as_raw_fd(), t.saturating_duration_since(now))?;
+                    self.armed = Some(t);
+                }
+            }
+            // The timerfd wakes the wait on time; the timeout is a backstop.
+            let timeout = wake.map(|t| t.saturating_duration_since(now) + Duration::from_millis(5));
             self.poller.wait(&mut self.events, timeout)?;
             let events = std::mem::take(&mut self.events);
             for ev in &events {
                 let token = ev.token().0;
                 if token == STDIN_TOKEN {
                     self.on_stdin()?;
+                    continue;
+                }
+                if token == TIMER_TOKEN {
+                    let mut b = [0u8; 8];
+                    let _ = sys::read(self.timer.as_raw_fd(), &mut b);
+                    self.armed = None;
                     continue;
                 }
                 let Some(c) = self.slab.get(token) else {

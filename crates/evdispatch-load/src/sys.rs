@@ -50,3 +50,55 @@ pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
         Ok(n as usize)
     }
 }
+
+/// A non-blocking `timerfd` on `CLOCK_MONOTONIC` (the clock of `Instant`):
+/// readable when it expires, with nanosecond resolution where a poller's
+/// timeout has only milliseconds.
+pub fn timerfd() -> io::Result<std::os::fd::OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: no pointers; the flags are valid.
+    let fd = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: timerfd_create succeeded, so `fd` is a fresh descriptor we own.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}
+
+/// Arm `fd` (a timerfd) to expire once, `after` from now (at least 1 ns).
+pub fn timerfd_arm(fd: RawFd, after: std::time::Duration) -> io::Result<()> {
+    let after = after.max(std::time::Duration::from_nanos(1));
+    let spec = libc::itimerspec {
+        it_interval: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+        it_value: libc::timespec {
+            tv_sec: after.as_secs() as libc::time_t,
+            tv_nsec: after.subsec_nanos() as libc::c_long,
+        },
+    };
+    // SAFETY: `spec` is a valid itimerspec; the old value is not asked for (null).
+    let r = unsafe { libc::timerfd_settime(fd, 0, &spec, std::ptr::null_mut()) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Set the calling thread's timer slack to 1 ns (`PR_SET_TIMERSLACK`; the
+/// default lets the kernel fire timers up to 50 µs late to batch wake-ups).
+pub fn tight_timer_slack() -> io::Result<()> {
+    // SAFETY: prctl with integer arguments only.
+    if unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
