@@ -302,7 +302,7 @@ impl Config {
                 }
                 bail!("--rate applies to --sessions or --persistent; the idle, inactive and slow workloads have no rate")
             }
-            Some(Rate::Max) if a.sessions.is_some() && persistent > 0 => {
+            Some(Rate::Max) if a.sessions.is_some() && a.persistent.is_some() => {
                 bail!("--rate max runs one closed loop: give --sessions (with --connections for how many at once) or --persistent, not both")
             }
             _ => {}
@@ -577,6 +577,14 @@ mod tests {
         assert_eq!(w.session_rate, 50.0);
         assert_eq!(w.sessions, Some(125));
         assert_eq!(w.phase_s, 0.01);
+    }
+
+    #[test]
+    fn closed_loop_sessions() {
+        let c = cfg("http://127.0.0.1:1/ --rate max --connections 4 --sessions 0").unwrap();
+        assert_eq!((c.persistent, c.long_lived()), (4, 4));
+        assert!(cfg("http://127.0.0.1:1/ --rate max --persistent 4 --sessions 0").is_err());
+        assert!(cfg("http://127.0.0.1:1/ --rate 10 --connections 4").is_err());
     }
 
     #[test]

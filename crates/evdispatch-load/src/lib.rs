@@ -118,8 +118,8 @@ pub struct LoadArgs {
     /// Unmeasured time before the window.
     #[arg(long, default_value = "0")]
     pub warmup: String,
-    /// Sessions workload: start this many sessions (0: as many as the rate
-    /// gives over the run).
+    /// Sessions workload: start this many sessions, warm-up included (0: as
+    /// many as the rate gives over the run).
     #[arg(long, value_name = "N")]
     pub sessions: Option<u64>,
     /// Requests per session.

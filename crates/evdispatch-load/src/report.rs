@@ -448,6 +448,50 @@ impl Summary {
 mod tests {
     use super::*;
 
+    fn merged(cpu: Vec<f64>) -> Merged {
+        let r = crate::record::Recorder::default();
+        let reports: Vec<_> = cpu
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                crate::record::WorkerReport::new(i as u32, &r, 0.0, p, 0.0, vec![]).unwrap()
+            })
+            .collect();
+        crate::record::merge(&reports).unwrap()
+    }
+
+    #[test]
+    fn a_busy_generator_is_flagged_loudly() {
+        let mut c = Config::from_command_line([
+            "http://127.0.0.1:1/",
+            "--idle",
+            "1",
+            "--procs",
+            "2",
+            "--cpu",
+            "0-1",
+        ])
+        .unwrap();
+        let s = Summary::new(&c, merged(vec![90.0, 10.0]), None);
+        assert!(
+            s.generator_saturated && s.warnings[0].starts_with("GENERATOR SATURATED"),
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!((s.generator_cores, s.generator_cpu_pct), (2, 100.0));
+        let s = Summary::new(&c, merged(vec![60.0, 60.0]), None);
+        assert!(
+            !s.generator_saturated && s.warnings.is_empty(),
+            "{:?}",
+            s.warnings
+        );
+        c.procs = 1;
+        c.cpus.clear();
+        let s = Summary::new(&c, merged(vec![86.0]), None);
+        assert!(s.generator_saturated);
+        assert!(s.connections.accounted && s.server_cpu_pct.is_none());
+    }
+
     #[test]
     fn interval_statistics() {
         let r = rate_intervals(&[10, 20, 30], 2.0);
