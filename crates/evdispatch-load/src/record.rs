@@ -206,7 +206,7 @@ pub struct Recorder {
     pub connect: Histogram<u64>,
     /// Counters.
     pub counts: Counts,
-    /// errors[role][cause].
+    /// Errors, indexed `[role][cause]`.
     pub errors: [[u64; CAUSES.len()]; ROLES.len()],
     /// Reply status classes: 1xx … 5xx, then anything else.
     pub status: [u64; 6],
