@@ -17,6 +17,10 @@ use evdispatch_load::{execute, Config, RunOptions, Summary};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn skip(tools: &[Tool]) -> bool {
+    if evdispatch_proc_cpus() < 2 {
+        eprintln!("skipped: the comparison pins the server and the clients to CPUs 0 and 1; this machine has one");
+        return true;
+    }
     for t in tools {
         if let Some(why) = skip_reason(*t) {
             eprintln!("{why}");
@@ -150,4 +154,10 @@ fn saturation_agrees_with_wrk() {
         (median - 1.0) * 100.0,
         ratios.len()
     );
+}
+
+fn evdispatch_proc_cpus() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
 }
