@@ -21,6 +21,38 @@ pub struct Config {
     pub initial_events: usize,
     /// io_uring: submission queue entries.
     pub uring_entries: u32,
+    /// RT signals: the signal the registered descriptors raise. Default
+    /// `SIGRTMIN() + 6`, clear of the two signals glibc reserves below
+    /// `SIGRTMIN()` and of `SIGRTMIN()`, which other libraries take first.
+    /// A second signal poller on the same thread takes the next free one.
+    /// Its disposition is set to `SIG_IGN` process-wide when first used (a
+    /// thread that blocks it still queues it; see the `rtsig` mechanism),
+    /// and it stays blocked in the poller's thread.
+    pub rtsig_signal: i32,
+    /// `rtsig-batch`, `hybrid`: signals dequeued per `read` of the signalfd
+    /// (default 256: 32 KiB of `signalfd_siginfo`, more than a wait of the
+    /// benchmarks ever finds queued).
+    pub rtsig_batch: usize,
+    /// `hybrid`: a dequeue batch (one `read` of the signalfd) of at least
+    /// this many signals moves it to epoll; an overflow always does. Default
+    /// 256, a full read: the queue then holds more changes than a wait takes,
+    /// the server is behind, and signals, which cost one dequeue per change,
+    /// lose to epoll, which reports each ready descriptor once however often
+    /// it changed. In Kegel's loop at N = 1,000 (`examples/kegel.rs`),
+    /// `rtsig-batch` matched epoll up to A = 1,000 with one write per active
+    /// socket, but took 1.3–1.5x epoll's time at A = 100 and 1.6–3.5x at
+    /// A = 300 with four (our runs, a shared 2-core VM). Values above
+    /// `rtsig_batch` leave only the overflow trigger.
+    pub hybrid_to_epoll_batch: usize,
+    /// `hybrid`: this many epoll waits in a row, each with fewer than
+    /// `hybrid_to_signal_events` events, bring it back to signals. Default 8:
+    /// a short lull between two bursts should not send it back only to
+    /// overflow or fill a batch again at the next one.
+    pub hybrid_to_signal_waits: u32,
+    /// `hybrid`: see `hybrid_to_signal_waits`. Default 32, an eighth of the
+    /// default `hybrid_to_epoll_batch`: the band between the two thresholds
+    /// is wide, so a steady load cannot make the hybrid flap between modes.
+    pub hybrid_to_signal_events: usize,
 }
 
 impl Config {
@@ -30,6 +62,11 @@ impl Config {
             mechanism,
             initial_events: 256,
             uring_entries: 256,
+            rtsig_signal: crate::mechanism::default_rt_signal(),
+            rtsig_batch: 256,
+            hybrid_to_epoll_batch: 256,
+            hybrid_to_signal_waits: 8,
+            hybrid_to_signal_events: 32,
         }
     }
 
@@ -45,6 +82,15 @@ impl Config {
         match key {
             "initial_events" => self.initial_events = num(key, value)?,
             "uring_entries" => self.uring_entries = num(key, value)?,
+            "rtsig_signal" => {
+                let signal = num(key, value)?;
+                crate::mechanism::check_rt_signal(signal)?;
+                self.rtsig_signal = signal;
+            }
+            "rtsig_batch" => self.rtsig_batch = num(key, value)?,
+            "hybrid_to_epoll_batch" => self.hybrid_to_epoll_batch = num(key, value)?,
+            "hybrid_to_signal_waits" => self.hybrid_to_signal_waits = num(key, value)?,
+            "hybrid_to_signal_events" => self.hybrid_to_signal_events = num(key, value)?,
             _ => {
                 return Err(format!(
                     "unknown poller option '{key}'; known: {}",
@@ -56,7 +102,15 @@ impl Config {
     }
 
     /// The names [`Config::set`] accepts.
-    pub const KEYS: &'static [&'static str] = &["initial_events", "uring_entries"];
+    pub const KEYS: &'static [&'static str] = &[
+        "initial_events",
+        "uring_entries",
+        "rtsig_signal",
+        "rtsig_batch",
+        "hybrid_to_epoll_batch",
+        "hybrid_to_signal_waits",
+        "hybrid_to_signal_events",
+    ];
 
     /// Apply `key=value` pairs in order (see [`Config::set`]).
     pub fn apply<'a>(&mut self, pairs: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
@@ -225,6 +279,7 @@ impl Poller {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
+            self.note_waker(events);
             if !events.is_empty() {
                 break;
             }
@@ -236,7 +291,6 @@ impl Poller {
                 remaining = Some(total - elapsed);
             }
         }
-        self.note_waker(events);
         let n = events.len();
         self.stats.events += n as u64;
         if n == 0 {
@@ -248,7 +302,10 @@ impl Poller {
     /// Drain the waker pipe when its event is among `events`, so the next
     /// wake is a new readiness change for edge-triggered mechanisms too.
     /// Several events for the waker (possible with signal mechanisms) are
-    /// merged into one.
+    /// merged into one. When the pipe was already empty, the event is a
+    /// leftover notification of a wake an earlier wait reported (mechanisms
+    /// that queue one notification per write, RT signals and io_uring, leave
+    /// those), and it is dropped.
     #[inline]
     fn note_waker(&mut self, events: &mut Events) {
         let Some((pipe, token)) = &self.waker else {
@@ -259,7 +316,10 @@ impl Poller {
         if count == 0 {
             return;
         }
-        sys::drain(pipe.read.as_raw_fd());
+        if sys::drain(pipe.read.as_raw_fd()) == 0 {
+            events.retain(|e| e.token() != token);
+            return;
+        }
         self.stats.wakeups += 1;
         if count > 1 {
             let mut seen = false;

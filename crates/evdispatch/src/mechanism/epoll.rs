@@ -38,18 +38,23 @@ impl Epoll {
     }
 
     fn flags(&self, interest: Interest) -> u32 {
-        let mut flags = 0u32;
-        if interest.is_readable() {
-            flags |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
-        }
-        if interest.is_writable() {
-            flags |= libc::EPOLLOUT as u32;
-        }
-        if self.edge {
-            flags |= libc::EPOLLET as u32;
-        }
-        flags
+        flags(interest, self.edge)
     }
+}
+
+/// The `epoll_event.events` bits for `interest` (without `EPOLLEXCLUSIVE`).
+pub(super) fn flags(interest: Interest, edge: bool) -> u32 {
+    let mut flags = 0u32;
+    if interest.is_readable() {
+        flags |= (libc::EPOLLIN | libc::EPOLLRDHUP) as u32;
+    }
+    if interest.is_writable() {
+        flags |= libc::EPOLLOUT as u32;
+    }
+    if edge {
+        flags |= libc::EPOLLET as u32;
+    }
+    flags
 }
 
 impl Backend for Epoll {

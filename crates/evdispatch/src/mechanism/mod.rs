@@ -15,15 +15,36 @@ use crate::poller::Config;
 use crate::stats::Stats;
 
 mod epoll;
+mod fdtable;
+mod hybrid;
+mod poll;
+mod rtsig;
+mod select;
+mod signals;
+mod uring;
+
+pub(crate) use signals::{check_signal as check_rt_signal, default_signal as default_rt_signal};
 
 /// A readiness-notification mechanism.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Mechanism {
+    /// `select(2)`, level-triggered; descriptors below `FD_SETSIZE` (1024) only.
+    Select,
+    /// `poll(2)`, level-triggered.
+    Poll,
     /// `epoll(7)`, level-triggered.
     Epoll,
     /// `epoll(7)` with `EPOLLET`, edge-triggered.
     EpollEt,
+    /// io_uring multishot `IORING_OP_POLL_ADD`, edge-triggered.
+    Uring,
+    /// POSIX RT signals, one `sigtimedwait` per event.
+    RtSig,
+    /// POSIX RT signals, many per `read` of a signalfd, coalesced per fd.
+    RtSigBatch,
+    /// RT signals at light load, epoll under overflow or heavy load.
+    Hybrid,
 }
 
 /// When a mechanism reports readiness.
@@ -72,6 +93,31 @@ impl fmt::Debug for MechanismInfo {
 /// Every mechanism, in the order the report and the CLI list them.
 pub static MECHANISMS: &[MechanismInfo] = &[
     MechanismInfo {
+        mechanism: Mechanism::Select,
+        name: "select",
+        trigger: Trigger::Level,
+        summary:
+            "select() on read and write bitmaps rebuilt from the interest table at every wait; \
+                  kernel and caller scan every descriptor up to the highest registered",
+        limits: "descriptors below FD_SETSIZE (1024) only; a wait costs O(highest registered fd)",
+        min_kernel: (1, 0),
+        max_fd: Some(1024),
+        exclusive: false,
+        open: select::open,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::Poll,
+        name: "poll",
+        trigger: Trigger::Level,
+        summary: "poll() on one pollfd array kept across waits (O(1) add and swap-remove); \
+                  kernel and caller scan every entry",
+        limits: "none beyond the process descriptor limit; a wait costs O(registered fds)",
+        min_kernel: (2, 2),
+        max_fd: None,
+        exclusive: false,
+        open: poll::open,
+    },
+    MechanismInfo {
         mechanism: Mechanism::Epoll,
         name: "epoll",
         trigger: Trigger::Level,
@@ -93,6 +139,54 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         max_fd: None,
         exclusive: true,
         open: epoll::open_edge,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::Uring,
+        name: "uring",
+        trigger: Trigger::Edge,
+        summary: "io_uring: a multishot POLL_ADD per fd, updated and removed through the ring; \
+                  changes are submitted with the next wait in one io_uring_enter, and events read \
+                  from the shared completion ring",
+        limits: "edge-triggered (drain to EAGAIN); io_uring must be enabled \
+                 (kernel.io_uring_disabled, seccomp); a burst beyond the completion ring \
+                 (4 x uring_entries) re-arms the polls that overflowed; EXCLUSIVE is ignored",
+        min_kernel: (5, 13),
+        max_fd: None,
+        exclusive: false,
+        open: uring::open,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::RtSig,
+        name: "rtsig",
+        trigger: Trigger::Edge,
+        summary: "POSIX RT signals (F_SETSIG, F_SETOWN_EX to the creating thread), one sigtimedwait per event; on SIGIO overflow the queue is flushed and the interest set polled",
+        limits: "queue bounded by RLIMIT_SIGPENDING, per user (overflow costs a flush and a poll of every fd); sockets, pipes and ttys only; waits on the creating thread only; Linux 2.6.32 (F_SETOWN_EX)",
+        min_kernel: (2, 6),
+        max_fd: None,
+        exclusive: false,
+        open: rtsig::open_single,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::RtSigBatch,
+        name: "rtsig-batch",
+        trigger: Trigger::Edge,
+        summary: "RT signals dequeued many per read() of a signalfd (seed 000's sigtimedwait4), merged per fd within a wait (signal-per-fd at the dispatch boundary)",
+        limits: "as rtsig",
+        min_kernel: (2, 6),
+        max_fd: None,
+        exclusive: false,
+        open: rtsig::open_batch,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::Hybrid,
+        name: "hybrid",
+        trigger: Trigger::Edge,
+        summary: "rtsig-batch at light load, edge-triggered epoll on overflow or large batches, back to signals when load subsides; both interest sets kept at every registration (seed 000's proposal)",
+        limits: "as rtsig; epoll mode unblocks the (ignored) signal so nothing queues; a switch back costs a sweep of the ready list",
+        min_kernel: (2, 6),
+        max_fd: None,
+        exclusive: false,
+        open: hybrid::open,
     },
 ];
 

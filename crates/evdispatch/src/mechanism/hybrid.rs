@@ -1,0 +1,253 @@
+//! `hybrid`: the RT-signal/epoll server seed 000 proposed and nobody built.
+//!
+//! It starts in *signal mode*, which is `rtsig-batch` (signalfd batches,
+//! per-descriptor coalescing). It moves to *epoll mode* when the signal queue
+//! overflows (`SIGIO`) or when one dequeue batch reaches
+//! `Config::hybrid_to_epoll_batch` signals, and back to signal mode after
+//! `Config::hybrid_to_signal_waits` epoll waits in a row each returned fewer
+//! than `Config::hybrid_to_signal_events` events.
+//!
+//! Every registration is made in both places at once: `O_ASYNC` ownership and
+//! signal on the descriptor, and an edge-triggered entry in an epoll set. A
+//! switch therefore rebuilds nothing; it only changes which queue a wait reads.
+//!
+//! In epoll mode the signal is *paused*: it is ignored process-wide (see
+//! [`signals`](super::signals)), so unblocking it in the owner thread makes
+//! the kernel discard what is queued and queue nothing more. Epoll mode then
+//! pays nothing for signals and holds none of the user's queue budget
+//! (`RLIMIT_SIGPENDING`, shared by every process of the user).
+//!
+//! Why nothing is lost at a switch:
+//!
+//! * **To epoll.** Every wake-up that queued a signal (or failed to, on
+//!   overflow) also put the descriptor on the epoll ready list, where it
+//!   stays until a harvest, and edge-triggered epoll re-checks readiness when
+//!   it reports. The first epoll wait therefore reports every descriptor
+//!   still ready whose signal was not read; the signals themselves are
+//!   discarded.
+//! * **To signals.** First the signal is blocked again, so every change from
+//!   then on queues a signal; then a pending `SIGIO` is taken; then epoll is
+//!   swept with `epoll_wait(…, 0)`. A change before the block is on the epoll
+//!   ready list, so the sweep reports it; one after it is queued, and read by
+//!   the next signal-mode wait (at worst a hint comes twice, from the sweep
+//!   and the signal). A signal raised between the sweep and the first
+//!   signal-mode wait is simply queued. A `SIGIO` raised after the sweep
+//!   stays pending and is handled as a new overflow.
+//!
+//! Edge-triggered epoll is used for epoll mode so that its event counts
+//! measure activity, as signals do: level-triggered epoll would report every
+//! writable socket at every wait and the load would never seem to subside.
+//! The contract is the same either way, as the consumer drains to `EAGAIN`.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Duration;
+
+use super::epoll::flags as epoll_flags;
+use super::signals::{Dequeued, SignalQueue};
+use super::Backend;
+use crate::event::{Events, Interest, Ready, Token};
+use crate::poller::Config;
+use crate::stats::Stats;
+use crate::sys::epoll as ep;
+use crate::sys::signal as sig;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Mode {
+    Signal,
+    Epoll,
+}
+
+pub(crate) struct Hybrid {
+    q: SignalQueue,
+    ep: OwnedFd,
+    buf: Vec<ep::EpollEvent>,
+    mode: Mode,
+    /// Epoll waits in a row with few events.
+    calm: u32,
+    to_epoll_batch: usize,
+    to_signal_waits: u32,
+    to_signal_events: usize,
+    /// Time accounted to the modes up to here (`CLOCK_MONOTONIC_COARSE`, ns:
+    /// read at every wait, so it must be cheap; the sums are exact to a tick).
+    mark: u64,
+}
+
+pub(crate) fn open(config: &Config) -> io::Result<Box<dyn Backend>> {
+    let q = SignalQueue::open(config, true, false)?;
+    let ep = ep::create()?;
+    let empty = libc::epoll_event { events: 0, u64: 0 };
+    Ok(Box::new(Hybrid {
+        q,
+        ep,
+        buf: vec![empty; config.initial_events.max(1)],
+        mode: Mode::Signal,
+        calm: 0,
+        to_epoll_batch: config.hybrid_to_epoll_batch.max(1),
+        to_signal_waits: config.hybrid_to_signal_waits.max(1),
+        to_signal_events: config.hybrid_to_signal_events,
+        mark: sig::coarse_now_ns(),
+    }))
+}
+
+impl Hybrid {
+    /// Charge the time since the last mark to the current mode.
+    #[inline]
+    fn account(&mut self, stats: &mut Stats) {
+        let now = sig::coarse_now_ns();
+        let ns = now.saturating_sub(self.mark);
+        match self.mode {
+            Mode::Signal => stats.signal_mode_ns += ns,
+            Mode::Epoll => stats.poll_mode_ns += ns,
+        }
+        self.mark = now;
+    }
+
+    fn switch_to_epoll(&mut self, overflow: bool, stats: &mut Stats) -> io::Result<()> {
+        if overflow {
+            stats.overflows += 1;
+            stats.recoveries += 1;
+            self.q.acknowledge_overflow();
+        }
+        self.q.pause(stats)?;
+        self.account(stats);
+        self.mode = Mode::Epoll;
+        self.calm = 0;
+        stats.mode_switches += 1;
+        Ok(())
+    }
+
+    /// Resume the signal, then sweep epoll: in that order (see the module docs).
+    fn switch_to_signals(&mut self, stats: &mut Stats) -> io::Result<()> {
+        self.q.resume(stats)?;
+        self.harvest(Some(Duration::ZERO), stats)?;
+        self.account(stats);
+        self.mode = Mode::Signal;
+        self.calm = 0;
+        stats.mode_switches += 1;
+        Ok(())
+    }
+
+    /// One `epoll_wait`; its events join this wait's hints. Returns how many.
+    #[inline]
+    fn harvest(&mut self, timeout: Option<Duration>, stats: &mut Stats) -> io::Result<usize> {
+        stats.wait_syscalls += 1;
+        let n = ep::wait(self.ep.as_raw_fd(), &mut self.buf, ep::timeout_ms(timeout))?;
+        for i in 0..n {
+            let ev = self.buf[i];
+            self.q
+                .add_hint(ev.u64 as RawFd, Ready::from_poll_bits(ev.events), stats);
+        }
+        if n == self.buf.len() {
+            let grown = self.buf.len() * 2;
+            self.buf
+                .resize(grown, libc::epoll_event { events: 0, u64: 0 });
+            stats.buffer_grows += 1;
+        }
+        Ok(n)
+    }
+
+    /// Overflow in signal mode: go to epoll and harvest at once.
+    fn overflowed(&mut self, stats: &mut Stats) -> io::Result<()> {
+        self.switch_to_epoll(true, stats)?;
+        self.harvest(Some(Duration::ZERO), stats).map(|_| ())
+    }
+
+    fn wait_signal(&mut self, timeout: Option<Duration>, stats: &mut Stats) -> io::Result<()> {
+        if self.q.overflow_noticed() {
+            return self.overflowed(stats);
+        }
+        self.q.run_probes(stats)?;
+        loop {
+            let (n, overflow) = self.q.read_batch(stats)?;
+            if overflow {
+                return self.overflowed(stats);
+            }
+            if n >= self.to_epoll_batch {
+                // Heavy load: report this batch, then let epoll take over.
+                return self.switch_to_epoll(false, stats);
+            }
+            if self.q.pending_hints() > 0 || timeout == Some(Duration::ZERO) {
+                return Ok(());
+            }
+            if n == self.q.batch_len() {
+                continue;
+            }
+            if let Some(Dequeued::Overflow) = self.q.dequeue_one(timeout, stats)? {
+                return self.overflowed(stats);
+            }
+            return Ok(());
+        }
+    }
+
+    fn wait_epoll(&mut self, timeout: Option<Duration>, stats: &mut Stats) -> io::Result<()> {
+        let n = self.harvest(timeout, stats)?;
+        if n < self.to_signal_events {
+            self.calm += 1;
+        } else {
+            self.calm = 0;
+        }
+        if self.calm >= self.to_signal_waits {
+            self.switch_to_signals(stats)?;
+        }
+        Ok(())
+    }
+}
+
+impl Backend for Hybrid {
+    fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
+        let interest = interest.without_exclusive();
+        self.q
+            .register(fd, token, interest, self.mode == Mode::Signal)?;
+        let added = ep::ctl(
+            self.ep.as_raw_fd(),
+            libc::EPOLL_CTL_ADD,
+            fd,
+            epoll_flags(interest, true),
+            fd as u64,
+        );
+        if let Err(e) = added {
+            let _ = self.q.deregister(fd);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn modify(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
+        let interest = interest.without_exclusive();
+        self.q
+            .modify(fd, token, interest, self.mode == Mode::Signal)?;
+        ep::ctl(
+            self.ep.as_raw_fd(),
+            libc::EPOLL_CTL_MOD,
+            fd,
+            epoll_flags(interest, true),
+            fd as u64,
+        )
+    }
+
+    fn deregister(&mut self, fd: RawFd) -> io::Result<()> {
+        let r = self.q.deregister(fd);
+        if !matches!(&r, Err(e) if e.kind() == io::ErrorKind::NotFound) {
+            // A descriptor closed before deregister has left epoll already.
+            let _ = ep::ctl(self.ep.as_raw_fd(), libc::EPOLL_CTL_DEL, fd, 0, 0);
+        }
+        r
+    }
+
+    fn wait(
+        &mut self,
+        events: &mut Events,
+        timeout: Option<Duration>,
+        stats: &mut Stats,
+    ) -> io::Result<()> {
+        self.q.check_thread()?;
+        let r = match self.mode {
+            Mode::Signal => self.wait_signal(timeout, stats),
+            Mode::Epoll => self.wait_epoll(timeout, stats),
+        };
+        self.q.emit(events);
+        self.account(stats);
+        r
+    }
+}

@@ -1,0 +1,843 @@
+//! The RT-signal queue shared by `rtsig`, `rtsig-batch` and `hybrid`: the
+//! registration table, signal ownership, dequeuing, the stale-signal guard,
+//! register-time probes, overflow detection, flushing, and per-wait
+//! coalescing.
+//!
+//! # How a descriptor raises signals
+//!
+//! `register` points the descriptor's I/O signals at the thread that created
+//! the poller (`F_SETOWN_EX`/`F_OWNER_TID`) as one RT signal (`F_SETSIG`) and
+//! sets `O_ASYNC|O_NONBLOCK`. From then on the kernel queues one signal per
+//! readiness change, carrying `si_fd` and `si_band`, whatever the interest:
+//! the interest is applied here, when a signal is dequeued. A signal reports a
+//! change, not a state, so readiness that predates the registration (or a
+//! `modify`) is found by a *probe*, made after `O_ASYNC` is set so that a
+//! change in between is seen by one or the other. `rtsig` probes at once
+//! (`poll` of the one descriptor) and reports the result at the next wait;
+//! the batch mechanisms defer it: the next wait `poll`s, in one call, every
+//! descriptor registered or modified since the previous one, and the
+//! coalescing merges a probe with the signal of the same change.
+//!
+//! # Overflow
+//!
+//! The queue is bounded by `RLIMIT_SIGPENDING`, counted per user. When a
+//! signal cannot be queued the kernel raises `SIGIO` instead, which is
+//! blocked and dequeued with the RT signal (and before it: lower numbers
+//! first). On `SIGIO` the queue is flushed *first*, then a pending `SIGIO` is
+//! taken, then the interest set is polled: a change after the flush started
+//! is either seen by the poll or queued anew (there is room again), so none
+//! is lost; one before it is in the poll's answer if it still holds. The
+//! order matters: polling before the flush would let the flush discard the
+//! signal of a change made in between.
+//!
+//! The flush is the kernel's: the signal's disposition is `SIG_IGN`
+//! process-wide, and unblocking an ignored signal in a thread discards its
+//! queued instances before the call returns; blocking it again resumes
+//! queuing (a blocked signal is never ignored). Two calls whatever the queue
+//! length, instead of one dequeue per signal; the hybrid leaves the signal
+//! unblocked for the whole of its epoll mode, so that nothing queues then.
+//!
+//! # Stale signals
+//!
+//! `deregister` clears `O_ASYNC`, after which the old file raises no more
+//! signals, but those already queued stay queued and name only a descriptor
+//! number. If the number is registered again before they are dequeued, they
+//! would be reported under the new registration. To prevent it, registering a
+//! number whose old signals may still be queued first queues a *marker* (the
+//! same RT signal, `SI_QUEUE`, value = the descriptor) to the owner thread.
+//! One signal number's queue is FIFO, so every stale signal precedes the
+//! marker: signals for the descriptor are dropped (counted in
+//! `stale_dropped`) until its markers have been dequeued. The marker is
+//! skipped when it is not needed: when the queue has been seen empty since the
+//! deregistration, or when the signal is not pending at all. A marker that
+//! cannot be queued (the queue is full) forces a recovery at the next wait,
+//! whose flush removes the stale signals.
+
+use std::cell::Cell;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use libc::{c_int, pid_t};
+
+use crate::event::{Event, Events, Interest, Ready, Token};
+use crate::poller::Config;
+use crate::stats::Stats;
+use crate::sys::signal as sig;
+
+thread_local! {
+    /// A process-unique number for the current thread (kernel thread ids are
+    /// reused; this is not).
+    static THREAD_KEY: u64 = {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    };
+    /// How many `SIGIO`s this thread's signal pollers have dequeued. `SIGIO`
+    /// is one per thread while each poller has its own RT signal, so a poller
+    /// that dequeues it tells the others through this count.
+    static OVERFLOWS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// RT signals in use, by thread key: two pollers on one thread need two
+/// signal numbers, or one would dequeue the other's signals.
+static IN_USE: Mutex<Vec<(u64, c_int)>> = Mutex::new(Vec::new());
+
+/// RT signals whose disposition this process has set to `SIG_IGN` (once per
+/// number: setting it discards pending instances in every thread).
+static IGNORED: Mutex<Vec<c_int>> = Mutex::new(Vec::new());
+
+/// Make `signal` ignored process-wide, the first time it is used. Threads
+/// that block it still queue and dequeue it (the kernel never ignores a
+/// blocked signal); a thread that unblocks it has its queued instances
+/// discarded and no new ones queued, which is how a flush and the hybrid's
+/// epoll mode stop paying for signals. It also means a stray instance can no
+/// longer kill the process, which is an RT signal's default action.
+fn ensure_ignored(signal: c_int) -> io::Result<()> {
+    let mut done = IGNORED.lock().unwrap_or_else(|e| e.into_inner());
+    if !done.contains(&signal) {
+        sig::ignore(signal)?;
+        done.push(signal);
+    }
+    Ok(())
+}
+
+fn thread_key() -> u64 {
+    THREAD_KEY.with(|k| *k)
+}
+
+/// The default RT signal: clear of the two glibc keeps below `SIGRTMIN()` for
+/// itself (thread cancellation and set*id broadcast), and of `SIGRTMIN()`
+/// itself, which other libraries commonly take first.
+pub(crate) fn default_signal() -> c_int {
+    libc::SIGRTMIN() + 6
+}
+
+/// Check a configured signal number.
+pub(crate) fn check_signal(signal: c_int) -> Result<(), String> {
+    let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    if (lo..=hi).contains(&signal) {
+        Ok(())
+    } else {
+        Err(format!(
+            "rtsig_signal {signal} is not a usable RT signal here; choose one in {lo}..={hi} (SIGRTMIN()..=SIGRTMAX(); glibc reserves those below)"
+        ))
+    }
+}
+
+/// Take `wanted` for this thread, or the next free RT signal after it.
+fn allocate_signal(key: u64, wanted: c_int) -> io::Result<c_int> {
+    let mut used = IN_USE.lock().unwrap_or_else(|e| e.into_inner());
+    let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
+    let span = hi - lo + 1;
+    for i in 0..span {
+        let s = lo + (wanted - lo + i).rem_euclid(span);
+        if !used.iter().any(|&(k, u)| k == key && u == s) {
+            used.push((key, s));
+            return Ok(s);
+        }
+    }
+    Err(io::Error::new(
+        io::ErrorKind::OutOfMemory,
+        format!("every RT signal ({lo}..={hi}) is taken by another signal poller on this thread; use fewer pollers per thread"),
+    ))
+}
+
+fn release_signal(key: u64, signal: c_int) {
+    let mut used = IN_USE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(i) = used.iter().position(|&(k, s)| k == key && s == signal) {
+        used.swap_remove(i);
+    }
+}
+
+/// A descriptor number's row.
+#[derive(Clone, Copy)]
+struct Slot {
+    token: Token,
+    interest: Interest,
+    registered: bool,
+    /// Queued for a probe at the next wait.
+    probe: bool,
+    /// What an immediate probe found (reported at the next wait).
+    probed: Ready,
+    /// Markers queued ahead of this number's current signals, not yet dequeued.
+    awaiting: u32,
+    /// `empty_epoch` at the last deregistration (`NEVER` if none).
+    dereg_epoch: u64,
+    /// Index in `pollfds` while registered.
+    poll_idx: u32,
+    /// Index in `out` while reported by the current wait (coalescing).
+    out_idx: u32,
+}
+
+const NEVER: u64 = u64::MAX;
+
+impl Slot {
+    const EMPTY: Slot = Slot {
+        token: Token(0),
+        interest: Interest::READABLE,
+        registered: false,
+        probe: false,
+        probed: Ready::EMPTY,
+        awaiting: 0,
+        dereg_epoch: NEVER,
+        poll_idx: 0,
+        out_idx: 0,
+    };
+}
+
+/// What one dequeued signal amounted to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dequeued {
+    /// A readiness hint, added to the wait's results.
+    Event,
+    /// `SIGIO`: the queue overflowed.
+    Overflow,
+    /// Dropped: stale, outside the interest, a marker, or foreign.
+    Nothing,
+}
+
+/// The signal side of a poller.
+pub(crate) struct SignalQueue {
+    /// The RT signal the registered descriptors raise.
+    signal: c_int,
+    tid: pid_t,
+    tgid: pid_t,
+    key: u64,
+    /// `{signal, SIGIO}`: what a wait dequeues.
+    set: sig::SigSet,
+    /// `{signal}` and `{SIGIO}`.
+    only: sig::SigSet,
+    sigio: sig::SigSet,
+    /// The signal is blocked in the owner thread, so it queues (false while
+    /// the hybrid is in epoll mode: unblocked and ignored, it is dropped).
+    queuing: bool,
+    /// Descriptors whose `awaiting` may be non-zero.
+    awaiting_fds: Vec<RawFd>,
+    slots: Vec<Slot>,
+    /// The interest set as `poll` wants it, kept current at every call so a
+    /// recovery never rebuilds it (not kept for the hybrid, whose epoll set
+    /// plays that part).
+    pollfds: Option<Vec<libc::pollfd>>,
+    /// Descriptors registered or modified since the last wait.
+    probes: Vec<RawFd>,
+    probe_buf: Vec<libc::pollfd>,
+    /// Probe at register/modify instead of at the next wait.
+    probe_now: bool,
+    /// `poll`s made by immediate probes since the last wait, which counts them.
+    probe_polls: u64,
+    /// Bumped whenever the queue is seen empty.
+    empty_epoch: u64,
+    /// `OVERFLOWS` when this poller last recovered.
+    overflows_seen: u64,
+    /// A marker could not be queued: recover at the next wait.
+    need_recovery: bool,
+    /// Merge the results of one wait per descriptor (signal-per-fd semantics).
+    coalesce: bool,
+    /// One bit per descriptor number: reported by the current wait.
+    reported: Vec<u64>,
+    /// The current wait's results, by descriptor.
+    out: Vec<(RawFd, Ready)>,
+    /// The batch side: a signalfd and its read buffer (rtsig-batch, hybrid).
+    signalfd: Option<(OwnedFd, Vec<libc::signalfd_siginfo>)>,
+}
+
+impl SignalQueue {
+    /// Block the signals in this thread, take a signal number, and (when
+    /// `batch`) open a signalfd reading `config.rtsig_batch` at a time.
+    pub(crate) fn open(config: &Config, batch: bool, keep_pollfds: bool) -> io::Result<Self> {
+        check_signal(config.rtsig_signal)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let key = thread_key();
+        let signal = allocate_signal(key, config.rtsig_signal)?;
+        let set = sig::SigSet::of(&[signal, libc::SIGIO]);
+        let opened = (|| {
+            ensure_ignored(signal)?;
+            sig::block(&set)?;
+            // Leftovers of an earlier poller of this number on this thread.
+            let only = sig::SigSet::of(&[signal]);
+            while sig::sigtimedwait(&only, Some(Duration::ZERO))?.is_some() {}
+            let signalfd = if batch {
+                let fd = sig::signalfd(&set)?;
+                Some((fd, sig::signalfd_buffer(config.rtsig_batch.max(1))))
+            } else {
+                None
+            };
+            Ok::<_, io::Error>(signalfd)
+        })();
+        let signalfd = match opened {
+            Ok(s) => s,
+            Err(e) => {
+                release_signal(key, signal);
+                return Err(e);
+            }
+        };
+        Ok(SignalQueue {
+            signal,
+            tid: sig::gettid(),
+            tgid: sig::getpid(),
+            key,
+            set,
+            only: sig::SigSet::of(&[signal]),
+            sigio: sig::SigSet::of(&[libc::SIGIO]),
+            queuing: true,
+            awaiting_fds: Vec::new(),
+            slots: Vec::new(),
+            pollfds: keep_pollfds.then(Vec::new),
+            probes: Vec::new(),
+            probe_buf: Vec::new(),
+            probe_now: !batch,
+            probe_polls: 0,
+            empty_epoch: 0,
+            overflows_seen: OVERFLOWS.with(Cell::get),
+            need_recovery: false,
+            coalesce: batch,
+            reported: Vec::new(),
+            out: Vec::new(),
+            signalfd,
+        })
+    }
+
+    /// Waits must run on the thread the signals go to.
+    #[inline]
+    pub(crate) fn check_thread(&self) -> io::Result<()> {
+        if thread_key() == self.key {
+            return Ok(());
+        }
+        Err(io::Error::other(format!(
+            "this RT-signal poller belongs to thread {} (its creator), which receives its signals; \
+             wait on that thread, or create the poller on the thread that waits",
+            self.tid
+        )))
+    }
+
+    fn slot(&self, fd: RawFd) -> Option<&Slot> {
+        usize::try_from(fd).ok().and_then(|i| self.slots.get(i))
+    }
+
+    fn registered(&self, fd: RawFd) -> Option<&Slot> {
+        self.slot(fd).filter(|s| s.registered)
+    }
+
+    fn not_registered(fd: RawFd) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("fd {fd} is not registered with this poller"),
+        )
+    }
+
+    /// Start watching `fd`: ownership, signal, `O_ASYNC|O_NONBLOCK`, the
+    /// stale guard, and (when `probe`) a probe at the next wait.
+    pub(crate) fn register(
+        &mut self,
+        fd: RawFd,
+        token: Token,
+        interest: Interest,
+        probe: bool,
+    ) -> io::Result<()> {
+        if fd < 0 {
+            return Err(io::Error::from_raw_os_error(libc::EBADF));
+        }
+        if self.registered(fd).is_some() {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("fd {fd} is already registered with this poller; use modify"),
+            ));
+        }
+        let kind = sig::file_type(fd)?;
+        if ![libc::S_IFSOCK, libc::S_IFIFO, libc::S_IFCHR].contains(&kind) {
+            return Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!("fd {fd} is not a socket, pipe or character device, so it raises no I/O signals; use poll or epoll for it"),
+            ));
+        }
+        let flags = sig::flags(fd)?;
+        let i = fd as usize;
+        if i >= self.slots.len() {
+            self.slots.resize((i + 1).next_power_of_two(), Slot::EMPTY);
+            self.reported.resize(self.slots.len().div_ceil(64), 0);
+        }
+        // The stale guard goes first, so that every signal of the old file
+        // is queued ahead of the marker and every one of the new file after it.
+        // (Not while the signal is paused: nothing queues then, and the
+        // pause discarded what was queued.)
+        let old = self.slots[i];
+        if self.queuing && old.dereg_epoch == self.empty_epoch {
+            let may_be_queued = thread_key() != self.key || sig::is_pending(self.signal)?;
+            if may_be_queued {
+                match sig::queue_to_thread(self.tid, self.signal, fd) {
+                    Ok(()) => {
+                        self.slots[i].awaiting += 1;
+                        self.awaiting_fds.push(fd);
+                    }
+                    Err(e) if e.raw_os_error() == Some(libc::EAGAIN) => self.need_recovery = true,
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        sig::set_owner(fd, self.tid, self.signal)?;
+        sig::set_flags(fd, flags | libc::O_ASYNC | libc::O_NONBLOCK)?;
+        let s = &mut self.slots[i];
+        s.token = token;
+        s.interest = interest;
+        s.registered = true;
+        s.dereg_epoch = NEVER;
+        if let Some(pollfds) = &mut self.pollfds {
+            s.poll_idx = pollfds.len() as u32;
+            pollfds.push(libc::pollfd {
+                fd,
+                events: interest.as_poll_events(),
+                revents: 0,
+            });
+        }
+        if probe {
+            self.queue_probe(fd)?;
+        }
+        Ok(())
+    }
+
+    fn queue_probe(&mut self, fd: RawFd) -> io::Result<()> {
+        if self.probe_now {
+            let interest = self.slots[fd as usize].interest;
+            let mut one = [libc::pollfd {
+                fd,
+                events: interest.as_poll_events(),
+                revents: 0,
+            }];
+            self.probe_polls += 1;
+            sig::poll_now(&mut one)?;
+            let ready = Ready::from_poll_bits(one[0].revents as u32);
+            self.slots[fd as usize].probed = ready;
+            if ready.is_empty() {
+                return Ok(());
+            }
+        }
+        let s = &mut self.slots[fd as usize];
+        if !s.probe {
+            s.probe = true;
+            self.probes.push(fd);
+        }
+        Ok(())
+    }
+
+    /// New token and interest; a probe finds readiness the new interest
+    /// covers that no signal will announce.
+    pub(crate) fn modify(
+        &mut self,
+        fd: RawFd,
+        token: Token,
+        interest: Interest,
+        probe: bool,
+    ) -> io::Result<()> {
+        if self.registered(fd).is_none() {
+            return Err(Self::not_registered(fd));
+        }
+        let s = &mut self.slots[fd as usize];
+        s.token = token;
+        s.interest = interest;
+        let idx = s.poll_idx as usize;
+        if let Some(pollfds) = &mut self.pollfds {
+            pollfds[idx].events = interest.as_poll_events();
+        }
+        if probe {
+            self.queue_probe(fd)?;
+        }
+        Ok(())
+    }
+
+    /// Stop watching `fd`: clear `O_ASYNC` (after which the file raises no
+    /// signal) and remember when, for the stale guard. The registration is
+    /// forgotten even when the descriptor turns out to be closed already.
+    pub(crate) fn deregister(&mut self, fd: RawFd) -> io::Result<()> {
+        if self.registered(fd).is_none() {
+            return Err(Self::not_registered(fd));
+        }
+        let cleared = sig::flags(fd).and_then(|f| sig::set_flags(fd, f & !libc::O_ASYNC));
+        let epoch = self.empty_epoch;
+        let s = &mut self.slots[fd as usize];
+        s.registered = false;
+        s.probe = false;
+        s.dereg_epoch = epoch;
+        let idx = s.poll_idx as usize;
+        if let Some(pollfds) = &mut self.pollfds {
+            pollfds.swap_remove(idx);
+            if let Some(moved) = pollfds.get(idx) {
+                self.slots[moved.fd as usize].poll_idx = idx as u32;
+            }
+        }
+        cleared.map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("fd {fd} deregistered, but it could not be reached ({e}); deregister before closing"),
+            )
+        })
+    }
+
+    /// True when an overflow is waiting to be handled: a `SIGIO` dequeued by
+    /// another poller of this thread, or a marker that could not be queued.
+    #[inline]
+    pub(crate) fn overflow_noticed(&self) -> bool {
+        self.need_recovery || OVERFLOWS.with(Cell::get) != self.overflows_seen
+    }
+
+    /// Add a hint for `fd` to this wait's results, filtered by the interest
+    /// and, when coalescing, merged into an earlier hint for the same fd.
+    #[inline]
+    fn add(&mut self, fd: RawFd, ready: Ready, stats: &mut Stats) -> bool {
+        let Some(s) = self.registered(fd) else {
+            return false;
+        };
+        let ready = ready.filter(s.interest);
+        if ready.is_empty() {
+            return false;
+        }
+        if self.coalesce {
+            let i = fd as usize;
+            let (word, bit) = (i / 64, 1u64 << (i % 64));
+            if self.reported[word] & bit != 0 {
+                let o = self.slots[i].out_idx as usize;
+                self.out[o].1 = self.out[o].1 | ready;
+                stats.coalesced += 1;
+                return true;
+            }
+            self.reported[word] |= bit;
+            self.slots[i].out_idx = self.out.len() as u32;
+        }
+        self.out.push((fd, ready));
+        true
+    }
+
+    /// Interpret one dequeued signal. `discard`: part of a flush, so only
+    /// markers count.
+    #[inline]
+    fn accept(&mut self, info: sig::SigInfo, discard: bool, stats: &mut Stats) -> Dequeued {
+        if info.signo == libc::SIGIO {
+            OVERFLOWS.with(|o| o.set(o.get() + 1));
+            return Dequeued::Overflow;
+        }
+        if info.signo != self.signal {
+            return Dequeued::Nothing;
+        }
+        stats.signals_dequeued += 1;
+        let fd = info.fd_or_value;
+        if info.code == libc::SI_QUEUE && info.pid == self.tgid {
+            if let Some(s) = usize::try_from(fd).ok().and_then(|i| self.slots.get_mut(i)) {
+                s.awaiting = s.awaiting.saturating_sub(1);
+            }
+            return Dequeued::Nothing;
+        }
+        if info.code <= 0 || discard {
+            return Dequeued::Nothing; // foreign (kill, sigqueue from elsewhere) or flushed
+        }
+        match self.registered(fd) {
+            Some(s) if s.awaiting == 0 => {
+                if self.add(fd, Ready::from_poll_bits(info.band), stats) {
+                    Dequeued::Event
+                } else {
+                    Dequeued::Nothing
+                }
+            }
+            _ => {
+                stats.stale_dropped += 1;
+                Dequeued::Nothing
+            }
+        }
+    }
+
+    /// Probe what was registered or modified since the last wait (one
+    /// `poll` for all of them). Returns whether anything was found.
+    pub(crate) fn run_probes(&mut self, stats: &mut Stats) -> io::Result<bool> {
+        stats.wait_syscalls += std::mem::take(&mut self.probe_polls);
+        if self.probes.is_empty() {
+            return Ok(false);
+        }
+        let mut buf = std::mem::take(&mut self.probe_buf);
+        buf.clear();
+        let mut probes = std::mem::take(&mut self.probes);
+        let mut found = false;
+        for fd in probes.drain(..) {
+            let s = &mut self.slots[fd as usize];
+            if !(s.probe && s.registered) {
+                continue;
+            }
+            s.probe = false;
+            if self.probe_now {
+                let ready = s.probed;
+                found |= self.add(fd, ready, stats);
+            } else {
+                buf.push(libc::pollfd {
+                    fd,
+                    events: s.interest.as_poll_events(),
+                    revents: 0,
+                });
+            }
+        }
+        self.probes = probes;
+        if buf.is_empty() {
+            self.probe_buf = buf;
+            return Ok(found);
+        }
+        stats.wait_syscalls += 1;
+        let r = sig::poll_now(&mut buf);
+        if r.is_ok() {
+            for p in &buf {
+                if p.revents != 0 {
+                    found |= self.add(p.fd, Ready::from_poll_bits(p.revents as u32), stats);
+                }
+            }
+        }
+        self.probe_buf = buf;
+        r.map(|_| found)
+    }
+
+    /// Forget pending probes (a recovery poll or an epoll sweep covers them).
+    pub(crate) fn clear_probes(&mut self) {
+        for fd in self.probes.drain(..) {
+            self.slots[fd as usize].probe = false;
+        }
+    }
+
+    /// One `sigtimedwait`: dequeue and interpret one signal. `Ok(None)` when
+    /// the timeout passed with the queue empty.
+    #[inline]
+    pub(crate) fn dequeue_one(
+        &mut self,
+        timeout: Option<Duration>,
+        stats: &mut Stats,
+    ) -> io::Result<Option<Dequeued>> {
+        stats.wait_syscalls += 1;
+        stats.dequeue_calls += 1;
+        match sig::sigtimedwait(&self.set, timeout)? {
+            None => {
+                self.empty_epoch += 1;
+                Ok(None)
+            }
+            Some(info) => Ok(Some(self.accept(info, false, stats))),
+        }
+    }
+
+    /// One `read` of the signalfd. Returns how many signals it dequeued and
+    /// whether one was `SIGIO` (the rest of that batch is then discarded, as
+    /// the recovery that follows covers it).
+    #[inline]
+    pub(crate) fn read_batch(&mut self, stats: &mut Stats) -> io::Result<(usize, bool)> {
+        let Some((fd, mut buf)) = self.signalfd.take() else {
+            unreachable!("read_batch on a poller without a signalfd");
+        };
+        stats.wait_syscalls += 1;
+        stats.dequeue_calls += 1;
+        let r = sig::read_signalfd(fd.as_raw_fd(), &mut buf);
+        let mut overflow = false;
+        if let Ok(n) = r {
+            if n < buf.len() {
+                self.empty_epoch += 1;
+            }
+            for rec in &buf[..n] {
+                let info = sig::SigInfo::from_signalfd(rec);
+                if self.accept(info, overflow, stats) == Dequeued::Overflow {
+                    overflow = true;
+                }
+            }
+        }
+        self.signalfd = Some((fd, buf));
+        r.map(|n| (n, overflow))
+    }
+
+    /// Empty the queue of this poller's signal, then take a pending `SIGIO`
+    /// (the recovery that follows covers it, so it must come after).
+    ///
+    /// The kernel does the emptying: the signal is ignored process-wide, so
+    /// unblocking it in this thread discards every queued instance before
+    /// the call returns, and blocking it again resumes queuing. That takes
+    /// two system calls whatever the queue length, where dequeuing costs one
+    /// per signal (`rtsig`) or per batch. Markers go with the rest, so the
+    /// stale guard is reset. Should the application have installed a handler
+    /// for the signal since, the queue is dequeued instead.
+    pub(crate) fn flush(&mut self, stats: &mut Stats) -> io::Result<()> {
+        if self.queuing {
+            stats.wait_syscalls += 1;
+            if sig::is_ignored(self.signal)? {
+                stats.wait_syscalls += 2;
+                sig::unblock(&self.only)?;
+                sig::block(&self.only)?;
+                self.reset_awaiting();
+            } else {
+                self.dequeue_all(stats)?;
+            }
+        }
+        self.absorb_sigio(stats)?;
+        self.empty_epoch += 1;
+        self.need_recovery = false;
+        Ok(())
+    }
+
+    /// Flush by dequeuing everything, counting markers as it goes.
+    fn dequeue_all(&mut self, stats: &mut Stats) -> io::Result<()> {
+        if let Some((fd, mut buf)) = self.signalfd.take() {
+            let r = loop {
+                stats.wait_syscalls += 1;
+                stats.dequeue_calls += 1;
+                match sig::read_signalfd(fd.as_raw_fd(), &mut buf) {
+                    Ok(n) => {
+                        for rec in &buf[..n] {
+                            self.accept(sig::SigInfo::from_signalfd(rec), true, stats);
+                        }
+                        if n < buf.len() {
+                            break Ok(());
+                        }
+                    }
+                    Err(e) => break Err(e),
+                }
+            };
+            self.signalfd = Some((fd, buf));
+            r
+        } else {
+            loop {
+                stats.wait_syscalls += 1;
+                stats.dequeue_calls += 1;
+                match sig::sigtimedwait(&self.set, Some(Duration::ZERO))? {
+                    Some(info) => {
+                        self.accept(info, true, stats);
+                    }
+                    None => return Ok(()),
+                }
+            }
+        }
+    }
+
+    /// Dequeue a pending `SIGIO`, telling the thread's other pollers.
+    fn absorb_sigio(&mut self, stats: &mut Stats) -> io::Result<()> {
+        stats.wait_syscalls += 1;
+        stats.dequeue_calls += 1;
+        if sig::sigtimedwait(&self.sigio, Some(Duration::ZERO))?.is_some() {
+            OVERFLOWS.with(|o| o.set(o.get() + 1));
+        }
+        self.overflows_seen = OVERFLOWS.with(Cell::get);
+        Ok(())
+    }
+
+    fn reset_awaiting(&mut self) {
+        for fd in self.awaiting_fds.drain(..) {
+            self.slots[fd as usize].awaiting = 0;
+        }
+    }
+
+    /// Stop the signal (the hybrid's epoll mode): unblocked and ignored, it
+    /// is no longer queued and what was queued is discarded, so it neither
+    /// costs a dequeue nor holds the user's queue budget. Falls back to
+    /// letting it queue (flushed by `resume`) if the application has given
+    /// the signal a handler.
+    pub(crate) fn pause(&mut self, stats: &mut Stats) -> io::Result<()> {
+        stats.wait_syscalls += 1;
+        if self.queuing && sig::is_ignored(self.signal)? {
+            stats.wait_syscalls += 1;
+            sig::unblock(&self.only)?;
+            self.queuing = false;
+            self.reset_awaiting();
+            self.empty_epoch += 1;
+        }
+        self.clear_probes();
+        Ok(())
+    }
+
+    /// Queue the signal again after `pause`, then flush anything left over
+    /// and a pending `SIGIO`. The caller sweeps the interest set next.
+    pub(crate) fn resume(&mut self, stats: &mut Stats) -> io::Result<()> {
+        if !self.queuing {
+            stats.wait_syscalls += 1;
+            sig::block(&self.only)?;
+            self.queuing = true;
+            self.empty_epoch += 1;
+            self.need_recovery = false;
+            self.absorb_sigio(stats)
+        } else {
+            self.flush(stats)
+        }
+    }
+
+    /// Overflow recovery by polling: flush, then `poll` the interest set,
+    /// which is always current. Needs `pollfds` (rtsig, rtsig-batch).
+    pub(crate) fn recover_by_poll(&mut self, stats: &mut Stats) -> io::Result<()> {
+        stats.overflows += 1;
+        self.flush(stats)?;
+        self.clear_probes();
+        let mut pollfds = self
+            .pollfds
+            .take()
+            .expect("recover_by_poll needs the poll interest set");
+        stats.wait_syscalls += 1;
+        let r = sig::poll_now(&mut pollfds);
+        if r.is_ok() {
+            for p in &pollfds {
+                if p.revents != 0 {
+                    self.add(p.fd, Ready::from_poll_bits(p.revents as u32), stats);
+                }
+            }
+        }
+        self.pollfds = Some(pollfds);
+        r?;
+        stats.recoveries += 1;
+        Ok(())
+    }
+
+    /// Add a hint found by another mechanism (the hybrid's epoll).
+    #[inline]
+    pub(crate) fn add_hint(&mut self, fd: RawFd, ready: Ready, stats: &mut Stats) {
+        self.add(fd, ready, stats);
+    }
+
+    /// Signals one `read_batch` can dequeue.
+    #[inline]
+    pub(crate) fn batch_len(&self) -> usize {
+        self.signalfd.as_ref().map_or(1, |(_, buf)| buf.len())
+    }
+
+    /// An overflow was handled without a flush (the hybrid pauses the
+    /// signal instead).
+    pub(crate) fn acknowledge_overflow(&mut self) {
+        self.overflows_seen = OVERFLOWS.with(Cell::get);
+        self.need_recovery = false;
+    }
+
+    /// How many hints this wait has so far.
+    #[inline]
+    pub(crate) fn pending_hints(&self) -> usize {
+        self.out.len()
+    }
+
+    /// Move this wait's results into `events`.
+    #[inline]
+    pub(crate) fn emit(&mut self, events: &mut Events) {
+        events.reserve(self.out.len());
+        for &(fd, ready) in &self.out {
+            let i = fd as usize;
+            events.push(Event::new(self.slots[i].token, ready));
+            if self.coalesce {
+                self.reported[i / 64] = 0;
+            }
+        }
+        self.out.clear();
+    }
+}
+
+impl Drop for SignalQueue {
+    fn drop(&mut self) {
+        // Registrations left at drop: stop their signals, where the descriptor
+        // still is the one we set up (a number closed without deregister may
+        // belong to someone else by now).
+        for (fd, s) in self.slots.iter().enumerate() {
+            let fd = fd as RawFd;
+            if s.registered && sig::owned_by(fd, self.tid, self.signal) {
+                if let Ok(f) = sig::flags(fd) {
+                    let _ = sig::set_flags(fd, f & !libc::O_ASYNC);
+                }
+            }
+        }
+        if thread_key() == self.key && self.queuing {
+            // Leave nothing of ours queued for the next poller of this number.
+            while let Ok(Some(_)) = sig::sigtimedwait(&self.only, Some(Duration::ZERO)) {}
+        }
+        release_signal(self.key, self.signal);
+    }
+}
