@@ -43,7 +43,7 @@ fn mechanisms(json: bool) -> anyhow::Result<()> {
                     "trigger": m.trigger,
                     "summary": m.summary,
                     "limits": m.limits,
-                    "min_kernel": format!("{}.{}", m.min_kernel.0, m.min_kernel.1),
+                    "min_kernel": m.min_kernel,
                     "max_fd": m.max_fd,
                     "exclusive": m.exclusive,
                     "available": evdispatch::Poller::new(m.mechanism).err().map(|e| e.to_string()).unwrap_or_else(|| "yes".into()),
@@ -54,7 +54,7 @@ fn mechanisms(json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     println!(
-        "{:<12} {:<7} {:<6} {:<10} summary",
+        "{:<12} {:<7} {:<7} {:<10} summary",
         "name", "trigger", "linux", "here"
     );
     for m in evdispatch::MECHANISMS {
@@ -63,10 +63,9 @@ fn mechanisms(json: bool) -> anyhow::Result<()> {
             Err(e) => format!("no ({e})"),
         };
         let trigger = format!("{:?}", m.trigger).to_lowercase();
-        let linux = format!("{}.{}", m.min_kernel.0, m.min_kernel.1);
         println!(
-            "{:<12} {:<7} {:<6} {:<10} {}",
-            m.name, trigger, linux, here, m.summary
+            "{:<12} {:<7} {:<7} {:<10} {}",
+            m.name, trigger, m.min_kernel, here, m.summary
         );
         println!("{:<36}limits: {}", "", m.limits);
     }

@@ -63,10 +63,10 @@
 //!
 //! | name | trigger | what it is | limits | Linux |
 //! |---|---|---|---|---|
-//! | `select` | level | `select` on bitmaps rebuilt from the interest table at every wait | fds below 1024 (`FD_SETSIZE`); cost grows with the highest fd | 1.0 |
-//! | `poll` | level | `poll` on one `pollfd` array kept across waits | cost grows with the number of registered fds | 2.2 |
-//! | `epoll` | level | `epoll_wait` on an interest set held in the kernel | none beyond the descriptor limit | 2.6 |
-//! | `epoll-et` | edge | epoll with `EPOLLET` | consumer must drain to `EAGAIN` | 2.6 |
+//! | `select` | level | `select` on bitmaps rebuilt from the interest table at every wait | fds below 1024 (`FD_SETSIZE`); cost grows with the highest fd | 2.0 |
+//! | `poll` | level | `poll` on one `pollfd` array kept across waits | cost grows with the number of registered fds | 2.6.17 |
+//! | `epoll` | level | `epoll_wait` on an interest set held in the kernel | none beyond the descriptor limit | 2.6.27 |
+//! | `epoll-et` | edge | epoll with `EPOLLET` | consumer must drain to `EAGAIN` | 2.6.27 |
 //! | `uring` | edge | io_uring multishot `POLL_ADD` per fd; interest changes ride on the next wait's `io_uring_enter` | consumer must drain to `EAGAIN`; io_uring must be enabled | 5.13 |
 //! | `rtsig` | edge | RT signals (`F_SETSIG`, `F_SETOWN_EX`), one `sigtimedwait` per event; SIGIO overflow: flush, then poll the interest set | queue bounded by `RLIMIT_SIGPENDING` (per user); sockets, pipes, ttys; waits on the creating thread | 2.6.32 |
 //! | `rtsig-batch` | edge | RT signals, many per `read` of a signalfd, merged per fd within a wait | as `rtsig` | 2.6.32 |

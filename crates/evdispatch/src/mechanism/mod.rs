@@ -70,7 +70,7 @@ pub struct MechanismInfo {
     /// Its limits, in words (descriptor ceiling, queue length…).
     pub limits: &'static str,
     /// The first Linux version that has everything this mechanism uses.
-    pub min_kernel: (u32, u32),
+    pub min_kernel: &'static str,
     /// The highest descriptor number it can watch plus one, if bounded.
     pub max_fd: Option<RawFd>,
     /// Whether `Interest::exclusive()` is honoured (wake-one on shared listeners).
@@ -100,7 +100,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
             "select() on read and write bitmaps rebuilt from the interest table at every wait; \
                   kernel and caller scan every descriptor up to the highest registered",
         limits: "descriptors below FD_SETSIZE (1024) only; a wait costs O(highest registered fd)",
-        min_kernel: (1, 0),
+        min_kernel: "2.0",
         max_fd: Some(1024),
         exclusive: false,
         open: select::open,
@@ -112,7 +112,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         summary: "poll() on one pollfd array kept across waits (O(1) add and swap-remove); \
                   kernel and caller scan every entry",
         limits: "none beyond the process descriptor limit; a wait costs O(registered fds)",
-        min_kernel: (2, 2),
+        min_kernel: "2.6.17",
         max_fd: None,
         exclusive: false,
         open: poll::open,
@@ -124,7 +124,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         summary:
             "epoll_wait on an interest set kept in the kernel (the mainline successor of /dev/poll)",
         limits: "none beyond the process descriptor limit; the result buffer grows when it fills",
-        min_kernel: (2, 6),
+        min_kernel: "2.6.27",
         max_fd: None,
         exclusive: true,
         open: epoll::open_level,
@@ -135,7 +135,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         trigger: Trigger::Edge,
         summary: "epoll with EPOLLET: one report per readiness change",
         limits: "as epoll; the consumer must read or write until EAGAIN",
-        min_kernel: (2, 6),
+        min_kernel: "2.6.27",
         max_fd: None,
         exclusive: true,
         open: epoll::open_edge,
@@ -150,7 +150,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         limits: "edge-triggered (drain to EAGAIN); io_uring must be enabled \
                  (kernel.io_uring_disabled, seccomp); a burst beyond the completion ring \
                  (4 x uring_entries) re-arms the polls that overflowed; EXCLUSIVE is ignored",
-        min_kernel: (5, 13),
+        min_kernel: "5.13",
         max_fd: None,
         exclusive: false,
         open: uring::open,
@@ -161,7 +161,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         trigger: Trigger::Edge,
         summary: "POSIX RT signals (F_SETSIG, F_SETOWN_EX to the creating thread), one sigtimedwait per event; on SIGIO overflow the queue is flushed and the interest set polled",
         limits: "queue bounded by RLIMIT_SIGPENDING, per user (overflow costs a flush and a poll of every fd); sockets, pipes and ttys only; waits on the creating thread only; Linux 2.6.32 (F_SETOWN_EX)",
-        min_kernel: (2, 6),
+        min_kernel: "2.6.32",
         max_fd: None,
         exclusive: false,
         open: rtsig::open_single,
@@ -172,7 +172,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         trigger: Trigger::Edge,
         summary: "RT signals dequeued many per read() of a signalfd (seed 000's sigtimedwait4), merged per fd within a wait (signal-per-fd at the dispatch boundary)",
         limits: "as rtsig",
-        min_kernel: (2, 6),
+        min_kernel: "2.6.32",
         max_fd: None,
         exclusive: false,
         open: rtsig::open_batch,
@@ -183,7 +183,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         trigger: Trigger::Edge,
         summary: "rtsig-batch at light load, edge-triggered epoll on overflow or large batches, back to signals when load subsides; both interest sets kept at every registration (seed 000's proposal)",
         limits: "as rtsig; epoll mode unblocks the (ignored) signal so nothing queues; a switch back costs a sweep of the ready list",
-        min_kernel: (2, 6),
+        min_kernel: "2.6.32",
         max_fd: None,
         exclusive: false,
         open: hybrid::open,
@@ -302,10 +302,17 @@ mod tests {
     fn crate_docs_list_every_mechanism() {
         let docs = include_str!("../lib.rs");
         for m in MECHANISMS {
+            let row = docs
+                .lines()
+                .find(|l| l.starts_with(&format!("//! | `{}` |", m.name)))
+                .unwrap_or_else(|| {
+                    panic!("the mechanism table in lib.rs lacks a row for {}", m.name)
+                });
             assert!(
-                docs.contains(&format!("| `{}` |", m.name)),
-                "the mechanism table in lib.rs lacks a row for {}",
-                m.name
+                row.ends_with(&format!("| {} |", m.min_kernel)),
+                "lib.rs gives {} a Linux version other than the table's {}",
+                m.name,
+                m.min_kernel
             );
         }
     }
