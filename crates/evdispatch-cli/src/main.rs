@@ -22,7 +22,7 @@ enum Command {
     /// Serve static files over any mechanism.
     Serve(evdispatch_http::ServeArgs),
     /// Generate HTTP load: sessions, persistent, inactive, idle and slow clients.
-    Load(evdispatch_load::LoadArgs),
+    Load(Box<evdispatch_load::LoadArgs>),
     /// Re-run every experiment of the seeds and write the report.
     Study(evdispatch_study::StudyArgs),
     /// List the mechanisms (the table every other command reads).
@@ -77,7 +77,7 @@ fn main() {
     let result = match cli.command {
         Command::Bench(a) => evdispatch_bench::run(a),
         Command::Serve(a) => evdispatch_http::run(a),
-        Command::Load(a) => evdispatch_load::run(a),
+        Command::Load(a) => evdispatch_load::run(*a),
         Command::Study(a) => evdispatch_study::run(a),
         Command::Mechanisms { json } => mechanisms(json),
     };

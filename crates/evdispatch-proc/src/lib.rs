@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 mod sys;
 
-pub use sys::{clock_ticks_per_sec, pin_current_thread, set_rlimit, Resource};
+pub use sys::{clock_ticks_per_sec, cpu_set, pin_current_thread, set_rlimit, Resource};
 
 /// CPU time and memory of one process at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -76,6 +76,36 @@ pub fn open_fds(pid: u32) -> io::Result<usize> {
         format!("/proc/{pid}/fd")
     };
     Ok(fs::read_dir(path)?.count())
+}
+
+/// The given processes followed by their direct children (found by the
+/// parent field of every `/proc/PID/stat`), so that a master/worker server
+/// such as nginx can be measured whole.
+pub fn with_children(pids: &[u32]) -> Vec<u32> {
+    let mut all: Vec<u32> = pids.to_vec();
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return all;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let ppid = text
+            .rfind(')')
+            .and_then(|i| text[i + 1..].split_whitespace().nth(1))
+            .and_then(|s| s.parse::<u32>().ok());
+        if ppid.is_some_and(|p| pids.contains(&p)) && !all.contains(&pid) {
+            all.push(pid);
+        }
+    }
+    all
 }
 
 /// CPU use of a process over a window, as a fraction of one core.
@@ -191,6 +221,19 @@ mod tests {
         assert!(u.cpu_s > 0.0 && u.wall_s >= 0.15, "{u:?}");
         assert!(u.rss_bytes > 0);
         assert!(open_fds(0).unwrap() >= 3);
+    }
+
+    #[test]
+    fn children_are_found() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let all = with_children(&[std::process::id()]);
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(all[0], std::process::id());
+        assert!(all.contains(&child.id()), "{all:?}");
     }
 
     #[test]

@@ -23,8 +23,9 @@ pub(crate) fn page_size() -> u64 {
     }
 }
 
-/// Pin the calling thread to the given CPUs (`sched_setaffinity`).
-pub fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
+/// The `cpu_set_t` holding `cpus` (for `sched_setaffinity`, also in a
+/// child between fork and exec, where it must be built beforehand).
+pub fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for &c in cpus {
@@ -37,6 +38,12 @@ pub fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
         // SAFETY: `c` is below CPU_SETSIZE, checked above.
         unsafe { libc::CPU_SET(c, &mut set) };
     }
+    Ok(set)
+}
+
+/// Pin the calling thread to the given CPUs (`sched_setaffinity`).
+pub fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
+    let set = cpu_set(cpus)?;
     // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
     let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if r == 0 {

@@ -1,0 +1,125 @@
+//! `evdispatch load` as a program: worker processes merged into one JSON
+//! summary, source addresses, and bad input refused before the run.
+
+use std::process::Command;
+
+use evdispatch_harness::{TestServer, TestServerConfig};
+
+fn load(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_evdispatch"))
+        .arg("load")
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn worker_processes_are_merged_into_one_summary() {
+    let server = TestServer::start(TestServerConfig::default()).unwrap();
+    let url = server.url();
+    let out = load(&[
+        &url,
+        "--persistent",
+        "10",
+        "--rate",
+        "200",
+        "--idle",
+        "40",
+        "--procs",
+        "2",
+        "--source-addrs",
+        "2",
+        "--duration",
+        "1.5",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "evdispatch-load/1");
+    assert_eq!(v["config"]["procs"], 2);
+    assert_eq!(
+        v["generator_cpu_per_process_pct"].as_array().unwrap().len(),
+        2
+    );
+    let replies = v["replies"].as_u64().unwrap();
+    assert!(
+        (290..=300).contains(&replies),
+        "{replies} replies for 200/s over 1.5 s"
+    );
+    assert_eq!(
+        v["latency_us"]["count"].as_u64().unwrap(),
+        replies,
+        "histograms merged"
+    );
+    for k in ["p50", "p90", "p99", "p999", "max"] {
+        assert!(v["latency_us"][k].as_u64().unwrap() > 0, "{k}");
+        assert!(v["latency_uncorrected_us"][k].as_u64().is_some(), "{k}");
+    }
+    assert_eq!(v["connections"]["attempted"], 50);
+    assert_eq!(v["connections"]["open_at_end"], 50);
+    assert_eq!(v["connections"]["accounted"], true);
+    assert_eq!(v["connections_peak"], 50);
+    assert_eq!(v["errors_total"], 0, "{}", v["errors"]);
+    assert!(v["reply_rate"].as_f64().unwrap() > 150.0);
+    assert!(v["rate_intervals"]["samples"].as_array().is_some());
+    assert!(v.get("server_cpu_pct").is_some() && v.get("missed_slots").is_some());
+    let sources = server.stats().sources.lock().unwrap().clone();
+    assert_eq!(
+        sources.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+        ["127.0.0.1", "127.0.1.1"],
+        "connections spread over two source addresses"
+    );
+}
+
+#[test]
+fn the_human_summary_reads_like_httperf() {
+    let server = TestServer::start(TestServerConfig::default()).unwrap();
+    let out = load(&[&server.url(), "--sessions", "50", "--rate", "100"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "Reply rate [replies/s]: min",
+        "Latency [ms] corrected",
+        "Latency [ms] uncorrected",
+        "Errors: total 0",
+        "Connections: attempted 50",
+    ] {
+        assert!(text.contains(line), "missing '{line}' in:\n{text}");
+    }
+}
+
+#[test]
+fn bad_input_is_refused_before_the_run() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["htp:/nowhere", "--idle", "1"], "only http://"),
+        (&["http://127.0.0.1:1/", "--inactive", "30000"], "--procs 2"),
+        (&["http://127.0.0.1:1/", "--sessions", "10"], "need --rate"),
+        (
+            &["http://10.1.2.3/", "--idle", "1"],
+            "not a loopback address",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = load(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(want),
+            "{args:?}: {err}"
+        );
+    }
+    let port = evdispatch_harness::free_port().unwrap();
+    let out = load(&[&format!("http://127.0.0.1:{port}/"), "--idle", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("cannot connect"),
+        "{err}"
+    );
+}

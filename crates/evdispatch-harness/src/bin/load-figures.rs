@@ -1,0 +1,286 @@
+//! `load-figures`: the load generator's figures (issue 5), measured against
+//! nginx started by the harness, printed as a table and as JSON.
+//!
+//! ```text
+//! cargo build --release -p evdispatch-cli -p evdispatch-harness
+//! flock /tmp/evd-bench.lock target/release/load-figures capacity
+//! flock /tmp/evd-bench.lock target/release/load-figures idle
+//! flock /tmp/evd-bench.lock target/release/load-figures scale
+//! target/release/load-figures nginx        # hold an nginx for manual runs
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use evdispatch_harness::{
+    docroot, run_evdispatch_load, run_wrk, start_peer, Peer, PeerConfig, WrkArgs,
+};
+use serde_json::{json, Value};
+
+const USAGE: &str =
+    "usage: load-figures capacity|idle|scale|nginx [--evdispatch PATH] [--rounds N] [--seconds S]
+
+  capacity  generator capacity on one core against wrk -t1 (same nginx, same run,
+            alternating rounds; nginx pinned to CPU 0, clients to CPU 1)
+  idle      CPU cost of 10,000 idle connections held by the generator
+  scale     30,000 concurrent connections in one run (2 nginx workers,
+            --procs 2 --source-addrs 2), every one accounted for
+  nginx     start an nginx (1 worker, CPU 0) and wait, for manual runs
+
+Run the measurements under `flock /tmp/evd-bench.lock`.";
+
+struct Opts {
+    evdispatch: PathBuf,
+    rounds: usize,
+    seconds: f64,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    if v.is_empty() {
+        0.0
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    v.pointer(path).and_then(Value::as_f64).unwrap_or(f64::NAN)
+}
+
+fn capacity(o: &Opts) -> anyhow::Result<Value> {
+    let root = docroot(100, &[])?;
+    let mut cfg = PeerConfig::new(root.path());
+    cfg.cpus = vec![0];
+    let nginx = start_peer(Peer::Nginx, &cfg)?;
+    let url = nginx.url("/index.html");
+    let conns = 32;
+    eprintln!(
+        "nginx {} on {url}, pinned to CPU 0; clients on CPU 1, {conns} connections",
+        nginx.version()
+    );
+    let (mut wrk_rps, mut ours_rps, mut wrk_eff, mut ours_eff) = (vec![], vec![], vec![], vec![]);
+    let mut rounds = Vec::new();
+    for round in 0..o.rounds {
+        let w = run_wrk(&WrkArgs {
+            url: url.clone(),
+            threads: 1,
+            connections: conns,
+            duration_s: o.seconds,
+            timeout_s: 5.0,
+            cpus: vec![1],
+        })?;
+        let ours = run_evdispatch_load(
+            &o.evdispatch,
+            &[
+                url.clone(),
+                "--rate".into(),
+                "max".into(),
+                "--connections".into(),
+                conns.to_string(),
+                "--duration".into(),
+                o.seconds.to_string(),
+                "--warmup".into(),
+                "0.5".into(),
+                "--server-pid".into(),
+                nginx.pid().to_string(),
+            ],
+            &[1],
+        )?;
+        let rps = f(&ours, "/reply_rate");
+        let cpu = f(&ours, "/generator_cpu_pct");
+        let w_cpu = w.cpu_s / w.duration_s * 100.0;
+        // Requests per second of generator CPU: the capacity of one core.
+        let (we, oe) = (w.requests_per_sec / (w_cpu / 100.0), rps / (cpu / 100.0));
+        eprintln!(
+            "round {round}: wrk {:.0} req/s ({w_cpu:.0}% CPU, {we:.0} req per CPU-s); evdispatch {rps:.0} req/s ({cpu:.0}% CPU, {oe:.0} req per CPU-s); server {:.0}% CPU",
+            w.requests_per_sec,
+            f(&ours, "/server_cpu_pct")
+        );
+        wrk_rps.push(w.requests_per_sec);
+        ours_rps.push(rps);
+        wrk_eff.push(we);
+        ours_eff.push(oe);
+        rounds.push(
+            json!({"wrk": w, "evdispatch_reply_rate": rps, "evdispatch_cpu_pct": cpu,
+            "wrk_cpu_pct": w_cpu, "server_cpu_pct": f(&ours, "/server_cpu_pct"),
+            "latency_p99_us": f(&ours, "/latency_us/p99")}),
+        );
+    }
+    let (wr, or, we, oe) = (
+        median(&mut wrk_rps),
+        median(&mut ours_rps),
+        median(&mut wrk_eff),
+        median(&mut ours_eff),
+    );
+    println!(
+        "capacity (median of {} rounds of {} s, nginx {}):",
+        o.rounds,
+        o.seconds,
+        nginx.version()
+    );
+    println!(
+        "  wrk -t1 -c{conns}:                  {wr:>10.0} req/s   {we:>10.0} req per CPU-second"
+    );
+    println!(
+        "  evdispatch load --rate max -c{conns}: {or:>10.0} req/s   {oe:>10.0} req per CPU-second"
+    );
+    println!(
+        "  ratio evdispatch/wrk:             {:>10.3}         {:>10.3}",
+        or / wr,
+        oe / we
+    );
+    Ok(
+        json!({"figure": "capacity", "nginx": nginx.version(), "connections": conns,
+        "wrk_rps_median": wr, "evdispatch_rps_median": or, "ratio_rps": or / wr,
+        "wrk_req_per_cpu_s": we, "evdispatch_req_per_cpu_s": oe, "ratio_per_cpu": oe / we,
+        "rounds": rounds}),
+    )
+}
+
+fn idle(o: &Opts) -> anyhow::Result<Value> {
+    let root = docroot(100, &[])?;
+    let mut cfg = PeerConfig::new(root.path());
+    cfg.cpus = vec![0];
+    cfg.max_connections = 12000;
+    cfg.keepalive_timeout_s = 600;
+    let nginx = start_peer(Peer::Nginx, &cfg)?;
+    let n = 10_000;
+    let mut pcts = Vec::new();
+    let mut runs = Vec::new();
+    for round in 0..o.rounds {
+        let v = run_evdispatch_load(
+            &o.evdispatch,
+            &[
+                nginx.url("/index.html"),
+                "--idle".into(),
+                n.to_string(),
+                "--duration".into(),
+                o.seconds.to_string(),
+            ],
+            &[1],
+        )?;
+        let pct = f(&v, "/generator_cpu_pct");
+        let held = f(&v, "/connections/open_at_end");
+        eprintln!(
+            "round {round}: {held} idle connections held, generator {pct:.3}% of a core over {} s",
+            o.seconds
+        );
+        if held < n as f64 {
+            bail!("only {held} of {n} idle connections were held: {v}");
+        }
+        pcts.push(pct);
+        runs.push(v);
+    }
+    let m = median(&mut pcts);
+    println!(
+        "idle: {n} idle connections held for {} s cost {m:.3}% of a core (median of {} rounds)",
+        o.seconds, o.rounds
+    );
+    Ok(
+        json!({"figure": "idle", "connections": n, "generator_cpu_pct_median": m,
+        "runs": runs.iter().map(|v| json!({"generator_cpu_pct": v["generator_cpu_pct"], "connections": v["connections"]})).collect::<Vec<_>>()}),
+    )
+}
+
+fn scale(o: &Opts) -> anyhow::Result<Value> {
+    let root = docroot(100, &[])?;
+    let mut cfg = PeerConfig::new(root.path());
+    cfg.workers = 2;
+    cfg.max_connections = 19_000;
+    cfg.request_timeout_s = 300;
+    cfg.keepalive_timeout_s = 300;
+    let nginx = start_peer(Peer::Nginx, &cfg)?;
+    let v = run_evdispatch_load(
+        &o.evdispatch,
+        &[
+            nginx.url("/index.html"),
+            "--inactive".into(),
+            "29000".into(),
+            "--persistent".into(),
+            "1000".into(),
+            "--rate".into(),
+            "2000".into(),
+            "--procs".into(),
+            "2".into(),
+            "--source-addrs".into(),
+            "2".into(),
+            "--duration".into(),
+            o.seconds.to_string(),
+            "--server-pid".into(),
+            nginx.pid().to_string(),
+        ],
+        &[],
+    )?;
+    let c = &v["connections"];
+    println!(
+        "scale: peak {} connections; attempted {} established {} failed {} closed by client {} by server {} open at end {}; accounted: {}",
+        v["connections_peak"], c["attempted"], c["established"], c["failed"], c["closed_by_client"],
+        c["closed_by_server"], c["open_at_end"], c["accounted"]
+    );
+    println!(
+        "       persistent load: {:.0} replies/s, p99 {:.2} ms corrected; errors {}; setup {:.1} s; generator {:.0}% of a core, server {:.0}%",
+        f(&v, "/reply_rate"),
+        f(&v, "/latency_us/p99") / 1000.0,
+        v["errors_total"],
+        f(&v, "/setup_s"),
+        f(&v, "/generator_cpu_pct"),
+        f(&v, "/server_cpu_pct")
+    );
+    Ok(json!({"figure": "scale", "summary": v}))
+}
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let what = args.next().unwrap_or_default();
+    let mut o = Opts {
+        evdispatch: std::env::current_exe()?
+            .parent()
+            .context("no directory")?
+            .join("evdispatch"),
+        rounds: 3,
+        seconds: 3.0,
+    };
+    while let Some(a) = args.next() {
+        let mut val = || args.next().context("missing value");
+        match a.as_str() {
+            "--evdispatch" => o.evdispatch = val()?.into(),
+            "--rounds" => o.rounds = val()?.parse()?,
+            "--seconds" => o.seconds = val()?.parse()?,
+            _ => bail!("unknown argument '{a}'\n{USAGE}"),
+        }
+    }
+    let out = match what.as_str() {
+        "capacity" => capacity(&o)?,
+        "idle" => {
+            if o.seconds < 10.0 {
+                o.seconds = 10.0;
+            }
+            idle(&o)?
+        }
+        "scale" => {
+            o.seconds = o.seconds.max(5.0);
+            scale(&o)?
+        }
+        "nginx" => {
+            let root = docroot(100, &[])?;
+            let mut cfg = PeerConfig::new(root.path());
+            cfg.cpus = vec![0];
+            cfg.max_connections = 19_000;
+            let n = start_peer(Peer::Nginx, &cfg)?;
+            println!(
+                "nginx {} at {} (pid {}); Ctrl-C to stop",
+                n.version(),
+                n.url("/index.html"),
+                n.pid()
+            );
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        _ => bail!("{USAGE}"),
+    };
+    println!("{}", serde_json::to_string(&out)?);
+    Ok(())
+}

@@ -1,0 +1,65 @@
+//! # evdispatch-harness
+//!
+//! Start and stop servers on loopback for measurements and tests, and drive
+//! the reference load generators. The server benchmark, the study and the
+//! hostile-conditions scenarios all go through it, so every measurement
+//! starts servers the same way.
+//!
+//! * **Peers** ([`start_peer`]): nginx, lighttpd and h2o (Debian packages),
+//!   each found at run time with its version ([`find`]); a missing one is an
+//!   error saying `X is not installed: apt-get install -y X`
+//!   ([`NotInstalled`]). The configuration is generated in a temporary
+//!   directory from [`PeerConfig`]: the given number of workers (one by
+//!   default), port (0: a free one) and document root, keep-alive on, access
+//!   log off, pinned to the given CPUs; lighttpd's `server.event-handler` is
+//!   [`LighttpdEvents::Poll`] or [`LighttpdEvents::LinuxSysepoll`].
+//! * **Ours** ([`start_ours`]): `evdispatch serve ARGS` from a given binary;
+//!   ready when it prints `listening on http://IP:PORT`; with
+//!   `stats_json`, [`ServerProcess::stop`] sends SIGTERM and returns the
+//!   `--stats-json` file it wrote.
+//! * **Clean-up**: every server runs in its own process group; dropping the
+//!   [`ServerProcess`] (also while unwinding from a panic) kills the group,
+//!   a Ctrl-C/SIGTERM handler kills every live group before the program
+//!   exits, and `PR_SET_PDEATHSIG` takes the server down if the program is
+//!   killed outright.
+//! * **Tools**: [`run_wrk`] and [`run_httperf`] run pinned and return parsed
+//!   results ([`WrkResult`], [`HttperfResult`]) including the CPU they used;
+//!   [`run_evdispatch_load`] runs `evdispatch load … --json` and returns its
+//!   JSON summary.
+//! * **Test server** ([`TestServer`]): a tiny in-process HTTP/1.1 server
+//!   that can stall every reply for a while once per period, or close idle
+//!   connections after a time.
+//! * **Figures**: the `load-figures` binary measures the load generator's
+//!   figures (capacity against wrk, cost of idle connections, 30,000
+//!   connections); see its `--help`.
+
+#![deny(missing_docs)]
+
+mod peers;
+mod process;
+mod sys;
+mod testserver;
+mod tools;
+
+pub use peers::{
+    docroot, find, first_version, start_ours, start_peer, LighttpdEvents, NotInstalled, OursConfig,
+    Peer, PeerConfig, Program, Tool,
+};
+pub use process::{free_port, wait_until_listening, BenchLock, ServerProcess};
+pub use testserver::{TestServer, TestServerConfig, TestStats};
+pub use tools::{
+    parse_httperf, parse_wrk, run_evdispatch_load, run_httperf, run_wrk, HttperfArgs,
+    HttperfResult, WrkArgs, WrkResult,
+};
+
+/// The hard limit of open files of this process (servers are configured
+/// within it).
+pub fn nofile_limit() -> u64 {
+    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024)
+}
+
+/// Why a test needing `tool` must skip, or `None` when it is installed. The
+/// caller prints the reason and returns.
+pub fn skip_reason(tool: Tool) -> Option<String> {
+    find(tool).err().map(|e| format!("skipped: {e}"))
+}

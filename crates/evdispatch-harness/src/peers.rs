@@ -1,0 +1,586 @@
+//! The peer programs (Debian packages), found at run time with their
+//! versions, and the peer servers started with a generated configuration:
+//! one worker by default, the given port and document root, keep-alive on,
+//! access log off, pinned to the given CPUs.
+
+use std::fmt;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+
+use crate::process::{free_port, track, wait_listening, ServerProcess};
+use crate::sys;
+
+/// A program the harness may run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// nginx (package `nginx`).
+    Nginx,
+    /// lighttpd (package `lighttpd`).
+    Lighttpd,
+    /// h2o (package `h2o`).
+    H2o,
+    /// wrk (package `wrk`).
+    Wrk,
+    /// httperf (package `httperf`).
+    Httperf,
+}
+
+impl Tool {
+    /// The executable's name.
+    pub fn command(self) -> &'static str {
+        match self {
+            Tool::Nginx => "nginx",
+            Tool::Lighttpd => "lighttpd",
+            Tool::H2o => "h2o",
+            Tool::Wrk => "wrk",
+            Tool::Httperf => "httperf",
+        }
+    }
+
+    /// The Debian package that installs it.
+    pub fn package(self) -> &'static str {
+        self.command()
+    }
+
+    fn version_args(self) -> &'static [&'static str] {
+        match self {
+            Tool::Httperf => &["--version"],
+            _ => &["-v"],
+        }
+    }
+}
+
+/// A program that is not installed; its message says how to install it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotInstalled(pub Tool);
+
+impl fmt::Display for NotInstalled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} is not installed: apt-get install -y {}",
+            self.0.command(),
+            self.0.package()
+        )
+    }
+}
+
+impl std::error::Error for NotInstalled {}
+
+/// A program found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Program {
+    /// Which.
+    pub tool: Tool,
+    /// Its path.
+    pub path: PathBuf,
+    /// Its version (e.g. "1.22.1").
+    pub version: String,
+}
+
+/// The first `N.N[.N]` in `text`.
+pub fn first_version(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit()
+            && (i == 0 || !b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'/' || b[i - 1] == b'-')
+        {
+            let start = i;
+            let mut dots = 0;
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || (b[i] == b'.' && i + 1 < b.len() && b[i + 1].is_ascii_digit()))
+            {
+                if b[i] == b'.' {
+                    dots += 1;
+                }
+                i += 1;
+            }
+            if dots >= 1 {
+                return Some(text[start..i].to_string());
+            }
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Find `tool` on `PATH` (and in /usr/sbin, /sbin, where Debian puts servers)
+/// and ask it its version.
+pub fn find(tool: Tool) -> Result<Program, NotInstalled> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    for d in [
+        "/usr/sbin",
+        "/sbin",
+        "/usr/bin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+    ] {
+        dirs.push(PathBuf::from(d));
+    }
+    let path = dirs
+        .iter()
+        .map(|d| d.join(tool.command()))
+        .find(|p| p.is_file())
+        .ok_or(NotInstalled(tool))?;
+    let out = Command::new(&path)
+        .args(tool.version_args())
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|_| NotInstalled(tool))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The version is on the line naming the program (h2o also prints OpenSSL's).
+    let line = text
+        .lines()
+        .find(|l| l.to_lowercase().contains(tool.command()))
+        .unwrap_or("");
+    let version = first_version(line).unwrap_or_else(|| "unknown".into());
+    Ok(Program {
+        tool,
+        path,
+        version,
+    })
+}
+
+/// lighttpd's `server.event-handler`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LighttpdEvents {
+    /// `linux-sysepoll` (epoll).
+    LinuxSysepoll,
+    /// `poll`.
+    Poll,
+}
+
+impl LighttpdEvents {
+    /// The configuration value.
+    pub fn name(self) -> &'static str {
+        match self {
+            LighttpdEvents::LinuxSysepoll => "linux-sysepoll",
+            LighttpdEvents::Poll => "poll",
+        }
+    }
+}
+
+/// How to run a peer server.
+#[derive(Debug, Clone)]
+pub struct PeerConfig {
+    /// Directory served.
+    pub docroot: PathBuf,
+    /// Port on 127.0.0.1 (0: a free one is picked).
+    pub port: u16,
+    /// Worker processes (nginx) or threads (h2o); lighttpd always runs one.
+    pub workers: u32,
+    /// CPUs the server is pinned to (empty: not pinned).
+    pub cpus: Vec<usize>,
+    /// Connections one worker accepts at most.
+    pub max_connections: u32,
+    /// Seconds an idle keep-alive connection is kept.
+    pub keepalive_timeout_s: u32,
+    /// Seconds a client may take to send its request head (nginx's
+    /// `client_header_timeout`, lighttpd's `max-read-idle`, h2o's
+    /// `http1-request-timeout`).
+    pub request_timeout_s: u32,
+    /// lighttpd's event handler.
+    pub lighttpd_events: LighttpdEvents,
+}
+
+impl PeerConfig {
+    /// Defaults: one worker, a free port, not pinned, 4096 connections,
+    /// keep-alive 65 s, request timeout 60 s, lighttpd on epoll.
+    pub fn new(docroot: impl Into<PathBuf>) -> PeerConfig {
+        PeerConfig {
+            docroot: docroot.into(),
+            port: 0,
+            workers: 1,
+            cpus: Vec::new(),
+            max_connections: 4096,
+            keepalive_timeout_s: 65,
+            request_timeout_s: 60,
+            lighttpd_events: LighttpdEvents::LinuxSysepoll,
+        }
+    }
+}
+
+/// A peer server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    /// nginx.
+    Nginx,
+    /// lighttpd.
+    Lighttpd,
+    /// h2o.
+    H2o,
+}
+
+impl Peer {
+    /// Its program.
+    pub fn tool(self) -> Tool {
+        match self {
+            Peer::Nginx => Tool::Nginx,
+            Peer::Lighttpd => Tool::Lighttpd,
+            Peer::H2o => Tool::H2o,
+        }
+    }
+}
+
+fn is_root() -> bool {
+    // The effective uid is in /proc/self/status ("Uid: real effective …").
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
+        })
+        .unwrap_or(false)
+}
+
+fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
+    let user = if is_root() { "user root;\n" } else { "" };
+    let d = dir.display();
+    let reuseport = if c.workers > 1 { " reuseport" } else { "" };
+    format!(
+        "{user}daemon off;
+master_process on;
+worker_processes {workers};
+worker_rlimit_nofile {nofile};
+pid {d}/nginx.pid;
+error_log {d}/error.log warn;
+events {{
+    worker_connections {conns};
+    use epoll;
+    accept_mutex off;
+    multi_accept on;
+}}
+http {{
+    access_log off;
+    sendfile on;
+    tcp_nodelay on;
+    keepalive_timeout {ka}s;
+    keepalive_requests 100000000;
+    client_header_timeout {rt}s;
+    client_body_temp_path {d}/body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    types {{ text/html html; text/plain txt; }}
+    default_type application/octet-stream;
+    server {{
+        listen 127.0.0.1:{port} backlog=4096{reuseport};
+        root {root};
+        index index.html;
+    }}
+}}
+",
+        workers = c.workers.max(1),
+        nofile = (c.max_connections as u64 + 64).min(crate::nofile_limit()),
+        conns = c.max_connections + 16,
+        ka = c.keepalive_timeout_s,
+        rt = c.request_timeout_s,
+        root = c.docroot.display(),
+    )
+}
+
+fn lighttpd_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
+    // lighttpd refuses server.username = root and, without one, keeps the
+    // user it was started as: nothing to set.
+    let fds = (c.max_connections as u64 * 2 + 64).min(crate::nofile_limit());
+    format!(
+        "server.document-root = \"{root}\"
+server.bind = \"127.0.0.1\"
+server.port = {port}
+server.event-handler = \"{ev}\"
+server.max-connections = {conns}
+server.max-fds = {fds}
+server.max-keep-alive-requests = 65535
+server.max-keep-alive-idle = {ka}
+server.max-read-idle = {rt}
+server.errorlog = \"{d}/error.log\"
+server.modules = ()
+index-file.names = (\"index.html\")
+mimetype.assign = (\".html\" => \"text/html\", \".txt\" => \"text/plain\", \"\" => \"application/octet-stream\")
+",
+        root = c.docroot.display(),
+        ev = c.lighttpd_events.name(),
+        conns = c.max_connections.min(fds as u32 / 2),
+        ka = c.keepalive_timeout_s,
+        rt = c.request_timeout_s,
+        d = dir.display(),
+    )
+}
+
+fn h2o_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
+    let user = if is_root() { "user: root\n" } else { "" };
+    format!(
+        "listen:
+  host: 127.0.0.1
+  port: {port}
+num-threads: {threads}
+max-connections: {conns}
+http1-request-timeout: {rt}
+http2-idle-timeout: {ka}
+error-log: {d}/error.log
+pid-file: {d}/h2o.pid
+{user}hosts:
+  default:
+    paths:
+      /:
+        file.dir: {root}
+",
+        threads = c.workers.max(1),
+        conns = c.max_connections,
+        rt = c.request_timeout_s,
+        ka = c.keepalive_timeout_s,
+        d = dir.display(),
+        root = c.docroot.display(),
+    )
+}
+
+/// Start `peer` with a configuration generated in a temporary directory,
+/// and wait until it listens. Fails with [`NotInstalled`]'s message when the
+/// program is absent.
+pub fn start_peer(peer: Peer, cfg: &PeerConfig) -> anyhow::Result<ServerProcess> {
+    let program = find(peer.tool())?;
+    if !cfg.docroot.is_dir() {
+        bail!("document root {} is not a directory", cfg.docroot.display());
+    }
+    let mut last_err = None;
+    // A picked port may be taken by someone else before the server binds it.
+    for _ in 0..3 {
+        let port = if cfg.port == 0 {
+            free_port()?
+        } else {
+            cfg.port
+        };
+        match start_once(peer, &program, cfg, port) {
+            Ok(s) => return Ok(s),
+            Err(e) if cfg.port == 0 && format!("{e:#}").contains("in use") => last_err = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last_err.unwrap_or_else(|| anyhow!("cannot start {}", program.tool.command())))
+}
+
+fn start_once(
+    peer: Peer,
+    program: &Program,
+    cfg: &PeerConfig,
+    port: u16,
+) -> anyhow::Result<ServerProcess> {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("evd-{}-", program.tool.command()))
+        .tempdir()
+        .context("cannot create a temporary directory")?;
+    let d = dir.path();
+    let log = d.join("error.log");
+    let mut cmd = Command::new(&program.path);
+    match peer {
+        Peer::Nginx => {
+            let conf = d.join("nginx.conf");
+            fs::write(&conf, nginx_conf(cfg, d, port))?;
+            cmd.arg("-p")
+                .arg(d)
+                .arg("-c")
+                .arg(&conf)
+                .arg("-e")
+                .arg(&log);
+        }
+        Peer::Lighttpd => {
+            let conf = d.join("lighttpd.conf");
+            fs::write(&conf, lighttpd_conf(cfg, d, port))?;
+            cmd.arg("-D").arg("-f").arg(&conf);
+        }
+        Peer::H2o => {
+            let conf = d.join("h2o.conf");
+            fs::write(&conf, h2o_conf(cfg, d, port))?;
+            cmd.arg("-c").arg(&conf);
+        }
+    }
+    let out = fs::File::create(d.join("stdout.log"))?;
+    let err = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&log)?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(err);
+    sys::prepare(&mut cmd, &cfg.cpus)?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", program.path.display()))?;
+    track(child.id());
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let name = program.tool.command();
+    let waited = wait_listening(&mut child, addr, Duration::from_secs(10), name, Some(&log));
+    let server = ServerProcess {
+        child: Some(child),
+        name: name.to_string(),
+        version: program.version.clone(),
+        addr,
+        dir: Some(dir),
+        log: Some(log),
+        stats_json: None,
+    };
+    waited?;
+    Ok(server)
+}
+
+/// How to run our own server (`evdispatch serve …`).
+#[derive(Debug, Clone)]
+pub struct OursConfig {
+    /// The `evdispatch` binary.
+    pub binary: PathBuf,
+    /// Arguments after `serve` (mechanism, document root, port 0, …).
+    pub args: Vec<String>,
+    /// CPUs it is pinned to (empty: not pinned).
+    pub cpus: Vec<usize>,
+    /// Ask for `--stats-json FILE`, returned by [`ServerProcess::stop`].
+    pub stats_json: bool,
+}
+
+/// Start `evdispatch serve ARGS`, wait for its `listening on http://IP:PORT`
+/// line, and return it running. The server must handle SIGTERM (write its
+/// `--stats-json` file and exit) from the moment it prints that line.
+pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
+    if !cfg.binary.is_file() {
+        bail!(
+            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
+            cfg.binary.display()
+        );
+    }
+    let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
+    let log = dir.path().join("stderr.log");
+    let mut cmd = Command::new(&cfg.binary);
+    cmd.arg("serve").args(&cfg.args);
+    let stats = cfg.stats_json.then(|| dir.path().join("stats.json"));
+    if let Some(p) = &stats {
+        cmd.arg("--stats-json").arg(p);
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(fs::File::create(&log)?);
+    sys::prepare(&mut cmd, &cfg.cpus)?;
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", cfg.binary.display()))?;
+    track(child.id());
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if !sent {
+                if let Some(rest) = line.split("listening on http://").nth(1) {
+                    let addr = rest.split(['/', ' ']).next().unwrap_or("").to_string();
+                    sent = tx.send(addr).is_ok();
+                }
+            }
+            // Keep reading so the server never blocks on a full pipe.
+        }
+    });
+    let mut server = ServerProcess {
+        child: Some(child),
+        name: "evdispatch".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        addr: ([127, 0, 0, 1], 0).into(),
+        dir: Some(dir),
+        log: Some(log),
+        stats_json: stats,
+    };
+    let addr_text = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
+        anyhow!(
+            "evdispatch serve printed no 'listening on http://IP:PORT' within 10 s; stderr:\n{}",
+            server.log_tail()
+        )
+    })?;
+    server.addr = addr_text.parse().with_context(|| {
+        format!("evdispatch serve announced an unreadable address '{addr_text}'")
+    })?;
+    crate::process::wait_until_listening(server.addr, Duration::from_secs(5))?;
+    if !server.is_running() {
+        bail!("evdispatch serve exited; stderr:\n{}", server.log_tail());
+    }
+    Ok(server)
+}
+
+/// A temporary document root holding `index.html` of `size` bytes and any
+/// further `(name, size)` files.
+pub fn docroot(size: usize, extra: &[(&str, usize)]) -> anyhow::Result<tempfile::TempDir> {
+    let dir = tempfile::Builder::new().prefix("evd-docroot-").tempdir()?;
+    let fill = |n: usize| -> Vec<u8> { (0..n).map(|i| b'a' + (i % 26) as u8).collect() };
+    fs::write(dir.path().join("index.html"), fill(size))?;
+    for (name, n) in extra {
+        fs::write(dir.path().join(name), fill(*n))?;
+    }
+    // Servers that drop privileges must still read it.
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(dir.path(), fs::Permissions::from_mode(0o755))?;
+    Ok(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_from_banners() {
+        assert_eq!(
+            first_version("nginx version: nginx/1.22.1").as_deref(),
+            Some("1.22.1")
+        );
+        assert_eq!(
+            first_version("lighttpd/1.4.69 (ssl) - a light and fast webserver").as_deref(),
+            Some("1.4.69")
+        );
+        assert_eq!(first_version("h2o version 2.2.5").as_deref(), Some("2.2.5"));
+        assert_eq!(
+            first_version("httperf: httperf-0.9.0 compiled without DEBUG").as_deref(),
+            Some("0.9.0")
+        );
+        assert_eq!(
+            first_version("wrk debian/4.1.0-3+b2 [epoll] Copyright").as_deref(),
+            Some("4.1.0")
+        );
+        assert_eq!(first_version("no digits here"), None);
+    }
+
+    #[test]
+    fn missing_program_says_how_to_install() {
+        assert_eq!(
+            NotInstalled(Tool::Wrk).to_string(),
+            "wrk is not installed: apt-get install -y wrk"
+        );
+    }
+
+    #[test]
+    fn configs_carry_the_settings() {
+        let mut c = PeerConfig::new("/srv/x");
+        c.workers = 2;
+        c.lighttpd_events = LighttpdEvents::Poll;
+        let d = Path::new("/tmp/d");
+        let n = nginx_conf(&c, d, 8081);
+        assert!(
+            n.contains("worker_processes 2;")
+                && n.contains("listen 127.0.0.1:8081 backlog=4096 reuseport;")
+        );
+        assert!(n.contains("access_log off;") && n.contains("root /srv/x;"));
+        let l = lighttpd_conf(&c, d, 8082);
+        assert!(l.contains("server.event-handler = \"poll\"") && l.contains("server.port = 8082"));
+        let h = h2o_conf(&c, d, 8083);
+        assert!(h.contains("port: 8083") && h.contains("file.dir: /srv/x"));
+    }
+}

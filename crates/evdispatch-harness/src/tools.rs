@@ -1,0 +1,484 @@
+//! The reference load generators: wrk and httperf, run pinned to CPUs with
+//! their output parsed into structs, and `evdispatch load --json`.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{anyhow, bail, Context};
+
+use crate::peers::{find, Tool};
+use crate::sys;
+
+/// A wrk run.
+#[derive(Debug, Clone)]
+pub struct WrkArgs {
+    /// The URL.
+    pub url: String,
+    /// `-t`.
+    pub threads: u32,
+    /// `-c`.
+    pub connections: u32,
+    /// `-d`, seconds.
+    pub duration_s: f64,
+    /// `--timeout`, seconds.
+    pub timeout_s: f64,
+    /// CPUs wrk is pinned to (empty: not pinned).
+    pub cpus: Vec<usize>,
+}
+
+/// What wrk reported.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct WrkResult {
+    /// Requests completed.
+    pub requests: u64,
+    /// Test duration, seconds.
+    pub duration_s: f64,
+    /// `Requests/sec`.
+    pub requests_per_sec: f64,
+    /// Bytes read.
+    pub read_bytes: f64,
+    /// Mean latency, µs.
+    pub latency_avg_us: f64,
+    /// Latency standard deviation, µs.
+    pub latency_stdev_us: f64,
+    /// Largest latency, µs.
+    pub latency_max_us: f64,
+    /// `(percent, µs)` from `--latency` (50, 75, 90, 99).
+    pub percentiles: Vec<(f64, f64)>,
+    /// Socket errors: connect.
+    pub errors_connect: u64,
+    /// Socket errors: read.
+    pub errors_read: u64,
+    /// Socket errors: write.
+    pub errors_write: u64,
+    /// Socket errors: timeout.
+    pub errors_timeout: u64,
+    /// Non-2xx or 3xx responses.
+    pub non_2xx_3xx: u64,
+    /// CPU seconds wrk used (user + system), from its rusage.
+    pub cpu_s: f64,
+}
+
+/// A value with a unit (`123.45us`, `1.2ms`, `2.00s`, `1m`, `12.34MB`,
+/// `40.00k`) in µs for times, bytes for sizes, units for counts.
+fn with_unit(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+        .unwrap_or(s.len());
+    let v: f64 = s[..split].parse().ok()?;
+    let mult = match &s[split..] {
+        "" => 1.0,
+        "us" => 1.0,
+        "ms" => 1e3,
+        "s" => 1e6,
+        "m" => 60e6,
+        "h" => 3600e6,
+        "B" => 1.0,
+        "KB" => 1024.0,
+        "MB" => 1024.0 * 1024.0,
+        "GB" => 1024.0 * 1024.0 * 1024.0,
+        "k" => 1e3,
+        "M" => 1e6,
+        _ => return None,
+    };
+    Some(v * mult)
+}
+
+/// Parse wrk's output.
+pub fn parse_wrk(text: &str) -> anyhow::Result<WrkResult> {
+    let mut r = WrkResult::default();
+    let mut seen_total = false;
+    let mut in_dist = false;
+    for line in text.lines() {
+        let t = line.trim();
+        let f: Vec<&str> = t.split_whitespace().collect();
+        if t.starts_with("Latency Distribution") {
+            in_dist = true;
+            continue;
+        }
+        if in_dist {
+            if let [p, v] = f.as_slice() {
+                if let (Some(p), Some(v)) = (
+                    p.strip_suffix('%').and_then(|p| p.parse().ok()),
+                    with_unit(v),
+                ) {
+                    r.percentiles.push((p, v));
+                    continue;
+                }
+            }
+            in_dist = false;
+        }
+        if f.first() == Some(&"Latency") && f.len() >= 4 {
+            r.latency_avg_us = with_unit(f[1]).unwrap_or(0.0);
+            r.latency_stdev_us = with_unit(f[2]).unwrap_or(0.0);
+            r.latency_max_us = with_unit(f[3]).unwrap_or(0.0);
+        } else if t.contains(" requests in ") {
+            // "80000 requests in 2.00s, 12.34MB read"
+            r.requests = f[0].parse().context("wrk: request count")?;
+            r.duration_s = with_unit(f[3].trim_end_matches(',')).unwrap_or(0.0) / 1e6;
+            r.read_bytes = f.get(4).and_then(|s| with_unit(s)).unwrap_or(0.0);
+            seen_total = true;
+        } else if let Some(rest) = t.strip_prefix("Socket errors:") {
+            for part in rest.split(',') {
+                let p: Vec<&str> = part.split_whitespace().collect();
+                if let [k, v] = p.as_slice() {
+                    let v: u64 = v.parse().unwrap_or(0);
+                    match *k {
+                        "connect" => r.errors_connect = v,
+                        "read" => r.errors_read = v,
+                        "write" => r.errors_write = v,
+                        "timeout" => r.errors_timeout = v,
+                        _ => {}
+                    }
+                }
+            }
+        } else if let Some(rest) = t.strip_prefix("Non-2xx or 3xx responses:") {
+            r.non_2xx_3xx = rest.trim().parse().unwrap_or(0);
+        } else if let Some(rest) = t.strip_prefix("Requests/sec:") {
+            r.requests_per_sec = rest.trim().parse().context("wrk: Requests/sec")?;
+        }
+    }
+    if !seen_total || r.requests_per_sec == 0.0 && r.requests > 0 {
+        bail!("wrk output not understood:\n{text}");
+    }
+    Ok(r)
+}
+
+/// Run wrk and parse what it prints.
+pub fn run_wrk(a: &WrkArgs) -> anyhow::Result<WrkResult> {
+    let p = find(Tool::Wrk)?;
+    let mut cmd = Command::new(&p.path);
+    cmd.arg("-t")
+        .arg(a.threads.to_string())
+        .arg("-c")
+        .arg(a.connections.to_string())
+        .arg("-d")
+        .arg(format!("{}s", a.duration_s))
+        .arg("--timeout")
+        .arg(format!("{}s", a.timeout_s))
+        .arg("--latency")
+        .arg(&a.url);
+    let (out, cpu_s) = run_measured(cmd, &a.cpus, "wrk")?;
+    let mut r = parse_wrk(&out)?;
+    r.cpu_s = cpu_s;
+    Ok(r)
+}
+
+/// An httperf run.
+#[derive(Debug, Clone)]
+pub struct HttperfArgs {
+    /// Server address.
+    pub server: String,
+    /// Port.
+    pub port: u16,
+    /// URI.
+    pub uri: String,
+    /// `--rate` (connections per second; `None`: one after the other).
+    pub rate: Option<f64>,
+    /// `--num-conns`.
+    pub num_conns: u64,
+    /// `--num-calls`.
+    pub num_calls: u64,
+    /// `--timeout`, seconds.
+    pub timeout_s: f64,
+    /// CPUs httperf is pinned to (empty: not pinned).
+    pub cpus: Vec<usize>,
+}
+
+/// What httperf reported.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct HttperfResult {
+    /// Connections made.
+    pub connections: u64,
+    /// Requests sent.
+    pub requests: u64,
+    /// Replies received.
+    pub replies: u64,
+    /// Test duration, seconds.
+    pub test_duration_s: f64,
+    /// Connection rate, per second.
+    pub connection_rate: f64,
+    /// Request rate, per second.
+    pub request_rate: f64,
+    /// Reply rate samples (5 s each): min, avg, max, stddev, count.
+    pub reply_rate_min: f64,
+    /// See `reply_rate_min`.
+    pub reply_rate_avg: f64,
+    /// See `reply_rate_min`.
+    pub reply_rate_max: f64,
+    /// See `reply_rate_min`.
+    pub reply_rate_stddev: f64,
+    /// See `reply_rate_min`.
+    pub reply_rate_samples: u64,
+    /// Connect time, ms.
+    pub connect_ms: f64,
+    /// Reply time (response), ms.
+    pub response_ms: f64,
+    /// Reply time (transfer), ms.
+    pub transfer_ms: f64,
+    /// Reply status 1xx … 5xx.
+    pub status: [u64; 5],
+    /// Errors: total.
+    pub errors_total: u64,
+    /// Errors: client-timo.
+    pub client_timo: u64,
+    /// Errors: socket-timo.
+    pub socket_timo: u64,
+    /// Errors: connrefused.
+    pub connrefused: u64,
+    /// Errors: connreset.
+    pub connreset: u64,
+    /// Errors: fd-unavail.
+    pub fd_unavail: u64,
+    /// Errors: addrunavail.
+    pub addrunavail: u64,
+    /// Errors: ftab-full.
+    pub ftab_full: u64,
+    /// Errors: other.
+    pub other: u64,
+    /// CPU seconds httperf reported (user + system).
+    pub cpu_s: f64,
+}
+
+impl HttperfResult {
+    /// Replies per second over the whole test (`replies / test-duration`).
+    pub fn replies_per_sec(&self) -> f64 {
+        if self.test_duration_s > 0.0 {
+            self.replies as f64 / self.test_duration_s
+        } else {
+            0.0
+        }
+    }
+}
+
+fn after<'a>(f: &'a [&'a str], key: &str) -> Option<f64> {
+    f.iter()
+        .position(|w| *w == key)
+        .and_then(|i| f.get(i + 1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Parse httperf's output.
+pub fn parse_httperf(text: &str) -> anyhow::Result<HttperfResult> {
+    let mut r = HttperfResult::default();
+    let mut seen = false;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let n = |k: &str| after(&f, k).unwrap_or(0.0);
+        if line.starts_with("Total: connections") {
+            r.connections = n("connections") as u64;
+            r.requests = n("requests") as u64;
+            r.replies = n("replies") as u64;
+            r.test_duration_s = n("test-duration");
+            seen = true;
+        } else if line.starts_with("Connection rate:") {
+            r.connection_rate = f.get(2).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        } else if line.starts_with("Request rate:") {
+            r.request_rate = f.get(2).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+        } else if line.starts_with("Reply rate [replies/s]:") {
+            r.reply_rate_min = n("min");
+            r.reply_rate_avg = n("avg");
+            r.reply_rate_max = n("max");
+            r.reply_rate_stddev = n("stddev");
+            r.reply_rate_samples = line
+                .rsplit('(')
+                .next()
+                .and_then(|s| s.split_whitespace().next())
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+        } else if line.starts_with("Connection time [ms]: connect") {
+            r.connect_ms = n("connect");
+        } else if line.starts_with("Reply time [ms]:") {
+            r.response_ms = n("response");
+            r.transfer_ms = n("transfer");
+        } else if line.starts_with("Reply status:") {
+            for (i, w) in f.iter().skip(2).enumerate().take(5) {
+                r.status[i] = w
+                    .split('=')
+                    .nth(1)
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+            }
+        } else if line.starts_with("Errors: total") {
+            r.errors_total = n("total") as u64;
+            r.client_timo = n("client-timo") as u64;
+            r.socket_timo = n("socket-timo") as u64;
+            r.connrefused = n("connrefused") as u64;
+            r.connreset = n("connreset") as u64;
+        } else if line.starts_with("Errors: fd-unavail") {
+            r.fd_unavail = n("fd-unavail") as u64;
+            r.addrunavail = n("addrunavail") as u64;
+            r.ftab_full = n("ftab-full") as u64;
+            r.other = n("other") as u64;
+        } else if line.starts_with("CPU time [s]:") {
+            r.cpu_s = n("user") + n("system");
+        }
+    }
+    if !seen {
+        bail!("httperf output not understood:\n{text}");
+    }
+    Ok(r)
+}
+
+/// Run httperf (with `--hog`, so it may use every ephemeral port) and parse
+/// what it prints.
+pub fn run_httperf(a: &HttperfArgs) -> anyhow::Result<HttperfResult> {
+    let p = find(Tool::Httperf)?;
+    let mut cmd = Command::new(&p.path);
+    cmd.arg("--hog")
+        .arg("--server")
+        .arg(&a.server)
+        .arg("--port")
+        .arg(a.port.to_string())
+        .arg("--uri")
+        .arg(&a.uri)
+        .arg("--num-conns")
+        .arg(a.num_conns.to_string())
+        .arg("--num-calls")
+        .arg(a.num_calls.to_string())
+        .arg("--timeout")
+        .arg(a.timeout_s.to_string());
+    if let Some(rate) = a.rate {
+        cmd.arg("--rate").arg(rate.to_string());
+    }
+    let (out, _) = run_measured(cmd, &a.cpus, "httperf")?;
+    parse_httperf(&out)
+}
+
+/// Run a tool to completion, pinned, returning its standard output and the
+/// CPU seconds it used (from the children's rusage; exact when nothing else
+/// is reaped meanwhile).
+fn run_measured(mut cmd: Command, cpus: &[usize], name: &str) -> anyhow::Result<(String, f64)> {
+    cmd.stdin(Stdio::null());
+    sys::prepare(&mut cmd, cpus)?;
+    let before = sys::children_cpu_s();
+    let out = cmd.output().with_context(|| format!("cannot run {name}"))?;
+    let cpu = sys::children_cpu_s() - before;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() {
+        bail!(
+            "{name} failed ({}): {}{}",
+            out.status,
+            text,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok((text, cpu))
+}
+
+/// Run `BINARY load ARGS --json` and return its JSON summary (the contract
+/// documented in the `evdispatch-load` crate), pinned to `cpus` if given.
+pub fn run_evdispatch_load(
+    binary: &Path,
+    args: &[String],
+    cpus: &[usize],
+) -> anyhow::Result<serde_json::Value> {
+    if !binary.is_file() {
+        bail!(
+            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
+            binary.display()
+        );
+    }
+    let mut cmd = Command::new(binary);
+    cmd.arg("load").args(args).arg("--json");
+    cmd.stdin(Stdio::null());
+    sys::prepare(&mut cmd, cpus)?;
+    let out = cmd.output().context("cannot run evdispatch load")?;
+    if !out.status.success() {
+        bail!(
+            "evdispatch load {} failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| {
+        anyhow!(
+            "evdispatch load printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WRK: &str = "Running 2s test @ http://127.0.0.1:40000/
+  1 threads and 10 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   210.50us   80.25us   3.10ms   92.00%
+    Req/Sec    45.10k     1.20k   47.00k    80.00%
+  Latency Distribution
+     50%  195.00us
+     75%  230.00us
+     90%  280.00us
+     99%  520.00us
+  90200 requests in 2.00s, 21.33MB read
+  Socket errors: connect 0, read 2, write 0, timeout 1
+  Non-2xx or 3xx responses: 3
+Requests/sec:  45099.50
+Transfer/sec:     10.66MB
+";
+
+    #[test]
+    fn wrk_output() {
+        let r = parse_wrk(WRK).unwrap();
+        assert_eq!(r.requests, 90200);
+        assert_eq!(r.duration_s, 2.0);
+        assert_eq!(r.requests_per_sec, 45099.5);
+        assert_eq!(r.latency_avg_us, 210.5);
+        assert_eq!(r.latency_max_us, 3100.0);
+        assert_eq!(r.percentiles[3], (99.0, 520.0));
+        assert_eq!((r.errors_read, r.errors_timeout, r.non_2xx_3xx), (2, 1, 3));
+        assert!(parse_wrk("garbage").is_err());
+    }
+
+    const HTTPERF: &str = "httperf --hog --client=0/1 --server=127.0.0.1 --port=40000 --uri=/ --rate=500 --send-buffer=4096 --recv-buffer=16384 --num-conns=1500 --num-calls=1
+Maximum connect burst length: 1
+
+Total: connections 1500 requests 1500 replies 1499 test-duration 2.999 s
+
+Connection rate: 500.2 conn/s (2.0 ms/conn, <=3 concurrent connections)
+Connection time [ms]: min 0.1 avg 0.2 max 1.5 median 0.5 stddev 0.1
+Connection time [ms]: connect 0.1
+Connection length [replies/conn]: 1.000
+
+Request rate: 500.2 req/s (2.0 ms/req)
+Request size [B]: 62.0
+
+Reply rate [replies/s]: min 499.8 avg 500.0 max 500.2 stddev 0.3 (2 samples)
+Reply time [ms]: response 0.1 transfer 0.0
+Reply size [B]: header 238.0 content 1024.0 footer 0.0 (total 1262.0)
+Reply status: 1xx=0 2xx=1499 3xx=0 4xx=0 5xx=0
+
+CPU time [s]: user 0.80 system 2.10 (user 26.7% system 70.0% total 96.7%)
+Net I/O: 646.2 KB/s (5.3*10^6 bps)
+
+Errors: total 1 client-timo 1 socket-timo 0 connrefused 0 connreset 0
+Errors: fd-unavail 0 addrunavail 0 ftab-full 0 other 0
+";
+
+    #[test]
+    fn httperf_output() {
+        let r = parse_httperf(HTTPERF).unwrap();
+        assert_eq!((r.connections, r.requests, r.replies), (1500, 1500, 1499));
+        assert_eq!(r.test_duration_s, 2.999);
+        assert_eq!((r.reply_rate_avg, r.reply_rate_samples), (500.0, 2));
+        assert_eq!(r.status[1], 1499);
+        assert_eq!((r.errors_total, r.client_timo), (1, 1));
+        assert!((r.cpu_s - 2.9).abs() < 1e-9);
+        assert!((r.replies_per_sec() - 1499.0 / 2.999).abs() < 1e-9);
+        assert!(parse_httperf("nothing").is_err());
+    }
+
+    #[test]
+    fn units() {
+        assert_eq!(with_unit("1.5ms"), Some(1500.0));
+        assert_eq!(with_unit("2.00s"), Some(2e6));
+        assert_eq!(with_unit("40.00k"), Some(40000.0));
+        assert_eq!(with_unit("1KB"), Some(1024.0));
+        assert_eq!(with_unit("x"), None);
+    }
+}

@@ -1,0 +1,609 @@
+//! The run's configuration: the command line checked and resolved into
+//! [`Config`], every problem found before any connection is made, and the
+//! per-process share ([`WorkerSpec`]) each worker receives.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context};
+use serde::{Deserialize, Serialize};
+
+use crate::LoadArgs;
+
+/// Descriptors a worker keeps for itself (poller, pipes, stdio, files) on
+/// top of its connections.
+pub const FD_OVERHEAD: u64 = 64;
+
+/// The offered request rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rate {
+    /// Open loop: arrivals per second.
+    PerSecond(f64),
+    /// Closed loop: each connection sends its next request as soon as the
+    /// previous reply is in (saturation, like wrk).
+    Max,
+}
+
+/// How arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrival {
+    /// Evenly spaced, 1/rate apart.
+    Uniform,
+    /// Exponential gaps with mean 1/rate (a Poisson process).
+    Poisson,
+}
+
+/// What an inactive connection sends before going silent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum InactiveSend {
+    /// Nothing at all: connect and wait.
+    None,
+    /// The request line and headers without the final blank line, so the
+    /// server holds a request it can never complete.
+    Partial,
+}
+
+/// The whole configuration of a run, as reported in the JSON output
+/// (`config`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Config {
+    /// The URL as given.
+    pub url: String,
+    /// The address connected to.
+    pub target: SocketAddr,
+    /// `Host` header value.
+    pub host: String,
+    /// Path and query requested.
+    pub path: String,
+    /// Offered rate of each active workload (sessions and persistent).
+    pub rate: Option<Rate>,
+    /// Arrival process.
+    pub arrival: Arrival,
+    /// Measured window, seconds.
+    pub duration_s: f64,
+    /// Unmeasured run time before the window, seconds.
+    pub warmup_s: f64,
+    /// Per-request and per-connect timeout, seconds.
+    pub timeout_s: f64,
+    /// Sessions workload: total sessions to start (0 = as many as the rate
+    /// gives over the run); `None` when the workload is off.
+    pub sessions: Option<u64>,
+    /// Requests per session, one after the other on its connection.
+    pub calls: u32,
+    /// Persistent connections sharing the rate (open loop), or sending
+    /// back to back (`--rate max`).
+    pub persistent: u64,
+    /// Inactive connections (connect, never complete a request; reopened
+    /// when the server closes them).
+    pub inactive: u64,
+    /// What inactive connections send.
+    pub inactive_send: InactiveSend,
+    /// Idle persistent connections (one request, then silence; reopened
+    /// when the server closes them).
+    pub idle: u64,
+    /// Slow clients (send the request a few bytes at a time, then start over).
+    pub slow: u64,
+    /// Bytes a slow client sends per step.
+    pub slow_bytes: usize,
+    /// Time between a slow client's steps, seconds.
+    pub slow_interval_s: f64,
+    /// Worker processes.
+    pub procs: u32,
+    /// Server processes whose CPU is sampled over the measured window.
+    pub server_pids: Vec<u32>,
+    /// CPUs the workers are pinned to (worker i on `cpus[i % len]`).
+    pub cpus: Vec<usize>,
+    /// Extra request headers.
+    pub headers: Vec<(String, String)>,
+    /// Source addresses used (empty: the kernel picks, 127.0.0.1 on loopback).
+    pub source_addrs: Vec<IpAddr>,
+    /// Readiness mechanism of the workers.
+    pub mechanism: String,
+    /// Length of one reply-rate sample, seconds.
+    pub interval_s: f64,
+    /// A request sent later than its slot by more than this counts as a
+    /// missed slot, milliseconds.
+    pub slot_tolerance_ms: f64,
+    /// Seed of the Poisson arrivals (worker i uses seed + i).
+    pub seed: u64,
+    /// Connection attempts in flight at once per worker while the
+    /// long-lived connections are being opened.
+    pub connect_burst: u64,
+}
+
+/// One worker's share of the run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    /// Index of this worker, 0-based.
+    pub index: u32,
+    /// The whole run's configuration.
+    pub config: Config,
+    /// `Max` for closed loop, else the run's rate.
+    pub rate: Option<Rate>,
+    /// This worker's session arrivals per second (open loop).
+    pub session_rate: f64,
+    /// This worker's persistent-connection requests per second (open loop):
+    /// the run's rate in proportion to its share of the connections.
+    pub persistent_rate: f64,
+    /// Offset of this worker's first uniform arrival, seconds.
+    pub phase_s: f64,
+    /// This worker's share of the sessions (`Some(0)`: unlimited).
+    pub sessions: Option<u64>,
+    /// This worker's persistent connections.
+    pub persistent: u64,
+    /// This worker's inactive connections.
+    pub inactive: u64,
+    /// This worker's idle connections.
+    pub idle: u64,
+    /// This worker's slow clients.
+    pub slow: u64,
+    /// CPU to pin to.
+    pub cpu: Option<usize>,
+}
+
+fn share(total: u64, procs: u32, i: u32) -> u64 {
+    let p = procs as u64;
+    total / p + u64::from((i as u64) < total % p)
+}
+
+fn parse_secs(what: &str, text: &str) -> anyhow::Result<f64> {
+    let t = text.trim();
+    let (num, mult) = if let Some(v) = t.strip_suffix("ms") {
+        (v, 0.001)
+    } else if let Some(v) = t.strip_suffix("us") {
+        (v, 0.000_001)
+    } else if let Some(v) = t.strip_suffix('s') {
+        (v, 1.0)
+    } else if let Some(v) = t.strip_suffix('m') {
+        (v, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| anyhow!("{what}: '{text}' is not a duration (e.g. 10, 10s, 250ms, 2m)"))?;
+    if !v.is_finite() || v < 0.0 {
+        bail!("{what}: '{text}' must be a non-negative duration");
+    }
+    Ok(v * mult)
+}
+
+/// The first port and count of the ephemeral range
+/// (`/proc/sys/net/ipv4/ip_local_port_range`).
+pub fn ephemeral_ports() -> u64 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| {
+            let mut it = s.split_whitespace().map(|x| x.parse::<u64>().ok());
+            let lo = it.next()??;
+            let hi = it.next()??;
+            Some(hi.saturating_sub(lo) + 1)
+        })
+        .unwrap_or(28232)
+}
+
+/// The `k`-th source address: 127.0.0.1, 127.0.1.1, 127.0.2.1, … spread over
+/// 127.0.0.0/8.
+pub fn source_addr(k: u32) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(127, (k >> 8) as u8, k as u8, 1))
+}
+
+fn resolve(url: &url::Url) -> anyhow::Result<(SocketAddr, String)> {
+    if url.scheme() != "http" {
+        bail!(
+            "URL '{url}': only http:// is supported (scheme '{}' given)",
+            url.scheme()
+        );
+    }
+    let host = url
+        .host_str()
+        .ok_or_else(|| anyhow!("URL '{url}' has no host"))?;
+    let port = url.port_or_known_default().unwrap_or(80);
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addrs: Vec<SocketAddr> = (bare, port)
+        .to_socket_addrs()
+        .with_context(|| format!("cannot resolve host '{host}' of URL '{url}'"))?
+        .collect();
+    let addr = addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| anyhow!("host '{host}' resolves to no address"))?;
+    if !addr.ip().is_loopback() {
+        bail!(
+            "{addr} (from URL '{url}') is not a loopback address: evdispatch load only targets \
+             127.0.0.0/8 or ::1, the machines it runs on have no other network"
+        );
+    }
+    let host_header = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    };
+    Ok((addr, host_header))
+}
+
+#[derive(clap::Parser)]
+#[command(name = "evdispatch load", no_binary_name = true)]
+struct CommandLine {
+    #[command(flatten)]
+    args: LoadArgs,
+}
+
+impl Config {
+    /// Build a configuration from `evdispatch load`'s arguments (without
+    /// the program and subcommand names), for programs and tests that run
+    /// the generator in-process: `Config::from_command_line(["http://127.0.0.1:8080/", "--rate", "100", "--sessions", "300"])`.
+    pub fn from_command_line<I, S>(args: I) -> anyhow::Result<Config>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::Parser;
+        let cl = CommandLine::try_parse_from(args).map_err(|e| anyhow!("{e}"))?;
+        Config::from_args(&cl.args)
+    }
+
+    /// Check and resolve the command line. Everything that can be known
+    /// before the run is checked here; reachability is checked by
+    /// [`Config::check_reachable`].
+    pub fn from_args(a: &LoadArgs) -> anyhow::Result<Config> {
+        let url_text = a
+            .url
+            .clone()
+            .ok_or_else(|| anyhow!("give the URL to load, e.g. http://127.0.0.1:8080/"))?;
+        let url = url::Url::parse(&url_text).map_err(|e| {
+            anyhow!(
+                "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
+            )
+        })?;
+        let (target, host) = resolve(&url)?;
+        let mut path = url.path().to_string();
+        if let Some(q) = url.query() {
+            path.push('?');
+            path.push_str(q);
+        }
+
+        let rate = match a.rate.as_deref() {
+            None => None,
+            Some("max") => Some(Rate::Max),
+            Some(r) => {
+                let v: f64 = r.parse().map_err(|_| {
+                    anyhow!("--rate '{r}': give requests per second (e.g. 1000) or 'max'")
+                })?;
+                if !(v.is_finite() && v > 0.0) {
+                    bail!("--rate must be positive, or 'max'");
+                }
+                Some(Rate::PerSecond(v))
+            }
+        };
+        let mut persistent = a.persistent.unwrap_or(0);
+        if let Some(c) = a.connections {
+            if rate != Some(Rate::Max) {
+                bail!("--connections is for --rate max (closed loop); for an open-loop rate over persistent connections use --persistent");
+            }
+            if a.persistent.is_some() && a.persistent != Some(c) {
+                bail!("give --connections or --persistent with --rate max, not both");
+            }
+            persistent = c;
+        }
+        let active = a.sessions.is_some() || persistent > 0;
+        match rate {
+            None if active => bail!(
+                "--sessions and --persistent need --rate (requests per second, or 'max' for closed loop)"
+            ),
+            Some(_) if !active => {
+                if a.idle.unwrap_or(0) + a.inactive.unwrap_or(0) + a.slow.unwrap_or(0) == 0 {
+                    bail!("--rate given but no workload: add --sessions N, --persistent C or --connections C")
+                }
+                bail!("--rate applies to --sessions or --persistent; the idle, inactive and slow workloads have no rate")
+            }
+            Some(Rate::Max) if a.sessions.is_some() && a.persistent.is_some() => {
+                bail!("--rate max runs one closed loop: give --sessions (with --connections for how many at once) or --persistent, not both")
+            }
+            _ => {}
+        }
+        if rate.is_none()
+            && a.idle.unwrap_or(0) + a.inactive.unwrap_or(0) + a.slow.unwrap_or(0) == 0
+        {
+            bail!("no workload given: use --sessions N, --persistent C, --rate max --connections C, --inactive I, --idle I or --slow S");
+        }
+        if a.calls == 0 {
+            bail!("--calls must be at least 1");
+        }
+        if a.procs == 0 {
+            bail!("--procs must be at least 1");
+        }
+        let duration_s = match (&a.duration, a.sessions, rate) {
+            (Some(d), _, _) => parse_secs("--duration", d)?,
+            (None, Some(n), Some(Rate::PerSecond(r))) if n > 0 => n as f64 / r,
+            _ => 10.0,
+        };
+        if duration_s <= 0.0 {
+            bail!("--duration must be positive");
+        }
+        let warmup_s = parse_secs("--warmup", &a.warmup)?;
+        let timeout_s = parse_secs("--timeout", &a.timeout)?;
+        if timeout_s <= 0.0 {
+            bail!("--timeout must be positive");
+        }
+        let interval_s = parse_secs("--interval", &a.interval)?;
+        if interval_s < 0.01 {
+            bail!("--interval must be at least 10ms");
+        }
+        let slow_interval_s = parse_secs("--slow-interval", &a.slow_interval)?;
+        if a.slow_bytes == 0 {
+            bail!("--slow-bytes must be at least 1");
+        }
+        let mut headers = Vec::new();
+        for h in &a.header {
+            let (n, v) = h
+                .split_once(':')
+                .ok_or_else(|| anyhow!("--header '{h}' is not NAME:VALUE"))?;
+            let n = n.trim();
+            if n.is_empty() || n.bytes().any(|b| !b.is_ascii_graphic() || b == b':') {
+                bail!("--header '{h}': '{n}' is not a valid header name");
+            }
+            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
+                bail!("--header '{h}': the value may not contain a line break");
+            }
+            headers.push((n.to_string(), v.trim().to_string()));
+        }
+        let cpus = match &a.cpu {
+            Some(list) => {
+                evdispatch_proc::parse_cpu_list(list).map_err(|e| anyhow!("--cpu: {e}"))?
+            }
+            None => Vec::new(),
+        };
+        let server_pids = a
+            .server_pid
+            .iter()
+            .flat_map(|s| s.split(','))
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| {
+                let pid: u32 = s
+                    .trim()
+                    .parse()
+                    .map_err(|_| anyhow!("--server-pid '{s}' is not a process id"))?;
+                if !std::path::Path::new(&format!("/proc/{pid}/stat")).exists() {
+                    bail!("--server-pid {pid}: no such process");
+                }
+                Ok(pid)
+            })
+            .collect::<anyhow::Result<Vec<u32>>>()?;
+        let mechanism: evdispatch::Mechanism = a
+            .mechanism
+            .parse()
+            .map_err(|e: evdispatch::UnknownMechanism| anyhow!("--mechanism: {e}"))?;
+        if a.source_addrs == 0 {
+            bail!("--source-addrs must be at least 1");
+        }
+        if a.source_addrs > 1 && !target.is_ipv4() {
+            bail!("--source-addrs spreads over 127.0.0.0/8 and needs an IPv4 target");
+        }
+        let source_addrs = if a.source_addrs > 1 {
+            (0..a.source_addrs).map(source_addr).collect()
+        } else {
+            Vec::new()
+        };
+        let cfg = Config {
+            url: url_text,
+            target,
+            host,
+            path,
+            rate,
+            arrival: a.arrival,
+            duration_s,
+            warmup_s,
+            timeout_s,
+            sessions: a.sessions,
+            calls: a.calls,
+            persistent,
+            inactive: a.inactive.unwrap_or(0),
+            inactive_send: a.inactive_send,
+            idle: a.idle.unwrap_or(0),
+            slow: a.slow.unwrap_or(0),
+            slow_bytes: a.slow_bytes,
+            slow_interval_s,
+            procs: a.procs,
+            server_pids,
+            cpus,
+            headers,
+            source_addrs,
+            mechanism: mechanism.name().to_string(),
+            interval_s,
+            slot_tolerance_ms: a.slot_tolerance_ms,
+            seed: a.seed,
+            connect_burst: a.connect_burst.max(1),
+        };
+        cfg.check_capacity()?;
+        Ok(cfg)
+    }
+
+    /// Connections held for the whole run (persistent, closed loop,
+    /// inactive, idle, slow), plus the sessions open at once in closed loop.
+    pub fn long_lived(&self) -> u64 {
+        let closed_sessions = match (self.rate, self.sessions) {
+            (Some(Rate::Max), Some(_)) => self.persistent.max(1),
+            _ => 0,
+        };
+        let persistent = if self.sessions.is_some() && self.rate == Some(Rate::Max) {
+            0
+        } else {
+            self.persistent
+        };
+        persistent + self.inactive + self.idle + self.slow + closed_sessions
+    }
+
+    /// The descriptor and port budget: fail before the run, saying how many
+    /// processes and source addresses the workload needs.
+    pub fn check_capacity(&self) -> anyhow::Result<()> {
+        let hard = nofile_hard_limit();
+        let per_proc = hard.saturating_sub(FD_OVERHEAD).max(1);
+        let conns = self.long_lived();
+        let busiest = conns.div_ceil(self.procs as u64);
+        if busiest > per_proc {
+            let need = conns.div_ceil(per_proc);
+            bail!(
+                "this workload holds {conns} connections at once; with {} descriptors per process \
+                 (hard limit {hard}, {FD_OVERHEAD} kept for the worker) that needs --procs {need} \
+                 or more ({} given)",
+                per_proc,
+                self.procs
+            );
+        }
+        let ports = ephemeral_ports();
+        let per_addr = ports.saturating_sub(ports / 20).max(1); // keep 5% for TIME_WAIT and others
+        let addrs = self.source_addrs.len().max(1) as u64;
+        if conns.div_ceil(addrs) > per_addr {
+            let need = conns.div_ceil(per_addr);
+            bail!(
+                "this workload holds {conns} connections to {} at once; one source address gives \
+                 at most {per_addr} of the {ports} ephemeral ports (net.ipv4.ip_local_port_range): \
+                 use --source-addrs {need} or more ({addrs} given)",
+                self.target
+            );
+        }
+        Ok(())
+    }
+
+    /// Connect once to the target (with the run's timeout, at most 5 s), so
+    /// an unreachable server is an error before the run, not a run of errors.
+    pub fn check_reachable(&self) -> anyhow::Result<()> {
+        let t = Duration::from_secs_f64(self.timeout_s.min(5.0));
+        std::net::TcpStream::connect_timeout(&self.target, t).map_err(|e| {
+            anyhow!(
+                "cannot connect to {} ({}): {e} — is the server running and listening there?",
+                self.target,
+                self.url
+            )
+        })?;
+        Ok(())
+    }
+
+    /// The share of worker `index`.
+    pub fn worker_spec(&self, index: u32) -> WorkerSpec {
+        let p = self.procs;
+        let persistent = share(self.persistent, p, index);
+        let (session_rate, persistent_rate) = match self.rate {
+            Some(Rate::PerSecond(v)) => (
+                v / p as f64,
+                if self.persistent > 0 {
+                    v * persistent as f64 / self.persistent as f64
+                } else {
+                    0.0
+                },
+            ),
+            _ => (0.0, 0.0),
+        };
+        let phase_s = match self.rate {
+            Some(Rate::PerSecond(v)) => index as f64 / v,
+            _ => 0.0,
+        };
+        WorkerSpec {
+            index,
+            config: self.clone(),
+            rate: self.rate,
+            session_rate,
+            persistent_rate,
+            phase_s,
+            sessions: self
+                .sessions
+                .map(|n| if n == 0 { 0 } else { share(n, p, index) }),
+            persistent,
+            inactive: share(self.inactive, p, index),
+            idle: share(self.idle, p, index),
+            slow: share(self.slow, p, index),
+            cpu: if self.cpus.is_empty() {
+                None
+            } else {
+                Some(self.cpus[index as usize % self.cpus.len()])
+            },
+        }
+    }
+}
+
+/// The hard `RLIMIT_NOFILE` of this process.
+pub fn nofile_hard_limit() -> u64 {
+    // Raising the soft limit to the hard one returns the hard limit.
+    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(args: &str) -> anyhow::Result<Config> {
+        Config::from_command_line(args.split_whitespace())
+    }
+
+    #[test]
+    fn shares_add_up() {
+        for total in [0u64, 1, 7, 30000] {
+            for p in 1..5 {
+                assert_eq!((0..p).map(|i| share(total, p, i)).sum::<u64>(), total);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_input_is_refused_with_a_reason() {
+        let e = |a: &str| cfg(a).unwrap_err().to_string();
+        assert!(e("not-a-url --idle 1").contains("malformed URL"));
+        assert!(e("https://127.0.0.1/ --idle 1").contains("only http://"));
+        assert!(e("http://127.0.0.1:1/ --sessions 5").contains("need --rate"));
+        assert!(e("http://127.0.0.1:1/").contains("no workload"));
+        assert!(e("http://127.0.0.1:1/ --rate 10").contains("no workload"));
+        assert!(e("http://127.0.0.1:1/ --rate x --sessions 1").contains("--rate 'x'"));
+        assert!(e("http://127.0.0.1:1/ --idle 1 --header bad").contains("NAME:VALUE"));
+        let fd = e("http://127.0.0.1:1/ --inactive 30000");
+        assert!(fd.contains("--procs 2"), "{fd}");
+        let ports = e("http://127.0.0.1:1/ --inactive 30000 --procs 2");
+        assert!(ports.contains("--source-addrs 2"), "{ports}");
+        assert!(cfg("http://127.0.0.1:1/ --inactive 30000 --procs 2 --source-addrs 2").is_ok());
+    }
+
+    #[test]
+    fn sessions_set_the_duration_and_rates_split() {
+        let c = cfg("http://localhost:8080/x?y=1 --rate 100 --sessions 250 --procs 2").unwrap();
+        assert_eq!(c.duration_s, 2.5);
+        assert_eq!(c.path, "/x?y=1");
+        assert_eq!(c.host, "localhost:8080");
+        let w = c.worker_spec(1);
+        assert_eq!(w.session_rate, 50.0);
+        assert_eq!(w.sessions, Some(125));
+        assert_eq!(w.phase_s, 0.01);
+    }
+
+    #[test]
+    fn closed_loop_sessions() {
+        let c = cfg("http://127.0.0.1:1/ --rate max --connections 4 --sessions 0").unwrap();
+        assert_eq!((c.persistent, c.long_lived()), (4, 4));
+        assert!(cfg("http://127.0.0.1:1/ --rate max --persistent 4 --sessions 0").is_err());
+        assert!(cfg("http://127.0.0.1:1/ --rate 10 --connections 4").is_err());
+    }
+
+    #[test]
+    fn persistent_rate_follows_the_connections() {
+        let c = cfg("http://127.0.0.1:1/ --persistent 3 --rate 300 --procs 2").unwrap();
+        let (a, b) = (c.worker_spec(0), c.worker_spec(1));
+        assert_eq!((a.persistent, b.persistent), (2, 1));
+        assert_eq!((a.persistent_rate, b.persistent_rate), (200.0, 100.0));
+        let c = cfg("http://127.0.0.1:1/ --persistent 1 --rate 300 --procs 2").unwrap();
+        assert_eq!(c.worker_spec(1).persistent_rate, 0.0);
+        assert_eq!(c.worker_spec(0).persistent_rate, 300.0);
+    }
+
+    #[test]
+    fn source_addresses_are_loopback_and_distinct() {
+        let a: Vec<IpAddr> = (0..600).map(source_addr).collect();
+        assert_eq!(a[0], "127.0.0.1".parse::<IpAddr>().unwrap());
+        assert!(a.iter().all(|x| x.is_loopback()));
+        let set: std::collections::HashSet<_> = a.iter().collect();
+        assert_eq!(set.len(), a.len());
+    }
+}

@@ -1,0 +1,1309 @@
+//! One worker: a single-threaded event loop on an evdispatch [`Poller`]
+//! that opens the long-lived connections, then plays the planned arrivals
+//! and records everything in a [`Recorder`].
+//!
+//! Time line of a worker: *setup* (open the persistent, inactive, idle and
+//! slow connections, at most `connect_burst` connecting at once), *go*
+//! (immediately, or when the parent writes `go` on standard input so that
+//! every worker starts together), *warm-up*, the *measured window*, then a
+//! *drain* of at most `--timeout` for the requests still outstanding.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use evdispatch::{Config as PollerConfig, Events, Interest, Mechanism, Poller, Token};
+use rand::{rngs::SmallRng, SeedableRng};
+use rand_distr::{Distribution, Exp};
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+
+use crate::config::{Arrival, InactiveSend, Rate, WorkerSpec};
+use crate::http::{build_request, Feed, ResponseParser};
+use crate::record::{Cause, Recorder, Role, WorkerReport};
+use crate::sys;
+
+const STDIN_TOKEN: usize = usize::MAX;
+const TIMER_TOKEN: usize = usize::MAX - 1;
+/// How often timeouts are swept and progress is considered.
+const TICK: Duration = Duration::from_millis(100);
+/// Wait before re-trying a long-lived connection whose connect failed.
+const RETRY: Duration = Duration::from_millis(100);
+const READ_BUF: usize = 64 * 1024;
+
+/// How the worker learns that it may start the run.
+#[derive(Debug, Clone, Copy)]
+pub enum Start {
+    /// As soon as the long-lived connections are open.
+    Now,
+    /// When a line `go` arrives on standard input (worker processes); the
+    /// end of standard input aborts the worker.
+    Stdin,
+}
+
+/// A progress sample (one JSON line from a worker process).
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+pub struct Progress {
+    /// Worker index.
+    pub index: u32,
+    /// "setup", "warmup", "measure" or "drain".
+    pub phase: String,
+    /// Seconds since go (since the worker started, during setup).
+    pub t_s: f64,
+    /// Replies so far (all workloads).
+    pub replies: u64,
+    /// Errors so far.
+    pub errors: u64,
+    /// Connections open now.
+    pub open: u64,
+    /// Reopens so far.
+    pub reopens: u64,
+}
+
+/// Callbacks from the worker's loop.
+pub trait Hooks {
+    /// The long-lived connections are open (before go).
+    fn ready(&mut self) {}
+    /// The run started at this instant.
+    fn go(&mut self, _t0: Instant) {}
+    /// A progress sample, about once per interval.
+    fn progress(&mut self, _p: &Progress) {}
+}
+
+/// Hooks that do nothing.
+pub struct NoHooks;
+impl Hooks for NoHooks {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum St {
+    Free,
+    /// Waiting out the retry delay after a failed connect.
+    Backoff,
+    Connecting,
+    Sending,
+    Receiving,
+    /// Connected, no request outstanding (persistent, closed loop).
+    Waiting,
+    /// Connected and silent for good (inactive, idle after its request).
+    Holding,
+    /// A slow client between two steps of its request.
+    Dribbling,
+}
+
+struct Conn {
+    sock: Option<Socket>,
+    role: Role,
+    st: St,
+    gen: u32,
+    interest: Option<Interest>,
+    t_connect: Instant,
+    intended: Instant,
+    sent: Instant,
+    measured: bool,
+    deadline: Option<Instant>,
+    woff: usize,
+    parser: ResponseParser,
+    calls_left: u32,
+    queue: VecDeque<(Instant, bool)>,
+    established: bool,
+}
+
+impl Conn {
+    fn new(role: Role, now: Instant) -> Conn {
+        Conn {
+            sock: None,
+            role,
+            st: St::Free,
+            gen: 0,
+            interest: None,
+            t_connect: now,
+            intended: now,
+            sent: now,
+            measured: false,
+            deadline: None,
+            woff: 0,
+            parser: ResponseParser::default(),
+            calls_left: 0,
+            queue: VecDeque::new(),
+            established: false,
+        }
+    }
+
+    fn fd(&self) -> RawFd {
+        self.sock.as_ref().map(|s| s.as_raw_fd()).unwrap_or(-1)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    SlowStep { slot: usize, gen: u32 },
+    Retry { slot: usize, gen: u32 },
+}
+
+/// Planned arrival times.
+struct Arrivals {
+    base: Instant,
+    rate: f64,
+    k: u64,
+    poisson: Option<(SmallRng, Exp<f64>, f64)>,
+}
+
+impl Arrivals {
+    fn new(base: Instant, rate: f64, arrival: Arrival, seed: u64) -> Arrivals {
+        let poisson = match arrival {
+            Arrival::Uniform => None,
+            Arrival::Poisson => Some((
+                SmallRng::seed_from_u64(seed),
+                Exp::new(rate).expect("positive rate"),
+                0.0,
+            )),
+        };
+        Arrivals {
+            base,
+            rate,
+            k: 0,
+            poisson,
+        }
+    }
+
+    /// The next planned instant (computed from the start, so no drift).
+    fn next(&mut self) -> Instant {
+        let offset = match &mut self.poisson {
+            None => self.k as f64 / self.rate,
+            Some((rng, exp, acc)) => {
+                let now = *acc;
+                *acc += exp.sample(rng);
+                now
+            }
+        };
+        self.k += 1;
+        self.base + Duration::from_secs_f64(offset)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Setup,
+    WaitGo,
+    Run,
+    Drain,
+}
+
+/// The worker.
+pub struct Engine<'h> {
+    spec: WorkerSpec,
+    hooks: &'h mut dyn Hooks,
+    start: Start,
+    poller: Poller,
+    events: Events,
+    /// Wakes the loop at the next planned instant with nanosecond
+    /// precision (epoll's timeout has milliseconds: a slot would be late by
+    /// up to 1 ms).
+    timer: std::os::fd::OwnedFd,
+    armed: Option<Instant>,
+    slab: Vec<Conn>,
+    free: Vec<usize>,
+    timers: BinaryHeap<Reverse<(Instant, Timer)>>,
+    request: Vec<u8>,
+    partial_len: usize,
+    buf: Vec<u8>,
+    rec: Recorder,
+    edge: bool,
+    target: SockAddr,
+    domain: Domain,
+    src_rr: usize,
+    timeout: Duration,
+    tolerance: Duration,
+    interval: Duration,
+    n_intervals: usize,
+    phase: Phase,
+    t_begin: Instant,
+    t0: Instant,
+    t_ms: Instant,
+    t_me: Instant,
+    drain_end: Instant,
+    next_tick: Instant,
+    next_progress: Instant,
+    cpu: Option<evdispatch_proc::CpuMeter>,
+    cpu_use: Option<evdispatch_proc::CpuUse>,
+    open: u64,
+    /// Long-lived connections not yet opened, by role.
+    to_open: VecDeque<(Role, u64)>,
+    connecting: u64,
+    idle_first_pending: u64,
+    sessions_left: Option<u64>,
+    session_arrivals: Option<Arrivals>,
+    next_session: Option<Instant>,
+    persistent_slots: Vec<usize>,
+    persistent_rr: usize,
+    persistent_arrivals: Option<Arrivals>,
+    next_persistent: Option<Instant>,
+    closed_sessions: u64,
+    setup_s: f64,
+    warnings: Vec<String>,
+}
+
+fn elapsed_us(from: Instant, to: Instant) -> u64 {
+    to.saturating_duration_since(from)
+        .as_micros()
+        .min(u64::MAX as u128) as u64
+}
+
+impl<'h> Engine<'h> {
+    /// Prepare a worker for `spec`.
+    pub fn new(spec: WorkerSpec, start: Start, hooks: &'h mut dyn Hooks) -> anyhow::Result<Self> {
+        let c = &spec.config;
+        let mechanism: Mechanism = c.mechanism.parse()?;
+        let poller = Poller::with_config(PollerConfig::new(mechanism))
+            .with_context(|| format!("cannot create a {} poller", c.mechanism))?;
+        let request = build_request(&c.host, &c.path, &c.headers);
+        // An inactive connection sends everything but the final CRLF.
+        let partial_len = match c.inactive_send {
+            InactiveSend::None => 0,
+            InactiveSend::Partial => request.len() - 2,
+        };
+        let now = Instant::now();
+        let mut to_open = VecDeque::new();
+        let closed_sessions = match (spec.rate, spec.sessions) {
+            (Some(Rate::Max), Some(_)) => spec.persistent.max(1),
+            _ => 0,
+        };
+        let persistent = if closed_sessions > 0 {
+            0
+        } else {
+            spec.persistent
+        };
+        let persistent_role = if spec.rate == Some(Rate::Max) {
+            Role::Closed
+        } else {
+            Role::Persistent
+        };
+        for (role, n) in [
+            (persistent_role, persistent),
+            (Role::Idle, spec.idle),
+            (Role::Inactive, spec.inactive),
+            (Role::Slow, spec.slow),
+        ] {
+            if n > 0 {
+                to_open.push_back((role, n));
+            }
+        }
+        let interval = Duration::from_secs_f64(c.interval_s);
+        let n_intervals = ((c.duration_s / c.interval_s) + 1e-9).floor().max(1.0) as usize;
+        let rec = Recorder {
+            interval_replies: vec![0; n_intervals],
+            interval_peak_conns: vec![0; n_intervals],
+            ..Default::default()
+        };
+        let timer = sys::timerfd().context("cannot create a timerfd")?;
+        let mut poller = poller;
+        poller
+            .register(timer.as_raw_fd(), Token(TIMER_TOKEN), Interest::READABLE)
+            .context("cannot watch the timerfd")?;
+        Ok(Engine {
+            edge: poller.info().trigger == evdispatch::Trigger::Edge,
+            timer,
+            armed: None,
+            poller,
+            events: Events::with_capacity(1024),
+            slab: Vec::new(),
+            free: Vec::new(),
+            timers: BinaryHeap::new(),
+            request,
+            partial_len,
+            buf: vec![0; READ_BUF],
+            rec,
+            target: SockAddr::from(c.target),
+            domain: Domain::for_address(c.target),
+            src_rr: spec.index as usize,
+            timeout: Duration::from_secs_f64(c.timeout_s),
+            tolerance: Duration::from_secs_f64(c.slot_tolerance_ms / 1000.0),
+            interval,
+            n_intervals,
+            phase: Phase::Setup,
+            t_begin: now,
+            t0: now,
+            t_ms: now,
+            t_me: now,
+            drain_end: now,
+            next_tick: now,
+            next_progress: now + Duration::from_secs(1),
+            cpu: None,
+            cpu_use: None,
+            open: 0,
+            to_open,
+            connecting: 0,
+            idle_first_pending: 0,
+            sessions_left: spec.sessions.filter(|&n| n > 0),
+            session_arrivals: None,
+            next_session: None,
+            persistent_slots: Vec::new(),
+            persistent_rr: 0,
+            persistent_arrivals: None,
+            next_persistent: None,
+            closed_sessions,
+            setup_s: 0.0,
+            warnings: Vec::new(),
+            start,
+            hooks,
+            spec,
+        })
+    }
+
+    /// Run to the end and report.
+    pub fn run(mut self) -> anyhow::Result<WorkerReport> {
+        if let Some(cpu) = self.spec.cpu {
+            evdispatch_proc::pin_current_thread(&[cpu])?;
+        }
+        sys::tight_timer_slack().context("cannot set the timer slack")?;
+        if matches!(self.start, Start::Stdin) {
+            sys::set_nonblocking(0).context("cannot make standard input non-blocking")?;
+            self.poller
+                .register(0, Token(STDIN_TOKEN), Interest::READABLE)
+                .context("cannot watch standard input")?;
+        }
+        let setup_limit = Duration::from_secs(30)
+            + Duration::from_millis(self.long_lived_total() / 2)
+            + self.timeout;
+        loop {
+            let now = Instant::now();
+            self.fire_timers(now);
+            match self.phase {
+                Phase::Setup => {
+                    self.pump_opens(now);
+                    if self.to_open.is_empty()
+                        && self.connecting == 0
+                        && self.idle_first_pending == 0
+                        && self
+                            .timers
+                            .iter()
+                            .all(|t| !matches!(t.0 .1, Timer::Retry { .. }))
+                    {
+                        self.setup_s = now.duration_since(self.t_begin).as_secs_f64();
+                        self.hooks.ready();
+                        match self.start {
+                            Start::Now => self.go(now),
+                            Start::Stdin => self.phase = Phase::WaitGo,
+                        }
+                        continue;
+                    }
+                    if now.duration_since(self.t_begin) > setup_limit {
+                        bail!(
+                            "worker {}: could not open the long-lived connections within {:.0} s \
+                             ({} open, errors so far: {}); is the server accepting that many?",
+                            self.spec.index,
+                            setup_limit.as_secs_f64(),
+                            self.open,
+                            self.error_summary()
+                        );
+                    }
+                    if now >= self.next_progress {
+                        self.emit_progress(now, "setup");
+                    }
+                }
+                Phase::WaitGo => {}
+                Phase::Run => {
+                    self.pump_opens(now);
+                    self.arrivals(now);
+                    if now >= self.t_ms && self.cpu.is_none() && self.cpu_use.is_none() {
+                        self.cpu = Some(evdispatch_proc::CpuMeter::start(0)?);
+                    }
+                    if now >= self.t_me {
+                        self.end_window(now)?;
+                    }
+                }
+                Phase::Drain => {
+                    self.pump_opens(now);
+                    if now >= self.drain_end || !self.slab.iter().any(|c| self.outstanding(c)) {
+                        return self.finish(now);
+                    }
+                }
+            }
+            if now >= self.next_tick {
+                self.tick(now);
+            }
+            let wake = self.next_wake();
+            let now = Instant::now();
+            if let Some(t) = wake {
+                if self.armed != Some(t) {
+                    sys::timerfd_arm(self.timer.as_raw_fd(), t.saturating_duration_since(now))?;
+                    self.armed = Some(t);
+                }
+            }
+            // The timerfd wakes the wait on time; the timeout is a backstop.
+            let timeout = wake.map(|t| t.saturating_duration_since(now) + Duration::from_millis(5));
+            self.poller.wait(&mut self.events, timeout)?;
+            let events = std::mem::take(&mut self.events);
+            for ev in &events {
+                let token = ev.token().0;
+                if token == STDIN_TOKEN {
+                    self.on_stdin()?;
+                    continue;
+                }
+                if token == TIMER_TOKEN {
+                    let mut b = [0u8; 8];
+                    let _ = sys::read(self.timer.as_raw_fd(), &mut b);
+                    self.armed = None;
+                    continue;
+                }
+                let Some(c) = self.slab.get(token) else {
+                    continue;
+                };
+                let gen = c.gen;
+                match c.st {
+                    St::Free | St::Backoff => continue,
+                    St::Connecting => {
+                        self.on_connected(token);
+                        if self.slab[token].gen != gen || !ev.is_readable() {
+                            continue;
+                        }
+                    }
+                    St::Sending if ev.is_writable() => {
+                        self.write_request(token);
+                        if self.slab[token].gen != gen {
+                            continue;
+                        }
+                    }
+                    _ => {}
+                }
+                if ev.is_readable() {
+                    self.on_readable(token);
+                }
+            }
+            self.events = events;
+        }
+    }
+
+    fn long_lived_total(&self) -> u64 {
+        self.to_open.iter().map(|(_, n)| n).sum()
+    }
+
+    fn outstanding(&self, c: &Conn) -> bool {
+        matches!(c.role, Role::Session | Role::Persistent | Role::Closed)
+            && (matches!(c.st, St::Connecting | St::Sending | St::Receiving)
+                || (!c.queue.is_empty() && c.st != St::Backoff))
+    }
+
+    fn error_summary(&self) -> String {
+        let mut parts = Vec::new();
+        for c in crate::record::CAUSES {
+            let n: u64 = self.rec.errors.iter().map(|r| r[c as usize]).sum();
+            if n > 0 {
+                parts.push(format!("{} {n}", c.name()));
+            }
+        }
+        if parts.is_empty() {
+            "none".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        let mut t = Some(self.next_tick);
+        let mut consider = |x: Option<Instant>| {
+            if let Some(x) = x {
+                t = Some(t.map_or(x, |t| t.min(x)));
+            }
+        };
+        consider(self.timers.peek().map(|r| r.0 .0));
+        consider(self.next_session);
+        consider(self.next_persistent);
+        if self.phase == Phase::Run {
+            if self.cpu.is_none() && self.cpu_use.is_none() {
+                consider(Some(self.t_ms));
+            }
+            consider(Some(self.t_me));
+        }
+        if self.phase == Phase::WaitGo {
+            return None;
+        }
+        t
+    }
+
+    fn on_stdin(&mut self) -> anyhow::Result<()> {
+        let mut b = [0u8; 64];
+        loop {
+            match sys::read(0, &mut b) {
+                Ok(0) => bail!(
+                    "worker {}: the parent process went away (standard input closed)",
+                    self.spec.index
+                ),
+                Ok(n) => {
+                    if b[..n].windows(2).any(|w| w == b"go") && self.phase == Phase::WaitGo {
+                        self.go(Instant::now());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e).context("reading standard input"),
+            }
+        }
+    }
+
+    fn go(&mut self, now: Instant) {
+        let c = &self.spec.config;
+        self.phase = Phase::Run;
+        self.t0 = now;
+        self.t_ms = now + Duration::from_secs_f64(c.warmup_s);
+        self.t_me = self.t_ms + Duration::from_secs_f64(c.duration_s);
+        self.next_progress = now + self.interval;
+        self.hooks.go(now);
+        let base = now + Duration::from_secs_f64(self.spec.phase_s);
+        let seed = c.seed.wrapping_add(self.spec.index as u64);
+        if self.spec.sessions.is_some() && self.spec.session_rate > 0.0 {
+            let mut a = Arrivals::new(base, self.spec.session_rate, c.arrival, seed);
+            self.next_session = Some(a.next());
+            self.session_arrivals = Some(a);
+        }
+        if !self.persistent_slots.is_empty() && self.spec.persistent_rate > 0.0 {
+            let mut a = Arrivals::new(
+                base,
+                self.spec.persistent_rate,
+                c.arrival,
+                seed ^ 0x9e37_79b9_7f4a_7c15,
+            );
+            self.next_persistent = Some(a.next());
+            self.persistent_arrivals = Some(a);
+        }
+        if self.spec.rate == Some(Rate::Max) {
+            for i in 0..self.slab.len() {
+                if self.slab[i].role == Role::Closed && self.slab[i].st == St::Waiting {
+                    self.start_request(i, now, now >= self.t_ms, now);
+                }
+            }
+            for _ in 0..self.closed_sessions {
+                self.start_session(now, now);
+            }
+        }
+    }
+
+    fn in_window(&self, t: Instant) -> bool {
+        t >= self.t_ms && t < self.t_me
+    }
+
+    // ---- arrivals ------------------------------------------------------
+
+    fn arrivals(&mut self, now: Instant) {
+        while let Some(t) = self.next_session.filter(|&t| t <= now) {
+            if t >= self.t_me || self.sessions_left == Some(0) {
+                self.next_session = None;
+                break;
+            }
+            if let Some(n) = &mut self.sessions_left {
+                *n -= 1;
+            }
+            if self.in_window(t) && now.duration_since(t) > self.tolerance {
+                self.rec.counts.missed_slots += 1;
+            }
+            self.start_session(t, now);
+            self.next_session = self.session_arrivals.as_mut().map(|a| a.next());
+        }
+        while let Some(t) = self.next_persistent.filter(|&t| t <= now) {
+            if t >= self.t_me {
+                self.next_persistent = None;
+                break;
+            }
+            let slot = self.persistent_slots[self.persistent_rr];
+            self.persistent_rr = (self.persistent_rr + 1) % self.persistent_slots.len();
+            let measured = self.in_window(t);
+            let c = &mut self.slab[slot];
+            if c.st == St::Waiting && c.queue.is_empty() {
+                if measured && now.duration_since(t) > self.tolerance {
+                    self.rec.counts.missed_slots += 1;
+                }
+                self.start_request(slot, t, measured, now);
+            } else {
+                c.queue.push_back((t, measured));
+                if measured {
+                    self.rec.counts.missed_slots += 1;
+                }
+            }
+            self.next_persistent = self.persistent_arrivals.as_mut().map(|a| a.next());
+        }
+    }
+
+    fn start_session(&mut self, intended: Instant, now: Instant) {
+        let slot = self.alloc(Role::Session, now);
+        let c = &mut self.slab[slot];
+        c.intended = intended;
+        c.measured = intended >= self.t_ms && intended < self.t_me;
+        c.calls_left = self.spec.config.calls;
+        self.connect(slot, now);
+    }
+
+    // ---- connections ---------------------------------------------------
+
+    fn alloc(&mut self, role: Role, now: Instant) -> usize {
+        match self.free.pop() {
+            Some(i) => {
+                let c = &mut self.slab[i];
+                c.role = role;
+                c.gen = c.gen.wrapping_add(1);
+                c.queue.clear();
+                c.calls_left = 0;
+                i
+            }
+            None => {
+                self.slab.push(Conn::new(role, now));
+                self.slab.len() - 1
+            }
+        }
+    }
+
+    fn pump_opens(&mut self, now: Instant) {
+        while self.connecting < self.spec.config.connect_burst {
+            let Some((role, n)) = self.to_open.front_mut() else {
+                return;
+            };
+            let role = *role;
+            *n -= 1;
+            if *n == 0 {
+                self.to_open.pop_front();
+            }
+            let slot = self.alloc(role, now);
+            if matches!(role, Role::Persistent | Role::Closed) {
+                self.persistent_slots.push(slot);
+            }
+            if role == Role::Idle {
+                self.idle_first_pending += 1;
+            }
+            self.connect(slot, now);
+        }
+    }
+
+    fn note_open(&mut self, now: Instant, delta: i64) {
+        self.open = (self.open as i64 + delta) as u64;
+        if delta > 0 {
+            self.rec.counts.conn_peak = self.rec.counts.conn_peak.max(self.open);
+            if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
+                let i = self.interval_index(now);
+                let p = &mut self.rec.interval_peak_conns[i];
+                *p = (*p).max(self.open);
+            }
+        }
+    }
+
+    fn interval_index(&self, now: Instant) -> usize {
+        let i =
+            (now.duration_since(self.t_ms).as_secs_f64() / self.interval.as_secs_f64()) as usize;
+        i.min(self.n_intervals - 1)
+    }
+
+    fn new_socket(&mut self) -> io::Result<Socket> {
+        let s = Socket::new(
+            self.domain,
+            Type::STREAM.nonblocking().cloexec(),
+            Some(Protocol::TCP),
+        )?;
+        s.set_tcp_nodelay(true)?;
+        let srcs = &self.spec.config.source_addrs;
+        if !srcs.is_empty() {
+            let src = srcs[self.src_rr % srcs.len()];
+            self.src_rr = self.src_rr.wrapping_add(1);
+            sys::bind_address_no_port(s.as_raw_fd())?;
+            s.bind(&SockAddr::from(SocketAddr::new(src, 0)))?;
+        }
+        Ok(s)
+    }
+
+    /// Open (or re-open) the connection of `slot`.
+    fn connect(&mut self, slot: usize, now: Instant) {
+        self.rec.counts.conn_attempted += 1;
+        let sock = match self.new_socket() {
+            Ok(s) => s,
+            Err(e) => return self.connect_failed(slot, Cause::of(&e), now),
+        };
+        let res = sock.connect(&self.target);
+        let in_progress = match &res {
+            Ok(()) => false,
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => true,
+            Err(e) => {
+                let cause = Cause::of(e);
+                drop(sock);
+                return self.connect_failed(slot, cause, now);
+            }
+        };
+        if let Err(e) = self
+            .poller
+            .register(sock.as_raw_fd(), Token(slot), Interest::BOTH)
+        {
+            drop(sock);
+            return self.connect_failed(slot, Cause::of(&e), now);
+        }
+        let c = &mut self.slab[slot];
+        c.sock = Some(sock);
+        c.interest = Some(Interest::BOTH);
+        c.st = St::Connecting;
+        c.t_connect = now;
+        c.deadline = Some(now + self.timeout);
+        c.established = false;
+        c.parser.reset();
+        self.connecting += 1;
+        self.note_open(now, 1);
+        if !in_progress {
+            self.on_connected(slot);
+        }
+    }
+
+    fn connect_failed(&mut self, slot: usize, cause: Cause, now: Instant) {
+        self.rec.counts.conn_failed += 1;
+        let role = self.slab[slot].role;
+        self.rec.error(role, cause);
+        self.after_loss(slot, now, true);
+    }
+
+    fn on_connected(&mut self, slot: usize) {
+        let now = Instant::now();
+        let err = {
+            let c = &self.slab[slot];
+            match c.sock.as_ref().map(|s| s.take_error()) {
+                Some(Ok(None)) => None,
+                Some(Ok(Some(e))) | Some(Err(e)) => Some(e),
+                None => Some(io::Error::other("no socket")),
+            }
+        };
+        self.connecting -= 1;
+        if let Some(e) = err {
+            self.close(slot, now);
+            return self.connect_failed(slot, Cause::of(&e), now);
+        }
+        self.rec.counts.conn_established += 1;
+        let in_window = self.phase == Phase::Run && self.in_window(now);
+        let c = &mut self.slab[slot];
+        c.established = true;
+        c.deadline = None;
+        if in_window {
+            let _ = self.rec.connect.record(elapsed_us(c.t_connect, now).max(1));
+        }
+        match c.role {
+            Role::Session => {
+                let (intended, measured) = (c.intended, c.measured);
+                self.start_request(slot, intended, measured, now);
+            }
+            Role::Persistent | Role::Closed => {
+                if let Some((t, m)) = c.queue.pop_front() {
+                    self.start_request(slot, t, m, now);
+                } else if c.role == Role::Closed && self.phase == Phase::Run && now < self.t_me {
+                    let m = self.in_window(now);
+                    self.start_request(slot, now, m, now);
+                } else {
+                    c.st = St::Waiting;
+                    self.set_interest(slot, Interest::READABLE);
+                }
+            }
+            Role::Inactive => {
+                c.st = St::Sending;
+                c.woff = 0;
+                self.write_request(slot);
+            }
+            Role::Idle => {
+                self.start_request(slot, now, false, now);
+            }
+            Role::Slow => {
+                c.st = St::Dribbling;
+                c.woff = 0;
+                c.sent = now;
+                c.intended = now;
+                self.slow_step(slot, now);
+            }
+        }
+    }
+
+    fn set_interest(&mut self, slot: usize, want: Interest) {
+        let c = &mut self.slab[slot];
+        if c.interest == Some(want) {
+            return;
+        }
+        let fd = c.fd();
+        if self.poller.modify(fd, Token(slot), want).is_ok() {
+            c.interest = Some(want);
+        }
+    }
+
+    fn start_request(&mut self, slot: usize, intended: Instant, measured: bool, now: Instant) {
+        let c = &mut self.slab[slot];
+        c.intended = intended;
+        c.measured = measured;
+        c.sent = now;
+        c.woff = 0;
+        c.deadline = Some(now + self.timeout);
+        c.st = St::Sending;
+        if measured {
+            self.rec.counts.requests += 1;
+        }
+        self.write_request(slot);
+    }
+
+    /// Write what remains of the request (the partial one for inactive
+    /// connections).
+    fn write_request(&mut self, slot: usize) {
+        let c = &mut self.slab[slot];
+        let end = if c.role == Role::Inactive {
+            self.partial_len
+        } else {
+            self.request.len()
+        };
+        while c.woff < end {
+            let mut sock = c.sock.as_ref().expect("a sending connection has a socket");
+            match sock.write(&self.request[c.woff..end]) {
+                Ok(n) => {
+                    c.woff += n;
+                    self.rec.counts.bytes_sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.set_interest(slot, Interest::BOTH);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+            }
+        }
+        if c.role == Role::Inactive {
+            c.st = St::Holding;
+            c.deadline = None;
+        } else {
+            c.st = St::Receiving;
+        }
+        self.set_interest(slot, Interest::READABLE);
+    }
+
+    fn slow_step(&mut self, slot: usize, now: Instant) {
+        let step = self.spec.config.slow_bytes;
+        let c = &mut self.slab[slot];
+        let end = (c.woff + step).min(self.request.len());
+        let mut sock = c.sock.as_ref().expect("a slow client has a socket");
+        match sock.write(&self.request[c.woff..end]) {
+            Ok(n) => {
+                c.woff += n;
+                self.rec.counts.bytes_sent += n as u64;
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) => return self.fail(slot, Cause::of(&e), now),
+        }
+        if c.woff >= self.request.len() {
+            c.st = St::Receiving;
+            c.sent = now;
+            c.deadline = Some(now + self.timeout);
+            self.set_interest(slot, Interest::READABLE);
+        } else {
+            let gen = c.gen;
+            let at = now + Duration::from_secs_f64(self.spec.config.slow_interval_s);
+            self.timers
+                .push(Reverse((at, Timer::SlowStep { slot, gen })));
+            if c.interest != Some(Interest::READABLE) {
+                self.set_interest(slot, Interest::READABLE);
+            }
+        }
+    }
+
+    fn on_readable(&mut self, slot: usize) {
+        let mut buf = std::mem::take(&mut self.buf);
+        let gen = self.slab[slot].gen;
+        loop {
+            let c = &self.slab[slot];
+            if c.gen != gen || c.sock.is_none() {
+                break;
+            }
+            let res = c.sock.as_ref().unwrap().read(&mut buf);
+            match res {
+                Ok(0) => {
+                    self.on_eof(slot, Instant::now());
+                    break;
+                }
+                Ok(n) => {
+                    self.rec.counts.bytes_received += n as u64;
+                    self.on_data(slot, &buf[..n]);
+                    if n < buf.len() && !self.edge {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let now = Instant::now();
+                    let c = &self.slab[slot];
+                    if matches!(c.st, St::Holding | St::Waiting) {
+                        // A reset of a connection with nothing outstanding is
+                        // the server closing it.
+                        self.server_closed_quietly(slot, now);
+                    } else {
+                        self.fail(slot, Cause::of(&e), now);
+                    }
+                    break;
+                }
+            }
+        }
+        self.buf = buf;
+    }
+
+    fn on_data(&mut self, slot: usize, data: &[u8]) {
+        let c = &mut self.slab[slot];
+        match c.st {
+            St::Receiving | St::Sending | St::Dribbling => {}
+            // Bytes nobody asked for on a silent connection (a 408 before the
+            // server closes it): ignore them, the EOF follows.
+            _ => return,
+        }
+        match c.parser.feed(data) {
+            Ok(Feed::More) => {}
+            Ok(Feed::Done {
+                status,
+                close,
+                used,
+            }) => {
+                let now = Instant::now();
+                if used < data.len() {
+                    return self.fail(slot, Cause::Malformed, now);
+                }
+                self.complete(slot, status, close, now);
+            }
+            Err(_) => self.fail(slot, Cause::Malformed, Instant::now()),
+        }
+    }
+
+    fn on_eof(&mut self, slot: usize, now: Instant) {
+        let c = &mut self.slab[slot];
+        match c.st {
+            St::Receiving | St::Sending | St::Dribbling => match c.parser.eof() {
+                Ok(Some(status)) => {
+                    self.complete(slot, status, true, now);
+                }
+                _ => {
+                    self.rec.counts.conn_closed_by_server += 1;
+                    let role = c.role;
+                    self.rec.error(role, Cause::ServerClosed);
+                    self.close(slot, now);
+                    self.after_loss(slot, now, false);
+                }
+            },
+            _ => self.server_closed_quietly(slot, now),
+        }
+    }
+
+    /// The server closed a connection with nothing outstanding: reopen it
+    /// (inactive, idle: a reopen; persistent: a reconnect).
+    fn server_closed_quietly(&mut self, slot: usize, now: Instant) {
+        self.rec.counts.conn_closed_by_server += 1;
+        let role = self.slab[slot].role;
+        match role {
+            Role::Inactive | Role::Idle => {
+                self.rec.counts.reopens += 1;
+                if self.phase == Phase::Run && self.in_window(now) {
+                    self.rec.counts.reopens_in_window += 1;
+                }
+            }
+            Role::Persistent | Role::Closed => self.rec.counts.reconnects += 1,
+            _ => {}
+        }
+        self.close(slot, now);
+        self.after_loss(slot, now, false);
+    }
+
+    fn complete(&mut self, slot: usize, status: u16, close: bool, now: Instant) {
+        let in_window = self.phase == Phase::Run && self.in_window(now);
+        let idx = self.interval_index(now);
+        let c = &mut self.slab[slot];
+        self.rec.status(status);
+        let role = c.role;
+        if c.measured {
+            self.rec.counts.replies += 1;
+            let _ = self
+                .rec
+                .latency
+                .record(elapsed_us(c.intended, now).clamp(1, crate::record::MAX_US));
+            let _ = self
+                .rec
+                .latency_uncorrected
+                .record(elapsed_us(c.sent, now).clamp(1, crate::record::MAX_US));
+        } else if role == Role::Slow {
+            self.rec.counts.slow_replies += 1;
+        } else {
+            self.rec.counts.unmeasured_replies += 1;
+        }
+        if in_window && role != Role::Slow {
+            self.rec.counts.replies_in_window += 1;
+            self.rec.interval_replies[idx] += 1;
+        }
+        c.deadline = None;
+        c.measured = false;
+        if close {
+            // The server announced it closes the connection.
+            self.rec.counts.conn_closed_by_server += 1;
+            if matches!(role, Role::Persistent | Role::Closed | Role::Idle) {
+                self.rec.counts.reconnects += u64::from(role != Role::Idle);
+                if role == Role::Idle {
+                    self.idle_settled(slot);
+                    self.rec.counts.reopens += 1;
+                }
+            }
+            self.close(slot, now);
+            return self.after_loss(slot, now, false);
+        }
+        match role {
+            Role::Session => {
+                c.calls_left = c.calls_left.saturating_sub(1);
+                if c.calls_left > 0 {
+                    let m = self.in_window(now);
+                    self.start_request(slot, now, m, now);
+                } else {
+                    self.rec.counts.conn_closed_by_client += 1;
+                    self.close(slot, now);
+                    self.free.push(slot);
+                    self.session_over(now);
+                }
+            }
+            Role::Persistent => {
+                if let Some((t, m)) = c.queue.pop_front() {
+                    self.start_request(slot, t, m, now);
+                } else {
+                    c.st = St::Waiting;
+                }
+            }
+            Role::Closed => {
+                if self.phase == Phase::Run && now < self.t_me {
+                    let m = self.in_window(now);
+                    self.start_request(slot, now, m, now);
+                } else {
+                    c.st = St::Waiting;
+                }
+            }
+            Role::Idle => {
+                c.st = St::Holding;
+                self.idle_settled(slot);
+            }
+            Role::Slow => {
+                self.rec.counts.conn_closed_by_client += 1;
+                self.close(slot, now);
+                self.connect(slot, now);
+            }
+            Role::Inactive => {}
+        }
+    }
+
+    fn idle_settled(&mut self, slot: usize) {
+        let c = &mut self.slab[slot];
+        if !c.established || c.calls_left == u32::MAX {
+            return;
+        }
+        // calls_left marks "first reply seen" for idle connections.
+        c.calls_left = u32::MAX;
+        self.idle_first_pending = self.idle_first_pending.saturating_sub(1);
+    }
+
+    fn session_over(&mut self, now: Instant) {
+        if self.closed_sessions > 0 && self.phase == Phase::Run && now < self.t_me {
+            if let Some(n) = &mut self.sessions_left {
+                if *n == 0 {
+                    return;
+                }
+                *n -= 1;
+            }
+            self.start_session(now, now);
+        }
+    }
+
+    /// An error on an established connection or request: count it, close,
+    /// and carry on as the role wants.
+    fn fail(&mut self, slot: usize, cause: Cause, now: Instant) {
+        let c = &self.slab[slot];
+        let role = c.role;
+        if c.st == St::Connecting {
+            self.connecting -= 1;
+            self.close(slot, now);
+            return self.connect_failed(slot, cause, now);
+        }
+        self.rec.error(role, cause);
+        if matches!(cause, Cause::Reset | Cause::ServerClosed) {
+            self.rec.counts.conn_closed_by_server += 1;
+        } else {
+            self.rec.counts.conn_closed_by_client += 1;
+        }
+        self.close(slot, now);
+        self.after_loss(slot, now, false);
+    }
+
+    fn close(&mut self, slot: usize, now: Instant) {
+        let c = &mut self.slab[slot];
+        let had = c.sock.take();
+        c.interest = None;
+        c.deadline = None;
+        c.st = St::Free;
+        c.parser.reset();
+        if let Some(sock) = had {
+            let _ = self.poller.deregister(sock.as_raw_fd());
+            drop(sock);
+            self.note_open(now, -1);
+        }
+    }
+
+    /// After a connection is gone: sessions end, long-lived connections come
+    /// back (after a pause when the connect itself failed).
+    fn after_loss(&mut self, slot: usize, now: Instant, connect_failed: bool) {
+        let c = &mut self.slab[slot];
+        c.deadline = None;
+        match c.role {
+            Role::Session => {
+                c.st = St::Free;
+                self.free.push(slot);
+                self.session_over(now);
+            }
+            _ => {
+                // An idle connection lost before its first reply stays
+                // pending; its reopen settles it.
+                c.gen = c.gen.wrapping_add(1);
+                if connect_failed || self.phase == Phase::Drain {
+                    c.st = St::Backoff;
+                    let gen = c.gen;
+                    self.timers
+                        .push(Reverse((now + RETRY, Timer::Retry { slot, gen })));
+                } else {
+                    self.connect(slot, now);
+                }
+            }
+        }
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(Reverse((at, t))) = self.timers.peek().copied() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            match t {
+                Timer::SlowStep { slot, gen } => {
+                    let c = &self.slab[slot];
+                    if c.gen == gen && c.st == St::Dribbling {
+                        self.slow_step(slot, now);
+                    }
+                }
+                Timer::Retry { slot, gen } => {
+                    let c = &self.slab[slot];
+                    if c.gen == gen && c.st == St::Backoff && self.phase != Phase::Drain {
+                        self.connect(slot, now);
+                    }
+                }
+            }
+        }
+    }
+
+    fn tick(&mut self, now: Instant) {
+        self.next_tick = now + TICK;
+        for slot in 0..self.slab.len() {
+            if let Some(d) = self.slab[slot].deadline {
+                if d <= now {
+                    self.fail(slot, Cause::Timeout, now);
+                }
+            }
+        }
+        if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
+            let i = self.interval_index(now);
+            let p = &mut self.rec.interval_peak_conns[i];
+            *p = (*p).max(self.open);
+        }
+        if matches!(self.phase, Phase::Run | Phase::Drain) && now >= self.next_progress {
+            let phase = match self.phase {
+                Phase::Drain => "drain",
+                _ if now < self.t_ms => "warmup",
+                _ => "measure",
+            };
+            self.emit_progress(now, phase);
+        }
+    }
+
+    fn emit_progress(&mut self, now: Instant, phase: &str) {
+        let since = if self.phase == Phase::Setup {
+            self.t_begin
+        } else {
+            self.t0
+        };
+        self.next_progress = now + self.interval.max(Duration::from_millis(500));
+        let r = &self.rec.counts;
+        let p = Progress {
+            index: self.spec.index,
+            phase: phase.to_string(),
+            t_s: now.duration_since(since).as_secs_f64(),
+            replies: r.replies + r.unmeasured_replies + r.slow_replies,
+            errors: self.rec.errors_total(),
+            open: self.open,
+            reopens: r.reopens,
+        };
+        self.hooks.progress(&p);
+    }
+
+    fn end_window(&mut self, now: Instant) -> anyhow::Result<()> {
+        if let Some(m) = self.cpu.take() {
+            self.cpu_use = Some(m.read()?);
+        } else if self.cpu_use.is_none() {
+            self.cpu_use = Some(evdispatch_proc::CpuMeter::start(0)?.read()?);
+        }
+        self.phase = Phase::Drain;
+        self.next_session = None;
+        self.next_persistent = None;
+        self.drain_end = now + self.timeout + TICK * 2;
+        // Closed-loop connections stop here; nothing else is started.
+        Ok(())
+    }
+
+    fn finish(mut self, now: Instant) -> anyhow::Result<WorkerReport> {
+        for slot in 0..self.slab.len() {
+            let c = &mut self.slab[slot];
+            let unsent = c.queue.iter().filter(|(_, m)| *m).count() as u64;
+            self.rec.counts.unsent_at_end += unsent;
+            c.queue.clear();
+            if matches!(c.st, St::Sending | St::Receiving) && c.measured {
+                // Still outstanding after the drain: it timed out.
+                let role = c.role;
+                self.rec.error(role, Cause::Timeout);
+            }
+            if c.sock.is_some() {
+                if c.established {
+                    self.rec.counts.conn_open_at_end += 1;
+                } else {
+                    self.rec.counts.conn_failed += 1;
+                    let role = c.role;
+                    self.rec.error(role, Cause::Timeout);
+                }
+                self.close(slot, now);
+            }
+        }
+        let cpu = self.cpu_use.unwrap_or(evdispatch_proc::CpuUse {
+            wall_s: 0.0,
+            cpu_s: 0.0,
+            user_s: 0.0,
+            system_s: 0.0,
+            pct_of_core: 0.0,
+            rss_bytes: 0,
+        });
+        if cpu.pct_of_core > 85.0 {
+            self.warnings.push(format!(
+                "worker {} (pid {}) used {:.0}% of a core over the measured window: the results may show the generator's limit, not the server's — add --procs or free a core",
+                self.spec.index,
+                std::process::id(),
+                cpu.pct_of_core
+            ));
+        }
+        WorkerReport::new(
+            self.spec.index,
+            &self.rec,
+            cpu.cpu_s,
+            cpu.pct_of_core,
+            self.setup_s,
+            std::mem::take(&mut self.warnings),
+        )
+    }
+}
+
+/// Run one worker in this process and return its report.
+pub fn run_worker(
+    spec: WorkerSpec,
+    start: Start,
+    hooks: &mut dyn Hooks,
+) -> anyhow::Result<WorkerReport> {
+    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None)
+        .map_err(|e| anyhow!("cannot raise the descriptor limit: {e}"))?;
+    Engine::new(spec, start, hooks)?.run()
+}

@@ -1,0 +1,387 @@
+//! The HTTP/1.1 the generator speaks: one request built once, and an
+//! incremental response parser (headers by `httparse`, bodies delimited by
+//! `Content-Length`, chunked encoding or the end of the connection).
+
+use std::fmt;
+
+/// Largest response head accepted; a longer one is a malformed response.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// Build the request bytes for `GET path` with a `Host` header and the
+/// caller's extra headers.
+pub fn build_request(host: &str, path: &str, headers: &[(String, String)]) -> Vec<u8> {
+    let mut r = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: evdispatch-load\r\n");
+    for (name, value) in headers {
+        r.push_str(name);
+        r.push_str(": ");
+        r.push_str(value);
+        r.push_str("\r\n");
+    }
+    r.push_str("\r\n");
+    r.into_bytes()
+}
+
+/// Why a response could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Malformed(pub String);
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "malformed response: {}", self.0)
+    }
+}
+
+/// What a [`ResponseParser::feed`] call found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Feed {
+    /// The response is not complete yet: feed more bytes.
+    More,
+    /// One response is complete after `used` bytes of the input.
+    Done {
+        /// Status code.
+        status: u16,
+        /// The server will close the connection (`Connection: close`, or
+        /// HTTP/1.0 without keep-alive).
+        close: bool,
+        /// Bytes of the input that belonged to this response.
+        used: usize,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    Body(u64),
+    ChunkSize,
+    ChunkData(u64),
+    ChunkEnd,
+    Trailer,
+    UntilClose,
+}
+
+/// Incremental parser for one response at a time (reset by completing one).
+#[derive(Debug, Clone)]
+pub struct ResponseParser {
+    state: State,
+    /// Bytes of a head or chunk line split across reads.
+    pending: Vec<u8>,
+    status: u16,
+    close: bool,
+}
+
+impl Default for ResponseParser {
+    fn default() -> Self {
+        ResponseParser {
+            state: State::Head,
+            pending: Vec::new(),
+            status: 0,
+            close: false,
+        }
+    }
+}
+
+struct Head {
+    len: usize,
+    status: u16,
+    close: bool,
+    body: State,
+}
+
+fn parse_head(buf: &[u8]) -> Result<Option<Head>, Malformed> {
+    let mut headers = [httparse::EMPTY_HEADER; 48];
+    let mut resp = httparse::Response::new(&mut headers);
+    let len = match resp.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            if buf.len() > MAX_HEAD {
+                return Err(Malformed(format!("head longer than {MAX_HEAD} bytes")));
+            }
+            return Ok(None);
+        }
+        Err(e) => return Err(Malformed(e.to_string())),
+    };
+    let status = resp.code.unwrap_or(0);
+    let version = resp.version.unwrap_or(1);
+    let mut close = version == 0;
+    let mut length: Option<u64> = None;
+    let mut chunked = false;
+    for h in resp.headers.iter() {
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let text = std::str::from_utf8(h.value).unwrap_or("");
+            length =
+                Some(text.trim().parse().map_err(|_| {
+                    Malformed(format!("bad Content-Length '{}'", text.escape_debug()))
+                })?);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            chunked = h
+                .value
+                .split(|&b| b == b',')
+                .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+        } else if h.name.eq_ignore_ascii_case("connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let t = token.trim_ascii();
+                if t.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if t.eq_ignore_ascii_case(b"keep-alive") && version == 0 {
+                    close = false;
+                }
+            }
+        }
+    }
+    let body = if status < 200 || status == 204 || status == 304 {
+        State::Body(0)
+    } else if chunked {
+        State::ChunkSize
+    } else if let Some(n) = length {
+        State::Body(n)
+    } else {
+        close = true;
+        State::UntilClose
+    };
+    Ok(Some(Head {
+        len,
+        status,
+        close,
+        body,
+    }))
+}
+
+impl ResponseParser {
+    /// True when no byte of a response has been seen yet.
+    pub fn is_idle(&self) -> bool {
+        self.state == State::Head && self.pending.is_empty()
+    }
+
+    /// Forget any partial response.
+    pub fn reset(&mut self) {
+        self.state = State::Head;
+        self.pending.clear();
+    }
+
+    /// The connection ended: complete a close-delimited response, or say
+    /// that the response was cut short (`Ok(None)` when nothing had begun).
+    pub fn eof(&mut self) -> Result<Option<u16>, Malformed> {
+        match self.state {
+            State::UntilClose => {
+                self.reset();
+                Ok(Some(self.status))
+            }
+            State::Head if self.pending.is_empty() => Ok(None),
+            _ => Err(Malformed(
+                "connection closed in the middle of a response".into(),
+            )),
+        }
+    }
+
+    fn done(&mut self, used: usize) -> Feed {
+        self.state = State::Head;
+        self.pending.clear();
+        Feed::Done {
+            status: self.status,
+            close: self.close,
+            used,
+        }
+    }
+
+    /// Take the next bytes of the connection. Returns when the response is
+    /// complete (with how many bytes it used) or the input is exhausted.
+    pub fn feed(&mut self, data: &[u8]) -> Result<Feed, Malformed> {
+        let mut pos = 0;
+        loop {
+            match self.state {
+                State::Head => {
+                    let head = if self.pending.is_empty() {
+                        match parse_head(&data[pos..])? {
+                            Some(h) => {
+                                pos += h.len;
+                                h
+                            }
+                            None => {
+                                self.pending.extend_from_slice(&data[pos..]);
+                                return Ok(Feed::More);
+                            }
+                        }
+                    } else {
+                        let before = self.pending.len();
+                        self.pending.extend_from_slice(&data[pos..]);
+                        match parse_head(&self.pending)? {
+                            Some(h) => {
+                                pos += h.len - before;
+                                self.pending.clear();
+                                h
+                            }
+                            None => return Ok(Feed::More),
+                        }
+                    };
+                    if (100..200).contains(&head.status) && head.status != 101 {
+                        // An interim response (100 Continue): the real one follows.
+                        continue;
+                    }
+                    self.status = head.status;
+                    self.close = head.close;
+                    self.state = head.body;
+                }
+                State::Body(left) => {
+                    let take = (left.min((data.len() - pos) as u64)) as usize;
+                    pos += take;
+                    if take as u64 == left {
+                        return Ok(self.done(pos));
+                    }
+                    self.state = State::Body(left - take as u64);
+                    return Ok(Feed::More);
+                }
+                State::UntilClose => return Ok(Feed::More),
+                State::ChunkData(left) => {
+                    let take = (left.min((data.len() - pos) as u64)) as usize;
+                    pos += take;
+                    if take as u64 == left {
+                        self.state = State::ChunkEnd;
+                    } else {
+                        self.state = State::ChunkData(left - take as u64);
+                        return Ok(Feed::More);
+                    }
+                }
+                State::ChunkSize | State::ChunkEnd | State::Trailer => {
+                    // Line-oriented states: gather one CRLF-terminated line.
+                    let Some(nl) = data[pos..].iter().position(|&b| b == b'\n') else {
+                        self.pending.extend_from_slice(&data[pos..]);
+                        if self.pending.len() > MAX_HEAD {
+                            return Err(Malformed("chunk line too long".into()));
+                        }
+                        return Ok(Feed::More);
+                    };
+                    self.pending.extend_from_slice(&data[pos..pos + nl + 1]);
+                    pos += nl + 1;
+                    let line = std::mem::take(&mut self.pending);
+                    match self.state {
+                        State::ChunkEnd => {
+                            if line != b"\r\n" {
+                                return Err(Malformed("chunk not followed by CRLF".into()));
+                            }
+                            self.state = State::ChunkSize;
+                        }
+                        State::ChunkSize => match httparse::parse_chunk_size(&line) {
+                            Ok(httparse::Status::Complete((_, 0))) => self.state = State::Trailer,
+                            Ok(httparse::Status::Complete((_, n))) => {
+                                self.state = State::ChunkData(n)
+                            }
+                            _ => {
+                                return Err(Malformed(format!(
+                                    "bad chunk size line '{}'",
+                                    String::from_utf8_lossy(&line).escape_debug()
+                                )))
+                            }
+                        },
+                        _ => {
+                            if line == b"\r\n" || line == b"\n" {
+                                return Ok(self.done(pos));
+                            }
+                        }
+                    }
+                }
+            }
+            if pos == data.len() && !matches!(self.state, State::Body(0)) {
+                return Ok(Feed::More);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed_all(p: &mut ResponseParser, pieces: &[&[u8]]) -> Vec<Feed> {
+        pieces.iter().map(|d| p.feed(d).unwrap()).collect()
+    }
+
+    #[test]
+    fn content_length_in_one_piece_and_split() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+        let mut p = ResponseParser::default();
+        assert_eq!(
+            p.feed(r).unwrap(),
+            Feed::Done {
+                status: 200,
+                close: false,
+                used: r.len()
+            }
+        );
+        for split in 1..r.len() {
+            let mut p = ResponseParser::default();
+            let out = feed_all(&mut p, &[&r[..split], &r[split..]]);
+            assert_eq!(out[0], Feed::More, "split at {split}");
+            assert!(
+                matches!(out[1], Feed::Done { status: 200, used, .. } if used == r.len() - split),
+                "split at {split}: {out:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn empty_body_and_extra_bytes() {
+        let r = b"HTTP/1.1 204 No Content\r\n\r\nHTTP/1.1";
+        let mut p = ResponseParser::default();
+        assert!(matches!(
+            p.feed(r).unwrap(),
+            Feed::Done {
+                status: 204,
+                used: 27,
+                ..
+            }
+        ));
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+        assert!(matches!(
+            ResponseParser::default().feed(r).unwrap(),
+            Feed::Done { close: true, .. }
+        ));
+    }
+
+    #[test]
+    fn chunked_bodies() {
+        let r = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n3;x=y\r\nabc\r\n0\r\nX-T: 1\r\n\r\n";
+        for split in 1..r.len() {
+            let mut p = ResponseParser::default();
+            let a = p.feed(&r[..split]).unwrap();
+            let b = if a == Feed::More {
+                p.feed(&r[split..]).unwrap()
+            } else {
+                a
+            };
+            assert!(matches!(b, Feed::Done { status: 200, .. }), "split {split}");
+        }
+    }
+
+    #[test]
+    fn close_delimited_and_cut_short() {
+        let mut p = ResponseParser::default();
+        assert_eq!(p.feed(b"HTTP/1.0 200 OK\r\n\r\nabc").unwrap(), Feed::More);
+        assert_eq!(p.eof().unwrap(), Some(200));
+        let mut p = ResponseParser::default();
+        assert_eq!(
+            p.feed(b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nabc")
+                .unwrap(),
+            Feed::More
+        );
+        assert!(p.eof().is_err());
+        assert_eq!(ResponseParser::default().eof().unwrap(), None);
+    }
+
+    #[test]
+    fn garbage_is_malformed() {
+        let mut p = ResponseParser::default();
+        assert!(p.feed(b"SSH-2.0-OpenSSH\r\n\r\n").is_err());
+        let mut p = ResponseParser::default();
+        assert!(p
+            .feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n")
+            .is_err());
+    }
+
+    #[test]
+    fn request_has_host_and_headers() {
+        let r = build_request("h:1", "/a?b", &[("X-A".into(), "1".into())]);
+        let s = String::from_utf8(r).unwrap();
+        assert!(s.starts_with("GET /a?b HTTP/1.1\r\nHost: h:1\r\n"));
+        assert!(s.ends_with("X-A: 1\r\n\r\n"));
+    }
+}

@@ -1,0 +1,489 @@
+//! What a worker records, how it travels to the parent (JSON, histograms in
+//! HdrHistogram's V2 serialization, base64) and how the parent merges the
+//! workers' records without losing anything.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use anyhow::{anyhow, Context};
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Highest latency the histograms hold, µs (one hour); larger values are
+/// clamped to it.
+pub const MAX_US: u64 = 3_600_000_000;
+
+/// A new latency histogram: 1 µs to one hour, 3 significant digits.
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
+}
+
+/// Why a connection or request failed. The names are the keys of `errors`
+/// in the JSON output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    /// The server refused the connection (`ECONNREFUSED`).
+    Refused,
+    /// The connection was reset (`ECONNRESET`, `EPIPE`, `ECONNABORTED`).
+    Reset,
+    /// No reply (or no connection) within `--timeout`.
+    Timeout,
+    /// The generator ran out of descriptors or buffers (`EMFILE`, `ENFILE`, `ENOBUFS`).
+    ClientFd,
+    /// The generator ran out of source ports (`EADDRNOTAVAIL`, `EADDRINUSE`).
+    ClientPort,
+    /// The response could not be parsed.
+    Malformed,
+    /// The server closed the connection while a request was outstanding.
+    ServerClosed,
+    /// Anything else.
+    Other,
+}
+
+/// Every cause, in the order of [`Cause`]'s variants.
+pub const CAUSES: [Cause; 8] = [
+    Cause::Refused,
+    Cause::Reset,
+    Cause::Timeout,
+    Cause::ClientFd,
+    Cause::ClientPort,
+    Cause::Malformed,
+    Cause::ServerClosed,
+    Cause::Other,
+];
+
+impl Cause {
+    /// The JSON key.
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Refused => "refused",
+            Cause::Reset => "reset",
+            Cause::Timeout => "timeout",
+            Cause::ClientFd => "client_fd",
+            Cause::ClientPort => "client_port",
+            Cause::Malformed => "malformed",
+            Cause::ServerClosed => "server_closed",
+            Cause::Other => "other",
+        }
+    }
+
+    /// The cause of a failed system call.
+    pub fn of(e: &io::Error) -> Cause {
+        match e.raw_os_error() {
+            Some(libc::ECONNREFUSED) => Cause::Refused,
+            Some(libc::ECONNRESET | libc::EPIPE | libc::ECONNABORTED) => Cause::Reset,
+            Some(libc::ETIMEDOUT) => Cause::Timeout,
+            Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM) => Cause::ClientFd,
+            Some(libc::EADDRNOTAVAIL | libc::EADDRINUSE) => Cause::ClientPort,
+            _ => Cause::Other,
+        }
+    }
+}
+
+/// The workloads; the names are the keys of `errors_by_workload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A session: new connection, `--calls` requests, close.
+    Session,
+    /// A persistent connection with periodic requests (open loop).
+    Persistent,
+    /// A closed-loop connection (`--rate max`).
+    Closed,
+    /// An inactive connection.
+    Inactive,
+    /// An idle persistent connection.
+    Idle,
+    /// A slow client.
+    Slow,
+}
+
+/// Every role, in the order of [`Role`]'s variants.
+pub const ROLES: [Role; 6] = [
+    Role::Session,
+    Role::Persistent,
+    Role::Closed,
+    Role::Inactive,
+    Role::Idle,
+    Role::Slow,
+];
+
+impl Role {
+    /// The JSON key.
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Session => "sessions",
+            Role::Persistent => "persistent",
+            Role::Closed => "closed_loop",
+            Role::Inactive => "inactive",
+            Role::Idle => "idle",
+            Role::Slow => "slow",
+        }
+    }
+}
+
+/// Plain counters of one worker (summed over workers when merged).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Counts {
+    /// Requests of the active workloads whose slot falls in the measured window and that were sent.
+    pub requests: u64,
+    /// Complete replies to those requests (some may arrive in the drain after the window).
+    pub replies: u64,
+    /// Replies received inside the measured window (the reply rate's numerator).
+    pub replies_in_window: u64,
+    /// Slots whose request could not go out on time (connection still busy, or the generator late by more than the tolerance).
+    pub missed_slots: u64,
+    /// Measured slots still queued when the run ended (never sent).
+    pub unsent_at_end: u64,
+    /// Inactive and idle connections reopened after the server closed them (whole run).
+    pub reopens: u64,
+    /// Reopens inside the measured window.
+    pub reopens_in_window: u64,
+    /// Persistent and closed-loop connections reconnected after the server closed them.
+    pub reconnects: u64,
+    /// Replies to slow clients.
+    pub slow_replies: u64,
+    /// Replies to requests outside the measured window (warm-up, idle connections' first request).
+    pub unmeasured_replies: u64,
+    /// Bytes written.
+    pub bytes_sent: u64,
+    /// Bytes read.
+    pub bytes_received: u64,
+    /// Connections attempted (socket + connect).
+    pub conn_attempted: u64,
+    /// Connections established.
+    pub conn_established: u64,
+    /// Connection attempts that failed (counted in errors too).
+    pub conn_failed: u64,
+    /// Established connections the generator closed (end of a session, error, timeout, end of run).
+    pub conn_closed_by_client: u64,
+    /// Established connections the server closed (EOF or reset).
+    pub conn_closed_by_server: u64,
+    /// Connections open when the run ended (then closed by the generator).
+    pub conn_open_at_end: u64,
+    /// Most connections open at once in this worker.
+    pub conn_peak: u64,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        macro_rules! sum {
+            ($($f:ident),*) => { $( self.$f += o.$f; )* };
+        }
+        sum!(
+            requests,
+            replies,
+            replies_in_window,
+            missed_slots,
+            unsent_at_end,
+            reopens,
+            reopens_in_window,
+            reconnects,
+            slow_replies,
+            unmeasured_replies,
+            bytes_sent,
+            bytes_received,
+            conn_attempted,
+            conn_established,
+            conn_failed,
+            conn_closed_by_client,
+            conn_closed_by_server,
+            conn_open_at_end,
+            conn_peak
+        );
+    }
+}
+
+/// Everything one worker records.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    /// Latency from the intended send time (corrected), µs.
+    pub latency: Histogram<u64>,
+    /// Latency from the actual send time, µs.
+    pub latency_uncorrected: Histogram<u64>,
+    /// Connect time of connections established in the window, µs.
+    pub connect: Histogram<u64>,
+    /// Counters.
+    pub counts: Counts,
+    /// Errors, indexed `[role][cause]`.
+    pub errors: [[u64; CAUSES.len()]; ROLES.len()],
+    /// Reply status classes: 1xx … 5xx, then anything else.
+    pub status: [u64; 6],
+    /// Replies received in each interval of the window.
+    pub interval_replies: Vec<u64>,
+    /// Most connections open at once in each interval of the window.
+    pub interval_peak_conns: Vec<u64>,
+}
+
+impl Default for Recorder {
+    fn default() -> Self {
+        Recorder {
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+            connect: new_histogram(),
+            counts: Counts::default(),
+            errors: [[0; CAUSES.len()]; ROLES.len()],
+            status: [0; 6],
+            interval_replies: Vec::new(),
+            interval_peak_conns: Vec::new(),
+        }
+    }
+}
+
+impl Recorder {
+    /// Count an error.
+    #[inline]
+    pub fn error(&mut self, role: Role, cause: Cause) {
+        self.errors[role as usize][cause as usize] += 1;
+    }
+
+    /// Count a reply status.
+    #[inline]
+    pub fn status(&mut self, code: u16) {
+        let class = match code {
+            100..=599 => (code / 100 - 1) as usize,
+            _ => 5,
+        };
+        self.status[class] += 1;
+    }
+
+    /// Total errors.
+    pub fn errors_total(&self) -> u64 {
+        self.errors.iter().flatten().sum()
+    }
+}
+
+fn encode(h: &Histogram<u64>) -> anyhow::Result<String> {
+    let mut buf = Vec::new();
+    V2Serializer::new()
+        .serialize(h, &mut buf)
+        .map_err(|e| anyhow!("cannot serialize a histogram: {e:?}"))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(buf))
+}
+
+fn decode(s: &str) -> anyhow::Result<Histogram<u64>> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(s)
+        .context("a worker's histogram is not valid base64")?;
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut io::Cursor::new(bytes))
+        .map_err(|e| anyhow!("a worker's histogram does not deserialize: {e:?}"))?;
+    Ok(h)
+}
+
+/// One worker's results as sent to the parent (one JSON line).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerReport {
+    /// Worker index.
+    pub index: u32,
+    /// Its process id.
+    pub pid: u32,
+    /// Counters.
+    pub counts: Counts,
+    /// errors by role, then cause (all keys present).
+    pub errors: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Reply status classes.
+    pub status: BTreeMap<String, u64>,
+    /// Corrected latency histogram (V2 serialization, base64).
+    pub latency_hist: String,
+    /// Uncorrected latency histogram.
+    pub latency_uncorrected_hist: String,
+    /// Connect-time histogram.
+    pub connect_hist: String,
+    /// Replies per interval.
+    pub interval_replies: Vec<u64>,
+    /// Peak open connections per interval.
+    pub interval_peak_conns: Vec<u64>,
+    /// CPU seconds this worker used in its measured window.
+    pub cpu_s: f64,
+    /// Its CPU use over the window, % of one core.
+    pub cpu_pct: f64,
+    /// Seconds it took to open the long-lived connections.
+    pub setup_s: f64,
+    /// Things the worker noticed that the reader should know.
+    pub warnings: Vec<String>,
+}
+
+/// Names of the status classes, in the order of [`Recorder::status`].
+pub const STATUS_CLASSES: [&str; 6] = ["1xx", "2xx", "3xx", "4xx", "5xx", "other"];
+
+impl WorkerReport {
+    /// Package a recorder.
+    pub fn new(
+        index: u32,
+        rec: &Recorder,
+        cpu_s: f64,
+        cpu_pct: f64,
+        setup_s: f64,
+        warnings: Vec<String>,
+    ) -> anyhow::Result<WorkerReport> {
+        let errors = ROLES
+            .iter()
+            .map(|r| {
+                let by_cause = CAUSES
+                    .iter()
+                    .map(|c| (c.name().to_string(), rec.errors[*r as usize][*c as usize]))
+                    .collect();
+                (r.name().to_string(), by_cause)
+            })
+            .collect();
+        let status = STATUS_CLASSES
+            .iter()
+            .zip(rec.status)
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        Ok(WorkerReport {
+            index,
+            pid: std::process::id(),
+            counts: rec.counts.clone(),
+            errors,
+            status,
+            latency_hist: encode(&rec.latency)?,
+            latency_uncorrected_hist: encode(&rec.latency_uncorrected)?,
+            connect_hist: encode(&rec.connect)?,
+            interval_replies: rec.interval_replies.clone(),
+            interval_peak_conns: rec.interval_peak_conns.clone(),
+            cpu_s,
+            cpu_pct,
+            setup_s,
+            warnings,
+        })
+    }
+}
+
+/// The workers' reports merged: sums, histograms added, intervals added
+/// element-wise.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    /// Corrected latency, µs.
+    pub latency: Histogram<u64>,
+    /// Uncorrected latency, µs.
+    pub latency_uncorrected: Histogram<u64>,
+    /// Connect time, µs.
+    pub connect: Histogram<u64>,
+    /// Summed counters (`conn_peak` is recomputed from the intervals).
+    pub counts: Counts,
+    /// errors by role, then cause.
+    pub errors: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Status classes.
+    pub status: BTreeMap<String, u64>,
+    /// Replies per interval, all workers.
+    pub interval_replies: Vec<u64>,
+    /// Peak connections per interval, summed over workers.
+    pub interval_peak_conns: Vec<u64>,
+    /// Each worker's CPU use, % of a core.
+    pub cpu_pct: Vec<f64>,
+    /// Longest setup.
+    pub setup_s: f64,
+    /// All warnings.
+    pub warnings: Vec<String>,
+}
+
+fn add_vec(into: &mut Vec<u64>, from: &[u64]) {
+    if into.len() < from.len() {
+        into.resize(from.len(), 0);
+    }
+    for (a, b) in into.iter_mut().zip(from) {
+        *a += b;
+    }
+}
+
+/// Merge the workers' reports.
+pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
+    let mut m = Merged {
+        latency: new_histogram(),
+        latency_uncorrected: new_histogram(),
+        connect: new_histogram(),
+        counts: Counts::default(),
+        errors: BTreeMap::new(),
+        status: BTreeMap::new(),
+        interval_replies: Vec::new(),
+        interval_peak_conns: Vec::new(),
+        cpu_pct: Vec::new(),
+        setup_s: 0.0,
+        warnings: Vec::new(),
+    };
+    let mut peak_sum = 0;
+    for r in reports {
+        let add = |h: &mut Histogram<u64>, s: &str| -> anyhow::Result<()> {
+            h.add(decode(s)?)
+                .map_err(|e| anyhow!("cannot merge histograms: {e:?}"))
+        };
+        add(&mut m.latency, &r.latency_hist)?;
+        add(&mut m.latency_uncorrected, &r.latency_uncorrected_hist)?;
+        add(&mut m.connect, &r.connect_hist)?;
+        m.counts.add(&r.counts);
+        peak_sum += r.counts.conn_peak;
+        for (role, causes) in &r.errors {
+            let into = m.errors.entry(role.clone()).or_default();
+            for (c, n) in causes {
+                *into.entry(c.clone()).or_default() += n;
+            }
+        }
+        for (k, v) in &r.status {
+            *m.status.entry(k.clone()).or_default() += v;
+        }
+        add_vec(&mut m.interval_replies, &r.interval_replies);
+        add_vec(&mut m.interval_peak_conns, &r.interval_peak_conns);
+        m.cpu_pct.push(r.cpu_pct);
+        m.setup_s = m.setup_s.max(r.setup_s);
+        m.warnings.extend(r.warnings.iter().cloned());
+    }
+    // The peak of the sum is at most the sum of the peaks; within one
+    // interval the summed per-interval peaks bound it, so take the larger of
+    // that and what one worker alone saw.
+    let interval_peak = m.interval_peak_conns.iter().copied().max().unwrap_or(0);
+    let single = reports
+        .iter()
+        .map(|r| r.counts.conn_peak)
+        .max()
+        .unwrap_or(0);
+    m.counts.conn_peak = interval_peak.max(single).min(peak_sum);
+    Ok(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_is_lossless() {
+        let mut a = Recorder::default();
+        let mut b = Recorder::default();
+        for v in 1..=1000u64 {
+            a.latency.record(v).unwrap();
+            b.latency.record(v * 1000).unwrap();
+        }
+        a.counts.replies = 1000;
+        b.counts.replies = 1000;
+        a.error(Role::Session, Cause::Refused);
+        b.error(Role::Session, Cause::Refused);
+        b.error(Role::Inactive, Cause::Reset);
+        a.interval_replies = vec![1, 2];
+        b.interval_replies = vec![10, 20, 30];
+        let ra = WorkerReport::new(0, &a, 0.1, 10.0, 0.0, vec![]).unwrap();
+        let text = serde_json::to_string(&ra).unwrap();
+        let ra: WorkerReport = serde_json::from_str(&text).unwrap();
+        let rb = WorkerReport::new(1, &b, 0.1, 10.0, 0.0, vec![]).unwrap();
+        let m = merge(&[ra, rb]).unwrap();
+        let mut both = a.latency.clone();
+        both.add(&b.latency).unwrap();
+        assert_eq!(m.latency, both);
+        assert_eq!(m.latency.len(), 2000);
+        assert_eq!(m.counts.replies, 2000);
+        assert_eq!(m.errors["sessions"]["refused"], 2);
+        assert_eq!(m.errors["inactive"]["reset"], 1);
+        assert_eq!(m.interval_replies, vec![11, 22, 30]);
+    }
+
+    #[test]
+    fn causes_from_errno() {
+        let e = |n| Cause::of(&io::Error::from_raw_os_error(n));
+        assert_eq!(e(libc::ECONNREFUSED), Cause::Refused);
+        assert_eq!(e(libc::EPIPE), Cause::Reset);
+        assert_eq!(e(libc::EMFILE), Cause::ClientFd);
+        assert_eq!(e(libc::EADDRNOTAVAIL), Cause::ClientPort);
+        assert_eq!(e(libc::EINVAL), Cause::Other);
+    }
+}

@@ -1,0 +1,503 @@
+//! The run's results: [`Summary`] (the `--json` contract) and the
+//! httperf-like human summary.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, Rate};
+use crate::record::Merged;
+
+/// Version of the JSON layout; bumped when a field changes meaning or goes away.
+pub const SCHEMA: &str = "evdispatch-load/1";
+
+/// Percentiles of a histogram, µs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Samples.
+    pub count: u64,
+    /// Smallest.
+    pub min: u64,
+    /// Mean.
+    pub mean: f64,
+    /// Standard deviation.
+    pub stddev: f64,
+    /// Median.
+    pub p50: u64,
+    /// 90th percentile.
+    pub p90: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest.
+    pub max: u64,
+}
+
+impl Latency {
+    /// Summarise a histogram (all zero when it is empty).
+    pub fn of(h: &Histogram<u64>) -> Latency {
+        if h.is_empty() {
+            return Latency::default();
+        }
+        Latency {
+            count: h.len(),
+            min: h.min(),
+            mean: h.mean(),
+            stddev: h.stdev(),
+            p50: h.value_at_quantile(0.50),
+            p90: h.value_at_quantile(0.90),
+            p99: h.value_at_quantile(0.99),
+            p999: h.value_at_quantile(0.999),
+            max: h.max(),
+        }
+    }
+}
+
+/// Reply rate per interval, as httperf reports it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RateIntervals {
+    /// Length of one sample, seconds.
+    pub interval_s: f64,
+    /// Replies per second in each full interval of the window.
+    pub samples: Vec<f64>,
+    /// Smallest sample.
+    pub min: f64,
+    /// Mean of the samples.
+    pub avg: f64,
+    /// Largest sample.
+    pub max: f64,
+    /// Standard deviation of the samples.
+    pub stddev: f64,
+}
+
+/// Where every connection went.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Connections {
+    /// Connection attempts.
+    pub attempted: u64,
+    /// Established.
+    pub established: u64,
+    /// Attempts that failed (their cause is in `errors`).
+    pub failed: u64,
+    /// Established connections the generator closed.
+    pub closed_by_client: u64,
+    /// Established connections the server closed.
+    pub closed_by_server: u64,
+    /// Open when the run ended.
+    pub open_at_end: u64,
+    /// Most open at once (see `connections_peak`).
+    pub peak: u64,
+    /// `attempted == established + failed` and `established ==
+    /// closed_by_client + closed_by_server + open_at_end`.
+    pub accounted: bool,
+}
+
+/// Server CPU over the measured window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerCpu {
+    /// Processes sampled: the `--server-pid` ones and their children.
+    pub pids: Vec<u32>,
+    /// CPU seconds used in the window (user + system).
+    pub cpu_s: f64,
+    /// `cpu_s / window × 100`: 100 is one core.
+    pub pct: f64,
+}
+
+/// Everything a run measured: the `--json` output. See the crate docs for
+/// the contract.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Summary {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// The configuration (command line resolved).
+    pub config: Config,
+    /// Length of the measured window, seconds.
+    pub duration_s: f64,
+    /// Requests of the active workloads whose slot was in the window and that were sent.
+    pub requests: u64,
+    /// Complete replies to those requests.
+    pub replies: u64,
+    /// Replies received inside the window.
+    pub replies_in_window: u64,
+    /// `replies_in_window / duration_s`.
+    pub reply_rate: f64,
+    /// Reply rate per interval.
+    pub rate_intervals: RateIntervals,
+    /// Latency from the intended send time (coordinated-omission corrected), µs.
+    pub latency_us: Latency,
+    /// Latency from the actual send time, µs.
+    pub latency_uncorrected_us: Latency,
+    /// Connect time of connections established in the window, µs.
+    pub connect_us: Latency,
+    /// Slots whose request could not go out on time.
+    pub missed_slots: u64,
+    /// Measured slots never sent (still queued at the end).
+    pub unsent_at_end: u64,
+    /// Errors by cause, all workloads.
+    pub errors: BTreeMap<String, u64>,
+    /// Sum of `errors`.
+    pub errors_total: u64,
+    /// Errors by workload, then cause.
+    pub errors_by_workload: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Reply status classes.
+    pub status: BTreeMap<String, u64>,
+    /// Bytes written.
+    pub bytes_sent: u64,
+    /// Bytes read.
+    pub bytes_received: u64,
+    /// Connection accounting.
+    pub connections: Connections,
+    /// Most connections open at once.
+    pub connections_peak: u64,
+    /// Inactive and idle connections reopened after the server closed them (whole run).
+    pub reopens: u64,
+    /// Reopens inside the window.
+    pub reopens_in_window: u64,
+    /// `reopens_in_window / duration_s`.
+    pub reopen_rate: f64,
+    /// Persistent or closed-loop connections re-established after the server closed them.
+    pub reconnects: u64,
+    /// Replies to slow clients.
+    pub slow_replies: u64,
+    /// Replies outside the measurement (warm-up, idle connections' first request).
+    pub unmeasured_replies: u64,
+    /// Generator CPU over the window, % of one core, all processes.
+    pub generator_cpu_pct: f64,
+    /// Per worker process.
+    pub generator_cpu_per_process_pct: Vec<f64>,
+    /// Cores the generator could use (its processes, bounded by the CPUs allowed).
+    pub generator_cores: u32,
+    /// True when a worker used more than 85% of its core or all of them
+    /// more than 85% of their cores: the figure may be the generator's limit.
+    pub generator_saturated: bool,
+    /// Server CPU over the window, % of one core (`null` without `--server-pid`).
+    pub server_cpu_pct: Option<f64>,
+    /// Details of the server CPU sample.
+    pub server_cpu: Option<ServerCpu>,
+    /// Seconds spent opening the long-lived connections before the run.
+    pub setup_s: f64,
+    /// Anything the reader must know (generator saturation first).
+    pub warnings: Vec<String>,
+}
+
+fn rate_intervals(replies: &[u64], interval_s: f64) -> RateIntervals {
+    let samples: Vec<f64> = replies.iter().map(|&n| n as f64 / interval_s).collect();
+    if samples.is_empty() {
+        return RateIntervals {
+            interval_s,
+            ..Default::default()
+        };
+    }
+    let n = samples.len() as f64;
+    let avg = samples.iter().sum::<f64>() / n;
+    let var = if samples.len() > 1 {
+        samples.iter().map(|s| (s - avg).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    RateIntervals {
+        interval_s,
+        min: samples.iter().copied().fold(f64::INFINITY, f64::min),
+        max: samples.iter().copied().fold(0.0, f64::max),
+        avg,
+        stddev: var.sqrt(),
+        samples,
+    }
+}
+
+impl Summary {
+    /// Build the summary from the merged worker records.
+    pub fn new(config: &Config, m: Merged, server_cpu: Option<ServerCpu>) -> Summary {
+        let c = &m.counts;
+        let d = config.duration_s;
+        let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+        for causes in m.errors.values() {
+            for (k, v) in causes {
+                *errors.entry(k.clone()).or_default() += v;
+            }
+        }
+        let errors_total = errors.values().sum();
+        let connections = Connections {
+            attempted: c.conn_attempted,
+            established: c.conn_established,
+            failed: c.conn_failed,
+            closed_by_client: c.conn_closed_by_client,
+            closed_by_server: c.conn_closed_by_server,
+            open_at_end: c.conn_open_at_end,
+            peak: c.conn_peak,
+            accounted: c.conn_attempted == c.conn_established + c.conn_failed
+                && c.conn_established
+                    == c.conn_closed_by_client + c.conn_closed_by_server + c.conn_open_at_end,
+        };
+        let cores = {
+            let allowed = if config.cpus.is_empty() {
+                evdispatch_proc::available_cpus()
+            } else {
+                let mut v = config.cpus.clone();
+                v.sort_unstable();
+                v.dedup();
+                v.len()
+            };
+            allowed.min(config.procs as usize).max(1) as u32
+        };
+        let generator_cpu_pct: f64 = m.cpu_pct.iter().sum();
+        let saturated =
+            m.cpu_pct.iter().any(|&p| p > 85.0) || generator_cpu_pct > 85.0 * cores as f64;
+        let mut warnings = Vec::new();
+        if saturated {
+            warnings.push(format!(
+                "GENERATOR SATURATED: it used {generator_cpu_pct:.0}% of a core over {cores} core(s) \
+                 (per process: {}); the figures may be the generator's limit, not the server's",
+                m.cpu_pct
+                    .iter()
+                    .map(|p| format!("{p:.0}%"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        if !connections.accounted {
+            warnings.push(format!(
+                "connection accounting does not add up: {connections:?}"
+            ));
+        }
+        warnings.extend(
+            m.warnings
+                .iter()
+                .filter(|w| !w.contains("% of a core"))
+                .cloned(),
+        );
+        Summary {
+            schema: SCHEMA.to_string(),
+            config: config.clone(),
+            duration_s: d,
+            requests: c.requests,
+            replies: c.replies,
+            replies_in_window: c.replies_in_window,
+            reply_rate: c.replies_in_window as f64 / d,
+            rate_intervals: rate_intervals(&m.interval_replies, config.interval_s),
+            latency_us: Latency::of(&m.latency),
+            latency_uncorrected_us: Latency::of(&m.latency_uncorrected),
+            connect_us: Latency::of(&m.connect),
+            missed_slots: c.missed_slots,
+            unsent_at_end: c.unsent_at_end,
+            errors,
+            errors_total,
+            errors_by_workload: m.errors.clone(),
+            status: m.status.clone(),
+            bytes_sent: c.bytes_sent,
+            bytes_received: c.bytes_received,
+            connections_peak: connections.peak,
+            connections,
+            reopens: c.reopens,
+            reopens_in_window: c.reopens_in_window,
+            reopen_rate: c.reopens_in_window as f64 / d,
+            reconnects: c.reconnects,
+            slow_replies: c.slow_replies,
+            unmeasured_replies: c.unmeasured_replies,
+            generator_cpu_pct,
+            generator_cpu_per_process_pct: m.cpu_pct.clone(),
+            generator_cores: cores,
+            generator_saturated: saturated,
+            server_cpu_pct: server_cpu.as_ref().map(|s| s.pct),
+            server_cpu,
+            setup_s: m.setup_s,
+            warnings,
+        }
+    }
+
+    /// The human summary, in httperf's spirit.
+    pub fn human(&self) -> String {
+        let c = &self.config;
+        let ms = |us: u64| us as f64 / 1000.0;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "evdispatch load {} — {:.1} s measured after {:.1} s warm-up; {} process(es) on {}",
+            c.url, self.duration_s, c.warmup_s, c.procs, c.mechanism
+        );
+        let mut w = Vec::new();
+        let rate = match c.rate {
+            Some(Rate::PerSecond(r)) => format!("{r}/s {:?}", c.arrival).to_lowercase(),
+            Some(Rate::Max) => "max (closed loop)".into(),
+            None => String::new(),
+        };
+        if let Some(n) = c.sessions {
+            let count = if n == 0 {
+                "unbounded".to_string()
+            } else {
+                n.to_string()
+            };
+            w.push(format!("sessions {count} at {rate} × {} call(s)", c.calls));
+        } else if c.persistent > 0 {
+            w.push(format!("persistent {} at {rate}", c.persistent));
+        }
+        for (n, name) in [(c.inactive, "inactive"), (c.idle, "idle"), (c.slow, "slow")] {
+            if n > 0 {
+                w.push(format!("{name} {n}"));
+            }
+        }
+        let _ = writeln!(o, "Workloads: {}", w.join("; "));
+        let k = &self.connections;
+        let _ = writeln!(
+            o,
+            "Connections: attempted {} established {} failed {} closed by client {} by server {} open at end {} (peak {}){}",
+            k.attempted,
+            k.established,
+            k.failed,
+            k.closed_by_client,
+            k.closed_by_server,
+            k.open_at_end,
+            k.peak,
+            if k.accounted { "" } else { " — DOES NOT ADD UP" }
+        );
+        if c.inactive + c.idle > 0 {
+            let _ = writeln!(
+                o,
+                "Reopens: {} in the window ({:.1}/s), {} in all; reconnects {}",
+                self.reopens_in_window, self.reopen_rate, self.reopens, self.reconnects
+            );
+        }
+        let l = &self.connect_us;
+        let _ = writeln!(
+            o,
+            "Connect time [ms]: min {:.3} avg {:.3} p99 {:.3} max {:.3} ({} in the window)",
+            ms(l.min),
+            l.mean / 1000.0,
+            ms(l.p99),
+            ms(l.max),
+            l.count
+        );
+        let _ = writeln!(
+            o,
+            "Requests: {} sent, {} replies; missed slots {}, unsent at end {}",
+            self.requests, self.replies, self.missed_slots, self.unsent_at_end
+        );
+        let r = &self.rate_intervals;
+        let _ = writeln!(
+            o,
+            "Reply rate [replies/s]: min {:.1} avg {:.1} max {:.1} stddev {:.1} ({} samples of {} s); overall {:.1}",
+            r.min,
+            r.avg,
+            r.max,
+            r.stddev,
+            r.samples.len(),
+            r.interval_s,
+            self.reply_rate
+        );
+        for (name, l) in [
+            ("corrected  ", &self.latency_us),
+            ("uncorrected", &self.latency_uncorrected_us),
+        ] {
+            let _ = writeln!(
+                o,
+                "Latency [ms] {name}: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} (mean {:.3})",
+                ms(l.p50),
+                ms(l.p90),
+                ms(l.p99),
+                ms(l.p999),
+                ms(l.max),
+                l.mean / 1000.0
+            );
+        }
+        let _ = writeln!(
+            o,
+            "Reply status: {}",
+            self.status
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let _ = writeln!(
+            o,
+            "Net I/O: sent {:.1} KB, received {:.1} KB ({:.1} KB/s)",
+            self.bytes_sent as f64 / 1024.0,
+            self.bytes_received as f64 / 1024.0,
+            self.bytes_received as f64 / 1024.0 / self.duration_s
+        );
+        let _ = writeln!(
+            o,
+            "Errors: total {} {}",
+            self.errors_total,
+            self.errors
+                .iter()
+                .map(|(k, v)| format!("{}={v}", k.replace('_', "-")))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let server = match &self.server_cpu {
+            Some(s) => format!("server {:.1}% of a core (pids {:?})", s.pct, s.pids),
+            None => "server not sampled (give --server-pid)".into(),
+        };
+        let _ = writeln!(
+            o,
+            "CPU: generator {:.1}% of a core over {} core(s); {server}",
+            self.generator_cpu_pct, self.generator_cores
+        );
+        for w in &self.warnings {
+            let _ = writeln!(o, "WARNING: {w}");
+        }
+        o
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn merged(cpu: Vec<f64>) -> Merged {
+        let r = crate::record::Recorder::default();
+        let reports: Vec<_> = cpu
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                crate::record::WorkerReport::new(i as u32, &r, 0.0, p, 0.0, vec![]).unwrap()
+            })
+            .collect();
+        crate::record::merge(&reports).unwrap()
+    }
+
+    #[test]
+    fn a_busy_generator_is_flagged_loudly() {
+        let mut c = Config::from_command_line([
+            "http://127.0.0.1:1/",
+            "--idle",
+            "1",
+            "--procs",
+            "2",
+            "--cpu",
+            "0-1",
+        ])
+        .unwrap();
+        let s = Summary::new(&c, merged(vec![90.0, 10.0]), None);
+        assert!(
+            s.generator_saturated && s.warnings[0].starts_with("GENERATOR SATURATED"),
+            "{:?}",
+            s.warnings
+        );
+        assert_eq!((s.generator_cores, s.generator_cpu_pct), (2, 100.0));
+        let s = Summary::new(&c, merged(vec![60.0, 60.0]), None);
+        assert!(
+            !s.generator_saturated && s.warnings.is_empty(),
+            "{:?}",
+            s.warnings
+        );
+        c.procs = 1;
+        c.cpus.clear();
+        let s = Summary::new(&c, merged(vec![86.0]), None);
+        assert!(s.generator_saturated);
+        assert!(s.connections.accounted && s.server_cpu_pct.is_none());
+    }
+
+    #[test]
+    fn interval_statistics() {
+        let r = rate_intervals(&[10, 20, 30], 2.0);
+        assert_eq!(r.samples, vec![5.0, 10.0, 15.0]);
+        assert_eq!((r.min, r.avg, r.max), (5.0, 10.0, 15.0));
+        assert!((r.stddev - 5.0).abs() < 1e-9);
+        assert_eq!(rate_intervals(&[], 1.0).samples.len(), 0);
+    }
+}

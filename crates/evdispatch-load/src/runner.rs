@@ -1,0 +1,329 @@
+//! The parent side of a run: workers in this process (`--procs 1`) or in
+//! child processes (the same binary re-executed as `load --worker`, one JSON
+//! line each way), the server's CPU sampled over the measured window, the
+//! progress line, and the merged [`Summary`].
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Config, WorkerSpec};
+use crate::engine::{run_worker, Hooks, Progress, Start};
+use crate::record::{merge, WorkerReport};
+use crate::report::{ServerCpu, Summary};
+
+/// How to run.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Show the progress line on standard error.
+    pub progress: bool,
+    /// The binary to re-execute as `load --worker` when `procs > 1`
+    /// (default: this process's own executable).
+    pub worker_exe: Option<PathBuf>,
+}
+
+/// A line from a worker process.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkerMsg {
+    /// Long-lived connections open; waiting for `go`.
+    Ready,
+    /// A progress sample.
+    Progress(Progress),
+    /// The final report.
+    Report(Box<WorkerReport>),
+    /// The worker failed.
+    Error(String),
+}
+
+/// Samples the server's CPU over the measured window, from a thread.
+struct ServerSampler {
+    handle: Option<thread::JoinHandle<Option<ServerCpu>>>,
+}
+
+impl ServerSampler {
+    fn start(pids: &[u32], t0: Instant, warmup: Duration, duration: Duration) -> ServerSampler {
+        if pids.is_empty() {
+            return ServerSampler { handle: None };
+        }
+        let pids = pids.to_vec();
+        let handle = thread::spawn(move || {
+            sleep_until(t0 + warmup);
+            let all = evdispatch_proc::with_children(&pids);
+            let meters: Vec<_> = all
+                .iter()
+                .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
+                .collect();
+            let t_start = Instant::now();
+            sleep_until(t0 + warmup + duration);
+            let wall = t_start.elapsed().as_secs_f64();
+            let cpu_s: f64 = meters
+                .iter()
+                .filter_map(|m| m.read().ok())
+                .map(|u| u.cpu_s)
+                .sum();
+            Some(ServerCpu {
+                pids: all,
+                cpu_s,
+                pct: if wall > 0.0 {
+                    cpu_s / wall * 100.0
+                } else {
+                    0.0
+                },
+            })
+        });
+        ServerSampler {
+            handle: Some(handle),
+        }
+    }
+
+    fn finish(self) -> Option<ServerCpu> {
+        self.handle.and_then(|h| h.join().ok().flatten())
+    }
+}
+
+fn sleep_until(t: Instant) {
+    let now = Instant::now();
+    if t > now {
+        thread::sleep(t - now);
+    }
+}
+
+/// The progress line (standard error, hidden when it is not a terminal).
+struct ProgressLine {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl ProgressLine {
+    fn new(show: bool) -> ProgressLine {
+        let bar = show.then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+            b
+        });
+        ProgressLine { bar }
+    }
+
+    fn show(&self, samples: &[Progress]) {
+        let Some(bar) = &self.bar else { return };
+        let phase = samples.iter().map(|p| p.phase.as_str()).min().unwrap_or("");
+        let t = samples.iter().map(|p| p.t_s).fold(0.0, f64::max);
+        let sum = |f: fn(&Progress) -> u64| samples.iter().map(f).sum::<u64>();
+        bar.set_message(format!(
+            "{phase} t={t:.0}s replies {} errors {} open {} reopens {}",
+            sum(|p| p.replies),
+            sum(|p| p.errors),
+            sum(|p| p.open),
+            sum(|p| p.reopens)
+        ));
+        bar.tick();
+    }
+
+    fn done(&self) {
+        if let Some(b) = &self.bar {
+            b.finish_and_clear();
+        }
+    }
+}
+
+struct InProcess<'a> {
+    line: &'a ProgressLine,
+    sampler: Option<ServerSampler>,
+    cfg: &'a Config,
+}
+
+impl Hooks for InProcess<'_> {
+    fn go(&mut self, t0: Instant) {
+        self.sampler = Some(ServerSampler::start(
+            &self.cfg.server_pids,
+            t0,
+            Duration::from_secs_f64(self.cfg.warmup_s),
+            Duration::from_secs_f64(self.cfg.duration_s),
+        ));
+    }
+    fn progress(&mut self, p: &Progress) {
+        self.line.show(std::slice::from_ref(p));
+    }
+}
+
+/// Run the load described by `cfg` and return the merged summary.
+pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
+    cfg.check_reachable()?;
+    let line = ProgressLine::new(opts.progress);
+    let (reports, server) = if cfg.procs == 1 {
+        let mut hooks = InProcess {
+            line: &line,
+            sampler: None,
+            cfg,
+        };
+        let report = run_worker(cfg.worker_spec(0), Start::Now, &mut hooks);
+        let server = hooks.sampler.take().and_then(|s| s.finish());
+        (vec![report?], server)
+    } else {
+        run_processes(cfg, opts, &line)?
+    };
+    line.done();
+    let merged = merge(&reports)?;
+    Ok(Summary::new(cfg, merged, server))
+}
+
+/// Worker children, killed if the parent gives up on them.
+struct Workers {
+    children: Vec<Child>,
+    stdins: Vec<ChildStdin>,
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.stdins.clear();
+        for c in &mut self.children {
+            if let Ok(None) = c.try_wait() {
+                let _ = c.kill();
+            }
+            let _ = c.wait();
+        }
+    }
+}
+
+fn run_processes(
+    cfg: &Config,
+    opts: &RunOptions,
+    line: &ProgressLine,
+) -> anyhow::Result<(Vec<WorkerReport>, Option<ServerCpu>)> {
+    let exe = match &opts.worker_exe {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .context("cannot find this program's executable to start workers")?,
+    };
+    let (tx, rx) = mpsc::channel::<(usize, anyhow::Result<WorkerMsg>)>();
+    let mut workers = Workers {
+        children: Vec::new(),
+        stdins: Vec::new(),
+    };
+    for i in 0..cfg.procs {
+        let mut child = Command::new(&exe)
+            .args(["load", "--worker"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("cannot start worker process {}", exe.display()))?;
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let spec: WorkerSpec = cfg.worker_spec(i);
+        let mut text = serde_json::to_string(&spec)?;
+        text.push('\n');
+        stdin
+            .write_all(text.as_bytes())
+            .with_context(|| format!("cannot send worker {i} its share"))?;
+        let tx = tx.clone();
+        let idx = i as usize;
+        thread::spawn(move || {
+            for l in BufReader::new(stdout).lines() {
+                let msg = l.map_err(anyhow::Error::from).and_then(|l| {
+                    serde_json::from_str::<WorkerMsg>(&l)
+                        .map_err(|e| anyhow!("worker {idx} said something unreadable: {e}: {l}"))
+                });
+                let last = matches!(
+                    msg,
+                    Ok(WorkerMsg::Report(_)) | Ok(WorkerMsg::Error(_)) | Err(_)
+                );
+                if tx.send((idx, msg)).is_err() || last {
+                    return;
+                }
+            }
+            let _ = tx.send((idx, Err(anyhow!("worker {idx} exited without a report"))));
+        });
+        workers.children.push(child);
+        workers.stdins.push(stdin);
+    }
+    drop(tx);
+    let n = cfg.procs as usize;
+    let mut progress = vec![Progress::default(); n];
+    let mut ready = 0;
+    let mut reports: Vec<Option<WorkerReport>> = vec![None; n];
+    let mut sampler = None;
+    let mut got = 0;
+    while got < n {
+        let (i, msg) = rx
+            .recv_timeout(Duration::from_secs(3600))
+            .map_err(|_| anyhow!("the workers stopped talking"))?;
+        match msg? {
+            WorkerMsg::Ready => {
+                ready += 1;
+                if ready == n {
+                    for s in &mut workers.stdins {
+                        s.write_all(b"go\n")
+                            .and_then(|_| s.flush())
+                            .context("cannot start a worker")?;
+                    }
+                    sampler = Some(ServerSampler::start(
+                        &cfg.server_pids,
+                        Instant::now(),
+                        Duration::from_secs_f64(cfg.warmup_s),
+                        Duration::from_secs_f64(cfg.duration_s),
+                    ));
+                }
+            }
+            WorkerMsg::Progress(p) => {
+                progress[i] = p;
+                line.show(&progress);
+            }
+            WorkerMsg::Report(r) => {
+                reports[i] = Some(*r);
+                got += 1;
+            }
+            WorkerMsg::Error(e) => bail!("worker {i}: {e}"),
+        }
+    }
+    let server = sampler.and_then(|s| s.finish());
+    drop(workers);
+    Ok((reports.into_iter().flatten().collect(), server))
+}
+
+struct StdoutHooks;
+
+fn say(msg: &WorkerMsg) {
+    let mut out = std::io::stdout().lock();
+    if let Ok(text) = serde_json::to_string(msg) {
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
+}
+
+impl Hooks for StdoutHooks {
+    fn ready(&mut self) {
+        say(&WorkerMsg::Ready);
+    }
+    fn progress(&mut self, p: &Progress) {
+        say(&WorkerMsg::Progress(p.clone()));
+    }
+}
+
+/// The worker process: read its share (one JSON line) from standard input,
+/// run, answer on standard output.
+pub fn worker_main() -> anyhow::Result<()> {
+    let mut first = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut first)
+        .context("a worker reads its share from standard input")?;
+    let spec: WorkerSpec = serde_json::from_str(&first)
+        .context("`load --worker` is started by `evdispatch load --procs N`, not by hand")?;
+    match run_worker(spec, Start::Stdin, &mut StdoutHooks) {
+        Ok(r) => {
+            say(&WorkerMsg::Report(Box::new(r)));
+            Ok(())
+        }
+        Err(e) => {
+            say(&WorkerMsg::Error(format!("{e:#}")));
+            Err(e)
+        }
+    }
+}
