@@ -160,26 +160,15 @@ impl Ready {
         let err = libc::POLLERR as u32;
         let hup = libc::POLLHUP as u32;
         let rdhup = libc::POLLRDHUP as u32;
-        let mut r = 0;
-        if bits & (inb | pri | err | hup | rdhup) != 0 {
-            r |= Ready::READABLE.0;
-        }
-        if bits & pri != 0 {
-            r |= Ready::PRIORITY.0;
-        }
-        if bits & (out | err | hup) != 0 {
-            r |= Ready::WRITABLE.0;
-        }
-        if bits & (hup | rdhup) != 0 {
-            r |= Ready::READ_CLOSED.0;
-        }
-        if bits & hup != 0 {
-            r |= Ready::WRITE_CLOSED.0;
-        }
-        if bits & err != 0 {
-            r |= Ready::ERROR.0;
-        }
-        Ready(r)
+        // Branch-free: one set-on-nonzero per output bit.
+        Ready(
+            ((bits & (inb | pri | err | hup | rdhup) != 0) as u8) * Ready::READABLE.0
+                | ((bits & (out | err | hup) != 0) as u8) * Ready::WRITABLE.0
+                | ((bits & (hup | rdhup) != 0) as u8) * Ready::READ_CLOSED.0
+                | ((bits & (hup) != 0) as u8) * Ready::WRITE_CLOSED.0
+                | ((bits & (err) != 0) as u8) * Ready::ERROR.0
+                | ((bits & (pri) != 0) as u8) * Ready::PRIORITY.0,
+        )
     }
 }
 
@@ -328,6 +317,12 @@ impl Events {
     #[inline]
     pub fn push(&mut self, event: Event) {
         self.list.push(event);
+    }
+
+    /// Append many events at once (one capacity check, no per-event branch).
+    #[inline]
+    pub fn extend(&mut self, events: impl ExactSizeIterator<Item = Event>) {
+        self.list.extend(events);
     }
 
     /// Reserve room for `additional` more events.

@@ -102,13 +102,11 @@ impl Backend for Epoll {
     ) -> io::Result<()> {
         stats.wait_syscalls += 1;
         let n = sys::wait(self.ep.as_raw_fd(), &mut self.buf, sys::timeout_ms(timeout))?;
-        events.reserve(n);
-        for ev in &self.buf[..n] {
-            events.push(Event::new(
-                Token(ev.u64 as usize),
-                Ready::from_poll_bits(ev.events),
-            ));
-        }
+        events.extend(
+            self.buf[..n]
+                .iter()
+                .map(|ev| Event::new(Token(ev.u64 as usize), Ready::from_poll_bits(ev.events))),
+        );
         if n == self.buf.len() {
             // Full: there may be more ready; let the next wait take them all.
             let grown = self.buf.len() * 2;
