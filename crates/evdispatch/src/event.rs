@@ -160,16 +160,22 @@ impl Ready {
         let err = libc::POLLERR as u32;
         let hup = libc::POLLHUP as u32;
         let rdhup = libc::POLLRDHUP as u32;
-        // Branch-free: one set-on-nonzero per output bit.
+        // One set-if-any per output bit (compiles to branch-free code).
         Ready(
-            ((bits & (inb | pri | err | hup | rdhup) != 0) as u8) * Ready::READABLE.0
-                | ((bits & (out | err | hup) != 0) as u8) * Ready::WRITABLE.0
-                | ((bits & (hup | rdhup) != 0) as u8) * Ready::READ_CLOSED.0
-                | ((bits & (hup) != 0) as u8) * Ready::WRITE_CLOSED.0
-                | ((bits & (err) != 0) as u8) * Ready::ERROR.0
-                | ((bits & (pri) != 0) as u8) * Ready::PRIORITY.0,
+            set_if(bits, inb | pri | err | hup | rdhup, Ready::READABLE)
+                | set_if(bits, out | err | hup, Ready::WRITABLE)
+                | set_if(bits, hup | rdhup, Ready::READ_CLOSED)
+                | set_if(bits, hup, Ready::WRITE_CLOSED)
+                | set_if(bits, err, Ready::ERROR)
+                | set_if(bits, pri, Ready::PRIORITY),
         )
     }
+}
+
+/// `out`'s bits when any bit of `mask` is in `bits`, else none.
+#[inline(always)]
+const fn set_if(bits: u32, mask: u32, out: Ready) -> u8 {
+    ((bits & mask != 0) as u8) * out.0
 }
 
 impl BitOr for Ready {
