@@ -1,0 +1,776 @@
+//! The readiness model: one event loop per worker over a [`Poller`], the
+//! mechanism chosen at run time. The connection state machine below is
+//! written once against the Poller contract (events are hints; act until the
+//! kernel says "no more") and never asks which mechanism it runs on.
+//!
+//! What "no more" means for a stream socket: a read that returns fewer bytes
+//! than asked has emptied the receive queue at that moment, so any later
+//! arrival is a new readiness change, which every mechanism reports (for
+//! edge-triggered epoll this is stated in epoll(7)). The loop therefore does
+//! not spend a second `read` just to collect `EAGAIN`; likewise a complete
+//! gathered write needs no writability event at all.
+//!
+//! Memory per connection: a slab entry (a few dozen bytes) and a timer-wheel
+//! link. A read buffer is taken from a pool when data arrives and given back
+//! as soon as no partial request is left in it, so idle connections hold
+//! none; output is written straight from a per-worker batch and only copied
+//! into a per-connection box when the socket is full.
+
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use evdispatch::{Events, Interest, Poller, Token, Waker};
+
+use crate::request::{parse_request, Parsed};
+use crate::response::{OutBatch, Responder};
+use crate::stats::{Counters, WorkerReport};
+use crate::status::Status;
+use crate::sys;
+use crate::timer::TimerWheel;
+use crate::{AcceptMode, ServerConfig};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX - 2);
+/// How long accepting stays paused after descriptor exhaustion before a retry
+/// (a closing connection resumes it sooner).
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// How long a connection closed after an error keeps reading (and dropping)
+/// what the client still sends, so that its response is not destroyed by a
+/// reset.
+const LINGER: Duration = Duration::from_secs(2);
+/// How long a stopping server lets busy connections finish.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+/// Most pipelined responses gathered into one write.
+const MAX_BATCH: usize = 64;
+/// Read buffers kept for reuse.
+const POOL_KEEP: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Free,
+    Open,
+    Lingering,
+}
+
+/// One slab entry. Kept small: an idle connection is this and its timer link.
+#[derive(Debug)]
+struct Conn {
+    sock: Option<OwnedFd>,
+    state: State,
+    /// The last read emptied the socket's receive queue.
+    drained: bool,
+    /// A request has begun (or the connection is new) and is not complete:
+    /// the header deadline applies.
+    partial: bool,
+    /// Close once the pending output is written.
+    close_after: bool,
+    /// Registered for writability (output pending) instead of readability.
+    writing: bool,
+    /// Drain the client's input for a while before closing (after an error).
+    linger_after: bool,
+    start: u32,
+    end: u32,
+    buf: Option<Box<[u8]>>,
+    out: Option<Box<OutBatch>>,
+}
+
+impl Conn {
+    const FREE: Conn = Conn {
+        sock: None,
+        state: State::Free,
+        drained: true,
+        partial: false,
+        close_after: false,
+        writing: false,
+        linger_after: false,
+        start: 0,
+        end: 0,
+        buf: None,
+        out: None,
+    };
+
+    #[inline]
+    fn fd(&self) -> RawFd {
+        self.sock.as_ref().map_or(-1, |s| s.as_raw_fd())
+    }
+}
+
+enum Flow {
+    /// Carry on (all output written).
+    Done,
+    /// Output is pending; wait for writability.
+    Blocked,
+    /// The connection was closed (or is lingering).
+    Closed,
+}
+
+/// Why a connection is closed.
+#[derive(Clone, Copy)]
+enum Why {
+    Normal,
+    ClientError,
+}
+
+pub(crate) struct Worker {
+    index: usize,
+    cpu: Option<usize>,
+    cfg: Arc<ServerConfig>,
+    poller: Poller,
+    conns: Vec<Conn>,
+    free: Vec<u32>,
+    open: usize,
+    wheel: TimerWheel,
+    fired: Vec<usize>,
+    pool: Vec<Box<[u8]>>,
+    batch: Box<OutBatch>,
+    spare: Vec<Box<OutBatch>>,
+    responder: Responder,
+    counters: Counters,
+    listener: Arc<TcpListener>,
+    listener_interest: Interest,
+    listener_registered: bool,
+    listener_hot: bool,
+    resume_at: Option<Instant>,
+    stop: Arc<AtomicBool>,
+    stopping: Option<Instant>,
+    now: Instant,
+    scratch: Box<[u8]>,
+}
+
+impl Worker {
+    /// Build the worker: poller, waker, listener registration. Run on the
+    /// worker's own thread (RT-signal pollers belong to their thread).
+    pub(crate) fn new(
+        index: usize,
+        cpu: Option<usize>,
+        cfg: Arc<ServerConfig>,
+        listener: Arc<TcpListener>,
+        shared_listener: bool,
+        responder: Responder,
+        stop: Arc<AtomicBool>,
+    ) -> io::Result<(Worker, Waker)> {
+        let mechanism = cfg.poller.mechanism;
+        let mut poller = Poller::with_config(cfg.poller.clone())?;
+        let waker = poller.waker(WAKER)?;
+        let mut interest = Interest::READABLE;
+        if shared_listener && cfg.exclusive && mechanism.info().exclusive {
+            interest = interest.exclusive();
+        }
+        poller.register(listener.as_raw_fd(), LISTENER, interest)?;
+        let worker = Worker {
+            index,
+            cpu,
+            poller,
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            wheel: TimerWheel::new(Duration::from_millis(10)),
+            fired: Vec::new(),
+            pool: Vec::new(),
+            batch: Box::new(OutBatch::new()),
+            spare: Vec::new(),
+            responder,
+            counters: Counters::default(),
+            listener,
+            listener_interest: interest,
+            listener_registered: true,
+            listener_hot: false,
+            resume_at: None,
+            stop,
+            stopping: None,
+            now: Instant::now(),
+            scratch: vec![0u8; 4096].into_boxed_slice(),
+            cfg,
+        };
+        Ok((worker, waker))
+    }
+
+    /// The event loop; returns the worker's report when stopped.
+    pub(crate) fn run(mut self) -> io::Result<WorkerReport> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let timeout = self.wait_timeout();
+            self.poller.wait(&mut events, timeout)?;
+            self.now = Instant::now();
+            self.responder.set_time(SystemTime::now());
+            if !events.is_empty() {
+                self.counters.wakeups += 1;
+            }
+            let mut listener_ready = false;
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => {}
+                    LISTENER => {
+                        self.counters.listener_events += 1;
+                        listener_ready = true;
+                    }
+                    Token(idx) => self.conn_event(idx, ev.is_readable()),
+                }
+            }
+            if let Some(t) = self.resume_at {
+                if self.now >= t {
+                    self.resume_accept();
+                }
+            }
+            if (listener_ready || self.listener_hot) && self.stopping.is_none() {
+                self.accept_some(listener_ready);
+            }
+            self.expire_timers();
+            if self.stopping.is_none() && self.stop.load(Ordering::Acquire) {
+                self.begin_stop();
+            }
+            if let Some(deadline) = self.stopping {
+                if self.open == 0 || self.now >= deadline {
+                    break;
+                }
+            }
+        }
+        for idx in 0..self.conns.len() {
+            if self.conns[idx].state != State::Free {
+                self.close(idx, Why::Normal);
+            }
+        }
+        let poller = serde_json::to_value(self.poller.stats()).unwrap_or_default();
+        Ok(WorkerReport {
+            worker: self.index,
+            cpu: self.cpu,
+            counters: self.counters,
+            poller,
+            cache: self.responder.store.stats(),
+        })
+    }
+
+    fn wait_timeout(&self) -> Option<Duration> {
+        if self.listener_hot && self.stopping.is_none() {
+            return Some(Duration::ZERO);
+        }
+        let now = Instant::now();
+        let mut t = self.wheel.timeout(now);
+        if let Some(r) = self.resume_at {
+            let d = r.saturating_duration_since(now);
+            t = Some(t.map_or(d, |x| x.min(d)));
+        }
+        if let Some(s) = self.stopping {
+            let d = s.saturating_duration_since(now);
+            t = Some(t.map_or(d, |x| x.min(d)));
+        }
+        t
+    }
+
+    // ---- accepting ------------------------------------------------------
+
+    fn accept_some(&mut self, reported: bool) {
+        if !self.listener_registered {
+            return;
+        }
+        let one = self.cfg.accept == AcceptMode::One;
+        let mut first = true;
+        loop {
+            if self.open >= self.cfg.max_connections {
+                self.pause_accept();
+                return;
+            }
+            match sys::accept(self.listener.as_raw_fd(), false) {
+                Ok(fd) => {
+                    first = false;
+                    self.counters.accepted += 1;
+                    self.add_conn(fd);
+                    if one {
+                        // Not known to be drained: come back after the next
+                        // wait even if the mechanism reports nothing new.
+                        self.listener_hot = true;
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(0);
+                    match errno {
+                        libc::EAGAIN => {
+                            if first && reported {
+                                self.counters.listener_empty += 1;
+                            }
+                            self.listener_hot = false;
+                            return;
+                        }
+                        libc::EINTR => continue,
+                        libc::ECONNABORTED | libc::EPROTO | libc::EPERM => {
+                            // The connection died in the queue: next one.
+                            self.counters.accept_error(errno);
+                        }
+                        libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
+                            self.counters.accept_error(errno);
+                            self.pause_accept();
+                            return;
+                        }
+                        _ => {
+                            self.counters.accept_error(errno);
+                            self.listener_hot = false;
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stop watching the listener (so a level-triggered mechanism does not
+    /// report it at every wait) until a connection closes or the retry timer.
+    fn pause_accept(&mut self) {
+        self.listener_hot = false;
+        if self.listener_registered {
+            let _ = self.poller.deregister(self.listener.as_raw_fd());
+            self.listener_registered = false;
+            self.counters.accept_pauses += 1;
+        }
+        self.resume_at = Some(self.now + ACCEPT_RETRY);
+    }
+
+    fn resume_accept(&mut self) {
+        self.resume_at = None;
+        if self.listener_registered || self.stopping.is_some() {
+            return;
+        }
+        if self
+            .poller
+            .register(self.listener.as_raw_fd(), LISTENER, self.listener_interest)
+            .is_ok()
+        {
+            self.listener_registered = true;
+            // Connections may be waiting already: try at once.
+            self.listener_hot = true;
+        } else {
+            self.resume_at = Some(self.now + ACCEPT_RETRY);
+        }
+    }
+
+    fn add_conn(&mut self, fd: OwnedFd) {
+        let idx = match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.conns.push(Conn::FREE);
+                self.conns.len() - 1
+            }
+        };
+        if let Err(_e) = self
+            .poller
+            .register(fd.as_raw_fd(), Token(idx), Interest::READABLE)
+        {
+            self.counters.register_errors += 1;
+            self.counters.closed += 1;
+            self.free.push(idx as u32);
+            return; // `fd` closes here
+        }
+        let c = &mut self.conns[idx];
+        c.sock = Some(fd);
+        c.state = State::Open;
+        c.drained = false;
+        c.partial = true;
+        c.close_after = false;
+        c.writing = false;
+        c.linger_after = false;
+        c.start = 0;
+        c.end = 0;
+        self.open += 1;
+        self.counters.peak_open = self.counters.peak_open.max(self.open as u64);
+        self.wheel.set(idx, self.now + self.cfg.header_timeout);
+    }
+
+    // ---- connections ----------------------------------------------------
+
+    fn conn_event(&mut self, idx: usize, readable: bool) {
+        let Some(c) = self.conns.get(idx) else {
+            return;
+        };
+        match c.state {
+            State::Free => {}
+            State::Lingering => self.linger_read(idx),
+            State::Open => {
+                if c.out.is_some() && !self.flush(idx) {
+                    return;
+                }
+                let c = &self.conns[idx];
+                if c.state == State::Open {
+                    let may_read = readable || !c.drained;
+                    self.serve(idx, may_read);
+                }
+            }
+        }
+    }
+
+    /// Write pending output. True when nothing is pending any more and the
+    /// connection is still open.
+    fn flush(&mut self, idx: usize) -> bool {
+        let fd = self.conns[idx].fd();
+        let mut out = self.conns[idx].out.take().expect("pending output");
+        match out.send(fd) {
+            Ok(true) => {
+                out.clear();
+                if self.spare.len() < 64 {
+                    self.spare.push(out);
+                }
+                let c = &mut self.conns[idx];
+                if c.writing {
+                    c.writing = false;
+                    let _ = self.poller.modify(fd, Token(idx), Interest::READABLE);
+                }
+                if self.conns[idx].close_after {
+                    self.finish_close(idx);
+                    return false;
+                }
+                self.arm_after_response(idx);
+                true
+            }
+            Ok(false) => {
+                self.conns[idx].out = Some(out);
+                self.wheel.set(idx, self.now + self.cfg.idle_timeout);
+                false
+            }
+            Err(_) => {
+                self.counters.client_errors += 1;
+                self.close(idx, Why::ClientError);
+                false
+            }
+        }
+    }
+
+    /// Read and answer until the socket is drained or output blocks.
+    fn serve(&mut self, idx: usize, mut may_read: bool) {
+        loop {
+            let c = &self.conns[idx];
+            if c.end > c.start {
+                match self.process(idx) {
+                    Flow::Done => {}
+                    Flow::Blocked | Flow::Closed => return,
+                }
+            }
+            if !may_read {
+                return;
+            }
+            let c = &mut self.conns[idx];
+            let mut buf = match c.buf.take() {
+                Some(b) => b,
+                None => self
+                    .pool
+                    .pop()
+                    .unwrap_or_else(|| vec![0u8; self.cfg.max_header].into_boxed_slice()),
+            };
+            if c.start > 0 {
+                buf.copy_within(c.start as usize..c.end as usize, 0);
+                c.end -= c.start;
+                c.start = 0;
+            }
+            let space = buf.len() - c.end as usize;
+            match sys::read(c.fd(), &mut buf[c.end as usize..]) {
+                Ok(0) => {
+                    c.buf = Some(buf);
+                    // EOF: the client is done (half-close after its last
+                    // request is fine: everything was answered above).
+                    self.close(idx, Why::Normal);
+                    return;
+                }
+                Ok(n) => {
+                    if c.end == 0 && !c.partial {
+                        // A new request begins on an idle connection.
+                        c.partial = true;
+                        self.wheel.set(idx, self.now + self.cfg.header_timeout);
+                    }
+                    c.end += n as u32;
+                    c.drained = n < space;
+                    may_read = !c.drained;
+                    c.buf = Some(buf);
+                    match self.process(idx) {
+                        Flow::Done => {}
+                        Flow::Blocked | Flow::Closed => return,
+                    }
+                    let c = &self.conns[idx];
+                    if c.drained {
+                        self.release_if_empty(idx);
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.drained = true;
+                    c.buf = Some(buf);
+                    self.release_if_empty(idx);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    c.buf = Some(buf);
+                }
+                Err(_) => {
+                    c.buf = Some(buf);
+                    self.counters.client_errors += 1;
+                    self.close(idx, Why::ClientError);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn release_if_empty(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.end == c.start {
+            c.start = 0;
+            c.end = 0;
+            if let Some(b) = c.buf.take() {
+                if self.pool.len() < POOL_KEEP {
+                    self.pool.push(b);
+                }
+            }
+        }
+    }
+
+    /// Answer every complete request in the buffer (up to a batch), write
+    /// the batch.
+    fn process(&mut self, idx: usize) -> Flow {
+        let closing = self.stopping.is_some();
+        let c = &mut self.conns[idx];
+        let buf = c.buf.take().expect("process needs a buffer");
+        let mut start = c.start as usize;
+        let end = c.end as usize;
+        let mut close_after = false;
+        let mut reject = false;
+        let mut answered = 0usize;
+        while start < end {
+            match parse_request(&buf[start..end], self.cfg.max_header) {
+                Parsed::Complete(req) => {
+                    let (st, keep) = self.responder.respond(&req, &mut self.batch, closing);
+                    self.counters.response(st);
+                    start += req.len;
+                    answered += 1;
+                    if !keep {
+                        close_after = true;
+                        break;
+                    }
+                    if self.batch.responses() >= MAX_BATCH
+                        || self.batch.has_file()
+                        || self.batch.head_len() > 16 * 1024
+                    {
+                        break;
+                    }
+                }
+                Parsed::Partial => break,
+                Parsed::Reject(st) => {
+                    self.responder.reject(st, &mut self.batch);
+                    self.counters.response(st);
+                    start = end;
+                    close_after = true;
+                    reject = true;
+                    break;
+                }
+            }
+        }
+        let c = &mut self.conns[idx];
+        c.start = start as u32;
+        c.buf = Some(buf);
+        if answered > 0 || reject {
+            c.partial = c.end > c.start;
+        }
+        let fd = c.fd();
+        if !self.batch.is_empty() {
+            match self.batch.send(fd) {
+                Ok(true) => self.batch.clear(),
+                Ok(false) => {
+                    let fresh = self
+                        .spare
+                        .pop()
+                        .unwrap_or_else(|| Box::new(OutBatch::new()));
+                    let pending = std::mem::replace(&mut self.batch, fresh);
+                    let c = &mut self.conns[idx];
+                    c.out = Some(pending);
+                    c.close_after = close_after;
+                    c.linger_after = reject;
+                    if !c.writing {
+                        c.writing = true;
+                        let _ = self.poller.modify(fd, Token(idx), Interest::WRITABLE);
+                    }
+                    self.wheel.set(idx, self.now + self.cfg.idle_timeout);
+                    return Flow::Blocked;
+                }
+                Err(_) => {
+                    self.batch.clear();
+                    self.counters.client_errors += 1;
+                    self.close(idx, Why::ClientError);
+                    return Flow::Closed;
+                }
+            }
+        }
+        if close_after {
+            self.conns[idx].linger_after = reject;
+            self.finish_close(idx);
+            return Flow::Closed;
+        }
+        if answered > 0 {
+            self.arm_after_response(idx);
+        }
+        Flow::Done
+    }
+
+    /// After a response: the idle deadline, or the header deadline when a
+    /// partial request is already buffered.
+    fn arm_after_response(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.end > c.start {
+            c.partial = true;
+            self.wheel.set(idx, self.now + self.cfg.header_timeout);
+        } else {
+            c.partial = false;
+            let t = if self.stopping.is_some() {
+                Duration::ZERO
+            } else {
+                self.cfg.idle_timeout
+            };
+            self.wheel.set(idx, self.now + t);
+        }
+    }
+
+    /// Close after the last response: at once when nothing more is known to
+    /// be coming, else half-close and drain for a while first (a close with
+    /// unread input sends a reset that can destroy the response in flight).
+    fn finish_close(&mut self, idx: usize) {
+        let c = &self.conns[idx];
+        let unread = c.end > c.start || !c.drained;
+        if c.linger_after || unread {
+            self.start_linger(idx);
+        } else {
+            self.close(idx, Why::Normal);
+        }
+    }
+
+    fn start_linger(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        sys::shutdown(c.fd(), libc::SHUT_WR);
+        c.state = State::Lingering;
+        c.start = 0;
+        c.end = 0;
+        if let Some(b) = c.buf.take() {
+            if self.pool.len() < POOL_KEEP {
+                self.pool.push(b);
+            }
+        }
+        if c.writing {
+            c.writing = false;
+            let _ = self.poller.modify(c.fd(), Token(idx), Interest::READABLE);
+        }
+        self.wheel.set(idx, self.now + LINGER);
+        self.linger_read(idx);
+    }
+
+    fn linger_read(&mut self, idx: usize) {
+        let fd = self.conns[idx].fd();
+        let mut total = 0usize;
+        loop {
+            match sys::read(fd, &mut self.scratch) {
+                Ok(0) => break,
+                Ok(n) => {
+                    total += n;
+                    if total > (1 << 20) {
+                        break; // enough patience
+                    }
+                    if n < self.scratch.len() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.close(idx, Why::Normal);
+    }
+
+    fn close(&mut self, idx: usize, _why: Why) {
+        let c = &mut self.conns[idx];
+        if c.state == State::Free {
+            return;
+        }
+        let _ = self.poller.deregister(c.fd());
+        c.sock = None; // closes the descriptor, after the deregistration
+        c.state = State::Free;
+        c.out = None;
+        c.start = 0;
+        c.end = 0;
+        c.linger_after = false;
+        if let Some(b) = c.buf.take() {
+            if self.pool.len() < POOL_KEEP {
+                self.pool.push(b);
+            }
+        }
+        self.wheel.cancel(idx);
+        self.free.push(idx as u32);
+        self.open -= 1;
+        self.counters.closed += 1;
+        if !self.listener_registered && self.resume_at.is_some() {
+            self.resume_accept();
+        }
+    }
+
+    // ---- timers and stopping --------------------------------------------
+
+    fn expire_timers(&mut self) {
+        let mut fired = std::mem::take(&mut self.fired);
+        self.wheel.expire(self.now, &mut fired);
+        for &idx in &fired {
+            let c = &self.conns[idx];
+            let (state, pending, partial, some_input, fd) =
+                (c.state, c.out.is_some(), c.partial, c.end > c.start, c.fd());
+            match state {
+                State::Free => {}
+                State::Lingering => self.close(idx, Why::Normal),
+                State::Open => {
+                    if pending {
+                        self.counters.write_timed_out += 1;
+                        self.close(idx, Why::Normal);
+                    } else if partial {
+                        if self.stopping.is_none() {
+                            self.counters.header_timed_out += 1;
+                        }
+                        if some_input {
+                            // Part of a request arrived: say why we hang up.
+                            self.responder
+                                .reject(Status::RequestTimeout, &mut self.batch);
+                            self.counters.response(Status::RequestTimeout);
+                            let _ = self.batch.send(fd);
+                            self.batch.clear();
+                            self.conns[idx].linger_after = true;
+                            self.finish_close(idx);
+                        } else {
+                            self.close(idx, Why::Normal);
+                        }
+                    } else {
+                        if self.stopping.is_none() {
+                            self.counters.idle_timed_out += 1;
+                        }
+                        self.close(idx, Why::Normal);
+                    }
+                }
+            }
+        }
+        fired.clear();
+        self.fired = fired;
+    }
+
+    fn begin_stop(&mut self) {
+        let deadline = self.now + STOP_GRACE;
+        self.stopping = Some(deadline);
+        if self.listener_registered {
+            let _ = self.poller.deregister(self.listener.as_raw_fd());
+            self.listener_registered = false;
+        }
+        self.resume_at = None;
+        self.listener_hot = false;
+        for idx in 0..self.conns.len() {
+            let c = &self.conns[idx];
+            if c.state == State::Open && c.out.is_none() && c.end == c.start {
+                // Idle, or new with nothing received: nothing to finish.
+                self.close(idx, Why::Normal);
+            } else if c.state != State::Free {
+                self.wheel.set(idx, deadline);
+            }
+        }
+    }
+}
