@@ -144,6 +144,9 @@ pub(crate) struct Worker {
     wheel: TimerWheel,
     fired: Vec<usize>,
     inputs: Vec<Vec<u8>>,
+    // Boxed: a send state's address is handed to the kernel, and it moves
+    // between this list and a connection while staying put.
+    #[allow(clippy::vec_box)]
     spare: Vec<Box<SendState>>,
     responder: Responder,
     counters: Counters,
@@ -337,11 +340,12 @@ impl Worker {
             let rearm = std::mem::take(&mut self.rearm);
             for &idx in &rearm {
                 let c = &self.conns[idx];
-                if c.state == State::Open || c.state == State::Lingering {
-                    if !c.recv_armed && !c.eof {
-                        self.stats.rearms += 1;
-                        self.arm_recv(idx);
-                    }
+                if (c.state == State::Open || c.state == State::Lingering)
+                    && !c.recv_armed
+                    && !c.eof
+                {
+                    self.stats.rearms += 1;
+                    self.arm_recv(idx);
                 }
             }
             self.rearm = rearm;
@@ -497,19 +501,17 @@ impl Worker {
             let bufs = self.bufs.take().expect("buffer ring");
             let data = bufs.buf(bid, res as usize);
             let c = &mut self.conns[idx];
-            match c.state {
-                State::Open => {
-                    if c.input.len() == c.start && !c.partial {
-                        c.partial = true;
-                        self.wheel.set(idx, self.now + self.cfg.header_timeout);
-                    }
-                    let c = &mut self.conns[idx];
-                    if c.input.capacity() == 0 {
-                        c.input = self.inputs.pop().unwrap_or_default();
-                    }
-                    c.input.extend_from_slice(data);
+            // Lingering or closing: the data is dropped.
+            if c.state == State::Open {
+                if c.input.len() == c.start && !c.partial {
+                    c.partial = true;
+                    self.wheel.set(idx, self.now + self.cfg.header_timeout);
                 }
-                _ => {} // lingering or closing: discard
+                let c = &mut self.conns[idx];
+                if c.input.capacity() == 0 {
+                    c.input = self.inputs.pop().unwrap_or_default();
+                }
+                c.input.extend_from_slice(data);
             }
             let mut bufs = bufs;
             bufs.recycle(bid);
@@ -530,12 +532,10 @@ impl Worker {
             let c = &mut self.conns[idx];
             c.eof = true;
             match c.state {
-                State::Open => {
-                    if !c.send_inflight {
-                        self.pump(idx);
-                        if self.conns[idx].state == State::Open && !self.conns[idx].send_inflight {
-                            self.close_conn(idx);
-                        }
+                State::Open if !c.send_inflight => {
+                    self.pump(idx);
+                    if self.conns[idx].state == State::Open && !self.conns[idx].send_inflight {
+                        self.close_conn(idx);
                     }
                 }
                 State::Lingering => self.close_conn(idx),
@@ -559,12 +559,8 @@ impl Worker {
             let c = &self.conns[idx];
             match c.state {
                 State::Closing => self.maybe_free(idx),
-                State::Open | State::Lingering
-                    if !c.eof && !c.send_inflight && res != -libc::ECANCELED =>
-                {
-                    if res >= 0 {
-                        self.rearm.push(idx);
-                    }
+                State::Open | State::Lingering if !c.eof && !c.send_inflight && res >= 0 => {
+                    self.rearm.push(idx);
                 }
                 _ => {}
             }

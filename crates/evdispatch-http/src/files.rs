@@ -193,6 +193,12 @@ impl FileStore {
         let opened = self.open_file(rel);
         let (fd, meta, ctype) = match opened {
             Ok(x) => x,
+            Err(Status::InternalError) => {
+                // Out of descriptors (or another transient failure): the
+                // cached copy is the best answer there is; check again later.
+                self.stats.hits += 1;
+                return Ok(Found::Cached(self.cache[rel].clone()));
+            }
             Err(st) => {
                 self.remove(rel);
                 return Err(st);

@@ -3,12 +3,17 @@
 //! written once against the Poller contract (events are hints; act until the
 //! kernel says "no more") and never asks which mechanism it runs on.
 //!
-//! What "no more" means for a stream socket: a read that returns fewer bytes
-//! than asked has emptied the receive queue at that moment, so any later
-//! arrival is a new readiness change, which every mechanism reports (for
-//! edge-triggered epoll this is stated in epoll(7)). The loop therefore does
-//! not spend a second `read` just to collect `EAGAIN`; likewise a complete
-//! gathered write needs no writability event at all.
+//! What "no more" means for a stream socket. The contract asks for `EAGAIN`,
+//! but it only matters where the mechanism would otherwise stay silent: a
+//! level-triggered mechanism (the table's [`Trigger::Level`]) reports again
+//! at the next wait whatever is still unread, so there a read that returns
+//! fewer bytes than asked ends the turn, and the second `read` that would
+//! only collect `EAGAIN` is never made. Edge-triggered and signal-driven
+//! mechanisms ([`Trigger::Edge`]) report arrivals, and a peer's FIN may have
+//! arrived together with the data (one report for both), so there the loop
+//! reads until `EAGAIN` or EOF. The choice is read from the table, not from
+//! the mechanism's name. A complete gathered write never waits for a
+//! writability event at all.
 //!
 //! Memory per connection: a slab entry (a few dozen bytes) and a timer-wheel
 //! link. A read buffer is taken from a pool when data arrives and given back
@@ -23,7 +28,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use evdispatch::{Events, Interest, Poller, Token, Waker};
+use evdispatch::{Events, Interest, Poller, Token, Trigger, Waker};
 
 use crate::request::{parse_request, Parsed};
 use crate::response::{OutBatch, Responder};
@@ -127,6 +132,8 @@ pub(crate) struct Worker {
     fired: Vec<usize>,
     pool: Vec<Box<[u8]>>,
     batch: Box<OutBatch>,
+    // Boxed: a batch moves whole into a blocked connection (one pointer).
+    #[allow(clippy::vec_box)]
     spare: Vec<Box<OutBatch>>,
     responder: Responder,
     counters: Counters,
@@ -139,6 +146,8 @@ pub(crate) struct Worker {
     stopping: Option<Instant>,
     now: Instant,
     scratch: Box<[u8]>,
+    /// A short read counts as drained (level-triggered mechanisms only).
+    short_read_drains: bool,
 }
 
 impl Worker {
@@ -184,6 +193,7 @@ impl Worker {
             stopping: None,
             now: Instant::now(),
             scratch: vec![0u8; 4096].into_boxed_slice(),
+            short_read_drains: mechanism.info().trigger == Trigger::Level,
             cfg,
         };
         Ok((worker, waker))
@@ -208,7 +218,7 @@ impl Worker {
                         self.counters.listener_events += 1;
                         listener_ready = true;
                     }
-                    Token(idx) => self.conn_event(idx, ev.is_readable()),
+                    Token(idx) => self.conn_event(idx, ev.is_readable(), ev.is_read_closed()),
                 }
             }
             if let Some(t) = self.resume_at {
@@ -381,7 +391,7 @@ impl Worker {
 
     // ---- connections ----------------------------------------------------
 
-    fn conn_event(&mut self, idx: usize, readable: bool) {
+    fn conn_event(&mut self, idx: usize, readable: bool, read_closed: bool) {
         let Some(c) = self.conns.get(idx) else {
             return;
         };
@@ -394,8 +404,8 @@ impl Worker {
                 }
                 let c = &self.conns[idx];
                 if c.state == State::Open {
-                    let may_read = readable || !c.drained;
-                    self.serve(idx, may_read);
+                    let may_read = readable || read_closed || !c.drained;
+                    self.serve(idx, may_read, read_closed);
                 }
             }
         }
@@ -406,7 +416,9 @@ impl Worker {
     fn flush(&mut self, idx: usize) -> bool {
         let fd = self.conns[idx].fd();
         let mut out = self.conns[idx].out.take().expect("pending output");
-        match out.send(fd) {
+        let sent = out.send(fd);
+        self.counters.bytes_sent += std::mem::take(&mut out.written);
+        match sent {
             Ok(true) => {
                 out.clear();
                 if self.spare.len() < 64 {
@@ -438,7 +450,11 @@ impl Worker {
     }
 
     /// Read and answer until the socket is drained or output blocks.
-    fn serve(&mut self, idx: usize, mut may_read: bool) {
+    /// `read_closed`: the event said the peer has shut down its side; its
+    /// EOF may already be queued behind the data, and an edge-triggered
+    /// mechanism will not report it again, so a short read does not count
+    /// as drained: read on until EOF.
+    fn serve(&mut self, idx: usize, mut may_read: bool, read_closed: bool) {
         loop {
             let c = &self.conns[idx];
             if c.end > c.start {
@@ -479,7 +495,7 @@ impl Worker {
                         self.wheel.set(idx, self.now + self.cfg.header_timeout);
                     }
                     c.end += n as u32;
-                    c.drained = n < space;
+                    c.drained = n < space && !read_closed && self.short_read_drains;
                     may_read = !c.drained;
                     c.buf = Some(buf);
                     match self.process(idx) {
@@ -572,7 +588,9 @@ impl Worker {
         }
         let fd = c.fd();
         if !self.batch.is_empty() {
-            match self.batch.send(fd) {
+            let sent = self.batch.send(fd);
+            self.counters.bytes_sent += std::mem::take(&mut self.batch.written);
+            match sent {
                 Ok(true) => self.batch.clear(),
                 Ok(false) => {
                     let fresh = self

@@ -91,6 +91,8 @@ pub struct OutBatch {
     first: usize,
     offset: usize,
     responses: usize,
+    /// Bytes written by [`OutBatch::send`] since the owner last took them.
+    pub written: u64,
 }
 
 impl OutBatch {
@@ -121,7 +123,7 @@ impl OutBatch {
             .any(|p| matches!(p, Part::File { .. }))
     }
 
-    /// Forget everything (keeps the allocations).
+    /// Forget everything (keeps the allocations; `written` is the owner's).
     pub fn clear(&mut self) {
         self.head.clear();
         self.parts.clear();
@@ -242,7 +244,10 @@ impl OutBatch {
                             "file shrank while being sent",
                         ))
                     }
-                    Ok(_) => self.file_progressed(),
+                    Ok(n) => {
+                        self.written += n as u64;
+                        self.file_progressed()
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(e),
@@ -254,6 +259,7 @@ impl OutBatch {
             let want: usize = iov[..n].iter().map(|s| s.len()).sum();
             match sys::send_vectored(fd, &iov[..n], file_next) {
                 Ok(written) => {
+                    self.written += written as u64;
                     self.advance(written);
                     if written < want {
                         // A short write on a stream socket: its buffer is full.
@@ -433,7 +439,6 @@ mod tests {
         let mut iov = [IoSlice::new(&[]); 8];
         let (n, _) = b.gather(&mut iov);
         let rest: Vec<u8> = iov[..n].iter().flat_map(|s| s.iter().copied()).collect();
-        drop(iov);
         assert_eq!(rest, b"fghi");
         b.advance(4);
         assert!(b.is_empty());

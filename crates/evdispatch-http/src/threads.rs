@@ -13,7 +13,7 @@
 use std::io::{self, Read};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
@@ -53,36 +53,38 @@ pub(crate) fn start(
     let rx = Arc::new(Mutex::new(rx));
     let active: Arc<Vec<Mutex<RawFd>>> =
         Arc::new((0..cfg.threads).map(|_| Mutex::new(-1)).collect());
+    let open = Arc::new(OpenCount::default());
     let mut pool = Vec::with_capacity(cfg.threads);
     for i in 0..cfg.threads {
-        let (rx, responder, active, cfg, stop) = (
+        let (rx, responder, active, cfg, stop, open) = (
             rx.clone(),
             responder.clone(),
             active.clone(),
             cfg.clone(),
             stop.clone(),
+            open.clone(),
         );
         let h = thread::Builder::new()
             .name(format!("evd-conn-{i}"))
             .stack_size(128 * 1024)
-            .spawn(move || pool_thread(i, &rx, &responder, &active, &cfg, &stop))?;
+            .spawn(move || pool_thread(i, &rx, &responder, &active, &cfg, &stop, &open))?;
         pool.push(h);
     }
     let l = listener.clone();
     let master = thread::Builder::new()
         .name("evd-master".into())
-        .spawn(move || master(cfg, l, tx, pool, active, responder, stop))?;
+        .spawn(move || master(l, tx, pool, active, responder, stop, open))?;
     Ok(Pool { master, listener })
 }
 
 fn master(
-    cfg: Arc<ServerConfig>,
     listener: Arc<TcpListener>,
     tx: mpsc::SyncSender<OwnedFd>,
     pool: Vec<JoinHandle<Counters>>,
     active: Arc<Vec<Mutex<RawFd>>>,
     responder: Arc<Mutex<Responder>>,
     stop: Arc<AtomicBool>,
+    open: Arc<OpenCount>,
 ) -> io::Result<WorkerReport> {
     let mut counters = Counters::default();
     while !stop.load(Ordering::Acquire) {
@@ -119,7 +121,6 @@ fn master(
     drop(tx);
     // Wake threads blocked reading idle connections: their reads see EOF,
     // while responses being written still go out.
-    let grace = Instant::now() + Duration::from_secs(3);
     for slot in active.iter() {
         let fd = *slot.lock().unwrap_or_else(|e| e.into_inner());
         if fd >= 0 {
@@ -129,7 +130,6 @@ fn master(
     for h in pool {
         // A thread stuck writing to a client that does not read ends with
         // its send timeout; wait for it.
-        let _ = grace;
         if let Ok(c) = h.join() {
             counters.merge(&c);
         }
@@ -139,7 +139,7 @@ fn master(
         .unwrap_or_else(|e| e.into_inner())
         .store
         .stats();
-    counters.peak_open = counters.peak_open.min(cfg.threads as u64);
+    counters.peak_open = open.peak.load(Ordering::Relaxed) as u64;
     Ok(WorkerReport {
         worker: 0,
         cpu: None,
@@ -156,6 +156,7 @@ fn pool_thread(
     active: &[Mutex<RawFd>],
     cfg: &ServerConfig,
     stop: &AtomicBool,
+    open: &OpenCount,
 ) -> Counters {
     let mut counters = Counters::default();
     let mut buf = vec![0u8; cfg.max_header].into_boxed_slice();
@@ -169,6 +170,8 @@ fn pool_thread(
             }
         };
         *active[me].lock().unwrap_or_else(|e| e.into_inner()) = fd.as_raw_fd();
+        let now_open = open.now.fetch_add(1, Ordering::Relaxed) + 1;
+        open.peak.fetch_max(now_open, Ordering::Relaxed);
         let stream = TcpStream::from(fd);
         if !stop.load(Ordering::Acquire) {
             serve(
@@ -185,9 +188,17 @@ fn pool_thread(
         let mut slot = active[me].lock().unwrap_or_else(|e| e.into_inner());
         drop(stream);
         *slot = -1;
+        open.now.fetch_sub(1, Ordering::Relaxed);
         counters.closed += 1;
     }
     counters
+}
+
+/// Connections being served now, and the most at once.
+#[derive(Default)]
+struct OpenCount {
+    now: AtomicUsize,
+    peak: AtomicUsize,
 }
 
 fn stream_ref(s: &TcpStream) -> &TcpStream {
@@ -282,7 +293,9 @@ fn serve(
             }
         }
         if !out.is_empty() {
-            match out.send(fd) {
+            let sent = out.send(fd);
+            counters.bytes_sent += std::mem::take(&mut out.written);
+            match sent {
                 Ok(true) => out.clear(),
                 Ok(false) => {
                     // A blocking send came back short: the send timeout.
