@@ -216,6 +216,9 @@ pub struct ServerConfig {
     pub max_header: usize,
     /// Listen backlog.
     pub backlog: i32,
+    /// Readiness model: read a new connection at once, before registering
+    /// it (adaptive: tried only now and then while it keeps finding nothing).
+    pub eager_read: bool,
 }
 
 impl ServerConfig {
@@ -246,6 +249,7 @@ impl ServerConfig {
             },
             max_header: 8192,
             backlog: 4096,
+            eager_read: true,
         }
     }
 
@@ -269,6 +273,7 @@ impl ServerConfig {
             "cache_max_file": self.cache.max_file,
             "max_header": self.max_header,
             "backlog": self.backlog,
+            "eager_read": self.eager_read,
             "poller_opts": self.poller_opts,
             "initial_events": self.poller.initial_events,
             "uring_entries": self.poller.uring_entries,
@@ -605,6 +610,10 @@ pub struct ServeArgs {
     /// Listen backlog.
     #[arg(long, default_value_t = 4096)]
     pub backlog: i32,
+    /// Readiness model: always wait for the mechanism's first report on a
+    /// new connection instead of trying to read it at once.
+    #[arg(long)]
+    pub no_eager_read: bool,
 }
 
 impl ServeArgs {
@@ -642,6 +651,7 @@ impl ServeArgs {
         };
         cfg.max_header = self.max_header;
         cfg.backlog = self.backlog;
+        cfg.eager_read = !self.no_eager_read;
         Ok(cfg)
     }
 }

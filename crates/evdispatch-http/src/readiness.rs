@@ -66,6 +66,9 @@ enum State {
 struct Conn {
     sock: Option<OwnedFd>,
     state: State,
+    /// Known to the poller (a connection answered by the eager read and
+    /// closed never is).
+    registered: bool,
     /// The last read emptied the socket's receive queue.
     drained: bool,
     /// A request has begun (or the connection is new) and is not complete:
@@ -87,6 +90,7 @@ impl Conn {
     const FREE: Conn = Conn {
         sock: None,
         state: State::Free,
+        registered: false,
         drained: true,
         partial: false,
         close_after: false,
@@ -148,6 +152,13 @@ pub(crate) struct Worker {
     scratch: Box<[u8]>,
     /// A short read counts as drained (level-triggered mechanisms only).
     short_read_drains: bool,
+    /// The mechanism's descriptor ceiling (select).
+    max_fd: Option<RawFd>,
+    /// Recent success of eager reads (0: they found nothing lately).
+    eager_score: u8,
+    accepted_since_probe: u32,
+    /// Set by `serve` when a read returned data.
+    read_got_data: bool,
 }
 
 impl Worker {
@@ -194,6 +205,10 @@ impl Worker {
             now: Instant::now(),
             scratch: vec![0u8; 4096].into_boxed_slice(),
             short_read_drains: mechanism.info().trigger == Trigger::Level,
+            max_fd: mechanism.info().max_fd,
+            eager_score: 8,
+            accepted_since_probe: 0,
+            read_got_data: false,
             cfg,
         };
         Ok((worker, waker))
@@ -358,6 +373,12 @@ impl Worker {
     }
 
     fn add_conn(&mut self, fd: OwnedFd) {
+        if self.max_fd.is_some_and(|m| fd.as_raw_fd() >= m) {
+            // Beyond what the mechanism can watch (select): refuse at once.
+            self.counters.register_errors += 1;
+            self.counters.closed += 1;
+            return;
+        }
         let idx = match self.free.pop() {
             Some(i) => i as usize,
             None => {
@@ -365,18 +386,10 @@ impl Worker {
                 self.conns.len() - 1
             }
         };
-        if let Err(_e) = self
-            .poller
-            .register(fd.as_raw_fd(), Token(idx), Interest::READABLE)
-        {
-            self.counters.register_errors += 1;
-            self.counters.closed += 1;
-            self.free.push(idx as u32);
-            return; // `fd` closes here
-        }
         let c = &mut self.conns[idx];
         c.sock = Some(fd);
         c.state = State::Open;
+        c.registered = false;
         c.drained = false;
         c.partial = true;
         c.close_after = false;
@@ -387,6 +400,44 @@ impl Worker {
         self.open += 1;
         self.counters.peak_open = self.counters.peak_open.max(self.open as u64);
         self.wheel.set(idx, self.now + self.cfg.header_timeout);
+        // Eager read: the client usually sends its request right after the
+        // handshake, so it is often there already; answering it before
+        // registering saves the registration (and, for a one-request
+        // connection, the deregistration) and a wait. Where it keeps
+        // finding nothing (idle clients), it is tried only now and then.
+        self.accepted_since_probe = self.accepted_since_probe.wrapping_add(1);
+        if self.cfg.eager_read && (self.eager_score > 0 || self.accepted_since_probe % 16 == 0) {
+            self.read_got_data = false;
+            self.serve(idx, true, false);
+            if self.read_got_data {
+                self.eager_score = (self.eager_score + 1).min(8);
+            } else {
+                self.eager_score = self.eager_score.saturating_sub(2);
+            }
+        }
+        let c = &self.conns[idx];
+        if c.state != State::Free && !c.registered {
+            let interest = if c.writing {
+                Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self.poller.register(c.fd(), Token(idx), interest).is_ok() {
+                self.conns[idx].registered = true;
+            } else {
+                self.counters.register_errors += 1;
+                self.close(idx, Why::Normal);
+            }
+        }
+    }
+
+    /// Change a connection's interest (only once it is registered; before
+    /// that, `add_conn` registers with the interest the flags say).
+    fn set_interest(&mut self, idx: usize, interest: Interest) {
+        let c = &self.conns[idx];
+        if c.registered {
+            let _ = self.poller.modify(c.fd(), Token(idx), interest);
+        }
     }
 
     // ---- connections ----------------------------------------------------
@@ -427,7 +478,7 @@ impl Worker {
                 let c = &mut self.conns[idx];
                 if c.writing {
                     c.writing = false;
-                    let _ = self.poller.modify(fd, Token(idx), Interest::READABLE);
+                    self.set_interest(idx, Interest::READABLE);
                 }
                 if self.conns[idx].close_after {
                     self.finish_close(idx);
@@ -489,6 +540,7 @@ impl Worker {
                     return;
                 }
                 Ok(n) => {
+                    self.read_got_data = true;
                     if c.end == 0 && !c.partial {
                         // A new request begins on an idle connection.
                         c.partial = true;
@@ -604,7 +656,7 @@ impl Worker {
                     c.linger_after = reject;
                     if !c.writing {
                         c.writing = true;
-                        let _ = self.poller.modify(fd, Token(idx), Interest::WRITABLE);
+                        self.set_interest(idx, Interest::WRITABLE);
                     }
                     self.wheel.set(idx, self.now + self.cfg.idle_timeout);
                     return Flow::Blocked;
@@ -672,7 +724,7 @@ impl Worker {
         }
         if c.writing {
             c.writing = false;
-            let _ = self.poller.modify(c.fd(), Token(idx), Interest::READABLE);
+            self.set_interest(idx, Interest::READABLE);
         }
         self.wheel.set(idx, self.now + LINGER);
         self.linger_read(idx);
@@ -706,7 +758,10 @@ impl Worker {
         if c.state == State::Free {
             return;
         }
-        let _ = self.poller.deregister(c.fd());
+        if c.registered {
+            let _ = self.poller.deregister(c.fd());
+            c.registered = false;
+        }
         c.sock = None; // closes the descriptor, after the deregistration
         c.state = State::Free;
         c.out = None;

@@ -101,8 +101,13 @@ fn get_head_dirs_and_conditional() {
 #[test]
 fn keep_alive_pipelining_and_connection_header() {
     let site = site();
-    for model in Model::all() {
-        let Some(server) = start(model, &site.root, |_| {}) else {
+    // Readiness models run twice: with the eager first read and without.
+    let runs = Model::all().into_iter().flat_map(|m| {
+        let both = matches!(m, Model::Readiness(_));
+        [(m, true)].into_iter().chain(both.then_some((m, false)))
+    });
+    for (model, eager) in runs {
+        let Some(server) = start(model, &site.root, |c| c.eager_read = eager) else {
             continue;
         };
         let addr = server.local_addr();
