@@ -406,7 +406,7 @@ impl Worker {
         // connection, the deregistration) and a wait. Where it keeps
         // finding nothing (idle clients), it is tried only now and then.
         self.accepted_since_probe = self.accepted_since_probe.wrapping_add(1);
-        if self.cfg.eager_read && (self.eager_score > 0 || self.accepted_since_probe % 16 == 0) {
+        if self.cfg.eager_read && (self.eager_score > 0 || self.accepted_since_probe & 15 == 0) {
             self.read_got_data = false;
             self.serve(idx, true, false);
             if self.read_got_data {
