@@ -1,12 +1,312 @@
-//! evdispatch: The study: every experiment of the seeds, into a report.
+//! `evdispatch study`: every experiment of the seeds re-run on this machine,
+//! with real peers beside our server, into `results.json`, a self-contained
+//! `index.html` with SVG charts, and `summary.md`, with a verdict on each of
+//! the seeds' claims computed from the data.
 //!
-//! Scaffold: the command line is wired, the work is not built yet.
+//! The pieces: [`scenario::SCENARIOS`] (one module per experiment under
+//! `scenarios/`), [`drive`] and [`contracts`] (running `evdispatch bench`,
+//! `serve` and `load`, and reading their output), [`child`] (no process
+//! outlives the study), [`results`], [`claims`] and [`report`].
 
-/// Command-line arguments.
+#![deny(missing_docs)]
+
+pub mod child;
+pub mod claims;
+pub mod contracts;
+pub mod drive;
+pub mod env;
+pub mod report;
+pub mod results;
+pub mod scenario;
+pub mod scenarios;
+pub mod web;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{bail, Context as _};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use drive::{BenchLock, Caps, Unavailable};
+use results::{load_record, write_json_atomic, Results, ScenarioRecord, Skip, Status, SCHEMA};
+use scenario::{Ctx, Plan, Profile, Scenario, SCENARIOS};
+
+/// Command-line arguments of `evdispatch study`.
 #[derive(Debug, clap::Args)]
-pub struct StudyArgs {}
+pub struct StudyArgs {
+    /// Rates, counts and durations: tiny (seconds per scenario, the smoke
+    /// test), quick (≤ 10 minutes in all), full (≤ 2 hours).
+    #[arg(long, value_enum, default_value = "quick")]
+    pub profile: Profile,
+    /// Run only these scenarios (ids from --list); the others' saved results
+    /// stay in the report.
+    #[arg(long, num_args = 1.., value_name = "SCENARIO")]
+    pub only: Vec<String>,
+    /// Output directory.
+    #[arg(long, default_value = "study-out")]
+    pub out: PathBuf,
+    /// Discard saved results and re-run everything selected.
+    #[arg(long)]
+    pub fresh: bool,
+    /// List the scenarios, what each would run here and for how long, and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The `evdispatch` binary whose bench, serve and load the study drives:
+/// `$EVDISPATCH_BIN` if set, else this very program.
+fn evdispatch_exe() -> anyhow::Result<PathBuf> {
+    match std::env::var_os("EVDISPATCH_BIN") {
+        Some(p) => Ok(PathBuf::from(p)),
+        None => std::env::current_exe()
+            .context("cannot find the evdispatch binary (set EVDISPATCH_BIN)"),
+    }
+}
+
+fn write_documents(www: &Path) -> anyhow::Result<()> {
+    fs::create_dir_all(www)?;
+    for (name, size) in scenarios::DOCUMENTS {
+        // Printable, deterministic content of the exact size.
+        let body: Vec<u8> = (0..*size)
+            .map(|i| b"abcdefghijklmnopqrstuvwxyz0123456789\n"[i % 37])
+            .collect();
+        fs::write(www.join(name), body)?;
+    }
+    Ok(())
+}
+
+fn record_path(out: &Path, id: &str) -> PathBuf {
+    out.join("scenarios").join(format!("{id}.json"))
+}
+
+/// Whether a saved record can stand for this run.
+fn keep(saved: &ScenarioRecord, profile: Profile, caps: &Caps) -> bool {
+    saved.profile == profile.name()
+        && match saved.status {
+            Status::Complete => true,
+            Status::Interrupted => false,
+            Status::Partial | Status::NotMeasured => saved.capabilities == caps.fingerprint(),
+        }
+}
+
+/// Run one scenario's plan, ticking `bar` by estimated seconds.
+fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> ScenarioRecord {
+    let t0 = Instant::now();
+    let mut rec = ScenarioRecord {
+        id: sc.id.into(),
+        status: Status::Complete,
+        profile: ctx.profile.name().into(),
+        params: plan.params.clone(),
+        started_unix: now_unix(),
+        duration_s: 0.0,
+        git_commit: env::git_commit(),
+        capabilities: ctx.caps.fingerprint(),
+        points: vec![],
+        skipped: plan.skipped.clone(),
+        failures: vec![],
+    };
+    let n = plan.jobs.len();
+    for (i, job) in plan.jobs.iter().enumerate() {
+        bar.set_message(format!("{} [{}/{}] {}", sc.id, i + 1, n, job.label));
+        let lock = BenchLock::take(|| {
+            bar.set_message(format!(
+                "{}: waiting for the benchmark lock (another benchmark runs)",
+                sc.id
+            ))
+        });
+        let outcome = match lock {
+            Ok(_guard) => (sc.run)(ctx, job),
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(points) => rec.points.extend(points),
+            Err(e) => match e.downcast_ref::<Unavailable>() {
+                Some(u) => rec.skipped.push(Skip {
+                    what: job.label.clone(),
+                    why: u.0.clone(),
+                }),
+                None => rec.failures.push(Skip {
+                    what: job.label.clone(),
+                    why: format!("{e:#}"),
+                }),
+            },
+        }
+        bar.inc((job.est_s * 1000.0) as u64);
+    }
+    rec.duration_s = t0.elapsed().as_secs_f64();
+    rec.status = if rec.points.is_empty() {
+        Status::NotMeasured
+    } else if rec.skipped.is_empty() && rec.failures.is_empty() {
+        Status::Complete
+    } else {
+        Status::Partial
+    };
+    rec
+}
+
+/// Assemble and write `results.json`, `index.html` and `summary.md` from
+/// every saved scenario record in `out`.
+fn write_report(
+    out: &Path,
+    profile: Profile,
+    peers: &[env::PeerStatus],
+) -> anyhow::Result<Results> {
+    let scenarios: Vec<ScenarioRecord> = SCENARIOS
+        .iter()
+        .filter_map(|s| load_record(&record_path(out, s.id)))
+        .collect();
+    let res = Results {
+        schema: SCHEMA.into(),
+        profile: profile.name().into(),
+        environment: env::environment(),
+        peers: env::peers_json(peers),
+        claims: claims::evaluate(&scenarios),
+        scenarios,
+    };
+    write_json_atomic(&out.join("results.json"), &res)?;
+    fs::write(out.join("index.html"), report::html(&res))?;
+    fs::write(out.join("summary.md"), report::markdown(&res))?;
+    Ok(res)
+}
 
 /// Run the command.
-pub fn run(_args: StudyArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+pub fn run(args: StudyArgs) -> anyhow::Result<()> {
+    let selected: Vec<&'static Scenario> = if args.only.is_empty() {
+        SCENARIOS.iter().collect()
+    } else {
+        let mut v = Vec::new();
+        for id in &args.only {
+            match scenario::find(id) {
+                Some(s) => v.push(s),
+                None => bail!("unknown scenario '{id}'; choose from: {}", scenario::ids()),
+            }
+        }
+        v
+    };
+    let exe = evdispatch_exe()?;
+    let peers = env::find_peers();
+    let caps = Caps::probe(&exe, &peers);
+    if args.list {
+        println!(
+            "{:<3} {:<14} {:>8} {:>6}  title (seeds)",
+            "#", "id", "planned", "jobs"
+        );
+        for s in SCENARIOS {
+            let plan = (s.plan)(args.profile, &caps);
+            println!(
+                "{:<3} {:<14} {:>7.0}s {:>6}  {} ({})",
+                s.number,
+                s.id,
+                plan.est_s(),
+                plan.jobs.len(),
+                s.title,
+                s.seeds
+            );
+            for skip in &plan.skipped {
+                println!("{:<34}not measured: {}: {}", "", skip.what, skip.why);
+            }
+        }
+        return Ok(());
+    }
+    let out = args.out.clone();
+    if args.fresh && out.join("scenarios").exists() {
+        fs::remove_dir_all(out.join("scenarios"))
+            .with_context(|| format!("cannot clear {}", out.display()))?;
+    }
+    for d in ["scenarios", "logs"] {
+        fs::create_dir_all(out.join(d))
+            .with_context(|| format!("cannot create {}", out.join(d).display()))?;
+    }
+    let www = out.join("www");
+    write_documents(&www)?;
+    {
+        let out = out.clone();
+        child::install_interrupt_handler(move || {
+            eprintln!("\ninterrupted: every server and load process stopped; completed scenarios are kept in {}", out.display());
+        })?;
+    }
+    let ctx = Ctx {
+        profile: args.profile,
+        out: out.clone(),
+        www,
+        logs: out.join("logs"),
+        exe,
+        caps: caps.clone(),
+    };
+    // Decide what runs.
+    let mut todo: Vec<(&Scenario, Plan)> = Vec::new();
+    for s in &selected {
+        if let Some(saved) = load_record(&record_path(&out, s.id))
+            .filter(|r| !args.fresh && keep(r, args.profile, &caps))
+        {
+            eprintln!(
+                "{}: kept from an earlier run ({} points; --fresh re-runs it)",
+                s.id,
+                saved.points.len()
+            );
+            continue;
+        }
+        todo.push((s, (s.plan)(args.profile, &caps)));
+    }
+    let total_ms: u64 = todo.iter().map(|(_, p)| (p.est_s() * 1000.0) as u64).sum();
+    eprintln!(
+        "evdispatch study: profile {}, {} scenario(s) to run, about {:.0} s; output in {}",
+        args.profile.name(),
+        todo.len(),
+        total_ms as f64 / 1000.0,
+        out.display()
+    );
+    let bar = ProgressBar::new(total_ms.max(1));
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:30}] {percent:>3}% ETA {eta} {wide_msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    for (s, plan) in todo {
+        let rec = run_scenario(s, plan, &ctx, &bar);
+        bar.println(format!(
+            "{}: {} — {} points, {} not measured, {} failed, {:.0} s",
+            s.id,
+            match rec.status {
+                Status::Complete => "complete",
+                Status::Partial => "partial",
+                Status::NotMeasured => "not measured",
+                Status::Interrupted => "interrupted",
+            },
+            rec.points.len(),
+            rec.skipped.len(),
+            rec.failures.len(),
+            rec.duration_s
+        ));
+        write_json_atomic(&record_path(&out, s.id), &rec)?;
+        write_report(&out, args.profile, &peers)?;
+    }
+    bar.finish_and_clear();
+    let res = write_report(&out, args.profile, &peers)?;
+    let count = |w: &str| {
+        res.claims
+            .iter()
+            .filter(|c| c["verdict"] == json!(w))
+            .count()
+    };
+    eprintln!(
+        "claims: {} hold, {} partly, {} fail, {} not measured",
+        count("holds"),
+        count("partly"),
+        count("fails"),
+        count("not measured")
+    );
+    println!("{}", out.join("index.html").display());
+    Ok(())
 }

@@ -63,8 +63,11 @@
 //!
 //! | name | trigger | what it is | limits | Linux |
 //! |---|---|---|---|---|
+//! | `select` | level | `select` on bitmaps rebuilt from the interest table at every wait | fds below 1024 (`FD_SETSIZE`); cost grows with the highest fd | 1.0 |
+//! | `poll` | level | `poll` on one `pollfd` array kept across waits | cost grows with the number of registered fds | 2.2 |
 //! | `epoll` | level | `epoll_wait` on an interest set held in the kernel | none beyond the descriptor limit | 2.6 |
 //! | `epoll-et` | edge | epoll with `EPOLLET` | consumer must drain to `EAGAIN` | 2.6 |
+//! | `uring` | edge | io_uring multishot `POLL_ADD` per fd; interest changes ride on the next wait's `io_uring_enter` | consumer must drain to `EAGAIN`; io_uring must be enabled | 5.13 |
 //!
 //! ## Statistics
 //!

@@ -14,7 +14,9 @@ pub struct Stats {
     pub waits: u64,
     /// Waiting system calls made (`select`, `poll`, `epoll_wait`,
     /// `io_uring_enter`, `sigtimedwait`, `read` of a signalfd…); a wait may
-    /// make several (retries after `EINTR`, a too-early wake-up, recovery).
+    /// make several (retries after `EINTR`, a too-early wake-up, recovery),
+    /// and an io_uring wait none, when completions are already waiting in the
+    /// shared ring and nothing is queued for submission.
     pub wait_syscalls: u64,
     /// Events returned to the caller, over all waits.
     pub events: u64,

@@ -15,15 +15,25 @@ use crate::poller::Config;
 use crate::stats::Stats;
 
 mod epoll;
+mod fdtable;
+mod poll;
+mod select;
+mod uring;
 
 /// A readiness-notification mechanism.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Mechanism {
+    /// `select(2)`, level-triggered; descriptors below `FD_SETSIZE` (1024) only.
+    Select,
+    /// `poll(2)`, level-triggered.
+    Poll,
     /// `epoll(7)`, level-triggered.
     Epoll,
     /// `epoll(7)` with `EPOLLET`, edge-triggered.
     EpollEt,
+    /// io_uring multishot `IORING_OP_POLL_ADD`, edge-triggered.
+    Uring,
 }
 
 /// When a mechanism reports readiness.
@@ -72,6 +82,31 @@ impl fmt::Debug for MechanismInfo {
 /// Every mechanism, in the order the report and the CLI list them.
 pub static MECHANISMS: &[MechanismInfo] = &[
     MechanismInfo {
+        mechanism: Mechanism::Select,
+        name: "select",
+        trigger: Trigger::Level,
+        summary:
+            "select() on read and write bitmaps rebuilt from the interest table at every wait; \
+                  kernel and caller scan every descriptor up to the highest registered",
+        limits: "descriptors below FD_SETSIZE (1024) only; a wait costs O(highest registered fd)",
+        min_kernel: (1, 0),
+        max_fd: Some(1024),
+        exclusive: false,
+        open: select::open,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::Poll,
+        name: "poll",
+        trigger: Trigger::Level,
+        summary: "poll() on one pollfd array kept across waits (O(1) add and swap-remove); \
+                  kernel and caller scan every entry",
+        limits: "none beyond the process descriptor limit; a wait costs O(registered fds)",
+        min_kernel: (2, 2),
+        max_fd: None,
+        exclusive: false,
+        open: poll::open,
+    },
+    MechanismInfo {
         mechanism: Mechanism::Epoll,
         name: "epoll",
         trigger: Trigger::Level,
@@ -93,6 +128,21 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         max_fd: None,
         exclusive: true,
         open: epoll::open_edge,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::Uring,
+        name: "uring",
+        trigger: Trigger::Edge,
+        summary: "io_uring: a multishot POLL_ADD per fd, updated and removed through the ring; \
+                  changes are submitted with the next wait in one io_uring_enter, and events read \
+                  from the shared completion ring",
+        limits: "edge-triggered (drain to EAGAIN); io_uring must be enabled \
+                 (kernel.io_uring_disabled, seccomp); a burst beyond the completion ring \
+                 (4 x uring_entries) re-arms the polls that overflowed; EXCLUSIVE is ignored",
+        min_kernel: (5, 13),
+        max_fd: None,
+        exclusive: false,
+        open: uring::open,
     },
 ];
 

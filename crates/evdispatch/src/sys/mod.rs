@@ -5,6 +5,9 @@ use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 
 pub mod epoll;
+pub mod poll;
+pub mod select;
+pub mod uring;
 
 /// Turn a `-1`-means-error return into an `io::Result`.
 #[inline]
@@ -49,4 +52,22 @@ pub fn drain(fd: RawFd) {
             break;
         }
     }
+}
+
+/// True when `fd` is an open descriptor of this process (`fcntl(F_GETFD)`
+/// succeeds). Mechanisms that keep the interest set in user space check this
+/// at register, where epoll's `epoll_ctl` would say `EBADF`.
+pub fn fd_is_open(fd: RawFd) -> bool {
+    // SAFETY: F_GETFD takes no pointer argument; any fd value is safe to ask about.
+    fd >= 0 && unsafe { libc::fcntl(fd, libc::F_GETFD) } != -1
+}
+
+/// A duplicate of `fd` numbered at least `min` (`F_DUPFD_CLOEXEC`): tests
+/// use it to get high descriptor numbers.
+#[cfg(test)]
+pub fn dup_at_least(fd: RawFd, min: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: F_DUPFD_CLOEXEC takes an integer argument, no pointer.
+    let new = cvt(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, min) })?;
+    // SAFETY: the call succeeded, so `new` is a fresh descriptor owned by us alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(new) })
 }

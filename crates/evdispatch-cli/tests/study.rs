@@ -1,0 +1,304 @@
+//! `evdispatch study` end to end: the tiny profile on whatever this build
+//! has (results.json against its schema, every chart with data, the HTML
+//! well-formed, a verdict for every claim, resume), and Ctrl-C leaving no
+//! process behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use quick_xml::events::Event;
+use serde_json::Value;
+
+const EXE: &str = env!("CARGO_BIN_EXE_evdispatch");
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("evd-study-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn study(out: &Path, extra: &[&str]) -> std::process::Output {
+    let lock = out.with_extension("lock");
+    let mut cmd = Command::new(EXE);
+    cmd.args(["study", "--profile", "tiny", "--out"])
+        .arg(out)
+        .args(extra)
+        .env("EVD_BENCH_LOCK", &lock);
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "study failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn check_results(doc: &Value) {
+    assert_eq!(doc["schema"], "evdispatch-study/1");
+    assert_eq!(doc["profile"], "tiny");
+    let env = &doc["environment"];
+    for k in [
+        "kernel",
+        "cpu_model",
+        "cpus_online",
+        "memory_bytes",
+        "rustc",
+        "evdispatch_version",
+        "git_commit",
+    ] {
+        assert!(!env[k].is_null(), "environment lacks {k}");
+    }
+    for p in doc["peers"].as_array().unwrap() {
+        let status = p["status"].as_str().unwrap();
+        assert!(
+            status == "present" && p["version"].is_string()
+                || status.starts_with("absent: apt-get install -y "),
+            "{p}"
+        );
+    }
+    let recs = doc["scenarios"].as_array().unwrap();
+    let ids: Vec<&str> = recs.iter().map(|r| r["id"].as_str().unwrap()).collect();
+    let want: Vec<&str> = evdispatch_study::scenario::SCENARIOS
+        .iter()
+        .map(|s| s.id)
+        .collect();
+    assert_eq!(ids, want, "one record per scenario, in table order");
+    for r in recs {
+        let status = r["status"].as_str().unwrap();
+        assert!(
+            ["complete", "partial", "not-measured"].contains(&status),
+            "{status}"
+        );
+        let points = r["points"].as_array().unwrap();
+        let reasons =
+            r["skipped"].as_array().unwrap().len() + r["failures"].as_array().unwrap().len();
+        if status == "not-measured" {
+            assert!(points.is_empty());
+            assert!(reasons > 0, "{} gives no reason", r["id"]);
+        }
+        for p in points {
+            assert!(p["series"].is_string());
+            assert!(
+                !p["config"].as_object().unwrap().is_empty(),
+                "a point without configuration"
+            );
+            assert!(p["metrics"]
+                .as_object()
+                .unwrap()
+                .values()
+                .all(Value::is_number));
+        }
+        for s in r["skipped"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(r["failures"].as_array().unwrap())
+        {
+            assert!(!s["what"].as_str().unwrap().is_empty());
+            assert!(!s["why"].as_str().unwrap().is_empty());
+        }
+    }
+    let claims = doc["claims"].as_array().unwrap();
+    assert_eq!(claims.len(), evdispatch_study::claims::CLAIMS.len());
+    for c in claims {
+        let v = c["verdict"].as_str().unwrap();
+        assert!(
+            ["holds", "partly", "fails", "not measured"].contains(&v),
+            "{v}"
+        );
+        assert!(!c["why"].as_str().unwrap().is_empty(), "{c}");
+        assert!(!c["seed"].as_str().unwrap().is_empty());
+        assert!(!c["section"].as_str().unwrap().is_empty());
+    }
+}
+
+/// Parse the page as XML (it is written well-formed) and check every chart.
+fn check_html(html: &str, doc: &Value) {
+    assert!(
+        !html.contains("<script") && !html.contains("<link") && !html.contains("<img"),
+        "the report must be self-contained"
+    );
+    let body = html.trim_start_matches("<!DOCTYPE html>").trim_start();
+    let mut reader = quick_xml::Reader::from_str(body);
+    let (mut depth, mut charts, mut in_chart, mut pts) = (0i64, 0, false, 0);
+    loop {
+        match reader.read_event() {
+            Ok(Event::Start(e)) => {
+                depth += 1;
+                if e.name().as_ref() == "svg" {
+                    charts += 1;
+                    in_chart = true;
+                    pts = 0;
+                    let n: usize = e
+                        .try_get_attribute("data-points")
+                        .unwrap()
+                        .map(|a| a.value.parse().unwrap())
+                        .expect("every chart says how many points it draws");
+                    assert!(n > 0, "a chart without data");
+                }
+                if in_chart && e.name().as_ref() == "circle" {
+                    pts += 1;
+                }
+            }
+            Ok(Event::End(e)) => {
+                depth -= 1;
+                if e.name().as_ref() == "svg" {
+                    assert!(pts > 0, "a chart drew no point");
+                    in_chart = false;
+                }
+            }
+            Ok(Event::Eof) => break,
+            Ok(_) => {}
+            Err(e) => panic!(
+                "index.html is not well-formed at byte {}: {e}",
+                reader.buffer_position()
+            ),
+        }
+    }
+    assert_eq!(depth, 0, "unbalanced tags");
+    for s in evdispatch_study::scenario::SCENARIOS {
+        assert!(
+            html.contains(&format!("<section id=\"{}\">", s.id)),
+            "no section for {}",
+            s.id
+        );
+    }
+    for c in doc["claims"].as_array().unwrap() {
+        let text = quick_xml::escape::partial_escape(c["claim"].as_str().unwrap()).to_string();
+        assert!(html.contains(&text), "claim not shown: {text}");
+    }
+    // A missing peer is shown with the command that installs it.
+    for p in doc["peers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["version"].is_null())
+    {
+        assert!(
+            html.contains(p["status"].as_str().unwrap()),
+            "missing peer {} not marked",
+            p["name"]
+        );
+    }
+    eprintln!("index.html: {charts} charts, all with data");
+}
+
+#[test]
+fn tiny_profile_end_to_end_and_resume() {
+    let out = tmpdir("smoke");
+    let t0 = Instant::now();
+    study(&out, &["--fresh"]);
+    eprintln!("tiny study took {:.1} s", t0.elapsed().as_secs_f64());
+    let doc: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    check_results(&doc);
+    check_html(
+        &std::fs::read_to_string(out.join("index.html")).unwrap(),
+        &doc,
+    );
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(md.contains("## Claims") && md.contains("## Environment"));
+    // Re-run without --fresh: every scenario is kept (nothing landed in between).
+    let again = study(&out, &[]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    for s in evdispatch_study::scenario::SCENARIOS {
+        assert!(
+            err.contains(&format!("{}: kept from an earlier run", s.id)),
+            "{} was re-run:\n{err}",
+            s.id
+        );
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+/// A stand-in for the evdispatch binary whose server and load generator
+/// only sleep (with a grandchild each) and record their pids: what this
+/// tests is that Ctrl-C leaves none of them behind.
+const STAND_IN: &str = r#"#!/bin/sh
+dir="$EVD_TEST_PIDS"
+case "$1 $2" in
+  "mechanisms --json") echo '[{"name":"epoll","available":"yes"},{"name":"poll","available":"yes"},{"name":"rtsig","available":"yes"}]'; exit 0;;
+  "serve --help") echo "--stats-json"; exit 0;;
+  "load --help") echo "--persistent"; exit 0;;
+esac
+case "$1" in
+  serve) sleep 300 & echo $! >> "$dir/pids"; echo $$ >> "$dir/pids"; echo "listening on http://127.0.0.1:9"; wait;;
+  load) sleep 300 & echo $! >> "$dir/pids"; echo $$ >> "$dir/pids"; touch "$dir/load-started"; wait;;
+  *) exit 2;;
+esac
+"#;
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit_once(')')
+                .map(|(_, r)| r.trim_start().starts_with('Z'))
+                .unwrap_or(false)
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn ctrl_c_leaves_no_process_behind() {
+    let dir = tmpdir("sigint");
+    let script = dir.join("evdispatch-stand-in");
+    std::fs::write(&script, STAND_IN).unwrap();
+    Command::new("chmod")
+        .arg("+x")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let mut child = Command::new(EXE)
+        .args(["study", "--profile", "tiny", "--only", "overhead", "--out"])
+        .arg(dir.join("out"))
+        .env("EVDISPATCH_BIN", &script)
+        .env("EVD_TEST_PIDS", &dir)
+        .env("EVD_BENCH_LOCK", dir.join("lock"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !dir.join("load-started").exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the study never started the load generator"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let pids: Vec<u32> = std::fs::read_to_string(dir.join("pids"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    assert_eq!(
+        pids.len(),
+        4,
+        "server and load, each with a grandchild: {pids:?}"
+    );
+    assert!(pids.iter().all(|p| alive(*p)));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        status.code(),
+        Some(130),
+        "the study exits with 130 on Ctrl-C"
+    );
+    let t1 = Instant::now();
+    while pids.iter().any(|p| alive(*p)) && t1.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<u32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+    assert!(
+        left.is_empty(),
+        "processes left behind after Ctrl-C: {left:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,206 @@
+//! What a scenario draws: charts (lines with error bars and min–max bands,
+//! linear or log axes) and tables, built from its record. The HTML report
+//! renders them as inline SVG, the Markdown summary as tables.
+
+use serde_json::Value;
+
+use crate::results::ScenarioRecord;
+
+/// One figure of the report.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    /// Title, as the seeds captioned theirs.
+    pub title: String,
+    /// What it shows and how to read it.
+    pub caption: String,
+    /// The drawing.
+    pub body: Body,
+}
+
+/// A chart or a table.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// Lines against an x axis.
+    Chart(Chart),
+    /// Rows and columns (Kegel's table, Table 1).
+    Table(Table),
+}
+
+/// Lines against an x axis.
+#[derive(Debug, Clone, Default)]
+pub struct Chart {
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// Logarithmic x axis.
+    pub x_log: bool,
+    /// Logarithmic y axis.
+    pub y_log: bool,
+    /// The lines.
+    pub series: Vec<Series>,
+}
+
+/// One line.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Its points, sorted by x.
+    pub points: Vec<Xy>,
+}
+
+/// One point, with an optional ± error bar and min–max range.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Xy {
+    /// X.
+    pub x: f64,
+    /// Y.
+    pub y: f64,
+    /// Half-height of the error bar (a standard deviation).
+    pub err: Option<f64>,
+    /// Minimum and maximum (drawn as a band).
+    pub range: Option<(f64, f64)>,
+}
+
+/// Rows and columns of text.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    /// Column headers.
+    pub columns: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Chart {
+    /// Points drawn in all.
+    pub fn n_points(&self) -> usize {
+        self.series.iter().map(|s| s.points.len()).sum()
+    }
+}
+
+impl Figure {
+    /// A chart figure.
+    pub fn chart(title: impl Into<String>, caption: impl Into<String>, chart: Chart) -> Figure {
+        Figure {
+            title: title.into(),
+            caption: caption.into(),
+            body: Body::Chart(chart),
+        }
+    }
+
+    /// A table figure.
+    pub fn table(title: impl Into<String>, caption: impl Into<String>, table: Table) -> Figure {
+        Figure {
+            title: title.into(),
+            caption: caption.into(),
+            body: Body::Table(table),
+        }
+    }
+
+    /// Whether it has anything to show.
+    pub fn has_data(&self) -> bool {
+        match &self.body {
+            Body::Chart(c) => c.n_points() > 0,
+            Body::Table(t) => !t.rows.is_empty(),
+        }
+    }
+}
+
+/// Which metrics make a line: `y` and, optionally, the error bar's metric
+/// and the range's (min, max) metrics.
+#[derive(Debug, Clone, Copy)]
+pub struct Metrics<'a> {
+    /// The plotted metric.
+    pub y: &'a str,
+    /// ± error metric (standard deviation).
+    pub err: Option<&'a str>,
+    /// Min and max metrics.
+    pub range: Option<(&'a str, &'a str)>,
+}
+
+impl<'a> Metrics<'a> {
+    /// Just `y`.
+    pub fn y(y: &'a str) -> Metrics<'a> {
+        Metrics {
+            y,
+            err: None,
+            range: None,
+        }
+    }
+}
+
+/// One series per distinct `series` among the points matching `filter`:
+/// config (or metric) `x` against `m`.
+pub fn lines(
+    rec: &ScenarioRecord,
+    filter: &[(&str, Value)],
+    x: &str,
+    m: Metrics<'_>,
+) -> Vec<Series> {
+    let mut out: Vec<Series> = Vec::new();
+    for p in rec.select(filter) {
+        let (Some(xv), Some(yv)) = (p.num(x).or_else(|| p.metric(x)), p.metric(m.y)) else {
+            continue;
+        };
+        let xy = Xy {
+            x: xv,
+            y: yv,
+            err: m.err.and_then(|e| p.metric(e)),
+            range: m
+                .range
+                .and_then(|(lo, hi)| Some((p.metric(lo)?, p.metric(hi)?))),
+        };
+        match out.iter_mut().find(|s| s.name == p.series) {
+            Some(s) => s.points.push(xy),
+            None => out.push(Series {
+                name: p.series.clone(),
+                points: vec![xy],
+            }),
+        }
+    }
+    for s in &mut out {
+        s.points.sort_by(|a, b| a.x.total_cmp(&b.x));
+    }
+    out
+}
+
+/// A number for a table cell or a label: 3 significant digits, thousands
+/// as `k`/`M` above 10,000.
+pub fn fmt_num(v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    let a = v.abs();
+    if a >= 1e7 {
+        format!("{:.1}M", v / 1e6).replace(".0M", "M")
+    } else if a >= 1e4 {
+        let s = format!("{:.1}k", v / 1e3);
+        s.replace(".0k", "k")
+    } else if a >= 100.0 || a == 0.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(4.8123), "4.81");
+        assert_eq!(fmt_num(45.07), "45.1");
+        assert_eq!(fmt_num(703.2), "703");
+        assert_eq!(fmt_num(11333.0), "11.3k");
+        assert_eq!(fmt_num(10000.0), "10k");
+        assert_eq!(fmt_num(25_000_000.0), "25M");
+        assert_eq!(fmt_num(0.4567), "0.457");
+    }
+}

@@ -1,0 +1,447 @@
+//! The report: `index.html` (self-contained, inline SVG, readable without
+//! script) and `summary.md`, both drawn from [`Results`] alone, so a report
+//! can be re-rendered from a `results.json`.
+
+pub mod figure;
+pub mod svg;
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use crate::results::{Results, ScenarioRecord, Status};
+use crate::scenario::SCENARIOS;
+use figure::{fmt_num, Body, Figure};
+use svg::esc;
+
+fn status_word(s: Status) -> &'static str {
+    match s {
+        Status::Complete => "complete",
+        Status::Partial => "partial",
+        Status::NotMeasured => "not measured",
+        Status::Interrupted => "interrupted",
+    }
+}
+
+fn figures_of(rec: &ScenarioRecord) -> Vec<Figure> {
+    SCENARIOS
+        .iter()
+        .find(|s| s.id == rec.id)
+        .map(|s| (s.figures)(rec))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(Figure::has_data)
+        .collect()
+}
+
+fn str_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "–".into(),
+        other => other.to_string(),
+    }
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.holds{background:#dff3df}.fails{background:#f8dada}\
+.partly{background:#fbf0cc}.not-measured{background:#eee;color:#555}figure{margin:1.2em 0}figcaption{font-size:.88em;color:#444;max-width:680px}\
+.skip{color:#8a4b00}code{background:#f4f4f4;padding:0 3px}section{border-top:1px solid #ddd;margin-top:2em}";
+
+/// Render `index.html`.
+pub fn html(res: &Results) -> String {
+    let mut h = String::new();
+    h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>evdispatch study</title>");
+    let _ = write!(h, "<style>{STYLE}</style></head><body>");
+    let _ = write!(
+        h,
+        "<h1>evdispatch study</h1><p>The experiments of the 2000–2001 event-dispatch papers re-run on this machine (profile <code>{}</code>), with today's mechanisms and peers beside them. Every number below was measured by <code>evdispatch study</code>; the configuration of each point is in <code>results.json</code>.</p>",
+        esc(&res.profile)
+    );
+    // Claims.
+    h.push_str("<h2 id=\"claims\">Claims of the seeds, judged on this run</h2><table><tr><th>seed</th><th>claim</th><th>verdict</th><th>numbers</th><th>why</th></tr>");
+    for c in &res.claims {
+        let verdict = str_of(&c["verdict"]);
+        let nums: Vec<String> = c["numbers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| {
+                format!(
+                    "{} = {}",
+                    esc(&str_of(&n["name"])),
+                    esc(&str_of(&n["value"]))
+                )
+            })
+            .collect();
+        let _ = write!(
+            h,
+            "<tr><td>{} {}</td><td style=\"text-align:left\">{}</td><td class=\"{}\">{}</td><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td></tr>",
+            esc(&str_of(&c["seed"])),
+            esc(&str_of(&c["section"])),
+            esc(&str_of(&c["claim"])),
+            verdict.replace(' ', "-"),
+            esc(&verdict),
+            nums.join("<br/>"),
+            esc(&str_of(&c["why"]))
+        );
+    }
+    h.push_str("</table>");
+    // Scenarios.
+    for rec in &res.scenarios {
+        let Some(sc) = SCENARIOS.iter().find(|s| s.id == rec.id) else {
+            continue;
+        };
+        let _ = write!(
+            h,
+            "<section id=\"{}\"><h2>{}. {}</h2><p><em>Seeds: {}.</em> {}</p><p>Status: <b>{}</b>, {} points, {} s, commit <code>{}</code>.</p>",
+            esc(sc.id),
+            sc.number,
+            esc(sc.title),
+            esc(sc.seeds),
+            esc(sc.about),
+            status_word(rec.status),
+            rec.points.len(),
+            fmt_num(rec.duration_s),
+            esc(&rec.git_commit)
+        );
+        for f in figures_of(rec) {
+            let _ = write!(h, "<figure><h3>{}</h3>", esc(&f.title));
+            match &f.body {
+                Body::Chart(c) => h.push_str(&svg::render(c, &f.title)),
+                Body::Table(t) => {
+                    h.push_str("<table class=\"data\"><tr>");
+                    for c in &t.columns {
+                        let _ = write!(h, "<th>{}</th>", esc(c));
+                    }
+                    h.push_str("</tr>");
+                    for r in &t.rows {
+                        h.push_str("<tr>");
+                        for c in r {
+                            let _ = write!(h, "<td>{}</td>", esc(c));
+                        }
+                        h.push_str("</tr>");
+                    }
+                    h.push_str("</table>");
+                }
+            }
+            let _ = write!(h, "<figcaption>{}</figcaption></figure>", esc(&f.caption));
+        }
+        if !rec.skipped.is_empty() || !rec.failures.is_empty() {
+            h.push_str("<h3>Not measured</h3><ul>");
+            for s in &rec.skipped {
+                let _ = write!(
+                    h,
+                    "<li class=\"skip\">{}: {}</li>",
+                    esc(&s.what),
+                    esc(&s.why)
+                );
+            }
+            for s in &rec.failures {
+                let _ = write!(
+                    h,
+                    "<li class=\"skip\">{} <b>failed</b>: {}</li>",
+                    esc(&s.what),
+                    esc(&s.why)
+                );
+            }
+            h.push_str("</ul>");
+        }
+        h.push_str("</section>");
+    }
+    // Peers and environment.
+    h.push_str("<section id=\"peers\"><h2>Peers</h2><table><tr><th>peer</th><th>role</th><th>status</th></tr>");
+    for p in &res.peers {
+        let status = match p["version"].as_str() {
+            Some(v) => format!("present, version {v}"),
+            None => str_of(&p["status"]),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+            esc(&str_of(&p["name"])),
+            esc(&str_of(&p["role"])),
+            esc(&status)
+        );
+    }
+    h.push_str("</table></section><section id=\"environment\"><h2>Environment</h2><table>");
+    if let Some(env) = res.environment.as_object() {
+        for (k, v) in env {
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+                esc(k),
+                esc(&str_of(v))
+            );
+        }
+    }
+    h.push_str("</table></section></body></html>\n");
+    h
+}
+
+/// Render `summary.md`.
+pub fn markdown(res: &Results) -> String {
+    let mut m = String::new();
+    let _ = writeln!(m, "# evdispatch study (profile `{}`)\n", res.profile);
+    let _ = writeln!(
+        m,
+        "## Claims\n\n| seed | claim | verdict | numbers |\n|---|---|---|---|"
+    );
+    for c in &res.claims {
+        let nums: Vec<String> = c["numbers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| format!("{} = {}", str_of(&n["name"]), str_of(&n["value"])))
+            .collect();
+        let nums = if nums.is_empty() {
+            str_of(&c["why"])
+        } else {
+            nums.join("; ")
+        };
+        let _ = writeln!(
+            m,
+            "| {} {} | {} | **{}** | {} |",
+            str_of(&c["seed"]),
+            str_of(&c["section"]),
+            str_of(&c["claim"]),
+            str_of(&c["verdict"]),
+            nums.replace('|', "/")
+        );
+    }
+    for rec in &res.scenarios {
+        let Some(sc) = SCENARIOS.iter().find(|s| s.id == rec.id) else {
+            continue;
+        };
+        let _ = writeln!(
+            m,
+            "\n## {}. {}\n\nSeeds: {}. Status: {}, {} points.\n",
+            sc.number,
+            sc.title,
+            sc.seeds,
+            status_word(rec.status),
+            rec.points.len()
+        );
+        for f in figures_of(rec) {
+            let _ = writeln!(m, "### {}\n", f.title);
+            match &f.body {
+                Body::Table(t) => {
+                    let _ = writeln!(
+                        m,
+                        "| {} |\n|{}",
+                        t.columns.join(" | "),
+                        "---|".repeat(t.columns.len())
+                    );
+                    for r in &t.rows {
+                        let _ = writeln!(m, "| {} |", r.join(" | "));
+                    }
+                }
+                Body::Chart(c) => {
+                    let mut xs: Vec<f64> = c
+                        .series
+                        .iter()
+                        .flat_map(|s| s.points.iter().map(|p| p.x))
+                        .collect();
+                    xs.sort_by(f64::total_cmp);
+                    xs.dedup();
+                    let _ = writeln!(m, "{} against {}:\n", c.y_label, c.x_label);
+                    let _ = writeln!(
+                        m,
+                        "| {} | {} |\n|{}",
+                        c.x_label,
+                        c.series
+                            .iter()
+                            .map(|s| s.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(" | "),
+                        "---|".repeat(c.series.len() + 1)
+                    );
+                    for x in xs {
+                        let cells: Vec<String> = c
+                            .series
+                            .iter()
+                            .map(|s| {
+                                s.points
+                                    .iter()
+                                    .find(|p| p.x == x)
+                                    .map(|p| match p.err {
+                                        Some(e) => format!("{} ± {}", fmt_num(p.y), fmt_num(e)),
+                                        None => fmt_num(p.y),
+                                    })
+                                    .unwrap_or_else(|| "–".into())
+                            })
+                            .collect();
+                        let _ = writeln!(m, "| {} | {} |", fmt_num(x), cells.join(" | "));
+                    }
+                }
+            }
+            let _ = writeln!(m);
+        }
+        for s in &rec.skipped {
+            let _ = writeln!(m, "- not measured: {}: {}", s.what, s.why);
+        }
+        for s in &rec.failures {
+            let _ = writeln!(m, "- FAILED: {}: {}", s.what, s.why);
+        }
+    }
+    let _ = writeln!(m, "\n## Peers\n");
+    for p in &res.peers {
+        let status = p["version"]
+            .as_str()
+            .map(|v| format!("present, {v}"))
+            .unwrap_or_else(|| str_of(&p["status"]));
+        let _ = writeln!(
+            m,
+            "- {} ({}): {}",
+            str_of(&p["name"]),
+            str_of(&p["role"]),
+            status
+        );
+    }
+    let _ = writeln!(m, "\n## Environment\n");
+    if let Some(env) = res.environment.as_object() {
+        for (k, v) in env {
+            let _ = writeln!(m, "- {k}: {}", str_of(v));
+        }
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::drive::Caps;
+    use crate::results::{Point, Status};
+    use crate::scenario::Profile;
+    use serde_json::json;
+
+    /// Every figure function finds the points its scenario's plan produces:
+    /// synthetic metrics on each planned job's configuration (never
+    /// reported; this checks the plumbing from plan to chart).
+    #[test]
+    fn every_scenario_draws_its_planned_points() {
+        let caps = Caps::everything();
+        let mut records = Vec::new();
+        for sc in SCENARIOS {
+            let plan = (sc.plan)(Profile::Tiny, &caps);
+            let mut points = Vec::new();
+            for (i, job) in plan.jobs.iter().enumerate() {
+                let x = 1.0 + i as f64;
+                let series = job
+                    .config
+                    .get("series")
+                    .and_then(Value::as_str)
+                    .unwrap_or("x")
+                    .to_string();
+                if sc.id == "poller" {
+                    for (n, a, m) in [
+                        (100, 1, "poll"),
+                        (1000, 1, "poll"),
+                        (100, 1, "epoll"),
+                        (1000, 1, "epoll"),
+                        (1000, 100, "epoll"),
+                    ] {
+                        let mut p = Point::new(
+                            m,
+                            crate::config![
+                                ("bench", "poller"),
+                                ("mechanism", m),
+                                ("fds", n),
+                                ("active", a),
+                                ("placement", "rotating")
+                            ],
+                        );
+                        p.metrics.extend([
+                            ("median_us".into(), n as f64 / 10.0),
+                            ("min_us".into(), 1.0),
+                            ("p90_us".into(), n as f64 / 5.0),
+                        ]);
+                        points.push(p);
+                    }
+                    let mut p = Point::new(
+                        "fdalloc",
+                        crate::config![("bench", "fdalloc"), ("open_fds", 1000)],
+                    );
+                    p.metrics.insert("open_median_us".into(), 1.0);
+                    let mut q = p.clone();
+                    points.push(p);
+                    q.config.insert("open_fds".into(), json!(100000));
+                    points.push(q);
+                    break;
+                }
+                let mut p = Point::new(series, job.config.clone());
+                for k in [
+                    "reply_rate",
+                    "reply_rate_stddev",
+                    "reply_rate_min",
+                    "reply_rate_max",
+                    "error_pct",
+                    "p50_us",
+                    "p99_us",
+                    "server_cpu_pct",
+                    "overflows",
+                    "signals_dequeued",
+                    "mode_switches",
+                    "poll_mode_pct",
+                    "rss_per_conn_bytes",
+                    "tcp_kernel_per_conn_bytes",
+                    "wakeups_per_accept",
+                    "worker_wakeups",
+                    "worker_accepts",
+                    "connections_peak",
+                ] {
+                    p.metrics.insert(k.into(), x * 10.0);
+                }
+                points.push(p);
+            }
+            let figs = (sc.figures)(&ScenarioRecord {
+                id: sc.id.into(),
+                status: Status::Complete,
+                profile: "tiny".into(),
+                params: plan.params.clone(),
+                started_unix: 0,
+                duration_s: 1.0,
+                git_commit: "test".into(),
+                capabilities: vec![],
+                points: points.clone(),
+                skipped: plan.skipped.clone(),
+                failures: vec![],
+            });
+            assert!(!figs.is_empty(), "{} draws no figure", sc.id);
+            for f in &figs {
+                assert!(f.has_data(), "{}: '{}' has no data", sc.id, f.title);
+            }
+            records.push(ScenarioRecord {
+                id: sc.id.into(),
+                status: Status::Complete,
+                profile: "tiny".into(),
+                params: plan.params,
+                started_unix: 0,
+                duration_s: 1.0,
+                git_commit: "test".into(),
+                capabilities: vec![],
+                points,
+                skipped: plan.skipped,
+                failures: vec![],
+            });
+        }
+        let res = Results {
+            schema: crate::results::SCHEMA.into(),
+            profile: "tiny".into(),
+            environment: json!({"kernel": "test"}),
+            peers: crate::env::peers_json(&[]),
+            claims: crate::claims::evaluate(&records),
+            scenarios: records,
+        };
+        let page = html(&res);
+        assert!(
+            page.matches("<svg").count() >= 20,
+            "{} charts",
+            page.matches("<svg").count()
+        );
+        assert!(!page.contains("NaN"));
+        let md = markdown(&res);
+        assert!(md.contains("## 8. "));
+        let _ = std::fs::write(std::env::temp_dir().join("evd-synthetic-report.html"), page);
+    }
+}

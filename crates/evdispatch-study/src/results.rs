@@ -1,0 +1,249 @@
+//! The data a study produces, as written to `results.json`: one record per
+//! scenario, each holding every data point with its full configuration.
+//!
+//! Points are deliberately generic (a configuration map and a map of numeric
+//! metrics) so that the claims and the report read them with small queries
+//! ([`ScenarioRecord::select`]) and a change in a tool's output format touches
+//! only [`crate::contracts`].
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+
+use anyhow::Context as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The version of the `results.json` layout; bumped on incompatible changes.
+pub const SCHEMA: &str = "evdispatch-study/1";
+
+/// One measured data point.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Point {
+    /// The line or bar it belongs to in the figures (`poll`, `epoll`, `nginx`…).
+    pub series: String,
+    /// Everything that defined the run: mechanism, rates, counts, durations,
+    /// the exact command lines.
+    pub config: Map<String, Value>,
+    /// What was measured, by name (see each scenario's docs for the names).
+    pub metrics: BTreeMap<String, f64>,
+    /// The tools' own output for this point, as parsed JSON, for anyone who
+    /// wants a number the study did not extract.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub raw: Value,
+}
+
+impl Point {
+    /// A point of `series` with `config` and no metrics yet.
+    pub fn new(series: impl Into<String>, config: Map<String, Value>) -> Point {
+        Point {
+            series: series.into(),
+            config,
+            metrics: BTreeMap::new(),
+            raw: Value::Null,
+        }
+    }
+
+    /// A metric, if measured.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        self.metrics.get(name).copied().filter(|v| v.is_finite())
+    }
+
+    /// A configuration value as a number.
+    pub fn num(&self, key: &str) -> Option<f64> {
+        self.config.get(key).and_then(Value::as_f64)
+    }
+
+    /// A configuration value as a string.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.config.get(key).and_then(Value::as_str)
+    }
+
+    /// Whether every `(key, value)` pair matches this point's configuration
+    /// (`series` matches the series name).
+    pub fn matches(&self, filter: &[(&str, Value)]) -> bool {
+        filter.iter().all(|(k, v)| {
+            if *k == "series" {
+                return Some(self.series.as_str()) == v.as_str();
+            }
+            match (self.config.get(*k), v) {
+                (Some(a), b) if a == b => true,
+                // 251 and 251.0 are the same configuration.
+                (Some(a), b) => a.as_f64().is_some() && a.as_f64() == b.as_f64(),
+                (None, _) => false,
+            }
+        })
+    }
+}
+
+/// Something a scenario did not measure, and why.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Skip {
+    /// What was not measured (a series, a configuration).
+    pub what: String,
+    /// Why, and what to do about it (`absent: apt-get install -y nginx`).
+    pub why: String,
+}
+
+/// How far a scenario got.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Every planned point was measured.
+    Complete,
+    /// Some points were measured, some skipped or failed.
+    Partial,
+    /// Nothing could be measured (see the skips).
+    NotMeasured,
+    /// Stopped by Ctrl-C before it finished; not kept on re-run.
+    Interrupted,
+}
+
+/// Everything one scenario produced.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ScenarioRecord {
+    /// The scenario's id (its row of [`crate::scenario::SCENARIOS`]).
+    pub id: String,
+    /// How far it got.
+    pub status: Status,
+    /// The profile it ran under.
+    pub profile: String,
+    /// The parameters the profile gave it.
+    pub params: Value,
+    /// When it started (seconds since the Unix epoch).
+    pub started_unix: u64,
+    /// Wall-clock seconds it took.
+    pub duration_s: f64,
+    /// The git commit of the evdispatch that measured it.
+    pub git_commit: String,
+    /// What the binary and the machine could do when it ran (tools built,
+    /// mechanisms available, peers present); a scenario that was not complete
+    /// is re-run when this changes.
+    pub capabilities: Vec<String>,
+    /// The data.
+    pub points: Vec<Point>,
+    /// What was not measured, and why.
+    pub skipped: Vec<Skip>,
+    /// Runs that failed, with the error.
+    pub failures: Vec<Skip>,
+}
+
+impl ScenarioRecord {
+    /// Points of `series` (or any series if `None`) matching `filter`.
+    pub fn select(&self, filter: &[(&str, Value)]) -> std::vec::IntoIter<&Point> {
+        self.points
+            .iter()
+            .filter(|p| p.matches(filter))
+            .collect::<Vec<_>>()
+            .into_iter()
+    }
+
+    /// `(x, y)` pairs: config `x` against metric `y` for points matching
+    /// `filter`, sorted by x, points lacking either left out.
+    pub fn xy(&self, filter: &[(&str, Value)], x: &str, y: &str) -> Vec<(f64, f64)> {
+        let mut v: Vec<(f64, f64)> = self
+            .select(filter)
+            .filter_map(|p| Some((p.num(x).or_else(|| p.metric(x))?, p.metric(y)?)))
+            .collect();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        v
+    }
+
+    /// Distinct values of config `key` among the points, in first-seen order.
+    pub fn distinct(&self, key: &str) -> Vec<Value> {
+        let mut out: Vec<Value> = Vec::new();
+        for p in &self.points {
+            let v = if key == "series" {
+                Value::String(p.series.clone())
+            } else if let Some(v) = p.config.get(key) {
+                v.clone()
+            } else {
+                continue;
+            };
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+        out
+    }
+}
+
+/// The whole `results.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Results {
+    /// [`SCHEMA`].
+    pub schema: String,
+    /// The profile of the last run.
+    pub profile: String,
+    /// The machine and software of the last run.
+    pub environment: Value,
+    /// Every peer program, present (with its version) or absent (with the
+    /// command that installs it).
+    pub peers: Vec<Value>,
+    /// One record per scenario, in table order.
+    pub scenarios: Vec<ScenarioRecord>,
+    /// Every claim of the seeds with its verdict from this data.
+    pub claims: Vec<Value>,
+}
+
+/// Write `value` as pretty JSON to `path` atomically (temporary file + rename),
+/// so an interrupted run never leaves half a file.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_string_pretty(value)?;
+    fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))?;
+    Ok(())
+}
+
+/// Read a scenario record saved by an earlier run, if there is a readable one.
+pub fn load_record(path: &Path) -> Option<ScenarioRecord> {
+    let text = fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// A JSON configuration map from pairs: `config![("mechanism", "poll"), ("fds", 100)]`.
+#[macro_export]
+macro_rules! config {
+    ($(($k:expr, $v:expr)),* $(,)?) => {{
+        #[allow(unused_mut)]
+        let mut m = serde_json::Map::new();
+        $( m.insert($k.to_string(), serde_json::json!($v)); )*
+        m
+    }};
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn matching_and_queries() {
+        let mut a = Point::new("poll", config![("inactive", 251), ("rate", 100)]);
+        a.metrics.insert("reply_rate".into(), 99.0);
+        let mut b = Point::new("poll", config![("inactive", 251), ("rate", 50)]);
+        b.metrics.insert("reply_rate".into(), 50.0);
+        let c = Point::new("epoll", config![("inactive", 1), ("rate", 50)]);
+        let rec = ScenarioRecord {
+            id: "x".into(),
+            status: Status::Complete,
+            profile: "tiny".into(),
+            params: json!({}),
+            started_unix: 0,
+            duration_s: 0.0,
+            git_commit: "c".into(),
+            capabilities: vec![],
+            points: vec![a, b, c],
+            skipped: vec![],
+            failures: vec![],
+        };
+        let f = [("series", json!("poll")), ("inactive", json!(251.0))];
+        assert_eq!(
+            rec.xy(&f, "rate", "reply_rate"),
+            vec![(50.0, 50.0), (100.0, 99.0)]
+        );
+        assert_eq!(rec.distinct("series"), vec![json!("poll"), json!("epoll")]);
+        assert_eq!(rec.select(&[("inactive", json!(1))]).count(), 1);
+    }
+}

@@ -1,0 +1,172 @@
+//! Scenario 5: dispatch throughput (seed 004 §4.1, Figs. 6–9): 252 and 6,000
+//! idle connections, 1-byte and 6 KB replies, new connections at a swept
+//! rate; throughput, server CPU and response time for every mechanism and
+//! model (select with one accept and with multi-accept), and nginx,
+//! lighttpd and h2o beside them.
+//!
+//! Points: [`WebJob`] config plus `reply_bytes`; metrics `reply_rate`,
+//! `server_cpu_pct`, `mean_us`/`p50_us`.
+
+use serde_json::{json, Map};
+
+use super::{all_dispatch, chart, fd_limit, j};
+use crate::drive::{Caps, LoadSpec, Rate, ServerSpec, PEER_SERVERS};
+use crate::report::figure::{Figure, Metrics};
+use crate::results::ScenarioRecord;
+use crate::scenario::{Plan, Profile, Scenario};
+use crate::web::{plan_web, run_web, WebJob};
+
+/// The row in the scenario table.
+pub const SCENARIO: Scenario = Scenario {
+    id: "throughput",
+    number: 5,
+    title: "Dispatch throughput under load",
+    seeds: "004 §4.1–4.2 (Figs. 6–9); 002 slides 20–21",
+    about: "A fixed number of idle connections (each made one request, then stays silent) and new connections at a swept rate, each one request for a 1-byte or 6 KB reply. The seed found select plateaued early, /dev/poll collapsed under overload, RT signals scaled linearly, and multi-accept select sustained RT-signal throughput despite 100% CPU.",
+    plan,
+    run: run_web,
+    figures,
+};
+
+fn plan(p: Profile, caps: &Caps) -> Plan {
+    let configs: Vec<(u32, &str, u32)> = p.pick(
+        vec![(252, "1b.txt", 1)],
+        vec![(252, "1b.txt", 1), (6000, "6k.html", 6144)],
+        vec![
+            (252, "1b.txt", 1),
+            (6000, "1b.txt", 1),
+            (6000, "6k.html", 6144),
+            (252, "6k.html", 6144),
+        ],
+    );
+    let rates: Vec<f64> = p.pick(
+        vec![2000.0],
+        vec![5000.0, 15000.0, 30000.0],
+        vec![
+            2500.0, 5000.0, 10000.0, 15000.0, 20000.0, 25000.0, 30000.0, 40000.0,
+        ],
+    );
+    let duration = p.pick(0.3, 0.8, 4.0);
+    let mut servers: Vec<ServerSpec> = Vec::new();
+    for m in p.sample(
+        all_dispatch(caps),
+        &["select", "epoll", "rtsig", "rtsig-batch"],
+    ) {
+        if m == "select" {
+            servers.push(ServerSpec {
+                accept: Some("one".into()),
+                ..ServerSpec::ours("select")
+            });
+        }
+        servers.push(ServerSpec {
+            accept: Some("all".into()),
+            ..ServerSpec::ours(&m)
+        });
+    }
+    let peers: Vec<String> = PEER_SERVERS.iter().map(|s| s.to_string()).collect();
+    servers.extend(
+        p.sample(peers, &["nginx"])
+            .iter()
+            .map(|p| ServerSpec::peer(p)),
+    );
+    let mut plan = Plan {
+        params: json!({"configs": configs.iter().map(|(i, d, b)| json!({"idle": i, "document": d, "reply_bytes": b})).collect::<Vec<_>>(), "rates_conn_per_s": rates, "duration_s": duration, "servers": servers.iter().map(ServerSpec::series).collect::<Vec<_>>()}),
+        ..Plan::default()
+    };
+    for (idle, doc, bytes) in &configs {
+        for s in &servers {
+            if let Some(m) = s.mechanism.as_deref().filter(|_| s.server == "ours") {
+                if let Err(why) = fd_limit(caps, m, *idle) {
+                    plan.skip(format!("{}, {idle} idle", s.series()), why);
+                    continue;
+                }
+            }
+            for &r in &rates {
+                let job = WebJob {
+                    series: s.series(),
+                    server: s.clone(),
+                    load: LoadSpec {
+                        document: doc.to_string(),
+                        rate: Rate::PerSec(r),
+                        duration_s: duration,
+                        sessions: true,
+                        calls: 1,
+                        persistent: 0,
+                        inactive: 0,
+                        idle: *idle,
+                        procs: 1,
+                    },
+                };
+                let extra: Map<_, _> = [("reply_bytes".to_string(), json!(bytes))]
+                    .into_iter()
+                    .collect();
+                plan_web(
+                    &mut plan,
+                    caps,
+                    format!("{} {idle} idle {bytes} B {r}/s", s.series()),
+                    job,
+                    extra,
+                );
+            }
+        }
+    }
+    plan
+}
+
+fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
+    let mut figs = Vec::new();
+    for idle in rec.distinct("idle") {
+        for bytes in rec.distinct("reply_bytes") {
+            let f = [("idle", idle.clone()), ("reply_bytes", bytes.clone())];
+            if rec.select(&f).next().is_none() {
+                continue;
+            }
+            let what = format!(
+                "{idle} idle, {} replies",
+                if bytes == j(1) {
+                    "1-byte".to_string()
+                } else {
+                    format!("{bytes}-byte")
+                }
+            );
+            figs.push(chart(
+                rec,
+                &f,
+                "rate",
+                "request rate (connections/s)",
+                Metrics {
+                    y: "reply_rate",
+                    err: Some("reply_rate_stddev"),
+                    range: None,
+                },
+                "throughput (replies/s)",
+                (false, false),
+                format!("Throughput, {what} (cf. seed 004 Figs. 6a–8a)"),
+                "Average reply rate ± standard deviation over the sampling intervals.",
+            ));
+            figs.push(chart(
+                rec,
+                &f,
+                "rate",
+                "request rate (connections/s)",
+                Metrics::y("server_cpu_pct"),
+                "server CPU (% of one core)",
+                (false, false),
+                format!("Server CPU, {what} (cf. seed 004 Figs. 6b–8b)"),
+                "Server CPU from /proc over the measured window (peers: the whole process tree).",
+            ));
+            figs.push(chart(
+                rec,
+                &f,
+                "rate",
+                "request rate (connections/s)",
+                Metrics::y("p50_us"),
+                "median response time (µs)",
+                (false, true),
+                format!("Response time, {what} (cf. seed 004 Fig. 9)"),
+                "Median response time from the intended send time, log scale.",
+            ));
+        }
+    }
+    figs
+}

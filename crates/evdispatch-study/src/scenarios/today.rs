@@ -1,0 +1,264 @@
+//! Scenario 8: today's additions. (a) One vs two workers on two cores;
+//! (b) the thundering herd: wake-ups per accepted connection with two
+//! workers on one shared listener (plain, and with `EPOLLEXCLUSIVE`) and
+//! with one `SO_REUSEPORT` listener each; (c) memory per idle connection for
+//! every server, ours (each model) and the peers.
+//!
+//! Points carry `part` = `workers` | `herd` | `memory` beside the
+//! [`WebJob`] config (and `listener_mode` for the herd). Metrics:
+//! `reply_rate`, `server_cpu_pct`, `cpu_us_per_reply`; `worker_wakeups`,
+//! `worker_accepts`, `wakeups_per_accept`; `rss_per_conn_bytes`,
+//! `tcp_kernel_per_conn_bytes`.
+
+use serde_json::{json, Map, Value};
+
+use super::{all_dispatch, fd_limit, j};
+use crate::drive::{Caps, LoadSpec, Rate, ServerSpec, PEER_SERVERS};
+use crate::report::figure::{fmt_num, Figure, Table};
+use crate::results::ScenarioRecord;
+use crate::scenario::{Plan, Profile, Scenario};
+use crate::web::{plan_web, run_web, WebJob};
+
+/// The row in the scenario table.
+pub const SCENARIO: Scenario = Scenario {
+    id: "today",
+    number: 8,
+    title: "Today's additions: workers, thundering herd, memory per connection",
+    seeds: "004 §2.1 (thread-per-connection memory), §2.2 (thundering herd, \"not a problem with Linux 2.4.0\"); 000 §6 (\"waking only one thread\")",
+    about: "Seed 004 claimed Linux 2.4 wakes a single thread per event, so no thundering herd, and that thread-per-connection servers pay for a stack per connection; seed 000 asked for the option of waking only one thread. We count wake-ups per accepted connection for two workers on a shared listener (plain, and with EPOLLEXCLUSIVE) and with SO_REUSEPORT, measure user-space memory per idle connection for each server, and compare one worker with two.",
+    plan,
+    run: run_web,
+    figures,
+};
+
+/// How the two workers share the port: (name, listener, extra poller
+/// options). `shared (plain)` asks the server to register the shared
+/// listener without `EPOLLEXCLUSIVE` (poller option `exclusive=false`).
+pub const HERD_MODES: &[(&str, &str, &[&str])] = &[
+    ("shared (plain)", "shared", &["exclusive=false"]),
+    ("shared + EPOLLEXCLUSIVE", "shared", &[]),
+    ("SO_REUSEPORT", "reuseport", &[]),
+];
+
+fn extra(part: &str, more: &[(&str, Value)]) -> Map<String, Value> {
+    let mut m: Map<String, Value> = [("part".to_string(), json!(part))].into_iter().collect();
+    for (k, v) in more {
+        m.insert(k.to_string(), v.clone());
+    }
+    m
+}
+
+fn plan(p: Profile, caps: &Caps) -> Plan {
+    let duration = p.pick(0.3, 1.5, 5.0);
+    let idle_n: u32 = p.pick(500, 5000, 9000);
+    let herd_rate = p.pick(1000.0, 5000.0, 10000.0);
+    let worker_mechs: Vec<&str> = p.pick(
+        vec!["epoll"],
+        vec!["epoll", "uring-completion"],
+        vec!["epoll", "uring", "uring-completion", "threads"],
+    );
+    let mut plan = Plan {
+        params: json!({"duration_s": duration, "idle_connections": idle_n, "herd_rate_conn_per_s": herd_rate, "worker_mechanisms": worker_mechs, "workers": [1, 2], "persistent": 100}),
+        ..Plan::default()
+    };
+    // (a) one vs two workers, closed loop over 100 keep-alive connections.
+    let mut worker_servers: Vec<ServerSpec> =
+        worker_mechs.iter().map(|m| ServerSpec::ours(m)).collect();
+    if p != Profile::Tiny {
+        worker_servers.push(ServerSpec::peer("nginx"));
+    }
+    for s in &worker_servers {
+        for w in [1u32, 2] {
+            let job = WebJob {
+                series: s.series(),
+                server: ServerSpec {
+                    workers: w,
+                    ..s.clone()
+                },
+                load: LoadSpec {
+                    document: "6k.html".into(),
+                    rate: Rate::MAX,
+                    duration_s: duration,
+                    sessions: false,
+                    calls: 1,
+                    persistent: 100,
+                    inactive: 0,
+                    idle: 0,
+                    procs: 1,
+                },
+            };
+            plan_web(
+                &mut plan,
+                caps,
+                format!("workers {} x{w}", s.series()),
+                job,
+                extra("workers", &[]),
+            );
+        }
+    }
+    // (b) the thundering herd.
+    for (name, listener, opts) in HERD_MODES {
+        let job = WebJob {
+            series: name.to_string(),
+            server: ServerSpec {
+                workers: 2,
+                listener: Some(listener.to_string()),
+                poller_opts: opts.iter().map(|s| s.to_string()).collect(),
+                ..ServerSpec::ours("epoll")
+            },
+            load: LoadSpec {
+                document: "1b.txt".into(),
+                rate: Rate::PerSec(herd_rate),
+                duration_s: duration,
+                sessions: true,
+                calls: 1,
+                persistent: 0,
+                inactive: 0,
+                idle: 0,
+                procs: 1,
+            },
+        };
+        plan_web(
+            &mut plan,
+            caps,
+            format!("herd {name}"),
+            job,
+            extra("herd", &[("listener_mode", json!(name))]),
+        );
+    }
+    // (c) memory per idle connection, every server.
+    let mut servers: Vec<ServerSpec> = p
+        .sample(all_dispatch(caps), &["epoll", "threads"])
+        .iter()
+        .map(|m| ServerSpec::ours(m))
+        .collect();
+    let peers: Vec<String> = PEER_SERVERS.iter().map(|s| s.to_string()).collect();
+    servers.extend(
+        p.sample(peers, &["nginx"])
+            .iter()
+            .map(|p| ServerSpec::peer(p)),
+    );
+    for s in &servers {
+        if let Some(m) = s.mechanism.as_deref().filter(|_| s.server == "ours") {
+            if let Err(why) = fd_limit(caps, m, idle_n) {
+                plan.skip(format!("memory: {}", s.series()), why);
+                continue;
+            }
+        }
+        let job = WebJob {
+            series: s.series(),
+            server: ServerSpec {
+                idle_timeout_s: Some(600.0),
+                ..s.clone()
+            },
+            load: LoadSpec {
+                document: "1b.txt".into(),
+                rate: Rate::PerSec(20.0),
+                duration_s: duration.max(p.pick(0.5, 1.0, 2.0)),
+                sessions: false,
+                calls: 1,
+                persistent: 1,
+                inactive: 0,
+                idle: idle_n,
+                procs: 1,
+            },
+        };
+        plan_web(
+            &mut plan,
+            caps,
+            format!("memory {}", s.series()),
+            job,
+            extra("memory", &[]),
+        );
+    }
+    plan
+}
+
+fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
+    let mut figs = Vec::new();
+    let cell = |f: &[(&str, Value)], k: &str| rec.select(f).find_map(|p| p.metric(k));
+    let show = |v: Option<f64>| v.map(fmt_num).unwrap_or_else(|| "–".into());
+    // (a)
+    let mut t = Table {
+        columns: vec![
+            "server".into(),
+            "1 worker: replies/s".into(),
+            "2 workers: replies/s".into(),
+            "speed-up".into(),
+            "1 worker: CPU %".into(),
+            "2 workers: CPU %".into(),
+        ],
+        rows: vec![],
+    };
+    for s in rec.distinct("series") {
+        let f1 = [
+            ("part", j("workers")),
+            ("series", s.clone()),
+            ("workers", j(1)),
+        ];
+        let f2 = [
+            ("part", j("workers")),
+            ("series", s.clone()),
+            ("workers", j(2)),
+        ];
+        let (r1, r2) = (cell(&f1, "reply_rate"), cell(&f2, "reply_rate"));
+        if r1.is_none() && r2.is_none() {
+            continue;
+        }
+        t.rows.push(vec![
+            s.as_str().unwrap_or_default().into(),
+            show(r1),
+            show(r2),
+            match (r1, r2) {
+                (Some(a), Some(b)) if a > 0.0 => format!("×{}", fmt_num(b / a)),
+                _ => "–".into(),
+            },
+            show(cell(&f1, "server_cpu_pct")),
+            show(cell(&f2, "server_cpu_pct")),
+        ]);
+    }
+    figs.push(Figure::table("One worker vs two", "Closed-loop load over 100 keep-alive connections, 6 KB. With two workers the server shares the second core with the load generator, so the speed-up is bounded by it.", t));
+    // (b)
+    let mut t = Table {
+        columns: vec![
+            "listener".into(),
+            "accepted".into(),
+            "worker wake-ups".into(),
+            "wake-ups per accept".into(),
+        ],
+        rows: vec![],
+    };
+    for (name, _, _) in HERD_MODES {
+        let f = [("part", j("herd")), ("listener_mode", j(name))];
+        if rec.select(&f).next().is_none() {
+            continue;
+        }
+        t.rows.push(vec![
+            name.to_string(),
+            show(cell(&f, "worker_accepts")),
+            show(cell(&f, "worker_wakeups")),
+            show(cell(&f, "wakeups_per_accept")),
+        ]);
+    }
+    figs.push(Figure::table("The thundering herd: wake-ups per accepted connection", "Two epoll workers; one new connection per request. 1.0 means exactly one worker woke for each connection.", t));
+    // (c)
+    let mut t = Table {
+        columns: vec![
+            "server".into(),
+            "idle connections held".into(),
+            "user memory per connection (B)".into(),
+            "kernel TCP memory per connection (B, both ends)".into(),
+        ],
+        rows: vec![],
+    };
+    for p in rec.select(&[("part", j("memory"))]) {
+        t.rows.push(vec![
+            p.series.clone(),
+            show(p.metric("connections_peak").or(p.num("idle"))),
+            show(p.metric("rss_per_conn_bytes")),
+            show(p.metric("tcp_kernel_per_conn_bytes")),
+        ]);
+    }
+    figs.push(Figure::table("Memory per idle connection", "Growth of the server's resident memory (its whole process tree) while the idle connections are held, divided by their number; kernel TCP memory from /proc/net/sockstat counts both ends of each loopback connection.", t));
+    figs
+}
