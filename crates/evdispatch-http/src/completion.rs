@@ -910,7 +910,8 @@ impl Worker {
         }
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];
-            if c.state == State::Open && !c.send_inflight && c.input.len() == c.start {
+            let idle = c.state == State::Open && !c.send_inflight && c.input.len() == c.start;
+            if idle || (c.state == State::Lingering && !c.send_inflight) {
                 self.close_conn(idx);
             } else if c.state == State::Open || c.state == State::Lingering {
                 self.wheel.set(idx, deadline);

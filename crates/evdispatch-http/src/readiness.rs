@@ -838,8 +838,10 @@ impl Worker {
         self.listener_hot = false;
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];
-            if c.state == State::Open && c.out.is_none() && c.end == c.start {
-                // Idle, or new with nothing received: nothing to finish.
+            let idle = c.state == State::Open && c.out.is_none() && c.end == c.start;
+            if idle || c.state == State::Lingering {
+                // Idle, new with nothing received, or already answered:
+                // nothing to finish.
                 self.close(idx, Why::Normal);
             } else if c.state != State::Free {
                 self.wheel.set(idx, deadline);

@@ -296,12 +296,22 @@ fn header_and_idle_timeouts() {
     let site = site();
     let header = Duration::from_millis(300);
     let idle = Duration::from_millis(500);
-    for model in Model::all() {
+    // The models wait in parallel: the waiting is the test.
+    std::thread::scope(|scope| {
+        for model in Model::all() {
+            let site = &site;
+            scope.spawn(move || timeouts_on(model, site, header, idle));
+        }
+    });
+}
+
+fn timeouts_on(model: Model, site: &Site, header: Duration, idle: Duration) {
+    {
         let Some(server) = start(model, &site.root, |c| {
             c.header_timeout = header;
             c.idle_timeout = idle;
         }) else {
-            continue;
+            return;
         };
         let addr = server.local_addr();
         let t0 = Instant::now();
@@ -351,22 +361,33 @@ fn header_and_idle_timeouts() {
 #[test]
 fn cache_revalidates_by_mtime() {
     let site = site();
-    let path = site.root.join("changing.txt");
-    for model in Model::all() {
+    std::thread::scope(|scope| {
+        for model in Model::all() {
+            let site = &site;
+            scope.spawn(move || revalidation_on(model, site));
+        }
+    });
+}
+
+fn revalidation_on(model: Model, site: &Site) {
+    let name = format!("changing-{}.txt", model.name());
+    let url = format!("/{name}");
+    let path = site.root.join(&name);
+    {
         std::fs::write(&path, "version one\n").unwrap();
         let Some(server) = start(model, &site.root, |_| {}) else {
-            continue;
+            return;
         };
         let addr = server.local_addr();
         let mut c = Client::connect(addr);
-        assert_eq!(c.get("/changing.txt").body, b"version one\n");
-        assert_eq!(c.get("/changing.txt").body, b"version one\n");
+        assert_eq!(c.get(&url).body, b"version one\n");
+        assert_eq!(c.get(&url).body, b"version one\n");
         // A new version with a later mtime (seconds resolution is enough:
         // the stamp includes nanoseconds and size).
         std::fs::write(&path, "version two, longer\n").unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
-            let body = c.get("/changing.txt").body;
+            let body = c.get(&url).body;
             if body == b"version two, longer\n" {
                 break;
             }
@@ -376,7 +397,7 @@ fn cache_revalidates_by_mtime() {
         }
         std::fs::remove_file(&path).unwrap();
         let deadline = Instant::now() + Duration::from_secs(5);
-        while c.get("/changing.txt").status != 404 {
+        while c.get(&url).status != 404 {
             assert!(Instant::now() < deadline, "{model}: removal never seen");
             std::thread::sleep(Duration::from_millis(100));
         }
