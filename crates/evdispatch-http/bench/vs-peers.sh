@@ -27,9 +27,8 @@ BIN=${BIN:-$REPO/target/release/evdispatch-serve}
 if [ -z "${MODELS:-}" ]; then
   MODELS="epoll uring-completion"
   # The library's io_uring readiness mechanism, once it is in the table.
-  if "$BIN" --mechanism uring --root /nonexistent 2>&1 | grep -qv "unknown mechanism"; then
-    MODELS="epoll uring uring-completion"
-  fi
+  probe=$("$BIN" --mechanism uring --root /nonexistent 2>&1 || true)
+  case $probe in *"unknown mechanism"*) ;; *) MODELS="epoll uring uring-completion";; esac
 fi
 PEERS=${PEERS-nginx lighttpd h2o}
 HZ=$(getconf CLK_TCK)
