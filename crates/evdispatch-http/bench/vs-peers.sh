@@ -33,83 +33,12 @@ fi
 PEERS=${PEERS-nginx lighttpd h2o}
 HZ=$(getconf CLK_TCK)
 
-WORK=$(mktemp -d /tmp/evd-vs-peers.XXXXXX)
+TIMEOUT_S=65
+# shellcheck source=common.sh
+. "$HERE/common.sh"
+make_work evd-vs-peers
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-chmod 755 "$WORK"; mkdir -p "$WORK/www"
-head -c 6144 /dev/zero | tr '\0' 'x' > "$WORK/www/f6k.html"
-
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-
-# start_server NAME PORT -> sets SPID (the process whose CPU is measured)
-start_server() {
-  local name=$1 port=$2
-  case $name in
-    nginx)
-      mkdir -p "$WORK/nginx"
-      cat > "$WORK/nginx/nginx.conf" <<EOF
-worker_processes 1;
-master_process off;
-daemon off;
-pid $WORK/nginx/nginx.pid;
-error_log $WORK/nginx/error.log crit;
-events { worker_connections 20000; use epoll; multi_accept on; }
-http {
-  access_log off;
-  sendfile on; tcp_nopush on; tcp_nodelay on;
-  keepalive_requests 100000000; keepalive_timeout 65;
-  open_file_cache max=1000 inactive=60s;
-  default_type text/html;
-  client_body_temp_path $WORK/nginx; proxy_temp_path $WORK/nginx; fastcgi_temp_path $WORK/nginx;
-  uwsgi_temp_path $WORK/nginx; scgi_temp_path $WORK/nginx;
-  server { listen 127.0.0.1:$port backlog=4096; root $WORK/www; }
-}
-EOF
-      taskset -c "$SERVER_CPU" nginx -c "$WORK/nginx/nginx.conf" -p "$WORK/nginx" 2>/dev/null &
-      SPID=$!;;
-    lighttpd)
-      cat > "$WORK/lighttpd.conf" <<EOF
-server.document-root = "$WORK/www"
-server.bind = "127.0.0.1"
-server.port = $port
-server.max-keep-alive-requests = 100000000
-server.max-keep-alive-idle = 65
-server.max-connections = 16000
-server.max-fds = 20000
-server.errorlog = "$WORK/lighttpd-error.log"
-mimetype.assign = (".html" => "text/html")
-EOF
-      taskset -c "$SERVER_CPU" lighttpd -D -f "$WORK/lighttpd.conf" 2>/dev/null &
-      SPID=$!;;
-    h2o)
-      cat > "$WORK/h2o.conf" <<EOF
-listen:
-  host: 127.0.0.1
-  port: $port
-num-threads: 1
-max-connections: 20000
-http1-request-timeout: 65
-hosts:
-  default:
-    paths:
-      /:
-        file.dir: $WORK/www
-EOF
-      taskset -c "$SERVER_CPU" h2o -c "$WORK/h2o.conf" >/dev/null 2>&1 &
-      SPID=$!;;
-    *)
-      taskset -c "$SERVER_CPU" "$BIN" --root "$WORK/www" --listen "127.0.0.1:$port" \
-        --mechanism "$name" --cpu "$SERVER_CPU" > "$WORK/serve.out" 2>/dev/null &
-      SPID=$!;;
-  esac
-  for _ in $(seq 100); do
-    if curl -s -o /dev/null "http://127.0.0.1:$port/f6k.html"; then return 0; fi
-    sleep 0.05
-  done
-  echo "$name did not start" >&2; return 1
-}
-
-stop_server() { kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; }
 
 # measure NAME MODE -> prints "name mode req/s cpu_us_per_req p99"
 measure() {

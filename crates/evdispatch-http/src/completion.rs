@@ -23,7 +23,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use io_uring::{cqueue, opcode, types, IoUring};
 
-use crate::request::{parse_request, Parsed};
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, WorkerReport};
 use crate::status::Status;
@@ -43,7 +42,6 @@ const CHUNK: usize = 64 * 1024;
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 const LINGER: Duration = Duration::from_secs(2);
 const STOP_GRACE: Duration = Duration::from_secs(3);
-const MAX_BATCH: usize = 64;
 const POOL_KEEP: usize = 256;
 
 fn ud(kind: u64, gen: u32, idx: usize) -> u64 {
@@ -586,37 +584,16 @@ impl Worker {
         let c = &mut self.conns[idx];
         debug_assert!(!c.send_inflight);
         let input = std::mem::take(&mut c.input);
-        let mut start = c.start;
         let mut st = self.spare.pop().unwrap_or_else(SendState::new);
-        let mut close_after = false;
-        let mut reject = false;
-        let mut answered = 0;
-        while start < input.len() {
-            match parse_request(&input[start..], self.cfg.max_header) {
-                Parsed::Complete(req) => {
-                    let (status, keep) = self.responder.respond(&req, &mut st.batch, closing);
-                    self.counters.response(status);
-                    start += req.len;
-                    answered += 1;
-                    if !keep {
-                        close_after = true;
-                        break;
-                    }
-                    if st.batch.responses() >= MAX_BATCH || st.batch.has_file() {
-                        break;
-                    }
-                }
-                Parsed::Partial => break,
-                Parsed::Reject(status) => {
-                    self.responder.reject(status, &mut st.batch);
-                    self.counters.response(status);
-                    start = input.len();
-                    close_after = true;
-                    reject = true;
-                    break;
-                }
-            }
-        }
+        let a = self.responder.answer(
+            &input[c.start..],
+            self.cfg.max_header,
+            &mut st.batch,
+            closing,
+            &mut self.counters,
+        );
+        let start = c.start + a.consumed;
+        let (close_after, reject, answered) = (a.close, a.refused, a.answered);
         let c = &mut self.conns[idx];
         c.input = input;
         if start >= c.input.len() {
@@ -634,7 +611,7 @@ impl Worker {
                 c.start = 0;
             }
         }
-        if answered > 0 || reject {
+        if answered > 0 {
             c.partial = c.input.len() > c.start;
         }
         c.close_after |= close_after;

@@ -92,7 +92,7 @@ mod timer;
 
 pub use files::{content_type, CacheLimits, CacheStats, FileStore};
 pub use request::{parse_request, Method, Parsed, Request, Version};
-pub use response::{OutBatch, Responder};
+pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
 pub use stats::{Counters, ServerReport, WorkerReport};
 pub use status::Status;
 pub use target::normalize_target;

@@ -30,7 +30,6 @@ use std::time::{Duration, Instant, SystemTime};
 
 use evdispatch::{Events, Interest, Poller, Token, Trigger, Waker};
 
-use crate::request::{parse_request, Parsed};
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, WorkerReport};
 use crate::status::Status;
@@ -49,8 +48,6 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 const LINGER: Duration = Duration::from_secs(2);
 /// How long a stopping server lets busy connections finish.
 const STOP_GRACE: Duration = Duration::from_secs(3);
-/// Most pipelined responses gathered into one write.
-const MAX_BATCH: usize = 64;
 /// Read buffers kept for reuse.
 const POOL_KEEP: usize = 256;
 
@@ -598,44 +595,19 @@ impl Worker {
         let closing = self.stopping.is_some();
         let c = &mut self.conns[idx];
         let buf = c.buf.take().expect("process needs a buffer");
-        let mut start = c.start as usize;
-        let end = c.end as usize;
-        let mut close_after = false;
-        let mut reject = false;
-        let mut answered = 0usize;
-        while start < end {
-            match parse_request(&buf[start..end], self.cfg.max_header) {
-                Parsed::Complete(req) => {
-                    let (st, keep) = self.responder.respond(&req, &mut self.batch, closing);
-                    self.counters.response(st);
-                    start += req.len;
-                    answered += 1;
-                    if !keep {
-                        close_after = true;
-                        break;
-                    }
-                    if self.batch.responses() >= MAX_BATCH
-                        || self.batch.has_file()
-                        || self.batch.head_len() > 16 * 1024
-                    {
-                        break;
-                    }
-                }
-                Parsed::Partial => break,
-                Parsed::Reject(st) => {
-                    self.responder.reject(st, &mut self.batch);
-                    self.counters.response(st);
-                    start = end;
-                    close_after = true;
-                    reject = true;
-                    break;
-                }
-            }
-        }
+        let (start, end) = (c.start as usize, c.end as usize);
+        let a = self.responder.answer(
+            &buf[start..end],
+            self.cfg.max_header,
+            &mut self.batch,
+            closing,
+            &mut self.counters,
+        );
+        let (close_after, reject) = (a.close, a.refused);
         let c = &mut self.conns[idx];
-        c.start = start as u32;
+        c.start = (start + a.consumed) as u32;
         c.buf = Some(buf);
-        if answered > 0 || reject {
+        if a.answered > 0 {
             c.partial = c.end > c.start;
         }
         let fd = c.fd();
@@ -674,7 +646,7 @@ impl Worker {
             self.finish_close(idx);
             return Flow::Closed;
         }
-        if answered > 0 {
+        if a.answered > 0 {
             self.arm_after_response(idx);
         }
         Flow::Done

@@ -411,6 +411,75 @@ impl Responder {
     }
 }
 
+/// What [`Responder::answer`] did with a buffer of requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Answered {
+    /// Bytes of input consumed (complete requests; all of it after a refusal).
+    pub consumed: usize,
+    /// Requests answered (a refusal included).
+    pub answered: usize,
+    /// The connection closes after this output.
+    pub close: bool,
+    /// The close follows a refused request (the client may still be
+    /// sending: drain before closing).
+    pub refused: bool,
+}
+
+/// Most pipelined responses gathered into one batch.
+pub const MAX_BATCH: usize = 64;
+
+impl Responder {
+    /// Answer the complete requests at the start of `input` into `out`, in
+    /// order, counting each status in `counters`; stop at a partial request,
+    /// at a response that closes the connection, or when the batch is full
+    /// (it is then written before more are answered). The one request loop
+    /// of every model.
+    pub fn answer(
+        &mut self,
+        input: &[u8],
+        max_header: usize,
+        out: &mut OutBatch,
+        closing: bool,
+        counters: &mut crate::stats::Counters,
+    ) -> Answered {
+        let mut a = Answered {
+            consumed: 0,
+            answered: 0,
+            close: false,
+            refused: false,
+        };
+        while a.consumed < input.len() {
+            match crate::request::parse_request(&input[a.consumed..], max_header) {
+                crate::request::Parsed::Complete(req) => {
+                    let (st, keep) = self.respond(&req, out, closing);
+                    counters.response(st);
+                    a.consumed += req.len;
+                    a.answered += 1;
+                    if !keep {
+                        a.close = true;
+                        break;
+                    }
+                    if out.responses() >= MAX_BATCH || out.has_file() || out.head_len() > 16 * 1024
+                    {
+                        break;
+                    }
+                }
+                crate::request::Parsed::Partial => break,
+                crate::request::Parsed::Reject(st) => {
+                    self.reject(st, out);
+                    counters.response(st);
+                    a.consumed = input.len();
+                    a.answered += 1;
+                    a.close = true;
+                    a.refused = true;
+                    break;
+                }
+            }
+        }
+        a
+    }
+}
+
 /// An HTTP date as whole seconds since the epoch.
 fn parse_date(raw: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(raw).ok()?;

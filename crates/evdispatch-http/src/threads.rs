@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::request::{parse_request, Parsed};
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, WorkerReport};
 use crate::status::Status;
@@ -262,36 +261,14 @@ fn serve(
         }
         end += n;
         // Answer the complete requests.
-        let mut close = false;
-        {
+        let close = {
             let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
             r.set_time(SystemTime::now());
-            while start < end {
-                match parse_request(&buf[start..end], cfg.max_header) {
-                    Parsed::Complete(req) => {
-                        let closing = stop.load(Ordering::Relaxed);
-                        let (st, keep) = r.respond(&req, out, closing);
-                        counters.response(st);
-                        start += req.len;
-                        if !keep {
-                            close = true;
-                            break;
-                        }
-                        if out.responses() >= 64 || out.has_file() {
-                            break;
-                        }
-                    }
-                    Parsed::Partial => break,
-                    Parsed::Reject(st) => {
-                        r.reject(st, out);
-                        counters.response(st);
-                        start = end;
-                        close = true;
-                        break;
-                    }
-                }
-            }
-        }
+            let closing = stop.load(Ordering::Relaxed);
+            let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters);
+            start += a.consumed;
+            a.close
+        };
         if !out.is_empty() {
             let sent = out.send(fd);
             counters.bytes_sent += std::mem::take(&mut out.written);
