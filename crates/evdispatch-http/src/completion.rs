@@ -266,7 +266,9 @@ impl Worker {
         Ok(())
     }
 
-    fn pause_accept(&mut self) {
+    /// Cancel the multishot accept, if armed (its last completion clears
+    /// `accept_armed`).
+    fn cancel_accept(&mut self) {
         if self.accept_armed && !self.accept_cancel {
             self.push(
                 opcode::AsyncCancel::new(ud(K_ACCEPT, 0, 0))
@@ -275,6 +277,10 @@ impl Worker {
             );
             self.accept_cancel = true;
         }
+    }
+
+    fn pause_accept(&mut self) {
+        self.cancel_accept();
         if self.resume_at.is_none() {
             self.counters.accept_pauses += 1;
         }
@@ -877,14 +883,7 @@ impl Worker {
         let deadline = self.now + STOP_GRACE;
         self.stopping = Some(deadline);
         self.resume_at = None;
-        if self.accept_armed && !self.accept_cancel {
-            self.push(
-                opcode::AsyncCancel::new(ud(K_ACCEPT, 0, 0))
-                    .build()
-                    .user_data(ud(K_CANCEL, 0, 0)),
-            );
-            self.accept_cancel = true;
-        }
+        self.cancel_accept();
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];
             let idle = c.state == State::Open && !c.send_inflight && c.input.len() == c.start;
