@@ -670,6 +670,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // inherits the mask and only the sigwait below receives them.
     let signals = [libc::SIGINT, libc::SIGTERM];
     sys::block_signals(&signals)?;
+    // The RT-signal mechanisms direct their signals (and SIGIO on queue
+    // overflow) at their own thread, where they are blocked; blocking them in
+    // every thread as well means a stray process-directed one can never take
+    // its default action (terminate) in a thread that does not expect it.
+    let rt: Vec<libc::c_int> = std::iter::once(libc::SIGIO)
+        .chain(libc::SIGRTMIN()..=libc::SIGRTMAX())
+        .collect();
+    sys::block_signals(&rt)?;
     let model = cfg.model;
     let server = Server::start(cfg).with_context(|| format!("cannot start the {model} server"))?;
     {

@@ -324,3 +324,34 @@ fn command_line_contract() {
         assert!(!err.trim().is_empty(), "{bad:?}: no message");
     }
 }
+
+#[test]
+fn accept_one_per_report_still_serves_a_burst() {
+    // One accept per listener report (the classic select server). On an
+    // edge-triggered mechanism the listener is not reported again while
+    // connections remain queued: the loop must come back to it by itself.
+    let site = site();
+    for model in Model::all() {
+        if !matches!(model, Model::Readiness(_)) {
+            continue;
+        }
+        let Some(server) = start(model, &site.root, |c| {
+            c.accept = evdispatch_http::AcceptMode::One;
+        }) else {
+            continue;
+        };
+        let addr = server.local_addr();
+        // A burst: all connect before any is accepted.
+        let mut burst: Vec<Client> = (0..64).map(|_| Client::connect(addr)).collect();
+        for (i, c) in burst.iter_mut().enumerate() {
+            assert_eq!(
+                c.get("/").status,
+                200,
+                "{model}: connection #{i} of the burst"
+            );
+        }
+        drop(burst);
+        let t = server.stop().unwrap().totals();
+        assert_eq!(t.accepted, 64, "{model}");
+    }
+}
