@@ -39,7 +39,12 @@
 //!
 //! ```text
 //! { "schema", "model": "readiness"|"threads"|"uring-completion",
-//!   "mechanism": the --mechanism value, "config": {…every option…},
+//!   "mechanism": the --mechanism value, "address": "IP:PORT" listened on,
+//!   "config": { "root", "listen", "model", "mechanism", "workers",
+//!       "accept", "listener", "exclusive", "idle_timeout_ms",
+//!       "header_timeout_ms", "cpus", "max_connections", "threads",
+//!       "cache_bytes", "cache_max_file", "max_header", "backlog",
+//!       "eager_read", "poller_opts", "initial_events", "uring_entries" },
 //!   "elapsed_s",
 //!   "requests": { "total", "by_status": { "200": n, "404": n, … } },
 //!   "connections": { "accepted", "closed", "header_timed_out",
@@ -492,6 +497,7 @@ impl Server {
             model: self.cfg.model.kind(),
             mechanism: self.cfg.model.name().to_string(),
             config: self.cfg.to_json(),
+            address: self.addr.to_string(),
             elapsed_s: self.started.elapsed().as_secs_f64(),
             workers,
         })

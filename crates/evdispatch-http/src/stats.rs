@@ -183,6 +183,8 @@ pub struct ServerReport {
     pub mechanism: String,
     /// The configuration, as JSON.
     pub config: Value,
+    /// The address actually listened on (the real port when 0 was asked).
+    pub address: String,
     /// Seconds from listening to stopped.
     pub elapsed_s: f64,
     /// One report per worker.
@@ -222,6 +224,7 @@ impl ServerReport {
         head.insert("schema".into(), json!("evdispatch-serve-stats/1"));
         head.insert("model".into(), json!(self.model));
         head.insert("mechanism".into(), json!(self.mechanism));
+        head.insert("address".into(), json!(self.address));
         head.insert("config".into(), self.config.clone());
         head.insert("elapsed_s".into(), json!(self.elapsed_s));
         for (k, v) in std::mem::take(obj) {

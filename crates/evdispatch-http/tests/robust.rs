@@ -299,6 +299,7 @@ fn command_line_contract() {
     sigterm(&mut server.child);
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
     assert_eq!(doc["model"], "readiness");
+    assert_eq!(doc["address"], server.addr.to_string());
     assert_eq!(doc["config"]["workers"], 2);
     assert_eq!(doc["config"]["idle_timeout_ms"], 5000);
     assert_eq!(doc["config"]["initial_events"], 16);
