@@ -83,7 +83,16 @@ EOF
   return 1
 }
 
-stop_server() { kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; }
+# SIGTERM, then SIGKILL after 5 s (h2o's graceful stop can take much longer).
+stop_server() {
+  kill "$SPID" 2>/dev/null || true
+  for _ in $(seq 50); do
+    kill -0 "$SPID" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -9 "$SPID" 2>/dev/null || true
+  wait "$SPID" 2>/dev/null || true
+}
 
 # A fresh world-readable work directory with the 6 KB document.
 make_work() {

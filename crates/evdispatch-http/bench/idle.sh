@@ -61,7 +61,10 @@ for name in $SERVERS; do
     sleep 0.5
     rss0=$(rss_bytes "$SPID")
     coproc HOLD { taskset -c "$CLIENT_CPU" python3 -c "$HOLDER" "$port" "$IDLE"; }
-    read -r _ held <&"${HOLD[0]}"
+    if ! read -r _ held <&"${HOLD[0]}"; then
+      echo "$name: could not hold $IDLE idle connections (refused or reset)" >&2
+      stop_server; continue
+    fi
     sleep 1
     rss1=$(rss_bytes "$SPID")
     read -r idle_rps idle_p99 <<<"$(wrk_run "$port")"
