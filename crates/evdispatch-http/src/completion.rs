@@ -355,7 +355,9 @@ impl Worker {
             self.rearm = rearm;
             self.rearm.clear();
             if let Some(t) = self.resume_at {
-                if self.now >= t && self.open < self.cfg.max_connections && self.stopping.is_none()
+                if self.now >= t
+                    && self.open < self.cfg.max_open_per_worker()
+                    && self.stopping.is_none()
                 {
                     self.resume_at = None;
                     self.arm_accept()?;
@@ -420,7 +422,7 @@ impl Worker {
                 return; // closes it
             }
             self.add_conn(fd);
-            if self.open >= self.cfg.max_connections {
+            if self.open >= self.cfg.max_open_per_worker() {
                 self.pause_accept();
             }
         } else {
@@ -831,7 +833,7 @@ impl Worker {
         self.free.push(idx as u32);
         self.open -= 1;
         self.counters.closed += 1;
-        if self.resume_at.is_some() && self.open < self.cfg.max_connections {
+        if self.resume_at.is_some() && self.open < self.cfg.max_open_per_worker() {
             self.resume_at = None;
             let _ = self.arm_accept();
         }

@@ -211,7 +211,8 @@ pub struct ServerConfig {
     pub header_timeout: Duration,
     /// CPUs to pin workers to (worker i on `cpus[i % len]`).
     pub cpus: Option<Vec<usize>>,
-    /// Most connections open at once (over all workers).
+    /// Most connections open at once, over all workers (each worker takes
+    /// an equal share, rounded up); accepting pauses at the limit.
     pub max_connections: usize,
     /// Pool size of the `threads` model.
     pub threads: usize,
@@ -283,6 +284,15 @@ impl ServerConfig {
             "initial_events": self.poller.initial_events,
             "uring_entries": self.poller.uring_entries,
         })
+    }
+
+    /// Each worker's share of `max_connections` (rounded up).
+    pub(crate) fn max_open_per_worker(&self) -> usize {
+        if self.max_connections == usize::MAX {
+            usize::MAX
+        } else {
+            self.max_connections.div_ceil(self.workers.max(1))
+        }
     }
 
     fn cpu_for(&self, worker: usize) -> Option<usize> {

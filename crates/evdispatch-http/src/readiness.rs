@@ -292,7 +292,7 @@ impl Worker {
         let one = self.cfg.accept == AcceptMode::One;
         let mut first = true;
         loop {
-            if self.open >= self.cfg.max_connections {
+            if self.open >= self.cfg.max_open_per_worker() {
                 self.pause_accept();
                 return;
             }

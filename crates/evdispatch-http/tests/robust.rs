@@ -356,3 +356,43 @@ fn accept_one_per_report_still_serves_a_burst() {
         assert_eq!(t.accepted, 64, "{model}");
     }
 }
+
+#[test]
+fn max_connections_pauses_accepting() {
+    let site = site();
+    for model in Model::all() {
+        if model == Model::Threads {
+            continue; // bounded by its pool instead
+        }
+        let Some(server) = start(model, &site.root, |c| c.max_connections = 4) else {
+            continue;
+        };
+        let addr = server.local_addr();
+        let mut first: Vec<Client> = (0..4).map(|_| Client::connect(addr)).collect();
+        for c in &mut first {
+            assert_eq!(c.get("/").status, 200, "{model}");
+        }
+        // A fifth waits in the listen queue, unanswered…
+        let mut fifth = Client::connect(addr);
+        fifth.send(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        fifth
+            .s
+            .set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let early = std::io::Read::read(&mut fifth.s, &mut byte);
+        assert!(early.is_err(), "{model}: answered beyond --max-connections");
+        // …until one of the four closes.
+        drop(first.pop());
+        fifth
+            .s
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let r = fifth.response(false).expect("answered once a slot freed");
+        assert_eq!(r.status, 200, "{model}");
+        drop((first, fifth));
+        let t = server.stop().unwrap().totals();
+        assert!(t.accept_pauses >= 1, "{model}: {t:?}");
+        assert!(t.peak_open <= 4, "{model}: {t:?}");
+    }
+}
