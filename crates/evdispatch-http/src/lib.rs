@@ -1,12 +1,745 @@
-//! evdispatch: The static-content micro web server.
+//! `evdispatch serve`: a static-content web server written once against the
+//! [`evdispatch::Poller`] API and run over any mechanism, plus two models that
+//! are not readiness-based, for comparison.
 //!
-//! Scaffold: the command line is wired, the work is not built yet.
+//! * **readiness** (`--mechanism` = any name in [`evdispatch::MECHANISMS`]):
+//!   `--workers K` event loops, each with its own poller, listener
+//!   (`--listener reuseport`, one `SO_REUSEPORT` socket per loop) or a shared
+//!   one (`--listener shared`, registered with `Interest::exclusive()` where
+//!   the mechanism honours it, unless `--no-exclusive`); `--accept all`
+//!   accepts until `EAGAIN`, `--accept one` once per readiness report (the
+//!   classic select server of seed 004).
+//! * **threads**: a master thread and a pre-spawned pool of `--threads N`
+//!   blocking threads, one connection each (seed 004 §2.1).
+//! * **uring-completion**: io_uring completions instead of readiness:
+//!   multishot accept, multishot receive into provided buffers, gathered
+//!   sends.
+//!
+//! HTTP/1.0 and 1.1, `GET` and `HEAD`, persistent connections and
+//! pipelining, `If-Modified-Since`, `index.html` for directories; small files
+//! from a bounded in-memory cache revalidated by modification time, large
+//! ones with `sendfile`; nothing outside `--root` is ever served. Request
+//! parsing ([`parse_request`]) and path normalisation ([`normalize_target`])
+//! are pure functions.
+//!
+//! Timeouts: `--header-timeout` runs from accept for the first request and
+//! from its first byte for later ones; `--idle-timeout` between requests on a
+//! keep-alive connection, and while a client does not read its response. A
+//! timer wheel holds them; a wait sleeps until the next deadline.
+//!
+//! # Command-line contract
+//!
+//! Once every worker listens, the server prints exactly one line,
+//! `listening on http://IP:PORT`, to standard output (with `--listen …:0`, the
+//! port the kernel chose), and flushes. SIGINT or SIGTERM stops it
+//! gracefully (no new connections; idle ones closed; busy ones get up to 3 s
+//! to finish) and then `--stats-json FILE` is written (`-`: standard output).
+//!
+//! # The stats document (`schema: "evdispatch-serve-stats/1"`)
+//!
+//! ```text
+//! { "schema", "model": "readiness"|"threads"|"uring-completion",
+//!   "mechanism": the --mechanism value, "address": "IP:PORT" listened on,
+//!   "config": { "root", "listen", "model", "mechanism", "workers",
+//!       "accept", "listener", "exclusive", "idle_timeout_ms",
+//!       "header_timeout_ms", "cpus", "max_connections", "threads",
+//!       "cache_bytes", "cache_max_file", "max_header", "backlog",
+//!       "eager_read", "poller_opts", "initial_events", "uring_entries" },
+//!   "elapsed_s",
+//!   "requests": { "total", "by_status": { "200": n, "404": n, … } },
+//!   "connections": { "accepted", "closed", "header_timed_out",
+//!       "idle_timed_out", "write_timed_out", "client_errors",
+//!       "register_errors", "peak_open" },
+//!   "accept": { "listener_events", "listener_empty", "pauses",
+//!       "errors": { "EMFILE": n, … }, "wakeups_per_accept" },
+//!   "wakeups", "bytes_sent",
+//!   "poller": evdispatch::Stats summed over workers,
+//!   "cache": { "hits", "misses", "revalidations", "reloads", "evictions",
+//!       "bytes", "entries" } summed,
+//!   "workers": [ { "worker", "cpu", "requests", "connections", "accept",
+//!       "wakeups", "bytes_sent", "poller", "cache" }, … ] }
+//! ```
+//!
+//! `accept.wakeups_per_accept` is listener reports per accepted connection:
+//! above 1 with a shared listener is the thundering herd. For `threads` the
+//! poller object is empty; for `uring-completion` it holds the ring's
+//! counters (`waits`, `wait_syscalls`, `events` = completions,
+//! `sqes_submitted`, `rearms`).
 
-/// Command-line arguments.
-#[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+#![deny(missing_docs)]
+#![warn(rust_2018_idioms)]
 
-/// Run the command.
-pub fn run(_args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not built yet")
+use std::fmt;
+use std::io::{self, Write};
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use evdispatch::{Mechanism, Waker};
+use serde_json::json;
+
+mod completion;
+mod files;
+mod readiness;
+mod request;
+mod response;
+mod stats;
+mod status;
+mod sys;
+mod target;
+mod threads;
+mod timer;
+
+pub use files::{content_type, CacheLimits, CacheStats, FileStore};
+pub use request::{parse_request, Method, Parsed, Request, Version};
+pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
+pub use stats::{Counters, ServerReport, WorkerReport};
+pub use status::Status;
+pub use target::normalize_target;
+pub use timer::TimerWheel;
+
+/// How connections are dispatched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// Event loops over a readiness mechanism of the library.
+    Readiness(Mechanism),
+    /// A pre-spawned pool of blocking threads, one per connection.
+    Threads,
+    /// io_uring completions (accept, receive and send as completions).
+    UringCompletion,
+}
+
+impl Model {
+    /// Every model: each library mechanism, then `threads` and
+    /// `uring-completion`. Tests and the study iterate this.
+    pub fn all() -> Vec<Model> {
+        Mechanism::all()
+            .map(Model::Readiness)
+            .chain([Model::Threads, Model::UringCompletion])
+            .collect()
+    }
+
+    /// The `--mechanism` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Model::Readiness(m) => m.name(),
+            Model::Threads => "threads",
+            Model::UringCompletion => "uring-completion",
+        }
+    }
+
+    /// `readiness`, `threads` or `uring-completion`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Model::Readiness(_) => "readiness",
+            Model::Threads => "threads",
+            Model::UringCompletion => "uring-completion",
+        }
+    }
+}
+
+impl fmt::Display for Model {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Model {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Model, String> {
+        match s {
+            "threads" => Ok(Model::Threads),
+            "uring-completion" => Ok(Model::UringCompletion),
+            _ => s.parse::<Mechanism>().map(Model::Readiness).map_err(|_| {
+                format!(
+                    "unknown mechanism '{s}'; choose one of: {}, threads, uring-completion",
+                    Mechanism::names()
+                )
+            }),
+        }
+    }
+}
+
+/// `--accept`: how many connections to accept per listener report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AcceptMode {
+    /// One `accept` per report (the classic select server).
+    One,
+    /// `accept` until `EAGAIN` (multi-accept).
+    All,
+}
+
+/// `--listener`: one socket per worker, or one shared by all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListenerMode {
+    /// One `SO_REUSEPORT` listener per worker (the kernel spreads connections).
+    Reuseport,
+    /// One listener registered in every worker's poller.
+    Shared,
+}
+
+/// Everything a server needs to start.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Document root.
+    pub root: PathBuf,
+    /// Address to listen on (port 0: the kernel picks).
+    pub listen: SocketAddr,
+    /// Dispatch model.
+    pub model: Model,
+    /// Poller configuration (its mechanism is the model's, when readiness;
+    /// `uring_entries` also sizes the completion model's ring).
+    pub poller: evdispatch::Config,
+    /// The `--poller-opt` pairs as given (for the report).
+    pub poller_opts: Vec<String>,
+    /// Event loops (readiness and uring-completion).
+    pub workers: usize,
+    /// Accept strategy.
+    pub accept: AcceptMode,
+    /// Listener arrangement.
+    pub listener: ListenerMode,
+    /// Use the wake-one modifier on a shared listener where supported.
+    pub exclusive: bool,
+    /// Keep-alive idle limit (and the limit on a client not reading).
+    pub idle_timeout: Duration,
+    /// Limit for receiving a request's headers.
+    pub header_timeout: Duration,
+    /// CPUs to pin workers to (worker i on `cpus[i % len]`).
+    pub cpus: Option<Vec<usize>>,
+    /// Most connections open at once, over all workers (each worker takes
+    /// an equal share, rounded up); accepting pauses at the limit.
+    pub max_connections: usize,
+    /// Pool size of the `threads` model.
+    pub threads: usize,
+    /// File cache limits (over all workers).
+    pub cache: CacheLimits,
+    /// Largest request head accepted (bytes); also the read buffer size.
+    pub max_header: usize,
+    /// Listen backlog.
+    pub backlog: i32,
+    /// Readiness model: read a new connection at once, before registering
+    /// it (adaptive: tried only now and then while it keeps finding nothing).
+    pub eager_read: bool,
+}
+
+impl ServerConfig {
+    /// Defaults for serving `root` with `model` on 127.0.0.1, port 0.
+    pub fn new(root: impl Into<PathBuf>, model: Model) -> ServerConfig {
+        let mechanism = match model {
+            Model::Readiness(m) => m,
+            _ => Mechanism::Epoll,
+        };
+        ServerConfig {
+            root: root.into(),
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            model,
+            poller: evdispatch::Config::new(mechanism),
+            poller_opts: Vec::new(),
+            workers: 1,
+            accept: AcceptMode::All,
+            listener: ListenerMode::Reuseport,
+            exclusive: true,
+            idle_timeout: Duration::from_secs(60),
+            header_timeout: Duration::from_secs(10),
+            cpus: None,
+            max_connections: usize::MAX,
+            threads: 256,
+            cache: CacheLimits {
+                max_bytes: 64 << 20,
+                max_file: 256 << 10,
+            },
+            max_header: 8192,
+            backlog: 4096,
+            eager_read: true,
+        }
+    }
+
+    /// The configuration as JSON (the report's `config`).
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({
+            "root": self.root.display().to_string(),
+            "listen": self.listen.to_string(),
+            "model": self.model.kind(),
+            "mechanism": self.model.name(),
+            "workers": self.workers,
+            "accept": format!("{:?}", self.accept).to_lowercase(),
+            "listener": format!("{:?}", self.listener).to_lowercase(),
+            "exclusive": self.exclusive,
+            "idle_timeout_ms": self.idle_timeout.as_millis() as u64,
+            "header_timeout_ms": self.header_timeout.as_millis() as u64,
+            "cpus": self.cpus,
+            "max_connections": if self.max_connections == usize::MAX { None } else { Some(self.max_connections) },
+            "threads": self.threads,
+            "cache_bytes": self.cache.max_bytes,
+            "cache_max_file": self.cache.max_file,
+            "max_header": self.max_header,
+            "backlog": self.backlog,
+            "eager_read": self.eager_read,
+            "poller_opts": self.poller_opts,
+            "initial_events": self.poller.initial_events,
+            "uring_entries": self.poller.uring_entries,
+        })
+    }
+
+    /// Each worker's share of `max_connections` (rounded up).
+    pub(crate) fn max_open_per_worker(&self) -> usize {
+        if self.max_connections == usize::MAX {
+            usize::MAX
+        } else {
+            self.max_connections.div_ceil(self.workers.max(1))
+        }
+    }
+
+    fn cpu_for(&self, worker: usize) -> Option<usize> {
+        self.cpus.as_ref().map(|c| c[worker % c.len()])
+    }
+}
+
+/// A running server.
+pub struct Server {
+    addr: SocketAddr,
+    cfg: Arc<ServerConfig>,
+    stop: Arc<AtomicBool>,
+    wakers: Vec<Waker>,
+    joins: Vec<JoinHandle<io::Result<WorkerReport>>>,
+    pool: Option<threads::Pool>,
+    completion_wakers: Vec<completion::Wake>,
+    started: Instant,
+}
+
+impl fmt::Debug for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .field("model", &self.cfg.model)
+            .finish()
+    }
+}
+
+impl Server {
+    /// Start serving; returns once every worker listens. A mechanism that is
+    /// not available here fails with `ErrorKind::Unsupported`.
+    pub fn start(cfg: ServerConfig) -> io::Result<Server> {
+        if cfg.workers == 0 || cfg.threads == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "--workers and --threads must be at least 1",
+            ));
+        }
+        if cfg.max_header < 256 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "--max-header must be at least 256 bytes",
+            ));
+        }
+        let cfg = Arc::new(cfg);
+        let stop = Arc::new(AtomicBool::new(false));
+        let per_worker_cache = CacheLimits {
+            max_bytes: cfg.cache.max_bytes / cfg.workers.max(1),
+            max_file: cfg.cache.max_file,
+        };
+        let started = Instant::now();
+        match cfg.model {
+            Model::Threads => {
+                let l = sys::listen(cfg.listen, cfg.backlog, false, true)?;
+                let listener = Arc::new(TcpListener::from(l));
+                let addr = listener.local_addr()?;
+                if let Some(cpus) = &cfg.cpus {
+                    evdispatch_proc::pin_current_thread(cpus)?;
+                }
+                let store = FileStore::open(&cfg.root, cfg.cache)?;
+                let pool =
+                    threads::start(cfg.clone(), listener, Responder::new(store), stop.clone())?;
+                Ok(Server {
+                    addr,
+                    cfg,
+                    stop,
+                    wakers: Vec::new(),
+                    joins: Vec::new(),
+                    pool: Some(pool),
+                    completion_wakers: Vec::new(),
+                    started,
+                })
+            }
+            Model::Readiness(_) | Model::UringCompletion => {
+                let listeners = make_listeners(&cfg)?;
+                let addr = listeners[0].local_addr()?;
+                let (tx, rx) = mpsc::channel();
+                let mut joins = Vec::new();
+                for i in 0..cfg.workers {
+                    let listener = listeners[i.min(listeners.len() - 1)].clone();
+                    let shared = cfg.listener == ListenerMode::Shared;
+                    let (cfg, stop, tx) = (cfg.clone(), stop.clone(), tx.clone());
+                    let h = thread::Builder::new()
+                        .name(format!("evd-worker-{i}"))
+                        .spawn(move || -> io::Result<WorkerReport> {
+                            let cpu = cfg.cpu_for(i);
+                            let fail = |e: io::Error| {
+                                let _ = tx.send(Err(io::Error::new(e.kind(), e.to_string())));
+                                e
+                            };
+                            if let Some(c) = cpu {
+                                evdispatch_proc::pin_current_thread(&[c]).map_err(fail)?;
+                            }
+                            let store =
+                                FileStore::open(&cfg.root, per_worker_cache).map_err(fail)?;
+                            let responder = Responder::new(store);
+                            match cfg.model {
+                                Model::UringCompletion => {
+                                    let (w, wake) = completion::Worker::new(
+                                        i,
+                                        cpu,
+                                        cfg.clone(),
+                                        listener,
+                                        responder,
+                                        stop,
+                                    )
+                                    .map_err(fail)?;
+                                    let _ = tx.send(Ok(Wakeup::Completion(wake)));
+                                    drop(tx);
+                                    w.run()
+                                }
+                                _ => {
+                                    let (w, waker) = readiness::Worker::new(
+                                        i,
+                                        cpu,
+                                        cfg.clone(),
+                                        listener,
+                                        shared,
+                                        responder,
+                                        stop,
+                                    )
+                                    .map_err(fail)?;
+                                    let _ = tx.send(Ok(Wakeup::Poller(waker)));
+                                    drop(tx);
+                                    w.run()
+                                }
+                            }
+                        })?;
+                    joins.push(h);
+                }
+                drop(tx);
+                let mut server = Server {
+                    addr,
+                    cfg: cfg.clone(),
+                    stop,
+                    wakers: Vec::new(),
+                    joins,
+                    pool: None,
+                    completion_wakers: Vec::new(),
+                    started,
+                };
+                let mut first_error = None;
+                for _ in 0..cfg.workers {
+                    match rx.recv() {
+                        Ok(Ok(Wakeup::Poller(w))) => server.wakers.push(w),
+                        Ok(Ok(Wakeup::Completion(w))) => server.completion_wakers.push(w),
+                        Ok(Err(e)) => {
+                            first_error.get_or_insert(e);
+                        }
+                        Err(_) => {
+                            first_error
+                                .get_or_insert(io::Error::other("a worker exited during start-up"));
+                        }
+                    }
+                }
+                if let Some(e) = first_error {
+                    let _ = server.stop();
+                    return Err(e);
+                }
+                Ok(server)
+            }
+        }
+    }
+
+    /// The address the server listens on (the real port when 0 was asked).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> &ServerConfig {
+        &self.cfg
+    }
+
+    /// Stop gracefully and collect every worker's report.
+    pub fn stop(mut self) -> io::Result<ServerReport> {
+        self.stop.store(true, Ordering::Release);
+        for w in &self.wakers {
+            let _ = w.wake();
+        }
+        for w in &self.completion_wakers {
+            w.wake();
+        }
+        let mut workers = Vec::new();
+        let mut first_error = None;
+        if let Some(pool) = self.pool.take() {
+            pool.wake();
+            match pool.master.join() {
+                Ok(Ok(r)) => workers.push(r),
+                Ok(Err(e)) => first_error = Some(e),
+                Err(_) => first_error = Some(io::Error::other("the master thread panicked")),
+            }
+        }
+        for h in self.joins.drain(..) {
+            match h.join() {
+                Ok(Ok(r)) => workers.push(r),
+                Ok(Err(e)) => {
+                    first_error.get_or_insert(e);
+                }
+                Err(_) => {
+                    first_error.get_or_insert(io::Error::other("a worker thread panicked"));
+                }
+            }
+        }
+        if workers.is_empty() {
+            if let Some(e) = first_error {
+                return Err(e);
+            }
+        }
+        workers.sort_by_key(|w| w.worker);
+        Ok(ServerReport {
+            model: self.cfg.model.kind(),
+            mechanism: self.cfg.model.name().to_string(),
+            config: self.cfg.to_json(),
+            address: self.addr.to_string(),
+            elapsed_s: self.started.elapsed().as_secs_f64(),
+            workers,
+        })
+    }
+}
+
+enum Wakeup {
+    Poller(Waker),
+    Completion(completion::Wake),
+}
+
+/// The listening sockets: one per worker (reuseport; the first binds the
+/// requested port, possibly 0, the others the port it got) or one shared.
+fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
+    let reuse = cfg.listener == ListenerMode::Reuseport;
+    let first = TcpListener::from(sys::listen(cfg.listen, cfg.backlog, reuse, false)?);
+    let addr = first.local_addr()?;
+    let mut v = vec![Arc::new(first)];
+    if reuse {
+        for _ in 1..cfg.workers {
+            v.push(Arc::new(TcpListener::from(sys::listen(
+                addr,
+                cfg.backlog,
+                true,
+                false,
+            )?)));
+        }
+    }
+    Ok(v)
+}
+
+/// A duration such as `10s`, `500ms`, `2m` or `1.5` (seconds).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+        Some(i) => (&s[..i], s[i..].trim()),
+        None => (s, "s"),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("'{s}' is not a duration (examples: 10s, 500ms, 2m)"))?;
+    let secs = match unit {
+        "ms" => v / 1000.0,
+        "s" => v,
+        "m" | "min" => v * 60.0,
+        "h" => v * 3600.0,
+        _ => return Err(format!("'{s}': unknown unit '{unit}' (use ms, s, m or h)")),
+    };
+    if !secs.is_finite() || secs < 0.0 {
+        return Err(format!("'{s}' is not a valid duration"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Command-line arguments of `evdispatch serve`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// Document root.
+    #[arg(long, default_value = ".")]
+    pub root: PathBuf,
+    /// Address to listen on (port 0: any free port; the real one is printed).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// A library mechanism (`evdispatch mechanisms`), or the models `threads`
+    /// and `uring-completion`.
+    #[arg(long, default_value = "epoll")]
+    pub mechanism: String,
+    /// Event loops (one per core), readiness and uring-completion models.
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+    /// Accept one connection per listener report, or all until EAGAIN.
+    #[arg(long, value_enum, default_value = "all")]
+    pub accept: AcceptMode,
+    /// One SO_REUSEPORT listener per worker, or one shared by all.
+    #[arg(long, value_enum, default_value = "reuseport")]
+    pub listener: ListenerMode,
+    /// With a shared listener, do not ask for wake-one (shows the herd).
+    #[arg(long)]
+    pub no_exclusive: bool,
+    /// Close a keep-alive connection idle this long (also: a client not reading).
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// Close a connection whose request headers take longer than this.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub header_timeout: Duration,
+    /// CPUs to pin workers to, e.g. `0`, `0,1`, `0-3`.
+    #[arg(long)]
+    pub cpu: Option<String>,
+    /// Write the final statistics here as JSON when stopped (`-`: stdout).
+    #[arg(long)]
+    pub stats_json: Option<PathBuf>,
+    /// A poller tunable, `key=value` (repeatable; see evdispatch::Config::KEYS).
+    #[arg(long = "poller-opt")]
+    pub poller_opt: Vec<String>,
+    /// Set this process's descriptor limit (RLIMIT_NOFILE) first.
+    #[arg(long)]
+    pub rlimit_nofile: Option<u64>,
+    /// Set this process's queued-signal limit (RLIMIT_SIGPENDING) first.
+    #[arg(long)]
+    pub rlimit_sigpending: Option<u64>,
+    /// Most connections open at once; accepting pauses at the limit.
+    #[arg(long)]
+    pub max_connections: Option<usize>,
+    /// Pool size of the `threads` model.
+    #[arg(long, default_value_t = 256)]
+    pub threads: usize,
+    /// Bytes of file content cached in memory (over all workers).
+    #[arg(long, default_value_t = 64 << 20)]
+    pub cache_bytes: usize,
+    /// Largest file cached; larger files are sent with sendfile.
+    #[arg(long, default_value_t = 256 << 10)]
+    pub cache_max_file: usize,
+    /// Largest request head accepted, bytes (larger: 431 or 414).
+    #[arg(long, default_value_t = 8192)]
+    pub max_header: usize,
+    /// Listen backlog.
+    #[arg(long, default_value_t = 4096)]
+    pub backlog: i32,
+    /// Readiness model: always wait for the mechanism's first report on a
+    /// new connection instead of trying to read it at once.
+    #[arg(long)]
+    pub no_eager_read: bool,
+}
+
+impl ServeArgs {
+    /// The server configuration these arguments describe.
+    pub fn config(&self) -> anyhow::Result<ServerConfig> {
+        let model: Model = self.mechanism.parse().map_err(anyhow::Error::msg)?;
+        let listen = self
+            .listen
+            .to_socket_addrs()
+            .with_context(|| format!("--listen {}: not an address", self.listen))?
+            .next()
+            .with_context(|| format!("--listen {}: resolves to nothing", self.listen))?;
+        let mut cfg = ServerConfig::new(&self.root, model);
+        cfg.listen = listen;
+        cfg.poller
+            .apply(self.poller_opt.iter().map(String::as_str))
+            .map_err(anyhow::Error::msg)?;
+        cfg.poller_opts = self.poller_opt.clone();
+        cfg.workers = self.workers;
+        cfg.accept = self.accept;
+        cfg.listener = self.listener;
+        cfg.exclusive = !self.no_exclusive;
+        cfg.idle_timeout = self.idle_timeout;
+        cfg.header_timeout = self.header_timeout;
+        if let Some(c) = &self.cpu {
+            cfg.cpus = Some(evdispatch_proc::parse_cpu_list(c).map_err(anyhow::Error::msg)?);
+        }
+        if let Some(m) = self.max_connections {
+            cfg.max_connections = m;
+        }
+        cfg.threads = self.threads;
+        cfg.cache = CacheLimits {
+            max_bytes: self.cache_bytes,
+            max_file: self.cache_max_file,
+        };
+        cfg.max_header = self.max_header;
+        cfg.backlog = self.backlog;
+        cfg.eager_read = !self.no_eager_read;
+        Ok(cfg)
+    }
+}
+
+/// Run `evdispatch serve` until SIGINT or SIGTERM.
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    use evdispatch_proc::{set_rlimit, Resource};
+    if let Some(n) = args.rlimit_nofile {
+        set_rlimit(Resource::Nofile, Some(n)).context("--rlimit-nofile")?;
+    }
+    if let Some(n) = args.rlimit_sigpending {
+        set_rlimit(Resource::Sigpending, Some(n)).context("--rlimit-sigpending")?;
+    }
+    let cfg = args.config()?;
+    // Block the stop signals before any thread exists, so every thread
+    // inherits the mask and only the sigwait below receives them.
+    let signals = [libc::SIGINT, libc::SIGTERM];
+    sys::block_signals(&signals)?;
+    // The RT-signal mechanisms direct their signals (and SIGIO on queue
+    // overflow) at their own thread, where they are blocked; blocking them in
+    // every thread as well means a stray process-directed one can never take
+    // its default action (terminate) in a thread that does not expect it.
+    let rt: Vec<libc::c_int> = std::iter::once(libc::SIGIO)
+        .chain(libc::SIGRTMIN()..=libc::SIGRTMAX())
+        .collect();
+    sys::block_signals(&rt)?;
+    let model = cfg.model;
+    let server = Server::start(cfg).with_context(|| format!("cannot start the {model} server"))?;
+    {
+        let mut out = io::stdout().lock();
+        writeln!(out, "listening on http://{}", server.local_addr())?;
+        out.flush()?;
+    }
+    sys::wait_signal(&signals)?;
+    let report = server.stop()?;
+    let doc = serde_json::to_string_pretty(&report.to_json())?;
+    match &args.stats_json {
+        Some(p) if p.as_os_str() == "-" => println!("{doc}"),
+        Some(p) => std::fs::write(p, doc + "\n")
+            .with_context(|| format!("--stats-json {}", p.display()))?,
+        None => {}
+    }
+    let t = report.totals();
+    eprintln!(
+        "evdispatch serve: stopped after {:.1}s: {} requests, {} connections",
+        report.elapsed_s,
+        t.total_requests(),
+        t.accepted
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
+        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
+        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("x").is_err());
+        assert!(parse_duration("5y").is_err());
+    }
+
+    #[test]
+    fn model_names() {
+        for m in Model::all() {
+            assert_eq!(m.name().parse::<Model>().unwrap(), m);
+        }
+        let e = "kqueue".parse::<Model>().unwrap_err();
+        assert!(e.contains("threads") && e.contains("epoll"), "{e}");
+    }
 }

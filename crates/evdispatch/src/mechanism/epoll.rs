@@ -61,6 +61,10 @@ impl Backend for Epoll {
     fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
         let mut flags = self.flags(interest);
         if interest.is_exclusive() {
+            // The kernel refuses EPOLLEXCLUSIVE with anything but EPOLLIN,
+            // EPOLLOUT, EPOLLWAKEUP and EPOLLET (EINVAL); a shared listening
+            // socket has no use for EPOLLRDHUP anyway.
+            flags &= !(libc::EPOLLRDHUP as u32);
             flags |= libc::EPOLLEXCLUSIVE as u32;
         }
         sys::ctl(
@@ -115,5 +119,21 @@ impl Backend for Epoll {
             stats.buffer_grows += 1;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Interest, Mechanism, Poller, Token};
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn exclusive_registration_is_accepted() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        for m in [Mechanism::Epoll, Mechanism::EpollEt] {
+            let mut p = Poller::new(m).unwrap();
+            p.register(l.as_raw_fd(), Token(1), Interest::READABLE.exclusive())
+                .unwrap_or_else(|e| panic!("{m}: EPOLLEXCLUSIVE refused: {e}"));
+        }
     }
 }

@@ -1,0 +1,942 @@
+//! The io_uring completion model: the kernel does the I/O and reports it
+//! done, instead of reporting that it could be done.
+//!
+//! Per worker, one ring: a multishot `accept` on the listener; per
+//! connection one multishot `recv` that draws from a ring of provided
+//! buffers (so an idle connection owns no buffer at all, not even in the
+//! kernel); responses as one `sendmsg` of header and cached body, at most one
+//! in flight per connection. Large files are read in 64 KiB chunks with
+//! `pread` (page-cache reads; a cold disk would stall the loop) and each chunk
+//! sent as a completion. The same timer wheel gives the wait's timeout.
+//!
+//! Closing: a connection with a `recv` in flight is cancelled first and its
+//! descriptor closed when the last completion for it has arrived; every
+//! completion carries the connection's generation, so a late one for a reused
+//! slot is dropped.
+
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use io_uring::{cqueue, opcode, types, IoUring};
+
+use crate::response::{OutBatch, Responder};
+use crate::stats::{Counters, WorkerReport};
+use crate::status::Status;
+use crate::sys::{self, uring::BufRing};
+use crate::timer::TimerWheel;
+use crate::ServerConfig;
+
+const K_ACCEPT: u64 = 1;
+const K_RECV: u64 = 2;
+const K_SEND: u64 = 3;
+const K_WAKE: u64 = 4;
+const K_CANCEL: u64 = 5;
+
+const BUF_SIZE: usize = 4096;
+const BUF_COUNT: u16 = 1024;
+const CHUNK: usize = 64 * 1024;
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+const LINGER: Duration = Duration::from_secs(2);
+const STOP_GRACE: Duration = Duration::from_secs(3);
+const POOL_KEEP: usize = 256;
+
+fn ud(kind: u64, gen: u32, idx: usize) -> u64 {
+    (kind << 60) | ((gen as u64 & 0x0fff_ffff) << 32) | idx as u64
+}
+
+fn ud_parts(u: u64) -> (u64, u32, usize) {
+    (
+        u >> 60,
+        ((u >> 32) & 0x0fff_ffff) as u32,
+        (u & 0xffff_ffff) as usize,
+    )
+}
+
+/// Wakes a completion worker from another thread (an eventfd it reads).
+#[derive(Debug, Clone)]
+pub(crate) struct Wake(Arc<OwnedFd>);
+
+impl Wake {
+    pub(crate) fn wake(&self) {
+        sys::eventfd_signal(self.0.as_raw_fd());
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Free,
+    Open,
+    Lingering,
+    Closing,
+}
+
+/// One send in flight: the batch and the kernel-visible message describing
+/// it. Boxed, so the addresses handed to the kernel stay put.
+struct SendState {
+    batch: OutBatch,
+    iov: [libc::iovec; 64],
+    msg: libc::msghdr,
+    chunk: Option<Box<[u8]>>,
+    chunk_len: usize,
+    chunk_off: usize,
+    sending_chunk: bool,
+}
+
+impl SendState {
+    fn new() -> Box<SendState> {
+        Box::new(SendState {
+            batch: OutBatch::new(),
+            iov: [libc::iovec {
+                iov_base: std::ptr::null_mut(),
+                iov_len: 0,
+            }; 64],
+            msg: sys::empty_msghdr(),
+            chunk: None,
+            chunk_len: 0,
+            chunk_off: 0,
+            sending_chunk: false,
+        })
+    }
+}
+
+struct UConn {
+    sock: Option<OwnedFd>,
+    gen: u32,
+    state: State,
+    recv_armed: bool,
+    cancel_sent: bool,
+    send: Option<Box<SendState>>,
+    send_inflight: bool,
+    partial: bool,
+    close_after: bool,
+    linger_after: bool,
+    eof: bool,
+    input: Vec<u8>,
+    start: usize,
+}
+
+impl UConn {
+    fn fd(&self) -> i32 {
+        self.sock.as_ref().map_or(-1, |s| s.as_raw_fd())
+    }
+}
+
+pub(crate) struct Worker {
+    // Field order is drop order: the ring goes before the buffers it uses.
+    ring: IoUring,
+    bufs: Option<BufRing>,
+    index: usize,
+    cpu: Option<usize>,
+    cfg: Arc<ServerConfig>,
+    listener: Arc<TcpListener>,
+    stop: Arc<AtomicBool>,
+    wake_fd: Arc<OwnedFd>,
+    wake_buf: Box<[u8; 8]>,
+    conns: Vec<UConn>,
+    free: Vec<u32>,
+    open: usize,
+    wheel: TimerWheel,
+    fired: Vec<usize>,
+    inputs: Vec<Vec<u8>>,
+    // Boxed: a send state's address is handed to the kernel, and it moves
+    // between this list and a connection while staying put.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<SendState>>,
+    responder: Responder,
+    counters: Counters,
+    stats: evdispatch::Stats,
+    accept_armed: bool,
+    accept_cancel: bool,
+    resume_at: Option<Instant>,
+    stopping: Option<Instant>,
+    now: Instant,
+    cqes: Vec<(u64, i32, u32)>,
+    rearm: Vec<usize>,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        index: usize,
+        cpu: Option<usize>,
+        cfg: Arc<ServerConfig>,
+        listener: Arc<TcpListener>,
+        responder: Responder,
+        stop: Arc<AtomicBool>,
+    ) -> io::Result<(Worker, Wake)> {
+        let entries = cfg.poller.uring_entries.max(8).next_power_of_two();
+        // One thread submits and reaps (SINGLE_ISSUER), and completion work
+        // runs only when it asks for completions (DEFER_TASKRUN, Linux 6.1):
+        // fewer interruptions of the loop. Older kernels get a plain ring.
+        let ring = IoUring::builder()
+            .setup_cqsize(entries * 16)
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .build(entries)
+            .or_else(|_| IoUring::builder().setup_cqsize(entries * 16).build(entries))
+            .map_err(|e| {
+                let kind = if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)) {
+                    io::ErrorKind::Unsupported
+                } else {
+                    e.kind()
+                };
+                io::Error::new(
+                    kind,
+                    format!("io_uring is not available here ({e}); use a readiness mechanism"),
+                )
+            })?;
+        let bufs = BufRing::new(&ring, BUF_COUNT, BUF_SIZE, 0).map_err(|e| {
+            io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!("io_uring provided-buffer rings need Linux 5.19 ({e})"),
+            )
+        })?;
+        let wake_fd = Arc::new(sys::eventfd()?);
+        let mut w = Worker {
+            ring,
+            bufs: Some(bufs),
+            index,
+            cpu,
+            cfg,
+            listener,
+            stop,
+            wake_fd: wake_fd.clone(),
+            wake_buf: Box::new([0; 8]),
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            wheel: TimerWheel::new(Duration::from_millis(10)),
+            fired: Vec::new(),
+            inputs: Vec::new(),
+            spare: Vec::new(),
+            responder,
+            counters: Counters::default(),
+            stats: evdispatch::Stats::default(),
+            accept_armed: false,
+            accept_cancel: false,
+            resume_at: None,
+            stopping: None,
+            now: Instant::now(),
+            cqes: Vec::with_capacity(256),
+            rearm: Vec::new(),
+        };
+        w.arm_wake()?;
+        w.arm_accept()?;
+        w.submit()?;
+        Ok((w, Wake(wake_fd)))
+    }
+
+    fn push(&mut self, entry: io_uring::squeue::Entry) {
+        // SAFETY: every buffer an entry points to lives in boxed state owned
+        // by this worker (wake_buf, a connection's SendState, the BufRing)
+        // and is kept until the operation's completion has been reaped.
+        if let Err(e) = unsafe { sys::uring::push(&mut self.ring, &entry) } {
+            // The submission queue could not be flushed: nothing sensible
+            // remains but to report it on the next wait.
+            eprintln!("evdispatch serve: io_uring submit failed: {e}");
+        }
+    }
+
+    fn submit(&mut self) -> io::Result<()> {
+        let n = self.ring.submit()?;
+        self.stats.sqes_submitted += n as u64;
+        Ok(())
+    }
+
+    fn arm_wake(&mut self) -> io::Result<()> {
+        let e = opcode::Read::new(
+            types::Fd(self.wake_fd.as_raw_fd()),
+            self.wake_buf.as_mut_ptr(),
+            8,
+        )
+        .build()
+        .user_data(ud(K_WAKE, 0, 0));
+        self.push(e);
+        Ok(())
+    }
+
+    fn arm_accept(&mut self) -> io::Result<()> {
+        if self.accept_armed || self.stopping.is_some() {
+            return Ok(());
+        }
+        let e = opcode::AcceptMulti::new(types::Fd(self.listener.as_raw_fd()))
+            .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+            .build()
+            .user_data(ud(K_ACCEPT, 0, 0));
+        self.push(e);
+        self.accept_armed = true;
+        self.accept_cancel = false;
+        Ok(())
+    }
+
+    /// Cancel the multishot accept, if armed (its last completion clears
+    /// `accept_armed`).
+    fn cancel_accept(&mut self) {
+        if self.accept_armed && !self.accept_cancel {
+            self.push(
+                opcode::AsyncCancel::new(ud(K_ACCEPT, 0, 0))
+                    .build()
+                    .user_data(ud(K_CANCEL, 0, 0)),
+            );
+            self.accept_cancel = true;
+        }
+    }
+
+    fn pause_accept(&mut self) {
+        self.cancel_accept();
+        if self.resume_at.is_none() {
+            self.counters.accept_pauses += 1;
+        }
+        self.resume_at = Some(self.now + ACCEPT_RETRY);
+    }
+
+    fn arm_recv(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let bgid = self.bufs.as_ref().map_or(0, |b| b.bgid);
+        let e = opcode::RecvMulti::new(types::Fd(c.fd()), bgid)
+            .build()
+            .user_data(ud(K_RECV, c.gen, idx));
+        c.recv_armed = true;
+        self.push(e);
+    }
+
+    pub(crate) fn run(mut self) -> io::Result<WorkerReport> {
+        loop {
+            let timeout = self.wait_timeout();
+            self.stats.waits += 1;
+            self.stats.wait_syscalls += 1;
+            let pending = self.ring.submission().len();
+            let r = match timeout {
+                None => self.ring.submit_and_wait(1),
+                Some(t) => {
+                    let ts = types::Timespec::new()
+                        .sec(t.as_secs())
+                        .nsec(t.subsec_nanos());
+                    let args = types::SubmitArgs::new().timespec(&ts);
+                    self.ring.submitter().submit_with_args(1, &args)
+                }
+            };
+            match r {
+                Ok(_) => self.stats.sqes_submitted += pending as u64,
+                Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
+                    self.stats.sqes_submitted += pending as u64
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) => return Err(e),
+            }
+            self.now = Instant::now();
+            self.responder.set_time(SystemTime::now());
+            let mut cqes = std::mem::take(&mut self.cqes);
+            cqes.extend(
+                self.ring
+                    .completion()
+                    .map(|c| (c.user_data(), c.result(), c.flags())),
+            );
+            if cqes.is_empty() {
+                self.stats.empty_waits += 1;
+            } else {
+                self.counters.wakeups += 1;
+                self.stats.events += cqes.len() as u64;
+            }
+            for &(u, res, flags) in &cqes {
+                self.completion(u, res, flags);
+            }
+            cqes.clear();
+            self.cqes = cqes;
+            let rearm = std::mem::take(&mut self.rearm);
+            for &idx in &rearm {
+                let c = &self.conns[idx];
+                if (c.state == State::Open || c.state == State::Lingering)
+                    && !c.recv_armed
+                    && !c.eof
+                {
+                    self.stats.rearms += 1;
+                    self.arm_recv(idx);
+                }
+            }
+            self.rearm = rearm;
+            self.rearm.clear();
+            if let Some(t) = self.resume_at {
+                if self.now >= t
+                    && self.open < self.cfg.max_open_per_worker()
+                    && self.stopping.is_none()
+                {
+                    self.resume_at = None;
+                    self.arm_accept()?;
+                }
+            }
+            self.expire_timers();
+            if self.stopping.is_none() && self.stop.load(Ordering::Acquire) {
+                self.begin_stop();
+            }
+            if let Some(deadline) = self.stopping {
+                if self.open == 0 || self.now >= deadline {
+                    break;
+                }
+            }
+        }
+        self.shutdown_all();
+        let poller = serde_json::to_value(&self.stats).unwrap_or_default();
+        Ok(WorkerReport {
+            worker: self.index,
+            cpu: self.cpu,
+            counters: std::mem::take(&mut self.counters),
+            poller,
+            cache: self.responder.store.stats(),
+        })
+    }
+
+    fn wait_timeout(&self) -> Option<Duration> {
+        let now = Instant::now();
+        let mut t = self.wheel.timeout(now);
+        for d in [self.resume_at, self.stopping].into_iter().flatten() {
+            let d = d.saturating_duration_since(now);
+            t = Some(t.map_or(d, |x| x.min(d)));
+        }
+        t
+    }
+
+    fn completion(&mut self, u: u64, res: i32, flags: u32) {
+        let (kind, gen, idx) = ud_parts(u);
+        match kind {
+            K_WAKE => {
+                let _ = self.arm_wake();
+            }
+            K_CANCEL => {}
+            K_ACCEPT => self.on_accept(res, flags),
+            K_RECV => self.on_recv(gen, idx, res, flags),
+            K_SEND => self.on_send(gen, idx, res),
+            _ => {}
+        }
+    }
+
+    fn on_accept(&mut self, res: i32, flags: u32) {
+        if !cqueue::more(flags) {
+            self.accept_armed = false;
+            self.accept_cancel = false;
+        }
+        if res >= 0 {
+            self.counters.listener_events += 1;
+            self.counters.accepted += 1;
+            let fd = sys::owned_fd(res);
+            if self.stopping.is_some() {
+                self.counters.closed += 1;
+                return; // closes it
+            }
+            self.add_conn(fd);
+            if self.open >= self.cfg.max_open_per_worker() {
+                self.pause_accept();
+            }
+        } else {
+            let errno = -res;
+            match errno {
+                libc::ECANCELED => {}
+                libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
+                    self.counters.accept_error(errno);
+                    self.pause_accept();
+                }
+                _ => {
+                    self.counters.accept_error(errno);
+                }
+            }
+        }
+        if !self.accept_armed && self.resume_at.is_none() && self.stopping.is_none() {
+            let _ = self.arm_accept();
+        }
+    }
+
+    fn add_conn(&mut self, fd: OwnedFd) {
+        let idx = match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.conns.push(UConn {
+                    sock: None,
+                    gen: 0,
+                    state: State::Free,
+                    recv_armed: false,
+                    cancel_sent: false,
+                    send: None,
+                    send_inflight: false,
+                    partial: false,
+                    close_after: false,
+                    linger_after: false,
+                    eof: false,
+                    input: Vec::new(),
+                    start: 0,
+                });
+                self.conns.len() - 1
+            }
+        };
+        let c = &mut self.conns[idx];
+        c.sock = Some(fd);
+        c.state = State::Open;
+        c.recv_armed = false;
+        c.cancel_sent = false;
+        c.send_inflight = false;
+        c.partial = true;
+        c.close_after = false;
+        c.linger_after = false;
+        c.eof = false;
+        c.start = 0;
+        self.open += 1;
+        self.counters.peak_open = self.counters.peak_open.max(self.open as u64);
+        self.wheel.set(idx, self.now + self.cfg.header_timeout);
+        self.arm_recv(idx);
+    }
+
+    fn live(&self, gen: u32, idx: usize) -> bool {
+        self.conns
+            .get(idx)
+            .is_some_and(|c| c.state != State::Free && (c.gen & 0x0fff_ffff) == gen)
+    }
+
+    fn on_recv(&mut self, gen: u32, idx: usize, res: i32, flags: u32) {
+        let bid = cqueue::buffer_select(flags);
+        if !self.live(gen, idx) {
+            if let (Some(b), Some(bufs)) = (bid, self.bufs.as_mut()) {
+                bufs.recycle(b);
+            }
+            return;
+        }
+        let more = cqueue::more(flags);
+        if !more {
+            self.conns[idx].recv_armed = false;
+        }
+        if res > 0 {
+            let Some(bid) = bid else {
+                return;
+            };
+            let bufs = self.bufs.take().expect("buffer ring");
+            let data = bufs.buf(bid, res as usize);
+            let c = &mut self.conns[idx];
+            // Lingering or closing: the data is dropped.
+            if c.state == State::Open {
+                if c.input.len() == c.start && !c.partial {
+                    c.partial = true;
+                    self.wheel.set(idx, self.now + self.cfg.header_timeout);
+                }
+                let c = &mut self.conns[idx];
+                if c.input.capacity() == 0 {
+                    c.input = self.inputs.pop().unwrap_or_default();
+                }
+                c.input.extend_from_slice(data);
+            }
+            let mut bufs = bufs;
+            bufs.recycle(bid);
+            self.bufs = Some(bufs);
+            let c = &mut self.conns[idx];
+            if c.state == State::Open {
+                if !c.send_inflight {
+                    self.pump(idx);
+                } else if c.input.len() - c.start > self.cfg.max_header
+                    && c.recv_armed
+                    && !c.cancel_sent
+                {
+                    // Backpressure: stop receiving until the send completes.
+                    self.cancel_recv(idx);
+                }
+            }
+        } else if res == 0 {
+            let c = &mut self.conns[idx];
+            c.eof = true;
+            match c.state {
+                State::Open if !c.send_inflight => {
+                    self.pump(idx);
+                    if self.conns[idx].state == State::Open && !self.conns[idx].send_inflight {
+                        self.close_conn(idx);
+                    }
+                }
+                State::Lingering => self.close_conn(idx),
+                _ => {}
+            }
+        } else {
+            match -res {
+                libc::ENOBUFS => self.rearm.push(idx),
+                libc::ECANCELED => {
+                    self.conns[idx].cancel_sent = false;
+                }
+                _ => {
+                    if self.conns[idx].state == State::Open {
+                        self.counters.client_errors += 1;
+                    }
+                    self.close_conn(idx);
+                }
+            }
+        }
+        if !more {
+            let c = &self.conns[idx];
+            match c.state {
+                State::Closing => self.maybe_free(idx),
+                State::Open | State::Lingering if !c.eof && !c.send_inflight && res >= 0 => {
+                    self.rearm.push(idx);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn cancel_recv(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.recv_armed && !c.cancel_sent {
+            c.cancel_sent = true;
+            let target = ud(K_RECV, c.gen, idx);
+            self.push(
+                opcode::AsyncCancel::new(target)
+                    .build()
+                    .user_data(ud(K_CANCEL, 0, 0)),
+            );
+        }
+    }
+
+    /// Answer the complete requests buffered (no send may be in flight).
+    fn pump(&mut self, idx: usize) {
+        let closing = self.stopping.is_some();
+        let c = &mut self.conns[idx];
+        debug_assert!(!c.send_inflight);
+        let input = std::mem::take(&mut c.input);
+        let mut st = self.spare.pop().unwrap_or_else(SendState::new);
+        let a = self.responder.answer(
+            &input[c.start..],
+            self.cfg.max_header,
+            &mut st.batch,
+            closing,
+            &mut self.counters,
+        );
+        let start = c.start + a.consumed;
+        let (close_after, reject, answered) = (a.close, a.refused, a.answered);
+        let c = &mut self.conns[idx];
+        c.input = input;
+        if start >= c.input.len() {
+            c.input.clear();
+            c.start = 0;
+            if self.inputs.len() < POOL_KEEP && c.input.capacity() > 0 {
+                self.inputs.push(std::mem::take(&mut c.input));
+            } else {
+                c.input = Vec::new();
+            }
+        } else {
+            c.start = start;
+            if start > 0 && start * 2 > c.input.len() {
+                c.input.drain(..start);
+                c.start = 0;
+            }
+        }
+        if answered > 0 {
+            c.partial = c.input.len() > c.start;
+        }
+        c.close_after |= close_after;
+        c.linger_after |= reject;
+        if !st.batch.is_empty() {
+            self.start_send(idx, st);
+            return;
+        }
+        self.spare.push(st);
+        self.after_send(idx, answered > 0);
+    }
+
+    /// The connection's output is all written: close, or wait for more.
+    fn after_send(&mut self, idx: usize, answered: bool) {
+        let c = &self.conns[idx];
+        if c.state != State::Open {
+            return;
+        }
+        if c.close_after {
+            if c.linger_after || c.input.len() > c.start {
+                self.start_linger(idx);
+            } else {
+                self.close_conn(idx);
+            }
+            return;
+        }
+        if c.eof {
+            self.close_conn(idx);
+            return;
+        }
+        let c = &mut self.conns[idx];
+        if c.input.len() > c.start {
+            if answered || !c.partial {
+                c.partial = true;
+                self.wheel.set(idx, self.now + self.cfg.header_timeout);
+            }
+        } else if answered {
+            c.partial = false;
+            let t = if self.stopping.is_some() {
+                Duration::ZERO
+            } else {
+                self.cfg.idle_timeout
+            };
+            self.wheel.set(idx, self.now + t);
+        }
+        let c = &self.conns[idx];
+        if !c.recv_armed && !c.eof {
+            self.stats.rearms += 1;
+            self.arm_recv(idx);
+        }
+    }
+
+    fn start_send(&mut self, idx: usize, mut st: Box<SendState>) {
+        let fd = self.conns[idx].fd();
+        if let Some((file, offset, end)) = st.batch.front_file() {
+            if st.chunk_off >= st.chunk_len {
+                let want = ((end - *offset) as usize).min(CHUNK);
+                let raw = file.as_raw_fd();
+                let off = *offset;
+                let chunk = st
+                    .chunk
+                    .get_or_insert_with(|| vec![0u8; CHUNK].into_boxed_slice());
+                match sys::pread(raw, &mut chunk[..want], off) {
+                    Ok(n) if n > 0 => {
+                        st.chunk_len = n;
+                        st.chunk_off = 0;
+                    }
+                    _ => {
+                        // Shrunk or unreadable: the response cannot be completed.
+                        self.spare.push(st);
+                        self.close_conn(idx);
+                        return;
+                    }
+                }
+            }
+            let chunk = st.chunk.as_ref().expect("chunk");
+            st.iov[0] = libc::iovec {
+                iov_base: chunk[st.chunk_off..].as_ptr() as *mut libc::c_void,
+                iov_len: st.chunk_len - st.chunk_off,
+            };
+            st.msg.msg_iovlen = 1;
+            st.sending_chunk = true;
+        } else {
+            let mut slices = [std::io::IoSlice::new(&[]); 64];
+            let (n, _) = st.batch.gather(&mut slices);
+            for (i, s) in slices[..n].iter().enumerate() {
+                st.iov[i] = libc::iovec {
+                    iov_base: s.as_ptr() as *mut libc::c_void,
+                    iov_len: s.len(),
+                };
+            }
+            st.msg.msg_iovlen = n as _;
+            st.sending_chunk = false;
+        }
+        st.msg.msg_iov = st.iov.as_mut_ptr();
+        let c = &mut self.conns[idx];
+        let e = opcode::SendMsg::new(types::Fd(fd), &st.msg as *const libc::msghdr)
+            .flags(libc::MSG_NOSIGNAL as u32)
+            .build()
+            .user_data(ud(K_SEND, c.gen, idx));
+        c.send = Some(st);
+        c.send_inflight = true;
+        self.push(e);
+    }
+
+    fn on_send(&mut self, gen: u32, idx: usize, res: i32) {
+        if !self.live(gen, idx) {
+            return;
+        }
+        let c = &mut self.conns[idx];
+        c.send_inflight = false;
+        let mut st = c.send.take().expect("send state");
+        if c.state == State::Closing {
+            st.batch.clear();
+            self.spare.push(st);
+            self.maybe_free(idx);
+            return;
+        }
+        if res < 0 {
+            st.batch.clear();
+            self.spare.push(st);
+            self.counters.client_errors += 1;
+            self.close_conn(idx);
+            return;
+        }
+        let n = res as usize;
+        self.counters.bytes_sent += n as u64;
+        if st.sending_chunk {
+            st.chunk_off += n;
+            if st.chunk_off >= st.chunk_len {
+                let len = st.chunk_len;
+                if let Some((_, offset, _)) = st.batch.front_file() {
+                    *offset += len as u64;
+                }
+                st.batch.file_progressed();
+                st.chunk_len = 0;
+                st.chunk_off = 0;
+            }
+        } else {
+            st.batch.advance(n);
+        }
+        if !st.batch.is_empty() {
+            self.wheel.set(idx, self.now + self.cfg.idle_timeout);
+            self.start_send(idx, st);
+            return;
+        }
+        st.batch.clear();
+        self.spare.push(st);
+        let c = &self.conns[idx];
+        if c.close_after || c.eof || c.input.len() == c.start {
+            self.after_send(idx, true);
+        } else {
+            // Pipelined requests arrived meanwhile.
+            self.pump(idx);
+        }
+    }
+
+    fn start_linger(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        sys::shutdown(c.fd(), libc::SHUT_WR);
+        c.state = State::Lingering;
+        c.input.clear();
+        c.start = 0;
+        self.wheel.set(idx, self.now + LINGER);
+        if !c.recv_armed {
+            self.close_conn(idx);
+        }
+    }
+
+    /// Begin closing: cancel what is in flight, close when it has completed.
+    fn close_conn(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.state == State::Free || c.state == State::Closing {
+            return;
+        }
+        c.state = State::Closing;
+        self.wheel.cancel(idx);
+        let c = &mut self.conns[idx];
+        if c.input.capacity() > 0 {
+            c.input.clear();
+            c.start = 0;
+            if self.inputs.len() < POOL_KEEP {
+                self.inputs.push(std::mem::take(&mut c.input));
+            } else {
+                c.input = Vec::new();
+            }
+        }
+        let c = &self.conns[idx];
+        if c.send_inflight {
+            // Make the send finish now (with an error).
+            sys::shutdown(c.fd(), libc::SHUT_RDWR);
+        }
+        if c.recv_armed {
+            self.cancel_recv(idx);
+        }
+        self.maybe_free(idx);
+    }
+
+    fn maybe_free(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.state != State::Closing || c.recv_armed || c.send_inflight {
+            return;
+        }
+        c.sock = None;
+        c.state = State::Free;
+        c.gen = c.gen.wrapping_add(1);
+        if let Some(mut st) = c.send.take() {
+            st.batch.clear();
+            self.spare.push(st);
+        }
+        self.free.push(idx as u32);
+        self.open -= 1;
+        self.counters.closed += 1;
+        if self.resume_at.is_some() && self.open < self.cfg.max_open_per_worker() {
+            self.resume_at = None;
+            let _ = self.arm_accept();
+        }
+    }
+
+    fn expire_timers(&mut self) {
+        let mut fired = std::mem::take(&mut self.fired);
+        self.wheel.expire(self.now, &mut fired);
+        for &idx in &fired {
+            let c = &self.conns[idx];
+            match c.state {
+                State::Free | State::Closing => {}
+                State::Lingering => self.close_conn(idx),
+                State::Open => {
+                    if c.send_inflight {
+                        self.counters.write_timed_out += 1;
+                        self.close_conn(idx);
+                    } else if c.partial {
+                        if self.stopping.is_none() {
+                            self.counters.header_timed_out += 1;
+                        }
+                        if c.input.len() > c.start {
+                            let mut st = self.spare.pop().unwrap_or_else(SendState::new);
+                            self.responder.reject(Status::RequestTimeout, &mut st.batch);
+                            self.counters.response(Status::RequestTimeout);
+                            let c = &mut self.conns[idx];
+                            c.close_after = true;
+                            c.linger_after = true;
+                            c.input.clear();
+                            c.start = 0;
+                            self.start_send(idx, st);
+                        } else {
+                            self.close_conn(idx);
+                        }
+                    } else {
+                        if self.stopping.is_none() {
+                            self.counters.idle_timed_out += 1;
+                        }
+                        self.close_conn(idx);
+                    }
+                }
+            }
+        }
+        fired.clear();
+        self.fired = fired;
+    }
+
+    fn begin_stop(&mut self) {
+        let deadline = self.now + STOP_GRACE;
+        self.stopping = Some(deadline);
+        self.resume_at = None;
+        self.cancel_accept();
+        for idx in 0..self.conns.len() {
+            let c = &self.conns[idx];
+            let idle = c.state == State::Open && !c.send_inflight && c.input.len() == c.start;
+            if idle || (c.state == State::Lingering && !c.send_inflight) {
+                self.close_conn(idx);
+            } else if c.state == State::Open || c.state == State::Lingering {
+                self.wheel.set(idx, deadline);
+            }
+        }
+    }
+
+    /// Close everything and wait (briefly) for the kernel to finish with
+    /// every buffer it was given.
+    fn shutdown_all(&mut self) {
+        for idx in 0..self.conns.len() {
+            let c = &self.conns[idx];
+            if c.state != State::Free {
+                sys::shutdown(c.fd(), libc::SHUT_RDWR);
+                self.close_conn(idx);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while (self.open > 0 || self.accept_armed) && Instant::now() < deadline {
+            let _ = self.ring.submit();
+            let ts = types::Timespec::new().nsec(10_000_000);
+            let args = types::SubmitArgs::new().timespec(&ts);
+            let _ = self.ring.submitter().submit_with_args(1, &args);
+            let cqes: Vec<_> = self
+                .ring
+                .completion()
+                .map(|c| (c.user_data(), c.result(), c.flags()))
+                .collect();
+            for (u, res, flags) in cqes {
+                let (kind, _, _) = ud_parts(u);
+                if kind == K_ACCEPT {
+                    if !cqueue::more(flags) {
+                        self.accept_armed = false;
+                    }
+                    if res >= 0 {
+                        drop(sys::owned_fd(res));
+                    }
+                    continue;
+                }
+                self.completion(u, res, flags);
+            }
+        }
+    }
+}

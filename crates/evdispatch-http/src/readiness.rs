@@ -1,0 +1,823 @@
+//! The readiness model: one event loop per worker over a [`Poller`], the
+//! mechanism chosen at run time. The connection state machine below is
+//! written once against the Poller contract (events are hints; act until the
+//! kernel says "no more") and never asks which mechanism it runs on.
+//!
+//! What "no more" means for a stream socket. The contract asks for `EAGAIN`,
+//! but it only matters where the mechanism would otherwise stay silent: a
+//! level-triggered mechanism (the table's [`Trigger::Level`]) reports again
+//! at the next wait whatever is still unread, so there a read that returns
+//! fewer bytes than asked ends the turn, and the second `read` that would
+//! only collect `EAGAIN` is never made. Edge-triggered and signal-driven
+//! mechanisms ([`Trigger::Edge`]) report arrivals, and a peer's FIN may have
+//! arrived together with the data (one report for both), so there the loop
+//! reads until `EAGAIN` or EOF. The choice is read from the table, not from
+//! the mechanism's name. A complete gathered write never waits for a
+//! writability event at all.
+//!
+//! Memory per connection: a slab entry (a few dozen bytes) and a timer-wheel
+//! link. A read buffer is taken from a pool when data arrives and given back
+//! as soon as no partial request is left in it, so idle connections hold
+//! none; output is written straight from a per-worker batch and only copied
+//! into a per-connection box when the socket is full.
+
+use std::io;
+use std::net::TcpListener;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use evdispatch::{Events, Interest, Poller, Token, Trigger, Waker};
+
+use crate::response::{OutBatch, Responder};
+use crate::stats::{Counters, WorkerReport};
+use crate::status::Status;
+use crate::sys;
+use crate::timer::TimerWheel;
+use crate::{AcceptMode, ServerConfig};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX - 2);
+/// How long accepting stays paused after descriptor exhaustion before a retry
+/// (a closing connection resumes it sooner).
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// How long a connection closed after an error keeps reading (and dropping)
+/// what the client still sends, so that its response is not destroyed by a
+/// reset.
+const LINGER: Duration = Duration::from_secs(2);
+/// How long a stopping server lets busy connections finish.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+/// Read buffers kept for reuse.
+const POOL_KEEP: usize = 256;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Free,
+    Open,
+    Lingering,
+}
+
+/// One slab entry. Kept small: an idle connection is this and its timer link.
+#[derive(Debug)]
+struct Conn {
+    sock: Option<OwnedFd>,
+    state: State,
+    /// Known to the poller (a connection answered by the eager read and
+    /// closed never is).
+    registered: bool,
+    /// The last read emptied the socket's receive queue.
+    drained: bool,
+    /// A request has begun (or the connection is new) and is not complete:
+    /// the header deadline applies.
+    partial: bool,
+    /// Close once the pending output is written.
+    close_after: bool,
+    /// Registered for writability (output pending) instead of readability.
+    writing: bool,
+    /// Drain the client's input for a while before closing (after an error).
+    linger_after: bool,
+    start: u32,
+    end: u32,
+    buf: Option<Box<[u8]>>,
+    out: Option<Box<OutBatch>>,
+}
+
+impl Conn {
+    const FREE: Conn = Conn {
+        sock: None,
+        state: State::Free,
+        registered: false,
+        drained: true,
+        partial: false,
+        close_after: false,
+        writing: false,
+        linger_after: false,
+        start: 0,
+        end: 0,
+        buf: None,
+        out: None,
+    };
+
+    #[inline]
+    fn fd(&self) -> RawFd {
+        self.sock.as_ref().map_or(-1, |s| s.as_raw_fd())
+    }
+}
+
+enum Flow {
+    /// Carry on (all output written).
+    Done,
+    /// Output is pending; wait for writability.
+    Blocked,
+    /// The connection was closed (or is lingering).
+    Closed,
+}
+
+/// Why a connection is closed.
+#[derive(Clone, Copy)]
+enum Why {
+    Normal,
+    ClientError,
+}
+
+pub(crate) struct Worker {
+    index: usize,
+    cpu: Option<usize>,
+    cfg: Arc<ServerConfig>,
+    poller: Poller,
+    conns: Vec<Conn>,
+    free: Vec<u32>,
+    open: usize,
+    wheel: TimerWheel,
+    fired: Vec<usize>,
+    pool: Vec<Box<[u8]>>,
+    batch: Box<OutBatch>,
+    // Boxed: a batch moves whole into a blocked connection (one pointer).
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<OutBatch>>,
+    responder: Responder,
+    counters: Counters,
+    listener: Arc<TcpListener>,
+    listener_interest: Interest,
+    listener_registered: bool,
+    listener_hot: bool,
+    resume_at: Option<Instant>,
+    stop: Arc<AtomicBool>,
+    stopping: Option<Instant>,
+    now: Instant,
+    scratch: Box<[u8]>,
+    /// A short read counts as drained (level-triggered mechanisms only).
+    short_read_drains: bool,
+    /// The mechanism's descriptor ceiling (select).
+    max_fd: Option<RawFd>,
+    /// Recent success of eager reads (0: they found nothing lately).
+    eager_score: u8,
+    accepted_since_probe: u32,
+    /// Set by `serve` when a read returned data.
+    read_got_data: bool,
+}
+
+impl Worker {
+    /// Build the worker: poller, waker, listener registration. Run on the
+    /// worker's own thread (RT-signal pollers belong to their thread).
+    pub(crate) fn new(
+        index: usize,
+        cpu: Option<usize>,
+        cfg: Arc<ServerConfig>,
+        listener: Arc<TcpListener>,
+        shared_listener: bool,
+        responder: Responder,
+        stop: Arc<AtomicBool>,
+    ) -> io::Result<(Worker, Waker)> {
+        let mechanism = cfg.poller.mechanism;
+        let mut poller = Poller::with_config(cfg.poller.clone())?;
+        let waker = poller.waker(WAKER)?;
+        let mut interest = Interest::READABLE;
+        if shared_listener && cfg.exclusive && mechanism.info().exclusive {
+            interest = interest.exclusive();
+        }
+        poller.register(listener.as_raw_fd(), LISTENER, interest)?;
+        let worker = Worker {
+            index,
+            cpu,
+            poller,
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            wheel: TimerWheel::new(Duration::from_millis(10)),
+            fired: Vec::new(),
+            pool: Vec::new(),
+            batch: Box::new(OutBatch::new()),
+            spare: Vec::new(),
+            responder,
+            counters: Counters::default(),
+            listener,
+            listener_interest: interest,
+            listener_registered: true,
+            listener_hot: false,
+            resume_at: None,
+            stop,
+            stopping: None,
+            now: Instant::now(),
+            scratch: vec![0u8; 4096].into_boxed_slice(),
+            short_read_drains: mechanism.info().trigger == Trigger::Level,
+            max_fd: mechanism.info().max_fd,
+            eager_score: 8,
+            accepted_since_probe: 0,
+            read_got_data: false,
+            cfg,
+        };
+        Ok((worker, waker))
+    }
+
+    /// The event loop; returns the worker's report when stopped.
+    pub(crate) fn run(mut self) -> io::Result<WorkerReport> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let timeout = self.wait_timeout();
+            self.poller.wait(&mut events, timeout)?;
+            self.now = Instant::now();
+            self.responder.set_time(SystemTime::now());
+            if !events.is_empty() {
+                self.counters.wakeups += 1;
+            }
+            let mut listener_ready = false;
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => {}
+                    LISTENER => {
+                        self.counters.listener_events += 1;
+                        listener_ready = true;
+                    }
+                    Token(idx) => self.conn_event(idx, ev.is_readable(), ev.is_read_closed()),
+                }
+            }
+            if let Some(t) = self.resume_at {
+                if self.now >= t {
+                    self.resume_accept();
+                }
+            }
+            if (listener_ready || self.listener_hot) && self.stopping.is_none() {
+                self.accept_some(listener_ready);
+            }
+            self.expire_timers();
+            if self.stopping.is_none() && self.stop.load(Ordering::Acquire) {
+                self.begin_stop();
+            }
+            if let Some(deadline) = self.stopping {
+                if self.open == 0 || self.now >= deadline {
+                    break;
+                }
+            }
+        }
+        for idx in 0..self.conns.len() {
+            if self.conns[idx].state != State::Free {
+                self.close(idx, Why::Normal);
+            }
+        }
+        let poller = serde_json::to_value(self.poller.stats()).unwrap_or_default();
+        Ok(WorkerReport {
+            worker: self.index,
+            cpu: self.cpu,
+            counters: self.counters,
+            poller,
+            cache: self.responder.store.stats(),
+        })
+    }
+
+    fn wait_timeout(&self) -> Option<Duration> {
+        if self.listener_hot && self.stopping.is_none() {
+            return Some(Duration::ZERO);
+        }
+        let now = Instant::now();
+        let mut t = self.wheel.timeout(now);
+        if let Some(r) = self.resume_at {
+            let d = r.saturating_duration_since(now);
+            t = Some(t.map_or(d, |x| x.min(d)));
+        }
+        if let Some(s) = self.stopping {
+            let d = s.saturating_duration_since(now);
+            t = Some(t.map_or(d, |x| x.min(d)));
+        }
+        t
+    }
+
+    // ---- accepting ------------------------------------------------------
+
+    fn accept_some(&mut self, reported: bool) {
+        if !self.listener_registered {
+            return;
+        }
+        let one = self.cfg.accept == AcceptMode::One;
+        let mut first = true;
+        loop {
+            if self.open >= self.cfg.max_open_per_worker() {
+                self.pause_accept();
+                return;
+            }
+            match sys::accept(self.listener.as_raw_fd(), false) {
+                Ok(fd) => {
+                    first = false;
+                    self.counters.accepted += 1;
+                    self.add_conn(fd);
+                    if one {
+                        // Not known to be drained: come back after the next
+                        // wait even if the mechanism reports nothing new.
+                        self.listener_hot = true;
+                        return;
+                    }
+                }
+                Err(e) => {
+                    let errno = e.raw_os_error().unwrap_or(0);
+                    match errno {
+                        libc::EAGAIN => {
+                            if first && reported {
+                                self.counters.listener_empty += 1;
+                            }
+                            self.listener_hot = false;
+                            return;
+                        }
+                        libc::EINTR => continue,
+                        libc::ECONNABORTED | libc::EPROTO | libc::EPERM => {
+                            // The connection died in the queue: next one.
+                            self.counters.accept_error(errno);
+                        }
+                        libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
+                            self.counters.accept_error(errno);
+                            self.pause_accept();
+                            return;
+                        }
+                        _ => {
+                            self.counters.accept_error(errno);
+                            self.listener_hot = false;
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stop watching the listener (so a level-triggered mechanism does not
+    /// report it at every wait) until a connection closes or the retry timer.
+    fn pause_accept(&mut self) {
+        self.listener_hot = false;
+        if self.listener_registered {
+            let _ = self.poller.deregister(self.listener.as_raw_fd());
+            self.listener_registered = false;
+            self.counters.accept_pauses += 1;
+        }
+        self.resume_at = Some(self.now + ACCEPT_RETRY);
+    }
+
+    fn resume_accept(&mut self) {
+        self.resume_at = None;
+        if self.listener_registered || self.stopping.is_some() {
+            return;
+        }
+        if self
+            .poller
+            .register(self.listener.as_raw_fd(), LISTENER, self.listener_interest)
+            .is_ok()
+        {
+            self.listener_registered = true;
+            // Connections may be waiting already: try at once.
+            self.listener_hot = true;
+        } else {
+            self.resume_at = Some(self.now + ACCEPT_RETRY);
+        }
+    }
+
+    fn add_conn(&mut self, fd: OwnedFd) {
+        if self.max_fd.is_some_and(|m| fd.as_raw_fd() >= m) {
+            // Beyond what the mechanism can watch (select): refuse at once.
+            self.counters.register_errors += 1;
+            self.counters.closed += 1;
+            return;
+        }
+        let idx = match self.free.pop() {
+            Some(i) => i as usize,
+            None => {
+                self.conns.push(Conn::FREE);
+                self.conns.len() - 1
+            }
+        };
+        let c = &mut self.conns[idx];
+        c.sock = Some(fd);
+        c.state = State::Open;
+        c.registered = false;
+        c.drained = false;
+        c.partial = true;
+        c.close_after = false;
+        c.writing = false;
+        c.linger_after = false;
+        c.start = 0;
+        c.end = 0;
+        self.open += 1;
+        self.counters.peak_open = self.counters.peak_open.max(self.open as u64);
+        self.wheel.set(idx, self.now + self.cfg.header_timeout);
+        // Eager read: the client usually sends its request right after the
+        // handshake, so it is often there already; answering it before
+        // registering saves the registration (and, for a one-request
+        // connection, the deregistration) and a wait. Where it keeps
+        // finding nothing (idle clients), it is tried only now and then.
+        self.accepted_since_probe = self.accepted_since_probe.wrapping_add(1);
+        if self.cfg.eager_read && (self.eager_score > 0 || self.accepted_since_probe & 15 == 0) {
+            self.read_got_data = false;
+            self.serve(idx, true, false);
+            if self.read_got_data {
+                self.eager_score = (self.eager_score + 1).min(8);
+            } else {
+                self.eager_score = self.eager_score.saturating_sub(2);
+            }
+        }
+        let c = &self.conns[idx];
+        if c.state != State::Free && !c.registered {
+            let interest = if c.writing {
+                Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self.poller.register(c.fd(), Token(idx), interest).is_ok() {
+                self.conns[idx].registered = true;
+            } else {
+                self.counters.register_errors += 1;
+                self.close(idx, Why::Normal);
+            }
+        }
+    }
+
+    /// Change a connection's interest (only once it is registered; before
+    /// that, `add_conn` registers with the interest the flags say).
+    fn set_interest(&mut self, idx: usize, interest: Interest) {
+        let c = &self.conns[idx];
+        if c.registered {
+            let _ = self.poller.modify(c.fd(), Token(idx), interest);
+        }
+    }
+
+    // ---- connections ----------------------------------------------------
+
+    fn conn_event(&mut self, idx: usize, readable: bool, read_closed: bool) {
+        let Some(c) = self.conns.get(idx) else {
+            return;
+        };
+        match c.state {
+            State::Free => {}
+            State::Lingering => self.linger_read(idx),
+            State::Open => {
+                if c.out.is_some() && !self.flush(idx) {
+                    return;
+                }
+                let c = &self.conns[idx];
+                if c.state == State::Open {
+                    let may_read = readable || read_closed || !c.drained;
+                    self.serve(idx, may_read, read_closed);
+                }
+            }
+        }
+    }
+
+    /// Write pending output. True when nothing is pending any more and the
+    /// connection is still open.
+    fn flush(&mut self, idx: usize) -> bool {
+        let fd = self.conns[idx].fd();
+        let mut out = self.conns[idx].out.take().expect("pending output");
+        let sent = out.send(fd);
+        self.counters.bytes_sent += std::mem::take(&mut out.written);
+        match sent {
+            Ok(true) => {
+                out.clear();
+                if self.spare.len() < 64 {
+                    self.spare.push(out);
+                }
+                let c = &mut self.conns[idx];
+                if c.writing {
+                    c.writing = false;
+                    self.set_interest(idx, Interest::READABLE);
+                }
+                if self.conns[idx].close_after {
+                    self.finish_close(idx);
+                    return false;
+                }
+                self.arm_after_response(idx);
+                true
+            }
+            Ok(false) => {
+                self.conns[idx].out = Some(out);
+                self.wheel.set(idx, self.now + self.cfg.idle_timeout);
+                false
+            }
+            Err(_) => {
+                self.counters.client_errors += 1;
+                self.close(idx, Why::ClientError);
+                false
+            }
+        }
+    }
+
+    /// Read and answer until the socket is drained or output blocks.
+    /// `read_closed`: the event said the peer has shut down its side; its
+    /// EOF may already be queued behind the data, and an edge-triggered
+    /// mechanism will not report it again, so a short read does not count
+    /// as drained: read on until EOF.
+    fn serve(&mut self, idx: usize, mut may_read: bool, read_closed: bool) {
+        loop {
+            let c = &self.conns[idx];
+            if c.end > c.start {
+                match self.process(idx) {
+                    Flow::Done => {}
+                    Flow::Blocked | Flow::Closed => return,
+                }
+            }
+            if !may_read {
+                return;
+            }
+            let c = &mut self.conns[idx];
+            let mut buf = match c.buf.take() {
+                Some(b) => b,
+                None => self
+                    .pool
+                    .pop()
+                    .unwrap_or_else(|| vec![0u8; self.cfg.max_header].into_boxed_slice()),
+            };
+            if c.start > 0 {
+                buf.copy_within(c.start as usize..c.end as usize, 0);
+                c.end -= c.start;
+                c.start = 0;
+            }
+            let space = buf.len() - c.end as usize;
+            match sys::read(c.fd(), &mut buf[c.end as usize..]) {
+                Ok(0) => {
+                    c.buf = Some(buf);
+                    // EOF: the client is done (half-close after its last
+                    // request is fine: everything was answered above).
+                    self.close(idx, Why::Normal);
+                    return;
+                }
+                Ok(n) => {
+                    self.read_got_data = true;
+                    if c.end == 0 && !c.partial {
+                        // A new request begins on an idle connection.
+                        c.partial = true;
+                        self.wheel.set(idx, self.now + self.cfg.header_timeout);
+                    }
+                    c.end += n as u32;
+                    c.drained = n < space && !read_closed && self.short_read_drains;
+                    may_read = !c.drained;
+                    c.buf = Some(buf);
+                    match self.process(idx) {
+                        Flow::Done => {}
+                        Flow::Blocked | Flow::Closed => return,
+                    }
+                    let c = &self.conns[idx];
+                    if c.drained {
+                        self.release_if_empty(idx);
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    c.drained = true;
+                    c.buf = Some(buf);
+                    self.release_if_empty(idx);
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    c.buf = Some(buf);
+                }
+                Err(_) => {
+                    c.buf = Some(buf);
+                    self.counters.client_errors += 1;
+                    self.close(idx, Why::ClientError);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn release_if_empty(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.end == c.start {
+            c.start = 0;
+            c.end = 0;
+            if let Some(b) = c.buf.take() {
+                if self.pool.len() < POOL_KEEP {
+                    self.pool.push(b);
+                }
+            }
+        }
+    }
+
+    /// Answer every complete request in the buffer (up to a batch), write
+    /// the batch.
+    fn process(&mut self, idx: usize) -> Flow {
+        let closing = self.stopping.is_some();
+        let c = &mut self.conns[idx];
+        let buf = c.buf.take().expect("process needs a buffer");
+        let (start, end) = (c.start as usize, c.end as usize);
+        let a = self.responder.answer(
+            &buf[start..end],
+            self.cfg.max_header,
+            &mut self.batch,
+            closing,
+            &mut self.counters,
+        );
+        let (close_after, reject) = (a.close, a.refused);
+        let c = &mut self.conns[idx];
+        c.start = (start + a.consumed) as u32;
+        c.buf = Some(buf);
+        if a.answered > 0 {
+            c.partial = c.end > c.start;
+        }
+        let fd = c.fd();
+        if !self.batch.is_empty() {
+            let sent = self.batch.send(fd);
+            self.counters.bytes_sent += std::mem::take(&mut self.batch.written);
+            match sent {
+                Ok(true) => self.batch.clear(),
+                Ok(false) => {
+                    let fresh = self
+                        .spare
+                        .pop()
+                        .unwrap_or_else(|| Box::new(OutBatch::new()));
+                    let pending = std::mem::replace(&mut self.batch, fresh);
+                    let c = &mut self.conns[idx];
+                    c.out = Some(pending);
+                    c.close_after = close_after;
+                    c.linger_after = reject;
+                    if !c.writing {
+                        c.writing = true;
+                        self.set_interest(idx, Interest::WRITABLE);
+                    }
+                    self.wheel.set(idx, self.now + self.cfg.idle_timeout);
+                    return Flow::Blocked;
+                }
+                Err(_) => {
+                    self.batch.clear();
+                    self.counters.client_errors += 1;
+                    self.close(idx, Why::ClientError);
+                    return Flow::Closed;
+                }
+            }
+        }
+        if close_after {
+            self.conns[idx].linger_after = reject;
+            self.finish_close(idx);
+            return Flow::Closed;
+        }
+        if a.answered > 0 {
+            self.arm_after_response(idx);
+        }
+        Flow::Done
+    }
+
+    /// After a response: the idle deadline, or the header deadline when a
+    /// partial request is already buffered.
+    fn arm_after_response(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        if c.end > c.start {
+            c.partial = true;
+            self.wheel.set(idx, self.now + self.cfg.header_timeout);
+        } else {
+            c.partial = false;
+            let t = if self.stopping.is_some() {
+                Duration::ZERO
+            } else {
+                self.cfg.idle_timeout
+            };
+            self.wheel.set(idx, self.now + t);
+        }
+    }
+
+    /// Close after the last response: at once when nothing more is known to
+    /// be coming, else half-close and drain for a while first (a close with
+    /// unread input sends a reset that can destroy the response in flight).
+    fn finish_close(&mut self, idx: usize) {
+        let c = &self.conns[idx];
+        let unread = c.end > c.start || !c.drained;
+        if c.linger_after || unread {
+            self.start_linger(idx);
+        } else {
+            self.close(idx, Why::Normal);
+        }
+    }
+
+    fn start_linger(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        sys::shutdown(c.fd(), libc::SHUT_WR);
+        c.state = State::Lingering;
+        c.start = 0;
+        c.end = 0;
+        if let Some(b) = c.buf.take() {
+            if self.pool.len() < POOL_KEEP {
+                self.pool.push(b);
+            }
+        }
+        if c.writing {
+            c.writing = false;
+            self.set_interest(idx, Interest::READABLE);
+        }
+        self.wheel.set(idx, self.now + LINGER);
+        self.linger_read(idx);
+    }
+
+    fn linger_read(&mut self, idx: usize) {
+        let fd = self.conns[idx].fd();
+        let mut total = 0usize;
+        loop {
+            match sys::read(fd, &mut self.scratch) {
+                Ok(0) => break,
+                Ok(n) => {
+                    total += n;
+                    if total > (1 << 20) {
+                        break; // enough patience
+                    }
+                    if n < self.scratch.len() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+        self.close(idx, Why::Normal);
+    }
+
+    fn close(&mut self, idx: usize, _why: Why) {
+        let c = &mut self.conns[idx];
+        if c.state == State::Free {
+            return;
+        }
+        if c.registered {
+            let _ = self.poller.deregister(c.fd());
+            c.registered = false;
+        }
+        c.sock = None; // closes the descriptor, after the deregistration
+        c.state = State::Free;
+        c.out = None;
+        c.start = 0;
+        c.end = 0;
+        c.linger_after = false;
+        if let Some(b) = c.buf.take() {
+            if self.pool.len() < POOL_KEEP {
+                self.pool.push(b);
+            }
+        }
+        self.wheel.cancel(idx);
+        self.free.push(idx as u32);
+        self.open -= 1;
+        self.counters.closed += 1;
+        if !self.listener_registered && self.resume_at.is_some() {
+            self.resume_accept();
+        }
+    }
+
+    // ---- timers and stopping --------------------------------------------
+
+    fn expire_timers(&mut self) {
+        let mut fired = std::mem::take(&mut self.fired);
+        self.wheel.expire(self.now, &mut fired);
+        for &idx in &fired {
+            let c = &self.conns[idx];
+            let (state, pending, partial, some_input, fd) =
+                (c.state, c.out.is_some(), c.partial, c.end > c.start, c.fd());
+            match state {
+                State::Free => {}
+                State::Lingering => self.close(idx, Why::Normal),
+                State::Open => {
+                    if pending {
+                        self.counters.write_timed_out += 1;
+                        self.close(idx, Why::Normal);
+                    } else if partial {
+                        if self.stopping.is_none() {
+                            self.counters.header_timed_out += 1;
+                        }
+                        if some_input {
+                            // Part of a request arrived: say why we hang up.
+                            self.responder
+                                .reject(Status::RequestTimeout, &mut self.batch);
+                            self.counters.response(Status::RequestTimeout);
+                            let _ = self.batch.send(fd);
+                            self.batch.clear();
+                            self.conns[idx].linger_after = true;
+                            self.finish_close(idx);
+                        } else {
+                            self.close(idx, Why::Normal);
+                        }
+                    } else {
+                        if self.stopping.is_none() {
+                            self.counters.idle_timed_out += 1;
+                        }
+                        self.close(idx, Why::Normal);
+                    }
+                }
+            }
+        }
+        fired.clear();
+        self.fired = fired;
+    }
+
+    fn begin_stop(&mut self) {
+        let deadline = self.now + STOP_GRACE;
+        self.stopping = Some(deadline);
+        if self.listener_registered {
+            let _ = self.poller.deregister(self.listener.as_raw_fd());
+            self.listener_registered = false;
+        }
+        self.resume_at = None;
+        self.listener_hot = false;
+        for idx in 0..self.conns.len() {
+            let c = &self.conns[idx];
+            let idle = c.state == State::Open && c.out.is_none() && c.end == c.start;
+            if idle || c.state == State::Lingering {
+                // Idle, new with nothing received, or already answered:
+                // nothing to finish.
+                self.close(idx, Why::Normal);
+            } else if c.state != State::Free {
+                self.wheel.set(idx, deadline);
+            }
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! Request parsing: bytes in, a verdict out. A pure function (no I/O, no
+//! allocation), so fuzz targets can be built on it.
+//!
+//! Only what a static server needs is accepted: `GET` and `HEAD` with no body.
+//! Every shape a request-smuggling attack relies on (`Content-Length` together
+//! with `Transfer-Encoding`, a repeated or malformed `Content-Length`) is
+//! refused with 400 and the connection closed, so no two parsers on the path
+//! can disagree about where this request ends.
+
+use crate::status::Status;
+
+/// Most header lines a request may carry.
+pub const MAX_HEADERS: usize = 48;
+/// Longest request target accepted (longer: 414).
+pub const MAX_TARGET: usize = 4096;
+
+/// `GET` or `HEAD`; every other method is refused before a [`Request`] exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    /// `GET`: headers and body.
+    Get,
+    /// `HEAD`: the headers a `GET` would have had.
+    Head,
+}
+
+/// The protocol version of a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Version {
+    /// HTTP/1.0: closes after the response unless `Connection: keep-alive`.
+    Http10,
+    /// HTTP/1.1: persistent unless `Connection: close`.
+    Http11,
+}
+
+/// A complete, acceptable request, borrowing from the input buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// The method.
+    pub method: Method,
+    /// The raw request target (path and query, or an absolute URI).
+    pub target: &'a [u8],
+    /// The version.
+    pub version: Version,
+    /// Whether the client wants the connection kept open after the response.
+    pub keep_alive: bool,
+    /// The raw `If-Modified-Since` value, if any.
+    pub if_modified_since: Option<&'a [u8]>,
+    /// Bytes of the input this request occupies (headers; there is no body).
+    pub len: usize,
+}
+
+/// The verdict on the start of a buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parsed<'a> {
+    /// A whole request; `len` bytes of the buffer are consumed.
+    Complete(Request<'a>),
+    /// Not enough bytes yet; read more (the buffer is below the limit).
+    Partial,
+    /// A request that will not be served: answer with this status and close.
+    Reject(Status),
+}
+
+/// Parse the request at the start of `buf`. `max_header` is the most bytes a
+/// request head may take; a partial head that already fills it is refused
+/// (414 when even the request line is not complete, 431 otherwise).
+pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    let len = match req.parse(buf) {
+        Ok(httparse::Status::Complete(n)) => n,
+        Ok(httparse::Status::Partial) => {
+            if buf.len() < max_header {
+                return Parsed::Partial;
+            }
+            let line_done = buf[..max_header].contains(&b'\n');
+            return Parsed::Reject(if line_done {
+                Status::HeaderFieldsTooLarge
+            } else {
+                Status::UriTooLong
+            });
+        }
+        Err(httparse::Error::TooManyHeaders) => {
+            return Parsed::Reject(Status::HeaderFieldsTooLarge)
+        }
+        Err(httparse::Error::Version) => {
+            return Parsed::Reject(version_error(buf));
+        }
+        Err(_) => return Parsed::Reject(Status::BadRequest),
+    };
+    if len > max_header {
+        return Parsed::Reject(Status::HeaderFieldsTooLarge);
+    }
+    let version = match req.version {
+        Some(0) => Version::Http10,
+        Some(1) => Version::Http11,
+        _ => return Parsed::Reject(Status::VersionNotSupported),
+    };
+    let method = match req.method.unwrap_or("") {
+        "GET" => Method::Get,
+        "HEAD" => Method::Head,
+        "POST" | "PUT" | "DELETE" | "PATCH" | "OPTIONS" | "TRACE" | "CONNECT" => {
+            return Parsed::Reject(Status::MethodNotAllowed)
+        }
+        _ => return Parsed::Reject(Status::NotImplemented),
+    };
+    let target = req.path.unwrap_or("").as_bytes();
+    if target.len() > MAX_TARGET {
+        return Parsed::Reject(Status::UriTooLong);
+    }
+
+    let mut content_length: Option<&[u8]> = None;
+    let mut transfer_encoding = false;
+    let mut hosts = 0;
+    let mut close = false;
+    let mut keep = false;
+    let mut ims = None;
+    for h in req.headers.iter() {
+        let name = h.name.as_bytes();
+        if name.eq_ignore_ascii_case(b"content-length") {
+            if content_length.is_some() {
+                return Parsed::Reject(Status::BadRequest);
+            }
+            content_length = Some(h.value);
+        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
+            transfer_encoding = true;
+        } else if name.eq_ignore_ascii_case(b"host") {
+            hosts += 1;
+        } else if name.eq_ignore_ascii_case(b"connection") {
+            for token in h.value.split(|&b| b == b',') {
+                let token = trim(token);
+                if token.eq_ignore_ascii_case(b"close") {
+                    close = true;
+                } else if token.eq_ignore_ascii_case(b"keep-alive") {
+                    keep = true;
+                }
+            }
+        } else if name.eq_ignore_ascii_case(b"if-modified-since") {
+            ims = Some(trim(h.value));
+        }
+    }
+    if transfer_encoding {
+        // With Content-Length: the classic smuggling shape. Alone: a body
+        // this server does not take.
+        return Parsed::Reject(if content_length.is_some() {
+            Status::BadRequest
+        } else {
+            Status::PayloadTooLarge
+        });
+    }
+    if let Some(v) = content_length {
+        match parse_decimal(trim(v)) {
+            None => return Parsed::Reject(Status::BadRequest),
+            Some(0) => {}
+            Some(_) => return Parsed::Reject(Status::PayloadTooLarge),
+        }
+    }
+    if hosts > 1 || (version == Version::Http11 && hosts == 0) {
+        return Parsed::Reject(Status::BadRequest);
+    }
+    let keep_alive = match version {
+        Version::Http11 => !close,
+        Version::Http10 => keep && !close,
+    };
+    Parsed::Complete(Request {
+        method,
+        target,
+        version,
+        keep_alive,
+        if_modified_since: ims,
+        len,
+    })
+}
+
+/// httparse says "version" both for `HTTP/2.0` (a version we do not speak:
+/// 505) and for garbage where the version should be (400).
+fn version_error(buf: &[u8]) -> Status {
+    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
+    let line = trim(&buf[..line_end]);
+    match line.iter().rposition(|&b| b == b' ') {
+        Some(sp) => {
+            let v = &line[sp + 1..];
+            let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+            let ok_shape = v.starts_with(b"HTTP/")
+                && match v[5..].iter().position(|&b| b == b'.') {
+                    Some(dot) => digits(&v[5..5 + dot]) && digits(&v[6 + dot..]),
+                    None => digits(&v[5..]),
+                };
+            if ok_shape {
+                Status::VersionNotSupported
+            } else {
+                Status::BadRequest
+            }
+        }
+        None => Status::BadRequest,
+    }
+}
+
+/// A non-negative decimal without sign, spaces or overflow.
+fn parse_decimal(s: &[u8]) -> Option<u64> {
+    if s.is_empty() || s.len() > 19 {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &b in s {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        v = v * 10 + u64::from(b - b'0');
+    }
+    Some(v)
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let end = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(start, |e| e + 1);
+    &s[start..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Parsed<'_> {
+        parse_request(s.as_bytes(), 8192)
+    }
+
+    fn status(s: &str) -> Status {
+        match parse(s) {
+            Parsed::Reject(st) => st,
+            other => panic!("{s:?} was not rejected: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn simple_get() {
+        let text = "GET /a/b?x=1 HTTP/1.1\r\nHost: x\r\n\r\nGET /next";
+        let Parsed::Complete(r) = parse(text) else {
+            panic!()
+        };
+        assert_eq!(r.method, Method::Get);
+        assert_eq!(r.target, b"/a/b?x=1");
+        assert_eq!(r.version, Version::Http11);
+        assert!(r.keep_alive);
+        assert_eq!(&text[r.len..], "GET /next");
+    }
+
+    #[test]
+    fn connection_handling() {
+        let ka = |s: &str| match parse(s) {
+            Parsed::Complete(r) => r.keep_alive,
+            p => panic!("{p:?}"),
+        };
+        assert!(!ka("GET / HTTP/1.0\r\n\r\n"));
+        assert!(ka("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"));
+        assert!(!ka(
+            "GET / HTTP/1.1\r\nHost: a\r\nConnection: foo, close\r\n\r\n"
+        ));
+        assert!(ka("HEAD / HTTP/1.1\r\nHost: a\r\n\r\n"));
+    }
+
+    #[test]
+    fn partial_and_limits() {
+        assert_eq!(parse("GET / HTTP/1.1\r\nHost: a\r\n"), Parsed::Partial);
+        assert_eq!(parse(""), Parsed::Partial);
+        let long_line = format!("GET /{} HTTP/1.1", "a".repeat(9000));
+        assert_eq!(status(&long_line), Status::UriTooLong);
+        let big_header = format!("GET / HTTP/1.1\r\nX: {}\r\n", "a".repeat(9000));
+        assert_eq!(status(&big_header), Status::HeaderFieldsTooLarge);
+        let many: String = (0..60).map(|i| format!("X{i}: y\r\n")).collect();
+        assert_eq!(
+            status(&format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")),
+            Status::HeaderFieldsTooLarge
+        );
+        let long_target = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "b".repeat(5000));
+        assert_eq!(status(&long_target), Status::UriTooLong);
+    }
+
+    #[test]
+    fn methods_and_versions() {
+        assert_eq!(
+            status("POST / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Status::MethodNotAllowed
+        );
+        assert_eq!(
+            status("BREW / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Status::NotImplemented
+        );
+        assert_eq!(
+            status("GET / HTTP/2.0\r\n\r\n"),
+            Status::VersionNotSupported
+        );
+        assert_eq!(
+            status("GET / HTTP/1.2\r\n\r\n"),
+            Status::VersionNotSupported
+        );
+        assert_eq!(status("GET / FOO\r\n\r\n"), Status::BadRequest);
+        assert_eq!(status("\u{1}GET / HTTP/1.1\r\n\r\n"), Status::BadRequest);
+        assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), Status::BadRequest); // no Host
+    }
+
+    #[test]
+    fn smuggling_shapes() {
+        let h = "GET / HTTP/1.1\r\nHost: a\r\n";
+        for extra in [
+            "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: chunked\r\nContent-Length: 0\r\n",
+            "Content-Length: 0\r\nContent-Length: 0\r\n",
+            "Content-Length: 0\r\ncontent-length: 7\r\n",
+            "Content-Length: -1\r\n",
+            "Content-Length: +0\r\n",
+            "Content-Length: 1 2\r\n",
+            "Content-Length: 0x10\r\n",
+            "Content-Length: 99999999999999999999999\r\n",
+            "Host: b\r\n",
+        ] {
+            assert_eq!(
+                status(&format!("{h}{extra}\r\n")),
+                Status::BadRequest,
+                "{extra:?}"
+            );
+        }
+        assert_eq!(
+            status(&format!("{h}Content-Length: 3\r\n\r\nabc")),
+            Status::PayloadTooLarge
+        );
+        assert_eq!(
+            status(&format!("{h}Transfer-Encoding: chunked\r\n\r\n")),
+            Status::PayloadTooLarge
+        );
+        assert!(matches!(
+            parse(&format!("{h}Content-Length: 0\r\n\r\n")),
+            Parsed::Complete(_)
+        ));
+    }
+
+    #[test]
+    fn if_modified_since_is_trimmed() {
+        let Parsed::Complete(r) =
+            parse("GET / HTTP/1.1\r\nHost: a\r\nIf-Modified-Since:  Sun, 06 Nov 1994 08:49:37 GMT \r\n\r\n")
+        else {
+            panic!()
+        };
+        assert_eq!(
+            r.if_modified_since,
+            Some(&b"Sun, 06 Nov 1994 08:49:37 GMT"[..])
+        );
+    }
+
+    #[test]
+    fn never_panics_on_prefixes() {
+        let text =
+            b"GET /x HTTP/1.1\r\nHost: a\r\nConnection: close\r\nIf-Modified-Since: x\r\n\r\n";
+        for i in 0..text.len() {
+            let _ = parse_request(&text[..i], 8192);
+            let _ = parse_request(&text[i..], 8192);
+        }
+    }
+}

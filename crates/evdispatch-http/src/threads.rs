@@ -1,0 +1,331 @@
+//! The thread-per-connection model (seed 004 §2.1, "pre-forked"): a master
+//! thread accepts with a blocking `accept` and hands each connection to one
+//! of a fixed pool of threads, which serves it with blocking reads and writes
+//! until it closes.
+//!
+//! The pool is the bound. The hand-off is a rendezvous: the master accepts
+//! only when a pool thread is free, so beyond the pool connections wait,
+//! unaccepted, in the kernel's listen queue (`--backlog`), and past that the
+//! kernel drops the handshakes and clients retry. A keep-alive connection
+//! holds its thread while idle, which is exactly what the seeds held against
+//! this model.
+
+use std::io::{self, Read};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::response::{OutBatch, Responder};
+use crate::stats::{Counters, WorkerReport};
+use crate::status::Status;
+use crate::sys;
+use crate::ServerConfig;
+
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+
+/// The running pool: its master thread and how to stop it.
+pub(crate) struct Pool {
+    pub master: JoinHandle<io::Result<WorkerReport>>,
+    listener: Arc<TcpListener>,
+}
+
+impl Pool {
+    /// Wake the master out of its blocking `accept`.
+    pub(crate) fn wake(&self) {
+        sys::shutdown(self.listener.as_raw_fd(), libc::SHUT_RD);
+    }
+}
+
+/// Start the master and the pool on a blocking `listener`.
+pub(crate) fn start(
+    cfg: Arc<ServerConfig>,
+    listener: Arc<TcpListener>,
+    responder: Responder,
+    stop: Arc<AtomicBool>,
+) -> io::Result<Pool> {
+    let responder = Arc::new(Mutex::new(responder));
+    let (tx, rx) = mpsc::sync_channel::<OwnedFd>(0);
+    let rx = Arc::new(Mutex::new(rx));
+    let active: Arc<Vec<Mutex<RawFd>>> =
+        Arc::new((0..cfg.threads).map(|_| Mutex::new(-1)).collect());
+    let open = Arc::new(OpenCount::default());
+    let mut pool = Vec::with_capacity(cfg.threads);
+    for i in 0..cfg.threads {
+        let (rx, responder, active, cfg, stop, open) = (
+            rx.clone(),
+            responder.clone(),
+            active.clone(),
+            cfg.clone(),
+            stop.clone(),
+            open.clone(),
+        );
+        let h = thread::Builder::new()
+            .name(format!("evd-conn-{i}"))
+            .stack_size(128 * 1024)
+            .spawn(move || pool_thread(i, &rx, &responder, &active, &cfg, &stop, &open))?;
+        pool.push(h);
+    }
+    let l = listener.clone();
+    let master = thread::Builder::new()
+        .name("evd-master".into())
+        .spawn(move || master(l, tx, pool, active, responder, stop, open))?;
+    Ok(Pool { master, listener })
+}
+
+fn master(
+    listener: Arc<TcpListener>,
+    tx: mpsc::SyncSender<OwnedFd>,
+    pool: Vec<JoinHandle<Counters>>,
+    active: Arc<Vec<Mutex<RawFd>>>,
+    responder: Arc<Mutex<Responder>>,
+    stop: Arc<AtomicBool>,
+    open: Arc<OpenCount>,
+) -> io::Result<WorkerReport> {
+    let mut counters = Counters::default();
+    while !stop.load(Ordering::Acquire) {
+        match sys::accept(listener.as_raw_fd(), true) {
+            Ok(fd) => {
+                counters.accepted += 1;
+                counters.wakeups += 1;
+                counters.listener_events += 1;
+                if tx.send(fd).is_err() {
+                    break;
+                }
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(0);
+                if stop.load(Ordering::Acquire) {
+                    break;
+                }
+                match errno {
+                    libc::EINTR => {}
+                    libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
+                        counters.accept_error(errno);
+                        counters.accept_pauses += 1;
+                        thread::sleep(ACCEPT_RETRY);
+                    }
+                    _ => {
+                        counters.accept_error(errno);
+                        // Not expected to repeat; but never spin on it.
+                        thread::sleep(Duration::from_millis(1));
+                    }
+                }
+            }
+        }
+    }
+    drop(tx);
+    // Wake threads blocked reading idle connections: their reads see EOF,
+    // while responses being written still go out.
+    for slot in active.iter() {
+        let fd = *slot.lock().unwrap_or_else(|e| e.into_inner());
+        if fd >= 0 {
+            sys::shutdown(fd, libc::SHUT_RD);
+        }
+    }
+    for h in pool {
+        // A thread stuck writing to a client that does not read ends with
+        // its send timeout; wait for it.
+        if let Ok(c) = h.join() {
+            counters.merge(&c);
+        }
+    }
+    let cache = responder
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .store
+        .stats();
+    counters.peak_open = open.peak.load(Ordering::Relaxed) as u64;
+    Ok(WorkerReport {
+        worker: 0,
+        cpu: None,
+        counters,
+        poller: serde_json::json!({}),
+        cache,
+    })
+}
+
+fn pool_thread(
+    me: usize,
+    rx: &Mutex<mpsc::Receiver<OwnedFd>>,
+    responder: &Mutex<Responder>,
+    active: &[Mutex<RawFd>],
+    cfg: &ServerConfig,
+    stop: &AtomicBool,
+    open: &OpenCount,
+) -> Counters {
+    let mut counters = Counters::default();
+    let mut buf = vec![0u8; cfg.max_header].into_boxed_slice();
+    let mut out = OutBatch::new();
+    loop {
+        let fd = {
+            let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+            match rx.recv() {
+                Ok(fd) => fd,
+                Err(_) => break,
+            }
+        };
+        *active[me].lock().unwrap_or_else(|e| e.into_inner()) = fd.as_raw_fd();
+        let now_open = open.now.fetch_add(1, Ordering::Relaxed) + 1;
+        open.peak.fetch_max(now_open, Ordering::Relaxed);
+        let stream = TcpStream::from(fd);
+        if !stop.load(Ordering::Acquire) {
+            serve(
+                stream_ref(&stream),
+                &mut buf,
+                &mut out,
+                responder,
+                cfg,
+                &mut counters,
+                stop,
+            );
+        }
+        // Close under the lock, so the master never shuts down a reused number.
+        let mut slot = active[me].lock().unwrap_or_else(|e| e.into_inner());
+        drop(stream);
+        *slot = -1;
+        open.now.fetch_sub(1, Ordering::Relaxed);
+        counters.closed += 1;
+    }
+    counters
+}
+
+/// Connections being served now, and the most at once.
+#[derive(Default)]
+struct OpenCount {
+    now: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+fn stream_ref(s: &TcpStream) -> &TcpStream {
+    s
+}
+
+fn serve(
+    mut stream: &TcpStream,
+    buf: &mut [u8],
+    out: &mut OutBatch,
+    responder: &Mutex<Responder>,
+    cfg: &ServerConfig,
+    counters: &mut Counters,
+    stop: &AtomicBool,
+) {
+    let fd = stream.as_raw_fd();
+    let _ = stream.set_write_timeout(Some(cfg.idle_timeout));
+    let mut start = 0usize;
+    let mut end = 0usize;
+    // The first request's header clock starts at accept.
+    let mut request_began = Some(Instant::now());
+    let mut current_timeout = Duration::ZERO;
+    loop {
+        let want = match request_began {
+            Some(_) => cfg.header_timeout,
+            None => cfg.idle_timeout,
+        };
+        if want != current_timeout {
+            let _ = stream.set_read_timeout(Some(want));
+            current_timeout = want;
+        }
+        if start > 0 {
+            buf.copy_within(start..end, 0);
+            end -= start;
+            start = 0;
+        }
+        let n = match stream.read(&mut buf[end..]) {
+            Ok(0) => return,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut =>
+            {
+                if request_began.is_some() {
+                    counters.header_timed_out += 1;
+                    if end > start {
+                        timeout_reply(responder, out, fd, counters);
+                    }
+                } else {
+                    counters.idle_timed_out += 1;
+                }
+                return;
+            }
+            Err(_) => {
+                counters.client_errors += 1;
+                return;
+            }
+        };
+        if request_began.is_none() {
+            request_began = Some(Instant::now());
+        }
+        end += n;
+        // Answer the complete requests.
+        let close = {
+            let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
+            r.set_time(SystemTime::now());
+            let closing = stop.load(Ordering::Relaxed);
+            let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters);
+            start += a.consumed;
+            a.close
+        };
+        if !out.is_empty() {
+            let sent = out.send(fd);
+            counters.bytes_sent += std::mem::take(&mut out.written);
+            match sent {
+                Ok(true) => out.clear(),
+                Ok(false) => {
+                    // A blocking send came back short: the send timeout.
+                    counters.write_timed_out += 1;
+                    out.clear();
+                    return;
+                }
+                Err(_) => {
+                    counters.client_errors += 1;
+                    out.clear();
+                    return;
+                }
+            }
+        }
+        if close {
+            linger(stream, buf);
+            return;
+        }
+        if start == end {
+            request_began = None;
+        } else if request_began.is_some_and(|t| t.elapsed() > cfg.header_timeout) {
+            counters.header_timed_out += 1;
+            timeout_reply(responder, out, fd, counters);
+            return;
+        }
+    }
+}
+
+fn timeout_reply(
+    responder: &Mutex<Responder>,
+    out: &mut OutBatch,
+    fd: RawFd,
+    counters: &mut Counters,
+) {
+    responder
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .reject(Status::RequestTimeout, out);
+    counters.response(Status::RequestTimeout);
+    let _ = out.send(fd);
+    out.clear();
+}
+
+/// Half-close and read what the client still sends (briefly), so that the
+/// close does not reset a response still in flight.
+fn linger(mut stream: &TcpStream, buf: &mut [u8]) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut total = 0;
+    while let Ok(n) = stream.read(buf) {
+        total += n;
+        if n == 0 || total > (1 << 20) {
+            break;
+        }
+    }
+}

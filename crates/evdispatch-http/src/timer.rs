@@ -1,0 +1,292 @@
+//! A hashed timer wheel over slab indices: O(1) to arm, move or cancel a
+//! deadline, and a wait's timeout comes from the next occupied slot, found in
+//! a bitmap, so nothing ever scans the connections.
+//!
+//! Deadlines may be pushed later without touching the wheel (the common case:
+//! every request extends its connection's deadline). An entry stays in the
+//! slot of the deadline it was filed under; when that slot comes due, an
+//! entry whose deadline has moved on is re-filed instead of fired.
+
+use std::time::{Duration, Instant};
+
+const SLOTS: usize = 4096;
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    prev: u32,
+    next: u32,
+    /// The tick the entry is filed under (NIL as u64: not filed).
+    filed: u64,
+    /// The current deadline.
+    deadline: u64,
+}
+
+const UNFILED: Link = Link {
+    prev: NIL,
+    next: NIL,
+    filed: u64::MAX,
+    deadline: u64::MAX,
+};
+
+/// The wheel. Indices are the caller's (connection slab indices).
+#[derive(Debug)]
+pub struct TimerWheel {
+    start: Instant,
+    tick: Duration,
+    /// Ticks up to and including this one have been processed.
+    done: u64,
+    heads: Vec<u32>,
+    occupied: Vec<u64>,
+    links: Vec<Link>,
+    filed: usize,
+}
+
+impl TimerWheel {
+    /// A wheel with `tick` granularity.
+    pub fn new(tick: Duration) -> TimerWheel {
+        TimerWheel {
+            start: Instant::now(),
+            tick,
+            done: 0,
+            heads: vec![NIL; SLOTS],
+            occupied: vec![0; SLOTS / 64],
+            links: Vec::new(),
+            filed: 0,
+        }
+    }
+
+    /// The tick containing `t`.
+    pub fn tick_of(&self, t: Instant) -> u64 {
+        (t.saturating_duration_since(self.start).as_nanos() / self.tick.as_nanos()) as u64
+    }
+
+    /// The first tick at or after `t` (a deadline never fires early).
+    fn tick_after(&self, t: Instant) -> u64 {
+        let ns = t.saturating_duration_since(self.start).as_nanos();
+        ns.div_ceil(self.tick.as_nanos()) as u64
+    }
+
+    /// Number of entries armed.
+    pub fn len(&self) -> usize {
+        self.filed
+    }
+
+    /// True when nothing is armed.
+    pub fn is_empty(&self) -> bool {
+        self.filed == 0
+    }
+
+    /// Arm (or re-arm) `idx` to fire at `at`. Later than the current deadline:
+    /// only the deadline is noted. Earlier: the entry moves slot.
+    pub fn set(&mut self, idx: usize, at: Instant) {
+        let deadline = self.tick_after(at).max(self.done + 1);
+        if idx >= self.links.len() {
+            self.links.resize(idx + 1, UNFILED);
+        }
+        let link = &mut self.links[idx];
+        link.deadline = deadline;
+        if link.filed != u64::MAX {
+            if link.filed <= deadline {
+                return;
+            }
+            self.unlink(idx);
+        }
+        self.file(idx, deadline);
+    }
+
+    /// Disarm `idx`.
+    pub fn cancel(&mut self, idx: usize) {
+        if idx < self.links.len() && self.links[idx].filed != u64::MAX {
+            self.unlink(idx);
+        }
+        if let Some(l) = self.links.get_mut(idx) {
+            l.deadline = u64::MAX;
+        }
+    }
+
+    fn file(&mut self, idx: usize, tick: u64) {
+        let slot = (tick % SLOTS as u64) as usize;
+        let head = self.heads[slot];
+        self.links[idx] = Link {
+            prev: NIL,
+            next: head,
+            filed: tick,
+            deadline: self.links[idx].deadline,
+        };
+        if head != NIL {
+            self.links[head as usize].prev = idx as u32;
+        }
+        self.heads[slot] = idx as u32;
+        self.occupied[slot / 64] |= 1 << (slot % 64);
+        self.filed += 1;
+    }
+
+    fn unlink(&mut self, idx: usize) {
+        let Link {
+            prev, next, filed, ..
+        } = self.links[idx];
+        let slot = (filed % SLOTS as u64) as usize;
+        if prev == NIL {
+            self.heads[slot] = next;
+            if next == NIL {
+                self.occupied[slot / 64] &= !(1 << (slot % 64));
+            }
+        } else {
+            self.links[prev as usize].next = next;
+        }
+        if next != NIL {
+            self.links[next as usize].prev = prev;
+        }
+        let l = &mut self.links[idx];
+        l.prev = NIL;
+        l.next = NIL;
+        l.filed = u64::MAX;
+        self.filed -= 1;
+    }
+
+    /// Fire every entry due at `now` into `fired` (appended), disarming them.
+    pub fn expire(&mut self, now: Instant, fired: &mut Vec<usize>) {
+        let now_tick = self.tick_of(now);
+        while self.done < now_tick {
+            if self.filed == 0 {
+                self.done = now_tick;
+                break;
+            }
+            // Jump over empty slots using the bitmap.
+            let next = self.next_occupied_tick().unwrap_or(now_tick);
+            if next > now_tick {
+                self.done = now_tick;
+                break;
+            }
+            self.done = next.max(self.done + 1);
+            let slot = (self.done % SLOTS as u64) as usize;
+            let mut cur = self.heads[slot];
+            let mut refile = Vec::new();
+            while cur != NIL {
+                let idx = cur as usize;
+                cur = self.links[idx].next;
+                let deadline = self.links[idx].deadline;
+                if self.links[idx].filed > self.done {
+                    continue; // a later round of this slot
+                }
+                self.unlink(idx);
+                if deadline <= self.done {
+                    self.links[idx].deadline = u64::MAX;
+                    fired.push(idx);
+                } else {
+                    refile.push((idx, deadline));
+                }
+            }
+            for (idx, deadline) in refile {
+                self.file(idx, deadline);
+            }
+        }
+    }
+
+    /// The first tick after `done` whose slot holds an entry (which may be
+    /// filed for a later round: then the wait is merely early, never late).
+    fn next_occupied_tick(&self) -> Option<u64> {
+        if self.filed == 0 {
+            return None;
+        }
+        let base = self.done + 1;
+        let start = (base % SLOTS as u64) as usize;
+        let words = SLOTS / 64;
+        let sw = start / 64;
+        let dist = |slot: usize| base + ((slot + SLOTS - start) % SLOTS) as u64;
+        let first = self.occupied[sw] & (!0u64 << (start % 64));
+        if first != 0 {
+            return Some(dist(sw * 64 + first.trailing_zeros() as usize));
+        }
+        for k in 1..words {
+            let w = (sw + k) % words;
+            if self.occupied[w] != 0 {
+                return Some(dist(w * 64 + self.occupied[w].trailing_zeros() as usize));
+            }
+        }
+        // Only bits below `start` in its own word remain: almost a full turn.
+        let low = self.occupied[sw] & ((1u64 << (start % 64)) - 1);
+        if low != 0 {
+            return Some(dist(sw * 64 + low.trailing_zeros() as usize));
+        }
+        None
+    }
+
+    /// How long a wait may sleep before the next entry may be due (`None`:
+    /// nothing armed).
+    pub fn timeout(&self, now: Instant) -> Option<Duration> {
+        let next = self.next_occupied_tick()?;
+        let at = self.start + self.tick * next as u32;
+        Some(at.saturating_duration_since(now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fires_in_order_never_early() {
+        let mut w = TimerWheel::new(Duration::from_millis(10));
+        let t0 = w.start;
+        w.set(1, t0 + Duration::from_millis(50));
+        w.set(2, t0 + Duration::from_millis(20));
+        w.set(3, t0 + Duration::from_secs(100)); // beyond one turn
+        let mut fired = Vec::new();
+        w.expire(t0 + Duration::from_millis(19), &mut fired);
+        assert!(fired.is_empty());
+        w.expire(t0 + Duration::from_millis(20), &mut fired);
+        assert_eq!(fired, vec![2]);
+        w.expire(t0 + Duration::from_millis(60), &mut fired);
+        assert_eq!(fired, vec![2, 1]);
+        w.expire(t0 + Duration::from_secs(99), &mut fired);
+        assert_eq!(fired, vec![2, 1]);
+        assert_eq!(w.len(), 1);
+        w.expire(t0 + Duration::from_secs(101), &mut fired);
+        assert_eq!(fired, vec![2, 1, 3]);
+        assert!(w.is_empty());
+    }
+
+    #[test]
+    fn extend_shorten_cancel() {
+        let mut w = TimerWheel::new(Duration::from_millis(10));
+        let t0 = w.start;
+        w.set(0, t0 + Duration::from_millis(30));
+        w.set(0, t0 + Duration::from_millis(80)); // extended: lazily
+        w.set(1, t0 + Duration::from_millis(80));
+        w.set(1, t0 + Duration::from_millis(40)); // shortened: moved
+        w.set(2, t0 + Duration::from_millis(40));
+        w.cancel(2);
+        let mut fired = Vec::new();
+        w.expire(t0 + Duration::from_millis(50), &mut fired);
+        assert_eq!(fired, vec![1]);
+        assert_eq!(w.len(), 1);
+        let left = w.timeout(t0 + Duration::from_millis(50)).unwrap();
+        assert!(left <= Duration::from_millis(30), "{left:?}");
+        w.expire(t0 + Duration::from_millis(90), &mut fired);
+        assert_eq!(fired, vec![1, 0]);
+        assert_eq!(w.timeout(t0), None);
+    }
+
+    #[test]
+    fn many_entries_and_timeout_bound() {
+        let mut w = TimerWheel::new(Duration::from_millis(1));
+        let t0 = w.start;
+        for i in 0..10_000 {
+            w.set(i, t0 + Duration::from_millis(5 + (i as u64 * 7) % 9000));
+        }
+        let mut fired = Vec::new();
+        let mut now = t0;
+        while !w.is_empty() {
+            let to = w.timeout(now).unwrap();
+            now += to.max(Duration::from_millis(1));
+            w.expire(now, &mut fired);
+        }
+        assert_eq!(fired.len(), 10_000);
+        let mut sorted = fired.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 10_000);
+    }
+}

@@ -1,0 +1,174 @@
+//! Helpers shared by the server's tests: a document root, servers on every
+//! model, and a small HTTP client that reads exactly one response at a time
+//! (so pipelined responses can be checked one by one).
+
+#![allow(dead_code)]
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use evdispatch_http::{Model, Server, ServerConfig};
+
+/// Serialises the tests that open thousands of descriptors (20,000 per process).
+pub static FD_HEAVY: Mutex<()> = Mutex::new(());
+
+pub const SECRET: &str = "top secret: never served";
+
+/// A document root inside a temporary directory, with a secret file beside
+/// it (outside the root) and symlinks pointing in and out.
+pub struct Site {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+    pub small: Vec<u8>,
+    pub large: Vec<u8>,
+}
+
+pub fn site() -> Site {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("www");
+    std::fs::create_dir_all(root.join("docs")).unwrap();
+    std::fs::create_dir_all(root.join("empty")).unwrap();
+    std::fs::write(dir.path().join("secret.txt"), SECRET).unwrap();
+    std::fs::write(root.join("index.html"), "<h1>home</h1>\n").unwrap();
+    std::fs::write(root.join("docs/index.html"), "<p>docs</p>\n").unwrap();
+    let small: Vec<u8> = (0..6144u32).map(|i| b'a' + (i % 26) as u8).collect();
+    std::fs::write(root.join("six.txt"), &small).unwrap();
+    let large: Vec<u8> = (0..700_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(root.join("large.bin"), &large).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("secret.txt"), root.join("abs-link.txt")).unwrap();
+    std::os::unix::fs::symlink("../secret.txt", root.join("rel-link.txt")).unwrap();
+    std::os::unix::fs::symlink("six.txt", root.join("inside-link.txt")).unwrap();
+    std::os::unix::fs::symlink("..", root.join("up")).unwrap();
+    Site {
+        dir,
+        root,
+        small,
+        large,
+    }
+}
+
+/// Start `model` on `root` with `tweak` applied; `None` (reason printed) when
+/// the model is not available on this machine.
+pub fn start(model: Model, root: &Path, tweak: impl FnOnce(&mut ServerConfig)) -> Option<Server> {
+    let mut cfg = ServerConfig::new(root, model);
+    cfg.threads = 32;
+    tweak(&mut cfg);
+    match Server::start(cfg) {
+        Ok(s) => Some(s),
+        Err(e) if e.kind() == ErrorKind::Unsupported => {
+            eprintln!("skipping {model}: not available here: {e}");
+            None
+        }
+        Err(e) => panic!("{model}: cannot start: {e}"),
+    }
+}
+
+/// A parsed response.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// A client connection that keeps unread bytes between responses.
+pub struct Client {
+    pub s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Client {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Client { s, buf: Vec::new() }
+    }
+
+    pub fn send(&mut self, raw: &[u8]) {
+        self.s.write_all(raw).unwrap();
+    }
+
+    pub fn get(&mut self, path: &str) -> Resp {
+        self.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        self.response(false).expect("a response")
+    }
+
+    fn fill(&mut self) -> bool {
+        let mut tmp = [0u8; 65536];
+        match self.s.read(&mut tmp) {
+            Ok(0) => false,
+            Ok(n) => {
+                self.buf.extend_from_slice(&tmp[..n]);
+                true
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => false,
+            Err(e) => panic!("reading a response: {e}"),
+        }
+    }
+
+    /// The next response (`head`: a HEAD request, no body follows), or
+    /// `None` if the server closed first.
+    pub fn response(&mut self, head: bool) -> Option<Resp> {
+        loop {
+            let mut hs = [httparse::EMPTY_HEADER; 32];
+            let mut r = httparse::Response::new(&mut hs);
+            if let httparse::Status::Complete(n) = r.parse(&self.buf).expect("a valid response") {
+                let status = r.code.unwrap();
+                let headers: Vec<(String, String)> = r
+                    .headers
+                    .iter()
+                    .map(|h| {
+                        (
+                            h.name.to_string(),
+                            String::from_utf8_lossy(h.value).into_owned(),
+                        )
+                    })
+                    .collect();
+                let len: usize = headers
+                    .iter()
+                    .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+                    .map(|(_, v)| v.parse().unwrap())
+                    .unwrap_or(0);
+                let len = if head || status == 304 { 0 } else { len };
+                while self.buf.len() < n + len {
+                    assert!(self.fill(), "connection closed inside a body");
+                }
+                let body = self.buf[n..n + len].to_vec();
+                self.buf.drain(..n + len);
+                return Some(Resp {
+                    status,
+                    headers,
+                    body,
+                });
+            }
+            if !self.fill() {
+                assert!(self.buf.is_empty(), "closed inside a response head");
+                return None;
+            }
+        }
+    }
+
+    /// True when the server has closed (EOF or reset) with nothing more sent.
+    pub fn closed(&mut self) -> bool {
+        self.buf.is_empty() && !self.fill()
+    }
+}
+
+/// Send `raw` on a fresh connection, return the first response.
+pub fn once(addr: SocketAddr, raw: &[u8]) -> Resp {
+    let mut c = Client::connect(addr);
+    c.send(raw);
+    c.response(raw.starts_with(b"HEAD")).expect("a response")
+}

@@ -1,0 +1,411 @@
+//! Protocol behaviour, checked on every model: each library mechanism (the
+//! table is iterated, so new mechanisms join by themselves) plus `threads`
+//! and `uring-completion`. Servers run in-process on port 0.
+
+mod common;
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use common::*;
+use evdispatch_http::{Model, Status};
+
+#[test]
+fn get_head_dirs_and_conditional() {
+    let site = site();
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        let addr = server.local_addr();
+        let mut c = Client::connect(addr);
+
+        let r = c.get("/six.txt");
+        assert_eq!(r.status, 200, "{model}");
+        assert_eq!(r.body, site.small, "{model}");
+        assert_eq!(r.header("content-type"), Some("text/plain; charset=utf-8"));
+        assert_eq!(r.header("content-length"), Some("6144"));
+        assert!(
+            r.header("date").is_some_and(|d| d.ends_with(" GMT")),
+            "{model}"
+        );
+        let lm = r
+            .header("last-modified")
+            .expect("Last-Modified")
+            .to_string();
+
+        let r = c.get("/");
+        assert_eq!(
+            (r.status, &r.body[..]),
+            (200, &b"<h1>home</h1>\n"[..]),
+            "{model}"
+        );
+        assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+        let r = c.get("/docs/");
+        assert_eq!(r.body, b"<p>docs</p>\n", "{model}");
+        let r = c.get("/docs");
+        assert_eq!(r.body, b"<p>docs</p>\n", "{model}");
+        assert_eq!(
+            c.get("/empty/").status,
+            404,
+            "{model}: a directory without index.html"
+        );
+        assert_eq!(c.get("/nope.html").status, 404, "{model}");
+        assert_eq!(c.get("/six.txt/x").status, 404, "{model}");
+        let r = c.get("/inside-link.txt");
+        assert_eq!(
+            (r.status, r.body.len()),
+            (200, 6144),
+            "{model}: a symlink inside the root"
+        );
+
+        // Large file: sendfile (or chunks on the completion model).
+        let r = c.get("/large.bin");
+        assert_eq!(r.status, 200, "{model}");
+        assert!(r.body == site.large, "{model}: large body differs");
+
+        // HEAD: the headers of GET, no body; the connection stays usable.
+        c.send(b"HEAD /six.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+        let r = c.response(true).unwrap();
+        assert_eq!(
+            (r.status, r.header("content-length")),
+            (200, Some("6144")),
+            "{model}"
+        );
+        assert_eq!(c.get("/six.txt").body.len(), 6144, "{model}: after HEAD");
+
+        // If-Modified-Since: 304 when not newer, 200 when older.
+        c.send(
+            format!("GET /six.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: {lm}\r\n\r\n")
+                .as_bytes(),
+        );
+        let r = c.response(false).unwrap();
+        assert_eq!((r.status, r.body.len()), (304, 0), "{model}");
+        c.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\n");
+        assert_eq!(c.response(false).unwrap().status, 200, "{model}");
+        c.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nIf-Modified-Since: garbage\r\n\r\n");
+        assert_eq!(c.response(false).unwrap().status, 200, "{model}");
+        drop(c);
+
+        let report = server.stop().unwrap();
+        let t = report.totals();
+        assert_eq!(t.requests[Status::NotModified.index()], 1, "{model}");
+        assert!(t.requests[Status::Ok.index()] >= 10, "{model}");
+        assert_eq!(t.accepted, 1, "{model}");
+        let json = report.to_json();
+        assert_eq!(json["mechanism"], model.name());
+        assert_eq!(json["requests"]["by_status"]["304"], 1);
+    }
+}
+
+#[test]
+fn keep_alive_pipelining_and_connection_header() {
+    let site = site();
+    // Readiness models run twice: with the eager first read and without.
+    let runs = Model::all().into_iter().flat_map(|m| {
+        let both = matches!(m, Model::Readiness(_));
+        [(m, true)].into_iter().chain(both.then_some((m, false)))
+    });
+    for (model, eager) in runs {
+        let Some(server) = start(model, &site.root, |c| c.eager_read = eager) else {
+            continue;
+        };
+        let addr = server.local_addr();
+
+        // Twenty pipelined requests in one write, one of them a HEAD and one
+        // a 404, answered in order.
+        let mut c = Client::connect(addr);
+        let mut raw = Vec::new();
+        for i in 0..20 {
+            let path = match i {
+                7 => "/missing",
+                _ if i % 2 == 0 => "/six.txt",
+                _ => "/",
+            };
+            let method = if i == 11 { "HEAD" } else { "GET" };
+            raw.extend_from_slice(
+                format!("{method} {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+            );
+        }
+        c.send(&raw);
+        for i in 0..20 {
+            let r = c.response(i == 11).unwrap();
+            match i {
+                7 => assert_eq!(r.status, 404, "{model} #{i}"),
+                _ if i % 2 == 0 => assert_eq!(r.body, site.small, "{model} #{i}"),
+                11 => assert_eq!((r.status, r.body.len()), (200, 0), "{model} #{i}"),
+                _ => assert_eq!(r.body, b"<h1>home</h1>\n", "{model} #{i}"),
+            }
+        }
+        // Still open after the pipeline.
+        assert_eq!(c.get("/").status, 200, "{model}");
+
+        // A request split across many writes.
+        let mut c2 = Client::connect(addr);
+        for piece in [
+            "GE",
+            "T /six",
+            ".txt HTT",
+            "P/1.1\r\nHo",
+            "st: t\r\n",
+            "\r\n",
+        ] {
+            c2.send(piece.as_bytes());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(c2.response(false).unwrap().body.len(), 6144, "{model}");
+
+        // Connection: close is honoured.
+        let mut c3 = Client::connect(addr);
+        c3.send(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+        let r = c3.response(false).unwrap();
+        assert_eq!(r.header("connection"), Some("close"), "{model}");
+        assert!(c3.closed(), "{model}: not closed after Connection: close");
+
+        // HTTP/1.0: closes by default, stays with keep-alive.
+        let mut c4 = Client::connect(addr);
+        c4.send(b"GET / HTTP/1.0\r\n\r\n");
+        assert_eq!(c4.response(false).unwrap().status, 200);
+        assert!(
+            c4.closed(),
+            "{model}: HTTP/1.0 without keep-alive stays open"
+        );
+        let mut c5 = Client::connect(addr);
+        c5.send(b"GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+        let r = c5.response(false).unwrap();
+        assert_eq!(r.header("connection"), Some("keep-alive"), "{model}");
+        c5.send(b"GET /six.txt HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+        assert_eq!(c5.response(false).unwrap().body.len(), 6144, "{model}");
+
+        // A client that half-closes after its request still gets the answer.
+        let mut c6 = Client::connect(addr);
+        c6.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        c6.s.shutdown(std::net::Shutdown::Write).unwrap();
+        assert_eq!(c6.response(false).unwrap().body.len(), 6144, "{model}");
+        assert_eq!(c6.response(false).unwrap().status, 200, "{model}");
+        assert!(c6.closed(), "{model}");
+
+        drop((c, c2, c3, c4, c5, c6));
+        let t = server.stop().unwrap().totals();
+        assert_eq!(t.requests[Status::NotFound.index()], 1, "{model}");
+        assert_eq!(t.accepted, 6, "{model}");
+    }
+}
+
+#[test]
+fn traversal_shapes_never_escape_the_root() {
+    let site = site();
+    let shapes = [
+        "/../secret.txt",
+        "/..%2fsecret.txt",
+        "/%2e%2e/secret.txt",
+        "/%2E%2E%2Fsecret.txt",
+        "/.%2e/secret.txt",
+        "/docs/../../secret.txt",
+        "/docs/%2e%2e/%2e%2e/secret.txt",
+        "/%252e%252e/secret.txt",
+        "/%c0%ae%c0%ae/secret.txt",
+        "/..%5csecret.txt",
+        "/..\\secret.txt",
+        "/secret.txt%00.html",
+        "/abs-link.txt",
+        "/rel-link.txt",
+        "/up/secret.txt",
+        "/up/www/six.txt",
+        "http://evil/../secret.txt",
+        "/./.././secret.txt",
+        "//../secret.txt",
+    ];
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        let addr = server.local_addr();
+        for shape in shapes {
+            let r = once(
+                addr,
+                format!("GET {shape} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+            );
+            assert!(
+                matches!(r.status, 400 | 403 | 404),
+                "{model}: {shape} answered {}",
+                r.status
+            );
+            assert!(
+                !String::from_utf8_lossy(&r.body).contains("secret"),
+                "{model}: {shape} leaked the secret"
+            );
+        }
+        // Raw bytes httparse refuses on its own (a NUL in the target).
+        let r = once(addr, b"GET /secret.txt\0 HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(r.status, 400, "{model}");
+        server.stop().unwrap();
+    }
+}
+
+#[test]
+fn protocol_errors() {
+    let site = site();
+    let cases: Vec<(Vec<u8>, u16)> = vec![
+        (b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n".to_vec(), 405),
+        (b"BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n".to_vec(), 501),
+        (b"GET / HTTP/2.0\r\nHost: t\r\n\r\n".to_vec(), 505),
+        (b"GET / HTTP/1.1\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 1x\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello".to_vec(), 413),
+        (format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "b".repeat(9000)).into_bytes(), 431),
+        (format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "u".repeat(9000)).into_bytes(), 414),
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03".to_vec(), 400),
+    ];
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        let addr = server.local_addr();
+        for (raw, want) in &cases {
+            let mut c = Client::connect(addr);
+            c.send(raw);
+            let r = c
+                .response(false)
+                .unwrap_or_else(|| panic!("{model}: no answer to {want}"));
+            assert_eq!(
+                r.status,
+                *want,
+                "{model}: {:?}",
+                String::from_utf8_lossy(&raw[..raw.len().min(60)])
+            );
+            if *want == 405 {
+                assert_eq!(r.header("allow"), Some("GET, HEAD"));
+            }
+            assert_eq!(r.header("connection"), Some("close"), "{model}: {want}");
+            assert!(c.closed(), "{model}: still open after {want}");
+        }
+        // A valid request smuggled after a refused one is never answered.
+        let mut c = Client::connect(addr);
+        c.send(b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(c.response(false).unwrap().status, 400);
+        assert!(c.closed(), "{model}: answered a smuggled request");
+        server.stop().unwrap();
+    }
+}
+
+#[test]
+fn header_and_idle_timeouts() {
+    let site = site();
+    let header = Duration::from_millis(300);
+    let idle = Duration::from_millis(500);
+    // The models wait in parallel: the waiting is the test.
+    std::thread::scope(|scope| {
+        for model in Model::all() {
+            let site = &site;
+            scope.spawn(move || timeouts_on(model, site, header, idle));
+        }
+    });
+}
+
+fn timeouts_on(model: Model, site: &Site, header: Duration, idle: Duration) {
+    {
+        let Some(server) = start(model, &site.root, |c| {
+            c.header_timeout = header;
+            c.idle_timeout = idle;
+        }) else {
+            return;
+        };
+        let addr = server.local_addr();
+        let t0 = Instant::now();
+        // Part of a request, then silence: 408 and close.
+        let mut slow = Client::connect(addr);
+        slow.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\n");
+        // Nothing at all: closed.
+        let mut silent = Client::connect(addr);
+        // A finished request, then idle: closed after the idle timeout.
+        let mut idler = Client::connect(addr);
+        assert_eq!(idler.get("/").status, 200);
+        let t_idle = Instant::now();
+        // Trickle: a byte every 100 ms never completes the head in time.
+        let mut trickle = Client::connect(addr);
+
+        let mut trickle_closed = None;
+        for b in b"GET / HTTP/1.1\r\nHost: t\r\nX: 0123456789\r\n\r\n" {
+            if trickle.s.write_all(&[*b]).is_err() {
+                trickle_closed = Some(t0.elapsed());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+
+        let r = slow.response(false).expect("a 408 before the close");
+        assert_eq!(r.status, 408, "{model}");
+        assert!(slow.closed(), "{model}");
+        assert!(t0.elapsed() >= header, "{model}: header timeout early");
+        assert!(silent.closed(), "{model}: silent connection never closed");
+        assert!(t0.elapsed() >= header);
+        assert!(idler.closed(), "{model}: idle connection never closed");
+        assert!(t_idle.elapsed() >= idle, "{model}: idle timeout early");
+        assert!(
+            trickle_closed.is_some() || trickle.response(false).is_some_and(|r| r.status == 408),
+            "{model}: a trickled request outlived the header timeout"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(8),
+            "{model}: timeouts far too late"
+        );
+        let t = server.stop().unwrap().totals();
+        assert!(t.header_timed_out >= 3, "{model}: {t:?}");
+        assert!(t.idle_timed_out >= 1, "{model}: {t:?}");
+    }
+}
+
+#[test]
+fn cache_revalidates_by_mtime() {
+    let site = site();
+    std::thread::scope(|scope| {
+        for model in Model::all() {
+            let site = &site;
+            scope.spawn(move || revalidation_on(model, site));
+        }
+    });
+}
+
+fn revalidation_on(model: Model, site: &Site) {
+    let name = format!("changing-{}.txt", model.name());
+    let url = format!("/{name}");
+    let path = site.root.join(&name);
+    {
+        std::fs::write(&path, "version one\n").unwrap();
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            return;
+        };
+        let addr = server.local_addr();
+        let mut c = Client::connect(addr);
+        assert_eq!(c.get(&url).body, b"version one\n");
+        assert_eq!(c.get(&url).body, b"version one\n");
+        // A new version with a later mtime (seconds resolution is enough:
+        // the stamp includes nanoseconds and size).
+        std::fs::write(&path, "version two, longer\n").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let body = c.get(&url).body;
+            if body == b"version two, longer\n" {
+                break;
+            }
+            assert_eq!(body, b"version one\n", "{model}: neither version");
+            assert!(Instant::now() < deadline, "{model}: change never seen");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        std::fs::remove_file(&path).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while c.get(&url).status != 404 {
+            assert!(Instant::now() < deadline, "{model}: removal never seen");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let json = server.stop().unwrap().to_json();
+        assert!(
+            json["cache"]["hits"].as_u64().unwrap() >= 1,
+            "{model}: {}",
+            json["cache"]
+        );
+    }
+}
