@@ -9,6 +9,9 @@
 //!   [`fdalloc`].
 //! * `bench overflow`: the cost of recovering from an RT-signal queue
 //!   overflow. See [`overflow`].
+//! * `bench server`: `evdispatch serve` against nginx, lighttpd and h2o
+//!   (server CPU per request and per connection, idle connections held,
+//!   memory per idle connection), the figures of issue 4. See [`server`].
 //!
 //! Each prints a table for people and, with `--json`, one document for
 //! programs (the study reads it).
@@ -18,6 +21,7 @@
 pub mod fdalloc;
 pub mod overflow;
 pub mod poller;
+pub mod server;
 mod summary;
 mod sys;
 
@@ -49,6 +53,10 @@ pub enum BenchCommand {
     /// RT-signal queue overflow: time to recover a full queue of Q signals
     /// with N descriptors registered (in a child with RLIMIT_SIGPENDING = Q).
     Overflow(overflow::OverflowArgs),
+    /// Our server against nginx, lighttpd and h2o: server CPU per request
+    /// (keep-alive) and per connection (Connection: close), idle
+    /// connections held, memory per idle connection.
+    Server(server::ServerArgs),
     /// Internal: the writer helper `bench poller` starts (control socket on
     /// standard input).
     #[command(name = "poller-writer", hide = true)]
@@ -61,6 +69,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Poller(a) => poller::run(a),
         BenchCommand::Fdalloc(a) => fdalloc::run(a),
         BenchCommand::Overflow(a) => overflow::run(a),
+        BenchCommand::Server(a) => server::run(a),
         BenchCommand::PollerWriter(a) => poller::writer_main(a),
     }
 }

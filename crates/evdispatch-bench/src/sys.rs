@@ -40,6 +40,35 @@ fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
+/// Move the calling thread into a new network namespace with its loopback
+/// interface up (`unshare(CLONE_NEWNET)`, then `SIOCSIFFLAGS` on `lo`).
+/// Processes it starts afterwards live there too; the previous namespace,
+/// with its `TIME_WAIT` sockets, goes away once nothing uses it. Needs
+/// `CAP_SYS_ADMIN` (`EPERM` otherwise).
+pub fn fresh_netns() -> io::Result<()> {
+    // SAFETY: no pointers; affects the calling thread's namespace only.
+    cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) })?;
+    // SAFETY: no pointers.
+    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: socket succeeded; the descriptor is ours alone.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ifreq is plain data; zeroed is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, s) in req.ifr_name.iter_mut().zip(b"lo\0") {
+        *d = *s as libc::c_char;
+    }
+    // SAFETY: `req` is a valid ifreq naming an interface; the kernel fills
+    // in its flags.
+    cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut req) })?;
+    // SAFETY: the union's flags member is the one SIOCGIFFLAGS just set.
+    unsafe {
+        req.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+    }
+    // SAFETY: as above; the kernel reads the flags.
+    cvt(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &req) })?;
+    Ok(())
+}
+
 /// `epoll(7)` with nothing in between: the `raw-epoll` row.
 pub struct RawEpoll {
     ep: OwnedFd,

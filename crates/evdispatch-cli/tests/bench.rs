@@ -211,3 +211,104 @@ fn poller_cell_budget_stops_at_ten_per_round() {
     assert_eq!(c["bytes_read"], 40);
     assert_eq!(c["round_medians_us"].as_array().unwrap().len(), 2);
 }
+
+/// `bench server` end to end on one of our models, every scenario, tiny
+/// durations: each figure is there and plausible, each target judged. No
+/// timing is asserted.
+#[test]
+fn server_smoke() {
+    if let Some(why) = evdispatch_harness::skip_reason(evdispatch_harness::Tool::Wrk) {
+        eprintln!("{why}");
+        return;
+    }
+    let v = json(&[
+        "bench",
+        "server",
+        "--servers",
+        "epoll",
+        "--scenarios",
+        "keepalive,close,idle",
+        "--rounds",
+        "1",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--idle",
+        "40",
+        "--rate",
+        "200",
+        "--persistent",
+        "4",
+        "--connections",
+        "8",
+        "--file-size",
+        "1000",
+        "--json",
+    ]);
+    assert_eq!(v["schema"], "evdispatch-bench-server/1");
+    assert_eq!(v["servers"][0]["name"], "epoll");
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{v}");
+    let run = |scenario: &str| {
+        let r = runs
+            .iter()
+            .find(|r| r["scenario"] == scenario)
+            .unwrap_or_else(|| panic!("no {scenario} run: {v}"));
+        assert!(r["error"].is_null(), "{scenario}: {}", r["error"]);
+        r["figures"].clone()
+    };
+    let ka = run("keepalive");
+    assert!(num(&ka, "cpu_us_per_request") > 0.0, "{ka}");
+    assert!(num(&ka, "requests_per_sec") > 0.0, "{ka}");
+    assert_eq!(num(&ka, "errors"), 0.0, "{ka}");
+    let close = run("close");
+    assert!(num(&close, "cpu_us_per_connection") > 0.0, "{close}");
+    assert!(num(&close, "connections_per_sec") > 0.0, "{close}");
+    let idle = run("idle");
+    assert_eq!(num(&idle, "idle_held"), 40.0, "{idle}");
+    assert!(
+        num(&idle, "bytes_per_idle_connection").is_finite(),
+        "{idle}"
+    );
+    for key in ["rps_none", "rps_idle", "p99_none_us", "p99_idle_us"] {
+        assert!(num(&idle, key) > 0.0, "{key}: {idle}");
+    }
+    let ratio = num(&idle, "p99_ratio");
+    assert!(
+        (ratio - num(&idle, "p99_idle_us") / num(&idle, "p99_none_us")).abs() < 1e-9,
+        "{idle}"
+    );
+    // The open loop offered 200 req/s and got them answered.
+    assert!(num(&idle, "reply_rate_none") > 100.0, "{idle}");
+    // Every target of these scenarios is listed; those against the best
+    // peer are unmeasured (no peer ran), the others judged.
+    let targets = v["targets"].as_array().unwrap();
+    for id in [
+        "keepalive-cpu",
+        "close-cpu",
+        "idle-throughput",
+        "idle-p99",
+        "idle-memory",
+    ] {
+        let t = targets
+            .iter()
+            .find(|t| t["id"] == id && t["server"] == "epoll")
+            .unwrap_or_else(|| panic!("target {id} missing: {v}"));
+        assert_eq!(t["met"].is_null(), id.ends_with("-cpu"), "{t}");
+    }
+    let summary = v["summary"].as_array().unwrap();
+    assert!(summary.iter().any(|r| r["scenario"] == "close"
+        && r["figure"] == "cpu_us_per_connection"
+        && r["n"] == 1));
+}
+
+#[test]
+fn server_refuses_unknown_servers() {
+    let (ok, _, err) = evdispatch(&["bench", "server", "--servers", "epoll,apache"]);
+    assert!(!ok);
+    assert!(
+        err.contains("apache") && err.contains("nginx") && err.contains("uring-completion"),
+        "{err}"
+    );
+}

@@ -25,7 +25,9 @@
 //! * **Tools**: [`run_wrk`] and [`run_httperf`] run pinned and return parsed
 //!   results ([`WrkResult`], [`HttperfResult`]) including the CPU they used;
 //!   [`run_evdispatch_load`] runs `evdispatch load … --json` and returns its
-//!   JSON summary.
+//!   JSON summary; [`spawn_evdispatch_load`] keeps one running in the
+//!   background ([`Background`], killed when dropped), e.g. to hold idle
+//!   connections while another tool measures.
 //! * **Test server** ([`TestServer`]): a tiny in-process HTTP/1.1 server
 //!   that can stall every reply for a while once per period, or close idle
 //!   connections after a time.
@@ -45,11 +47,11 @@ pub use peers::{
     docroot, find, first_version, start_ours, start_peer, LighttpdEvents, NotInstalled, OursConfig,
     Peer, PeerConfig, Program, Tool,
 };
-pub use process::{free_port, wait_until_listening, BenchLock, ServerProcess};
+pub use process::{free_port, wait_until_listening, Background, BenchLock, ServerProcess};
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
-    parse_httperf, parse_wrk, run_evdispatch_load, run_httperf, run_wrk, HttperfArgs,
-    HttperfResult, WrkArgs, WrkResult,
+    parse_httperf, parse_wrk, run_evdispatch_load, run_httperf, run_wrk, spawn_evdispatch_load,
+    HttperfArgs, HttperfResult, WrkArgs, WrkResult,
 };
 
 /// The hard limit of open files of this process (servers are configured

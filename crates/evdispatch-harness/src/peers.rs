@@ -197,11 +197,17 @@ pub struct PeerConfig {
     pub request_timeout_s: u32,
     /// lighttpd's event handler.
     pub lighttpd_events: LighttpdEvents,
+    /// `TCP_DEFER_ACCEPT` on the listener, seconds (0: as packaged): a
+    /// connection is accepted once its request has begun to arrive. nginx:
+    /// `listen … deferred` (its own timeout); lighttpd:
+    /// `server.defer-accept`; h2o sets 1 s itself and cannot turn it off.
+    pub defer_accept_s: u32,
 }
 
 impl PeerConfig {
     /// Defaults: one worker, a free port, not pinned, 4096 connections,
-    /// keep-alive 65 s, request timeout 60 s, lighttpd on epoll.
+    /// keep-alive 65 s, request timeout 60 s, lighttpd on epoll, no deferred
+    /// accept (except h2o's own).
     pub fn new(docroot: impl Into<PathBuf>) -> PeerConfig {
         PeerConfig {
             docroot: docroot.into(),
@@ -212,8 +218,25 @@ impl PeerConfig {
             keepalive_timeout_s: 65,
             request_timeout_s: 60,
             lighttpd_events: LighttpdEvents::LinuxSysepoll,
+            defer_accept_s: 0,
         }
     }
+
+    /// Connections `peer` really takes at once with this configuration
+    /// (lighttpd's `max-connections` is bounded by half its descriptors,
+    /// which the process limit bounds in turn).
+    pub fn effective_max_connections(&self, peer: Peer) -> u32 {
+        match peer {
+            Peer::Lighttpd => lighttpd_limits(self).1,
+            Peer::Nginx | Peer::H2o => self.max_connections,
+        }
+    }
+}
+
+/// lighttpd's `(server.max-fds, server.max-connections)`.
+fn lighttpd_limits(c: &PeerConfig) -> (u64, u32) {
+    let fds = (c.max_connections as u64 * 2 + 64).min(crate::nofile_limit());
+    (fds, c.max_connections.min(fds as u32 / 2))
 }
 
 /// A peer server.
@@ -254,6 +277,11 @@ fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
     let user = if is_root() { "user root;\n" } else { "" };
     let d = dir.display();
     let reuseport = if c.workers > 1 { " reuseport" } else { "" };
+    let deferred = if c.defer_accept_s > 0 {
+        " deferred"
+    } else {
+        ""
+    };
     format!(
         "{user}daemon off;
 master_process on;
@@ -282,7 +310,7 @@ http {{
     types {{ text/html html; text/plain txt; }}
     default_type application/octet-stream;
     server {{
-        listen 127.0.0.1:{port} backlog=4096{reuseport};
+        listen 127.0.0.1:{port} backlog=4096{reuseport}{deferred};
         root {root};
         index index.html;
     }}
@@ -300,7 +328,7 @@ http {{
 fn lighttpd_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
     // lighttpd refuses server.username = root and, without one, keeps the
     // user it was started as: nothing to set.
-    let fds = (c.max_connections as u64 * 2 + 64).min(crate::nofile_limit());
+    let (fds, conns) = lighttpd_limits(c);
     format!(
         "server.document-root = \"{root}\"
 server.bind = \"127.0.0.1\"
@@ -311,6 +339,7 @@ server.max-fds = {fds}
 server.max-keep-alive-requests = 65535
 server.max-keep-alive-idle = {ka}
 server.max-read-idle = {rt}
+server.defer-accept = {defer}
 server.errorlog = \"{d}/error.log\"
 server.modules = ()
 index-file.names = (\"index.html\")
@@ -318,9 +347,9 @@ mimetype.assign = (\".html\" => \"text/html\", \".txt\" => \"text/plain\", \"\" 
 ",
         root = c.docroot.display(),
         ev = c.lighttpd_events.name(),
-        conns = c.max_connections.min(fds as u32 / 2),
         ka = c.keepalive_timeout_s,
         rt = c.request_timeout_s,
+        defer = c.defer_accept_s,
         d = dir.display(),
     )
 }
@@ -580,6 +609,14 @@ mod tests {
         assert!(n.contains("access_log off;") && n.contains("root /srv/x;"));
         let l = lighttpd_conf(&c, d, 8082);
         assert!(l.contains("server.event-handler = \"poll\"") && l.contains("server.port = 8082"));
+        assert!(l.contains("server.defer-accept = 0") && !n.contains("deferred"));
+        c.defer_accept_s = 1;
+        assert!(nginx_conf(&c, d, 8081).contains("backlog=4096 reuseport deferred;"));
+        assert!(lighttpd_conf(&c, d, 8082).contains("server.defer-accept = 1"));
+        c.max_connections = 1 << 20;
+        let most = c.effective_max_connections(Peer::Lighttpd);
+        assert!(most as u64 <= crate::nofile_limit() / 2, "{most}");
+        assert_eq!(c.effective_max_connections(Peer::Nginx), 1 << 20);
         let h = h2o_conf(&c, d, 8083);
         assert!(h.contains("port: 8083") && h.contains("file.dir: /srv/x"));
     }

@@ -160,6 +160,58 @@ impl Drop for ServerProcess {
     }
 }
 
+/// A helper program running beside a measurement (an `evdispatch load`
+/// holding idle connections, say): in its own process group, which is
+/// killed when the handle is stopped or dropped, and on Ctrl-C.
+#[derive(Debug)]
+pub struct Background {
+    pub(crate) child: Option<Child>,
+    pub(crate) name: String,
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Background {
+    /// Process id (and process group id).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// True while it runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// The last lines it wrote to standard error.
+    pub fn log_tail(&self) -> String {
+        format!(
+            "{}: {}",
+            self.name,
+            log_tail(Some(&self.dir.path().join("stderr.log")))
+        )
+    }
+
+    /// Kill its process group and reap it.
+    pub fn stop(mut self) {
+        self.kill();
+    }
+
+    fn kill(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        let pgid = child.id();
+        let _ = sys::kill_group(pgid, libc::SIGKILL);
+        let _ = child.wait();
+        untrack(pgid);
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 pub(crate) fn log_tail(path: Option<&Path>) -> String {
     let Some(p) = path else {
         return "(no log)".into();

@@ -7,6 +7,7 @@ use std::process::{Command, Stdio};
 use anyhow::{anyhow, bail, Context};
 
 use crate::peers::{find, Tool};
+use crate::process::{track, Background};
 use crate::sys;
 
 /// A wrk run.
@@ -18,12 +19,14 @@ pub struct WrkArgs {
     pub threads: u32,
     /// `-c`.
     pub connections: u32,
-    /// `-d`, seconds.
+    /// `-d`, seconds (wrk takes whole seconds: rounded up, at least 1).
     pub duration_s: f64,
     /// `--timeout`, seconds.
     pub timeout_s: f64,
     /// CPUs wrk is pinned to (empty: not pinned).
     pub cpus: Vec<usize>,
+    /// Extra request headers, `Name: value` (`-H`), e.g. `Connection: close`.
+    pub headers: Vec<String>,
 }
 
 /// What wrk reported.
@@ -154,11 +157,14 @@ pub fn run_wrk(a: &WrkArgs) -> anyhow::Result<WrkResult> {
         .arg("-c")
         .arg(a.connections.to_string())
         .arg("-d")
-        .arg(format!("{}s", a.duration_s))
+        .arg(format!("{}s", a.duration_s.ceil().max(1.0) as u64))
         .arg("--timeout")
         .arg(format!("{}s", a.timeout_s))
-        .arg("--latency")
-        .arg(&a.url);
+        .arg("--latency");
+    for h in &a.headers {
+        cmd.arg("-H").arg(h);
+    }
+    cmd.arg(&a.url);
     let (out, cpu_s) = run_measured(cmd, &a.cpus, "wrk")?;
     let mut r = parse_wrk(&out)?;
     r.cpu_s = cpu_s;
@@ -398,6 +404,37 @@ pub fn run_evdispatch_load(
             "evdispatch load printed no JSON ({e}): {}",
             String::from_utf8_lossy(&out.stdout)
         )
+    })
+}
+
+/// Start `BINARY load ARGS` in the background, pinned to `cpus` if given,
+/// its output discarded (standard error kept for [`Background::log_tail`]):
+/// for load that must run beside a measurement, such as idle connections
+/// held open while another tool measures. It runs until stopped.
+pub fn spawn_evdispatch_load(
+    binary: &Path,
+    args: &[String],
+    cpus: &[usize],
+) -> anyhow::Result<Background> {
+    if !binary.is_file() {
+        bail!(
+            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
+            binary.display()
+        );
+    }
+    let dir = tempfile::Builder::new().prefix("evd-load-").tempdir()?;
+    let mut cmd = Command::new(binary);
+    cmd.arg("load").args(args);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr.log"))?);
+    sys::prepare(&mut cmd, cpus)?;
+    let child = cmd.spawn().context("cannot start evdispatch load")?;
+    track(child.id());
+    Ok(Background {
+        child: Some(child),
+        name: format!("evdispatch load {}", args.join(" ")),
+        dir,
     })
 }
 

@@ -105,6 +105,7 @@ fn saturation_agrees_with_wrk() {
             duration_s: 1.0,
             timeout_s: 5.0,
             cpus: vec![1],
+            headers: Vec::new(),
         })
         .unwrap();
         let s = ours(

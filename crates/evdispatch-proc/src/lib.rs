@@ -68,6 +68,30 @@ pub fn parse_stat(text: &str) -> Option<ProcSample> {
     })
 }
 
+/// [`sample`] of several processes (a server's master and workers) summed:
+/// CPU ticks, resident memory and threads added up. Fails if any is gone.
+pub fn sample_sum(pids: &[u32]) -> io::Result<ProcSample> {
+    let mut total = ProcSample {
+        utime_ticks: 0,
+        stime_ticks: 0,
+        rss_bytes: 0,
+        threads: 0,
+    };
+    for &pid in pids {
+        let s = sample(pid)?;
+        total.utime_ticks += s.utime_ticks;
+        total.stime_ticks += s.stime_ticks;
+        total.rss_bytes += s.rss_bytes;
+        total.threads += s.threads;
+    }
+    Ok(total)
+}
+
+/// [`open_fds`] of several processes, added up.
+pub fn open_fds_sum(pids: &[u32]) -> io::Result<usize> {
+    pids.iter().map(|&p| open_fds(p)).sum()
+}
+
 /// Number of open descriptors of a process (`pid` 0: this one).
 pub fn open_fds(pid: u32) -> io::Result<usize> {
     let path = if pid == 0 {
@@ -221,6 +245,11 @@ mod tests {
         assert!(u.cpu_s > 0.0 && u.wall_s >= 0.15, "{u:?}");
         assert!(u.rss_bytes > 0);
         assert!(open_fds(0).unwrap() >= 3);
+        let me = std::process::id();
+        let two = sample_sum(&[me, me]).unwrap();
+        assert!(two.rss_bytes > 0 && two.threads >= 2, "{two:?}");
+        assert_eq!(open_fds_sum(&[]).unwrap(), 0);
+        assert!(open_fds_sum(&[me]).unwrap() >= 3);
     }
 
     #[test]

@@ -70,6 +70,7 @@ fn capacity(o: &Opts) -> anyhow::Result<Value> {
             duration_s: o.seconds,
             timeout_s: 5.0,
             cpus: vec![1],
+            headers: Vec::new(),
         })?;
         let ours = run_evdispatch_load(
             &o.evdispatch,

@@ -1,0 +1,465 @@
+//! One measurement: start a server, load it, read its CPU and memory from
+//! `/proc`, stop it.
+
+use std::collections::BTreeMap;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context};
+use evdispatch_harness::{
+    docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_ours, start_peer,
+    Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
+};
+use evdispatch_http::Model;
+use evdispatch_proc::{clock_ticks_per_sec, open_fds_sum, sample_sum, ProcSample};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{Contestant, Plan, Scenario};
+
+/// The file every server serves.
+const PATH: &str = "/index.html";
+/// Keep-alive and request timeouts while idle connections are held: longer
+/// than any run, so none is closed under the measurement.
+const HOLD_TIMEOUT_S: u32 = 600;
+/// Connections a server gets beyond those a scenario opens.
+const SPARE_CONNECTIONS: u64 = 256;
+
+/// One measurement of one server in one scenario and round.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    /// Round, from 0.
+    pub round: usize,
+    /// Scenario.
+    pub scenario: super::Scenario,
+    /// Server name.
+    pub server: String,
+    /// True for a peer.
+    pub peer: bool,
+    /// The figures, by name (see the crate docs of `bench server`).
+    pub figures: BTreeMap<String, f64>,
+    /// What the reader should know (errors counted by the tools, a
+    /// saturated generator, fewer idle connections held than asked).
+    pub notes: Vec<String>,
+    /// Why the measurement failed, if it did.
+    pub error: Option<String>,
+}
+
+pub(super) struct Bench<'a> {
+    plan: &'a Plan,
+    root: tempfile::TempDir,
+    hz: f64,
+}
+
+/// CPU seconds between two samples.
+fn cpu_s(a: &ProcSample, b: &ProcSample, hz: f64) -> f64 {
+    let t = |s: &ProcSample| (s.utime_ticks + s.stime_ticks) as f64;
+    (t(b) - t(a)).max(0.0) / hz
+}
+
+fn num(v: &Value, pointer: &str) -> anyhow::Result<f64> {
+    v.pointer(pointer)
+        .and_then(Value::as_f64)
+        .ok_or_else(|| anyhow!("evdispatch load's JSON lacks {pointer}"))
+}
+
+/// Idle connections held by a background `evdispatch load --idle`.
+struct Held {
+    holder: Background,
+    /// Descriptors the server gained.
+    count: u64,
+    /// Resident set before and while holding, bytes.
+    rss_before: u64,
+    rss_held: u64,
+    /// The server's descriptors before.
+    fds_before: usize,
+}
+
+impl<'a> Bench<'a> {
+    pub(super) fn new(plan: &'a Plan) -> anyhow::Result<Bench<'a>> {
+        Ok(Bench {
+            plan,
+            root: docroot(plan.file_size, &[])?,
+            hz: clock_ticks_per_sec() as f64,
+        })
+    }
+
+    /// Measure `scenario` on `c`; the server's version comes back when it
+    /// started.
+    pub(super) fn run(
+        &self,
+        scenario: Scenario,
+        c: Contestant,
+        round: usize,
+    ) -> (Run, Option<String>) {
+        let mut run = Run {
+            round,
+            scenario,
+            server: c.name().to_string(),
+            peer: c.is_peer(),
+            figures: BTreeMap::new(),
+            notes: Vec::new(),
+            error: None,
+        };
+        let holding = matches!(scenario, Scenario::Idle | Scenario::Memory);
+        let server = match self.start(c, holding) {
+            Ok(s) => s,
+            Err(e) => {
+                run.error = Some(format!("{e:#}"));
+                return (run, None);
+            }
+        };
+        let version = server.version().to_string();
+        let result = match scenario {
+            Scenario::Keepalive => self.wrk_scenario(&server, false, &mut run),
+            Scenario::Close => self.wrk_scenario(&server, true, &mut run),
+            Scenario::Idle => self.idle_scenario(&server, c, round, &mut run),
+            Scenario::Memory => self.memory_scenario(&server, c, &mut run),
+        };
+        if let Err(e) = result {
+            run.error = Some(format!("{e:#}; server log: {}", server.log_tail()));
+        }
+        if let Err(e) = server.stop() {
+            run.notes.push(format!("stopping the server: {e:#}"));
+        }
+        (run, Some(version))
+    }
+
+    fn start(&self, c: Contestant, holding: bool) -> anyhow::Result<ServerProcess> {
+        let p = self.plan;
+        let timeout_s = if holding { HOLD_TIMEOUT_S } else { 65 };
+        let most = p.idle + p.connections as u64 + p.persistent + SPARE_CONNECTIONS;
+        match c {
+            Contestant::Peer(peer) => {
+                let mut cfg = PeerConfig::new(self.root.path());
+                cfg.cpus = vec![p.server_cpu];
+                cfg.max_connections = most.min(u32::MAX as u64) as u32;
+                cfg.keepalive_timeout_s = timeout_s;
+                cfg.request_timeout_s = timeout_s;
+                cfg.defer_accept_s = p.peer_defer_accept_s;
+                start_peer(peer, &cfg)
+            }
+            Contestant::Ours(model) => {
+                let mut args: Vec<String> = vec![
+                    "--root".into(),
+                    self.root.path().display().to_string(),
+                    "--listen".into(),
+                    "127.0.0.1:0".into(),
+                    "--mechanism".into(),
+                    model.name().into(),
+                    "--cpu".into(),
+                    p.server_cpu.to_string(),
+                    "--idle-timeout".into(),
+                    format!("{timeout_s}s"),
+                    "--header-timeout".into(),
+                    format!("{timeout_s}s"),
+                ];
+                if model == Model::Threads {
+                    args.extend(["--threads".into(), most.to_string()]);
+                }
+                args.extend(p.serve_args.iter().cloned());
+                start_ours(&OursConfig {
+                    binary: p.binary.clone(),
+                    args,
+                    cpus: vec![p.server_cpu],
+                    stats_json: false,
+                })
+            }
+        }
+    }
+
+    fn wrk(&self, url: &str, seconds: f64, close: bool) -> anyhow::Result<WrkResult> {
+        run_wrk(&WrkArgs {
+            url: url.to_string(),
+            threads: 1,
+            connections: self.plan.connections,
+            duration_s: seconds,
+            timeout_s: 5.0,
+            cpus: vec![self.plan.client_cpu],
+            headers: if close {
+                vec!["Connection: close".into()]
+            } else {
+                Vec::new()
+            },
+        })
+    }
+
+    fn warm_up(&self, url: &str, close: bool) -> anyhow::Result<()> {
+        if self.plan.warmup_s > 0.0 {
+            self.wrk(url, self.plan.warmup_s, close)
+                .context("warm-up run")?;
+        }
+        Ok(())
+    }
+
+    /// A measured wrk run: wrk's result and the server's CPU seconds over it.
+    fn measured_wrk(
+        &self,
+        pids: &[u32],
+        url: &str,
+        close: bool,
+    ) -> anyhow::Result<(WrkResult, f64)> {
+        let before = sample_sum(pids)?;
+        let w = self.wrk(url, self.plan.duration_s, close)?;
+        let after = sample_sum(pids).context("the server exited during the run")?;
+        if w.requests == 0 {
+            bail!("wrk completed no request: {w:?}");
+        }
+        Ok((w, cpu_s(&before, &after, self.hz)))
+    }
+
+    fn wrk_errors(w: &WrkResult) -> u64 {
+        w.errors_connect + w.errors_read + w.errors_write + w.errors_timeout + w.non_2xx_3xx
+    }
+
+    fn wrk_scenario(
+        &self,
+        server: &ServerProcess,
+        close: bool,
+        run: &mut Run,
+    ) -> anyhow::Result<()> {
+        let url = server.url(PATH);
+        self.warm_up(&url, close)?;
+        let pids = server.pids();
+        let (w, cpu) = self.measured_wrk(&pids, &url, close)?;
+        let per = cpu * 1e6 / w.requests as f64;
+        let f = &mut run.figures;
+        if close {
+            f.insert("cpu_us_per_connection".into(), per);
+            f.insert("connections_per_sec".into(), w.requests_per_sec);
+        } else {
+            f.insert("cpu_us_per_request".into(), per);
+            f.insert("requests_per_sec".into(), w.requests_per_sec);
+        }
+        f.insert(
+            "server_cpu_pct".into(),
+            cpu / w.duration_s.max(1e-9) * 100.0,
+        );
+        if let Some(&(_, p99)) = w.percentiles.iter().find(|(p, _)| *p == 99.0) {
+            f.insert("wrk_p99_us".into(), p99);
+        }
+        let errors = Self::wrk_errors(&w);
+        f.insert("errors".into(), errors as f64);
+        if errors > 0 {
+            run.notes.push(format!(
+                "wrk counted errors: connect {}, read {}, write {}, timeout {}, non-2xx {}",
+                w.errors_connect, w.errors_read, w.errors_write, w.errors_timeout, w.non_2xx_3xx
+            ));
+        }
+        Ok(())
+    }
+
+    /// How many idle connections `c` can hold beside the active ones.
+    fn idle_target(&self, c: Contestant) -> u64 {
+        let p = self.plan;
+        match c {
+            Contestant::Peer(peer) => {
+                let mut cfg = PeerConfig::new(self.root.path());
+                cfg.max_connections =
+                    (p.idle + p.connections as u64 + p.persistent + SPARE_CONNECTIONS) as u32;
+                let most = cfg.effective_max_connections(peer) as u64;
+                // The active connections and a margin must still get in.
+                p.idle
+                    .min(most.saturating_sub(p.connections as u64 + p.persistent + 64))
+                    .max(1)
+            }
+            Contestant::Ours(_) => p.idle,
+        }
+    }
+
+    /// Open `target` idle connections from a background `evdispatch load`
+    /// and wait until the server holds them (its descriptor count stops
+    /// growing), then read its resident set.
+    fn hold(&self, pids: &[u32], url: &str, target: u64) -> anyhow::Result<Held> {
+        let p = self.plan;
+        let fds_before = open_fds_sum(pids)?;
+        let rss_before = sample_sum(pids)?.rss_bytes;
+        let args: Vec<String> = vec![
+            url.to_string(),
+            "--idle".into(),
+            target.to_string(),
+            "--duration".into(),
+            "3600".into(),
+            "--timeout".into(),
+            "60".into(),
+            "--cpu".into(),
+            p.client_cpu.to_string(),
+        ];
+        let mut holder = spawn_evdispatch_load(&p.binary, &args, &[p.client_cpu])?;
+        let t0 = Instant::now();
+        let mut last = (fds_before, Instant::now());
+        loop {
+            thread::sleep(Duration::from_millis(100));
+            if !holder.is_running() {
+                bail!("the idle holder exited: {}", holder.log_tail());
+            }
+            let fds = open_fds_sum(pids)?;
+            let gained = fds.saturating_sub(fds_before) as u64;
+            if gained >= target {
+                break;
+            }
+            if fds != last.0 {
+                last = (fds, Instant::now());
+            } else if gained > 0 && last.1.elapsed() > Duration::from_secs(3) {
+                break; // the server takes no more
+            }
+            if t0.elapsed() > Duration::from_secs(120) {
+                bail!(
+                    "the server held {gained} of {target} idle connections after 120 s; {}",
+                    holder.log_tail()
+                );
+            }
+        }
+        // Let allocations settle (a request in flight, buffers returned).
+        thread::sleep(Duration::from_millis(500));
+        let count = open_fds_sum(pids)?.saturating_sub(fds_before) as u64;
+        let rss_held = sample_sum(pids)?.rss_bytes;
+        Ok(Held {
+            holder,
+            count,
+            rss_before,
+            rss_held,
+            fds_before,
+        })
+    }
+
+    /// Close the held connections and wait until the server has let go of
+    /// them (30 s at most).
+    fn release(&self, held: Held, pids: &[u32]) -> anyhow::Result<()> {
+        let Held {
+            holder, fds_before, ..
+        } = held;
+        holder.stop();
+        let t0 = Instant::now();
+        while open_fds_sum(pids)? > fds_before + 16 {
+            if t0.elapsed() > Duration::from_secs(30) {
+                bail!(
+                    "the server still has {} descriptors 30 s after the idle connections closed (had {fds_before})",
+                    open_fds_sum(pids)?
+                );
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok(())
+    }
+
+    fn memory_figures(held: &Held, target: u64, run: &mut Run) {
+        let f = &mut run.figures;
+        f.insert("idle_held".into(), held.count as f64);
+        let grown = held.rss_held as f64 - held.rss_before as f64;
+        if held.count > 0 {
+            f.insert(
+                "bytes_per_idle_connection".into(),
+                grown / held.count as f64,
+            );
+        }
+        if held.count < target {
+            run.notes
+                .push(format!("held {} of {target} idle connections", held.count));
+        }
+    }
+
+    /// The open loop: `--rate` requests/s over `--persistent` connections.
+    fn open_loop(&self, url: &str) -> anyhow::Result<Value> {
+        let p = self.plan;
+        let args: Vec<String> = vec![
+            url.to_string(),
+            "--rate".into(),
+            p.rate.to_string(),
+            "--persistent".into(),
+            p.persistent.to_string(),
+            "--duration".into(),
+            p.duration_s.to_string(),
+            "--warmup".into(),
+            p.warmup_s.to_string(),
+            "--timeout".into(),
+            "5".into(),
+            "--cpu".into(),
+            p.client_cpu.to_string(),
+        ];
+        run_evdispatch_load(&p.binary, &args, &[p.client_cpu])
+    }
+
+    /// Throughput, CPU per request and open-loop latency, labelled `label`.
+    fn phase(&self, pids: &[u32], url: &str, label: &str, run: &mut Run) -> anyhow::Result<()> {
+        let (w, cpu) = self.measured_wrk(pids, url, false)?;
+        let load = self.open_loop(url)?;
+        let f = &mut run.figures;
+        f.insert(format!("rps_{label}"), w.requests_per_sec);
+        f.insert(format!("cpu_us_{label}"), cpu * 1e6 / w.requests as f64);
+        f.insert(format!("p99_{label}_us"), num(&load, "/latency_us/p99")?);
+        f.insert(format!("p50_{label}_us"), num(&load, "/latency_us/p50")?);
+        f.insert(format!("reply_rate_{label}"), num(&load, "/reply_rate")?);
+        let errors = num(&load, "/errors_total")? + Self::wrk_errors(&w) as f64;
+        f.insert(format!("errors_{label}"), errors);
+        let missed = num(&load, "/missed_slots")?;
+        if errors > 0.0 || missed > 0.0 {
+            run.notes.push(format!(
+                "{label}: {errors} errors (wrk and load), {missed} missed slots"
+            ));
+        }
+        if load["generator_saturated"] == Value::Bool(true) {
+            run.notes.push(format!(
+                "{label}: the load generator was saturated: the p99 may be its own"
+            ));
+        }
+        Ok(())
+    }
+
+    fn idle_scenario(
+        &self,
+        server: &ServerProcess,
+        c: Contestant,
+        round: usize,
+        run: &mut Run,
+    ) -> anyhow::Result<()> {
+        let url = server.url(PATH);
+        self.warm_up(&url, false)?;
+        let pids = server.pids();
+        let target = self.idle_target(c);
+        // Alternate the order, so neither phase always runs on a colder
+        // (or a more fragmented) server.
+        if round.is_multiple_of(2) {
+            self.phase(&pids, &url, "none", run)?;
+            let held = self.hold(&pids, &url, target)?;
+            Self::memory_figures(&held, target, run);
+            self.phase(&pids, &url, "idle", run)?;
+            self.release(held, &pids)?;
+        } else {
+            let held = self.hold(&pids, &url, target)?;
+            Self::memory_figures(&held, target, run);
+            self.phase(&pids, &url, "idle", run)?;
+            self.release(held, &pids)?;
+            self.phase(&pids, &url, "none", run)?;
+        }
+        let f = &mut run.figures;
+        for (ratio, num, den) in [
+            ("rps_ratio", "rps_idle", "rps_none"),
+            ("cpu_ratio", "cpu_us_idle", "cpu_us_none"),
+            ("p99_ratio", "p99_idle_us", "p99_none_us"),
+        ] {
+            if let (Some(a), Some(b)) = (f.get(num), f.get(den)) {
+                if *b > 0.0 {
+                    f.insert(ratio.into(), a / b);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn memory_scenario(
+        &self,
+        server: &ServerProcess,
+        c: Contestant,
+        run: &mut Run,
+    ) -> anyhow::Result<()> {
+        let url = server.url(PATH);
+        // The first requests fill caches (file, buffers): before the baseline.
+        self.warm_up(&url, false)?;
+        let pids = server.pids();
+        let target = self.idle_target(c);
+        let held = self.hold(&pids, &url, target)?;
+        Self::memory_figures(&held, target, run);
+        self.release(held, &pids)
+    }
+}

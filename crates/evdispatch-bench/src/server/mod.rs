@@ -1,0 +1,448 @@
+//! `bench server`: our server against nginx, lighttpd and h2o on one file,
+//! the figures of issue 4.
+//!
+//! Every server runs with one worker pinned to `--server-cpu` (0), and every
+//! load tool on `--client-cpu` (1), through the harness
+//! (`evdispatch-harness`), which generates the peers' configurations. The
+//! figure that ranks fast servers on two cores is the **server's CPU time**
+//! (`/proc/PID/stat`, master and workers summed) over the measured window,
+//! divided by the work done: with one core, `wrk -t1` saturates before a
+//! good server does, so requests per second alone cannot tell them apart.
+//!
+//! Scenarios (`--scenarios`):
+//!
+//! * `keepalive`: `wrk -t1 -c100` on persistent connections, the file of
+//!   `--file-size` bytes (6 KB): CPU µs per request, requests/s, wrk's p99.
+//! * `close`: the same with `Connection: close`, one connection per
+//!   request: CPU µs per connection, connections/s.
+//! * `idle`: `--idle` (10,000) idle connections held open by a separate
+//!   `evdispatch load --idle` process (one request each, then silence), and
+//!   with none: keep-alive throughput and CPU per request (wrk, closed
+//!   loop), and the open-loop p99 at `--rate` requests/s over
+//!   `--persistent` connections (`evdispatch load`, latency corrected for
+//!   coordinated omission). The two phases run on the same server process,
+//!   in alternating order from round to round; the ratios (held ÷ none)
+//!   are taken within the run. The memory figure below comes with it.
+//! * `memory`: user-space memory per idle connection, the growth of the
+//!   server's resident set while they are held ÷ connections held (alone,
+//!   when `idle` is not asked for).
+//!
+//! Rounds: each round runs every scenario on every server, the servers in
+//! an order rotated by one per round, so none always follows the same
+//! neighbour. Each figure is reported as the median over rounds with its
+//! range; comparisons with the peers are **paired within rounds** (each
+//! round's value ÷ the best peer's value in that round) and then
+//! summarised. Each measurement starts from a fresh network namespace when
+//! the program may create one (root), so no run inherits the `TIME_WAIT`
+//! sockets and timers of the runs before it (`--shared-netns` turns this
+//! off).
+//!
+//! The issue's targets are checked at the end ([`report::TARGETS`]); a
+//! target is "met" when the median meets it, and the verdict says whether
+//! every round did.
+
+mod measure;
+mod report;
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Context};
+use evdispatch_harness::{find, Peer, Tool};
+use evdispatch_http::Model;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+
+pub use measure::Run;
+pub use report::{RatioRow, SummaryRow, Verdict, TARGETS};
+
+/// Arguments of `evdispatch bench server`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerArgs {
+    /// Servers, comma-separated: our models (any `serve --mechanism` value:
+    /// a library mechanism, `threads`, `uring-completion`) and the peers
+    /// `nginx`, `lighttpd`, `h2o` (a peer that is not installed is skipped
+    /// with the command that installs it).
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "epoll,uring,uring-completion,nginx,lighttpd,h2o"
+    )]
+    pub servers: Vec<String>,
+    /// Scenarios, comma-separated (`memory` is measured within `idle` when
+    /// both are asked for).
+    #[arg(long, value_delimiter = ',', default_value = "keepalive,close,idle")]
+    pub scenarios: Vec<Scenario>,
+    /// Rounds (default 3; 1 with --quick).
+    #[arg(long)]
+    pub rounds: Option<usize>,
+    /// Seconds of each measured wrk or load run (wrk takes whole seconds;
+    /// default 8, 2 with --quick).
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Seconds of unmeasured load before each measurement (default 1;
+    /// 0 skips it).
+    #[arg(long)]
+    pub warmup: Option<f64>,
+    /// wrk's connections (`-c`).
+    #[arg(long, default_value_t = 100)]
+    pub connections: u32,
+    /// Size of the file served, bytes.
+    #[arg(long, default_value_t = 6144)]
+    pub file_size: usize,
+    /// Idle connections held (default 10,000; 2,000 with --quick).
+    #[arg(long)]
+    pub idle: Option<u64>,
+    /// Open-loop rate of the p99 measurement, requests/s (default 10,000;
+    /// 2,000 with --quick).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Persistent connections sharing --rate.
+    #[arg(long, default_value_t = 50)]
+    pub persistent: u64,
+    /// CPU of the server.
+    #[arg(long, default_value_t = 0)]
+    pub server_cpu: usize,
+    /// CPU of the load tools.
+    #[arg(long, default_value_t = 1)]
+    pub client_cpu: usize,
+    /// Give the peers `TCP_DEFER_ACCEPT` (seconds; 0: as packaged, where
+    /// only h2o has it), as our server has it by default (`serve
+    /// --defer-accept`): nginx `listen … deferred`, lighttpd
+    /// `server.defer-accept`.
+    #[arg(long, default_value_t = 1)]
+    pub peer_defer_accept: u32,
+    /// An extra argument for our server (`evdispatch serve`), repeatable:
+    /// `--serve-arg=--no-eager-read`.
+    #[arg(long = "serve-arg", allow_hyphen_values = true)]
+    pub serve_args: Vec<String>,
+    /// Measure in this program's network namespace instead of a fresh one
+    /// per measurement.
+    #[arg(long)]
+    pub shared_netns: bool,
+    /// A short run: 1 round, 2 s, 2,000 idle connections at 2,000 req/s
+    /// (explicit options still win).
+    #[arg(long)]
+    pub quick: bool,
+    /// The `evdispatch` binary whose `serve` and `load` are run (default:
+    /// this program).
+    #[arg(long)]
+    pub binary: Option<PathBuf>,
+    /// One JSON document instead of the tables.
+    #[arg(long)]
+    pub json: bool,
+    /// Also save the JSON document to this file.
+    #[arg(long)]
+    pub save: Option<PathBuf>,
+}
+
+/// A scenario of `bench server`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Persistent connections (wrk).
+    Keepalive,
+    /// One connection per request (wrk with `Connection: close`).
+    Close,
+    /// Idle connections held vs none: throughput and open-loop p99.
+    Idle,
+    /// User-space memory per idle connection.
+    Memory,
+}
+
+impl Scenario {
+    /// The name on the command line and in the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Keepalive => "keepalive",
+            Scenario::Close => "close",
+            Scenario::Idle => "idle",
+            Scenario::Memory => "memory",
+        }
+    }
+}
+
+/// A server under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contestant {
+    /// `evdispatch serve --mechanism NAME`.
+    Ours(Model),
+    /// A peer server.
+    Peer(Peer),
+}
+
+impl Contestant {
+    /// Parse a `--servers` entry.
+    pub fn parse(s: &str) -> Result<Contestant, String> {
+        match s.trim() {
+            "nginx" => Ok(Contestant::Peer(Peer::Nginx)),
+            "lighttpd" => Ok(Contestant::Peer(Peer::Lighttpd)),
+            "h2o" => Ok(Contestant::Peer(Peer::H2o)),
+            other => other
+                .parse::<Model>()
+                .map(Contestant::Ours)
+                .map_err(|e| format!("--servers: {e}; or a peer: nginx, lighttpd, h2o")),
+        }
+    }
+
+    /// Its name in tables and JSON (our models by their mechanism name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Contestant::Ours(m) => m.name(),
+            Contestant::Peer(p) => p.tool().command(),
+        }
+    }
+
+    /// True for nginx, lighttpd and h2o.
+    pub fn is_peer(self) -> bool {
+        matches!(self, Contestant::Peer(_))
+    }
+}
+
+/// The resolved settings of a run (defaults and `--quick` applied).
+#[derive(Debug, Clone, Serialize)]
+pub struct Plan {
+    /// Server names, in the order given.
+    pub servers: Vec<String>,
+    #[serde(skip)]
+    contestants: Vec<Contestant>,
+    /// Scenarios run (in this order within each round).
+    pub scenarios: Vec<Scenario>,
+    /// Rounds.
+    pub rounds: usize,
+    /// Seconds of each measured run.
+    pub duration_s: f64,
+    /// Seconds of warm-up load before each measurement.
+    pub warmup_s: f64,
+    /// wrk's connections.
+    pub connections: u32,
+    /// Bytes of the file served.
+    pub file_size: usize,
+    /// Idle connections to hold.
+    pub idle: u64,
+    /// Open-loop rate, requests/s.
+    pub rate: f64,
+    /// Persistent connections of the open loop.
+    pub persistent: u64,
+    /// The server's CPU.
+    pub server_cpu: usize,
+    /// The load tools' CPU.
+    pub client_cpu: usize,
+    /// Peers' TCP_DEFER_ACCEPT, seconds.
+    pub peer_defer_accept_s: u32,
+    /// Extra arguments of our server.
+    pub serve_args: Vec<String>,
+    /// A fresh network namespace per measurement.
+    pub fresh_netns: bool,
+    /// The binary run as `evdispatch serve` / `load`.
+    pub binary: PathBuf,
+}
+
+impl Plan {
+    /// Resolve the arguments: defaults, `--quick`, names checked.
+    pub fn new(a: &ServerArgs) -> anyhow::Result<Plan> {
+        let contestants = a
+            .servers
+            .iter()
+            .filter(|s| !s.trim().is_empty())
+            .map(|s| Contestant::parse(s).map_err(anyhow::Error::msg))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if contestants.is_empty() {
+            bail!("--servers: give at least one server");
+        }
+        let mut scenarios = a.scenarios.clone();
+        scenarios.sort();
+        scenarios.dedup();
+        if scenarios.contains(&Scenario::Idle) {
+            // The idle runs measure the memory too.
+            scenarios.retain(|&s| s != Scenario::Memory);
+        }
+        if scenarios.is_empty() {
+            bail!("--scenarios: give at least one of keepalive, close, idle, memory");
+        }
+        let q = a.quick;
+        let plan = Plan {
+            servers: contestants.iter().map(|c| c.name().to_string()).collect(),
+            contestants,
+            scenarios,
+            rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
+            duration_s: a.duration.unwrap_or(if q { 2.0 } else { 8.0 }),
+            warmup_s: a.warmup.unwrap_or(if q { 0.5 } else { 1.0 }),
+            connections: a.connections,
+            file_size: a.file_size,
+            idle: a.idle.unwrap_or(if q { 2_000 } else { 10_000 }),
+            rate: a.rate.unwrap_or(if q { 2_000.0 } else { 10_000.0 }),
+            persistent: a.persistent,
+            server_cpu: a.server_cpu,
+            client_cpu: a.client_cpu,
+            peer_defer_accept_s: a.peer_defer_accept,
+            serve_args: a.serve_args.clone(),
+            fresh_netns: !a.shared_netns,
+            binary: match &a.binary {
+                Some(b) => b.clone(),
+                None => std::env::current_exe()
+                    .context("finding this program to run its serve and load commands")?,
+            },
+        };
+        if plan.rounds == 0 {
+            bail!("--rounds must be at least 1");
+        }
+        if !(plan.duration_s > 0.0 && plan.warmup_s >= 0.0) {
+            bail!("--duration must be positive and --warmup not negative");
+        }
+        if plan.connections == 0 || plan.persistent == 0 || plan.idle == 0 {
+            bail!("--connections, --persistent and --idle must be at least 1");
+        }
+        if !(plan.rate.is_finite() && plan.rate > 0.0) {
+            bail!("--rate must be a positive number of requests per second");
+        }
+        if plan.server_cpu == plan.client_cpu && crate::machine().cores > 1 {
+            eprintln!(
+                "note: server and load tools share CPU {}: the server's CPU time then includes waiting for the tools",
+                plan.server_cpu
+            );
+        }
+        Ok(plan)
+    }
+}
+
+/// A server that ran, with its version.
+#[derive(Debug, Clone, Serialize)]
+pub struct ServerInfo {
+    /// Name (as in `--servers`).
+    pub name: String,
+    /// `ours` or `peer`.
+    pub kind: &'static str,
+    /// Version reported by the program.
+    pub version: String,
+}
+
+/// A server that could not run, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// Name.
+    pub server: String,
+    /// Why, and what to do.
+    pub reason: String,
+}
+
+/// The JSON document of `bench server --json`.
+#[derive(Debug, Serialize)]
+pub struct Outcome {
+    /// `"evdispatch-bench-server/1"`.
+    pub schema: &'static str,
+    /// Where it ran.
+    pub machine: crate::Machine,
+    /// The resolved settings.
+    pub plan: Plan,
+    /// The servers that ran.
+    pub servers: Vec<ServerInfo>,
+    /// Servers left out.
+    pub skipped: Vec<Skipped>,
+    /// Every measurement: round, scenario, server, figures.
+    pub runs: Vec<Run>,
+    /// Per scenario, server and figure: median and range over rounds.
+    pub summary: Vec<SummaryRow>,
+    /// Our servers ÷ the best peer, paired within rounds.
+    pub ratios: Vec<RatioRow>,
+    /// The issue's targets, judged.
+    pub targets: Vec<Verdict>,
+}
+
+/// Run `evdispatch bench server`.
+pub fn run(args: ServerArgs) -> anyhow::Result<()> {
+    let plan = Plan::new(&args)?;
+    let outcome = measure_all(plan)?;
+    crate::emit(&outcome, args.json, args.save.as_deref(), report::print)
+}
+
+/// Every measurement of `plan`, then the summaries.
+pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
+    if let Err(e) = find(Tool::Wrk) {
+        if plan
+            .scenarios
+            .iter()
+            .any(|s| matches!(s, Scenario::Keepalive | Scenario::Close | Scenario::Idle))
+        {
+            bail!("{e} (the keepalive, close and idle scenarios run wrk)");
+        }
+    }
+    let mut skipped = Vec::new();
+    let mut contestants = Vec::new();
+    for &c in &plan.contestants {
+        if let Contestant::Peer(p) = c {
+            if let Err(e) = find(p.tool()) {
+                skipped.push(Skipped {
+                    server: c.name().into(),
+                    reason: e.to_string(),
+                });
+                continue;
+            }
+        }
+        contestants.push(c);
+    }
+    if plan.fresh_netns {
+        if let Err(e) = crate::sys::fresh_netns() {
+            eprintln!(
+                "note: cannot create a network namespace ({e}); measuring in this one, where \
+                 TIME_WAIT sockets of one run outlive it into the next"
+            );
+            plan.fresh_netns = false;
+        }
+    }
+    let bench = measure::Bench::new(&plan)?;
+    let steps = (plan.rounds * plan.scenarios.len() * contestants.len()) as u64;
+    let bar = ProgressBar::new(steps);
+    bar.set_style(
+        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    let mut runs = Vec::new();
+    let mut servers: Vec<ServerInfo> = Vec::new();
+    for round in 0..plan.rounds {
+        for &scenario in &plan.scenarios {
+            for k in 0..contestants.len() {
+                // Rotated by one per round.
+                let c = contestants[(k + round) % contestants.len()];
+                bar.set_message(format!(
+                    "round {}/{}: {} on {}",
+                    round + 1,
+                    plan.rounds,
+                    scenario.name(),
+                    c.name()
+                ));
+                if plan.fresh_netns {
+                    crate::sys::fresh_netns().context("a fresh network namespace")?;
+                }
+                let (run, version) = bench.run(scenario, c, round);
+                if let Some(e) = &run.error {
+                    bar.suspend(|| eprintln!("{} {}: {e}", scenario.name(), c.name()));
+                }
+                if let Some(v) = version {
+                    if !servers.iter().any(|s| s.name == c.name()) {
+                        servers.push(ServerInfo {
+                            name: c.name().into(),
+                            kind: if c.is_peer() { "peer" } else { "ours" },
+                            version: v,
+                        });
+                    }
+                }
+                runs.push(run);
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let (summary, ratios, targets) = report::analyse(&plan, &runs);
+    Ok(Outcome {
+        schema: "evdispatch-bench-server/1",
+        machine: crate::machine(),
+        plan,
+        servers,
+        skipped,
+        runs,
+        summary,
+        ratios,
+        targets,
+    })
+}

@@ -1,0 +1,662 @@
+//! Summaries over rounds, ratios to the best peer paired within rounds, the
+//! issue's targets, and the tables printed for people.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{Outcome, Plan, Run, Scenario};
+
+/// Median and range of one figure of one server in one scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct SummaryRow {
+    /// Scenario.
+    pub scenario: Scenario,
+    /// Server.
+    pub server: String,
+    /// True for a peer.
+    pub peer: bool,
+    /// Figure name.
+    pub figure: String,
+    /// Median over rounds.
+    pub median: f64,
+    /// Smallest.
+    pub min: f64,
+    /// Largest.
+    pub max: f64,
+    /// `(max - min) / median`, the spread over rounds.
+    pub spread: f64,
+    /// Rounds that measured it.
+    pub n: usize,
+}
+
+/// One of our servers ÷ the best peer, each round's own values paired.
+#[derive(Debug, Clone, Serialize)]
+pub struct RatioRow {
+    /// Scenario.
+    pub scenario: Scenario,
+    /// Figure compared.
+    pub figure: String,
+    /// Our server.
+    pub server: String,
+    /// True when lower is better (CPU time), false when higher is (rates).
+    pub lower_is_better: bool,
+    /// Median of the rounds' ratios.
+    pub median: f64,
+    /// Smallest ratio.
+    pub min: f64,
+    /// Largest ratio.
+    pub max: f64,
+    /// Each round: the best peer, its value, ours, the ratio.
+    pub rounds: Vec<RatioRound>,
+}
+
+/// One round of a [`RatioRow`].
+#[derive(Debug, Clone, Serialize)]
+pub struct RatioRound {
+    /// Round.
+    pub round: usize,
+    /// The best peer of that round.
+    pub best_peer: String,
+    /// Its value.
+    pub best_value: f64,
+    /// Ours.
+    pub value: f64,
+    /// `value / best_value`.
+    pub ratio: f64,
+}
+
+/// Figures compared with the best peer: scenario, figure, lower is better.
+const VERSUS_PEERS: &[(Scenario, &str, bool)] = &[
+    (Scenario::Keepalive, "cpu_us_per_request", true),
+    (Scenario::Keepalive, "requests_per_sec", false),
+    (Scenario::Close, "cpu_us_per_connection", true),
+    (Scenario::Close, "connections_per_sec", false),
+];
+
+/// A bound a target puts on a value.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// The value must be at most this.
+    AtMost(f64),
+    /// The value must be at least this.
+    AtLeast(f64),
+}
+
+impl Bound {
+    fn holds(self, v: f64) -> bool {
+        match self {
+            Bound::AtMost(x) => v <= x,
+            Bound::AtLeast(x) => v >= x,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Bound::AtMost(x) => format!("<= {x}"),
+            Bound::AtLeast(x) => format!(">= {x}"),
+        }
+    }
+}
+
+/// One figure the issue asks for, for each of our servers.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Target {
+    /// Short name.
+    pub id: &'static str,
+    /// What is asked, in words.
+    pub what: &'static str,
+    /// Scenarios the figure comes from (the first that has it).
+    pub scenarios: &'static [Scenario],
+    /// The figure.
+    pub figure: &'static str,
+    /// Judged on the ratio to the best peer (else on the figure itself).
+    pub versus_peer: bool,
+    /// The bound.
+    pub bound: Bound,
+}
+
+/// The targets of issue 4 ("Figures to reach").
+pub const TARGETS: &[Target] = &[
+    Target {
+        id: "keepalive-cpu",
+        what: "keep-alive: server CPU per request <= 0.9 x the best peer's",
+        scenarios: &[Scenario::Keepalive],
+        figure: "cpu_us_per_request",
+        versus_peer: true,
+        bound: Bound::AtMost(0.9),
+    },
+    Target {
+        id: "keepalive-rps",
+        what: "keep-alive: requests/s >= the best peer's",
+        scenarios: &[Scenario::Keepalive],
+        figure: "requests_per_sec",
+        versus_peer: true,
+        bound: Bound::AtLeast(1.0),
+    },
+    Target {
+        id: "close-cpu",
+        what: "Connection: close: server CPU per connection <= 0.9 x the best peer's",
+        scenarios: &[Scenario::Close],
+        figure: "cpu_us_per_connection",
+        versus_peer: true,
+        bound: Bound::AtMost(0.9),
+    },
+    Target {
+        id: "idle-throughput",
+        what: "idle connections held: throughput >= 0.95 x its own with none",
+        scenarios: &[Scenario::Idle],
+        figure: "rps_ratio",
+        versus_peer: false,
+        bound: Bound::AtLeast(0.95),
+    },
+    Target {
+        id: "idle-p99",
+        what: "idle connections held: open-loop p99 <= 1.2 x its own with none",
+        scenarios: &[Scenario::Idle],
+        figure: "p99_ratio",
+        versus_peer: false,
+        bound: Bound::AtMost(1.2),
+    },
+    Target {
+        id: "idle-memory",
+        what: "user-space memory per idle connection <= 512 bytes",
+        scenarios: &[Scenario::Idle, Scenario::Memory],
+        figure: "bytes_per_idle_connection",
+        versus_peer: false,
+        bound: Bound::AtMost(512.0),
+    },
+];
+
+/// A target judged for one of our servers.
+#[derive(Debug, Clone, Serialize)]
+pub struct Verdict {
+    /// Target id.
+    pub id: &'static str,
+    /// What is asked.
+    pub what: &'static str,
+    /// Our server.
+    pub server: String,
+    /// The bound, as text (`<= 0.9`).
+    pub bound: String,
+    /// Median (of the ratio, for targets against the best peer); `None`
+    /// when not measured.
+    pub median: Option<f64>,
+    /// Smallest over rounds.
+    pub min: Option<f64>,
+    /// Largest over rounds.
+    pub max: Option<f64>,
+    /// Rounds measured.
+    pub n: usize,
+    /// The median meets the bound (`None`: not measured).
+    pub met: Option<bool>,
+    /// Every round meets it.
+    pub every_round: bool,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Median and range of `values` (unsorted).
+fn stats(values: &[f64]) -> (f64, f64, f64) {
+    let mut v = values.to_vec();
+    let m = median(&mut v);
+    (
+        m,
+        v.first().copied().unwrap_or(f64::NAN),
+        v.last().copied().unwrap_or(f64::NAN),
+    )
+}
+
+/// Summaries, paired ratios and verdicts.
+pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> (Vec<SummaryRow>, Vec<RatioRow>, Vec<Verdict>) {
+    // (scenario, server, figure) -> values, in server order of the plan.
+    let mut groups: BTreeMap<(Scenario, usize, String), (bool, Vec<f64>)> = BTreeMap::new();
+    let order = |name: &str| {
+        plan.servers
+            .iter()
+            .position(|s| s == name)
+            .unwrap_or(usize::MAX)
+    };
+    for r in runs.iter().filter(|r| r.error.is_none()) {
+        for (fig, &v) in &r.figures {
+            if v.is_finite() {
+                groups
+                    .entry((r.scenario, order(&r.server), fig.clone()))
+                    .or_insert((r.peer, Vec::new()))
+                    .1
+                    .push(v);
+            }
+        }
+    }
+    let summary: Vec<SummaryRow> = groups
+        .into_iter()
+        .map(|((scenario, idx, figure), (peer, values))| {
+            let (m, lo, hi) = stats(&values);
+            SummaryRow {
+                scenario,
+                server: plan.servers.get(idx).cloned().unwrap_or_default(),
+                peer,
+                figure,
+                median: m,
+                min: lo,
+                max: hi,
+                spread: if m != 0.0 { (hi - lo) / m } else { 0.0 },
+                n: values.len(),
+            }
+        })
+        .collect();
+
+    let mut ratios = Vec::new();
+    for &(scenario, figure, lower) in VERSUS_PEERS {
+        let ours: BTreeSet<&str> = runs
+            .iter()
+            .filter(|r| r.scenario == scenario && !r.peer)
+            .map(|r| r.server.as_str())
+            .collect();
+        for server in ours {
+            let mut rounds = Vec::new();
+            for round in 0..plan.rounds {
+                let value = |r: &Run| r.figures.get(figure).copied().filter(|v| v.is_finite());
+                let in_round =
+                    |r: &&Run| r.round == round && r.scenario == scenario && r.error.is_none();
+                let Some(v) = runs
+                    .iter()
+                    .filter(in_round)
+                    .find(|r| r.server == server)
+                    .and_then(value)
+                else {
+                    continue;
+                };
+                let best = runs
+                    .iter()
+                    .filter(in_round)
+                    .filter(|r| r.peer)
+                    .filter_map(|r| value(r).map(|x| (r.server.clone(), x)))
+                    .min_by(|a, b| {
+                        if lower {
+                            a.1.total_cmp(&b.1)
+                        } else {
+                            b.1.total_cmp(&a.1)
+                        }
+                    });
+                if let Some((peer, b)) = best {
+                    if b > 0.0 {
+                        rounds.push(RatioRound {
+                            round,
+                            best_peer: peer,
+                            best_value: b,
+                            value: v,
+                            ratio: v / b,
+                        });
+                    }
+                }
+            }
+            if rounds.is_empty() {
+                continue;
+            }
+            let (m, lo, hi) = stats(&rounds.iter().map(|r| r.ratio).collect::<Vec<_>>());
+            ratios.push(RatioRow {
+                scenario,
+                figure: figure.to_string(),
+                server: server.to_string(),
+                lower_is_better: lower,
+                median: m,
+                min: lo,
+                max: hi,
+                rounds,
+            });
+        }
+    }
+
+    let mut verdicts = Vec::new();
+    let ours: Vec<&String> = plan
+        .servers
+        .iter()
+        .filter(|s| runs.iter().any(|r| &r.server == *s && !r.peer))
+        .collect();
+    for t in TARGETS {
+        if !t.scenarios.iter().any(|s| plan.scenarios.contains(s)) {
+            continue;
+        }
+        for server in &ours {
+            let values: Vec<f64> = if t.versus_peer {
+                ratios
+                    .iter()
+                    .find(|r| {
+                        t.scenarios.contains(&r.scenario)
+                            && r.figure == t.figure
+                            && &&r.server == server
+                    })
+                    .map(|r| r.rounds.iter().map(|x| x.ratio).collect())
+                    .unwrap_or_default()
+            } else {
+                runs.iter()
+                    .filter(|r| {
+                        t.scenarios.contains(&r.scenario)
+                            && &&r.server == server
+                            && r.error.is_none()
+                    })
+                    .filter_map(|r| r.figures.get(t.figure).copied())
+                    .filter(|v| v.is_finite())
+                    .collect()
+            };
+            let (m, lo, hi) = stats(&values);
+            let measured = !values.is_empty();
+            verdicts.push(Verdict {
+                id: t.id,
+                what: t.what,
+                server: server.to_string(),
+                bound: t.bound.text(),
+                median: measured.then_some(m),
+                min: measured.then_some(lo),
+                max: measured.then_some(hi),
+                n: values.len(),
+                met: measured.then(|| t.bound.holds(m)),
+                every_round: measured && values.iter().all(|&v| t.bound.holds(v)),
+            });
+        }
+    }
+    (summary, ratios, verdicts)
+}
+
+/// The figures shown per scenario, in this order (all are in the JSON).
+fn shown(scenario: Scenario) -> &'static [(&'static str, &'static str)] {
+    match scenario {
+        Scenario::Keepalive => &[
+            ("cpu_us_per_request", "CPU us/req"),
+            ("requests_per_sec", "req/s"),
+            ("wrk_p99_us", "wrk p99 us"),
+            ("server_cpu_pct", "server CPU %"),
+        ],
+        Scenario::Close => &[
+            ("cpu_us_per_connection", "CPU us/conn"),
+            ("connections_per_sec", "conn/s"),
+            ("server_cpu_pct", "server CPU %"),
+        ],
+        Scenario::Idle => &[
+            ("idle_held", "held"),
+            ("bytes_per_idle_connection", "B/idle conn"),
+            ("rps_none", "req/s none"),
+            ("rps_ratio", "req/s held/none"),
+            ("cpu_ratio", "CPU/req held/none"),
+            ("p99_none_us", "p99 us none"),
+            ("p99_idle_us", "p99 us held"),
+            ("p99_ratio", "p99 held/none"),
+        ],
+        Scenario::Memory => &[
+            ("idle_held", "held"),
+            ("bytes_per_idle_connection", "B/idle conn"),
+        ],
+    }
+}
+
+fn fmt(v: f64) -> String {
+    let a = v.abs();
+    if a >= 1000.0 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.1}")
+    } else if a >= 10.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// The tables for people.
+pub(super) fn print(o: &Outcome) {
+    let p = &o.plan;
+    println!(
+        "bench server: {} round(s) of {} s, {}-byte file; server on CPU {}, load tools on CPU {}; {}",
+        p.rounds,
+        p.duration_s,
+        p.file_size,
+        p.server_cpu,
+        p.client_cpu,
+        if p.fresh_netns {
+            "a fresh network namespace per measurement"
+        } else {
+            "one network namespace throughout"
+        }
+    );
+    println!(
+        "machine: {}, {} cores, Linux {}",
+        o.machine.cpu_model, o.machine.cores, o.machine.kernel
+    );
+    let versions: Vec<String> = o
+        .servers
+        .iter()
+        .map(|s| format!("{} {}", s.name, s.version))
+        .collect();
+    println!("servers: {}", versions.join(", "));
+    for s in &o.skipped {
+        println!("skipped {}: {}", s.server, s.reason);
+    }
+    for &scenario in &p.scenarios {
+        println!();
+        let what = match scenario {
+            Scenario::Keepalive => format!("keepalive: wrk -t1 -c{} on persistent connections", p.connections),
+            Scenario::Close => format!("close: wrk -t1 -c{} -H 'Connection: close'", p.connections),
+            Scenario::Idle => format!(
+                "idle: {} idle connections held vs none; wrk -t1 -c{} keep-alive, open loop {} req/s over {} connections (corrected p99)",
+                p.idle, p.connections, p.rate, p.persistent
+            ),
+            Scenario::Memory => format!("memory: RSS growth with {} idle connections held", p.idle),
+        };
+        println!("{what}   median [min-max] over rounds");
+        let cols = shown(scenario);
+        print!("  {:<18}", "server");
+        for (_, title) in cols {
+            print!(" {title:>24}");
+        }
+        println!();
+        for server in &p.servers {
+            let rows: Vec<&SummaryRow> = o
+                .summary
+                .iter()
+                .filter(|r| r.scenario == scenario && &r.server == server)
+                .collect();
+            if rows.is_empty() {
+                let failed = o
+                    .runs
+                    .iter()
+                    .find(|r| r.scenario == scenario && &r.server == server && r.error.is_some());
+                if let Some(r) = failed {
+                    println!(
+                        "  {server:<18} failed: {}",
+                        r.error.as_deref().unwrap_or("")
+                    );
+                }
+                continue;
+            }
+            print!("  {server:<18}");
+            for (fig, _) in cols {
+                match rows.iter().find(|r| r.figure == *fig) {
+                    Some(r) if r.n > 1 => print!(
+                        " {:>24}",
+                        format!("{} [{}-{}]", fmt(r.median), fmt(r.min), fmt(r.max))
+                    ),
+                    Some(r) => print!(" {:>24}", fmt(r.median)),
+                    None => print!(" {:>24}", "-"),
+                }
+            }
+            println!();
+        }
+        for r in o.runs.iter().filter(|r| r.scenario == scenario) {
+            for n in &r.notes {
+                println!("  note: round {} {}: {n}", r.round + 1, r.server);
+            }
+        }
+    }
+    if !o.ratios.is_empty() {
+        println!();
+        println!("ours / best peer, paired within rounds: median [min-max] (best peer per round)");
+        for r in &o.ratios {
+            let best: Vec<&str> = r.rounds.iter().map(|x| x.best_peer.as_str()).collect();
+            println!(
+                "  {:<10} {:<24} {:<18} {} [{}-{}] ({})",
+                r.scenario.name(),
+                r.figure,
+                r.server,
+                fmt(r.median),
+                fmt(r.min),
+                fmt(r.max),
+                best.join(", ")
+            );
+        }
+    }
+    if !o.targets.is_empty() {
+        println!();
+        println!("targets (issue 4): judged on the median; 'every round' when no round misses");
+        for v in &o.targets {
+            let verdict = match (v.met, v.every_round) {
+                (None, _) => "not measured".to_string(),
+                (Some(true), true) => "met, every round".to_string(),
+                (Some(true), false) => "met on the median, not every round".to_string(),
+                (Some(false), _) => "NOT met".to_string(),
+            };
+            let value = match (v.median, v.min, v.max) {
+                (Some(m), Some(lo), Some(hi)) if v.n > 1 => {
+                    format!("{} [{}-{}]", fmt(m), fmt(lo), fmt(hi))
+                }
+                (Some(m), _, _) => fmt(m),
+                _ => "-".into(),
+            };
+            println!(
+                "  {:<16} {:<18} {:>22} {:<8} {verdict}",
+                v.id, v.server, value, v.bound
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(
+        round: usize,
+        scenario: Scenario,
+        server: &str,
+        peer: bool,
+        figs: &[(&str, f64)],
+    ) -> Run {
+        Run {
+            round,
+            scenario,
+            server: server.into(),
+            peer,
+            figures: figs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            notes: Vec::new(),
+            error: None,
+        }
+    }
+
+    fn plan(servers: &[&str], rounds: usize) -> Plan {
+        let args = <crate::server::ServerArgs as clap::FromArgMatches>::from_arg_matches(
+            &<crate::server::ServerArgs as clap::Args>::augment_args(clap::Command::new("t"))
+                .get_matches_from([
+                    "t",
+                    "--servers",
+                    &servers.join(","),
+                    "--binary",
+                    "/bin/true",
+                ]),
+        )
+        .unwrap();
+        let mut p = Plan::new(&args).unwrap();
+        p.rounds = rounds;
+        p
+    }
+
+    /// Ratios pair each round with that round's best peer, and the
+    /// verdicts follow the bounds both ways.
+    #[test]
+    fn paired_ratios_and_verdicts() {
+        let mut p = plan(&["epoll", "nginx", "h2o"], 2);
+        p.scenarios = vec![Scenario::Close];
+        let k = Scenario::Close;
+        let fig = "cpu_us_per_connection";
+        let runs = vec![
+            run(0, k, "epoll", false, &[(fig, 8.0)]),
+            run(0, k, "nginx", true, &[(fig, 12.0)]),
+            run(0, k, "h2o", true, &[(fig, 10.0)]),
+            // A slower round: everything doubled, and nginx best this time.
+            run(1, k, "epoll", false, &[(fig, 19.0)]),
+            run(1, k, "nginx", true, &[(fig, 20.0)]),
+            run(1, k, "h2o", true, &[(fig, 24.0)]),
+        ];
+        let (summary, ratios, verdicts) = analyse(&p, &runs);
+        let s = summary
+            .iter()
+            .find(|r| r.server == "epoll" && r.figure == fig)
+            .unwrap();
+        assert_eq!((s.median, s.min, s.max, s.n), (13.5, 8.0, 19.0, 2));
+        let r = ratios.iter().find(|r| r.figure == fig).unwrap();
+        assert_eq!(r.rounds[0].best_peer, "h2o");
+        assert_eq!(r.rounds[1].best_peer, "nginx");
+        assert!((r.rounds[0].ratio - 0.8).abs() < 1e-12);
+        assert!((r.rounds[1].ratio - 0.95).abs() < 1e-12);
+        assert!((r.median - 0.875).abs() < 1e-12);
+        let v = verdicts.iter().find(|v| v.id == "close-cpu").unwrap();
+        assert_eq!(v.met, Some(true));
+        assert!(!v.every_round, "round 2 (0.95) misses 0.9");
+        // Targets of scenarios not planned are not listed.
+        assert!(verdicts.iter().all(|v| v.id.starts_with("close")));
+    }
+
+    #[test]
+    fn own_figure_targets_and_failures() {
+        let mut p = plan(&["uring"], 1);
+        p.scenarios = vec![Scenario::Idle];
+        let mut failed = run(0, Scenario::Idle, "uring", false, &[("p99_ratio", 9.0)]);
+        failed.error = Some("broke".into());
+        let runs = vec![
+            run(
+                0,
+                Scenario::Idle,
+                "uring",
+                false,
+                &[
+                    ("rps_ratio", 0.9),
+                    ("p99_ratio", 1.1),
+                    ("bytes_per_idle_connection", 100.0),
+                ],
+            ),
+            failed,
+        ];
+        let (_, ratios, verdicts) = analyse(&p, &runs);
+        assert!(ratios.is_empty());
+        let get = |id: &str| verdicts.iter().find(|v| v.id == id).unwrap();
+        assert_eq!(get("idle-throughput").met, Some(false));
+        assert_eq!(get("idle-p99").met, Some(true));
+        assert_eq!(get("idle-p99").n, 1, "a failed run does not count");
+        assert_eq!(get("idle-memory").met, Some(true));
+    }
+
+    #[test]
+    fn unmeasured_targets_say_so() {
+        let p = plan(&["epoll", "nginx"], 1);
+        let runs = vec![run(
+            0,
+            Scenario::Keepalive,
+            "epoll",
+            false,
+            &[("requests_per_sec", 1.0)],
+        )];
+        let (_, _, verdicts) = analyse(&p, &runs);
+        let v = verdicts.iter().find(|v| v.id == "keepalive-rps").unwrap();
+        assert_eq!((v.met, v.n), (None, 0), "no peer ran: no ratio");
+    }
+}
