@@ -44,7 +44,8 @@
 //!       "accept", "listener", "exclusive", "idle_timeout_ms",
 //!       "header_timeout_ms", "cpus", "max_connections", "threads",
 //!       "cache_bytes", "cache_max_file", "max_header", "backlog",
-//!       "eager_read", "poller_opts", "initial_events", "uring_entries" },
+//!       "eager_read", "defer_accept_s", "poller_opts", "initial_events",
+//!       "uring_entries" },
 //!   "elapsed_s",
 //!   "requests": { "total", "by_status": { "200": n, "404": n, … } },
 //!   "connections": { "accepted", "closed", "header_timed_out",
@@ -225,6 +226,11 @@ pub struct ServerConfig {
     /// Readiness model: read a new connection at once, before registering
     /// it (adaptive: tried only now and then while it keeps finding nothing).
     pub eager_read: bool,
+    /// `TCP_DEFER_ACCEPT` on the listeners, seconds (0: off): the kernel
+    /// hands over a connection once its request has begun to arrive (a
+    /// silent client after about this long), so the first read of a new
+    /// connection finds data. h2o sets 1 s; nginx has it as `deferred`.
+    pub defer_accept_s: u32,
 }
 
 impl ServerConfig {
@@ -256,6 +262,7 @@ impl ServerConfig {
             max_header: 8192,
             backlog: 4096,
             eager_read: true,
+            defer_accept_s: 1,
         }
     }
 
@@ -280,6 +287,7 @@ impl ServerConfig {
             "max_header": self.max_header,
             "backlog": self.backlog,
             "eager_read": self.eager_read,
+            "defer_accept_s": self.defer_accept_s,
             "poller_opts": self.poller_opts,
             "initial_events": self.poller.initial_events,
             "uring_entries": self.poller.uring_entries,
@@ -346,7 +354,7 @@ impl Server {
         let started = Instant::now();
         match cfg.model {
             Model::Threads => {
-                let l = sys::listen(cfg.listen, cfg.backlog, false, true)?;
+                let l = sys::listen(cfg.listen, cfg.backlog, false, true, cfg.defer_accept_s)?;
                 let listener = Arc::new(TcpListener::from(l));
                 let addr = listener.local_addr()?;
                 if let Some(cpus) = &cfg.cpus {
@@ -523,7 +531,13 @@ enum Wakeup {
 /// requested port, possibly 0, the others the port it got) or one shared.
 fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
     let reuse = cfg.listener == ListenerMode::Reuseport;
-    let first = TcpListener::from(sys::listen(cfg.listen, cfg.backlog, reuse, false)?);
+    let first = TcpListener::from(sys::listen(
+        cfg.listen,
+        cfg.backlog,
+        reuse,
+        false,
+        cfg.defer_accept_s,
+    )?);
     let addr = first.local_addr()?;
     let mut v = vec![Arc::new(first)];
     if reuse {
@@ -533,6 +547,7 @@ fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
                 cfg.backlog,
                 true,
                 false,
+                cfg.defer_accept_s,
             )?)));
         }
     }
@@ -630,6 +645,11 @@ pub struct ServeArgs {
     /// new connection instead of trying to read it at once.
     #[arg(long)]
     pub no_eager_read: bool,
+    /// TCP_DEFER_ACCEPT on the listener: accept a connection only once its
+    /// request has begun to arrive, or after about this long for a silent
+    /// client (whole seconds; 0: off, accept at the handshake).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub defer_accept: Duration,
 }
 
 impl ServeArgs {
@@ -668,6 +688,7 @@ impl ServeArgs {
         cfg.max_header = self.max_header;
         cfg.backlog = self.backlog;
         cfg.eager_read = !self.no_eager_read;
+        cfg.defer_accept_s = self.defer_accept.as_secs_f64().ceil() as u32;
         Ok(cfg)
     }
 }

@@ -66,8 +66,13 @@ struct Conn {
     /// Known to the poller (a connection answered by the eager read and
     /// closed never is).
     registered: bool,
-    /// The last read emptied the socket's receive queue.
+    /// The last read emptied the socket's receive queue and the mechanism
+    /// will report new input (level-triggered: a short read; edge: `EAGAIN`).
     drained: bool,
+    /// The last read emptied the receive queue (a short read or `EAGAIN`),
+    /// whatever the mechanism: nothing unread is known, so a close sends no
+    /// reset. Unlike `drained`, says nothing about future reports.
+    emptied: bool,
     /// A request has begun (or the connection is new) and is not complete:
     /// the header deadline applies.
     partial: bool,
@@ -89,6 +94,7 @@ impl Conn {
         state: State::Free,
         registered: false,
         drained: true,
+        emptied: true,
         partial: false,
         close_after: false,
         writing: false,
@@ -388,6 +394,7 @@ impl Worker {
         c.state = State::Open;
         c.registered = false;
         c.drained = false;
+        c.emptied = false;
         c.partial = true;
         c.close_after = false;
         c.writing = false;
@@ -544,7 +551,8 @@ impl Worker {
                         self.wheel.set(idx, self.now + self.cfg.header_timeout);
                     }
                     c.end += n as u32;
-                    c.drained = n < space && !read_closed && self.short_read_drains;
+                    c.emptied = n < space;
+                    c.drained = c.emptied && !read_closed && self.short_read_drains;
                     may_read = !c.drained;
                     c.buf = Some(buf);
                     match self.process(idx) {
@@ -559,6 +567,7 @@ impl Worker {
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     c.drained = true;
+                    c.emptied = true;
                     c.buf = Some(buf);
                     self.release_if_empty(idx);
                     return;
@@ -675,7 +684,7 @@ impl Worker {
     /// unread input sends a reset that can destroy the response in flight).
     fn finish_close(&mut self, idx: usize) {
         let c = &self.conns[idx];
-        let unread = c.end > c.start || !c.drained;
+        let unread = c.end > c.start || !c.emptied;
         if c.linger_after || unread {
             self.start_linger(idx);
         } else {

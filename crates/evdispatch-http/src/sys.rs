@@ -184,11 +184,16 @@ fn set_int_opt(
 /// A listening TCP socket on `addr` (non-blocking unless `blocking`), with
 /// `SO_REUSEADDR`, `SO_REUSEPORT` when `reuseport`, and `TCP_NODELAY` (which
 /// accepted sockets inherit, so no per-connection `setsockopt` is needed).
+/// `defer_accept_s` > 0 sets `TCP_DEFER_ACCEPT`: a connection is queued for
+/// `accept` only once its first bytes have arrived (or, for a silent client,
+/// after about that many seconds), so the first read of an accepted socket
+/// finds the request instead of `EAGAIN`.
 pub fn listen(
     addr: SocketAddr,
     backlog: i32,
     reuseport: bool,
     blocking: bool,
+    defer_accept_s: u32,
 ) -> io::Result<OwnedFd> {
     let family = match addr {
         SocketAddr::V4(_) => libc::AF_INET,
@@ -204,6 +209,10 @@ pub fn listen(
         set_int_opt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
     }
     set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+    if defer_accept_s > 0 {
+        let secs = defer_accept_s.min(i32::MAX as u32) as libc::c_int;
+        set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, secs)?;
+    }
     // SAFETY: sockaddr_storage is plain data; zeroed is valid.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match addr {

@@ -36,6 +36,9 @@ fn idle_connections_do_not_delay_an_active_client() {
         }
         let Some(server) = start(model, &site.root, |c| {
             c.threads = count + 8;
+            // Silent clients must reach the server at once (a deferred
+            // accept would hold them in the kernel for a second).
+            c.defer_accept_s = 0;
         }) else {
             continue;
         };
@@ -203,6 +206,9 @@ fn descriptor_exhaustion_in_a_child_process() {
             "48",
             "--threads",
             "96",
+            // The silent crowd must reach accept at once, not after a second.
+            "--defer-accept",
+            "0",
             "--stats-json",
             stats.to_str().unwrap(),
         ]);
