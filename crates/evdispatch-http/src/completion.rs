@@ -2,9 +2,11 @@
 //! done, instead of reporting that it could be done.
 //!
 //! Per worker, one ring: a multishot `accept` on the listener; per
-//! connection one multishot `recv` that draws from a ring of provided
-//! buffers (so an idle connection owns no buffer at all, not even in the
-//! kernel); responses as one `sendmsg` of header and cached body, at most one
+//! connection a one-shot first `recv` (the request is usually there at
+//! accept, so it completes at submission), then, once the connection is
+//! known to stay open, one multishot `recv`; both draw from a ring of
+//! provided buffers (so an idle connection owns no buffer at all, not even
+//! in the kernel); responses as one `sendmsg` of header and cached body, at most one
 //! in flight per connection. Large files are read in 64 KiB chunks with
 //! `pread` (page-cache reads; a cold disk would stall the loop) and each chunk
 //! sent as a completion. The same timer wheel gives the wait's timeout.
@@ -21,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use io_uring::{cqueue, opcode, types, IoUring};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, WorkerReport};
@@ -293,11 +295,31 @@ impl Worker {
         self.resume_at = Some(self.now + ACCEPT_RETRY);
     }
 
+    /// Arm a multishot receive: every arrival completes into a provided
+    /// buffer until it is cancelled.
     fn arm_recv(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         let bgid = self.bufs.as_ref().map_or(0, |b| b.bgid);
         let e = opcode::RecvMulti::new(types::Fd(c.fd()), bgid)
             .build()
+            .user_data(ud(K_RECV, c.gen, idx));
+        c.recv_armed = true;
+        self.push(e);
+    }
+
+    /// A new connection's first receive: one shot, into a provided buffer.
+    /// Its request is usually there already (deferred accept), so the
+    /// kernel completes it at submission without arming a poll, and a
+    /// connection closed after one response then has no receive to cancel.
+    /// The multishot receive is armed once a response has gone out on a
+    /// connection that stays open.
+    fn arm_first_recv(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let bgid = self.bufs.as_ref().map_or(0, |b| b.bgid);
+        let e = opcode::Recv::new(types::Fd(c.fd()), std::ptr::null_mut(), BUF_SIZE as u32)
+            .buf_group(bgid)
+            .build()
+            .flags(squeue::Flags::BUFFER_SELECT)
             .user_data(ud(K_RECV, c.gen, idx));
         c.recv_armed = true;
         self.push(e);
@@ -485,7 +507,7 @@ impl Worker {
         self.open += 1;
         self.counters.peak_open = self.counters.peak_open.max(self.open as u64);
         self.wheel.set(idx, self.now + self.cfg.header_timeout);
-        self.arm_recv(idx);
+        self.arm_first_recv(idx);
     }
 
     fn live(&self, gen: u32, idx: usize) -> bool {
