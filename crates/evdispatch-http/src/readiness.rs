@@ -535,7 +535,7 @@ impl Worker {
                 c.start = 0;
             }
             let space = buf.len() - c.end as usize;
-            match sys::read(c.fd(), &mut buf[c.end as usize..]) {
+            match sys::recv(c.fd(), &mut buf[c.end as usize..]) {
                 Ok(0) => {
                     c.buf = Some(buf);
                     // EOF: the client is done (half-close after its last
@@ -715,7 +715,7 @@ impl Worker {
         let fd = self.conns[idx].fd();
         let mut total = 0usize;
         loop {
-            match sys::read(fd, &mut self.scratch) {
+            match sys::recv(fd, &mut self.scratch) {
                 Ok(0) => break,
                 Ok(n) => {
                     total += n;

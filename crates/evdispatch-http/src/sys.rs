@@ -101,11 +101,12 @@ pub fn fstat(fd: RawFd) -> io::Result<Meta> {
     })
 }
 
-/// `read(2)`.
+/// `recv(fd, buf, 0)`: a socket's `read` without the VFS layer (no file
+/// position lock, no permission or notification hooks).
 #[inline]
-pub fn read(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     // SAFETY: the pointer and length describe `buf`, writable for its whole length.
-    cvt_size(unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) })
+    cvt_size(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) })
 }
 
 /// `pread(2)` at `offset`.
