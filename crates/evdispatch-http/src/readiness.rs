@@ -3,17 +3,14 @@
 //! written once against the Poller contract (events are hints; act until the
 //! kernel says "no more") and never asks which mechanism it runs on.
 //!
-//! What "no more" means for a stream socket. The contract asks for `EAGAIN`,
-//! but it only matters where the mechanism would otherwise stay silent: a
-//! level-triggered mechanism (the table's [`Trigger::Level`]) reports again
-//! at the next wait whatever is still unread, so there a read that returns
-//! fewer bytes than asked ends the turn, and the second `read` that would
-//! only collect `EAGAIN` is never made. Edge-triggered and signal-driven
-//! mechanisms ([`Trigger::Edge`]) report arrivals, and a peer's FIN may have
-//! arrived together with the data (one report for both), so there the loop
-//! reads until `EAGAIN` or EOF. The choice is read from the table, not from
-//! the mechanism's name. A complete gathered write never waits for a
-//! writability event at all.
+//! What "no more" means for a stream socket. The contract counts a read that
+//! returns fewer bytes than asked as good as `EAGAIN` (it emptied the
+//! receive queue; whatever arrives later is reported, on every mechanism,
+//! edge-triggered ones included), so a short read ends the turn and the
+//! second `read` that would only collect `EAGAIN` is never made. The one
+//! exception is an event that says the peer has shut down its side: its EOF
+//! may be queued behind the data, so the loop reads on until EOF. A complete
+//! gathered write never waits for a writability event at all.
 //!
 //! Memory per connection: a slab entry (a few dozen bytes) and a timer-wheel
 //! link. A read buffer is taken from a pool when data arrives and given back
@@ -28,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use evdispatch::{Events, Interest, Poller, Token, Trigger, Waker};
+use evdispatch::{Events, Interest, Poller, Token, Waker};
 
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, WorkerReport};
@@ -66,12 +63,12 @@ struct Conn {
     /// Known to the poller (a connection answered by the eager read and
     /// closed never is).
     registered: bool,
-    /// The last read emptied the socket's receive queue and the mechanism
-    /// will report new input (level-triggered: a short read; edge: `EAGAIN`).
+    /// The last read emptied the socket's receive queue (a short read or
+    /// `EAGAIN`) and no EOF is known to wait behind it: the mechanism will
+    /// report what comes next.
     drained: bool,
-    /// The last read emptied the receive queue (a short read or `EAGAIN`),
-    /// whatever the mechanism: nothing unread is known, so a close sends no
-    /// reset. Unlike `drained`, says nothing about future reports.
+    /// The last read emptied the receive queue (a short read or `EAGAIN`):
+    /// nothing unread is known, so a close sends no reset.
     emptied: bool,
     /// A request has begun (or the connection is new) and is not complete:
     /// the header deadline applies.
@@ -153,8 +150,6 @@ pub(crate) struct Worker {
     stopping: Option<Instant>,
     now: Instant,
     scratch: Box<[u8]>,
-    /// A short read counts as drained (level-triggered mechanisms only).
-    short_read_drains: bool,
     /// The mechanism's descriptor ceiling (select).
     max_fd: Option<RawFd>,
     /// Recent success of eager reads (0: they found nothing lately).
@@ -207,7 +202,6 @@ impl Worker {
             stopping: None,
             now: Instant::now(),
             scratch: vec![0u8; 4096].into_boxed_slice(),
-            short_read_drains: mechanism.info().trigger == Trigger::Level,
             max_fd: mechanism.info().max_fd,
             eager_score: 8,
             accepted_since_probe: 0,
@@ -552,7 +546,7 @@ impl Worker {
                     }
                     c.end += n as u32;
                     c.emptied = n < space;
-                    c.drained = c.emptied && !read_closed && self.short_read_drains;
+                    c.drained = c.emptied && !read_closed;
                     may_read = !c.drained;
                     c.buf = Some(buf);
                     match self.process(idx) {

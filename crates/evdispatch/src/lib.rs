@@ -41,6 +41,13 @@
 //!   registered descriptor, the next readiness change of that descriptor is
 //!   reported by a later wait. Level-triggered mechanisms report more often
 //!   (at every wait while the condition holds); none may report less.
+//! * **A short read is as good as `EAGAIN`** on a stream socket or a pipe: a
+//!   `read` that returns fewer bytes than asked has emptied the receive
+//!   queue, and whatever arrives after it is reported (epoll(7) says the
+//!   same of `EPOLLET`), so the extra `read` that would only collect
+//!   `EAGAIN` may be skipped. An EOF queued behind the data is left for
+//!   one more `read`: it is reported with [`Event::is_read_closed`], or by a
+//!   later wait.
 //! * **Registrations are the caller's.** `register`, `modify` and
 //!   `deregister` fail with an error (never a panic) on a descriptor that is
 //!   already registered, not registered, or not open. Deregister before

@@ -331,6 +331,72 @@ fn edge_contract(m: Mechanism) {
     assert!(merged(&seen, Token(2)).is_writable());
 }
 
+/// A short read on a stream socket is as good as `EAGAIN`: one `read` that
+/// returns fewer bytes than asked, and nothing more, still gets the next
+/// arrival reported; so does a peer's EOF queued behind the data, and an
+/// arrival between the report and the read. Unix and TCP streams.
+fn short_read_is_enough(m: Mechanism) {
+    let Some(p) = poller(m) else { return };
+    let (a, b) = pair();
+    let p = short_read_rounds(m, p, a, b, "unix");
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let b = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+    let (a, _) = l.accept().unwrap();
+    a.set_nonblocking(true).unwrap();
+    b.set_nodelay(true).unwrap();
+    short_read_rounds(m, p, a, b, "tcp");
+}
+
+fn short_read_rounds<S: Read + Write + AsRawFd>(
+    m: Mechanism,
+    mut p: Poller,
+    mut a: S,
+    mut b: S,
+    kind: &str,
+) -> Poller {
+    let mut ev = Events::with_capacity(8);
+    p.register(a.as_raw_fd(), Token(1), Interest::READABLE)
+        .unwrap();
+    let mut buf = [0u8; 64];
+    for round in 0..30u8 {
+        b.write_all(&[round; 3]).unwrap();
+        let seen = wait_for(&mut p, &mut ev, Token(1), "new data after a short read");
+        assert!(merged(&seen, Token(1)).is_readable());
+        let mut want = 3;
+        if round % 3 == 2 {
+            // More arrives after the report, before the one read.
+            b.write_all(&[round; 4]).unwrap();
+            want = 7;
+        }
+        let mut got = 0;
+        while got < want {
+            // On TCP the second write may not have landed yet: wait for it.
+            match a.read(&mut buf[got..]) {
+                Ok(n) => got += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock && got > 0 => {
+                    wait_for(&mut p, &mut ev, Token(1), "the rest");
+                }
+                Err(e) => panic!("{m} {kind}: round {round}: {e}"),
+            }
+        }
+        assert_eq!(got, want, "{m} {kind}: round {round}");
+    }
+    // Data, then EOF: the one short read takes the data; the EOF is reported.
+    b.write_all(b"last").unwrap();
+    wait_for(&mut p, &mut ev, Token(1), "the last data");
+    drop(b);
+    let mut got = a.read(&mut buf).unwrap();
+    if got == 4 {
+        let seen = wait_for(&mut p, &mut ev, Token(1), "EOF after a short read");
+        let e = merged(&seen, Token(1));
+        assert!(e.is_readable() || e.is_read_closed(), "{m} {kind}: {e:?}");
+        got = a.read(&mut buf).unwrap();
+    }
+    assert_eq!(got, 0, "{m} {kind}: EOF expected");
+    p.deregister(a.as_raw_fd()).unwrap();
+    p
+}
+
 /// 100 TCP clients on loopback, each sends a line and expects it echoed.
 fn hundred_tcp_clients(m: Mechanism) {
     let _guard = FD_HEAVY.lock().unwrap_or_else(|e| e.into_inner());
@@ -607,6 +673,7 @@ macro_rules! conformance {
                 #[test] fn deregister_stops_events() { super::deregister_stops_events($mech) }
                 #[test] fn fd_reuse_gets_no_stale_event() { super::fd_reuse_gets_no_stale_event($mech) }
                 #[test] fn edge_contract() { super::edge_contract($mech) }
+                #[test] fn short_read_is_enough() { super::short_read_is_enough($mech) }
                 #[test] fn hundred_tcp_clients() { super::hundred_tcp_clients($mech) }
                 #[test] fn many_registered_one_active() { super::many_registered_one_active($mech) }
                 #[test] fn waker_from_another_thread() { super::waker_from_another_thread($mech) }
