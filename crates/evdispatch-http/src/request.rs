@@ -72,12 +72,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             if buf.len() < max_header {
                 return Parsed::Partial;
             }
-            let line_done = buf[..max_header].contains(&b'\n');
-            return Parsed::Reject(if line_done {
-                Status::HeaderFieldsTooLarge
-            } else {
-                Status::UriTooLong
-            });
+            return Parsed::Reject(limit_status(buf, max_header));
         }
         Err(httparse::Error::TooManyHeaders) => {
             return Parsed::Reject(Status::HeaderFieldsTooLarge)
@@ -88,7 +83,9 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         Err(_) => return Parsed::Reject(Status::BadRequest),
     };
     if len > max_header {
-        return Parsed::Reject(Status::HeaderFieldsTooLarge);
+        // The same verdict the partial head got when it filled the limit,
+        // so the status never depends on how much had arrived.
+        return Parsed::Reject(limit_status(buf, max_header));
     }
     let version = match req.version {
         Some(0) => Version::Http10,
@@ -169,6 +166,16 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         if_modified_since: ims,
         len,
     })
+}
+
+/// A head beyond `max_header` bytes (`buf` holds at least that many): 414
+/// when even the request line does not end within the limit, else 431.
+fn limit_status(buf: &[u8], max_header: usize) -> Status {
+    if buf[..max_header].contains(&b'\n') {
+        Status::HeaderFieldsTooLarge
+    } else {
+        Status::UriTooLong
+    }
 }
 
 /// httparse says "version" both for `HTTP/2.0` (a version we do not speak:
@@ -279,6 +286,27 @@ mod tests {
         );
         let long_target = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "b".repeat(5000));
         assert_eq!(status(&long_target), Status::UriTooLong);
+    }
+
+    #[test]
+    fn limit_status_does_not_depend_on_what_arrived() {
+        // A request line longer than the limit is 414 whether the head was
+        // still partial or already complete when parsed (found by fuzzing).
+        let line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(400));
+        assert_eq!(
+            parse_request(line.as_bytes(), 256),
+            Parsed::Reject(Status::UriTooLong)
+        );
+        let whole = format!("{line}Host: a\r\n\r\n");
+        assert_eq!(
+            parse_request(whole.as_bytes(), 256),
+            Parsed::Reject(Status::UriTooLong)
+        );
+        let headers = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "b".repeat(400));
+        assert_eq!(
+            parse_request(headers.as_bytes(), 256),
+            Parsed::Reject(Status::HeaderFieldsTooLarge)
+        );
     }
 
     #[test]
