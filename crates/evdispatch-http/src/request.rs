@@ -78,7 +78,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             return Parsed::Reject(Status::HeaderFieldsTooLarge)
         }
         Err(httparse::Error::Version) => {
-            return Parsed::Reject(version_error(buf));
+            return version_error(buf, max_header);
         }
         Err(_) => return Parsed::Reject(Status::BadRequest),
     };
@@ -179,26 +179,46 @@ fn limit_status(buf: &[u8], max_header: usize) -> Status {
 }
 
 /// httparse says "version" both for `HTTP/2.0` (a version we do not speak:
-/// 505) and for garbage where the version should be (400).
-fn version_error(buf: &[u8]) -> Status {
-    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
-    let line = trim(&buf[..line_end]);
-    match line.iter().rposition(|&b| b == b' ') {
-        Some(sp) => {
-            let v = &line[sp + 1..];
-            let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
-            let ok_shape = v.starts_with(b"HTTP/")
-                && match v[5..].iter().position(|&b| b == b'.') {
-                    Some(dot) => digits(&v[5..5 + dot]) && digits(&v[6 + dot..]),
-                    None => digits(&v[5..]),
-                };
-            if ok_shape {
-                Status::VersionNotSupported
+/// 505) and for garbage where the version should be (400). The version is
+/// the third element of the request line; until that line ends, a version
+/// that may still become `HTTP/d.d` is not judged (so the status never
+/// depends on how the bytes were split), within the head limit.
+fn version_error(buf: &[u8], max_header: usize) -> Parsed<'_> {
+    let line_end = buf.iter().position(|&b| b == b'\n');
+    let line = &buf[..line_end.unwrap_or(buf.len())];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let version = match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(_), Some(v)) => v,
+        _ => return Parsed::Reject(Status::BadRequest),
+    };
+    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    let shape = |v: &[u8], whole: bool| -> bool {
+        if v.len() < 5 {
+            return !whole && b"HTTP/".starts_with(v);
+        }
+        if &v[..5] != b"HTTP/" {
+            return false;
+        }
+        let rest = &v[5..];
+        let (major, minor) = match rest.iter().position(|&b| b == b'.') {
+            Some(dot) => (&rest[..dot], Some(&rest[dot + 1..])),
+            None => (rest, None),
+        };
+        let nonempty = |s: &[u8]| !s.is_empty() || !whole;
+        digits(major) && nonempty(major) && minor.is_none_or(|m| digits(m) && nonempty(m))
+    };
+    match line_end {
+        Some(_) if shape(version, true) => Parsed::Reject(Status::VersionNotSupported),
+        Some(_) => Parsed::Reject(Status::BadRequest),
+        None if shape(version, false) => {
+            if buf.len() < max_header {
+                Parsed::Partial
             } else {
-                Status::BadRequest
+                Parsed::Reject(limit_status(buf, max_header))
             }
         }
-        None => Status::BadRequest,
+        None => Parsed::Reject(Status::BadRequest),
     }
 }
 
@@ -306,6 +326,30 @@ mod tests {
         assert_eq!(
             parse_request(headers.as_bytes(), 256),
             Parsed::Reject(Status::HeaderFieldsTooLarge)
+        );
+    }
+
+    #[test]
+    fn version_verdict_does_not_depend_on_the_split() {
+        // Found by fuzzing: the verdict looked at the last space of the
+        // line, which could lie in bytes that came later.
+        let bad = b"GET / HTT\0P/1.";
+        assert_eq!(parse_request(bad, 8192), Parsed::Reject(Status::BadRequest));
+        let mut more = bad.to_vec();
+        more.extend_from_slice(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(
+            parse_request(&more, 8192),
+            Parsed::Reject(Status::BadRequest)
+        );
+        // An unfinished version that may still be valid waits for its line.
+        assert_eq!(parse_request(b"GET / HTTP/2", 8192), Parsed::Partial);
+        assert_eq!(
+            parse_request(b"GET / HTTP/2\r\n\r\n", 8192),
+            Parsed::Reject(Status::VersionNotSupported)
+        );
+        assert_eq!(
+            parse_request(b"GET / HTTP/2x\r\n\r\n", 8192),
+            Parsed::Reject(Status::BadRequest)
         );
     }
 
