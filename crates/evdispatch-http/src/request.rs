@@ -64,6 +64,9 @@ pub enum Parsed<'a> {
 /// request head may take; a partial head that already fills it is refused
 /// (414 when even the request line is not complete, 431 otherwise).
 pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
+    // Only the first `max_header` bytes are ever looked at, so the verdict
+    // never depends on bytes beyond the limit.
+    let buf = &buf[..buf.len().min(max_header)];
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let len = match req.parse(buf) {
@@ -206,7 +209,11 @@ fn version_error(buf: &[u8], max_header: usize) -> Parsed<'_> {
             None => (rest, None),
         };
         let nonempty = |s: &[u8]| !s.is_empty() || !whole;
-        digits(major) && nonempty(major) && minor.is_none_or(|m| digits(m) && nonempty(m))
+        let minor_ok = match minor {
+            Some(m) => digits(m) && nonempty(m),
+            None => true,
+        };
+        digits(major) && nonempty(major) && minor_ok
     };
     match line_end {
         Some(_) if shape(version, true) => Parsed::Reject(Status::VersionNotSupported),
@@ -325,6 +332,23 @@ mod tests {
         let headers = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "b".repeat(400));
         assert_eq!(
             parse_request(headers.as_bytes(), 256),
+            Parsed::Reject(Status::HeaderFieldsTooLarge)
+        );
+    }
+
+    #[test]
+    fn bytes_beyond_the_limit_do_not_change_the_verdict() {
+        // Found by fuzzing: a head over the limit was 431, or 400 when a
+        // syntax error followed beyond the limit.
+        let mut big =
+            format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}", "c".repeat(600)).into_bytes();
+        assert_eq!(
+            parse_request(&big, 256),
+            Parsed::Reject(Status::HeaderFieldsTooLarge)
+        );
+        big.extend_from_slice(b"\r\nbad header\r\n\r\n");
+        assert_eq!(
+            parse_request(&big, 256),
             Parsed::Reject(Status::HeaderFieldsTooLarge)
         );
     }
