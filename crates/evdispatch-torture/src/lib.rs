@@ -18,7 +18,8 @@
 //! `--mechanism` says otherwise (the storm always takes the signal
 //! mechanisms). The server is pinned to CPU 0 and the load to CPU 1 when
 //! two CPUs are available. The binary driven is this one (or
-//! `EVDISPATCH_BIN`). Measurements hold `/tmp/evd-bench.lock`.
+//! `EVDISPATCH_BIN`). Run it under `flock /tmp/evd-bench.lock` so no other
+//! benchmark shares the machine.
 //!
 //! ## The `--json` contract (`schema: "evdispatch-torture/1"`)
 //!
@@ -37,7 +38,6 @@
 #![deny(missing_docs)]
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{bail, Context};
 use serde::Serialize;
@@ -49,7 +49,15 @@ pub mod probe;
 mod scenarios;
 pub mod site;
 
-pub use scenarios::{Report, Run, ScenarioReport};
+pub use scenarios::{Check, Report, Run, ScenarioReport, Skipped};
+
+/// Constants the scenarios run with, for tests that reproduce them.
+pub mod scenarios_consts {
+    pub use crate::scenarios::attacks::{HEADER_S, IDLE_S};
+    pub use crate::scenarios::slowloris::LATE_S;
+    pub use crate::scenarios::soak::MAX_GROWTH_PCT;
+    pub use crate::scenarios::storm::{MAX_STALL_S, SIGPENDING};
+}
 
 /// Models measured unless `--mechanism` is given (issue 7's list).
 pub const DEFAULT_MODELS: &[&str] = &["epoll", "uring-completion", "rtsig-batch", "hybrid"];
@@ -148,9 +156,6 @@ pub struct TortureArgs {
     /// Also write the JSON report to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// Seconds to wait for the benchmark lock before measuring without it.
-    #[arg(long, default_value_t = 600)]
-    pub lock_patience: u64,
 }
 
 /// Everything a scenario needs.
@@ -227,10 +232,6 @@ pub fn run(args: TortureArgs) -> anyhow::Result<()> {
         nginx: !args.no_nginx,
         progress: true,
     };
-    let lock = evdispatch_harness::BenchLock::acquire(Duration::from_secs(args.lock_patience));
-    if !lock.held() {
-        env.say("measuring WITHOUT the benchmark lock: figures may be disturbed");
-    }
     let which: Vec<Which> = match args.scenario {
         Which::All => Which::EACH.to_vec(),
         w => vec![w],
@@ -244,7 +245,6 @@ pub fn run(args: TortureArgs) -> anyhow::Result<()> {
         schema: "evdispatch-torture/1",
         profile: env.profile,
         pass: scenarios.iter().all(|s| s.pass),
-        lock_held: lock.held(),
         scenarios,
     };
     let doc = serde_json::to_value(&report)?;

@@ -186,8 +186,7 @@ pub fn send(addr: SocketAddr, a: &Attack, limits: Limits) -> std::io::Result<Obs
             }
             After::KeepAlive => {
                 let mut w = &s;
-                if w
-                    .write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
+                if w.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n")
                     .is_err()
                 {
                     Outcome::Closed

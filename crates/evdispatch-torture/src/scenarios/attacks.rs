@@ -56,7 +56,11 @@ pub fn row_text(row: &Value) -> String {
             " | nginx {} {}{}",
             n["statuses"].as_str().unwrap_or(""),
             n["outcome"].as_str().unwrap_or(""),
-            if n["differs"] == true { " (differs)" } else { "" }
+            if n["differs"] == true {
+                " (differs)"
+            } else {
+                ""
+            }
         ));
     }
     s
@@ -164,7 +168,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     }) {
         Ok(server) => {
             let version = server.version().to_string();
-            env.say(format!("attacks: {} attacks on nginx {version}", attacks.len()));
+            env.say(format!(
+                "attacks: {} attacks on nginx {version}",
+                attacks.len()
+            ));
             let obs = send_all(server.addr(), &attacks);
             drop(server);
             let mut run = Run::new("nginx", &version);

@@ -113,14 +113,16 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let rest = crowd.split_off(crowd.len() / 2);
         drop(crowd);
         let waiting = rest.len();
-        let served = serve_crowd(rest);
+        let crowd_out = serve_crowd(rest);
+        let served = crowd_out.served;
         let resume_s = t0.elapsed().as_secs_f64();
         let fresh = fresh_request(addr);
         let stats = stop(server)?;
         let mut run = Run::new(name, &label);
         let p99_base = num(&base, "latency_us.p99") / 1e3;
         let p99_during = num(&during, "latency_us.p99") / 1e3;
-        let errors = workload_errors(&during, &["persistent"]) + workload_errors(&base, &["persistent"]);
+        let errors =
+            workload_errors(&during, &["persistent"]) + workload_errors(&base, &["persistent"]);
         run.figures = json!({
             "limit": limit,
             "keepalive_clients": clients,
@@ -135,6 +137,9 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "server_fds_at_limit": fds_at_limit,
             "crowd_waiting": waiting,
             "crowd_served_after_free": served,
+            "crowd_dropped": crowd_out.dropped,
+            "crowd_timed_out": crowd_out.timed_out,
+            "crowd_other": crowd_out.other,
             "resume_s": resume_s,
             "emfile": num(&stats, "accept.errors.EMFILE"),
             "accept_pauses": num(&stats, "accept.pauses"),
@@ -142,7 +147,11 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         });
         run.check(
             "keep-alive p99 at the limit / baseline",
-            if p99_base > 0.0 { p99_during / p99_base } else { f64::INFINITY },
+            if p99_base > 0.0 {
+                p99_during / p99_base
+            } else {
+                f64::INFINITY
+            },
             "≤ 2",
             p99_base > 0.0 && p99_during <= 2.0 * p99_base,
         );
@@ -162,7 +171,12 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         run.check("a fresh connection served", fresh, "200", fresh == 200);
         if name == "evdispatch" {
             let emfile = num(&stats, "accept.errors.EMFILE");
-            run.check("EMFILE met (the limit was reached)", emfile, "> 0", emfile > 0.0);
+            run.check(
+                "EMFILE met (the limit was reached)",
+                emfile,
+                "> 0",
+                emfile > 0.0,
+            );
         }
         env.say(format!(
             "exhaustion {name} {label}: p99 {p99_base:.2} -> {p99_during:.2} ms, idle CPU {idle_cpu:.1}%, {served}/{waiting} served after freeing: {}",
@@ -173,30 +187,50 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     Ok(rep.finish())
 }
 
+/// What happened to the waiting connections once descriptors freed.
+#[derive(Debug, Default, Clone, Copy)]
+struct CrowdOutcome {
+    served: usize,
+    /// Closed or reset by the server without an answer.
+    dropped: usize,
+    /// No answer before the deadline.
+    timed_out: usize,
+    /// Something else came back.
+    other: usize,
+}
+
 /// Send one request on each waiting connection (all first, then read
-/// each); how many were answered 200.
-fn serve_crowd(rest: Vec<TcpStream>) -> usize {
+/// each, 30 s in all).
+fn serve_crowd(rest: Vec<TcpStream>) -> CrowdOutcome {
+    let mut out = CrowdOutcome::default();
     let mut open = Vec::new();
     for mut c in rest {
-        if c
-            .write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        if c.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
             .is_ok()
         {
             open.push(c);
+        } else {
+            out.dropped += 1;
         }
     }
     let deadline = Instant::now() + Duration::from_secs(30);
-    let mut served = 0;
     for mut c in open {
         let left = deadline.saturating_duration_since(Instant::now());
         let _ = c.set_read_timeout(Some(left.max(Duration::from_millis(10))));
         let mut got = Vec::new();
-        let _ = c.read_to_end(&mut got);
+        let r = c.read_to_end(&mut got);
         if got.starts_with(b"HTTP/1.1 200") {
-            served += 1;
+            out.served += 1;
+        } else if !got.is_empty() {
+            out.other += 1;
+        } else if matches!(&r, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
+        {
+            out.timed_out += 1;
+        } else {
+            out.dropped += 1;
         }
     }
-    served
+    out
 }
 
 /// The status a new connection gets for `/index.html` (0: none).
@@ -205,8 +239,7 @@ pub fn fresh_request(addr: std::net::SocketAddr) -> u16 {
         return 0;
     };
     let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
-    if c
-        .write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+    if c.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
         .is_err()
     {
         return 0;

@@ -139,8 +139,6 @@ pub struct Report {
     pub profile: Profile,
     /// Every scenario passed.
     pub pass: bool,
-    /// Whether the benchmark lock was held.
-    pub lock_held: bool,
     /// The scenarios.
     pub scenarios: Vec<ScenarioReport>,
 }
@@ -194,14 +192,9 @@ impl Report {
         }
         let _ = writeln!(
             s,
-            "\ntorture ({} profile): {}{}",
+            "\ntorture ({} profile): {}",
             self.profile.name(),
             if self.pass { "PASS" } else { "FAIL" },
-            if self.lock_held {
-                ""
-            } else {
-                " (measured without the benchmark lock)"
-            }
         );
         s
     }
@@ -272,7 +265,12 @@ pub fn start_nginx(
 
 /// Run `evdispatch load URL ARGS --json` pinned to the load CPU, sampling
 /// `server`'s CPU.
-pub fn load(env: &Env, server: &ServerProcess, path: &str, args: &[String]) -> anyhow::Result<Value> {
+pub fn load(
+    env: &Env,
+    server: &ServerProcess,
+    path: &str,
+    args: &[String],
+) -> anyhow::Result<Value> {
     let mut a = vec![server.url(path)];
     a.extend_from_slice(args);
     let pids: Vec<String> = server.pids().iter().map(u32::to_string).collect();

@@ -97,7 +97,8 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let mut run = Run::new(name, &label);
         let p99_base = num(&base, "latency_us.p99") / 1e3;
         let p99_attack = num(&attack, "latency_us.p99") / 1e3;
-        let errors = workload_errors(&attack, &["persistent"]) + workload_errors(&base, &["persistent"]);
+        let errors =
+            workload_errors(&attack, &["persistent"]) + workload_errors(&base, &["persistent"]);
         let closed: Vec<f64> = closes.iter().flatten().copied().collect();
         let first = closed.iter().copied().fold(f64::INFINITY, f64::min);
         let last = closed.iter().copied().fold(0.0, f64::max);
@@ -126,7 +127,11 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         });
         run.check(
             "normal clients' p99 under attack / baseline",
-            if p99_base > 0.0 { p99_attack / p99_base } else { f64::INFINITY },
+            if p99_base > 0.0 {
+                p99_attack / p99_base
+            } else {
+                f64::INFINITY
+            },
             "≤ 2",
             p99_base > 0.0 && p99_attack <= 2.0 * p99_base,
         );

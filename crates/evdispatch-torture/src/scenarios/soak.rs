@@ -11,7 +11,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{args, fds_of, load, rss_of, start_ours, stop, wait_for, workload_errors, Run, ScenarioReport};
+use super::{
+    args, fds_of, load, rss_of, start_ours, stop, wait_for, workload_errors, Run, ScenarioReport,
+};
 use crate::site::Site;
 use crate::{num, Env};
 
@@ -24,7 +26,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         "soak",
         "soak (active, churn, idle, inactive, slow clients together)",
     );
-    rep.skip("nginx", "the soak measures our server's own leaks; nginx is not soaked");
+    rep.skip(
+        "nginx",
+        "the soak measures our server's own leaks; nginx is not soaked",
+    );
     let site = Site::create()?;
     let p = env.profile;
     let duration: f64 = p.pick(12.0, 180.0, 1800.0);
@@ -132,7 +137,12 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "back to baseline",
             back,
         );
-        run.check("errors on the active workloads", active_errors, "0", active_errors == 0);
+        run.check(
+            "errors on the active workloads",
+            active_errors,
+            "0",
+            active_errors == 0,
+        );
         let lost = num(&soak, "requests") - num(&soak, "replies");
         run.check("requests without a reply", lost, "0", lost == 0.0);
         env.say(format!(
@@ -179,7 +189,8 @@ mod tests {
         let (g, start, end, peak) = rss_growth(&flat, 100.0);
         assert_eq!((g, start, end, peak), (0.0, 5000.0, 5000.0, 5000));
         // A steady leak shows.
-        let leak: Vec<(f64, u64, usize)> = (0..100).map(|i| (i as f64, 10_000 + i * 10, 10)).collect();
+        let leak: Vec<(f64, u64, usize)> =
+            (0..100).map(|i| (i as f64, 10_000 + i * 10, 10)).collect();
         let (g, ..) = rss_growth(&leak, 100.0);
         assert!(g > 5.0, "{g}");
         // Too few samples cannot pass.

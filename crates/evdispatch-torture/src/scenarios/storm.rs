@@ -25,8 +25,15 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         "signal-queue storm (RLIMIT_SIGPENDING 16, above the knee)",
     );
     let models: Vec<String> = if env.models_given {
-        for m in env.models.iter().filter(|m| !SIGNAL_MODELS.contains(&m.as_str())) {
-            rep.skip(m.clone(), "no signal queue: the storm applies to rtsig, rtsig-batch and hybrid");
+        for m in env
+            .models
+            .iter()
+            .filter(|m| !SIGNAL_MODELS.contains(&m.as_str()))
+        {
+            rep.skip(
+                m.clone(),
+                "no signal queue: the storm applies to rtsig, rtsig-batch and hybrid",
+            );
         }
         env.models
             .iter()
@@ -43,7 +50,9 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     let duration: f64 = p.pick(4.0, 60.0, 60.0);
     let calibrate: f64 = p.pick(2.0, 3.0, 5.0);
     for model in models {
-        env.say(format!("storm {model}: finding the knee ({calibrate} s closed loop)"));
+        env.say(format!(
+            "storm {model}: finding the knee ({calibrate} s closed loop)"
+        ));
         let server = match start_ours(
             env,
             &site,
