@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{args, start_nginx, start_ours, stop, Run, ScenarioReport};
+use super::{args, start_nginx, start_or_skip, stop, Run, ScenarioReport};
 use crate::corpus::{corpus, Attack};
 use crate::probe::{judge, send, Limits, Observed};
 use crate::site::Site;
@@ -86,29 +86,16 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         })
         .collect();
     for model in &env.models {
-        let server = match start_ours(
-            env,
-            &site,
-            model,
-            &args(&[
-                ("--header-timeout", format!("{HEADER_S}s")),
-                ("--idle-timeout", format!("{IDLE_S}s")),
-            ]),
-        ) {
-            Ok(s) => s,
-            Err(e) => {
-                rep.skip(model.clone(), format!("cannot start: {e:#}"));
-                continue;
-            }
+        let ours = args(&[
+            ("--header-timeout", format!("{HEADER_S}s")),
+            ("--idle-timeout", format!("{IDLE_S}s")),
+        ]);
+        let Some(mut server) = start_or_skip(env, &site, &mut rep, model, &ours) else {
+            continue;
         };
         env.say(format!("attacks: {} attacks on {model}", attacks.len()));
         let obs = send_all(server.addr(), &attacks);
-        let alive = {
-            let mut s = server;
-            let a = s.is_running();
-            (s, a)
-        };
-        let (server, running) = alive;
+        let running = server.is_running();
         let stats = stop(server)?;
         let mut run = Run::new("evdispatch", model);
         let mut passed = 0;

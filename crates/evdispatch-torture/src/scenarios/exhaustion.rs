@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{
-    args, cpu_pct_over, fds_of, load, start_nginx, start_ours, stop, workload_errors, Run,
+    args, cpu_pct_over, fds_of, load, start_target, stop, targets, workload_errors, Run,
     ScenarioReport,
 };
 use crate::site::Site;
@@ -39,37 +39,20 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     let rate: u64 = p.pick(200, 1000, 1000);
     let window: f64 = p.pick(2.0, 8.0, 20.0);
     let crowd_n = limit as usize + 256;
-    let mut targets: Vec<Option<String>> = env.models.iter().cloned().map(Some).collect();
-    targets.push(None);
-    for model in targets {
-        let (server, name, label) = match &model {
-            Some(m) => match start_ours(
-                env,
-                &site,
-                m,
-                &args(&[
-                    ("--rlimit-nofile", limit.to_string()),
-                    ("--threads", (limit * 2).to_string()),
-                ]),
-            ) {
-                Ok(s) => (s, "evdispatch", m.clone()),
-                Err(e) => {
-                    rep.skip(m.clone(), format!("cannot start: {e:#}"));
-                    continue;
-                }
-            },
-            None => match start_nginx(env, &site, |c| {
-                c.max_connections = limit as u32 - 16;
-            }) {
-                Ok(s) => {
-                    let v = format!("{} (worker_connections {limit})", s.version());
-                    (s, "nginx", v)
-                }
-                Err(why) => {
-                    rep.skip("nginx", why);
-                    continue;
-                }
-            },
+    for target in targets(env) {
+        let ours = args(&[
+            ("--rlimit-nofile", limit.to_string()),
+            ("--threads", (limit * 2).to_string()),
+        ]);
+        let Some((server, name, label)) = start_target(env, &site, &mut rep, &target, &ours, |c| {
+            c.max_connections = limit as u32 - 16;
+        }) else {
+            continue;
+        };
+        let label = if target.is_none() {
+            format!("{label} (worker_connections {limit})")
+        } else {
+            label
         };
         env.say(format!("exhaustion {name} {label}: baseline {window} s"));
         let load_args = args(&[

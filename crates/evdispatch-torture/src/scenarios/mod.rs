@@ -371,3 +371,58 @@ pub fn rss_of(pids: &[u32]) -> u64 {
         .map(|s| s.rss_bytes)
         .sum()
 }
+
+/// The servers a scenario measures: each model, then nginx (`None`).
+pub fn targets(env: &Env) -> Vec<Option<String>> {
+    env.models
+        .iter()
+        .cloned()
+        .map(Some)
+        .chain(std::iter::once(None))
+        .collect()
+}
+
+/// Start our `model` with `extra` arguments; when it cannot start, record
+/// why in `rep` and return `None`.
+pub fn start_or_skip(
+    env: &Env,
+    site: &Site,
+    rep: &mut ScenarioReport,
+    model: &str,
+    extra: &[String],
+) -> Option<ServerProcess> {
+    match start_ours(env, site, model, extra) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            rep.skip(model, format!("cannot start: {e:#}"));
+            None
+        }
+    }
+}
+
+/// Start a target of [`targets`]: our model with `ours` arguments, or
+/// nginx configured by `nginx`. Returns the process, the server's name and
+/// a label (the model, or nginx's version); `None` with the reason recorded
+/// in `rep` when it cannot start.
+pub fn start_target(
+    env: &Env,
+    site: &Site,
+    rep: &mut ScenarioReport,
+    target: &Option<String>,
+    ours: &[String],
+    nginx: impl FnOnce(&mut PeerConfig),
+) -> Option<(ServerProcess, &'static str, String)> {
+    match target {
+        Some(m) => start_or_skip(env, site, rep, m, ours).map(|s| (s, "evdispatch", m.clone())),
+        None => match start_nginx(env, site, nginx) {
+            Ok(s) => {
+                let v = s.version().to_string();
+                Some((s, "nginx", v))
+            }
+            Err(why) => {
+                rep.skip("nginx", why);
+                None
+            }
+        },
+    }
+}

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::{args, load, start_nginx, start_ours, stop, workload_errors, Run, ScenarioReport};
+use super::{args, load, start_target, stop, targets, workload_errors, Run, ScenarioReport};
 use crate::site::Site;
 use crate::{num, Env};
 
@@ -33,38 +33,16 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     let attack_s: f64 = p.pick(4.0, 15.0, 40.0);
     let warmup_s: f64 = p.pick(2.0, 4.0, 4.0);
     let probes = 20;
-    let mut targets: Vec<Option<String>> = env.models.iter().cloned().map(Some).collect();
-    targets.push(None);
-    for model in targets {
-        let (server, name, label) = match &model {
-            Some(m) => match start_ours(
-                env,
-                &site,
-                m,
-                &args(&[
-                    ("--header-timeout", format!("{header_s}s")),
-                    ("--threads", (slow + 2 * clients + 64).to_string()),
-                ]),
-            ) {
-                Ok(s) => (s, "evdispatch", m.clone()),
-                Err(e) => {
-                    rep.skip(m.clone(), format!("cannot start: {e:#}"));
-                    continue;
-                }
-            },
-            None => match start_nginx(env, &site, |c| {
-                c.max_connections = (slow + clients + 1024) as u32;
-                c.request_timeout_s = header_s as u32;
-            }) {
-                Ok(s) => {
-                    let v = s.version().to_string();
-                    (s, "nginx", v)
-                }
-                Err(why) => {
-                    rep.skip("nginx", why);
-                    continue;
-                }
-            },
+    for target in targets(env) {
+        let ours = args(&[
+            ("--header-timeout", format!("{header_s}s")),
+            ("--threads", (slow + 2 * clients + 64).to_string()),
+        ]);
+        let Some((server, name, label)) = start_target(env, &site, &mut rep, &target, &ours, |c| {
+            c.max_connections = (slow + clients + 1024) as u32;
+            c.request_timeout_s = header_s as u32;
+        }) else {
+            continue;
         };
         env.say(format!("slowloris {name} {label}: baseline {base_s} s"));
         let normal = args(&[

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{
-    args, fds_of, load, rss_of, start_ours, stop, wait_for, workload_errors, Run, ScenarioReport,
+    args, fds_of, load, rss_of, start_or_skip, stop, wait_for, workload_errors, Run, ScenarioReport,
 };
 use crate::site::Site;
 use crate::{num, Env};
@@ -35,21 +35,13 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     let duration: f64 = p.pick(12.0, 180.0, 1800.0);
     let rate: u64 = p.pick(200, 500, 500);
     for model in &env.models {
-        let server = match start_ours(
-            env,
-            &site,
-            model,
-            &args(&[
-                ("--header-timeout", "3s".into()),
-                ("--idle-timeout", "5s".into()),
-                ("--threads", "2048".into()),
-            ]),
-        ) {
-            Ok(s) => s,
-            Err(e) => {
-                rep.skip(model.clone(), format!("cannot start: {e:#}"));
-                continue;
-            }
+        let ours = args(&[
+            ("--header-timeout", "3s".into()),
+            ("--idle-timeout", "5s".into()),
+            ("--threads", "2048".into()),
+        ]);
+        let Some(server) = start_or_skip(env, &site, &mut rep, model, &ours) else {
+            continue;
         };
         let pids = server.pids();
         let fds_before = fds_of(&pids);

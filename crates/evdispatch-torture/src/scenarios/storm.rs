@@ -9,7 +9,7 @@
 
 use serde_json::json;
 
-use super::{args, load, longest_gap_s, start_ours, stop, Run, ScenarioReport};
+use super::{args, load, longest_gap_s, start_or_skip, stop, Run, ScenarioReport};
 use crate::site::Site;
 use crate::{num, Env, SIGNAL_MODELS};
 
@@ -53,17 +53,9 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         env.say(format!(
             "storm {model}: finding the knee ({calibrate} s closed loop)"
         ));
-        let server = match start_ours(
-            env,
-            &site,
-            &model,
-            &args(&[("--rlimit-sigpending", SIGPENDING.to_string())]),
-        ) {
-            Ok(s) => s,
-            Err(e) => {
-                rep.skip(model.clone(), format!("cannot start: {e:#}"));
-                continue;
-            }
+        let ours = args(&[("--rlimit-sigpending", SIGPENDING.to_string())]);
+        let Some(server) = start_or_skip(env, &site, &mut rep, &model, &ours) else {
+            continue;
         };
         let knee = load(
             env,
