@@ -4,9 +4,11 @@
 # Needs cargo-fuzz (`cargo install cargo-fuzz`). cargo fuzz passes
 # sanitizer flags only nightly compilers accept; on the stable toolchain
 # RUSTC_BOOTSTRAP=1 lets stable rustc take them. The corpus starts from the
-# attack corpus (seeds written by `cargo test -p evdispatch-torture`... or
-# here, below) and grows in fuzz/corpus/TARGET; crashes land in
-# fuzz/artifacts/TARGET.
+# attack corpus (written by the evdispatch-torture example `write-seeds`
+# the first time) and grows in fuzz/corpus/TARGET; a crash lands in
+# fuzz/artifacts/TARGET (replay: cargo fuzz run --fuzz-dir fuzz TARGET FILE).
+# The same invariants run deterministically in `cargo test`
+# (crates/evdispatch-torture/tests/fuzz_bodies.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:?usage: scripts/fuzz.sh parse_request|normalize_target [SECONDS]}"
