@@ -81,7 +81,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                 ("--rate", offered.to_string()),
                 ("--duration", duration.to_string()),
                 ("--interval", "0.25".into()),
-                ("--timeout", "10".into()),
+                // Above the knee the generator's backlog grows all run
+                // long; the drain must outlast it, or the requests in
+                // flight when it ends would count as lost.
+                ("--timeout", duration.max(10.0).to_string()),
             ]),
         )?;
         let stats = stop(server)?;
