@@ -1,5 +1,5 @@
 //! `evdispatch`: one binary for the benchmarks, the server, the load
-//! generator and the study. Each subcommand lives in its own crate; this file
+//! generator, the hostile-conditions scenarios and the study. Each subcommand lives in its own crate; this file
 //! only wires them.
 
 use clap::{Parser, Subcommand};
@@ -27,6 +27,9 @@ enum Command {
     Load(Box<evdispatch_load::LoadArgs>),
     /// Re-run every experiment of the seeds and write the report.
     Study(evdispatch_study::StudyArgs),
+    /// Hostile conditions, measured: signal-queue storm, descriptor
+    /// exhaustion, slowloris, malicious input, soak.
+    Torture(evdispatch_torture::TortureArgs),
     /// List the mechanisms (the table every other command reads).
     Mechanisms {
         /// One JSON object per mechanism.
@@ -81,6 +84,7 @@ fn main() {
         Command::Serve(a) => evdispatch_http::run(a),
         Command::Load(a) => evdispatch_load::run(*a),
         Command::Study(a) => evdispatch_study::run(a),
+        Command::Torture(a) => evdispatch_torture::run(a),
         Command::Mechanisms { json } => mechanisms(json),
     };
     if let Err(e) = result {

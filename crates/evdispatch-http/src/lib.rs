@@ -97,7 +97,7 @@ mod threads;
 mod timer;
 
 pub use files::{content_type, CacheLimits, CacheStats, FileStore};
-pub use request::{parse_request, Method, Parsed, Request, Version};
+pub use request::{parse_request, Method, Parsed, Request, Version, MAX_HEADERS, MAX_TARGET};
 pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
 pub use stats::{Counters, ServerReport, WorkerReport};
 pub use status::Status;

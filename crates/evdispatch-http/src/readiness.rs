@@ -592,9 +592,21 @@ impl Worker {
         }
     }
 
-    /// Answer every complete request in the buffer (up to a batch), write
-    /// the batch.
+    /// Answer every complete request in the buffer, a batch at a time, and
+    /// write each batch. All of them now: the socket may already be drained,
+    /// and no event would come back for requests left in the buffer.
     fn process(&mut self, idx: usize) -> Flow {
+        loop {
+            match self.process_batch(idx) {
+                (Flow::Done, true) if self.conns[idx].end > self.conns[idx].start => {}
+                (flow, _) => return flow,
+            }
+        }
+    }
+
+    /// Answer up to one batch of the buffered requests and write it; also
+    /// whether any request was answered.
+    fn process_batch(&mut self, idx: usize) -> (Flow, bool) {
         let closing = self.stopping.is_some();
         let c = &mut self.conns[idx];
         let buf = c.buf.take().expect("process needs a buffer");
@@ -634,25 +646,25 @@ impl Worker {
                         self.set_interest(idx, Interest::WRITABLE);
                     }
                     self.wheel.set(idx, self.now + self.cfg.idle_timeout);
-                    return Flow::Blocked;
+                    return (Flow::Blocked, true);
                 }
                 Err(_) => {
                     self.batch.clear();
                     self.counters.client_errors += 1;
                     self.close(idx, Why::ClientError);
-                    return Flow::Closed;
+                    return (Flow::Closed, true);
                 }
             }
         }
         if close_after {
             self.conns[idx].linger_after = reject;
             self.finish_close(idx);
-            return Flow::Closed;
+            return (Flow::Closed, true);
         }
         if a.answered > 0 {
             self.arm_after_response(idx);
         }
-        Flow::Done
+        (Flow::Done, a.answered > 0)
     }
 
     /// After a response: the idle deadline, or the header deadline when a

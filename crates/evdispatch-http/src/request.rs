@@ -64,6 +64,9 @@ pub enum Parsed<'a> {
 /// request head may take; a partial head that already fills it is refused
 /// (414 when even the request line is not complete, 431 otherwise).
 pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
+    // Only the first `max_header` bytes are ever looked at, so the verdict
+    // never depends on bytes beyond the limit.
+    let buf = &buf[..buf.len().min(max_header)];
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut headers);
     let len = match req.parse(buf) {
@@ -72,23 +75,20 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             if buf.len() < max_header {
                 return Parsed::Partial;
             }
-            let line_done = buf[..max_header].contains(&b'\n');
-            return Parsed::Reject(if line_done {
-                Status::HeaderFieldsTooLarge
-            } else {
-                Status::UriTooLong
-            });
+            return Parsed::Reject(limit_status(buf, max_header));
         }
         Err(httparse::Error::TooManyHeaders) => {
             return Parsed::Reject(Status::HeaderFieldsTooLarge)
         }
         Err(httparse::Error::Version) => {
-            return Parsed::Reject(version_error(buf));
+            return version_error(buf, max_header);
         }
         Err(_) => return Parsed::Reject(Status::BadRequest),
     };
     if len > max_header {
-        return Parsed::Reject(Status::HeaderFieldsTooLarge);
+        // The same verdict the partial head got when it filled the limit,
+        // so the status never depends on how much had arrived.
+        return Parsed::Reject(limit_status(buf, max_header));
     }
     let version = match req.version {
         Some(0) => Version::Http10,
@@ -171,27 +171,61 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     })
 }
 
+/// A head beyond `max_header` bytes (`buf` holds at least that many): 414
+/// when even the request line does not end within the limit, else 431.
+fn limit_status(buf: &[u8], max_header: usize) -> Status {
+    if buf[..max_header].contains(&b'\n') {
+        Status::HeaderFieldsTooLarge
+    } else {
+        Status::UriTooLong
+    }
+}
+
 /// httparse says "version" both for `HTTP/2.0` (a version we do not speak:
-/// 505) and for garbage where the version should be (400).
-fn version_error(buf: &[u8]) -> Status {
-    let line_end = buf.iter().position(|&b| b == b'\n').unwrap_or(buf.len());
-    let line = trim(&buf[..line_end]);
-    match line.iter().rposition(|&b| b == b' ') {
-        Some(sp) => {
-            let v = &line[sp + 1..];
-            let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
-            let ok_shape = v.starts_with(b"HTTP/")
-                && match v[5..].iter().position(|&b| b == b'.') {
-                    Some(dot) => digits(&v[5..5 + dot]) && digits(&v[6 + dot..]),
-                    None => digits(&v[5..]),
-                };
-            if ok_shape {
-                Status::VersionNotSupported
+/// 505) and for garbage where the version should be (400). The version is
+/// the third element of the request line; until that line ends, a version
+/// that may still become `HTTP/d.d` is not judged (so the status never
+/// depends on how the bytes were split), within the head limit.
+fn version_error(buf: &[u8], max_header: usize) -> Parsed<'_> {
+    let line_end = buf.iter().position(|&b| b == b'\n');
+    let line = &buf[..line_end.unwrap_or(buf.len())];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let mut parts = line.splitn(3, |&b| b == b' ');
+    let version = match (parts.next(), parts.next(), parts.next()) {
+        (Some(_), Some(_), Some(v)) => v,
+        _ => return Parsed::Reject(Status::BadRequest),
+    };
+    let digits = |s: &[u8]| s.iter().all(u8::is_ascii_digit);
+    let shape = |v: &[u8], whole: bool| -> bool {
+        if v.len() < 5 {
+            return !whole && b"HTTP/".starts_with(v);
+        }
+        if &v[..5] != b"HTTP/" {
+            return false;
+        }
+        let rest = &v[5..];
+        let (major, minor) = match rest.iter().position(|&b| b == b'.') {
+            Some(dot) => (&rest[..dot], Some(&rest[dot + 1..])),
+            None => (rest, None),
+        };
+        let nonempty = |s: &[u8]| !s.is_empty() || !whole;
+        let minor_ok = match minor {
+            Some(m) => digits(m) && nonempty(m),
+            None => true,
+        };
+        digits(major) && nonempty(major) && minor_ok
+    };
+    match line_end {
+        Some(_) if shape(version, true) => Parsed::Reject(Status::VersionNotSupported),
+        Some(_) => Parsed::Reject(Status::BadRequest),
+        None if shape(version, false) => {
+            if buf.len() < max_header {
+                Parsed::Partial
             } else {
-                Status::BadRequest
+                Parsed::Reject(limit_status(buf, max_header))
             }
         }
-        None => Status::BadRequest,
+        None => Parsed::Reject(Status::BadRequest),
     }
 }
 
@@ -279,6 +313,68 @@ mod tests {
         );
         let long_target = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "b".repeat(5000));
         assert_eq!(status(&long_target), Status::UriTooLong);
+    }
+
+    #[test]
+    fn limit_status_does_not_depend_on_what_arrived() {
+        // A request line longer than the limit is 414 whether the head was
+        // still partial or already complete when parsed (found by fuzzing).
+        let line = format!("GET /{} HTTP/1.1\r\n", "a".repeat(400));
+        assert_eq!(
+            parse_request(line.as_bytes(), 256),
+            Parsed::Reject(Status::UriTooLong)
+        );
+        let whole = format!("{line}Host: a\r\n\r\n");
+        assert_eq!(
+            parse_request(whole.as_bytes(), 256),
+            Parsed::Reject(Status::UriTooLong)
+        );
+        let headers = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "b".repeat(400));
+        assert_eq!(
+            parse_request(headers.as_bytes(), 256),
+            Parsed::Reject(Status::HeaderFieldsTooLarge)
+        );
+    }
+
+    #[test]
+    fn bytes_beyond_the_limit_do_not_change_the_verdict() {
+        // Found by fuzzing: a head over the limit was 431, or 400 when a
+        // syntax error followed beyond the limit.
+        let mut big =
+            format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}", "c".repeat(600)).into_bytes();
+        assert_eq!(
+            parse_request(&big, 256),
+            Parsed::Reject(Status::HeaderFieldsTooLarge)
+        );
+        big.extend_from_slice(b"\r\nbad header\r\n\r\n");
+        assert_eq!(
+            parse_request(&big, 256),
+            Parsed::Reject(Status::HeaderFieldsTooLarge)
+        );
+    }
+
+    #[test]
+    fn version_verdict_does_not_depend_on_the_split() {
+        // Found by fuzzing: the verdict looked at the last space of the
+        // line, which could lie in bytes that came later.
+        let bad = b"GET / HTT\0P/1.";
+        assert_eq!(parse_request(bad, 8192), Parsed::Reject(Status::BadRequest));
+        let mut more = bad.to_vec();
+        more.extend_from_slice(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(
+            parse_request(&more, 8192),
+            Parsed::Reject(Status::BadRequest)
+        );
+        // An unfinished version that may still be valid waits for its line.
+        assert_eq!(parse_request(b"GET / HTTP/2", 8192), Parsed::Partial);
+        assert_eq!(
+            parse_request(b"GET / HTTP/2\r\n\r\n", 8192),
+            Parsed::Reject(Status::VersionNotSupported)
+        );
+        assert_eq!(
+            parse_request(b"GET / HTTP/2x\r\n\r\n", 8192),
+            Parsed::Reject(Status::BadRequest)
+        );
     }
 
     #[test]

@@ -260,36 +260,42 @@ fn serve(
             request_began = Some(Instant::now());
         }
         end += n;
-        // Answer the complete requests.
-        let close = {
-            let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
-            r.set_time(SystemTime::now());
-            let closing = stop.load(Ordering::Relaxed);
-            let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters);
-            start += a.consumed;
-            a.close
-        };
-        if !out.is_empty() {
-            let sent = out.send(fd);
-            counters.bytes_sent += std::mem::take(&mut out.written);
-            match sent {
-                Ok(true) => out.clear(),
-                Ok(false) => {
-                    // A blocking send came back short: the send timeout.
-                    counters.write_timed_out += 1;
-                    out.clear();
-                    return;
-                }
-                Err(_) => {
-                    counters.client_errors += 1;
-                    out.clear();
-                    return;
+        // Answer the complete requests, a batch at a time, all of them
+        // before reading again (the client may be waiting for them).
+        loop {
+            let (close, answered) = {
+                let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
+                r.set_time(SystemTime::now());
+                let closing = stop.load(Ordering::Relaxed);
+                let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters);
+                start += a.consumed;
+                (a.close, a.answered)
+            };
+            if !out.is_empty() {
+                let sent = out.send(fd);
+                counters.bytes_sent += std::mem::take(&mut out.written);
+                match sent {
+                    Ok(true) => out.clear(),
+                    Ok(false) => {
+                        // A blocking send came back short: the send timeout.
+                        counters.write_timed_out += 1;
+                        out.clear();
+                        return;
+                    }
+                    Err(_) => {
+                        counters.client_errors += 1;
+                        out.clear();
+                        return;
+                    }
                 }
             }
-        }
-        if close {
-            linger(stream, buf);
-            return;
+            if close {
+                linger(stream, buf);
+                return;
+            }
+            if answered == 0 || start == end {
+                break;
+            }
         }
         if start == end {
             request_began = None;

@@ -201,7 +201,8 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             "#", "id", "planned", "jobs"
         );
         for s in SCENARIOS {
-            let plan = (s.plan)(args.profile, &caps);
+            let named = args.only.iter().any(|o| o == s.id);
+            let plan = scenario::plan_for(s, args.profile, &caps, named);
             println!(
                 "{:<3} {:<14} {:>7.0}s {:>6}  {} ({})",
                 s.number,
@@ -255,7 +256,8 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             );
             continue;
         }
-        todo.push((s, (s.plan)(args.profile, &caps)));
+        let named = args.only.iter().any(|o| o == s.id);
+        todo.push((s, scenario::plan_for(s, args.profile, &caps, named)));
     }
     let total_ms: u64 = todo.iter().map(|(_, p)| (p.est_s() * 1000.0) as u64).sum();
     eprintln!(

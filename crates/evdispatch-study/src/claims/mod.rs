@@ -676,6 +676,9 @@ pub static CLAIMS: &[Claim] = &[
     Claim { id: "hybrid-switches-back", seed: "000", section: "§6", text: "with the poll interest set maintained alongside, the hybrid switches modes cheaply and returns to signals when load subsides", scenario: "hybrid", verdict: v_hybrid_switches_back },
     Claim { id: "no-thundering-herd", seed: "004", section: "§2.2 (select); 000 §6", text: "Linux wakes a single thread per event, so there is no thundering herd", scenario: "today", verdict: v_no_herd },
     Claim { id: "threads-memory", seed: "004", section: "§2.1", text: "a thread per connection costs far more memory per connection than an event-driven server", scenario: "today", verdict: v_threads_memory },
+    Claim { id: "overflow-no-hang", seed: "000", section: "§2 (SIGIO, recovery by poll), §5.2 (phhttpd's overflow meltdown)", text: "a server that recovers from RT-signal queue overflow in its own thread, with the interest set kept, loses no request and does not stall under a signal-queue storm", scenario: "hostile", verdict: crate::scenarios::hostile::v_overflow_no_hang },
+    Claim { id: "slow-do-not-starve", seed: "000", section: "§5.1 (inactive connections)", text: "inactive and slow clients do not starve active ones: the active clients' p99 stays within 2× with thousands of slowloris clients", scenario: "hostile", verdict: crate::scenarios::hostile::v_slow_do_not_starve },
+    Claim { id: "exhaustion-graceful", seed: "000", section: "§5.1, Fig. 10 (errors climbing to 60%)", text: "more connections than descriptors do not break the server: its clients keep their latency, it does not spin at the limit, and it accepts again when descriptors free", scenario: "hostile", verdict: crate::scenarios::hostile::v_exhaustion_graceful },
 ];
 
 /// Judge every claim against the records of this run. A claim whose

@@ -1,6 +1,7 @@
 //! One module per experiment of the seeds; each exports a `SCENARIO` row for
 //! [`crate::scenario::SCENARIOS`].
 
+pub mod hostile;
 pub mod hybrid;
 pub mod overhead;
 pub mod poll_vs_epoll;

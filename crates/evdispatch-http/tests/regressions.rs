@@ -1,0 +1,60 @@
+//! Regressions found by `evdispatch torture` (issue 7), one test each, on
+//! every model.
+
+mod common;
+
+use std::io::Write;
+use std::time::Duration;
+
+use common::*;
+use evdispatch_http::Model;
+
+/// 1,000 requests in one write. The server answers at most a batch of
+/// responses per pass; a pass that ended with the socket drained used to
+/// leave the rest of the buffered requests unanswered until the header
+/// timeout fired (a 408 after 1,856 of 2,000 responses).
+#[test]
+fn a_pipelined_flood_is_answered_in_full() {
+    let site = site();
+    const N: usize = 1000;
+    let mut flood = Vec::new();
+    for i in 0..N {
+        let path = if i % 3 == 0 { "/six.txt" } else { "/" };
+        flood.extend_from_slice(format!("GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+    }
+    std::thread::scope(|scope| {
+        for model in Model::all() {
+            let (site, flood) = (&site, &flood);
+            scope.spawn(move || {
+                let Some(server) = start(model, &site.root, |c| {
+                    c.header_timeout = Duration::from_secs(2);
+                }) else {
+                    return;
+                };
+                let mut c = Client::connect(server.local_addr());
+                let mut w = c.s.try_clone().unwrap();
+                let writer = std::thread::spawn({
+                    let flood = flood.clone();
+                    move || w.write_all(&flood).unwrap()
+                });
+                for i in 0..N {
+                    let r = c.response(false).unwrap_or_else(|| {
+                        panic!("{model}: closed after {i} of {N} pipelined responses")
+                    });
+                    assert_eq!(r.status, 200, "{model}: response #{i} of {N}");
+                    let want = if i % 3 == 0 {
+                        6144
+                    } else {
+                        site.root.join("index.html").metadata().unwrap().len() as usize
+                    };
+                    assert_eq!(r.body.len(), want, "{model}: response #{i}");
+                }
+                writer.join().unwrap();
+                // Still usable afterwards.
+                assert_eq!(c.get("/").status, 200, "{model}");
+                let t = server.stop().unwrap().totals();
+                assert_eq!(t.header_timed_out, 0, "{model}: {t:?}");
+            });
+        }
+    });
+}

@@ -1,0 +1,520 @@
+//! The bodies of the fuzz targets (`fuzz/fuzz_targets/*.rs` call these),
+//! and a seeded mutator over the attack corpus that runs the same bodies
+//! deterministically in the test suite, so the invariants are exercised
+//! without a nightly toolchain.
+//!
+//! Invariants of [`evdispatch_http::parse_request`]:
+//! * it never panics, and gives the same verdict twice;
+//! * `Partial` only while the buffer is shorter than the head limit;
+//! * a refusal is one of 400, 405, 413, 414, 431, 501, 505;
+//! * a complete request is `GET` or `HEAD` as the bytes begin, ends with a
+//!   blank line, lies within the buffer and the head limit, its target is a
+//!   piece of it no longer than the target limit, and it carries no
+//!   `Transfer-Encoding`, at most one `Content-Length` (zero) and, for
+//!   HTTP/1.1, exactly one `Host`;
+//! * verdicts are stable: bytes appended after a complete or refused head
+//!   change nothing (where a request ends never depends on what follows).
+//!
+//! Invariants of [`evdispatch_http::normalize_target`]:
+//! * it never panics; a refusal is 400 or 403;
+//! * a result is relative, made of plain names only (no empty, `.` or `..`
+//!   segment, no NUL, no backslash), so joined to any root it stays there;
+//! * it agrees with an independent reference (decode once, split, refuse
+//!   `..`), and re-encoding the result and normalising again gives it back.
+
+use std::path::{Component, Path};
+
+use evdispatch_http::{normalize_target, parse_request, Method, Parsed, Status, Version};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// The head limit the request target is fuzzed with (the server's default).
+pub const MAX_HEADER: usize = 8192;
+
+/// Statuses a refusal may carry.
+const REFUSALS: [u16; 7] = [400, 405, 413, 414, 431, 501, 505];
+
+/// Check every invariant of `parse_request` on `data`; panics (with the
+/// input) on a violation, which is what a fuzz target reports.
+pub fn check_request(data: &[u8]) {
+    // A small head limit as well, so the limit paths are reached by short
+    // inputs too.
+    for max in [MAX_HEADER, 256] {
+        check_request_with(data, max);
+    }
+}
+
+fn check_request_with(data: &[u8], max: usize) {
+    let v = parse_request(data, max);
+    assert_eq!(v, parse_request(data, max), "not deterministic");
+    match v {
+        Parsed::Partial => assert!(
+            data.len() < max,
+            "Partial for {} bytes with a limit of {max}",
+            data.len()
+        ),
+        Parsed::Reject(st) => {
+            assert!(
+                REFUSALS.contains(&st.code()),
+                "refused with {} ({st:?})",
+                st.code()
+            );
+            // Appending bytes changes nothing.
+            let mut more = data.to_vec();
+            more.extend_from_slice(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+            assert_eq!(
+                parse_request(&more, max),
+                Parsed::Reject(st),
+                "refusal changed when bytes were appended"
+            );
+        }
+        Parsed::Complete(r) => {
+            assert!(r.len <= data.len() && r.len <= max, "len {}", r.len);
+            let head = &data[..r.len];
+            // The last line is empty: LF, optionally CR LF, after a LF.
+            let body = head.strip_suffix(b"\n").unwrap_or(b"x");
+            let body = body.strip_suffix(b"\r").unwrap_or(body);
+            assert!(
+                body.ends_with(b"\n"),
+                "a complete head must end with a blank line"
+            );
+            let method: &[u8] = match r.method {
+                Method::Get => b"GET ",
+                Method::Head => b"HEAD ",
+            };
+            // Empty lines before the request line are skipped (RFC 9112 §2.2).
+            let line = &head[head
+                .iter()
+                .position(|&b| b != b'\r' && b != b'\n')
+                .unwrap_or(head.len())..];
+            assert!(line.starts_with(method), "method does not match the bytes");
+            let t = r.target.as_ptr() as usize - data.as_ptr() as usize;
+            assert!(
+                t + r.target.len() <= r.len,
+                "the target is not inside the head"
+            );
+            assert!(r.target.len() <= evdispatch_http::MAX_TARGET);
+            let h = Headers::scan(head);
+            assert_eq!(h.transfer_encoding, 0, "Transfer-Encoding accepted");
+            assert!(h.content_length <= 1, "Content-Length repeated, accepted");
+            assert!(h.cl_nonzero == 0, "a body announced, accepted");
+            if r.version == Version::Http11 {
+                assert_eq!(h.host, 1, "HTTP/1.1 needs exactly one Host");
+            } else {
+                assert!(h.host <= 1, "two Host headers accepted");
+            }
+            let mut more = data.to_vec();
+            more.extend_from_slice(b"\r\nX");
+            match parse_request(&more, max) {
+                Parsed::Complete(m) => assert!(
+                    (
+                        m.method,
+                        m.version,
+                        m.keep_alive,
+                        m.len,
+                        m.target,
+                        m.if_modified_since
+                    ) == (
+                        r.method,
+                        r.version,
+                        r.keep_alive,
+                        r.len,
+                        r.target,
+                        r.if_modified_since
+                    ),
+                    "a complete request changed when bytes were appended"
+                ),
+                other => panic!("a complete request became {other:?} when bytes were appended"),
+            }
+        }
+    }
+}
+
+/// Header counts found by a plain line scan of a complete head.
+#[derive(Default)]
+struct Headers {
+    transfer_encoding: usize,
+    content_length: usize,
+    cl_nonzero: usize,
+    host: usize,
+}
+
+impl Headers {
+    fn scan(head: &[u8]) -> Headers {
+        let mut h = Headers::default();
+        for line in head.split(|&b| b == b'\n').skip(1) {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let Some(colon) = line.iter().position(|&b| b == b':') else {
+                continue;
+            };
+            let (name, value) = (&line[..colon], &line[colon + 1..]);
+            if name.eq_ignore_ascii_case(b"transfer-encoding") {
+                h.transfer_encoding += 1;
+            } else if name.eq_ignore_ascii_case(b"content-length") {
+                h.content_length += 1;
+                if value.iter().any(|b| b.is_ascii_digit() && *b != b'0') {
+                    h.cl_nonzero += 1;
+                }
+            } else if name.eq_ignore_ascii_case(b"host") {
+                h.host += 1;
+            }
+        }
+        h
+    }
+}
+
+/// Check every invariant of `normalize_target` on `data`.
+pub fn check_target(data: &[u8]) {
+    let mut out = Vec::new();
+    let got = normalize_target(data, &mut out);
+    let reference = reference_normalize(data);
+    match (&got, &reference) {
+        (Ok(dir), Ok((want, want_dir))) => {
+            assert_eq!(
+                &out,
+                want,
+                "result differs from the reference for {:?}",
+                String::from_utf8_lossy(data)
+            );
+            assert_eq!(dir, want_dir, "directory flag differs from the reference");
+        }
+        (Err(st), Err(_)) => {
+            assert!(
+                matches!(st, Status::BadRequest | Status::Forbidden),
+                "refused with {st:?}"
+            );
+        }
+        (g, r) => panic!(
+            "{:?}: normalize_target gave {g:?}, the reference {r:?}",
+            String::from_utf8_lossy(data)
+        ),
+    }
+    // Traversal is always 403.
+    if let Err(Traversal) = reference {
+        assert_eq!(got, Err(Status::Forbidden), "a climb not refused with 403");
+    }
+    if got.is_ok() {
+        assert!(!out.starts_with(b"/"), "absolute result");
+        assert!(!out.contains(&0) && !out.contains(&b'\\'));
+        if !out.is_empty() {
+            for seg in out.split(|&b| b == b'/') {
+                assert!(
+                    !seg.is_empty() && seg != b"." && seg != b"..",
+                    "segment {:?} in {:?}",
+                    String::from_utf8_lossy(seg),
+                    String::from_utf8_lossy(&out)
+                );
+            }
+            let p = Path::new(std::ffi::OsStr::from_bytes_compat(&out));
+            assert!(
+                p.components().all(|c| matches!(c, Component::Normal(_))),
+                "resolves outside the root: {p:?}"
+            );
+            assert!(Path::new("/srv/root").join(p).starts_with("/srv/root"));
+        }
+        // Encoding the result again gives it back.
+        let mut again = b"/".to_vec();
+        for &b in &out {
+            if b.is_ascii_alphanumeric() || b == b'/' || b == b'-' || b == b'_' {
+                again.push(b);
+            } else {
+                again.extend_from_slice(format!("%{b:02X}").as_bytes());
+            }
+        }
+        let mut out2 = Vec::new();
+        assert!(
+            normalize_target(&again, &mut out2).is_ok(),
+            "re-encoded result refused"
+        );
+        assert_eq!(out2, out, "re-encoded result normalises differently");
+    }
+}
+
+trait FromBytesCompat {
+    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr;
+}
+
+impl FromBytesCompat for std::ffi::OsStr {
+    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr {
+        std::os::unix::ffi::OsStrExt::from_bytes(b)
+    }
+}
+
+/// Why the reference refuses.
+#[derive(Debug, PartialEq, Eq)]
+enum RefError {
+    /// Not a path, or a broken escape (400).
+    Malformed,
+    /// NUL or backslash (403).
+    Forbidden,
+    /// A `..` segment (403).
+    Traversal,
+}
+use RefError::Traversal;
+
+/// An independent normalisation, written the obvious way (decode the whole
+/// path, then split): the fuzz oracle for `normalize_target`.
+fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
+    let lower: Vec<u8> = target
+        .iter()
+        .take(8)
+        .map(|b| b.to_ascii_lowercase())
+        .collect();
+    let path = if lower.starts_with(b"http://") || lower.starts_with(b"https://") {
+        let skip = if lower.starts_with(b"http://") { 7 } else { 8 };
+        let rest = &target[skip..];
+        match rest.iter().position(|&b| b == b'/') {
+            Some(p) => &rest[p..],
+            None => &b"/"[..],
+        }
+    } else {
+        target
+    };
+    let end = path
+        .iter()
+        .position(|&b| b == b'?' || b == b'#')
+        .unwrap_or(path.len());
+    let path = &path[..end];
+    if path.first() != Some(&b'/') {
+        return Err(RefError::Malformed);
+    }
+    // Decode everything first. The streaming implementation stops at the
+    // first problem it meets; order the reference's checks the same way by
+    // decoding up to the first bad escape and judging what came before.
+    let mut decoded = Vec::new();
+    let mut i = 0;
+    let mut bad_escape = false;
+    while i < path.len() {
+        if path[i] == b'%' {
+            let h = path.get(i + 1).and_then(|&c| (c as char).to_digit(16));
+            let l = path.get(i + 2).and_then(|&c| (c as char).to_digit(16));
+            match (h, l) {
+                (Some(h), Some(l)) => {
+                    decoded.push((h * 16 + l) as u8);
+                    i += 3;
+                }
+                _ => {
+                    bad_escape = true;
+                    break;
+                }
+            }
+        } else {
+            decoded.push(path[i]);
+            i += 1;
+        }
+    }
+    if decoded.iter().any(|&b| b == 0 || b == b'\\') {
+        return Err(RefError::Forbidden);
+    }
+    let segs: Vec<&[u8]> = decoded.split(|&b| b == b'/').collect();
+    // Every segment closed before the bad escape is judged first.
+    let closed = if bad_escape {
+        &segs[..segs.len() - 1]
+    } else {
+        &segs[..]
+    };
+    if closed.iter().any(|s| *s == b"..") {
+        return Err(RefError::Traversal);
+    }
+    if bad_escape {
+        return Err(RefError::Malformed);
+    }
+    let kept: Vec<&[u8]> = segs
+        .iter()
+        .copied()
+        .filter(|s| !s.is_empty() && *s != b".")
+        .collect();
+    let last = segs.last().copied().unwrap_or(b"");
+    let dir = last.is_empty() || last == b"." || kept.is_empty();
+    Ok((kept.join(&b'/'), dir))
+}
+
+/// Pieces the mutator splices in: the shapes attacks are made of.
+const PIECES: &[&[u8]] = &[
+    b"..",
+    b".",
+    b"/",
+    b"%2e",
+    b"%2E",
+    b"%2f",
+    b"%5c",
+    b"\\",
+    b"%00",
+    b"\0",
+    b"%25",
+    b"%",
+    b"%c0%ae",
+    b"?",
+    b"#",
+    b"\r\n",
+    b"\n",
+    b"\r\n\r\n",
+    b" ",
+    b"\t",
+    b":",
+    b"Host: t\r\n",
+    b"Content-Length: 0\r\n",
+    b"Content-Length: -1\r\n",
+    b"Transfer-Encoding: chunked\r\n",
+    b"Connection: close\r\n",
+    b"HTTP/1.1",
+    b"HTTP/1.0",
+    b"HTTP/2.0",
+    b"GET ",
+    b"HEAD ",
+    b"POST ",
+    b"http://h",
+    b"\xff",
+    b"\xc3\x28",
+    b"If-Modified-Since: x\r\n",
+];
+
+/// The corpus's requests and targets, the seeds of the mutator.
+pub fn seeds() -> Vec<Vec<u8>> {
+    let mut v: Vec<Vec<u8>> = crate::corpus::corpus()
+        .into_iter()
+        .filter(|a| a.raw.len() <= 16 * 1024)
+        .map(|a| a.raw)
+        .collect();
+    v.push(b"GET /index.html HTTP/1.1\r\nHost: t\r\n\r\n".to_vec());
+    v.push(b"HEAD / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n".to_vec());
+    v
+}
+
+/// The request target of a seed (between the first two spaces), or the
+/// seed itself.
+pub fn target_of(seed: &[u8]) -> &[u8] {
+    let mut it = seed.splitn(3, |&b| b == b' ');
+    match (it.next(), it.next(), it.next()) {
+        (Some(_), Some(t), Some(_)) => t,
+        _ => seed,
+    }
+}
+
+/// A deterministic mutator: byte flips, insertions, deletions, splices of
+/// [`PIECES`], truncations and duplications, from a seed.
+#[derive(Debug)]
+pub struct Mutator {
+    rng: SmallRng,
+}
+
+impl Mutator {
+    /// A mutator whose sequence is fixed by `seed`.
+    pub fn new(seed: u64) -> Mutator {
+        Mutator {
+            rng: SmallRng::seed_from_u64(seed),
+        }
+    }
+
+    /// Apply one to four mutations to `input`.
+    pub fn mutate(&mut self, input: &[u8]) -> Vec<u8> {
+        let mut v = input.to_vec();
+        let n = self.rng.random_range(1..=4);
+        for _ in 0..n {
+            let at = if v.is_empty() {
+                0
+            } else {
+                self.rng.random_range(0..=v.len())
+            };
+            match self.rng.random_range(0..7) {
+                0 if !v.is_empty() => {
+                    let i = at.min(v.len() - 1);
+                    v[i] ^= 1 << self.rng.random_range(0..8);
+                }
+                1 => v.insert(at, self.rng.random()),
+                2 if at < v.len() => {
+                    let len = self.rng.random_range(1..=8).min(v.len() - at);
+                    v.drain(at..at + len);
+                }
+                3 | 4 => {
+                    let p = PIECES[self.rng.random_range(0..PIECES.len())];
+                    v.splice(at..at, p.iter().copied());
+                }
+                5 => v.truncate(at),
+                _ if !v.is_empty() && v.len() < 20_000 => {
+                    let from = self.rng.random_range(0..v.len());
+                    let len = self.rng.random_range(1..=64).min(v.len() - from);
+                    let piece = v[from..from + len].to_vec();
+                    v.splice(at..at, piece);
+                }
+                _ => {}
+            }
+        }
+        v
+    }
+}
+
+/// Run `check` on `count` inputs: every seed as is, then mutations of
+/// seeds (and of earlier mutants) drawn by a [`Mutator`] seeded with
+/// `seed`. Returns the number of inputs checked.
+pub fn run_mutations(seeds: &[Vec<u8>], seed: u64, count: usize, check: fn(&[u8])) -> usize {
+    let mut m = Mutator::new(seed);
+    let mut pool: Vec<Vec<u8>> = seeds.to_vec();
+    let mut done = 0;
+    for s in seeds {
+        check(s);
+        done += 1;
+    }
+    while done < count {
+        let i = m.rng.random_range(0..pool.len());
+        let child = m.mutate(&pool[i]);
+        check(&child);
+        done += 1;
+        // Keep some mutants as parents, bounded.
+        if pool.len() < 4096 && m.rng.random_range(0..8) == 0 {
+            pool.push(child);
+        }
+    }
+    done
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reference_agrees_on_known_shapes() {
+        assert_eq!(reference_normalize(b"/a/./b/"), Ok((b"a/b".to_vec(), true)));
+        assert_eq!(reference_normalize(b"/%2e%2e/x"), Err(Traversal));
+        assert_eq!(reference_normalize(b"/a%5cb"), Err(RefError::Forbidden));
+        assert_eq!(reference_normalize(b"*"), Err(RefError::Malformed));
+        assert_eq!(reference_normalize(b"/..%zz"), Err(RefError::Malformed));
+        assert_eq!(reference_normalize(b"/../%zz"), Err(Traversal));
+        assert_eq!(reference_normalize(b"/a%zz"), Err(RefError::Malformed));
+    }
+
+    #[test]
+    fn the_checks_catch_a_violation() {
+        // A check that cannot fail is no check: a climbing result and a
+        // wrong refusal must both be caught by the helpers used above.
+        let r = std::panic::catch_unwind(|| {
+            let out = b"a/../b".to_vec();
+            for seg in out.split(|&b| b == b'/') {
+                assert!(seg != b"..");
+            }
+        });
+        assert!(r.is_err());
+        let h = Headers::scan(
+            b"GET / HTTP/1.1\r\nTransfer-Encoding: x\r\nhost: a\r\nContent-Length: 01\r\n\r\n",
+        );
+        assert_eq!((h.transfer_encoding, h.host, h.cl_nonzero), (1, 1, 1));
+    }
+
+    #[test]
+    fn mutator_is_deterministic() {
+        let a: Vec<Vec<u8>> = {
+            let mut m = Mutator::new(7);
+            (0..50)
+                .map(|_| m.mutate(b"GET / HTTP/1.1\r\n\r\n"))
+                .collect()
+        };
+        let b: Vec<Vec<u8>> = {
+            let mut m = Mutator::new(7);
+            (0..50)
+                .map(|_| m.mutate(b"GET / HTTP/1.1\r\n\r\n"))
+                .collect()
+        };
+        assert_eq!(a, b);
+        assert!(a.iter().any(|x| x != b"GET / HTTP/1.1\r\n\r\n"));
+    }
+}

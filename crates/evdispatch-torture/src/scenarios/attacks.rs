@@ -1,0 +1,202 @@
+//! Malformed and malicious input: the [`corpus`](crate::corpus) against our
+//! server on every model (judged) and against nginx (shown beside ours:
+//! where nginx answers otherwise, the table says so).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::{args, start_nginx, start_or_skip, stop, Run, ScenarioReport};
+use crate::corpus::{corpus, Attack};
+use crate::probe::{judge, send, Limits, Observed};
+use crate::site::Site;
+use crate::Env;
+
+/// Header and idle timeouts the servers run with here, seconds (short, so
+/// the never-reading client is dropped quickly).
+pub const HEADER_S: u64 = 2;
+/// See [`HEADER_S`].
+pub const IDLE_S: u64 = 3;
+
+/// Send every attack to `addr`; one observation (or the error) per attack.
+pub fn send_all(addr: SocketAddr, attacks: &[Attack]) -> Vec<Result<Observed, String>> {
+    let limits = Limits::for_idle_timeout(Duration::from_secs(IDLE_S));
+    attacks
+        .iter()
+        .map(|a| send(addr, a, limits).map_err(|e| format!("{e}")))
+        .collect()
+}
+
+/// One line of the table for a person.
+pub fn row_text(row: &Value) -> String {
+    let mut s = format!(
+        "{:<24} expect {:<12}",
+        row["id"].as_str().unwrap_or(""),
+        format!(
+            "{} {}",
+            row["expected"].as_str().unwrap_or(""),
+            row["after"].as_str().unwrap_or("")
+        )
+    );
+    if let Some(m) = row["ours"].as_object() {
+        let fails: Vec<String> = m
+            .iter()
+            .filter(|(_, v)| v["pass"] != true)
+            .map(|(k, v)| format!("{k}: {}", v["why"].as_str().unwrap_or("")))
+            .collect();
+        if fails.is_empty() {
+            s.push_str(&format!(" ours ok ×{}", m.len()));
+        } else {
+            s.push_str(&format!(" ours FAIL [{}]", fails.join("; ")));
+        }
+    }
+    if let Some(n) = row.get("nginx").filter(|n| !n.is_null()) {
+        s.push_str(&format!(
+            " | nginx {} {}{}",
+            n["statuses"].as_str().unwrap_or(""),
+            n["outcome"].as_str().unwrap_or(""),
+            if n["differs"] == true {
+                " (differs)"
+            } else {
+                ""
+            }
+        ));
+    }
+    s
+}
+
+/// Run the corpus on every model and nginx.
+pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
+    let mut rep = ScenarioReport::new(
+        "attacks",
+        "malformed and malicious input (the attack corpus)",
+    );
+    let site = Site::create()?;
+    let attacks = corpus();
+    let mut rows: Vec<Value> = attacks
+        .iter()
+        .map(|a| {
+            json!({
+                "id": a.id, "group": a.group, "what": a.what,
+                "expected": a.expected_text(),
+                "after": format!("{:?}", a.after).to_lowercase(),
+                "ours": {}, "nginx": null,
+            })
+        })
+        .collect();
+    for model in &env.models {
+        let ours = args(&[
+            ("--header-timeout", format!("{HEADER_S}s")),
+            ("--idle-timeout", format!("{IDLE_S}s")),
+        ]);
+        let Some(mut server) = start_or_skip(env, &site, &mut rep, model, &ours) else {
+            continue;
+        };
+        env.say(format!("attacks: {} attacks on {model}", attacks.len()));
+        let obs = send_all(server.addr(), &attacks);
+        let running = server.is_running();
+        let stats = stop(server)?;
+        let mut run = Run::new("evdispatch", model);
+        let mut passed = 0;
+        let mut failed = Vec::new();
+        let mut leaks = 0;
+        for (i, (a, o)) in attacks.iter().zip(&obs).enumerate() {
+            let (entry, ok) = match o {
+                Ok(o) => {
+                    leaks += usize::from(o.leaked);
+                    let verdict = judge(a, o);
+                    let ok = verdict.is_ok();
+                    (
+                        json!({"statuses": o.statuses_text(), "outcome": o.outcome.text(),
+                               "pass": ok, "why": verdict.err().unwrap_or_default(),
+                               "seconds": o.seconds}),
+                        ok,
+                    )
+                }
+                Err(e) => (json!({"pass": false, "why": e}), false),
+            };
+            if ok {
+                passed += 1;
+            } else {
+                failed.push(a.id);
+            }
+            rows[i]["ours"][model.as_str()] = entry;
+        }
+        run.figures = json!({
+            "attacks": attacks.len(),
+            "passed": passed,
+            "failed": failed,
+            "server_requests": stats["requests"],
+            "server_client_errors": stats["connections"]["client_errors"],
+        });
+        run.check(
+            "attacks answered as expected",
+            format!("{passed}/{}", attacks.len()),
+            "all",
+            passed == attacks.len(),
+        );
+        run.check("responses carrying the secret", leaks, "0", leaks == 0);
+        run.check("server still running at the end", running, "true", running);
+        env.say(format!(
+            "attacks {model}: {passed}/{} as expected{}",
+            attacks.len(),
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!("; FAILED: {}", failed.join(", "))
+            }
+        ));
+        rep.runs.push(run);
+    }
+    match start_nginx(env, &site, |c| {
+        c.keepalive_timeout_s = IDLE_S as u32;
+        c.request_timeout_s = HEADER_S as u32;
+    }) {
+        Ok(server) => {
+            let version = server.version().to_string();
+            env.say(format!(
+                "attacks: {} attacks on nginx {version}",
+                attacks.len()
+            ));
+            let obs = send_all(server.addr(), &attacks);
+            drop(server);
+            let mut run = Run::new("nginx", &version);
+            let mut differs = Vec::new();
+            let mut leaks = Vec::new();
+            for (i, (a, o)) in attacks.iter().zip(&obs).enumerate() {
+                rows[i]["nginx"] = match o {
+                    Ok(o) => {
+                        let d = judge(a, o).is_err();
+                        if d {
+                            differs.push(a.id);
+                        }
+                        if o.leaked {
+                            leaks.push(a.id);
+                        }
+                        json!({"statuses": o.statuses_text(), "outcome": o.outcome.text(),
+                               "differs": d, "leaked": o.leaked, "seconds": o.seconds})
+                    }
+                    Err(e) => json!({"error": e, "differs": true}),
+                };
+            }
+            run.figures = json!({"attacks": attacks.len(), "differs": differs, "leaked": leaks});
+            run.check(
+                "attacks answered as our server must (comparison only)",
+                format!("{}/{}", attacks.len() - differs.len(), attacks.len()),
+                "all",
+                differs.is_empty(),
+            );
+            run.check(
+                "responses carrying the secret",
+                leaks.len(),
+                "0",
+                leaks.is_empty(),
+            );
+            rep.runs.push(run);
+        }
+        Err(why) => rep.skip("nginx", why),
+    }
+    rep.attacks = rows;
+    Ok(rep.finish())
+}

@@ -1,0 +1,428 @@
+//! The five scenarios, the report they fill, and what they share: starting
+//! our server or nginx on the torture site, running `evdispatch load`.
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use evdispatch_harness::{OursConfig, Peer, PeerConfig, ServerProcess};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::site::Site;
+use crate::{Env, Profile};
+
+pub mod attacks;
+pub mod exhaustion;
+pub mod slowloris;
+pub mod soak;
+pub mod storm;
+
+/// One threshold check.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    /// What is checked.
+    pub name: String,
+    /// The measured value.
+    pub value: Value,
+    /// The threshold, as text.
+    pub limit: String,
+    /// Whether the value meets it.
+    pub pass: bool,
+}
+
+/// One server under one scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct Run {
+    /// `evdispatch` or `nginx`.
+    pub server: String,
+    /// Our model (`epoll`, …) or nginx's version.
+    pub model: String,
+    /// All checks passed.
+    pub pass: bool,
+    /// The checks.
+    pub checks: Vec<Check>,
+    /// The figures measured.
+    pub figures: Value,
+}
+
+impl Run {
+    /// A run of `server`/`model` with no checks yet.
+    pub fn new(server: &str, model: &str) -> Run {
+        Run {
+            server: server.into(),
+            model: model.into(),
+            pass: true,
+            checks: Vec::new(),
+            figures: Value::Object(Default::default()),
+        }
+    }
+
+    /// Record a check.
+    pub fn check(&mut self, name: &str, value: impl Into<Value>, limit: &str, pass: bool) {
+        self.pass &= pass;
+        self.checks.push(Check {
+            name: name.into(),
+            value: value.into(),
+            limit: limit.into(),
+            pass,
+        });
+    }
+
+    /// True for our server (whose checks decide the scenario).
+    pub fn ours(&self) -> bool {
+        self.server == "evdispatch"
+    }
+}
+
+/// Something not measured, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// What.
+    pub what: String,
+    /// Why.
+    pub why: String,
+}
+
+/// One scenario's report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioReport {
+    /// Its name (`storm`, …).
+    pub scenario: &'static str,
+    /// A title.
+    pub title: &'static str,
+    /// Every run of our server passed (and there was at least one).
+    pub pass: bool,
+    /// What was not measured.
+    pub skipped: Vec<Skipped>,
+    /// The runs.
+    pub runs: Vec<Run>,
+    /// The attacks scenario's table: per attack, each server's answer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attacks: Vec<Value>,
+}
+
+impl ScenarioReport {
+    /// An empty report.
+    pub fn new(scenario: &'static str, title: &'static str) -> ScenarioReport {
+        ScenarioReport {
+            scenario,
+            title,
+            pass: false,
+            skipped: Vec::new(),
+            runs: Vec::new(),
+            attacks: Vec::new(),
+        }
+    }
+
+    /// Set `pass` from the runs of our server.
+    pub fn finish(mut self) -> ScenarioReport {
+        let ours: Vec<&Run> = self.runs.iter().filter(|r| r.ours()).collect();
+        self.pass = !ours.is_empty() && ours.iter().all(|r| r.pass);
+        self
+    }
+
+    /// Record a skip.
+    pub fn skip(&mut self, what: impl Into<String>, why: impl Into<String>) {
+        self.skipped.push(Skipped {
+            what: what.into(),
+            why: why.into(),
+        });
+    }
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// `evdispatch-torture/1`.
+    pub schema: &'static str,
+    /// The profile.
+    pub profile: Profile,
+    /// Every scenario passed.
+    pub pass: bool,
+    /// The scenarios.
+    pub scenarios: Vec<ScenarioReport>,
+}
+
+impl Report {
+    /// The report for a person.
+    pub fn human(&self) -> String {
+        let mut s = String::new();
+        for sc in &self.scenarios {
+            let _ = writeln!(
+                s,
+                "\n== {} — {}: {}",
+                sc.scenario,
+                sc.title,
+                if sc.pass { "PASS" } else { "FAIL" }
+            );
+            for r in &sc.runs {
+                let tag = if r.ours() { "" } else { " (comparison)" };
+                let _ = writeln!(
+                    s,
+                    "  {} {}{}: {}",
+                    r.server,
+                    r.model,
+                    tag,
+                    if r.pass { "pass" } else { "FAIL" }
+                );
+                for c in &r.checks {
+                    let _ = writeln!(
+                        s,
+                        "    [{}] {}: {} (limit {})",
+                        if c.pass { "ok" } else { "XX" },
+                        c.name,
+                        fmt_value(&c.value),
+                        c.limit
+                    );
+                }
+                if let Value::Object(m) = &r.figures {
+                    let line: Vec<String> = m
+                        .iter()
+                        .map(|(k, v)| format!("{k}={}", fmt_value(v)))
+                        .collect();
+                    let _ = writeln!(s, "    figures: {}", line.join(" "));
+                }
+            }
+            for a in &sc.attacks {
+                let _ = writeln!(s, "    {}", attacks::row_text(a));
+            }
+            for k in &sc.skipped {
+                let _ = writeln!(s, "  skipped {}: {}", k.what, k.why);
+            }
+        }
+        let _ = writeln!(
+            s,
+            "\ntorture ({} profile): {}",
+            self.profile.name(),
+            if self.pass { "PASS" } else { "FAIL" },
+        );
+        s
+    }
+}
+
+fn fmt_value(v: &Value) -> String {
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() != 0.0 => format!("{f:.3}"),
+            _ => n.to_string(),
+        },
+        Value::String(t) => t.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Start our server on `site` with `model` and extra `serve` arguments,
+/// pinned to the server CPU, asking for its stats document.
+pub fn start_ours(
+    env: &Env,
+    site: &Site,
+    model: &str,
+    extra: &[String],
+) -> anyhow::Result<ServerProcess> {
+    let mut args: Vec<String> = [
+        "--root",
+        site.root.to_str().unwrap_or("."),
+        "--listen",
+        "127.0.0.1:0",
+        "--mechanism",
+        model,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend_from_slice(extra);
+    let (cpus, _) = env.cpus();
+    if let Some(c) = cpus.first() {
+        args.push("--cpu".into());
+        args.push(c.to_string());
+    }
+    evdispatch_harness::start_ours(&OursConfig {
+        binary: env.exe.clone(),
+        args,
+        cpus: Vec::new(),
+        stats_json: true,
+    })
+}
+
+/// Start nginx on `site` pinned to the server CPU; `None` (reason given)
+/// when comparisons are off or nginx is absent.
+pub fn start_nginx(
+    env: &Env,
+    site: &Site,
+    tweak: impl FnOnce(&mut PeerConfig),
+) -> Result<ServerProcess, String> {
+    if !env.nginx {
+        return Err("--no-nginx".into());
+    }
+    if let Some(why) = evdispatch_harness::skip_reason(evdispatch_harness::Tool::Nginx) {
+        return Err(why);
+    }
+    let mut cfg = PeerConfig::new(&site.root);
+    cfg.cpus = env.cpus().0;
+    tweak(&mut cfg);
+    evdispatch_harness::start_peer(Peer::Nginx, &cfg).map_err(|e| format!("{e:#}"))
+}
+
+/// Run `evdispatch load URL ARGS --json` pinned to the load CPU, sampling
+/// `server`'s CPU.
+pub fn load(
+    env: &Env,
+    server: &ServerProcess,
+    path: &str,
+    args: &[String],
+) -> anyhow::Result<Value> {
+    let mut a = vec![server.url(path)];
+    a.extend_from_slice(args);
+    let pids: Vec<String> = server.pids().iter().map(u32::to_string).collect();
+    a.push("--server-pid".into());
+    a.push(pids.join(","));
+    let (_, cpus) = env.cpus();
+    if let Some(c) = cpus.first() {
+        a.push("--cpu".into());
+        a.push(c.to_string());
+    }
+    evdispatch_harness::run_evdispatch_load(&env.exe, &a, &[])
+}
+
+/// `["--flag", "value", …]` from pairs.
+pub fn args(pairs: &[(&str, String)]) -> Vec<String> {
+    let mut v = Vec::new();
+    for (k, val) in pairs {
+        v.push((*k).to_string());
+        if !val.is_empty() {
+            v.push(val.clone());
+        }
+    }
+    v
+}
+
+/// Stop a server and return its stats document (`Null` for nginx).
+pub fn stop(server: ServerProcess) -> anyhow::Result<Value> {
+    Ok(server.stop()?.unwrap_or(Value::Null))
+}
+
+/// Longest run of reply-rate samples at zero, in seconds.
+pub fn longest_gap_s(load: &Value) -> f64 {
+    let interval = crate::num(load, "rate_intervals.interval_s");
+    let mut best = 0usize;
+    let mut cur = 0usize;
+    if let Some(samples) = load["rate_intervals"]["samples"].as_array() {
+        for s in samples {
+            if s.as_f64().unwrap_or(0.0) <= 0.0 {
+                cur += 1;
+                best = best.max(cur);
+            } else {
+                cur = 0;
+            }
+        }
+    }
+    best as f64 * interval
+}
+
+/// Errors of the given workloads in a load summary.
+pub fn workload_errors(load: &Value, workloads: &[&str]) -> u64 {
+    workloads
+        .iter()
+        .filter_map(|w| load["errors_by_workload"][w].as_object())
+        .flat_map(|m| m.values())
+        .filter_map(Value::as_u64)
+        .sum()
+}
+
+/// Wait until `f` holds or `timeout` passes; whether it held.
+pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    loop {
+        if f() {
+            return true;
+        }
+        if t0.elapsed() > timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// CPU of `pids` together over `window`, % of one core.
+pub fn cpu_pct_over(pids: &[u32], window: Duration) -> f64 {
+    let meters: Vec<_> = pids
+        .iter()
+        .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
+        .collect();
+    std::thread::sleep(window);
+    meters
+        .iter()
+        .filter_map(|m| m.read().ok())
+        .map(|u| u.pct_of_core)
+        .sum()
+}
+
+/// Open descriptors of `pids` together.
+pub fn fds_of(pids: &[u32]) -> usize {
+    pids.iter()
+        .filter_map(|&p| evdispatch_proc::open_fds(p).ok())
+        .sum()
+}
+
+/// Resident memory of `pids` together, bytes.
+pub fn rss_of(pids: &[u32]) -> u64 {
+    pids.iter()
+        .filter_map(|&p| evdispatch_proc::sample(p).ok())
+        .map(|s| s.rss_bytes)
+        .sum()
+}
+
+/// The servers a scenario measures: each model, then nginx (`None`).
+pub fn targets(env: &Env) -> Vec<Option<String>> {
+    env.models
+        .iter()
+        .cloned()
+        .map(Some)
+        .chain(std::iter::once(None))
+        .collect()
+}
+
+/// Start our `model` with `extra` arguments; when it cannot start, record
+/// why in `rep` and return `None`.
+pub fn start_or_skip(
+    env: &Env,
+    site: &Site,
+    rep: &mut ScenarioReport,
+    model: &str,
+    extra: &[String],
+) -> Option<ServerProcess> {
+    match start_ours(env, site, model, extra) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            rep.skip(model, format!("cannot start: {e:#}"));
+            None
+        }
+    }
+}
+
+/// Start a target of [`targets`]: our model with `ours` arguments, or
+/// nginx configured by `nginx`. Returns the process, the server's name and
+/// a label (the model, or nginx's version); `None` with the reason recorded
+/// in `rep` when it cannot start.
+pub fn start_target(
+    env: &Env,
+    site: &Site,
+    rep: &mut ScenarioReport,
+    target: &Option<String>,
+    ours: &[String],
+    nginx: impl FnOnce(&mut PeerConfig),
+) -> Option<(ServerProcess, &'static str, String)> {
+    match target {
+        Some(m) => start_or_skip(env, site, rep, m, ours).map(|s| (s, "evdispatch", m.clone())),
+        None => match start_nginx(env, site, nginx) {
+            Ok(s) => {
+                let v = s.version().to_string();
+                Some((s, "nginx", v))
+            }
+            Err(why) => {
+                rep.skip("nginx", why);
+                None
+            }
+        },
+    }
+}

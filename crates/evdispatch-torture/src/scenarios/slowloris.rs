@@ -1,0 +1,225 @@
+//! Slowloris: thousands of clients sending their request a byte a second
+//! (never finishing before the header timeout) beside a normal keep-alive
+//! load. The normal clients' p99 is compared with a baseline run without
+//! the slow ones; a few timed probes (a byte a second too) measure when the
+//! server closes them against its header timeout.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{args, load, start_target, stop, targets, workload_errors, Run, ScenarioReport};
+use crate::site::Site;
+use crate::{num, Env};
+
+/// How late after the header timeout a slow client may be closed, seconds.
+pub const LATE_S: f64 = 1.5;
+
+/// Run the scenario on every model and nginx.
+pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
+    let mut rep = ScenarioReport::new(
+        "slowloris",
+        "slowloris (byte-a-second clients beside a normal load)",
+    );
+    let site = Site::create()?;
+    let p = env.profile;
+    let slow: u64 = p.pick(500, 5000, 5000);
+    let header_s: u64 = p.pick(2, 5, 5);
+    let clients: u64 = p.pick(8, 32, 32);
+    let rate: u64 = p.pick(200, 1000, 1000);
+    let base_s: f64 = p.pick(2.0, 8.0, 15.0);
+    let attack_s: f64 = p.pick(4.0, 15.0, 40.0);
+    let warmup_s: f64 = p.pick(2.0, 4.0, 4.0);
+    let probes = 20;
+    for target in targets(env) {
+        let ours = args(&[
+            ("--header-timeout", format!("{header_s}s")),
+            ("--threads", (slow + 2 * clients + 64).to_string()),
+        ]);
+        let Some((server, name, label)) = start_target(env, &site, &mut rep, &target, &ours, |c| {
+            c.max_connections = (slow + clients + 1024) as u32;
+            c.request_timeout_s = header_s as u32;
+        }) else {
+            continue;
+        };
+        env.say(format!("slowloris {name} {label}: baseline {base_s} s"));
+        let normal = args(&[
+            ("--persistent", clients.to_string()),
+            ("--rate", rate.to_string()),
+        ]);
+        let mut base_args = normal.clone();
+        base_args.extend(args(&[("--duration", base_s.to_string())]));
+        let base = load(env, &server, "/six.txt", &base_args)?;
+        env.say(format!(
+            "slowloris {name} {label}: {slow} slow clients (1 byte/s, header timeout {header_s} s) for {attack_s} s"
+        ));
+        // The slow clients come from a load process of their own, as from
+        // other machines: the normal clients' latency is then the server's
+        // doing, not their generator's busy with 5,000 reconnects.
+        let mut attack_args = normal.clone();
+        attack_args.extend(args(&[
+            ("--warmup", warmup_s.to_string()),
+            ("--duration", attack_s.to_string()),
+        ]));
+        let slow_args = args(&[
+            ("--slow", slow.to_string()),
+            ("--slow-bytes", "1".into()),
+            ("--slow-interval", "1s".into()),
+            ("--duration", (warmup_s + attack_s + 1.0).to_string()),
+        ]);
+        let addr = server.addr();
+        let (attack, slow_load, closes) = std::thread::scope(|s| {
+            let hs = s.spawn(|| load(env, &server, "/six.txt", &slow_args));
+            // The slow clients connect first; the normal load's warm-up
+            // covers the rest of their setup.
+            std::thread::sleep(Duration::from_millis(500));
+            let h = s.spawn(|| load(env, &server, "/six.txt", &attack_args));
+            std::thread::sleep(Duration::from_secs_f64(warmup_s * 0.75));
+            let closes = probe_closes(addr, probes, Duration::from_secs(header_s + 10));
+            (
+                h.join().expect("the load thread"),
+                hs.join().expect("the slow clients' thread"),
+                closes,
+            )
+        });
+        let slow_load = slow_load?;
+        let attack = attack?;
+        let stats = stop(server)?;
+        let mut run = Run::new(name, &label);
+        let p99_base = num(&base, "latency_us.p99") / 1e3;
+        let p99_attack = num(&attack, "latency_us.p99") / 1e3;
+        let errors =
+            workload_errors(&attack, &["persistent"]) + workload_errors(&base, &["persistent"]);
+        let closed: Vec<f64> = closes.iter().flatten().copied().collect();
+        let first = closed.iter().copied().fold(f64::INFINITY, f64::min);
+        let last = closed.iter().copied().fold(0.0, f64::max);
+        let h = header_s as f64;
+        run.figures = json!({
+            "slow_clients": slow,
+            "header_timeout_s": header_s,
+            "normal_clients": clients,
+            "rate": rate,
+            "p99_baseline_ms": p99_base,
+            "p99_attack_ms": p99_attack,
+            "p99_ratio": if p99_base > 0.0 { p99_attack / p99_base } else { 0.0 },
+            "reply_rate_attack": num(&attack, "reply_rate"),
+            "normal_errors": errors,
+            "slow_errors": workload_errors(&slow_load, &["slow"]),
+            "slow_replies": num(&slow_load, "slow_replies"),
+            "slow_connections_peak": num(&slow_load, "connections_peak"),
+            "slow_generator_cpu_pct": num(&slow_load, "generator_cpu_pct"),
+            "probes": probes,
+            "probes_closed": closed.len(),
+            "probe_close_first_s": if closed.is_empty() { 0.0 } else { first },
+            "probe_close_last_s": last,
+            "server_cpu_attack_pct": num(&attack, "server_cpu_pct"),
+            "server_header_timed_out": num(&stats, "connections.header_timed_out"),
+            "server_408": num(&stats, "requests.by_status.408"),
+            "generator_saturated": attack["generator_saturated"],
+        });
+        run.check(
+            "normal clients' p99 under attack / baseline",
+            if p99_base > 0.0 {
+                p99_attack / p99_base
+            } else {
+                f64::INFINITY
+            },
+            "≤ 2",
+            p99_base > 0.0 && p99_attack <= 2.0 * p99_base,
+        );
+        run.check("normal clients' errors", errors, "0", errors == 0);
+        run.check(
+            "probes closed by the server",
+            json!({"closed": closed.len(), "probes": probes}),
+            "all",
+            closed.len() == probes,
+        );
+        run.check(
+            "first probe closed after, s",
+            if closed.is_empty() { 0.0 } else { first },
+            &format!("≥ {h} (header timeout)"),
+            !closed.is_empty() && first >= h - 0.05,
+        );
+        run.check(
+            "last probe closed after, s",
+            last,
+            &format!("≤ {}", h + LATE_S),
+            !closed.is_empty() && last <= h + LATE_S,
+        );
+        if name == "evdispatch" {
+            let cut = num(&stats, "connections.header_timed_out");
+            run.check(
+                "connections cut at the header timeout (server stats)",
+                cut,
+                &format!("≥ {slow}"),
+                cut >= slow as f64,
+            );
+        }
+        env.say(format!(
+            "slowloris {name} {label}: p99 {p99_base:.2} -> {p99_attack:.2} ms, probes closed at {first:.2}..{last:.2} s: {}",
+            if run.pass { "pass" } else { "FAIL" }
+        ));
+        rep.runs.push(run);
+    }
+    Ok(rep.finish())
+}
+
+/// Open `n` connections that send a request a byte a second, and return
+/// for each the seconds from its connect to the server closing it (or
+/// answering it, which for an unfinished request is the 408 before the
+/// close); `None` if still open after `limit`.
+pub fn probe_closes(addr: SocketAddr, n: usize, limit: Duration) -> Vec<Option<f64>> {
+    let req = b"GET /index.html HTTP/1.1\r\nHost: t\r\nUser-Agent: a-very-slow-client\r\n\r\n";
+    struct P {
+        s: Option<TcpStream>,
+        t0: Instant,
+        sent: usize,
+        closed: Option<f64>,
+    }
+    let mut ps: Vec<P> = (0..n)
+        .filter_map(|_| TcpStream::connect(addr).ok())
+        .map(|s| {
+            let _ = s.set_nonblocking(true);
+            P {
+                s: Some(s),
+                t0: Instant::now(),
+                sent: 0,
+                closed: None,
+            }
+        })
+        .collect();
+    let start = Instant::now();
+    let mut buf = [0u8; 4096];
+    while start.elapsed() < limit && ps.iter().any(|p| p.closed.is_none()) {
+        for p in ps.iter_mut().filter(|p| p.closed.is_none()) {
+            let Some(s) = p.s.as_mut() else { continue };
+            let due = p.t0.elapsed().as_secs() as usize + 1;
+            let mut gone = false;
+            while p.sent < due.min(req.len()) {
+                match s.write(&req[p.sent..p.sent + 1]) {
+                    Ok(_) => p.sent += 1,
+                    Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        gone = true;
+                        break;
+                    }
+                }
+            }
+            match s.read(&mut buf) {
+                Ok(_) => gone = true, // EOF, or the 408 sent before the close
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                Err(_) => gone = true,
+            }
+            if gone {
+                p.closed = Some(p.t0.elapsed().as_secs_f64());
+                p.s = None;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut out: Vec<Option<f64>> = ps.iter().map(|p| p.closed).collect();
+    out.resize(n, None);
+    out
+}

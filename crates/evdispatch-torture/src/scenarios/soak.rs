@@ -1,0 +1,191 @@
+//! Soak: a long mixed load — persistent clients, sessions opening and
+//! closing connections, idle and inactive connections the server times out
+//! (they reconnect), slow clients — while the server's resident memory and
+//! descriptors are sampled. Growth is compared after a warm-up (the first
+//! fifth): the mean of the last tenth of the samples against the mean of
+//! the first tenth after warm-up.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{
+    args, fds_of, load, rss_of, start_or_skip, stop, wait_for, workload_errors, Run, ScenarioReport,
+};
+use crate::site::Site;
+use crate::{num, Env};
+
+/// Largest RSS growth after warm-up, percent.
+pub const MAX_GROWTH_PCT: f64 = 1.0;
+
+/// Run the soak on every model.
+pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
+    let mut rep = ScenarioReport::new(
+        "soak",
+        "soak (active, churn, idle, inactive, slow clients together)",
+    );
+    rep.skip(
+        "nginx",
+        "the soak measures our server's own leaks; nginx is not soaked",
+    );
+    let site = Site::create()?;
+    let p = env.profile;
+    let duration: f64 = p.pick(12.0, 180.0, 1800.0);
+    let rate: u64 = p.pick(200, 500, 500);
+    for model in &env.models {
+        let ours = args(&[
+            ("--header-timeout", "3s".into()),
+            ("--idle-timeout", "5s".into()),
+            ("--threads", "2048".into()),
+        ]);
+        let Some(server) = start_or_skip(env, &site, &mut rep, model, &ours) else {
+            continue;
+        };
+        let pids = server.pids();
+        let fds_before = fds_of(&pids);
+        env.say(format!(
+            "soak {model}: {duration} s of mixed load ({rate}/s persistent + {rate} sessions/s × 2 calls, 500 idle, 200 inactive, 50 slow)"
+        ));
+        let load_args = args(&[
+            ("--persistent", "50".into()),
+            ("--rate", rate.to_string()),
+            ("--sessions", "0".into()),
+            ("--calls", "2".into()),
+            ("--idle", "500".into()),
+            ("--inactive", "200".into()),
+            ("--slow", "50".into()),
+            ("--slow-bytes", "4".into()),
+            ("--slow-interval", "200ms".into()),
+            ("--duration", duration.to_string()),
+            ("--interval", (duration / 60.0).max(1.0).to_string()),
+        ]);
+        let samples: Mutex<Vec<(f64, u64, usize)>> = Mutex::new(Vec::new());
+        let done = AtomicBool::new(false);
+        let every = Duration::from_secs_f64((duration / 300.0).max(0.2));
+        let t0 = Instant::now();
+        let result = std::thread::scope(|s| {
+            s.spawn(|| {
+                while !done.load(Ordering::Acquire) {
+                    let rss = rss_of(&pids);
+                    let fds = fds_of(&pids);
+                    if let Ok(mut v) = samples.lock() {
+                        v.push((t0.elapsed().as_secs_f64(), rss, fds));
+                    }
+                    std::thread::sleep(every);
+                }
+            });
+            let r = load(env, &server, "/six.txt", &load_args);
+            done.store(true, Ordering::Release);
+            r
+        });
+        let soak = result?;
+        // The clients have left: descriptors must come back.
+        let back = wait_for(Duration::from_secs(10), || fds_of(&pids) <= fds_before);
+        let fds_after = fds_of(&pids);
+        let stats = stop(server)?;
+        let samples = samples.into_inner().unwrap_or_default();
+        let (growth, rss_start, rss_end, rss_peak) = rss_growth(&samples, duration);
+        let fds_peak = samples.iter().map(|s| s.2).max().unwrap_or(0);
+        let active_errors = workload_errors(&soak, &["persistent", "sessions"]);
+        let server_5xx: f64 = ["500", "501", "505"]
+            .iter()
+            .map(|s| num(&stats, &format!("requests.by_status.{s}")))
+            .sum();
+        let mut run = Run::new("evdispatch", model);
+        run.figures = json!({
+            "duration_s": duration,
+            "requests": num(&soak, "requests"),
+            "replies": num(&soak, "replies"),
+            "reply_rate": num(&soak, "reply_rate"),
+            "p99_ms": num(&soak, "latency_us.p99") / 1e3,
+            "active_errors": active_errors,
+            "on_purpose_errors": workload_errors(&soak, &["idle", "inactive", "slow"]),
+            "reopens": num(&soak, "reopens"),
+            "connections_attempted": num(&soak, "connections.attempted"),
+            "rss_after_warmup_kib": rss_start / 1024.0,
+            "rss_end_kib": rss_end / 1024.0,
+            "rss_peak_kib": rss_peak as f64 / 1024.0,
+            "rss_growth_pct": growth,
+            "rss_samples": samples.len(),
+            "fds_before": fds_before,
+            "fds_peak": fds_peak,
+            "fds_after": fds_after,
+            "server_cpu_pct": num(&soak, "server_cpu_pct"),
+            "server_accepted": num(&stats, "connections.accepted"),
+            "server_timed_out": num(&stats, "connections.header_timed_out") + num(&stats, "connections.idle_timed_out"),
+            "server_5xx": server_5xx,
+        });
+        run.check(
+            "RSS growth after warm-up, %",
+            growth,
+            &format!("≤ {MAX_GROWTH_PCT}"),
+            samples.len() >= 10 && growth <= MAX_GROWTH_PCT,
+        );
+        run.check(
+            "descriptors after the clients left",
+            json!({"before": fds_before, "after": fds_after}),
+            "back to baseline",
+            back,
+        );
+        run.check(
+            "errors on the active workloads",
+            active_errors,
+            "0",
+            active_errors == 0,
+        );
+        let lost = num(&soak, "requests") - num(&soak, "replies");
+        run.check("requests without a reply", lost, "0", lost == 0.0);
+        env.say(format!(
+            "soak {model}: RSS {:.0} -> {:.0} KiB ({growth:+.2}%), fds {fds_before} -> peak {fds_peak} -> {fds_after}, {active_errors} errors: {}",
+            rss_start / 1024.0,
+            rss_end / 1024.0,
+            if run.pass { "pass" } else { "FAIL" }
+        ));
+        rep.runs.push(run);
+    }
+    Ok(rep.finish())
+}
+
+/// Growth in percent between the mean RSS of the first tenth of the
+/// samples after the warm-up (the first fifth of the run) and the last
+/// tenth; also those two means and the peak.
+pub fn rss_growth(samples: &[(f64, u64, usize)], duration: f64) -> (f64, f64, f64, u64) {
+    let after: Vec<u64> = samples
+        .iter()
+        .filter(|s| s.0 >= duration * 0.2 && s.0 <= duration)
+        .map(|s| s.1)
+        .collect();
+    let peak = samples.iter().map(|s| s.1).max().unwrap_or(0);
+    if after.len() < 10 {
+        return (f64::INFINITY, 0.0, 0.0, peak);
+    }
+    let tenth = (after.len() / 10).max(1);
+    let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+    let start = mean(&after[..tenth]);
+    let end = mean(&after[after.len() - tenth..]);
+    ((end - start) / start * 100.0, start, end, peak)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_is_measured_after_the_warmup() {
+        // Memory that climbs during warm-up and then stays flat: no growth.
+        let flat: Vec<(f64, u64, usize)> = (0..100)
+            .map(|i| (i as f64, if i < 15 { 1000 + i * 100 } else { 5000 }, 10))
+            .collect();
+        let (g, start, end, peak) = rss_growth(&flat, 100.0);
+        assert_eq!((g, start, end, peak), (0.0, 5000.0, 5000.0, 5000));
+        // A steady leak shows.
+        let leak: Vec<(f64, u64, usize)> =
+            (0..100).map(|i| (i as f64, 10_000 + i * 10, 10)).collect();
+        let (g, ..) = rss_growth(&leak, 100.0);
+        assert!(g > 5.0, "{g}");
+        // Too few samples cannot pass.
+        assert!(rss_growth(&leak[..5], 100.0).0.is_infinite());
+    }
+}

@@ -1,0 +1,163 @@
+//! Signal-queue storm: a signal mechanism with `RLIMIT_SIGPENDING` = 16
+//! (set in the server process only), offered more than it can serve.
+//!
+//! First a short closed loop finds the knee (the most replies/s this
+//! server and generator reach); then persistent connections are offered
+//! 1.25× that, open loop, for the storm's length. Lost = requests sent −
+//! replies; a stall is a run of empty 0.25 s reply intervals, or a reply
+//! slower than the limit from its actual send.
+
+use serde_json::json;
+
+use super::{args, load, longest_gap_s, start_or_skip, stop, Run, ScenarioReport};
+use crate::site::Site;
+use crate::{num, Env, SIGNAL_MODELS};
+
+/// The queue limit of the storm.
+pub const SIGPENDING: u64 = 16;
+/// Longest stall tolerated, seconds.
+pub const MAX_STALL_S: f64 = 1.0;
+
+/// Run the storm on every signal mechanism selected.
+pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
+    let mut rep = ScenarioReport::new(
+        "storm",
+        "signal-queue storm (RLIMIT_SIGPENDING 16, above the knee)",
+    );
+    let models: Vec<String> = if env.models_given {
+        for m in env
+            .models
+            .iter()
+            .filter(|m| !SIGNAL_MODELS.contains(&m.as_str()))
+        {
+            rep.skip(
+                m.clone(),
+                "no signal queue: the storm applies to rtsig, rtsig-batch and hybrid",
+            );
+        }
+        env.models
+            .iter()
+            .filter(|m| SIGNAL_MODELS.contains(&m.as_str()))
+            .cloned()
+            .collect()
+    } else {
+        SIGNAL_MODELS.iter().map(|s| s.to_string()).collect()
+    };
+    rep.skip("nginx", "no RT-signal mechanism (removed in nginx 1.9.13)");
+    let site = Site::create()?;
+    let p = env.profile;
+    let conns: u64 = p.pick(50, 200, 200);
+    let duration: f64 = p.pick(4.0, 60.0, 60.0);
+    let calibrate: f64 = p.pick(2.0, 3.0, 5.0);
+    for model in models {
+        env.say(format!(
+            "storm {model}: finding the knee ({calibrate} s closed loop)"
+        ));
+        let ours = args(&[("--rlimit-sigpending", SIGPENDING.to_string())]);
+        let Some(server) = start_or_skip(env, &site, &mut rep, &model, &ours) else {
+            continue;
+        };
+        let knee = load(
+            env,
+            &server,
+            "/index.html",
+            &args(&[
+                ("--rate", "max".into()),
+                ("--connections", conns.to_string()),
+                ("--duration", calibrate.to_string()),
+            ]),
+        )?;
+        let knee_rate = num(&knee, "reply_rate");
+        let offered = (knee_rate * 1.25).max(100.0).round();
+        env.say(format!(
+            "storm {model}: knee {knee_rate:.0}/s; offering {offered:.0}/s on {conns} persistent connections for {duration} s"
+        ));
+        let storm = load(
+            env,
+            &server,
+            "/index.html",
+            &args(&[
+                ("--persistent", conns.to_string()),
+                ("--rate", offered.to_string()),
+                ("--duration", duration.to_string()),
+                ("--interval", "0.25".into()),
+                // Above the knee the generator's backlog grows all run
+                // long; the drain must outlast it, or the requests in
+                // flight when it ends would count as lost.
+                ("--timeout", duration.max(10.0).to_string()),
+            ]),
+        )?;
+        let stats = stop(server)?;
+        let mut run = Run::new("evdispatch", &model);
+        let requests = num(&storm, "requests");
+        let replies = num(&storm, "replies");
+        let errors = num(&storm, "errors_total");
+        let lost = requests - replies;
+        let gap = longest_gap_s(&storm);
+        let slowest_s = num(&storm, "latency_uncorrected_us.max") / 1e6;
+        let overflows = num(&stats, "poller.overflows");
+        let recoveries = num(&stats, "poller.recoveries");
+        let switches = num(&stats, "poller.mode_switches");
+        run.figures = json!({
+            "knee_replies_per_s": knee_rate,
+            "offered_per_s": offered,
+            "connections": conns,
+            "duration_s": num(&storm, "duration_s"),
+            "requests": requests,
+            "replies": replies,
+            "lost": lost,
+            "errors": errors,
+            "reply_rate": num(&storm, "reply_rate"),
+            "rate_min": num(&storm, "rate_intervals.min"),
+            "longest_gap_s": gap,
+            "latency_uncorrected_max_ms": slowest_s * 1e3,
+            "latency_uncorrected_p99_ms": num(&storm, "latency_uncorrected_us.p99") / 1e3,
+            "latency_p99_ms": num(&storm, "latency_us.p99") / 1e3,
+            "missed_slots": num(&storm, "missed_slots"),
+            "unsent_at_end": num(&storm, "unsent_at_end"),
+            "server_cpu_pct": num(&storm, "server_cpu_pct"),
+            "generator_saturated": storm["generator_saturated"],
+            "overflows": overflows,
+            "recoveries": recoveries,
+            "mode_switches": switches,
+            "signals_dequeued": num(&stats, "poller.signals_dequeued"),
+            "stale_dropped": num(&stats, "poller.stale_dropped"),
+            "server_requests": num(&stats, "requests.total"),
+        });
+        run.check("lost requests", lost, "0", lost == 0.0 && requests > 0.0);
+        run.check("errors", errors, "0", errors == 0.0);
+        run.check(
+            "longest stall (empty 0.25 s intervals), s",
+            gap,
+            "< 1",
+            gap < MAX_STALL_S,
+        );
+        run.check(
+            "slowest reply from its send, s",
+            slowest_s,
+            "< 1",
+            slowest_s < MAX_STALL_S,
+        );
+        // The storm must have happened: hybrid leaves signal mode instead
+        // of overflowing, which counts as its answer to the storm.
+        let stormed = overflows > 0.0 || (model == "hybrid" && switches > 0.0);
+        run.check(
+            "queue overflowed (or hybrid switched to epoll)",
+            json!({"overflows": overflows, "mode_switches": switches}),
+            "> 0",
+            stormed,
+        );
+        run.check(
+            "every overflow recovered",
+            json!({"overflows": overflows, "recoveries": recoveries}),
+            "recoveries = overflows",
+            recoveries == overflows,
+        );
+        env.say(format!(
+            "storm {model}: {requests:.0} requests, {lost:.0} lost, {errors:.0} errors, gap {gap:.2} s, {overflows:.0} overflows / {recoveries:.0} recoveries: {}",
+            if run.pass { "pass" } else { "FAIL" }
+        ));
+        rep.runs.push(run);
+    }
+    Ok(rep.finish())
+}
