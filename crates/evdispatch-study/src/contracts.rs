@@ -135,8 +135,12 @@ pub fn load_args(
     }
     opt(&mut a, "--inactive", spec.inactive as u64);
     opt(&mut a, "--idle", spec.idle as u64);
-    if spec.procs > 1 {
-        opt(&mut a, "--procs", spec.procs as u64);
+    // One process may hold 20,000 descriptors: past 8,000 long-lived
+    // connections (and the sessions in flight beside them) the generator
+    // runs as two processes, both on its core.
+    let procs = if spec.held() > 8000 { spec.procs.max(2) } else { spec.procs };
+    if procs > 1 {
+        opt(&mut a, "--procs", procs as u64);
     }
     if spec.sessions {
         // New connections at tens of thousands per second: spread them over

@@ -55,6 +55,16 @@ pub struct StudyArgs {
     pub list: bool,
 }
 
+/// A line for the user: above the progress bar, or on standard error when
+/// the bar is hidden (not a terminal).
+fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() {
+        eprintln!("{line}");
+    } else {
+        bar.println(line);
+    }
+}
+
 fn now_unix() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -338,7 +348,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     for (s, plan) in todo {
         let rec = run_scenario(s, plan, &ctx, &bar);
         let planned: f64 = rec.timings.iter().map(|t| t.est_s).sum();
-        bar.println(format!(
+        say(&bar, format!(
             "{}: {} — {} points, {} not measured, {} failed, {:.0} s (planned {:.0} s, {:.0} s waiting for the benchmark lock)",
             s.id,
             match rec.status {

@@ -37,7 +37,7 @@ pub const SCENARIO: Scenario = Scenario {
 fn inactive(p: Profile) -> Vec<u32> {
     p.pick(
         vec![1, 251],
-        vec![1, 501, 15000],
+        vec![1, 501, 9000],
         vec![1, 251, 501, 2000, 9000, 15000],
     )
 }
