@@ -35,6 +35,13 @@ fn study(out: &Path, extra: &[&str]) -> std::process::Output {
     out
 }
 
+/// The scenarios a tiny run without `--only` includes.
+fn default_scenarios() -> impl Iterator<Item = &'static evdispatch_study::scenario::Scenario> {
+    evdispatch_study::scenario::SCENARIOS
+        .iter()
+        .filter(|s| s.runs_by_default(evdispatch_study::scenario::Profile::Tiny))
+}
+
 fn check_results(doc: &Value) {
     assert_eq!(doc["schema"], "evdispatch-study/1");
     assert_eq!(doc["profile"], "tiny");
@@ -60,10 +67,7 @@ fn check_results(doc: &Value) {
     }
     let recs = doc["scenarios"].as_array().unwrap();
     let ids: Vec<&str> = recs.iter().map(|r| r["id"].as_str().unwrap()).collect();
-    let want: Vec<&str> = evdispatch_study::scenario::SCENARIOS
-        .iter()
-        .map(|s| s.id)
-        .collect();
+    let want: Vec<&str> = default_scenarios().map(|s| s.id).collect();
     assert_eq!(ids, want, "one record per scenario, in table order");
     for r in recs {
         let status = r["status"].as_str().unwrap();
@@ -158,7 +162,7 @@ fn check_html(html: &str, doc: &Value) {
         }
     }
     assert_eq!(depth, 0, "unbalanced tags");
-    for s in evdispatch_study::scenario::SCENARIOS {
+    for s in default_scenarios() {
         assert!(
             html.contains(&format!("<section id=\"{}\">", s.id)),
             "no section for {}",
@@ -203,7 +207,7 @@ fn tiny_profile_end_to_end_and_resume() {
     // Re-run without --fresh: every scenario is kept (nothing landed in between).
     let again = study(&out, &[]);
     let err = String::from_utf8_lossy(&again.stderr);
-    for s in evdispatch_study::scenario::SCENARIOS {
+    for s in default_scenarios() {
         assert!(
             err.contains(&format!("{}: kept from an earlier run", s.id)),
             "{} was re-run:\n{err}",
@@ -213,9 +217,11 @@ fn tiny_profile_end_to_end_and_resume() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
-/// A stand-in for the evdispatch binary whose server and load generator
-/// only sleep (with a grandchild each) and record their pids: what this
-/// tests is that Ctrl-C leaves none of them behind.
+/// A stand-in for the evdispatch binary: its server is the real one (the
+/// harness waits until it listens) started from a shell that leaves a
+/// sleeping grandchild in its process group; its load generator only sleeps
+/// (with a grandchild too). Both record their pids: what this tests is that
+/// Ctrl-C leaves none of them behind.
 const STAND_IN: &str = r#"#!/bin/sh
 dir="$EVD_TEST_PIDS"
 case "$1 $2" in
@@ -224,7 +230,7 @@ case "$1 $2" in
   "load --help") echo "--persistent"; exit 0;;
 esac
 case "$1" in
-  serve) sleep 300 & echo $! >> "$dir/pids"; echo $$ >> "$dir/pids"; echo "listening on http://127.0.0.1:9"; wait;;
+  serve) sleep 300 & echo $! >> "$dir/pids"; echo $$ >> "$dir/pids"; exec "$EVD_REAL" "$@";;
   load) sleep 300 & echo $! >> "$dir/pids"; echo $$ >> "$dir/pids"; touch "$dir/load-started"; wait;;
   *) exit 2;;
 esac
@@ -254,6 +260,7 @@ fn ctrl_c_leaves_no_process_behind() {
         .args(["study", "--profile", "tiny", "--only", "overhead", "--out"])
         .arg(dir.join("out"))
         .env("EVDISPATCH_BIN", &script)
+        .env("EVD_REAL", EXE)
         .env("EVD_TEST_PIDS", &dir)
         .env("EVD_BENCH_LOCK", dir.join("lock"))
         .stdout(Stdio::null())

@@ -54,6 +54,28 @@ pub fn install_interrupt_handler(on_interrupt: impl Fn() + Send + 'static) -> an
     .map_err(|e| anyhow::anyhow!("cannot install the Ctrl-C handler: {e}"))
 }
 
+/// A process group started elsewhere (a server the harness started), killed
+/// by the interrupt handler while this guard lives.
+#[derive(Debug)]
+pub struct Adopted(i32);
+
+/// Register the process group `pgid` (its leader's pid) so that Ctrl-C
+/// kills it too; the owner still stops it normally, and dropping the guard
+/// forgets it.
+pub fn adopt(pgid: u32) -> Adopted {
+    let mut groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner());
+    groups.insert(pgid as i32);
+    Adopted(pgid as i32)
+}
+
+impl Drop for Adopted {
+    fn drop(&mut self) {
+        if let Ok(mut g) = GROUPS.lock() {
+            g.remove(&self.0);
+        }
+    }
+}
+
 /// A child process leading its own process group; the group is killed when
 /// this is dropped.
 #[derive(Debug)]

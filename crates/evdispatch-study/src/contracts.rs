@@ -1,11 +1,21 @@
 //! The one place that knows the other commands' interfaces: the command lines
-//! the study builds for `evdispatch bench`, `serve` and `load`, and the
-//! parsing of what they print or write. When a tool's output changes, this
-//! file changes and nothing else does.
+//! the study builds for `evdispatch serve`, `load` and `bench`, and the
+//! parsing of what they write. When a tool's output changes, this file
+//! changes and nothing else does.
+//!
+//! The contracts are the ones documented in each crate's docs:
+//! * `evdispatch serve` (crate `evdispatch-http`): its flags, the line
+//!   `listening on http://IP:PORT`, and the stats document
+//!   [`SERVE_SCHEMA`] written on SIGTERM;
+//! * `evdispatch load --json` (crate `evdispatch-load`): one [`LOAD_SCHEMA`]
+//!   document;
+//! * `evdispatch bench poller|fdalloc|overflow --json` (crate
+//!   `evdispatch-bench`): `{"cells": [...], "skipped": [...], …}` or a list of
+//!   cells.
 //!
 //! Every parser maps the tool's JSON onto the study's canonical metric names
-//! (listed in [`LOAD_METRICS`] and [`SERVER_METRICS`]), which the scenarios,
-//! the claims and the report use.
+//! ([`LOAD_METRICS`], [`SERVER_METRICS`]), which the scenarios, the claims and
+//! the report use.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,21 +24,24 @@ use serde_json::{Map, Value};
 
 use crate::drive::{LoadSpec, Rate, ServerSpec};
 
-/// `evdispatch serve …` arguments for `spec` (issue #4's command line):
-/// `--root DIR --listen 127.0.0.1:0 --mechanism M --workers K --accept one|all
-/// --listener reuseport|shared --cpu LIST --stats-json FILE --poller-opt k=v
-/// --rlimit-sigpending N --idle-timeout S --header-timeout S`.
-pub fn serve_args(spec: &ServerSpec, root: &Path, stats: &Path, cpu: Option<&str>) -> Vec<String> {
+/// The stats document `evdispatch serve --stats-json` writes.
+pub const SERVE_SCHEMA: &str = "evdispatch-serve-stats/1";
+/// The document `evdispatch load --json` prints.
+pub const LOAD_SCHEMA: &str = "evdispatch-load/1";
+
+/// `evdispatch serve` arguments (after `serve`) for `spec`, serving `root`
+/// on an ephemeral loopback port, workers pinned to `cpus`. The harness adds
+/// `--stats-json FILE`.
+pub fn serve_args(spec: &ServerSpec, root: &Path, cpus: &[usize]) -> Vec<String> {
     let mut a: Vec<String> = vec![
-        "serve".into(),
         "--root".into(),
         root.display().to_string(),
         "--listen".into(),
         "127.0.0.1:0".into(),
+        "--mechanism".into(),
+        spec.mechanism.clone().unwrap_or_else(|| "epoll".into()),
         "--workers".into(),
         spec.workers.to_string(),
-        "--stats-json".into(),
-        stats.display().to_string(),
     ];
     let mut opt = |k: &str, v: Option<String>| {
         if let Some(v) = v {
@@ -36,29 +49,36 @@ pub fn serve_args(spec: &ServerSpec, root: &Path, stats: &Path, cpu: Option<&str
             a.push(v);
         }
     };
-    opt("--mechanism", spec.mechanism.clone());
     opt("--accept", spec.accept.clone());
     opt("--listener", spec.listener.clone());
-    // One worker on the server's CPU; K workers on CPUs 0..K.
     opt(
         "--cpu",
-        cpu.map(|c| {
-            if spec.workers > 1 {
-                format!("0-{}", spec.workers - 1)
-            } else {
-                c.to_string()
-            }
+        (!cpus.is_empty()).then(|| {
+            cpus.iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
         }),
     );
     opt(
         "--rlimit-sigpending",
         spec.rlimit_sigpending.map(|n| n.to_string()),
     );
-    opt("--idle-timeout", spec.idle_timeout_s.map(|s| s.to_string()));
+    opt(
+        "--idle-timeout",
+        spec.idle_timeout_s.map(|s| format!("{s}s")),
+    );
     opt(
         "--header-timeout",
-        spec.header_timeout_s.map(|s| s.to_string()),
+        spec.header_timeout_s.map(|s| format!("{s}s")),
     );
+    opt("--threads", spec.threads.map(|n| n.to_string()));
+    if !spec.exclusive {
+        a.push("--no-exclusive".into());
+    }
+    if !spec.eager_read {
+        a.push("--no-eager-read".into());
+    }
     for o in &spec.poller_opts {
         a.push("--poller-opt".into());
         a.push(o.clone());
@@ -67,13 +87,21 @@ pub fn serve_args(spec: &ServerSpec, root: &Path, stats: &Path, cpu: Option<&str
     a
 }
 
-/// `evdispatch load …` arguments for `spec` (issue #5's command line):
-/// `URL --rate R|max --duration S --sessions N --calls K --persistent C
-/// --inactive I --idle I --procs P --server-pid PID --json`. Sessions are
-/// counted: `rate × duration` of them at `rate` per second.
-pub fn load_args(spec: &LoadSpec, base_url: &str, server_pid: u32) -> Vec<String> {
+/// `evdispatch load …` arguments for `spec` against `base_url`, the
+/// generator pinned to `cpu`, sampling the CPU of `server_pids`.
+///
+/// Workloads (crate `evdispatch-load`): open-loop sessions are `--rate R
+/// --sessions 0` (as many as the rate gives over the window); closed-loop
+/// sessions `--rate max --sessions 0 --connections C`; keep-alive
+/// connections sharing an open-loop rate `--rate R --persistent C`; a closed
+/// loop over keep-alive connections `--rate max --connections C`.
+pub fn load_args(
+    spec: &LoadSpec,
+    base_url: &str,
+    server_pids: &[u32],
+    cpu: Option<usize>,
+) -> Vec<String> {
     let mut a: Vec<String> = vec![
-        "load".into(),
         format!("{base_url}/{}", spec.document.trim_start_matches('/')),
         "--rate".into(),
         match spec.rate {
@@ -81,103 +109,60 @@ pub fn load_args(spec: &LoadSpec, base_url: &str, server_pid: u32) -> Vec<String
             Rate::Max(_) => "max".into(),
         },
         "--duration".into(),
-        format!("{}", spec.duration_s),
+        format!("{}s", spec.duration_s),
+        "--interval".into(),
+        format!("{}s", spec.interval_s()),
+        "--timeout".into(),
+        format!("{}s", spec.timeout_s),
     ];
-    let mut opt = |k: &str, v: u64| {
+    fn opt(a: &mut Vec<String>, k: &str, v: u64) {
         if v > 0 {
             a.push(k.into());
             a.push(v.to_string());
         }
-    };
+    }
     if spec.sessions {
-        let n = spec
-            .rate
-            .per_sec()
-            .map(|r| (r * spec.duration_s).ceil() as u64)
-            .unwrap_or(0);
-        opt("--sessions", n.max(1));
-        opt("--calls", spec.calls as u64);
-    }
-    opt("--persistent", spec.persistent as u64);
-    opt("--inactive", spec.inactive as u64);
-    opt("--idle", spec.idle as u64);
-    if spec.procs > 1 {
-        opt("--procs", spec.procs as u64);
-    }
-    a.extend([
-        "--server-pid".into(),
-        server_pid.to_string(),
-        "--json".into(),
-    ]);
-    a
-}
-
-/// The line `evdispatch serve` prints on stdout once it accepts connections:
-/// `listening on http://IP:PORT`. Returns the base URL.
-pub fn parse_listening(line: &str) -> Option<String> {
-    let rest = line.trim().strip_prefix("listening on ")?;
-    let url = rest.split_whitespace().next()?;
-    (url.starts_with("http://") && url[7..].contains(':'))
-        .then(|| url.trim_end_matches('/').to_string())
-}
-
-/// Flatten a JSON document into `(path, number)` leaves; path components are
-/// object keys and array indices (`workers.0.poller.overflows`).
-pub fn numeric_leaves(v: &Value) -> Vec<(Vec<String>, f64)> {
-    fn walk(v: &Value, path: &mut Vec<String>, out: &mut Vec<(Vec<String>, f64)>) {
-        match v {
-            Value::Number(n) => {
-                if let Some(x) = n.as_f64() {
-                    out.push((path.clone(), x));
-                }
-            }
-            Value::Object(m) => {
-                for (k, v) in m {
-                    path.push(k.clone());
-                    walk(v, path, out);
-                    path.pop();
-                }
-            }
-            Value::Array(a) => {
-                for (i, v) in a.iter().enumerate() {
-                    path.push(i.to_string());
-                    walk(v, path, out);
-                    path.pop();
-                }
-            }
-            _ => {}
+        a.push("--sessions".into());
+        a.push("0".into());
+        if spec.calls > 1 {
+            opt(&mut a, "--calls", spec.calls as u64);
         }
     }
-    let mut out = Vec::new();
-    walk(v, &mut Vec::new(), &mut out);
-    out
-}
-
-/// The value of a counter named `name` anywhere in `doc`: the shallowest
-/// occurrences win (a top-level total beats per-worker copies), and several
-/// at that depth (one per worker) are summed. `under` restricts the search to
-/// paths containing that component (`poller`), if any such path exists.
-pub fn counter(doc: &Value, name: &str, under: Option<&str>) -> Option<f64> {
-    let leaves = numeric_leaves(doc);
-    let named: Vec<&(Vec<String>, f64)> = leaves
-        .iter()
-        .filter(|(p, _)| p.last().map(|s| s == name).unwrap_or(false))
-        .collect();
-    let scoped: Vec<&(Vec<String>, f64)> = match under {
-        Some(u) if named.iter().any(|(p, _)| p.iter().any(|c| c == u)) => named
-            .into_iter()
-            .filter(|(p, _)| p.iter().any(|c| c == u))
-            .collect(),
-        _ => named,
-    };
-    let depth = scoped.iter().map(|(p, _)| p.len()).min()?;
-    Some(
-        scoped
-            .iter()
-            .filter(|(p, _)| p.len() == depth)
-            .map(|(_, v)| v)
-            .sum(),
-    )
+    if matches!(spec.rate, Rate::Max(_)) {
+        opt(&mut a, "--connections", spec.connections.max(1) as u64);
+    } else {
+        opt(&mut a, "--persistent", spec.persistent as u64);
+    }
+    opt(&mut a, "--inactive", spec.inactive as u64);
+    opt(&mut a, "--idle", spec.idle as u64);
+    // One process may hold 20,000 descriptors: past 8,000 long-lived
+    // connections (and the sessions in flight beside them) the generator
+    // runs as two processes, both on its core.
+    let procs = if spec.held() > 8000 { spec.procs.max(2) } else { spec.procs };
+    if procs > 1 {
+        opt(&mut a, "--procs", procs as u64);
+    }
+    if spec.sessions {
+        // New connections at tens of thousands per second: spread them over
+        // several source addresses so TIME_WAIT never runs out of ports.
+        opt(&mut a, "--source-addrs", 4);
+    }
+    if let Some(c) = cpu {
+        a.push("--cpu".into());
+        a.push(c.to_string());
+    }
+    if !server_pids.is_empty() {
+        a.push("--server-pid".into());
+        a.push(
+            server_pids
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+    }
+    a.push("--json".into());
+    a
 }
 
 /// The value at a dotted path (`latency_us.p50`).
@@ -186,7 +171,10 @@ pub fn at<'a>(doc: &'a Value, path: &str) -> Option<&'a Value> {
 }
 
 fn num_at(doc: &Value, path: &str) -> Option<f64> {
-    at(doc, path).and_then(Value::as_f64)
+    at(doc, path).and_then(|v| match v {
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        other => other.as_f64(),
+    })
 }
 
 /// Canonical names of the metrics taken from `evdispatch load --json`.
@@ -195,6 +183,8 @@ pub const LOAD_METRICS: &[&str] = &[
     "reply_rate_min",
     "reply_rate_max",
     "reply_rate_stddev",
+    "requests",
+    "replies",
     "p50_us",
     "p90_us",
     "p99_us",
@@ -203,196 +193,177 @@ pub const LOAD_METRICS: &[&str] = &[
     "mean_us",
     "p50_uncorrected_us",
     "p99_uncorrected_us",
+    "mean_uncorrected_us",
     "errors",
     "error_pct",
+    "connections_attempted",
     "connections_peak",
     "reopens",
-    "generator_cpu_pct",
-    "server_cpu_pct",
     "missed_slots",
+    "unsent_at_end",
+    "generator_cpu_pct",
+    "generator_saturated",
+    "server_cpu_pct",
+    "setup_s",
 ];
 
-/// Map `evdispatch load --json` output onto [`LOAD_METRICS`].
-///
-/// Contract (issue #5): `reply_rate`, `latency_us` and
-/// `latency_uncorrected_us` each `{p50, p90, p99, p999, max}`, `errors`
-/// `{cause: n}`, `connections_peak`, `generator_cpu_pct`, `server_cpu_pct`,
-/// `reopens`, `rate_intervals` (per-interval reply rates, or their
-/// `{min, avg, max, stddev}`).
-pub fn parse_load(doc: &Value) -> BTreeMap<String, f64> {
+/// Map `evdispatch load --json` output ([`LOAD_SCHEMA`]) onto
+/// [`LOAD_METRICS`]. `generator_saturated` is 1 or 0. `error_pct` is the
+/// share of connection attempts that ended in an error (httperf's "% of
+/// connections with errors", seed 000 Fig. 10), or of requests for
+/// keep-alive workloads.
+pub fn parse_load(doc: &Value) -> anyhow::Result<BTreeMap<String, f64>> {
+    let schema = doc.get("schema").and_then(Value::as_str).unwrap_or("");
+    if schema != LOAD_SCHEMA {
+        anyhow::bail!("the load generator printed schema '{schema}', the study reads '{LOAD_SCHEMA}': rebuild both from the same tree");
+    }
     let mut m = BTreeMap::new();
     let mut put = |k: &str, v: Option<f64>| {
         if let Some(v) = v.filter(|v| v.is_finite()) {
             m.insert(k.to_string(), v);
         }
     };
-    put(
-        "reply_rate",
-        num_at(doc, "reply_rate").or_else(|| num_at(doc, "reply_rate.avg")),
-    );
-    // Interval statistics: an array of rates, or a summary object, either
-    // under `rate_intervals` or inside `reply_rate`.
-    let intervals: Option<Vec<f64>> =
-        at(doc, "rate_intervals")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_f64().or_else(|| x.get("rate").and_then(Value::as_f64)))
-                    .collect()
-            });
-    match intervals.filter(|v| !v.is_empty()) {
-        Some(v) => {
-            let (min, max, _, sd) = summary(&v);
-            put("reply_rate_min", Some(min));
-            put("reply_rate_max", Some(max));
-            put("reply_rate_stddev", Some(sd));
+    put("reply_rate", num_at(doc, "reply_rate"));
+    // With fewer than two full intervals there is no spread to show.
+    let samples = at(doc, "rate_intervals.samples")
+        .and_then(Value::as_array)
+        .map(Vec::len)
+        .unwrap_or(0);
+    if samples >= 2 {
+        put("reply_rate_min", num_at(doc, "rate_intervals.min"));
+        put("reply_rate_max", num_at(doc, "rate_intervals.max"));
+        put("reply_rate_stddev", num_at(doc, "rate_intervals.stddev"));
+    }
+    put("requests", num_at(doc, "requests"));
+    put("replies", num_at(doc, "replies"));
+    let count = num_at(doc, "latency_us.count").unwrap_or(0.0);
+    if count > 0.0 {
+        for q in ["p50", "p90", "p99", "p999", "max", "mean"] {
+            put(&format!("{q}_us"), num_at(doc, &format!("latency_us.{q}")));
         }
-        None => {
-            for (name, keys) in [
-                ("reply_rate_min", ["rate_intervals.min", "reply_rate_min"]),
-                ("reply_rate_max", ["rate_intervals.max", "reply_rate_max"]),
-                (
-                    "reply_rate_stddev",
-                    ["rate_intervals.stddev", "reply_rate_stddev"],
-                ),
-            ] {
-                put(name, keys.iter().find_map(|k| num_at(doc, k)));
-            }
+        for q in ["p50", "p99", "mean"] {
+            put(
+                &format!("{q}_uncorrected_us"),
+                num_at(doc, &format!("latency_uncorrected_us.{q}")),
+            );
         }
     }
-    for q in ["p50", "p90", "p99", "p999", "max", "mean"] {
-        put(&format!("{q}_us"), num_at(doc, &format!("latency_us.{q}")));
-    }
-    put(
-        "p50_uncorrected_us",
-        num_at(doc, "latency_uncorrected_us.p50"),
-    );
-    put(
-        "p99_uncorrected_us",
-        num_at(doc, "latency_uncorrected_us.p99"),
-    );
-    let errors: Option<f64> = match at(doc, "errors") {
-        Some(Value::Object(o)) => Some(o.values().filter_map(Value::as_f64).sum()),
-        Some(v) => v.as_f64(),
-        None => None,
-    };
+    let errors = num_at(doc, "errors_total");
     put("errors", errors);
-    // Error percentage over what was attempted (connections for session
-    // workloads, requests otherwise).
-    let attempted = [
-        "connections_attempted",
-        "connections",
-        "requests_sent",
-        "requests",
-    ]
-    .iter()
-    .find_map(|k| num_at(doc, k).or_else(|| num_at(doc, &format!("{k}.total"))));
-    if let (Some(e), Some(a)) = (errors, attempted) {
-        put("error_pct", (a > 0.0).then(|| 100.0 * e / a));
+    let attempted = num_at(doc, "connections.attempted");
+    put("connections_attempted", attempted);
+    let sessions = num_at(doc, "config.sessions").is_some()
+        && at(doc, "config.sessions") != Some(&Value::Null);
+    let denominator = if sessions {
+        attempted
+    } else {
+        num_at(doc, "requests")
+    };
+    if let (Some(e), Some(d)) = (errors, denominator) {
+        put("error_pct", (d > 0.0).then(|| 100.0 * e / d));
     }
-    for k in [
-        "connections_peak",
-        "reopens",
-        "generator_cpu_pct",
-        "server_cpu_pct",
-        "missed_slots",
-    ] {
-        put(k, num_at(doc, k));
-    }
-    m
+    put("connections_peak", num_at(doc, "connections_peak"));
+    put("reopens", num_at(doc, "reopens"));
+    put("missed_slots", num_at(doc, "missed_slots"));
+    put("unsent_at_end", num_at(doc, "unsent_at_end"));
+    put("generator_cpu_pct", num_at(doc, "generator_cpu_pct"));
+    put("generator_saturated", num_at(doc, "generator_saturated"));
+    put("server_cpu_pct", num_at(doc, "server_cpu_pct"));
+    put("setup_s", num_at(doc, "setup_s"));
+    Ok(m)
 }
 
-/// Canonical names of the counters taken from the server's `--stats-json`.
+/// Canonical names of the counters taken from the server's stats document.
 pub const SERVER_METRICS: &[&str] = &[
-    "requests",
-    "accepted",
-    "accept_errors",
-    "worker_wakeups",
-    "worker_accepts",
+    "server_requests",
+    "server_accepted",
+    "server_peak_open",
+    "server_timed_out",
+    "wakeups_per_accept",
+    "listener_events",
     "waits",
     "wait_syscalls",
     "events",
+    "empty_waits",
     "signals_dequeued",
     "dequeue_calls",
     "overflows",
     "recoveries",
     "coalesced",
+    "stale_dropped",
     "mode_switches",
     "signal_mode_ns",
     "poll_mode_ns",
 ];
 
-/// Map the server's `--stats-json` file onto [`SERVER_METRICS`] (prefixed
-/// `server_` where a load metric has the same name).
-///
-/// Contract (issue #4): requests by status, connections, accept errors,
-/// wake-ups and accepts per worker, and the Poller's `Stats`
-/// (`evdispatch::Stats` field names) summed over workers.
-pub fn parse_server_stats(doc: &Value) -> BTreeMap<String, f64> {
+/// Map the server's stats document ([`SERVE_SCHEMA`]) onto
+/// [`SERVER_METRICS`]; the poller counters are the top-level `poller`
+/// object (summed over workers by the server).
+pub fn parse_server_stats(doc: &Value) -> anyhow::Result<BTreeMap<String, f64>> {
+    let schema = doc.get("schema").and_then(Value::as_str).unwrap_or("");
+    if schema != SERVE_SCHEMA {
+        anyhow::bail!("the server wrote stats schema '{schema}', the study reads '{SERVE_SCHEMA}': rebuild both from the same tree");
+    }
     let mut m = BTreeMap::new();
-    let requests = match at(doc, "requests") {
-        Some(Value::Object(o)) => Some(o.values().filter_map(Value::as_f64).sum()),
-        Some(v) => v.as_f64(),
-        None => None,
+    let mut put = |k: &str, v: Option<f64>| {
+        if let Some(v) = v.filter(|v| v.is_finite()) {
+            m.insert(k.to_string(), v);
+        }
     };
-    if let Some(r) = requests {
-        m.insert("server_requests".into(), r);
-    }
-    let accepted = num_at(doc, "connections.accepted").or_else(|| counter(doc, "accepted", None));
-    if let Some(a) = accepted {
-        m.insert("server_accepted".into(), a);
-    }
-    if let Some(e) = counter(doc, "accept_errors", None) {
-        m.insert("server_accept_errors".into(), e);
-    }
-    // Per-worker wake-ups and accepts (the thundering herd), outside the
-    // poller's own counters.
-    if let Some(w) = at(doc, "workers") {
-        if let Some(x) = counter(w, "wakeups", Some("herd")).or_else(|| counter(w, "wakeups", None))
-        {
-            m.insert("worker_wakeups".into(), x);
-        }
-        if let Some(x) = counter(w, "accepts", None) {
-            m.insert("worker_accepts".into(), x);
-        }
-    }
+    put("server_requests", num_at(doc, "requests.total"));
+    put("server_accepted", num_at(doc, "connections.accepted"));
+    put("server_peak_open", num_at(doc, "connections.peak_open"));
+    put(
+        "server_timed_out",
+        Some(
+            ["header_timed_out", "idle_timed_out", "write_timed_out"]
+                .iter()
+                .filter_map(|k| num_at(doc, &format!("connections.{k}")))
+                .sum(),
+        ),
+    );
+    put(
+        "wakeups_per_accept",
+        num_at(doc, "accept.wakeups_per_accept"),
+    );
+    put("listener_events", num_at(doc, "accept.listener_events"));
     for k in [
         "waits",
         "wait_syscalls",
         "events",
+        "empty_waits",
         "signals_dequeued",
         "dequeue_calls",
         "overflows",
         "recoveries",
         "coalesced",
+        "stale_dropped",
         "mode_switches",
         "signal_mode_ns",
         "poll_mode_ns",
     ] {
-        if let Some(v) = counter(doc, k, Some("poller")) {
-            m.insert(k.to_string(), v);
-        }
+        put(k, num_at(doc, &format!("poller.{k}")));
     }
-    m
+    Ok(m)
 }
 
-/// One cell of `evdispatch bench poller --json` or `bench fdalloc --json`,
-/// split into its configuration (strings and counts) and its measurements
-/// (every number whose name ends in `_us`, `_ns`, `_pct` or `_per_s`).
-///
-/// Contract (issue #2): poller cells carry `mechanism`, `fds`, `active`,
-/// `placement`, `median_us`, `p90_us`, `min_us`, `max_us`, `write_median_us`.
+/// One cell of a bench's JSON output, split into its configuration
+/// (strings, counts, flags) and its measurements (every number whose name
+/// ends in `_us`, `_ns`, `_pct` or `_per_s`, or that is a ratio).
 pub fn split_cell(cell: &Map<String, Value>) -> (Map<String, Value>, BTreeMap<String, f64>) {
     let mut config = Map::new();
     let mut metrics = BTreeMap::new();
     for (k, v) in cell {
-        let measured = ["_us", "_ns", "_pct", "_per_s"]
+        let measured = ["_us", "_ns", "_pct", "_per_s", "_per_item"]
             .iter()
-            .any(|s| k.ends_with(s));
+            .any(|s| k.ends_with(s))
+            || k.starts_with("ratio_");
         match v.as_f64() {
             Some(x) if measured => {
                 metrics.insert(k.clone(), x);
             }
+            // Lists of samples (round medians, recovery times) stay in `raw`.
+            _ if v.is_array() => {}
             _ => {
                 config.insert(k.clone(), v.clone());
             }
@@ -401,41 +372,88 @@ pub fn split_cell(cell: &Map<String, Value>) -> (Map<String, Value>, BTreeMap<St
     (config, metrics)
 }
 
-/// The cells of a bench's JSON output: a JSON array, an object with a
-/// `cells`/`results`/`rows` array, or one object per line.
-pub fn bench_cells(stdout: &str) -> anyhow::Result<Vec<Map<String, Value>>> {
-    let as_cells = |v: Value| -> Option<Vec<Map<String, Value>>> {
-        let arr = match v {
-            Value::Array(a) => a,
-            Value::Object(mut o) => ["cells", "results", "rows"]
-                .iter()
-                .find_map(|k| o.remove(*k).and_then(|x| x.as_array().cloned()))?,
-            _ => return None,
-        };
-        Some(
-            arr.into_iter()
-                .filter_map(|x| x.as_object().cloned())
-                .collect(),
-        )
-    };
-    if let Ok(v) = serde_json::from_str::<Value>(stdout.trim()) {
-        if let Some(c) = as_cells(v) {
-            return Ok(c);
-        }
-    }
-    let mut cells = Vec::new();
-    for line in stdout.lines().map(str::trim).filter(|l| l.starts_with('{')) {
-        if let Ok(Value::Object(o)) = serde_json::from_str::<Value>(line) {
-            cells.push(o);
-        }
-    }
-    if cells.is_empty() {
-        anyhow::bail!(
-            "bench printed no JSON cells (expected an array, {{\"cells\": [...]}}, or one object per line); first bytes: {:?}",
+/// A bench's JSON output: its cells, and the rows or cells it did not run
+/// (name, why, and the command that makes it available).
+#[derive(Debug, Default)]
+pub struct BenchOutput {
+    /// One object per cell.
+    pub cells: Vec<Map<String, Value>>,
+    /// `(what, why)` for every row or cell that did not run.
+    pub skipped: Vec<(String, String)>,
+    /// The rest of the document (plan, machine, socketpair costs).
+    pub extra: Map<String, Value>,
+}
+
+/// Parse `evdispatch bench … --json`: `{"cells": [...], "skipped": [...]}`
+/// (poller, fdalloc) or a bare list of cells (overflow).
+pub fn bench_output(stdout: &str) -> anyhow::Result<BenchOutput> {
+    let v: Value = serde_json::from_str(stdout.trim()).map_err(|e| {
+        anyhow::anyhow!(
+            "bench printed no JSON document ({e}); first bytes: {:?}",
             &stdout[..stdout.len().min(200)]
-        );
+        )
+    })?;
+    let objects = |a: Vec<Value>| -> Vec<Map<String, Value>> {
+        a.into_iter()
+            .filter_map(|x| x.as_object().cloned())
+            .collect()
+    };
+    let mut out = BenchOutput::default();
+    match v {
+        Value::Array(a) => out.cells = objects(a),
+        Value::Object(mut o) => {
+            if let Some(Value::Array(a)) = o.remove("cells") {
+                out.cells = objects(a);
+            }
+            if let Some(Value::Array(a)) = o.remove("skipped") {
+                for s in a {
+                    let row = s.get("row").and_then(Value::as_str).unwrap_or("?");
+                    let what = match s.get("fds").and_then(Value::as_u64) {
+                        Some(n) => format!("{row} at N = {n}"),
+                        None => row.to_string(),
+                    };
+                    let mut why = s
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or("not run")
+                        .to_string();
+                    if let Some(i) = s.get("install").and_then(Value::as_str) {
+                        why = format!("{why} — {i}");
+                    }
+                    out.skipped.push((what, why));
+                }
+            }
+            out.extra = o;
+        }
+        _ => anyhow::bail!("bench printed JSON that is neither a list nor an object"),
     }
-    Ok(cells)
+    if out.cells.is_empty() && out.skipped.is_empty() {
+        anyhow::bail!("bench printed no cells");
+    }
+    Ok(out)
+}
+
+/// Rows of `evdispatch bench poller --list`: name → `Ok(())` when it can run
+/// here, `Err(why and how to install)` otherwise.
+pub fn poller_rows(list: &str) -> BTreeMap<String, Result<(), String>> {
+    let mut rows = BTreeMap::new();
+    for line in list.lines() {
+        let mut it = line.split_whitespace();
+        let (Some(name), Some(_kind), Some(state)) = (it.next(), it.next(), it.next()) else {
+            continue;
+        };
+        let status = if state == "available" {
+            Ok(())
+        } else {
+            let why = line
+                .split_once("unavailable:")
+                .map(|(_, r)| r.trim().to_string())
+                .unwrap_or_else(|| state.to_string());
+            Err(why)
+        };
+        rows.insert(name.to_string(), status);
+    }
+    rows
 }
 
 /// Minimum, maximum, mean and (population) standard deviation.
@@ -451,33 +469,87 @@ pub fn summary(v: &[f64]) -> (f64, f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::drive::{LoadSpec, ServerSpec};
     use serde_json::json;
 
     #[test]
-    fn listening_line() {
-        assert_eq!(
-            parse_listening("listening on http://127.0.0.1:41234\n").as_deref(),
-            Some("http://127.0.0.1:41234")
-        );
-        assert_eq!(parse_listening("listening on 127.0.0.1:80"), None);
-        assert_eq!(parse_listening("starting"), None);
+    fn serve_command_line() {
+        let mut s = ServerSpec::ours("poll");
+        s.eager_read = false;
+        s.exclusive = false;
+        s.listener = Some("shared".into());
+        s.rlimit_sigpending = Some(64);
+        s.header_timeout_s = Some(60.0);
+        let a = serve_args(&s, Path::new("/www"), &[0]).join(" ");
+        assert!(a.starts_with("--root /www --listen 127.0.0.1:0 --mechanism poll --workers 1"));
+        for want in [
+            "--cpu 0",
+            "--listener shared",
+            "--no-exclusive",
+            "--no-eager-read",
+            "--rlimit-sigpending 64",
+            "--header-timeout 60s",
+        ] {
+            assert!(a.contains(want), "{want} missing from {a}");
+        }
     }
 
     #[test]
-    fn load_json_with_interval_array_and_error_causes() {
-        let doc = json!({
+    fn load_command_lines_for_each_workload() {
+        let open = LoadSpec::sessions("6k.html", 5000.0, 1.0);
+        let a = load_args(&open, "http://127.0.0.1:9", &[42, 43], Some(1)).join(" ");
+        assert!(a.starts_with("http://127.0.0.1:9/6k.html --rate 5000 --duration 1s"));
+        for want in [
+            "--sessions 0",
+            "--source-addrs 4",
+            "--cpu 1",
+            "--server-pid 42,43",
+            "--json",
+        ] {
+            assert!(a.contains(want), "{want} missing from {a}");
+        }
+        // Closed-loop sessions: sessions 0 (unbounded) over C connections.
+        let mut closed = open.clone();
+        closed.rate = Rate::MAX;
+        closed.connections = 50;
+        let a = load_args(&closed, "http://h:1", &[], None).join(" ");
+        assert!(
+            a.contains("--rate max")
+                && a.contains("--sessions 0 ")
+                && a.contains("--connections 50")
+        );
+        assert!(!a.contains("--persistent"));
+        let mut keep = LoadSpec::sessions("92b.html", 2000.0, 1.0);
+        keep.sessions = false;
+        keep.persistent = 1000;
+        let a = load_args(&keep, "http://h:1", &[], None).join(" ");
+        assert!(a.contains("--persistent 1000") && !a.contains("--sessions"));
+    }
+
+    fn load_doc() -> Value {
+        json!({
+            "schema": "evdispatch-load/1",
+            "config": {"sessions": 0},
             "reply_rate": 950.0,
-            "rate_intervals": [900.0, 1000.0],
-            "latency_us": {"p50": 120, "p90": 300, "p99": 900, "p999": 2000, "max": 5000},
-            "latency_uncorrected_us": {"p50": 100, "p99": 400},
+            "requests": 1000, "replies": 990,
+            "rate_intervals": {"interval_s": 0.2, "samples": [900.0, 1000.0], "min": 900.0, "avg": 950.0, "max": 1000.0, "stddev": 50.0},
+            "latency_us": {"count": 990, "min": 10, "mean": 150.0, "stddev": 3.0, "p50": 120, "p90": 300, "p99": 900, "p999": 2000, "max": 5000},
+            "latency_uncorrected_us": {"count": 990, "min": 10, "mean": 100.0, "stddev": 3.0, "p50": 100, "p90": 200, "p99": 400, "p999": 500, "max": 600},
             "errors": {"refused": 3, "timeout": 2},
-            "connections": 1000,
-            "connections_peak": 251,
+            "errors_total": 5,
+            "connections": {"attempted": 1251, "established": 1246, "failed": 5, "closed_by_client": 990, "closed_by_server": 0, "open_at_end": 251, "peak": 300, "accounted": true},
+            "connections_peak": 300,
             "generator_cpu_pct": 40.0,
+            "generator_saturated": true,
             "server_cpu_pct": 55.5,
-            "reopens": 7
-        });
-        let m = parse_load(&doc);
+            "missed_slots": 7,
+            "reopens": 2
+        })
+    }
+
+    #[test]
+    fn load_json_onto_canonical_metrics() {
+        let m = parse_load(&load_doc()).unwrap();
         assert_eq!(m["reply_rate"], 950.0);
         assert_eq!(
             (
@@ -490,59 +562,65 @@ mod tests {
         assert_eq!(m["p50_us"], 120.0);
         assert_eq!(m["p99_uncorrected_us"], 400.0);
         assert_eq!(m["errors"], 5.0);
-        assert!((m["error_pct"] - 0.5).abs() < 1e-9);
+        // Errors over connection attempts for sessions, not over requests.
+        assert!((m["error_pct"] - 100.0 * 5.0 / 1251.0).abs() < 1e-9);
+        assert_eq!(m["generator_saturated"], 1.0);
         assert_eq!(m["server_cpu_pct"], 55.5);
-        assert!(!m.contains_key("mean_us"));
+        let mut keep = load_doc();
+        keep["config"]["sessions"] = Value::Null;
+        let m = parse_load(&keep).unwrap();
+        assert!((m["error_pct"] - 0.5).abs() < 1e-9, "over requests");
+        let mut one = load_doc();
+        one["rate_intervals"]["samples"] = json!([950.0]);
+        assert!(!parse_load(&one).unwrap().contains_key("reply_rate_stddev"));
+        assert!(parse_load(&json!({"schema": "other"})).is_err());
     }
 
     #[test]
-    fn load_json_with_interval_summary() {
-        let doc =
-            json!({"reply_rate": 10.0, "rate_intervals": {"min": 1.0, "max": 20.0, "stddev": 4.0}});
-        let m = parse_load(&doc);
-        assert_eq!(
-            (
-                m["reply_rate_min"],
-                m["reply_rate_max"],
-                m["reply_rate_stddev"]
-            ),
-            (1.0, 20.0, 4.0)
-        );
-    }
-
-    #[test]
-    fn server_stats_summed_over_workers_and_top_level_wins() {
+    fn server_stats_onto_canonical_metrics() {
         let doc = json!({
-            "requests": {"200": 900, "404": 1},
-            "connections": {"accepted": 50},
-            "workers": [
-                {"herd": {"wakeups": 10}, "accepts": 20, "poller": {"waits": 100, "overflows": 2, "wakeups": 1}},
-                {"herd": {"wakeups": 12}, "accepts": 30, "poller": {"waits": 50, "overflows": 3, "wakeups": 1}}
-            ]
+            "schema": "evdispatch-serve-stats/1",
+            "requests": {"total": 901, "by_status": {"200": 900, "404": 1}},
+            "connections": {"accepted": 50, "closed": 50, "header_timed_out": 1, "idle_timed_out": 2, "write_timed_out": 0, "peak_open": 9},
+            "accept": {"listener_events": 60, "wakeups_per_accept": 1.2},
+            "poller": {"waits": 150, "overflows": 5, "signals_dequeued": 70, "mode_switches": 2},
+            "workers": [{"poller": {"waits": 100, "overflows": 2}}, {"poller": {"waits": 50, "overflows": 3}}]
         });
-        let m = parse_server_stats(&doc);
+        let m = parse_server_stats(&doc).unwrap();
         assert_eq!(m["server_requests"], 901.0);
         assert_eq!(m["server_accepted"], 50.0);
-        assert_eq!(m["worker_wakeups"], 22.0);
-        assert_eq!(m["worker_accepts"], 50.0);
+        assert_eq!(m["server_timed_out"], 3.0);
+        assert_eq!(m["wakeups_per_accept"], 1.2);
         assert_eq!(m["waits"], 150.0);
         assert_eq!(m["overflows"], 5.0);
-        let total = json!({"poller": {"overflows": 9}, "workers": [{"poller": {"overflows": 4}}]});
-        assert_eq!(parse_server_stats(&total)["overflows"], 9.0);
+        assert_eq!(m["mode_switches"], 2.0);
+        assert!(parse_server_stats(&json!({})).is_err());
     }
 
     #[test]
     fn bench_output_shapes() {
-        let arr = r#"[{"mechanism":"poll","fds":100,"active":1,"placement":"rotating","median_us":4.8,"p90_us":5.0}]"#;
-        let cells = bench_cells(arr).unwrap();
-        let (cfg, met) = split_cell(&cells[0]);
+        let doc = r#"{"bench":"poller","cells":[{"mechanism":"poll","fds":100,"active":1,"placement":"rotating","median_us":4.8,"p90_us":5.0,"ratio_to_epoll":3.0,"round_medians_us":[1,2]}],
+            "skipped":[{"row":"select","fds":10000,"reason":"below 1024 only","install":null},{"row":"libev","fds":null,"reason":"not built","install":"apt-get install -y libev-dev"}]}"#;
+        let out = bench_output(doc).unwrap();
+        let (cfg, met) = split_cell(&out.cells[0]);
         assert_eq!(cfg["mechanism"], json!("poll"));
         assert_eq!(cfg["fds"], json!(100));
+        assert!(!cfg.contains_key("round_medians_us"));
         assert_eq!(met["median_us"], 4.8);
-        let lines = "progress...\n{\"mechanism\":\"epoll\",\"fds\":10,\"median_us\":0.5}\n{\"mechanism\":\"poll\",\"fds\":10,\"median_us\":1}\n";
-        assert_eq!(bench_cells(lines).unwrap().len(), 2);
-        let wrapped = r#"{"cells":[{"a":1}]}"#;
-        assert_eq!(bench_cells(wrapped).unwrap().len(), 1);
-        assert!(bench_cells("not built yet").is_err());
+        assert_eq!(met["ratio_to_epoll"], 3.0);
+        assert_eq!(out.skipped[0].0, "select at N = 10000");
+        assert!(out.skipped[1].1.ends_with("apt-get install -y libev-dev"));
+        assert_eq!(bench_output(r#"[{"a":1}]"#).unwrap().cells.len(), 1);
+        assert!(bench_output("not JSON").is_err());
+    }
+
+    #[test]
+    fn poller_list() {
+        let rows = poller_rows("epoll        library  available\nlibev        c-peer   unavailable: the libev harness is not built in — sudo apt-get install -y libev-dev\n");
+        assert_eq!(rows["epoll"], Ok(()));
+        assert!(rows["libev"]
+            .as_ref()
+            .unwrap_err()
+            .contains("apt-get install -y libev-dev"));
     }
 }

@@ -1,51 +1,35 @@
-//! Driving the other commands: what this binary can do ([`Caps`]), starting
-//! and stopping a server ([`start_server`]), running the load generator
+//! Driving the other programs: what this binary and machine offer
+//! ([`Caps`]), starting and stopping a server — ours or a peer, both through
+//! `evdispatch-harness` ([`start_server`]) — running the load generator
 //! ([`run_load`]) and the microbenchmarks ([`run_bench`]). Command lines and
 //! output parsing live in [`crate::contracts`].
+//!
+//! Placement: the server runs on CPU 0 (its workers on 0..K), the load
+//! generator on the last CPU, so on a 2-core machine the generator never
+//! takes the server's core (with two server workers it must share).
 
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
-use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::child::Proc;
+use crate::child::{Adopted, Proc};
 use crate::contracts;
 use crate::env::PeerStatus;
 use crate::scenario::Ctx;
 
-/// The readiness mechanisms the seeds' experiments need, with the issue that
-/// brings each; used only to say what a run is waiting for. The mechanisms
-/// actually run come from the binary's own table (`evdispatch mechanisms`).
-pub const SEED_MECHANISMS: &[(&str, &str)] = &[
-    ("select", "issue #2"),
-    ("poll", "issue #2"),
-    ("epoll", "issue #2"),
-    ("uring", "issue #2"),
-    ("rtsig", "issue #3"),
-    ("rtsig-batch", "issue #3"),
-    ("hybrid", "issue #3"),
-];
-
 /// The server's dispatch models that are not readiness mechanisms.
 pub const MODELS: &[&str] = &["threads", "uring-completion"];
 
-/// Peer servers run beside ours.
+/// Peer servers run beside ours (started by `evdispatch-harness`).
 pub const PEER_SERVERS: &[&str] = &["nginx", "lighttpd", "h2o"];
-
-/// Whether this build can start peer servers (nginx, lighttpd, h2o) with
-/// generated configurations. That is `evdispatch-harness`'s job (issue #5).
-pub const PEER_SERVERS_RUNNABLE: bool = false;
-const HARNESS_PENDING: &str =
-    "peer servers are started by evdispatch-harness (issue #5), not merged into this build yet";
 
 /// An error meaning "this cannot be measured here" rather than "this failed":
 /// the scenario records it as skipped, with the reason.
@@ -63,10 +47,8 @@ impl std::error::Error for Unavailable {}
 /// What the binary, the kernel and the machine offer the study.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Caps {
-    /// `evdispatch bench poller` is built.
-    pub bench_poller: bool,
-    /// `evdispatch bench fdalloc` is built.
-    pub bench_fdalloc: bool,
+    /// `evdispatch bench` (poller, fdalloc, overflow) is built.
+    pub bench: bool,
     /// `evdispatch serve` is built.
     pub serve: bool,
     /// `evdispatch load` is built.
@@ -77,41 +59,46 @@ pub struct Caps {
     pub unavailable_mechanisms: BTreeMap<String, String>,
     /// Descriptor ceilings of bounded mechanisms (select: 1024).
     pub max_fd: BTreeMap<String, i64>,
-    /// Peers found (name → version) and missing (name → install command).
+    /// Rows of `bench poller`: runnable, or why not (with the install command).
+    pub poller_rows: BTreeMap<String, Result<(), String>>,
+    /// Peers found (name → version) and missing (name → `absent: install command`).
     pub peers: BTreeMap<String, Result<String, String>>,
-    /// Peer servers can be started (see [`PEER_SERVERS_RUNNABLE`]).
-    pub peer_servers_runnable: bool,
     /// CPUs this process may use.
     pub cpus: usize,
 }
 
 impl Caps {
-    /// Probe the binary at `exe` and the machine.
-    pub fn probe(exe: &Path, peers: &[PeerStatus]) -> Caps {
-        let help = |args: &[&str]| -> Option<String> {
-            let o = Command::new(exe).args(args).arg("--help").output().ok()?;
+    /// Probe the binary at `exe` and the machine (peers: [`Caps::set_peers`]).
+    pub fn probe(exe: &Path) -> Caps {
+        let output = |args: &[&str]| -> Option<String> {
+            let o = Command::new(exe)
+                .args(args)
+                .stdin(Stdio::null())
+                .stderr(Stdio::null())
+                .output()
+                .ok()?;
             o.status
                 .success()
                 .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
         };
         let mut caps = Caps {
-            bench_poller: help(&["bench", "poller"]).is_some(),
-            bench_fdalloc: help(&["bench", "fdalloc"]).is_some(),
-            serve: help(&["serve"])
+            bench: output(&["bench", "--help"]).is_some(),
+            serve: output(&["serve", "--help"])
                 .map(|h| h.contains("--stats-json"))
                 .unwrap_or(false),
-            load: help(&["load"])
+            load: output(&["load", "--help"])
                 .map(|h| h.contains("--persistent"))
                 .unwrap_or(false),
-            peer_servers_runnable: PEER_SERVERS_RUNNABLE,
             cpus: evdispatch_proc::available_cpus(),
             ..Caps::default()
         };
-        let table = Command::new(exe)
-            .args(["mechanisms", "--json"])
-            .output()
-            .ok()
-            .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok());
+        if caps.bench {
+            if let Some(list) = output(&["bench", "poller", "--list"]) {
+                caps.poller_rows = contracts::poller_rows(&list);
+            }
+        }
+        let table =
+            output(&["mechanisms", "--json"]).and_then(|t| serde_json::from_str::<Value>(&t).ok());
         for row in table
             .as_ref()
             .and_then(Value::as_array)
@@ -125,37 +112,58 @@ impl Caps {
                 caps.max_fd.insert(name.to_string(), max);
             }
             match row.get("available").and_then(Value::as_str) {
-                Some("yes") => caps.mechanisms.push(name.to_string()),
+                Some("yes") | None => caps.mechanisms.push(name.to_string()),
                 Some(why) => {
                     caps.unavailable_mechanisms.insert(name.into(), why.into());
                 }
-                None => caps.mechanisms.push(name.to_string()),
             }
-        }
-        for p in peers {
-            caps.peers.insert(
-                p.name.to_string(),
-                p.version.clone().ok_or_else(|| p.absent_note()),
-            );
         }
         caps
     }
 
+    /// Record which peers are present (from [`crate::env::find_peers`]).
+    pub fn set_peers(&mut self, peers: &[PeerStatus]) {
+        for p in peers {
+            self.peers.insert(
+                p.name.to_string(),
+                p.version.clone().ok_or_else(|| p.absent_note()),
+            );
+        }
+    }
+
     /// Everything present (for planning checks in tests).
     pub fn everything() -> Caps {
+        let mechanisms: Vec<String> = evdispatch::MECHANISMS
+            .iter()
+            .map(|m| m.name.to_string())
+            .collect();
         Caps {
-            bench_poller: true,
-            bench_fdalloc: true,
+            bench: true,
             serve: true,
             load: true,
-            mechanisms: SEED_MECHANISMS.iter().map(|(m, _)| m.to_string()).collect(),
+            poller_rows: mechanisms
+                .iter()
+                .cloned()
+                .chain(
+                    [
+                        "raw-epoll",
+                        "raw-poll",
+                        "mio",
+                        "polling",
+                        "libevent",
+                        "libev",
+                    ]
+                    .map(String::from),
+                )
+                .map(|r| (r, Ok(())))
+                .collect(),
+            mechanisms,
             unavailable_mechanisms: BTreeMap::new(),
             max_fd: [("select".to_string(), 1024)].into_iter().collect(),
-            peers: crate::env::PEERS
+            peers: crate::env::PEER_NAMES
                 .iter()
-                .map(|p| (p.name.to_string(), Ok("1.0".to_string())))
+                .map(|p| (p.to_string(), Ok("1.0".to_string())))
                 .collect(),
-            peer_servers_runnable: true,
             cpus: 2,
         }
     }
@@ -163,12 +171,12 @@ impl Caps {
     /// Nothing built, nothing installed.
     pub fn nothing() -> Caps {
         Caps {
-            peers: crate::env::PEERS
+            peers: crate::env::PEER_NAMES
                 .iter()
                 .map(|p| {
                     (
-                        p.name.to_string(),
-                        Err(format!("absent: apt-get install -y {}", p.package)),
+                        p.to_string(),
+                        Err(format!("absent: apt-get install -y {p}")),
                     )
                 })
                 .collect(),
@@ -182,17 +190,21 @@ impl Caps {
     pub fn fingerprint(&self) -> Vec<String> {
         let mut v = Vec::new();
         for (on, name) in [
-            (self.bench_poller, "bench-poller"),
-            (self.bench_fdalloc, "bench-fdalloc"),
+            (self.bench, "bench"),
             (self.serve, "serve"),
             (self.load, "load"),
-            (self.peer_servers_runnable, "peer-servers"),
         ] {
             if on {
                 v.push(format!("tool:{name}"));
             }
         }
         v.extend(self.mechanisms.iter().map(|m| format!("mechanism:{m}")));
+        v.extend(
+            self.poller_rows
+                .iter()
+                .filter(|(_, s)| s.is_ok())
+                .map(|(r, _)| format!("row:{r}")),
+        );
         v.extend(
             self.peers
                 .iter()
@@ -207,27 +219,34 @@ impl Caps {
         if self.mechanisms.iter().any(|x| x == m) {
             return Ok(());
         }
-        if let Some(why) = self.unavailable_mechanisms.get(m) {
-            return Err(format!("mechanism {m} unavailable here: {why}"));
+        match self.unavailable_mechanisms.get(m) {
+            Some(why) => Err(format!("mechanism {m} unavailable here: {why}")),
+            None => Err(format!(
+                "mechanism {m} is not in this build's table (`evdispatch mechanisms`)"
+            )),
         }
-        let issue = SEED_MECHANISMS
-            .iter()
-            .find(|(n, _)| *n == m)
-            .map(|(_, i)| *i)
-            .unwrap_or("its issue");
-        Err(format!("mechanism {m} is not in this build yet ({issue})"))
     }
 
     /// Why our server cannot be run under load, if it cannot.
     pub fn web_missing(&self) -> Option<String> {
         let mut why = Vec::new();
         if !self.serve {
-            why.push("`evdispatch serve` is not built yet (issue #4)");
+            why.push("`evdispatch serve` is not in this build");
         }
         if !self.load {
-            why.push("`evdispatch load` is not built yet (issue #5)");
+            why.push("`evdispatch load` is not in this build");
         }
         (!why.is_empty()).then(|| why.join("; "))
+    }
+
+    /// Whether a peer program (server or load generator) is installed, or
+    /// why not with the command that installs it.
+    pub fn peer(&self, name: &str) -> Result<(), String> {
+        match self.peers.get(name) {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(absent)) => Err(format!("{name} {absent}")),
+            None => Err(format!("{name}: not a peer the study knows")),
+        }
     }
 
     /// Whether a server (ours with a mechanism or model, or a peer) can run.
@@ -242,23 +261,27 @@ impl Caps {
                 None => Ok(()),
             }
         } else {
-            match self.peers.get(&server.server) {
-                Some(Err(absent)) => Err(format!("{}: {absent}", server.server)),
-                None => Err(format!("{}: unknown peer", server.server)),
-                Some(Ok(_)) if !self.peer_servers_runnable => Err(HARNESS_PENDING.to_string()),
-                Some(Ok(_)) => Ok(()),
-            }
+            self.peer(&server.server)
         }
     }
 
-    /// The CPU the server is pinned to and the one the load runs on.
-    pub fn cpu_plan(&self) -> (Option<&'static str>, Option<&'static str>) {
+    /// CPUs for a server of `workers` workers, and the CPU of the load
+    /// generator: the server from CPU 0 up, the generator on the last CPU;
+    /// nothing pinned on a one-CPU machine.
+    pub fn cpu_plan(&self, workers: u32) -> (Vec<usize>, Option<usize>) {
         if self.cpus >= 2 {
-            (Some("0"), Some("1"))
+            let server = (0..workers.max(1) as usize)
+                .map(|i| i.min(self.cpus - 1))
+                .collect();
+            (server, Some(self.cpus - 1))
         } else {
-            (None, None)
+            (vec![], None)
         }
     }
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn default_workers() -> u32 {
@@ -280,9 +303,18 @@ pub struct ServerSpec {
     /// `one` or `all` (our server's accept strategy).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept: Option<String>,
-    /// `reuseport` or `shared` (plus any extra flags in `extra_args`).
+    /// `reuseport` or `shared`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listener: Option<String>,
+    /// With a shared listener, ask for wake-one (`EPOLLEXCLUSIVE`); false is
+    /// `serve --no-exclusive`.
+    #[serde(default = "yes")]
+    pub exclusive: bool,
+    /// Our server reads a new connection at once before registering it (its
+    /// default); false is `serve --no-eager-read`, so every connection goes
+    /// through the mechanism — what a dispatch comparison measures.
+    #[serde(default = "yes")]
+    pub eager_read: bool,
     /// `key=value` poller tunables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub poller_opts: Vec<String>,
@@ -295,13 +327,16 @@ pub struct ServerSpec {
     /// Close connections that have not sent their headers after this many seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header_timeout_s: Option<f64>,
+    /// Pool size of the `threads` model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
     /// Further command-line arguments, verbatim.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_args: Vec<String>,
 }
 
 impl ServerSpec {
-    /// Our server with `mechanism` and defaults otherwise.
+    /// Our server with `mechanism` and its defaults otherwise.
     pub fn ours(mechanism: &str) -> ServerSpec {
         ServerSpec {
             server: "ours".into(),
@@ -309,11 +344,23 @@ impl ServerSpec {
             workers: 1,
             accept: None,
             listener: None,
+            exclusive: true,
+            eager_read: true,
             poller_opts: vec![],
             rlimit_sigpending: None,
             idle_timeout_s: None,
             header_timeout_s: None,
+            threads: None,
             extra_args: vec![],
+        }
+    }
+
+    /// Our server with `mechanism`, every connection through the mechanism
+    /// (`--no-eager-read`): the configuration of the dispatch comparisons.
+    pub fn dispatch(mechanism: &str) -> ServerSpec {
+        ServerSpec {
+            eager_read: false,
+            ..ServerSpec::ours(mechanism)
         }
     }
 
@@ -327,7 +374,8 @@ impl ServerSpec {
     }
 
     /// The name of its series in figures: the mechanism (with the accept
-    /// strategy when it is `one`), or the peer's name.
+    /// strategy when it is `one`), or the peer's name (with lighttpd's event
+    /// handler).
     pub fn series(&self) -> String {
         if self.server == "ours" {
             let m = self.mechanism.clone().unwrap_or_else(|| "epoll".into());
@@ -348,7 +396,7 @@ impl ServerSpec {
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
 #[serde(untagged)]
 pub enum Rate {
-    /// Offered requests (or connections, for sessions) per second.
+    /// Offered requests (or new connections, for sessions) per second.
     PerSec(f64),
     /// Closed loop, as fast as replies come (`--rate max`).
     Max(MaxTag),
@@ -375,7 +423,15 @@ impl Rate {
     }
 }
 
-/// A load to offer.
+fn one() -> u32 {
+    1
+}
+
+fn two() -> f64 {
+    2.0
+}
+
+/// A load to offer (the workloads of `evdispatch load`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct LoadSpec {
     /// The document requested (a file of the study's document root).
@@ -384,16 +440,18 @@ pub struct LoadSpec {
     pub rate: Rate,
     /// Seconds of measured load.
     pub duration_s: f64,
-    /// New connections, each making `calls` requests (httperf's sessions);
-    /// 0 with `persistent` > 0.
+    /// New connections, each making `calls` requests (httperf's sessions).
     #[serde(default)]
     pub sessions: bool,
     /// Requests per session connection.
     #[serde(default = "one")]
     pub calls: u32,
-    /// Persistent connections sharing the rate (seed 004 §3.1).
+    /// Keep-alive connections sharing an open-loop rate (seed 004 §3.1).
     #[serde(default)]
     pub persistent: u32,
+    /// Connections of a closed loop (`rate` = max).
+    #[serde(default)]
+    pub connections: u32,
     /// Connections that never complete a request (seed 000 §5).
     #[serde(default)]
     pub inactive: u32,
@@ -403,99 +461,137 @@ pub struct LoadSpec {
     /// Load-generator processes.
     #[serde(default = "one")]
     pub procs: u32,
+    /// Give up on a connect or a reply after this many seconds (an error).
+    #[serde(default = "two")]
+    pub timeout_s: f64,
 }
 
-fn one() -> u32 {
-    1
+impl LoadSpec {
+    /// Open-loop sessions of one request for `document` at `rate` per second.
+    pub fn sessions(document: &str, rate: f64, duration_s: f64) -> LoadSpec {
+        LoadSpec {
+            document: document.into(),
+            rate: Rate::PerSec(rate),
+            duration_s,
+            sessions: true,
+            calls: 1,
+            persistent: 0,
+            connections: 0,
+            inactive: 0,
+            idle: 0,
+            procs: 1,
+            timeout_s: 2.0,
+        }
+    }
+
+    /// The reply-rate sampling interval: a fifth of the window (at least
+    /// 0.1 s, at most 1 s), so every point has min, max and a spread.
+    pub fn interval_s(&self) -> f64 {
+        (self.duration_s / 5.0).clamp(0.1, 1.0)
+    }
+
+    /// Long-lived connections held during the run.
+    pub fn held(&self) -> u32 {
+        self.inactive + self.idle + self.persistent + self.connections
+    }
 }
 
 /// A server the study started, until [`RunningServer::stop`].
-#[derive(Debug)]
 pub struct RunningServer {
     /// Base URL (`http://127.0.0.1:PORT`).
     pub url: String,
-    /// The exact command line.
+    /// The exact command line (ours) or the peer and its configuration.
     pub cmdline: String,
-    proc_: Proc,
-    stats_path: Option<PathBuf>,
+    /// Its version (peers) or ours.
+    pub version: String,
+    proc_: evdispatch_harness::ServerProcess,
+    _adopted: Adopted,
 }
 
 impl RunningServer {
-    /// The server's main pid.
+    /// The processes whose CPU and memory are the server's (nginx: master
+    /// and workers).
+    pub fn pids(&self) -> Vec<u32> {
+        self.proc_.pids()
+    }
+
+    /// The main pid.
     pub fn pid(&self) -> u32 {
         self.proc_.pid()
     }
 
-    /// Ask it to stop (SIGTERM), wait for it, and read its stats file (ours
-    /// only). The process group is killed in any case.
-    pub fn stop(mut self) -> anyhow::Result<Option<Value>> {
-        let _ = self.proc_.signal(Signal::SIGTERM);
-        let exited = self.proc_.wait_timeout(Duration::from_secs(10))?;
-        let stats = match (&self.stats_path, exited) {
-            (Some(p), Some(_)) => {
-                let text = fs::read_to_string(p).with_context(|| {
-                    format!("the server wrote no stats file {} on SIGTERM", p.display())
-                })?;
-                Some(
-                    serde_json::from_str(&text)
-                        .with_context(|| format!("{} is not JSON", p.display()))?,
-                )
-            }
-            (Some(_), None) => bail!("{} did not stop within 10 s of SIGTERM", self.proc_.what()),
-            (None, _) => None,
-        };
-        self.proc_.kill_group();
-        Ok(stats)
+    /// Stop it (SIGTERM, then SIGKILL after 10 s) and return our server's
+    /// stats document (`None` for peers).
+    pub fn stop(self) -> anyhow::Result<Option<Value>> {
+        let RunningServer { proc_, .. } = self;
+        proc_.stop()
     }
 }
 
-/// Start `spec`, logging to `logs/<tag>.server.log`, and wait until it
-/// listens.
-pub fn start_server(ctx: &Ctx, spec: &ServerSpec, tag: &str) -> anyhow::Result<RunningServer> {
+/// Start `spec` for a run holding `held` long-lived connections, serving
+/// the study's document root, pinned per [`Caps::cpu_plan`].
+pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<RunningServer> {
+    use evdispatch_harness::{
+        start_ours, start_peer, LighttpdEvents, OursConfig, Peer, PeerConfig,
+    };
     ctx.caps
         .server(spec)
         .map_err(|why| anyhow!(Unavailable(why)))?;
-    if spec.server != "ours" {
-        // Peers: through evdispatch-harness once merged.
-        return Err(anyhow!(Unavailable(HARNESS_PENDING.into())));
-    }
-    let stats_path = ctx.logs.join(format!("{tag}.stats.json"));
-    let _ = fs::remove_file(&stats_path);
-    let (server_cpu, _) = ctx.caps.cpu_plan();
-    let args = contracts::serve_args(spec, &ctx.www, &stats_path, server_cpu);
-    let log = File::create(ctx.logs.join(format!("{tag}.server.log")))?;
-    let mut cmd = Command::new(&ctx.exe);
-    cmd.args(&args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log);
-    let cmdline = format!("evdispatch {}", args.join(" "));
-    let mut proc_ = Proc::spawn(cmd, format!("the server ({})", spec.series()))?;
-    let stdout = proc_.child_mut().stdout.take().expect("piped");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if let Some(url) = contracts::parse_listening(&line) {
-                let _ = tx.send(url);
-            }
+    let (cpus, _) = ctx.caps.cpu_plan(spec.workers);
+    let (proc_, cmdline) = if spec.server == "ours" {
+        let args = contracts::serve_args(spec, &ctx.www, &cpus);
+        let cmdline = format!("evdispatch serve {}", args.join(" "));
+        let p = start_ours(&OursConfig {
+            binary: ctx.exe.clone(),
+            args,
+            cpus: cpus.clone(),
+            stats_json: true,
+        })
+        .with_context(|| format!("starting `{cmdline}`"))?;
+        (p, cmdline)
+    } else {
+        let peer = match spec.server.as_str() {
+            "nginx" => Peer::Nginx,
+            "lighttpd" => Peer::Lighttpd,
+            "h2o" => Peer::H2o,
+            other => bail!("unknown peer server '{other}'"),
+        };
+        let mut cfg = PeerConfig::new(&ctx.www);
+        cfg.workers = spec.workers;
+        cfg.cpus = cpus.clone();
+        // Room for the held connections and the sessions in flight, within
+        // the process's descriptor limit.
+        cfg.max_connections = (held + 4096).min(19_000);
+        cfg.keepalive_timeout_s = 600;
+        cfg.request_timeout_s = 600;
+        if spec.server == "lighttpd" {
+            cfg.lighttpd_events = match spec.mechanism.as_deref() {
+                Some("poll") => LighttpdEvents::Poll,
+                _ => LighttpdEvents::LinuxSysepoll,
+            };
         }
-    });
-    match rx.recv_timeout(Duration::from_secs(15)) {
-        Ok(url) => Ok(RunningServer {
-            url,
-            cmdline,
-            proc_,
-            stats_path: Some(stats_path),
-        }),
-        Err(_) => {
-            let log =
-                fs::read_to_string(ctx.logs.join(format!("{tag}.server.log"))).unwrap_or_default();
-            bail!(
-                "the server did not print 'listening on http://…' within 15 s: {cmdline}\n{}",
-                tail(&log, 20)
-            )
-        }
-    }
+        let cmdline = format!(
+            "{} ({} worker(s), CPUs {:?}, max {} connections{})",
+            spec.server,
+            cfg.workers,
+            cfg.cpus,
+            cfg.max_connections,
+            spec.mechanism
+                .as_deref()
+                .map(|m| format!(", server.event-handler = {m}"))
+                .unwrap_or_default()
+        );
+        let p = start_peer(peer, &cfg).with_context(|| format!("starting {cmdline}"))?;
+        (p, cmdline)
+    };
+    let adopted = crate::child::adopt(proc_.pid());
+    Ok(RunningServer {
+        url: proc_.url(""),
+        version: proc_.version().to_string(),
+        cmdline,
+        proc_,
+        _adopted: adopted,
+    })
 }
 
 fn tail(text: &str, lines: usize) -> String {
@@ -507,7 +603,8 @@ fn tail(text: &str, lines: usize) -> String {
 #[derive(Debug)]
 pub struct LoadResult {
     /// Canonical metrics ([`contracts::LOAD_METRICS`]) plus the study's own
-    /// samples of the server (`server_rss_max_bytes`, `server_cpu_pct_study`).
+    /// samples of the server (`server_rss_start_bytes`,
+    /// `server_rss_max_bytes`, `tcp_kernel_growth_bytes`).
     pub metrics: BTreeMap<String, f64>,
     /// The generator's JSON.
     pub raw: Value,
@@ -515,43 +612,13 @@ pub struct LoadResult {
     pub cmdline: String,
 }
 
-/// All pids of `pid`'s process tree (the pid and its descendants).
-pub fn tree_pids(pid: u32) -> Vec<u32> {
-    let mut parent: Vec<(u32, u32)> = Vec::new();
-    if let Ok(dir) = fs::read_dir("/proc") {
-        for e in dir.flatten() {
-            let Some(p) = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-                continue;
-            };
-            if let Ok(stat) = fs::read_to_string(format!("/proc/{p}/stat")) {
-                let ppid = stat
-                    .rsplit_once(')')
-                    .and_then(|(_, r)| r.split_whitespace().nth(1))
-                    .and_then(|s| s.parse::<u32>().ok());
-                if let Some(pp) = ppid {
-                    parent.push((p, pp));
-                }
-            }
-        }
-    }
-    let mut out = vec![pid];
-    let mut i = 0;
-    while i < out.len() {
-        let cur = out[i];
-        out.extend(parent.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
-        i += 1;
-    }
-    out
-}
-
-/// RSS and CPU ticks of a process tree.
-pub fn tree_sample(pid: u32) -> (u64, u64) {
-    tree_pids(pid)
+/// Resident memory of a set of processes and their children, bytes.
+pub fn tree_rss(pids: &[u32]) -> u64 {
+    evdispatch_proc::with_children(pids)
         .into_iter()
         .filter_map(|p| evdispatch_proc::sample(p).ok())
-        .fold((0, 0), |(rss, t), s| {
-            (rss + s.rss_bytes, t + s.utime_ticks + s.stime_ticks)
-        })
+        .map(|s| s.rss_bytes)
+        .sum()
 }
 
 /// Kernel memory held by TCP sockets (`/proc/net/sockstat`, `TCP: … mem N`), bytes.
@@ -567,58 +634,120 @@ pub fn tcp_kernel_bytes() -> Option<u64> {
     None
 }
 
-/// Run the load generator against `url` while sampling the server's process
-/// tree (RSS every 100 ms, CPU over the whole run).
+/// Busy and total jiffies of each CPU (`/proc/stat`): busy is user, nice
+/// and system time (what processes are charged), `irq` interrupt and
+/// softirq time, `all` everything including idle.
+#[derive(Debug, Clone, Copy, Default)]
+struct CpuTimes {
+    busy: u64,
+    irq: u64,
+    all: u64,
+}
+
+fn cpu_times() -> Vec<CpuTimes> {
+    let text = fs::read_to_string("/proc/stat").unwrap_or_default();
+    text.lines()
+        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .map(|l| {
+            let v: Vec<u64> = l
+                .split_whitespace()
+                .skip(1)
+                .filter_map(|x| x.parse().ok())
+                .collect();
+            let g = |i: usize| v.get(i).copied().unwrap_or(0);
+            // user nice system idle iowait irq softirq steal
+            CpuTimes {
+                busy: g(0) + g(1) + g(2) + g(7),
+                irq: g(5) + g(6),
+                all: (0..8).map(g).sum(),
+            }
+        })
+        .collect()
+}
+
+/// CPU seconds (user + system) of every reaped child of this process.
+fn children_cpu_s() -> f64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    getrusage(UsageWho::RUSAGE_CHILDREN)
+        .map(|u| {
+            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+            t(u.user_time()) + t(u.system_time())
+        })
+        .unwrap_or(0.0)
+}
+
+/// CPU ticks (user + system) of a set of processes and their children.
+fn tree_ticks(pids: &[u32]) -> u64 {
+    evdispatch_proc::with_children(pids)
+        .into_iter()
+        .filter_map(|p| evdispatch_proc::sample(p).ok())
+        .map(|s| s.utime_ticks + s.stime_ticks)
+        .sum()
+}
+
+/// Run the load generator against `server` while sampling the server's
+/// resident memory (every 100 ms) and the kernel's TCP memory, and
+/// account for the machine's CPU over the run: how busy the server's and the
+/// generator's cores were (`server_core_busy_pct`, `load_core_busy_pct`,
+/// interrupts included) and how much CPU went to processes that are not
+/// ours (`foreign_cpu_pct`, % of one core: other work on this shared
+/// machine). `generator_limited` is 1 when the generator said it was
+/// saturated or its core was ≥ 95% busy: the figure may then be the
+/// generator's limit.
 pub fn run_load(
     ctx: &Ctx,
     spec: &LoadSpec,
-    url: &str,
-    server_pid: u32,
+    server: &RunningServer,
     tag: &str,
 ) -> anyhow::Result<LoadResult> {
     if let Some(why) = ctx.caps.web_missing() {
         return Err(anyhow!(Unavailable(why)));
     }
-    let (_, load_cpu) = ctx.caps.cpu_plan();
-    let args = contracts::load_args(spec, url, server_pid);
-    let mut cmd = match load_cpu {
-        Some(cpu) if which("taskset") => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", cpu]).arg(&ctx.exe);
-            c
-        }
-        _ => Command::new(&ctx.exe),
-    };
+    let (_, load_cpu) = ctx.caps.cpu_plan(1);
+    let pids = server.pids();
+    let mut args = vec!["load".to_string()];
+    args.extend(contracts::load_args(spec, &server.url, &pids, load_cpu));
+    let log_path = ctx.logs.join(format!("{tag}.load.log"));
+    let mut cmd = Command::new(&ctx.exe);
     cmd.args(&args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(File::create(ctx.logs.join(format!("{tag}.load.log")))?);
+        .stderr(File::create(&log_path)?);
     let cmdline = format!("evdispatch {}", args.join(" "));
-    let t0 = Instant::now();
-    let (rss0, ticks0) = tree_sample(server_pid);
+    let rss0 = tree_rss(&pids);
     let tcp0 = tcp_kernel_bytes();
+    let (cpu0, srv0, kids0, t0) = (
+        cpu_times(),
+        tree_ticks(&pids),
+        children_cpu_s(),
+        std::time::Instant::now(),
+    );
     let stop = Arc::new(AtomicBool::new(false));
     let sampler = {
         let stop = stop.clone();
+        let pids = pids.clone();
         std::thread::spawn(move || {
             let (mut rss_max, mut tcp_max) = (0u64, 0u64);
             while !stop.load(Ordering::Relaxed) {
-                rss_max = rss_max.max(tree_sample(server_pid).0);
+                rss_max = rss_max.max(tree_rss(&pids));
                 tcp_max = tcp_max.max(tcp_kernel_bytes().unwrap_or(0));
                 std::thread::sleep(Duration::from_millis(100));
             }
             (rss_max, tcp_max)
         })
     };
-    let proc_ = Proc::spawn(cmd, "the load generator")?;
-    let out = proc_.wait_output();
+    let out = Proc::spawn(cmd, "the load generator").and_then(Proc::wait_output);
+    let (cpu1, srv1, kids1, wall) = (
+        cpu_times(),
+        tree_ticks(&pids),
+        children_cpu_s(),
+        t0.elapsed().as_secs_f64(),
+    );
     stop.store(true, Ordering::Relaxed);
     let (rss_max, tcp_max) = sampler.join().unwrap_or((0, 0));
     let out = out?;
-    let wall = t0.elapsed().as_secs_f64();
-    let (_, ticks1) = tree_sample(server_pid);
     if !out.status.success() {
-        let log = fs::read_to_string(ctx.logs.join(format!("{tag}.load.log"))).unwrap_or_default();
+        let log = fs::read_to_string(&log_path).unwrap_or_default();
         bail!(
             "the load generator failed ({}): {cmdline}\n{}",
             out.status,
@@ -627,12 +756,7 @@ pub fn run_load(
     }
     let raw: Value = serde_json::from_slice(&out.stdout)
         .with_context(|| format!("`{cmdline}` did not print JSON on stdout"))?;
-    let mut metrics = contracts::parse_load(&raw);
-    let hz = evdispatch_proc::clock_ticks_per_sec() as f64;
-    metrics.insert(
-        "server_cpu_pct_study".into(),
-        100.0 * (ticks1.saturating_sub(ticks0)) as f64 / hz / wall,
-    );
+    let mut metrics = contracts::parse_load(&raw)?;
     metrics.insert("server_rss_start_bytes".into(), rss0 as f64);
     metrics.insert("server_rss_max_bytes".into(), rss_max.max(rss0) as f64);
     if let (Some(t0), true) = (tcp0, tcp_max > 0) {
@@ -641,6 +765,41 @@ pub fn run_load(
             tcp_max.saturating_sub(t0) as f64,
         );
     }
+    let hz = evdispatch_proc::clock_ticks_per_sec() as f64;
+    if cpu0.len() == cpu1.len() && !cpu0.is_empty() && wall > 0.0 {
+        let d: Vec<CpuTimes> = cpu0
+            .iter()
+            .zip(&cpu1)
+            .map(|(a, b)| CpuTimes {
+                busy: b.busy.saturating_sub(a.busy),
+                irq: b.irq.saturating_sub(a.irq),
+                all: b.all.saturating_sub(a.all),
+            })
+            .collect();
+        let core = |i: usize| {
+            d.get(i)
+                .filter(|c| c.all > 0)
+                .map(|c| 100.0 * (c.busy + c.irq) as f64 / c.all as f64)
+        };
+        let (server_cpus, load_cpu) = ctx.caps.cpu_plan(1);
+        if let (Some(&sc), Some(lc)) = (server_cpus.first(), load_cpu) {
+            if let (Some(a), Some(b)) = (core(sc), core(lc)) {
+                metrics.insert("server_core_busy_pct".into(), a);
+                metrics.insert("load_core_busy_pct".into(), b);
+            }
+        }
+        let busy_s = d.iter().map(|c| c.busy).sum::<u64>() as f64 / hz;
+        let ours_s = srv1.saturating_sub(srv0) as f64 / hz + (kids1 - kids0).max(0.0);
+        metrics.insert(
+            "foreign_cpu_pct".into(),
+            (100.0 * (busy_s - ours_s) / wall).max(0.0),
+        );
+    }
+    let limited = metrics.get("generator_saturated") == Some(&1.0)
+        || metrics
+            .get("load_core_busy_pct")
+            .is_some_and(|b| *b >= 95.0);
+    metrics.insert("generator_limited".into(), if limited { 1.0 } else { 0.0 });
     Ok(LoadResult {
         metrics,
         raw,
@@ -648,38 +807,37 @@ pub fn run_load(
     })
 }
 
-fn which(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
-}
-
-/// Run `evdispatch bench ARGS --json` and return its cells.
+/// Run `evdispatch bench ARGS` (ARGS include `--json`) and return its
+/// output and the command line.
 pub fn run_bench(
     ctx: &Ctx,
     args: &[String],
     tag: &str,
-) -> anyhow::Result<(Vec<serde_json::Map<String, Value>>, String)> {
+) -> anyhow::Result<(contracts::BenchOutput, String)> {
+    let log_path = ctx.logs.join(format!("{tag}.bench.log"));
     let mut cmd = Command::new(&ctx.exe);
     cmd.arg("bench")
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(File::create(ctx.logs.join(format!("{tag}.bench.log")))?);
+        .stderr(File::create(&log_path)?);
     let cmdline = format!("evdispatch bench {}", args.join(" "));
     let out = Proc::spawn(cmd, "the benchmark")?.wait_output()?;
     if !out.status.success() {
-        let log = fs::read_to_string(ctx.logs.join(format!("{tag}.bench.log"))).unwrap_or_default();
+        let log = fs::read_to_string(&log_path).unwrap_or_default();
         bail!("`{cmdline}` failed ({}):\n{}", out.status, tail(&log, 20));
     }
     Ok((
-        contracts::bench_cells(&String::from_utf8_lossy(&out.stdout))?,
+        contracts::bench_output(&String::from_utf8_lossy(&out.stdout))
+            .with_context(|| format!("reading the output of `{cmdline}`"))?,
         cmdline,
     ))
 }
 
 /// The exclusive lock every timing measurement on this shared machine runs
-/// under (`/tmp/evd-bench.lock`), held until dropped.
+/// under (`/tmp/evd-bench.lock`, the file `flock /tmp/evd-bench.lock CMD`
+/// takes), held until dropped. Unlike the harness's, it waits as long as it
+/// takes: a study's figures are never measured beside another benchmark.
 pub struct BenchLock(#[allow(dead_code)] nix::fcntl::Flock<File>);
 
 impl BenchLock {

@@ -6,94 +6,24 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-/// What role a peer plays in the study.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// A web server run beside ours (scenarios 2, 5, 8).
-    Server,
-    /// A load generator that cross-checks ours.
-    Load,
-    /// A C event library in the dispatch table (scenario 1).
-    Library,
-}
-
-impl Role {
-    fn name(self) -> &'static str {
-        match self {
-            Role::Server => "server",
-            Role::Load => "load generator",
-            Role::Library => "event library",
-        }
-    }
-}
-
-/// One peer program: how to find it, its version, and how to install it.
-#[derive(Debug, Clone, Copy)]
-pub struct PeerInfo {
-    /// The name used in results and the report.
-    pub name: &'static str,
-    /// Its role.
-    pub role: Role,
-    /// The command that prints its version (first element is the program).
-    pub version_cmd: &'static [&'static str],
-    /// The Debian package that provides it.
-    pub package: &'static str,
-}
-
-/// Every peer, in the order the report lists them.
-pub static PEERS: &[PeerInfo] = &[
-    PeerInfo {
-        name: "nginx",
-        role: Role::Server,
-        version_cmd: &["nginx", "-v"],
-        package: "nginx",
-    },
-    PeerInfo {
-        name: "lighttpd",
-        role: Role::Server,
-        version_cmd: &["lighttpd", "-v"],
-        package: "lighttpd",
-    },
-    PeerInfo {
-        name: "h2o",
-        role: Role::Server,
-        version_cmd: &["h2o", "--version"],
-        package: "h2o",
-    },
-    PeerInfo {
-        name: "wrk",
-        role: Role::Load,
-        version_cmd: &["wrk", "--version"],
-        package: "wrk",
-    },
-    PeerInfo {
-        name: "httperf",
-        role: Role::Load,
-        version_cmd: &["httperf", "--version"],
-        package: "httperf",
-    },
-    PeerInfo {
-        name: "libevent",
-        role: Role::Library,
-        version_cmd: &["pkg-config", "--modversion", "libevent"],
-        package: "libevent-dev",
-    },
-    PeerInfo {
-        name: "libev",
-        role: Role::Library,
-        version_cmd: &["dpkg-query", "-W", "-f=${Version}", "libev-dev"],
-        package: "libev-dev",
-    },
+/// Every peer, in the order the report lists them: the servers run beside
+/// ours, the load generators that cross-check ours, and the C event
+/// libraries of the dispatch table.
+pub const PEER_NAMES: &[&str] = &[
+    "nginx", "lighttpd", "h2o", "wrk", "httperf", "libevent", "libev",
 ];
 
 /// A peer as found on this machine.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PeerStatus {
-    /// Its row of [`PEERS`].
+    /// Its name (one of [`PEER_NAMES`]).
     pub name: &'static str,
+    /// `server`, `load generator` or `event library`.
+    pub role: &'static str,
     /// Its version, if present.
     pub version: Option<String>,
-    /// The command that installs it.
+    /// What to do when it is absent (the command that installs it, and for
+    /// the libraries, the rebuild that compiles them in).
     pub install: String,
 }
 
@@ -109,66 +39,67 @@ impl PeerStatus {
     }
 }
 
-/// The first `N.N[.N…]` in `text`.
-pub fn version_in(text: &str) -> Option<String> {
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i].is_ascii_digit() && (i == 0 || !(b[i - 1].is_ascii_digit() || b[i - 1] == b'.')) {
-            let start = i;
-            let mut dots = 0;
-            while i < b.len()
-                && (b[i].is_ascii_digit()
-                    || (b[i] == b'.' && i + 1 < b.len() && b[i + 1].is_ascii_digit()))
-            {
-                if b[i] == b'.' {
-                    dots += 1;
-                }
-                i += 1;
-            }
-            if dots >= 1 {
-                return Some(text[start..i].to_string());
-            }
-        }
-        i += 1;
-    }
-    None
+/// A library's version from its package manager entry (pkg-config, else
+/// dpkg), `None` if not installed.
+fn library_version(pkg_config: &str, deb: &str) -> Option<String> {
+    let run = |prog: &str, args: &[&str]| -> Option<String> {
+        let o = Command::new(prog).args(args).output().ok()?;
+        let t = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        (o.status.success() && !t.is_empty()).then_some(t)
+    };
+    run("pkg-config", &["--modversion", pkg_config])
+        .or_else(|| run("dpkg-query", &["-W", "-f=${Version}", deb]))
+        .and_then(|t| evdispatch_harness::first_version(&t).or(Some(t)))
 }
 
-fn probe(peer: &PeerInfo) -> PeerStatus {
-    let install = format!("apt-get install -y {}", peer.package);
-    let out = Command::new(peer.version_cmd[0])
-        .args(&peer.version_cmd[1..])
-        .output();
-    let version = out.ok().and_then(|o| {
-        // wrk prints its version and exits 1; a missing library makes
-        // pkg-config fail with a message but no version.
-        let text = format!(
-            "{}\n{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
+/// Find every peer of [`PEER_NAMES`]: programs through
+/// `evdispatch_harness::find`; the C libraries are present when `bench
+/// poller` has them built in (`rows`, from `bench poller --list`), with the
+/// version their package reports.
+pub fn find_peers(
+    rows: &std::collections::BTreeMap<String, Result<(), String>>,
+) -> Vec<PeerStatus> {
+    use evdispatch_harness::{find, Tool};
+    let mut out = Vec::new();
+    for (name, tool, role) in [
+        ("nginx", Tool::Nginx, "server"),
+        ("lighttpd", Tool::Lighttpd, "server"),
+        ("h2o", Tool::H2o, "server"),
+        ("wrk", Tool::Wrk, "load generator"),
+        ("httperf", Tool::Httperf, "load generator"),
+    ] {
+        let found = find(tool);
+        out.push(PeerStatus {
+            name,
+            role,
+            install: format!("apt-get install -y {}", tool.package()),
+            version: found.ok().map(|p| p.version),
+        });
+    }
+    for (name, pc, deb) in [
+        ("libevent", "libevent", "libevent-dev"),
+        ("libev", "libev", "libev-dev"),
+    ] {
+        let install = format!(
+            "apt-get install -y {deb} pkg-config, then rebuild evdispatch (cargo build --release)"
         );
-        let text = text.trim();
-        if text.is_empty()
-            || text.contains("not installed")
-            || text.contains("No package")
-            || text.contains("was not found")
-        {
-            None
-        } else {
-            version_in(text)
-        }
-    });
-    PeerStatus {
-        name: peer.name,
-        version,
-        install,
+        let (version, install) = match rows.get(name) {
+            Some(Ok(())) => (
+                library_version(pc, deb).or_else(|| Some("built in".into())),
+                install,
+            ),
+            // The bench's own reason, after the command.
+            Some(Err(why)) => (None, format!("{install} ({why})")),
+            None => (None, install),
+        };
+        out.push(PeerStatus {
+            name,
+            role: "event library",
+            version,
+            install,
+        });
     }
-}
-
-/// Find every peer of [`PEERS`].
-pub fn find_peers() -> Vec<PeerStatus> {
-    PEERS.iter().map(probe).collect()
+    out
 }
 
 /// The peers as JSON rows for `results.json`.
@@ -176,10 +107,9 @@ pub fn peers_json(peers: &[PeerStatus]) -> Vec<Value> {
     peers
         .iter()
         .map(|p| {
-            let info = PEERS.iter().find(|i| i.name == p.name).expect("from PEERS");
             json!({
                 "name": p.name,
-                "role": info.role.name(),
+                "role": p.role,
                 "status": if p.present() { "present".to_string() } else { p.absent_note() },
                 "version": p.version,
                 "install": p.install,
@@ -257,37 +187,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn versions_from_tool_banners() {
+    fn every_peer_is_found_or_says_how_to_install_it() {
+        let rows = [(
+            "libev".to_string(),
+            Err("not built in — apt-get install -y libev-dev".to_string()),
+        )]
+        .into_iter()
+        .collect();
+        let peers = find_peers(&rows);
         assert_eq!(
-            version_in("nginx version: nginx/1.22.1").as_deref(),
-            Some("1.22.1")
+            peers.iter().map(|p| p.name).collect::<Vec<_>>(),
+            PEER_NAMES.to_vec()
         );
-        assert_eq!(
-            version_in("lighttpd/1.4.69 (ssl) - a light").as_deref(),
-            Some("1.4.69")
-        );
-        assert_eq!(
-            version_in("h2o version 2.2.5\nOpenSSL: 3.0").as_deref(),
-            Some("2.2.5")
-        );
-        assert_eq!(
-            version_in("wrk 4.1.0 [epoll] Copyright").as_deref(),
-            Some("4.1.0")
-        );
-        assert_eq!(version_in("httperf-0.9.0").as_deref(), Some("0.9.0"));
-        assert_eq!(version_in("4.33-1").as_deref(), Some("4.33"));
-        assert_eq!(version_in("no version here 7"), None);
-    }
-
-    #[test]
-    fn a_missing_peer_says_how_to_install_it() {
-        let p = probe(&PeerInfo {
-            name: "nosuch",
-            role: Role::Server,
-            version_cmd: &["evd-no-such-program-xyz", "-v"],
-            package: "nosuch-pkg",
-        });
-        assert!(!p.present());
-        assert_eq!(p.absent_note(), "absent: apt-get install -y nosuch-pkg");
+        for p in &peers {
+            assert!(
+                p.present() || p.absent_note().contains("apt-get install -y"),
+                "{p:?}"
+            );
+        }
+        let libev = peers.iter().find(|p| p.name == "libev").unwrap();
+        assert!(!libev.present());
+        assert!(libev
+            .absent_note()
+            .starts_with("absent: apt-get install -y libev-dev"));
     }
 }

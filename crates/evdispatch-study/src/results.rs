@@ -126,6 +126,28 @@ pub struct ScenarioRecord {
     pub skipped: Vec<Skip>,
     /// Runs that failed, with the error.
     pub failures: Vec<Skip>,
+    /// Each job's planned and actual wall-clock seconds (the profiles'
+    /// budgets are checked against these).
+    #[serde(default)]
+    pub timings: Vec<JobTiming>,
+    /// Seconds spent waiting for the benchmark lock (another benchmark on
+    /// the machine), included in `duration_s`.
+    #[serde(default)]
+    pub lock_wait_s: f64,
+}
+
+/// How long one job took.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct JobTiming {
+    /// The job's label.
+    pub label: String,
+    /// Planned seconds.
+    pub est_s: f64,
+    /// Measured seconds (waiting for the benchmark lock excluded).
+    pub actual_s: f64,
+    /// Runs made: 2 when the first was disturbed by other work on the
+    /// machine and repeated.
+    pub runs: u32,
 }
 
 impl ScenarioRecord {
@@ -237,6 +259,8 @@ mod tests {
             points: vec![a, b, c],
             skipped: vec![],
             failures: vec![],
+            timings: vec![],
+            lock_wait_s: 0.0,
         };
         let f = [("series", json!("poll")), ("inactive", json!(251.0))];
         assert_eq!(

@@ -13,6 +13,8 @@ pub struct Figure {
     pub title: String,
     /// What it shows and how to read it.
     pub caption: String,
+    /// What this run's data show, computed from them (empty: none).
+    pub reading: String,
     /// The drawing.
     pub body: Body,
 }
@@ -61,6 +63,9 @@ pub struct Xy {
     pub err: Option<f64>,
     /// Minimum and maximum (drawn as a band).
     pub range: Option<(f64, f64)>,
+    /// Drawn hollow: the load generator was saturated at this point, so
+    /// the figure may be the generator's limit rather than the server's.
+    pub hollow: bool,
 }
 
 /// Rows and columns of text.
@@ -85,8 +90,25 @@ impl Figure {
         Figure {
             title: title.into(),
             caption: caption.into(),
+            reading: String::new(),
             body: Body::Chart(chart),
         }
+    }
+
+    /// The same figure with a reading of this run's data.
+    pub fn with_reading(mut self, reading: impl Into<String>) -> Figure {
+        self.reading = reading.into();
+        self
+    }
+
+    /// The same figure with a reading computed from its chart (see
+    /// [`crate::report::reading`]); tables get none.
+    pub fn read(self, f: impl FnOnce(&Chart) -> String) -> Figure {
+        let r = match &self.body {
+            Body::Chart(c) => f(c),
+            Body::Table(_) => String::new(),
+        };
+        self.with_reading(r)
     }
 
     /// A table figure.
@@ -94,6 +116,7 @@ impl Figure {
         Figure {
             title: title.into(),
             caption: caption.into(),
+            reading: String::new(),
             body: Body::Table(table),
         }
     }
@@ -150,6 +173,7 @@ pub fn lines(
             range: m
                 .range
                 .and_then(|(lo, hi)| Some((p.metric(lo)?, p.metric(hi)?))),
+            hollow: p.metric("generator_limited") == Some(1.0),
         };
         match out.iter_mut().find(|s| s.name == p.series) {
             Some(s) => s.points.push(xy),

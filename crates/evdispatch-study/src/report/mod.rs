@@ -3,6 +3,7 @@
 //! can be re-rendered from a `results.json`.
 
 pub mod figure;
+pub mod reading;
 pub mod svg;
 
 use std::fmt::Write as _;
@@ -42,24 +43,62 @@ fn str_of(v: &Value) -> String {
     }
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1000px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
-table{border-collapse:collapse;margin:.6em 0;font-size:.9em}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}\
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}.holds{background:#dff3df}.fails{background:#f8dada}\
-.partly{background:#fbf0cc}.not-measured{background:#eee;color:#555}figure{margin:1.2em 0}figcaption{font-size:.88em;color:#444;max-width:680px}\
-.skip{color:#8a4b00}code{background:#f4f4f4;padding:0 3px}section{border-top:1px solid #ddd;margin-top:2em}";
+const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
+table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}\
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.l{text-align:left}.holds{background:#dff3df}.fails{background:#f8dada}\
+.partly{background:#fbf0cc}.not-measured{background:#eee;color:#555}figure{margin:1.4em 0}figcaption{font-size:.88em;color:#444;max-width:760px}\
+p.reading{font-size:.9em;max-width:760px;background:#f6f8fa;border-left:3px solid #0072b2;padding:.3em .6em}\
+.skip{color:#8a4b00}code{background:#f4f4f4;padding:0 3px}section{border-top:1px solid #ddd;margin-top:2em}.params{font-size:.85em;color:#444}";
+
+/// The profile's parameters of a scenario as `key = value; …`.
+fn params_text(v: &Value) -> String {
+    match v.as_object() {
+        Some(o) => o
+            .iter()
+            .map(|(k, v)| format!("{k} = {}", str_of(v)))
+            .collect::<Vec<_>>()
+            .join("; "),
+        None => String::new(),
+    }
+}
+
+fn verdict_counts(res: &Results) -> String {
+    let count = |w: &str| {
+        res.claims
+            .iter()
+            .filter(|c| c["verdict"].as_str() == Some(w))
+            .count()
+    };
+    format!(
+        "{} claims: {} hold, {} partly, {} fail, {} not measured",
+        res.claims.len(),
+        count("holds"),
+        count("partly"),
+        count("fails"),
+        count("not measured")
+    )
+}
 
 /// Render `index.html`.
 pub fn html(res: &Results) -> String {
     let mut h = String::new();
     h.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"/><title>evdispatch study</title>");
     let _ = write!(h, "<style>{STYLE}</style></head><body>");
+    let env = &res.environment;
     let _ = write!(
         h,
-        "<h1>evdispatch study</h1><p>The experiments of the 2000–2001 event-dispatch papers re-run on this machine (profile <code>{}</code>), with today's mechanisms and peers beside them. Every number below was measured by <code>evdispatch study</code>; the configuration of each point is in <code>results.json</code>.</p>",
+        "<h1>evdispatch study</h1><p>The experiments of the 2000–2001 event-dispatch papers (Provos &amp; Lever; Kegel; Chandra &amp; Mosberger; CITI) re-run on this machine — Linux {}, {} × {}, profile <code>{}</code> — with today's mechanisms (epoll, io_uring) and peer servers beside them. Every number below was measured by <code>evdispatch study</code> in this run; every point's full configuration and command lines are in <code>results.json</code>. The server runs pinned to CPU 0 and the load generator to the last CPU; points drawn hollow had the generator's core saturated.</p>",
+        esc(&str_of(&env["kernel"])),
+        esc(&str_of(&env["cpus_online"])),
+        esc(&str_of(&env["cpu_model"])),
         esc(&res.profile)
     );
     // Claims.
-    h.push_str("<h2 id=\"claims\">Claims of the seeds, judged on this run</h2><table><tr><th>seed</th><th>claim</th><th>verdict</th><th>numbers</th><th>why</th></tr>");
+    let _ = write!(
+        h,
+        "<h2 id=\"claims\">Claims of the seeds, judged on this run</h2><p>{}. Each verdict is computed from this run's data by the rule stated in its last column; <i>today</i> marks questions the seeds could not ask.</p><table><tr><th>seed</th><th>claim</th><th>verdict</th><th>numbers</th><th>why</th></tr>",
+        verdict_counts(res)
+    );
     for c in &res.claims {
         let verdict = str_of(&c["verdict"]);
         let nums: Vec<String> = c["numbers"]
@@ -76,10 +115,12 @@ pub fn html(res: &Results) -> String {
             .collect();
         let _ = write!(
             h,
-            "<tr><td>{} {}</td><td style=\"text-align:left\">{}</td><td class=\"{}\">{}</td><td style=\"text-align:left\">{}</td><td style=\"text-align:left\">{}</td></tr>",
+            "<tr><td>{} {}</td><td class=\"l\">{} <a href=\"#{}\">[{}]</a></td><td class=\"{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             esc(&str_of(&c["seed"])),
             esc(&str_of(&c["section"])),
             esc(&str_of(&c["claim"])),
+            esc(&str_of(&c["scenario"])),
+            esc(&str_of(&c["scenario"])),
             verdict.replace(' ', "-"),
             esc(&verdict),
             nums.join("<br/>"),
@@ -87,6 +128,30 @@ pub fn html(res: &Results) -> String {
         );
     }
     h.push_str("</table>");
+    // The run: what ran, for how long.
+    h.push_str("<h2 id=\"run\">The run</h2><table><tr><th>#</th><th>scenario</th><th>status</th><th>points</th><th>seconds</th><th>of which waiting for the lock</th><th>planned</th><th>jobs repeated</th></tr>");
+    for rec in &res.scenarios {
+        let Some(sc) = SCENARIOS.iter().find(|s| s.id == rec.id) else {
+            continue;
+        };
+        let planned: f64 = rec.timings.iter().map(|t| t.est_s).sum();
+        let repeated = rec.timings.iter().filter(|t| t.runs > 1).count();
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td class=\"l\"><a href=\"#{}\">{}</a> ({})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            sc.number,
+            esc(sc.id),
+            esc(sc.title),
+            esc(&rec.profile),
+            status_word(rec.status),
+            rec.points.len(),
+            fmt_num(rec.duration_s),
+            fmt_num(rec.lock_wait_s),
+            fmt_num(planned),
+            repeated
+        );
+    }
+    h.push_str("</table><p class=\"params\">A job is repeated once when other processes on this shared machine took more than a quarter of a core while it ran; the calmer run is kept.</p>");
     // Scenarios.
     for rec in &res.scenarios {
         let Some(sc) = SCENARIOS.iter().find(|s| s.id == rec.id) else {
@@ -94,7 +159,7 @@ pub fn html(res: &Results) -> String {
         };
         let _ = write!(
             h,
-            "<section id=\"{}\"><h2>{}. {}</h2><p><em>Seeds: {}.</em> {}</p><p>Status: <b>{}</b>, {} points, {} s, commit <code>{}</code>.</p>",
+            "<section id=\"{}\"><h2>{}. {}</h2><p><em>Seeds: {}.</em> {}</p><p class=\"params\">Status: <b>{}</b>, {} points, {} s, profile {}, commit <code>{}</code>. Parameters: {}.</p>",
             esc(sc.id),
             sc.number,
             esc(sc.title),
@@ -103,7 +168,9 @@ pub fn html(res: &Results) -> String {
             status_word(rec.status),
             rec.points.len(),
             fmt_num(rec.duration_s),
-            esc(&rec.git_commit)
+            esc(&rec.profile),
+            esc(&rec.git_commit),
+            esc(&params_text(&rec.params))
         );
         for f in figures_of(rec) {
             let _ = write!(h, "<figure><h3>{}</h3>", esc(&f.title));
@@ -125,7 +192,15 @@ pub fn html(res: &Results) -> String {
                     h.push_str("</table>");
                 }
             }
-            let _ = write!(h, "<figcaption>{}</figcaption></figure>", esc(&f.caption));
+            let _ = write!(h, "<figcaption>{}</figcaption>", esc(&f.caption));
+            if !f.reading.is_empty() {
+                let _ = write!(
+                    h,
+                    "<p class=\"reading\"><b>This run:</b> {}</p>",
+                    esc(&f.reading)
+                );
+            }
+            h.push_str("</figure>");
         }
         if !rec.skipped.is_empty() || !rec.failures.is_empty() {
             h.push_str("<h3>Not measured</h3><ul>");
@@ -150,7 +225,7 @@ pub fn html(res: &Results) -> String {
         h.push_str("</section>");
     }
     // Peers and environment.
-    h.push_str("<section id=\"peers\"><h2>Peers</h2><table><tr><th>peer</th><th>role</th><th>status</th></tr>");
+    h.push_str("<section id=\"peers\"><h2>Peers</h2><p>Found at run time; a missing one is listed with the command that installs it (all of them: <code>bash .ci/install-peers</code>).</p><table><tr><th>peer</th><th>role</th><th>status</th></tr>");
     for p in &res.peers {
         let status = match p["version"].as_str() {
             Some(v) => format!("present, version {v}"),
@@ -158,7 +233,7 @@ pub fn html(res: &Results) -> String {
         };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
             esc(&str_of(&p["name"])),
             esc(&str_of(&p["role"])),
             esc(&status)
@@ -169,7 +244,7 @@ pub fn html(res: &Results) -> String {
         for (k, v) in env {
             let _ = write!(
                 h,
-                "<tr><td>{}</td><td style=\"text-align:left\">{}</td></tr>",
+                "<tr><td>{}</td><td class=\"l\">{}</td></tr>",
                 esc(k),
                 esc(&str_of(v))
             );
@@ -179,13 +254,22 @@ pub fn html(res: &Results) -> String {
     h
 }
 
-/// Render `summary.md`.
+/// Render `summary.md`: the same content as `index.html`, charts as tables.
 pub fn markdown(res: &Results) -> String {
     let mut m = String::new();
-    let _ = writeln!(m, "# evdispatch study (profile `{}`)\n", res.profile);
+    let env = &res.environment;
     let _ = writeln!(
         m,
-        "## Claims\n\n| seed | claim | verdict | numbers |\n|---|---|---|---|"
+        "# evdispatch study (profile `{}`)\n\nLinux {}, {} × {}. Server pinned to CPU 0, load generator to the last CPU; every point's configuration is in `results.json`.\n",
+        res.profile,
+        str_of(&env["kernel"]),
+        str_of(&env["cpus_online"]),
+        str_of(&env["cpu_model"])
+    );
+    let _ = writeln!(
+        m,
+        "## Claims\n\n{}.\n\n| seed | claim | verdict | numbers | why |\n|---|---|---|---|---|",
+        verdict_counts(res)
     );
     for c in &res.claims {
         let nums: Vec<String> = c["numbers"]
@@ -194,19 +278,38 @@ pub fn markdown(res: &Results) -> String {
             .flatten()
             .map(|n| format!("{} = {}", str_of(&n["name"]), str_of(&n["value"])))
             .collect();
-        let nums = if nums.is_empty() {
-            str_of(&c["why"])
-        } else {
-            nums.join("; ")
-        };
         let _ = writeln!(
             m,
-            "| {} {} | {} | **{}** | {} |",
+            "| {} {} | {} | **{}** | {} | {} |",
             str_of(&c["seed"]),
             str_of(&c["section"]),
             str_of(&c["claim"]),
             str_of(&c["verdict"]),
-            nums.replace('|', "/")
+            nums.join("; ").replace('|', "/"),
+            str_of(&c["why"]).replace('|', "/")
+        );
+    }
+    let _ = writeln!(
+        m,
+        "\n## The run\n\n| # | scenario | status | points | seconds | waiting for the lock | planned | jobs repeated |\n|---|---|---|---|---|---|---|---|"
+    );
+    for rec in &res.scenarios {
+        let Some(sc) = SCENARIOS.iter().find(|s| s.id == rec.id) else {
+            continue;
+        };
+        let planned: f64 = rec.timings.iter().map(|t| t.est_s).sum();
+        let _ = writeln!(
+            m,
+            "| {} | {} ({}) | {} | {} | {} | {} | {} | {} |",
+            sc.number,
+            sc.id,
+            rec.profile,
+            status_word(rec.status),
+            rec.points.len(),
+            fmt_num(rec.duration_s),
+            fmt_num(rec.lock_wait_s),
+            fmt_num(planned),
+            rec.timings.iter().filter(|t| t.runs > 1).count()
         );
     }
     for rec in &res.scenarios {
@@ -215,12 +318,15 @@ pub fn markdown(res: &Results) -> String {
         };
         let _ = writeln!(
             m,
-            "\n## {}. {}\n\nSeeds: {}. Status: {}, {} points.\n",
+            "\n## {}. {}\n\nSeeds: {}. Status: {}, {} points, {} s.\n\n{}\n\nParameters: {}.\n",
             sc.number,
             sc.title,
             sc.seeds,
             status_word(rec.status),
-            rec.points.len()
+            rec.points.len(),
+            fmt_num(rec.duration_s),
+            sc.about,
+            params_text(&rec.params)
         );
         for f in figures_of(rec) {
             let _ = writeln!(m, "### {}\n", f.title);
@@ -264,16 +370,31 @@ pub fn markdown(res: &Results) -> String {
                                 s.points
                                     .iter()
                                     .find(|p| p.x == x)
-                                    .map(|p| match p.err {
-                                        Some(e) => format!("{} ± {}", fmt_num(p.y), fmt_num(e)),
-                                        None => fmt_num(p.y),
+                                    .map(|p| {
+                                        let mut v = match p.err {
+                                            Some(e) => {
+                                                format!("{} ± {}", fmt_num(p.y), fmt_num(e))
+                                            }
+                                            None => fmt_num(p.y),
+                                        };
+                                        if p.hollow {
+                                            v.push_str(" (g)");
+                                        }
+                                        v
                                     })
                                     .unwrap_or_else(|| "–".into())
                             })
                             .collect();
                         let _ = writeln!(m, "| {} | {} |", fmt_num(x), cells.join(" | "));
                     }
+                    if c.series.iter().flat_map(|s| &s.points).any(|p| p.hollow) {
+                        let _ = writeln!(m, "\n(g): the load generator's core was saturated.");
+                    }
                 }
+            }
+            let _ = writeln!(m, "\n{}", f.caption);
+            if !f.reading.is_empty() {
+                let _ = writeln!(m, "\n> **This run:** {}", f.reading);
             }
             let _ = writeln!(m);
         }
@@ -360,12 +481,12 @@ mod tests {
                     }
                     let mut p = Point::new(
                         "fdalloc",
-                        crate::config![("bench", "fdalloc"), ("open_fds", 1000)],
+                        crate::config![("bench", "fdalloc"), ("fds", 1000)],
                     );
-                    p.metrics.insert("open_median_us".into(), 1.0);
+                    p.metrics.insert("second_alloc_far_median_us".into(), 1.0);
                     let mut q = p.clone();
                     points.push(p);
-                    q.config.insert("open_fds".into(), json!(100000));
+                    q.config.insert("fds".into(), json!(19000));
                     points.push(q);
                     break;
                 }
@@ -406,6 +527,8 @@ mod tests {
                 points: points.clone(),
                 skipped: plan.skipped.clone(),
                 failures: vec![],
+                timings: vec![],
+                lock_wait_s: 0.0,
             });
             assert!(!figs.is_empty(), "{} draws no figure", sc.id);
             for f in &figs {
@@ -423,6 +546,8 @@ mod tests {
                 points,
                 skipped: plan.skipped,
                 failures: vec![],
+                timings: vec![],
+                lock_wait_s: 0.0,
             });
         }
         let res = Results {

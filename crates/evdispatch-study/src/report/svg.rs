@@ -268,9 +268,13 @@ pub fn render(chart: &Chart, title: &str) -> String {
             if let Some((lo, hi)) = p.range {
                 tip += &format!(" [min {} max {}]", fmt_num(lo), fmt_num(hi));
             }
+            if p.hollow {
+                tip += " (load generator saturated)";
+            }
+            let fill = if p.hollow { "#fff" } else { c };
             let _ = write!(
                 s,
-                r#"<circle class="pt" cx="{x:.1}" cy="{y:.1}" r="3" fill="{c}"><title>{}</title></circle>"#,
+                r#"<circle class="pt" cx="{x:.1}" cy="{y:.1}" r="3.2" fill="{fill}" stroke="{c}" stroke-width="1.5"><title>{}</title></circle>"#,
                 esc(&tip)
             );
         }
@@ -301,6 +305,7 @@ mod tests {
             y,
             err: Some(y / 10.0),
             range: Some((y * 0.5, y * 1.5)),
+            hollow: false,
         }
     }
 
@@ -343,12 +348,14 @@ mod tests {
                         y: 0.0,
                         err: None,
                         range: None,
+                        hollow: false,
                     },
                     Xy {
                         x: 2.0,
                         y: 5.0,
                         err: None,
                         range: None,
+                        hollow: false,
                     },
                 ],
             }],

@@ -3,6 +3,7 @@
 
 pub mod hostile;
 pub mod hybrid;
+pub mod loadcheck;
 pub mod overhead;
 pub mod poll_vs_epoll;
 pub mod poller;
@@ -13,41 +14,41 @@ pub mod today;
 
 use serde_json::{json, Value};
 
-use crate::drive::{Caps, MODELS};
+use crate::drive::{Caps, LoadSpec, ServerSpec, MODELS};
 use crate::report::figure::{lines, Chart, Figure, Metrics};
 use crate::results::ScenarioRecord;
+use crate::web::WebJob;
 
 /// The documents every scenario may request, written into the document root
 /// by the runner: name and size in bytes (seed 000's 6 KB index.html, seed
 /// 004's 1-byte and 92-byte replies).
-pub const DOCUMENTS: &[(&str, usize)] = &[("6k.html", 6144), ("1b.txt", 1), ("92b.html", 92)];
+pub const DOCUMENTS: &[(&str, usize)] = &[
+    ("6k.html", 6144),
+    ("1b.txt", 1),
+    ("92b.html", 92),
+    ("index.html", 6144),
+];
 
-/// Every readiness mechanism of the binary's table (except the edge-triggered
-/// epoll variant, which dispatches exactly as epoll does) followed by the
-/// server's other models: "every mechanism and model".
-pub fn all_dispatch(caps: &Caps) -> Vec<String> {
-    let mut v: Vec<String> = caps
-        .mechanisms
+/// Every readiness mechanism of the library's table (`evdispatch::MECHANISMS`,
+/// except the edge-triggered epoll variant, which dispatches as epoll does)
+/// followed by the server's other models: "every mechanism and model".
+/// Mechanisms this kernel lacks stay in the list, so the report says why
+/// they were not measured.
+pub fn all_dispatch() -> Vec<String> {
+    evdispatch::MECHANISMS
         .iter()
-        .filter(|m| m.as_str() != "epoll-et")
-        .cloned()
-        .collect();
-    // Seed mechanisms not in this build still get a row, so the report
-    // says what they wait for.
-    for (m, _) in crate::drive::SEED_MECHANISMS {
-        if !v.iter().any(|x| x == m) {
-            v.push(m.to_string());
-        }
-    }
-    v.extend(MODELS.iter().map(|m| m.to_string()));
-    v
+        .map(|m| m.name)
+        .filter(|m| *m != "epoll-et")
+        .chain(MODELS.iter().copied())
+        .map(String::from)
+        .collect()
 }
 
 /// Whether `mechanism` can watch `fds` descriptors (select: below 1024).
 pub fn fd_limit(caps: &Caps, mechanism: &str, fds: u32) -> Result<(), String> {
     match caps.max_fd.get(mechanism) {
         Some(&max) if fds as i64 + 32 > max => Err(format!(
-            "{mechanism} watches descriptors below {max} only; {fds} connections need more (the seeds' select had a raised FD_SETSIZE)"
+            "{mechanism} watches descriptors below {max} only; {fds} descriptors needed (the seeds' select had a raised FD_SETSIZE)"
         )),
         _ => Ok(()),
     }
@@ -85,36 +86,35 @@ pub fn j<T: serde::Serialize>(v: T) -> Value {
     json!(v)
 }
 
-/// The session workload most scenarios sweep: new connections at `rate`,
-/// one request each for `document`, with `inactive` and `idle` connections
-/// held, against our server on `mechanism` (timeouts long enough that the
+/// The session workload several scenarios sweep: new connections at
+/// `rate`, one request each for `document`, with `inactive` and `idle`
+/// connections held, against `server` (its timeouts long enough that the
 /// held connections stay).
 pub fn session_job(
-    mechanism: &str,
+    server: ServerSpec,
     rate: f64,
     duration_s: f64,
     inactive: u32,
     idle: u32,
     document: &str,
-) -> crate::web::WebJob {
-    use crate::drive::{LoadSpec, Rate, ServerSpec};
-    crate::web::WebJob {
-        series: mechanism.to_string(),
-        server: ServerSpec {
-            idle_timeout_s: Some(60.0),
-            header_timeout_s: Some(60.0),
-            ..ServerSpec::ours(mechanism)
-        },
+) -> WebJob {
+    let server = if server.server == "ours" {
+        ServerSpec {
+            idle_timeout_s: Some(600.0),
+            header_timeout_s: Some(600.0),
+            ..server
+        }
+    } else {
+        server
+    };
+    WebJob {
+        series: server.series(),
+        server,
         load: LoadSpec {
-            document: document.into(),
-            rate: Rate::PerSec(rate),
-            duration_s,
-            sessions: true,
-            calls: 1,
-            persistent: 0,
             inactive,
             idle,
-            procs: 1,
+            ..LoadSpec::sessions(document, rate, duration_s)
         },
+        then: vec![],
     }
 }

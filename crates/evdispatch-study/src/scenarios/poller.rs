@@ -1,9 +1,12 @@
 //! Scenario 1: Kegel's Poller_bench (seed 001) and the fd-allocation
 //! experiment (seed 003), through `evdispatch bench poller|fdalloc --json`.
 //!
-//! Points: one per bench cell; config `mechanism`, `fds`, `active`,
-//! `placement` (poller) or whatever fdalloc's cells carry; metrics every
-//! `*_us` field (`median_us`, `p90_us`, `min_us`, `max_us`, `write_median_us`).
+//! Points: one per bench cell; config `bench` (`poller`, `pairs`,
+//! `fdalloc`), `mechanism`, `kind`, `fds`, `active`, `placement` (poller);
+//! metrics every `*_us` field and the ratios (`median_us`, `p90_us`,
+//! `min_us`, `max_us`, `ratio_to_epoll`, …; fdalloc: `far_median_us`,
+//! `near_median_us`, `second_alloc_far_median_us`, …; pairs:
+//! `open_us_per_pair`, `close_us_per_pair`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -12,6 +15,7 @@ use super::j;
 use crate::contracts;
 use crate::drive::{self, Caps};
 use crate::report::figure::{fmt_num, lines, Chart, Figure, Metrics, Table};
+use crate::report::reading;
 use crate::results::{Point, ScenarioRecord};
 use crate::scenario::{Ctx, Job, Plan, Profile, Scenario};
 
@@ -21,10 +25,11 @@ pub const SCENARIO: Scenario = Scenario {
     number: 1,
     title: "Poller_bench and fd allocation",
     seeds: "001 (Kegel, Poller_bench table); 003 (CITI, open/close with many fds)",
-    about: "N socketpairs watched on their read ends, A of them written before each iteration; one timed wait plus a 1-byte read per ready fd. Kegel tabulated µs for A = 1 against N = 100 / 1,000 / 10,000; we add the raw syscalls, mio, polling, libevent and libev rows the bench provides, and the time to close and reopen descriptors with many open (seed 003).",
+    about: "N socketpairs watched on their read ends, A of them written (by a helper process, as a network peer would) before each iteration; one timed wait plus a 1-byte read per ready fd. Kegel tabulated µs for A = 1 against N = 100 / 1,000 / 10,000; beside the library's mechanisms run the same loop written straight on the system calls (raw-epoll, raw-poll), the Rust crates mio and polling, and the C libraries libevent and libev. Seed 003: with N descriptors open, close the first and the last and allocate twice; the second allocation must find the far hole.",
     plan,
     run,
     figures,
+    opt_in: false,
 };
 
 /// One `evdispatch bench` invocation.
@@ -36,77 +41,102 @@ struct BenchJob {
     args: Vec<String>,
 }
 
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
 fn plan(p: Profile, caps: &Caps) -> Plan {
     let fds = p.pick("100,1000", "100,1000,10000", "100,1000,10000,19000");
     let active = p.pick("1", "1,100", "1,10,100,1000");
-    let iterations = p.pick(200, 2000, 20000);
+    let iterations = p.pick(100, 300, 2000);
+    let rounds = p.pick(2, 3, 10);
+    let budget = p.pick(0.3, 0.8, 5.0);
     let mut plan = Plan {
-        params: json!({"fds": fds, "active": active, "placement": "rotating", "iterations": iterations}),
+        params: json!({"fds": fds, "active": active, "placement": "rotating", "iterations": iterations, "rounds": rounds, "cell_budget_s": budget, "writer": "helper process"}),
         ..Plan::default()
     };
-    if caps.bench_poller {
-        let args: Vec<String> = [
-            "poller",
-            "--json",
-            "--fds",
-            fds,
-            "--active",
-            active,
-            "--placement",
-            "rotating",
-            "--iterations",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([iterations.to_string()])
-        .collect();
-        plan.job(
-            "bench poller",
-            &BenchJob {
-                bench: "poller".into(),
-                args,
-            },
-            p.pick(6.0, 45.0, 900.0),
-        );
-    } else {
-        plan.skip(
-            "Poller_bench table",
-            "`evdispatch bench poller` is not built yet (issue #2)",
-        );
+    if !caps.bench {
+        plan.skip("every bench", "`evdispatch bench` is not in this build");
+        return plan;
     }
-    if caps.bench_fdalloc {
-        let mut args = vec!["fdalloc".to_string(), "--json".to_string()];
-        if p != Profile::Full {
-            args.push("--quick".into());
+    for (row, status) in &caps.poller_rows {
+        if let Err(why) = status {
+            plan.skip(format!("bench poller row {row}"), why.clone());
         }
-        plan.job(
-            "bench fdalloc",
-            &BenchJob {
-                bench: "fdalloc".into(),
-                args,
-            },
-            p.pick(4.0, 15.0, 120.0),
-        );
-    } else {
-        plan.skip(
-            "fd allocation (seed 003)",
-            "`evdispatch bench fdalloc` is not built yet (issue #2)",
-        );
     }
+    // The bench's select row stops short of FD_SETSIZE by itself.
+    for n in fds.split(',').filter_map(|n| n.parse::<i64>().ok()) {
+        if let Some(&max) = caps.max_fd.get("select") {
+            if n + 8 > max {
+                plan.skip(
+                    format!("select at N = {n}"),
+                    format!("select watches descriptors below {max} only"),
+                );
+            }
+        }
+    }
+    let mut args = strings(&[
+        "poller",
+        "--json",
+        "--fds",
+        fds,
+        "--active",
+        active,
+        "--placement",
+        "rotating",
+    ]);
+    args.extend([
+        "--iterations".into(),
+        iterations.to_string(),
+        "--rounds".into(),
+        rounds.to_string(),
+        "--cell-budget".into(),
+        budget.to_string(),
+    ]);
+    if p == Profile::Tiny {
+        args.extend(strings(&[
+            "--mechanisms",
+            "poll,epoll,uring,select,raw-epoll,mio,libevent",
+            "--warmup",
+            "5",
+        ]));
+    }
+    plan.job(
+        "bench poller",
+        &BenchJob {
+            bench: "poller".into(),
+            args,
+        },
+        p.pick(5.0, 40.0, 600.0),
+    );
+    let mut args = strings(&["fdalloc", "--json"]);
+    match p {
+        Profile::Tiny => args.extend(strings(&["--fds", "100,10000", "--reps", "300"])),
+        Profile::Quick => args.push("--quick".into()),
+        Profile::Full => {}
+    }
+    plan.job(
+        "bench fdalloc",
+        &BenchJob {
+            bench: "fdalloc".into(),
+            args,
+        },
+        p.pick(1.0, 3.0, 30.0),
+    );
     plan
 }
 
 fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
     let spec: BenchJob = serde_json::from_value(Value::Object(job.config.clone()))?;
-    let (cells, cmdline) = drive::run_bench(ctx, &spec.args, &crate::web::tag(&job.label))?;
-    Ok(cells
+    let (out, cmdline) = drive::run_bench(ctx, &spec.args, &crate::web::tag(&job.label))?;
+    let mut points: Vec<Point> = out
+        .cells
         .iter()
         .map(|cell| {
             let (mut config, metrics) = contracts::split_cell(cell);
             let series = config
                 .get("mechanism")
                 .and_then(Value::as_str)
-                .or_else(|| config.get("allocator").and_then(Value::as_str))
                 .unwrap_or(&spec.bench)
                 .to_string();
             config.insert("bench".into(), json!(spec.bench));
@@ -118,7 +148,27 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
                 raw: Value::Object(cell.clone()),
             }
         })
-        .collect())
+        .collect();
+    // Kegel's other figure: the cost of opening and closing a socketpair.
+    for pair in out
+        .extra
+        .get("pairs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+    {
+        let (mut config, metrics) = contracts::split_cell(pair);
+        config.insert("bench".into(), json!("pairs"));
+        config.insert("cmd".into(), json!(cmdline));
+        points.push(Point {
+            series: "socketpair".into(),
+            config,
+            metrics,
+            raw: Value::Null,
+        });
+    }
+    Ok(points)
 }
 
 /// The largest `fds` among poller points.
@@ -135,18 +185,18 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         ("active", j(1)),
         ("placement", j("rotating")),
     ];
-    // Kegel's table: mechanisms × N, median µs at A = 1.
+    // Kegel's table: rows × N, median µs at A = 1.
     let mut fds: Vec<f64> = rec.select(&a1).filter_map(|p| p.num("fds")).collect();
     fds.sort_by(f64::total_cmp);
     fds.dedup();
     if !fds.is_empty() {
         let mut t = Table {
-            columns: vec!["mechanism".into()],
+            columns: vec!["row".into(), "kind".into()],
             rows: vec![],
         };
         t.columns
-            .extend(fds.iter().map(|n| format!("N = {}", fmt_num(*n))));
-        t.columns.push("growth 1st→last N".into());
+            .extend(fds.iter().map(|n| format!("N = {} (µs)", fmt_num(*n))));
+        t.columns.push("growth, first → last N".into());
         for s in rec.distinct("series") {
             let name = s.as_str().unwrap_or_default().to_string();
             let f = [a1.as_slice(), &[("series", s.clone())]].concat();
@@ -154,7 +204,11 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             if xy.is_empty() {
                 continue;
             }
-            let mut row = vec![name];
+            let kind = rec
+                .select(&f)
+                .find_map(|p| p.str("kind").map(str::to_string))
+                .unwrap_or_default();
+            let mut row = vec![name, kind];
             for n in &fds {
                 row.push(
                     xy.iter()
@@ -165,7 +219,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             }
             let growth = match (xy.first(), xy.last()) {
                 (Some(a), Some(b)) if xy.len() >= 2 && a.1 > 0.0 => {
-                    format!("×{}", fmt_num(b.1 / a.1))
+                    format!("×{} for ×{} fds", fmt_num(b.1 / a.1), fmt_num(b.0 / a.0))
                 }
                 _ => "–".into(),
             };
@@ -174,59 +228,130 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         }
         figs.push(Figure::table(
             "Kegel's table: µs per waitAndDispatchEvents, 1 active socket",
-            "Median wall-clock µs of one wait plus a 1-byte read per ready fd, A = 1, rotating placement (the touched socket changes each iteration). Kegel, Linux 2.2.14: poll 23 / 890 / 11,333, /dev/poll 19 / 146 / 4,264; FreeBSD kqueue 8 / 8 / 8.",
+            "Median wall-clock µs of one wait plus a 1-byte read per ready descriptor, A = 1, the touched socket changing every iteration. For comparison, Kegel's Linux 2.2.14 (650 MHz Pentium III): poll 23 / 890 / 11,333 µs and /dev/poll 19 / 146 / 4,264 µs at N = 100 / 1,000 / 10,000; FreeBSD kqueue 8 / 8 / 8. `library` rows are evdispatch's mechanisms, `floor` the same loop on bare system calls, `crate` and `c-peer` other libraries. select cannot watch descriptors above 1023.",
             t,
         ));
     }
-    figs.push(Figure::chart(
-        "Cost of one wait against the number of descriptors (A = 1)",
-        "Median µs, log–log; the band spans min to p90. A line flat in N is a mechanism whose cost follows the active descriptors only.",
-        Chart {
-            x_label: "descriptors watched (N)".into(),
-            y_label: "µs per wait + reads".into(),
-            x_log: true,
-            y_log: true,
-            series: lines(rec, &a1, "fds", Metrics { y: "median_us", err: None, range: Some(("min_us", "p90_us")) }),
-        },
-    ));
+    let chart = Chart {
+        x_label: "descriptors watched, N".into(),
+        y_label: "µs per wait + reads".into(),
+        x_log: true,
+        y_log: true,
+        series: lines(
+            rec,
+            &a1,
+            "fds",
+            Metrics {
+                y: "median_us",
+                err: None,
+                range: Some(("min_us", "p90_us")),
+            },
+        ),
+    };
+    let read = reading::growth(&chart, "µs");
+    figs.push(
+        Figure::chart(
+            "Cost of one wait against the number of descriptors, 1 active (cf. seed 001's table)",
+            "Median µs, log–log; the dashed marks span min to p90. A line that stays flat as N grows is a mechanism whose cost follows the active descriptors only; poll and select climb with N.",
+            chart,
+        )
+        .with_reading(read),
+    );
     if let Some(n) = max_fds(rec) {
         let f = [
             ("bench", j("poller")),
             ("fds", j(n)),
             ("placement", j("rotating")),
         ];
-        figs.push(Figure::chart(
-            format!("Cost against the number of active descriptors (N = {})", fmt_num(n)),
-            "Median µs, log–log. Jonathan Lemon's observation in seed 001: kqueue's time scaled with the active pipes, poll's with the total.",
-            Chart {
-                x_label: "active descriptors (A)".into(),
-                y_label: "µs per wait + reads".into(),
-                x_log: true,
-                y_log: true,
-                series: lines(rec, &f, "active", Metrics::y("median_us")),
-            },
+        let chart = Chart {
+            x_label: "active descriptors written per iteration, A".into(),
+            y_label: "µs per wait + reads".into(),
+            x_log: true,
+            y_log: true,
+            series: lines(rec, &f, "active", Metrics::y("median_us")),
+        };
+        let read = reading::growth(&chart, "µs");
+        figs.push(
+            Figure::chart(
+                format!(
+                    "Cost against the number of active descriptors, N = {} (cf. seed 001's FreeBSD note)",
+                    fmt_num(n)
+                ),
+                "Median µs, log–log. Jonathan Lemon's observation in seed 001: kqueue's time scaled with the active pipes, poll's with the total. Each active descriptor costs at least its read(), so every line must rise with A; the question is whether it starts from a floor set by N.",
+                chart,
+            )
+            .with_reading(read),
+        );
+    }
+    // Socketpair open and close costs.
+    let pairs = [("bench", j("pairs"))];
+    if rec.select(&pairs).next().is_some() {
+        let mut t = Table {
+            columns: vec![
+                "N".into(),
+                "open, µs per socketpair".into(),
+                "close, µs per socketpair".into(),
+            ],
+            rows: vec![],
+        };
+        for p in rec.select(&pairs) {
+            t.rows.push(vec![
+                p.num("fds").map(fmt_num).unwrap_or_default(),
+                p.metric("open_us_per_pair")
+                    .map(fmt_num)
+                    .unwrap_or_else(|| "–".into()),
+                p.metric("close_us_per_pair")
+                    .map(fmt_num)
+                    .unwrap_or_else(|| "–".into()),
+            ]);
+        }
+        figs.push(Figure::table(
+            "Time to open and to close each of N socketpairs",
+            "Kegel measured these too: 26 µs to open and 14 µs to close each of 10,000 socketpairs on Linux 2.4.0-test10, 165 ms and 30 ms each on Solaris 7.",
+            t,
         ));
     }
-    // fd allocation: every *_us metric against the number of open fds.
-    let fd_points: Vec<&Point> = rec.select(&[("bench", j("fdalloc"))]).collect();
-    if let Some(first) = fd_points.first() {
-        let x = ["open_fds", "fds", "n", "open"]
-            .into_iter()
-            .find(|k| first.num(k).is_some())
-            .unwrap_or("fds");
-        for metric in first.metrics.keys() {
-            figs.push(Figure::chart(
-                format!("fd allocation: {metric} against open descriptors (seed 003)"),
-                "With N descriptors open, close the first (or the n-th) and open twice. Seed 003: a single bitmap makes the search linear in N; two bitmaps keep it flat.",
-                Chart {
-                    x_label: "descriptors open".into(),
-                    y_label: metric.clone(),
-                    x_log: true,
-                    y_log: false,
-                    series: lines(rec, &[("bench", j("fdalloc"))], x, Metrics::y(metric)),
-                },
-            ));
+    // fd allocation (seed 003): far hole against the near control.
+    let fd = [("bench", j("fdalloc"))];
+    if rec.select(&fd).next().is_some() {
+        let mut series = Vec::new();
+        for (metric, name) in [
+            (
+                "second_alloc_far_median_us",
+                "2nd allocation, hole at the far end",
+            ),
+            (
+                "second_alloc_near_median_us",
+                "2nd allocation, hole next to the first (control)",
+            ),
+            ("far_median_us", "close first + last, allocate twice"),
+            (
+                "near_median_us",
+                "close first + second, allocate twice (control)",
+            ),
+        ] {
+            let mut s = lines(rec, &fd, "fds", Metrics::y(metric));
+            for x in &mut s {
+                x.name = name.into();
+            }
+            series.extend(s);
         }
+        let chart = Chart {
+            x_label: "descriptors open, N".into(),
+            y_label: "µs (median)".into(),
+            x_log: true,
+            y_log: true,
+            series,
+        };
+        let read = reading::growth(&chart, "µs");
+        figs.push(
+            Figure::chart(
+                "fd allocation with N descriptors open (cf. seed 003)",
+                "With N descriptors open, close the first and the last, then allocate twice (fcntl F_DUPFD, the kernel allocator without a path walk): the first allocation gets the lowest hole, the second must find the hole at the far end. Seed 003's single bitmap made that search linear in N; its two-level bitmap (mainline Linux since 2.6) keeps it flat. The control closes the first and second descriptors, so no search is needed.",
+                chart,
+            )
+            .with_reading(read),
+        );
     }
     figs
 }

@@ -29,15 +29,16 @@ pub const SCENARIO: Scenario = Scenario {
     plan,
     run: run_web,
     figures,
+    opt_in: false,
 };
 
-/// How the two workers share the port: (name, listener, extra poller
-/// options). `shared (plain)` asks the server to register the shared
-/// listener without `EPOLLEXCLUSIVE` (poller option `exclusive=false`).
-pub const HERD_MODES: &[(&str, &str, &[&str])] = &[
-    ("shared (plain)", "shared", &["exclusive=false"]),
-    ("shared + EPOLLEXCLUSIVE", "shared", &[]),
-    ("SO_REUSEPORT", "reuseport", &[]),
+/// How the two workers share the port: (name, listener, wake-one). `shared
+/// (plain)` is `serve --listener shared --no-exclusive`: the listener is in
+/// both workers' epoll sets without `EPOLLEXCLUSIVE`.
+pub const HERD_MODES: &[(&str, &str, bool)] = &[
+    ("shared (plain)", "shared", false),
+    ("shared + EPOLLEXCLUSIVE", "shared", true),
+    ("SO_REUSEPORT", "reuseport", true),
 ];
 
 fn extra(part: &str, more: &[(&str, Value)]) -> Map<String, Value> {
@@ -49,16 +50,20 @@ fn extra(part: &str, more: &[(&str, Value)]) -> Map<String, Value> {
 }
 
 fn plan(p: Profile, caps: &Caps) -> Plan {
-    let duration = p.pick(0.3, 1.5, 5.0);
-    let idle_n: u32 = p.pick(500, 5000, 9000);
-    let herd_rate = p.pick(1000.0, 5000.0, 10000.0);
+    let duration = p.pick(0.4, 1.2, 4.0);
+    let idle_n: u32 = p.pick(1000, 5000, 9000);
+    let herd_rates: Vec<f64> = p.pick(
+        vec![1000.0],
+        vec![500.0, 5000.0],
+        vec![200.0, 1000.0, 5000.0],
+    );
     let worker_mechs: Vec<&str> = p.pick(
         vec!["epoll"],
-        vec!["epoll", "uring-completion"],
+        vec!["epoll", "uring", "uring-completion"],
         vec!["epoll", "uring", "uring-completion", "threads"],
     );
     let mut plan = Plan {
-        params: json!({"duration_s": duration, "idle_connections": idle_n, "herd_rate_conn_per_s": herd_rate, "worker_mechanisms": worker_mechs, "workers": [1, 2], "persistent": 100}),
+        params: json!({"duration_s": duration, "idle_connections": idle_n, "herd_rates_conn_per_s": herd_rates, "worker_mechanisms": worker_mechs, "workers": [1, 2], "closed_loop_connections": 100}),
         ..Plan::default()
     };
     // (a) one vs two workers, closed loop over 100 keep-alive connections.
@@ -76,16 +81,12 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
                     ..s.clone()
                 },
                 load: LoadSpec {
-                    document: "6k.html".into(),
                     rate: Rate::MAX,
-                    duration_s: duration,
                     sessions: false,
-                    calls: 1,
-                    persistent: 100,
-                    inactive: 0,
-                    idle: 0,
-                    procs: 1,
+                    connections: 100,
+                    ..LoadSpec::sessions("6k.html", 0.0, duration)
                 },
+                then: vec![],
             };
             plan_web(
                 &mut plan,
@@ -97,38 +98,31 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         }
     }
     // (b) the thundering herd.
-    for (name, listener, opts) in HERD_MODES {
-        let job = WebJob {
-            series: name.to_string(),
-            server: ServerSpec {
-                workers: 2,
-                listener: Some(listener.to_string()),
-                poller_opts: opts.iter().map(|s| s.to_string()).collect(),
-                ..ServerSpec::ours("epoll")
-            },
-            load: LoadSpec {
-                document: "1b.txt".into(),
-                rate: Rate::PerSec(herd_rate),
-                duration_s: duration,
-                sessions: true,
-                calls: 1,
-                persistent: 0,
-                inactive: 0,
-                idle: 0,
-                procs: 1,
-            },
-        };
-        plan_web(
-            &mut plan,
-            caps,
-            format!("herd {name}"),
-            job,
-            extra("herd", &[("listener_mode", json!(name))]),
-        );
+    for (name, listener, exclusive) in HERD_MODES {
+        for &r in &herd_rates {
+            let job = WebJob {
+                series: name.to_string(),
+                server: ServerSpec {
+                    workers: 2,
+                    listener: Some(listener.to_string()),
+                    exclusive: *exclusive,
+                    ..ServerSpec::ours("epoll")
+                },
+                load: LoadSpec::sessions("1b.txt", r, duration),
+                then: vec![],
+            };
+            plan_web(
+                &mut plan,
+                caps,
+                format!("herd {name} {r}/s"),
+                job,
+                extra("herd", &[("listener_mode", json!(name))]),
+            );
+        }
     }
     // (c) memory per idle connection, every server.
     let mut servers: Vec<ServerSpec> = p
-        .sample(all_dispatch(caps), &["epoll", "threads"])
+        .sample(all_dispatch(), &["epoll", "threads"])
         .iter()
         .map(|m| ServerSpec::ours(m))
         .collect();
@@ -145,23 +139,23 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
                 continue;
             }
         }
+        let mut server = ServerSpec {
+            idle_timeout_s: Some(600.0),
+            ..s.clone()
+        };
+        if server.mechanism.as_deref() == Some("threads") && server.server == "ours" {
+            server.threads = Some(idle_n + 64);
+        }
         let job = WebJob {
             series: s.series(),
-            server: ServerSpec {
-                idle_timeout_s: Some(600.0),
-                ..s.clone()
-            },
+            server,
             load: LoadSpec {
-                document: "1b.txt".into(),
-                rate: Rate::PerSec(20.0),
-                duration_s: duration.max(p.pick(0.5, 1.0, 2.0)),
                 sessions: false,
-                calls: 1,
                 persistent: 1,
-                inactive: 0,
                 idle: idle_n,
-                procs: 1,
+                ..LoadSpec::sessions("1b.txt", 20.0, duration.max(1.0))
             },
+            then: vec![],
         };
         plan_web(
             &mut plan,
@@ -217,35 +211,37 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             show(cell(&f2, "server_cpu_pct")),
         ]);
     }
-    figs.push(Figure::table("One worker vs two", "Closed-loop load over 100 keep-alive connections, 6 KB. With two workers the server shares the second core with the load generator, so the speed-up is bounded by it.", t));
+    figs.push(Figure::table("One worker vs two", "Closed-loop load over 100 keep-alive connections, 6 KB document. The machine has two cores: with two workers the server's second worker shares the load generator's core, so the speed-up measures how well each server uses a contended core rather than a free one.", t));
     // (b)
     let mut t = Table {
         columns: vec![
             "listener".into(),
+            "new connections/s".into(),
             "accepted".into(),
-            "worker wake-ups".into(),
-            "wake-ups per accept".into(),
+            "listener reports".into(),
+            "reports per accepted connection".into(),
         ],
         rows: vec![],
     };
     for (name, _, _) in HERD_MODES {
-        let f = [("part", j("herd")), ("listener_mode", j(name))];
-        if rec.select(&f).next().is_none() {
-            continue;
+        for p in rec.select(&[("part", j("herd")), ("listener_mode", j(name))]) {
+            t.rows.push(vec![
+                name.to_string(),
+                show(p.num("rate")),
+                show(p.metric("server_accepted")),
+                show(p.metric("listener_events")),
+                show(p.metric("wakeups_per_accept")),
+            ]);
         }
-        t.rows.push(vec![
-            name.to_string(),
-            show(cell(&f, "worker_accepts")),
-            show(cell(&f, "worker_wakeups")),
-            show(cell(&f, "wakeups_per_accept")),
-        ]);
     }
-    figs.push(Figure::table("The thundering herd: wake-ups per accepted connection", "Two epoll workers; one new connection per request. 1.0 means exactly one worker woke for each connection.", t));
+    figs.push(Figure::table("The thundering herd: listener wake-ups per accepted connection", "Two epoll workers (CPUs 0 and 1), one new connection per request. A worker woken by the listener that finds nothing to accept is a herd wake-up: 1.0 means exactly one worker woke for each connection, 2.0 that both did. With SO_REUSEPORT each worker has its own listener and the kernel picks one.", t));
     // (c)
     let mut t = Table {
         columns: vec![
             "server".into(),
             "idle connections held".into(),
+            "RSS before (KiB)".into(),
+            "RSS holding them (KiB)".into(),
             "user memory per connection (B)".into(),
             "kernel TCP memory per connection (B, both ends)".into(),
         ],
@@ -254,7 +250,9 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     for p in rec.select(&[("part", j("memory"))]) {
         t.rows.push(vec![
             p.series.clone(),
-            show(p.metric("connections_peak").or(p.num("idle"))),
+            show(p.num("idle")),
+            show(p.metric("server_rss_start_bytes").map(|b| b / 1024.0)),
+            show(p.metric("server_rss_max_bytes").map(|b| b / 1024.0)),
             show(p.metric("rss_per_conn_bytes")),
             show(p.metric("tcp_kernel_per_conn_bytes")),
         ]);
