@@ -383,12 +383,17 @@ impl Worker {
             self.rearm = rearm;
             self.rearm.clear();
             if let Some(t) = self.resume_at {
-                if self.now >= t
-                    && self.open < self.cfg.max_open_per_worker()
-                    && self.stopping.is_none()
-                {
-                    self.resume_at = None;
-                    self.arm_accept()?;
+                if self.now >= t && self.stopping.is_none() {
+                    if self.open < self.cfg.max_open_per_worker() {
+                        self.resume_at = None;
+                        self.arm_accept()?;
+                    } else {
+                        // Still full: a close resumes accepting; until then
+                        // look again later rather than at every wait (a
+                        // deadline left in the past would make every wait
+                        // return at once: a spin at the limit).
+                        self.resume_at = Some(self.now + ACCEPT_RETRY);
+                    }
                 }
             }
             self.expire_timers();
@@ -869,7 +874,8 @@ impl Worker {
 
     fn expire_timers(&mut self) {
         let mut fired = std::mem::take(&mut self.fired);
-        self.wheel.expire(self.now, &mut fired);
+        self.wheel
+            .expire_at_most(self.now, &mut fired, crate::timer::EXPIRE_BATCH);
         for &idx in &fired {
             let c = &self.conns[idx];
             match c.state {
