@@ -118,6 +118,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "rss_end_kib": rss_end / 1024.0,
             "rss_peak_kib": rss_peak as f64 / 1024.0,
             "rss_growth_pct": growth,
+            // The shape: a step (a new peak of connections) or a ramp (a leak).
+            "rss_at_40pct_kib": rss_at(&samples, duration * 0.4) as f64 / 1024.0,
+            "rss_at_60pct_kib": rss_at(&samples, duration * 0.6) as f64 / 1024.0,
+            "rss_at_80pct_kib": rss_at(&samples, duration * 0.8) as f64 / 1024.0,
             "rss_samples": samples.len(),
             "fds_before": fds_before,
             "fds_peak": fds_peak,
@@ -194,6 +198,11 @@ fn soak_one(env: &Env, server: &ServerProcess, load_args: &[String], duration: f
         samples: samples.into_inner().unwrap_or_default(),
         fds_before,
     }
+}
+
+/// The RSS of the first sample at or after `t` seconds (0: none).
+fn rss_at(samples: &[(f64, u64, usize)], t: f64) -> u64 {
+    samples.iter().find(|s| s.0 >= t).map_or(0, |s| s.1)
 }
 
 /// Growth in percent between the mean RSS of the first tenth of the
