@@ -70,9 +70,10 @@ pub(crate) fn start(
         pool.push(h);
     }
     let l = listener.clone();
+    let max = cfg.max_connections;
     let master = thread::Builder::new()
         .name("evd-master".into())
-        .spawn(move || master(l, tx, pool, active, responder, stop, open))?;
+        .spawn(move || master(l, tx, pool, active, responder, stop, open, max))?;
     Ok(Pool { master, listener })
 }
 
@@ -84,11 +85,27 @@ fn master(
     responder: Arc<Mutex<Responder>>,
     stop: Arc<AtomicBool>,
     open: Arc<OpenCount>,
+    cfg_max: usize,
 ) -> io::Result<WorkerReport> {
     let mut counters = Counters::default();
+    let mut paused = false;
     while !stop.load(Ordering::Acquire) {
+        // At the connection cap, wait for a connection to end before
+        // taking another.
+        if open.now.load(Ordering::Relaxed) >= cfg_max {
+            if !paused {
+                counters.accept_pauses += 1;
+                paused = true;
+            }
+            thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        paused = false;
         match sys::accept(listener.as_raw_fd(), true) {
             Ok(fd) => {
+                // Counted open from here (a pool thread ends the count).
+                let now_open = open.now.fetch_add(1, Ordering::Relaxed) + 1;
+                open.peak.fetch_max(now_open, Ordering::Relaxed);
                 counters.accepted += 1;
                 counters.wakeups += 1;
                 counters.listener_events += 1;
@@ -169,8 +186,6 @@ fn pool_thread(
             }
         };
         *active[me].lock().unwrap_or_else(|e| e.into_inner()) = fd.as_raw_fd();
-        let now_open = open.now.fetch_add(1, Ordering::Relaxed) + 1;
-        open.peak.fetch_max(now_open, Ordering::Relaxed);
         let stream = TcpStream::from(fd);
         if !stop.load(Ordering::Acquire) {
             serve(
