@@ -52,7 +52,10 @@ pub(crate) fn start(
     let rx = Arc::new(Mutex::new(rx));
     let active: Arc<Vec<Mutex<RawFd>>> =
         Arc::new((0..cfg.threads).map(|_| Mutex::new(-1)).collect());
-    let open = Arc::new(OpenCount::default());
+    let open = Arc::new(OpenCount {
+        max: cfg.max_connections,
+        ..OpenCount::default()
+    });
     let mut pool = Vec::with_capacity(cfg.threads);
     for i in 0..cfg.threads {
         let (rx, responder, active, cfg, stop, open) = (
@@ -70,10 +73,9 @@ pub(crate) fn start(
         pool.push(h);
     }
     let l = listener.clone();
-    let max = cfg.max_connections;
     let master = thread::Builder::new()
         .name("evd-master".into())
-        .spawn(move || master(l, tx, pool, active, responder, stop, open, max))?;
+        .spawn(move || master(l, tx, pool, active, responder, stop, open))?;
     Ok(Pool { master, listener })
 }
 
@@ -85,14 +87,13 @@ fn master(
     responder: Arc<Mutex<Responder>>,
     stop: Arc<AtomicBool>,
     open: Arc<OpenCount>,
-    cfg_max: usize,
 ) -> io::Result<WorkerReport> {
     let mut counters = Counters::default();
     let mut paused = false;
     while !stop.load(Ordering::Acquire) {
         // At the connection cap, wait for a connection to end before
         // taking another.
-        if open.now.load(Ordering::Relaxed) >= cfg_max {
+        if open.now.load(Ordering::Relaxed) >= open.max {
             if !paused {
                 counters.accept_pauses += 1;
                 paused = true;
@@ -213,6 +214,8 @@ fn pool_thread(
 struct OpenCount {
     now: AtomicUsize,
     peak: AtomicUsize,
+    /// The connection cap.
+    max: usize,
 }
 
 fn stream_ref(s: &TcpStream) -> &TcpStream {
