@@ -808,7 +808,16 @@ impl<'h> Engine<'h> {
                 c.woff = 0;
                 c.sent = now;
                 c.intended = now;
-                self.slow_step(slot, now);
+                // Each slow client dribbles at its own phase of the
+                // interval, as independent clients would: started together,
+                // thousands of them would otherwise send in one burst per
+                // interval, an artefact of one generator driving them all.
+                let gen = c.gen;
+                let phase = (slot as f64 * 0.618_033_988_749_895).fract();
+                let at = now + Duration::from_secs_f64(phase * self.spec.config.slow_interval_s);
+                self.timers
+                    .push(Reverse((at, Timer::SlowStep { slot, gen })));
+                self.set_interest(slot, Interest::READABLE);
             }
         }
     }

@@ -164,6 +164,11 @@ pub struct LoadArgs {
     /// Pin the workers to these CPUs (worker i on the i-th, cycling), e.g. 1 or 0-1.
     #[arg(long, value_name = "LIST")]
     pub cpu: Option<String>,
+    /// Run at the lowest CPU priority (SCHED_IDLE): a background load (say,
+    /// attackers that stand for other machines) that must not delay a
+    /// measured generator sharing its CPU.
+    #[arg(long)]
+    pub background: bool,
     /// Give up on a connect or a reply after this long (e.g. 5, 500ms).
     #[arg(long, default_value = "5")]
     pub timeout: String,
@@ -197,6 +202,9 @@ pub struct LoadArgs {
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     if args.worker {
         return runner::worker_main();
+    }
+    if args.background {
+        anyhow::Context::context(evdispatch_proc::set_idle_priority(), "--background")?;
     }
     let cfg = Config::from_args(&args)?;
     let summary = execute(

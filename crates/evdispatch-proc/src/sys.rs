@@ -41,6 +41,18 @@ pub fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
     Ok(set)
 }
 
+/// Run this process (and the threads and children it creates from now on)
+/// at the lowest CPU priority, `SCHED_IDLE`: it then runs only when nothing
+/// else on its CPU wants to.
+pub fn set_idle_priority() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is this process; `param` is a valid sched_param.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// Pin the calling thread to the given CPUs (`sched_setaffinity`).
 pub fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
     let set = cpu_set(cpus)?;
