@@ -107,6 +107,11 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "replies": replies,
             "lost": lost,
             "errors": errors,
+            // Which errors: a timeout is a request the server never
+            // answered; a reset or close, a connection it dropped.
+            "errors_timeout": num(&storm, "errors.timeout"),
+            "errors_reset": num(&storm, "errors.reset"),
+            "errors_server_closed": num(&storm, "errors.server_closed"),
             "reply_rate": num(&storm, "reply_rate"),
             "rate_min": num(&storm, "rate_intervals.min"),
             "longest_gap_s": gap,
