@@ -138,7 +138,11 @@ pub fn load_args(
     // One process may hold 20,000 descriptors: past 8,000 long-lived
     // connections (and the sessions in flight beside them) the generator
     // runs as two processes, both on its core.
-    let procs = if spec.held() > 8000 { spec.procs.max(2) } else { spec.procs };
+    let procs = if spec.held() > 8000 {
+        spec.procs.max(2)
+    } else {
+        spec.procs
+    };
     if procs > 1 {
         opt(&mut a, "--procs", procs as u64);
     }
