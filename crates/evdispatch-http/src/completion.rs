@@ -744,8 +744,17 @@ impl Worker {
         }
         st.msg.msg_iov = st.iov.as_mut_ptr();
         let c = &mut self.conns[idx];
+        // The last output of a connection closed (or half-closed) as soon as
+        // it completes: held back (MSG_MORE) so that the close attaches its
+        // FIN to the same segment (see `OutBatch::set_last`). A file chunk
+        // is not: more chunks may follow.
+        let more = if c.close_after && !st.sending_chunk {
+            libc::MSG_MORE
+        } else {
+            0
+        };
         let e = opcode::SendMsg::new(types::Fd(fd), &st.msg as *const libc::msghdr)
-            .flags(libc::MSG_NOSIGNAL as u32)
+            .flags((libc::MSG_NOSIGNAL | more) as u32)
             .build()
             .user_data(ud(K_SEND, c.gen, idx));
         c.send = Some(st);
