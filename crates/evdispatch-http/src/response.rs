@@ -108,6 +108,13 @@ impl OutBatch {
         }
     }
 
+    /// An empty batch that allocates only as responses are added: for
+    /// batches that live as long as a send is in flight, where many exist
+    /// at once (the completion model's).
+    pub fn unallocated() -> OutBatch {
+        OutBatch::default()
+    }
+
     /// True when everything has been written.
     pub fn is_empty(&self) -> bool {
         self.first == self.parts.len()
