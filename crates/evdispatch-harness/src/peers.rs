@@ -228,7 +228,8 @@ impl PeerConfig {
     pub fn effective_max_connections(&self, peer: Peer) -> u32 {
         match peer {
             Peer::Lighttpd => lighttpd_limits(self).1,
-            Peer::Nginx | Peer::H2o => self.max_connections,
+            Peer::Nginx => nginx_usable_connections(self),
+            Peer::H2o => self.max_connections,
         }
     }
 }
@@ -271,6 +272,31 @@ fn is_root() -> bool {
                 .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
         })
         .unwrap_or(false)
+}
+
+/// nginx's `worker_connections` for `max_connections` usable ones. nginx
+/// keeps a sixteenth of its connections free: below that it closes idle
+/// keep-alive connections to reuse them ("worker_connections are not
+/// enough, reusing connections"), so a configuration of exactly
+/// `max_connections` held only 15/16 of them (9,760 of 10,000 idle ones).
+/// Also a margin for the listener and the connections in passing.
+fn nginx_worker_connections(c: &PeerConfig) -> u32 {
+    let wanted = (c.max_connections as u64 + 16) * 16;
+    (wanted.div_ceil(15) + 16).min(u32::MAX as u64) as u32
+}
+
+/// nginx's `worker_rlimit_nofile`.
+fn nginx_nofile(c: &PeerConfig) -> u64 {
+    (nginx_worker_connections(c) as u64 + 64).min(crate::nofile_limit())
+}
+
+/// Connections nginx holds without reclaiming idle ones: 15/16 of its
+/// `worker_connections` or of its descriptors, whichever is fewer, less the
+/// margin; at most `max_connections`.
+fn nginx_usable_connections(c: &PeerConfig) -> u32 {
+    let slots = (nginx_worker_connections(c) as u64).min(nginx_nofile(c).saturating_sub(64));
+    let usable = (slots * 15 / 16).saturating_sub(16);
+    c.max_connections.min(usable.min(u32::MAX as u64) as u32)
 }
 
 fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
@@ -317,8 +343,8 @@ http {{
 }}
 ",
         workers = c.workers.max(1),
-        nofile = (c.max_connections as u64 + 64).min(crate::nofile_limit()),
-        conns = c.max_connections + 16,
+        nofile = nginx_nofile(c),
+        conns = nginx_worker_connections(c),
         ka = c.keepalive_timeout_s,
         rt = c.request_timeout_s,
         root = c.docroot.display(),
@@ -616,7 +642,21 @@ mod tests {
         c.max_connections = 1 << 20;
         let most = c.effective_max_connections(Peer::Lighttpd);
         assert!(most as u64 <= crate::nofile_limit() / 2, "{most}");
-        assert_eq!(c.effective_max_connections(Peer::Nginx), 1 << 20);
+        let nginx_most = c.effective_max_connections(Peer::Nginx);
+        assert!(nginx_most as u64 <= crate::nofile_limit(), "{nginx_most}");
+        // Within the descriptor limit, nginx holds all it was asked for
+        // (its worker_connections leave it the sixteenth it keeps free).
+        c.max_connections = 10_406;
+        if crate::nofile_limit() >= 12_000 {
+            assert_eq!(c.effective_max_connections(Peer::Nginx), 10_406);
+        }
+        let n = nginx_conf(&c, d, 8081);
+        let wc: u32 = n
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("worker_connections "))
+            .and_then(|v| v.trim_end_matches(';').parse().ok())
+            .expect("worker_connections");
+        assert!(wc as u64 * 15 / 16 >= 10_406 + 16, "{wc}");
         let h = h2o_conf(&c, d, 8083);
         assert!(h.contains("port: 8083") && h.contains("file.dir: /srv/x"));
     }

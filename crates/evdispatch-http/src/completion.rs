@@ -45,6 +45,8 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 const LINGER: Duration = Duration::from_secs(2);
 const STOP_GRACE: Duration = Duration::from_secs(3);
 const POOL_KEEP: usize = 256;
+/// Send states kept for reuse.
+const SPARE_KEEP: usize = 64;
 
 fn ud(kind: u64, gen: u32, idx: usize) -> u64 {
     (kind << 60) | ((gen as u64 & 0x0fff_ffff) << 32) | idx as u64
@@ -77,10 +79,15 @@ enum State {
 }
 
 /// One send in flight: the batch and the kernel-visible message describing
-/// it. Boxed, so the addresses handed to the kernel stay put.
+/// it. Boxed, so the addresses handed to the kernel stay put. One exists per
+/// send in flight, and a burst of new connections answered in one turn of
+/// the loop puts hundreds in flight at once, so it starts small and grows
+/// with what it sends (a typical response: a header of ~200 bytes and a
+/// cached body, two slices), and the list of spare ones is bounded.
 struct SendState {
     batch: OutBatch,
-    iov: [libc::iovec; 64],
+    /// Gathered slices; not touched while a send is in flight.
+    iov: Vec<libc::iovec>,
     msg: libc::msghdr,
     chunk: Option<Box<[u8]>>,
     chunk_len: usize,
@@ -91,11 +98,8 @@ struct SendState {
 impl SendState {
     fn new() -> Box<SendState> {
         Box::new(SendState {
-            batch: OutBatch::new(),
-            iov: [libc::iovec {
-                iov_base: std::ptr::null_mut(),
-                iov_len: 0,
-            }; 64],
+            batch: OutBatch::unallocated(),
+            iov: Vec::new(),
             msg: sys::empty_msghdr(),
             chunk: None,
             chunk_len: 0,
@@ -232,6 +236,18 @@ impl Worker {
         w.arm_accept()?;
         w.submit()?;
         Ok((w, Wake(wake_fd)))
+    }
+
+    /// Keep a finished send state for reuse (a bounded number of them;
+    /// a large file's read chunk is let go).
+    fn recycle(&mut self, mut st: Box<SendState>) {
+        st.batch.clear();
+        st.chunk = None;
+        st.chunk_len = 0;
+        st.chunk_off = 0;
+        if self.spare.len() < SPARE_KEEP {
+            self.spare.push(st);
+        }
     }
 
     fn push(&mut self, entry: io_uring::squeue::Entry) {
@@ -687,7 +703,7 @@ impl Worker {
             self.start_send(idx, st);
             return;
         }
-        self.spare.push(st);
+        self.recycle(st);
         self.after_send(idx, answered > 0);
     }
 
@@ -748,35 +764,44 @@ impl Worker {
                     }
                     _ => {
                         // Shrunk or unreadable: the response cannot be completed.
-                        self.spare.push(st);
+                        self.recycle(st);
                         self.close_conn(idx);
                         return;
                     }
                 }
             }
             let chunk = st.chunk.as_ref().expect("chunk");
-            st.iov[0] = libc::iovec {
+            st.iov.clear();
+            st.iov.push(libc::iovec {
                 iov_base: chunk[st.chunk_off..].as_ptr() as *mut libc::c_void,
                 iov_len: st.chunk_len - st.chunk_off,
-            };
+            });
             st.msg.msg_iovlen = 1;
             st.sending_chunk = true;
         } else {
             let mut slices = [std::io::IoSlice::new(&[]); 64];
             let (n, _) = st.batch.gather(&mut slices);
-            for (i, s) in slices[..n].iter().enumerate() {
-                st.iov[i] = libc::iovec {
-                    iov_base: s.as_ptr() as *mut libc::c_void,
-                    iov_len: s.len(),
-                };
-            }
+            st.iov.clear();
+            st.iov.extend(slices[..n].iter().map(|s| libc::iovec {
+                iov_base: s.as_ptr() as *mut libc::c_void,
+                iov_len: s.len(),
+            }));
             st.msg.msg_iovlen = n as _;
             st.sending_chunk = false;
         }
         st.msg.msg_iov = st.iov.as_mut_ptr();
         let c = &mut self.conns[idx];
+        // The last output of a connection closed (or half-closed) as soon as
+        // it completes: held back (MSG_MORE) so that the close attaches its
+        // FIN to the same segment (see `OutBatch::set_last`). A file chunk
+        // is not: more chunks may follow.
+        let more = if c.close_after && !st.sending_chunk {
+            libc::MSG_MORE
+        } else {
+            0
+        };
         let e = opcode::SendMsg::new(types::Fd(fd), &st.msg as *const libc::msghdr)
-            .flags(libc::MSG_NOSIGNAL as u32)
+            .flags((libc::MSG_NOSIGNAL | more) as u32)
             .build()
             .user_data(ud(K_SEND, c.gen, idx));
         c.send = Some(st);
@@ -793,13 +818,13 @@ impl Worker {
         let mut st = c.send.take().expect("send state");
         if c.state == State::Closing {
             st.batch.clear();
-            self.spare.push(st);
+            self.recycle(st);
             self.maybe_free(idx);
             return;
         }
         if res < 0 {
             st.batch.clear();
-            self.spare.push(st);
+            self.recycle(st);
             self.counters.client_errors += 1;
             self.close_conn(idx);
             return;
@@ -826,7 +851,7 @@ impl Worker {
             return;
         }
         st.batch.clear();
-        self.spare.push(st);
+        self.recycle(st);
         let c = &self.conns[idx];
         if c.close_after || c.eof || c.input.len() == c.start {
             self.after_send(idx, true);
@@ -887,7 +912,7 @@ impl Worker {
         c.gen = c.gen.wrapping_add(1);
         if let Some(mut st) = c.send.take() {
             st.batch.clear();
-            self.spare.push(st);
+            self.recycle(st);
         }
         self.free.push(idx as u32);
         self.open -= 1;

@@ -637,6 +637,8 @@ impl Worker {
         }
         let fd = c.fd();
         if !self.batch.is_empty() {
+            // The close follows at once: its FIN rides on the last segment.
+            self.batch.set_last(close_after);
             let sent = self.batch.send(fd);
             self.counters.bytes_sent += std::mem::take(&mut self.batch.written);
             match sent {
@@ -805,6 +807,8 @@ impl Worker {
                             self.responder
                                 .reject(Status::RequestTimeout, &mut self.batch);
                             self.counters.response(Status::RequestTimeout);
+                            // Half-closed right after (finish_close lingers).
+                            self.batch.set_last(true);
                             let _ = self.batch.send(fd);
                             self.batch.clear();
                             self.conns[idx].linger_after = true;

@@ -93,6 +93,9 @@ pub struct OutBatch {
     responses: usize,
     /// Bytes written by [`OutBatch::send`] since the owner last took them.
     pub written: u64,
+    /// The connection is closed (or half-closed) right after this batch:
+    /// see [`OutBatch::set_last`].
+    last: bool,
 }
 
 impl OutBatch {
@@ -103,6 +106,13 @@ impl OutBatch {
             parts: Vec::with_capacity(16),
             ..Default::default()
         }
+    }
+
+    /// An empty batch that allocates only as responses are added: for
+    /// batches that live as long as a send is in flight, where many exist
+    /// at once (the completion model's).
+    pub fn unallocated() -> OutBatch {
+        OutBatch::default()
     }
 
     /// True when everything has been written.
@@ -130,6 +140,20 @@ impl OutBatch {
         self.first = 0;
         self.offset = 0;
         self.responses = 0;
+        self.last = false;
+    }
+
+    /// Say that the connection is closed or half-closed (`close`,
+    /// `shutdown(SHUT_WR)`) as soon as this batch is written. Its memory
+    /// parts are then sent with `MSG_MORE`: the kernel keeps the final
+    /// segment back, and the close that follows attaches its FIN to that
+    /// segment and sends both at once (`tcp_send_fin`), one segment (and
+    /// one trip through the peer's receive path) fewer per connection. Only
+    /// for a batch that is certainly followed by the close: a held segment
+    /// otherwise waits for the cork timer (200 ms). Cleared by
+    /// [`OutBatch::clear`].
+    pub fn set_last(&mut self, last: bool) {
+        self.last = last;
     }
 
     /// Bytes of header buffer in use (a bound on batch growth).
@@ -257,7 +281,7 @@ impl OutBatch {
             let mut iov = [IoSlice::new(&[]); 64];
             let (n, file_next) = self.gather(&mut iov);
             let want: usize = iov[..n].iter().map(|s| s.len()).sum();
-            match sys::send_vectored(fd, &iov[..n], file_next) {
+            match sys::send_vectored(fd, &iov[..n], file_next || self.last) {
                 Ok(written) => {
                     self.written += written as u64;
                     self.advance(written);

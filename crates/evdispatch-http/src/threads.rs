@@ -290,6 +290,9 @@ fn serve(
                 (a.close, a.answered)
             };
             if !out.is_empty() {
+                // A close follows at once (linger half-closes): its FIN
+                // rides on the last segment.
+                out.set_last(close);
                 let sent = out.send(fd);
                 counters.bytes_sent += std::mem::take(&mut out.written);
                 match sent {

@@ -192,6 +192,78 @@ fn keep_alive_pipelining_and_connection_header() {
     }
 }
 
+/// Read one whole response (head and `Content-Length` body) from `s`, then
+/// return what a non-blocking read finds right after it.
+fn read_response_then_peek(s: &mut std::net::TcpStream) -> (Vec<u8>, std::io::Result<usize>) {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut tmp = [0u8; 65536];
+    loop {
+        let mut hs = [httparse::EMPTY_HEADER; 32];
+        let mut r = httparse::Response::new(&mut hs);
+        if let httparse::Status::Complete(n) = r.parse(&got).expect("a valid response") {
+            let len: usize = r
+                .headers
+                .iter()
+                .find(|h| h.name.eq_ignore_ascii_case("content-length"))
+                .map_or(0, |h| {
+                    std::str::from_utf8(h.value).unwrap().parse().unwrap()
+                });
+            if got.len() >= n + len {
+                break;
+            }
+        }
+        let k = s.read(&mut tmp).expect("reading the response");
+        assert!(k > 0, "closed inside the response");
+        got.extend_from_slice(&tmp[..k]);
+    }
+    s.set_nonblocking(true).unwrap();
+    let after = s.read(&mut tmp);
+    (got, after)
+}
+
+/// A connection closed after its response sends its FIN in the response's
+/// last segment (`MSG_MORE`, then the close attaches the FIN): the client
+/// finds EOF the moment it has read the last byte, never `EAGAIN` first.
+/// Checked for a `Connection: close` request and for a refused one (400,
+/// which half-closes and lingers).
+#[test]
+fn fin_rides_on_the_last_response() {
+    let site = site();
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        let addr = server.local_addr();
+        for (raw, status) in [
+            (
+                &b"GET /six.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"[..],
+                &b"HTTP/1.1 200"[..],
+            ),
+            (&b"GET / HTTP/1.0\r\n\r\n"[..], &b"HTTP/1.1 200"[..]),
+            (&b"BLAH\r\n\r\n"[..], &b"HTTP/1.1 400"[..]),
+        ] {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(raw).unwrap();
+            let (got, after) = read_response_then_peek(&mut s);
+            assert!(
+                got.starts_with(status),
+                "{model}: {:?}",
+                String::from_utf8_lossy(&got[..40])
+            );
+            match after {
+                Ok(0) => {}
+                other => panic!(
+                    "{model}: {}: after the last byte of the response, {other:?} instead of EOF: \
+                     the FIN came in a segment of its own",
+                    String::from_utf8_lossy(&raw[..raw.len().min(16)])
+                ),
+            }
+        }
+    }
+}
+
 #[test]
 fn traversal_shapes_never_escape_the_root() {
     let site = site();

@@ -113,7 +113,7 @@ impl<'a> Bench<'a> {
         let result = match scenario {
             Scenario::Keepalive => self.wrk_scenario(&server, false, &mut run),
             Scenario::Close => self.wrk_scenario(&server, true, &mut run),
-            Scenario::Idle => self.idle_scenario(&server, c, round, &mut run),
+            Scenario::Idle => self.idle_scenario(&server, c, &mut run),
             Scenario::Memory => self.memory_scenario(&server, c, &mut run),
         };
         if let Err(e) = result {
@@ -410,27 +410,50 @@ impl<'a> Bench<'a> {
         &self,
         server: &ServerProcess,
         c: Contestant,
-        round: usize,
         run: &mut Run,
     ) -> anyhow::Result<()> {
         let url = server.url(PATH);
         self.warm_up(&url, false)?;
         let pids = server.pids();
         let target = self.idle_target(c);
-        // Alternate the order, so neither phase always runs on a colder
-        // (or a more fragmented) server.
-        if round.is_multiple_of(2) {
-            self.phase(&pids, &url, "none", run)?;
-            let held = self.hold(&pids, &url, target)?;
-            Self::memory_figures(&held, target, run);
-            self.phase(&pids, &url, "idle", run)?;
-            self.release(held, &pids)?;
-        } else {
-            let held = self.hold(&pids, &url, target)?;
-            Self::memory_figures(&held, target, run);
-            self.phase(&pids, &url, "idle", run)?;
-            self.release(held, &pids)?;
-            self.phase(&pids, &url, "none", run)?;
+        // The held phase between two phases with none, compared with their
+        // mean: a drift of the machine over the run (other work, a warmer
+        // or more fragmented server) then cancels instead of landing on one
+        // side; how far the two phases with none disagree is the noise a
+        // held/none ratio has to be read against.
+        self.phase(&pids, &url, "before", run)?;
+        let held = self.hold(&pids, &url, target)?;
+        Self::memory_figures(&held, target, run);
+        self.phase(&pids, &url, "idle", run)?;
+        self.release(held, &pids)?;
+        self.phase(&pids, &url, "after", run)?;
+        let f = &mut run.figures;
+        for (none, before, after, sum) in [
+            ("rps_none", "rps_before", "rps_after", false),
+            ("cpu_us_none", "cpu_us_before", "cpu_us_after", false),
+            ("p99_none_us", "p99_before_us", "p99_after_us", false),
+            ("p50_none_us", "p50_before_us", "p50_after_us", false),
+            (
+                "reply_rate_none",
+                "reply_rate_before",
+                "reply_rate_after",
+                false,
+            ),
+            ("errors_none", "errors_before", "errors_after", true),
+        ] {
+            if let (Some(&a), Some(&b)) = (f.get(before), f.get(after)) {
+                f.insert(none.into(), if sum { a + b } else { (a + b) / 2.0 });
+            }
+        }
+        for (repeat, after, before) in [
+            ("rps_none_repeat", "rps_after", "rps_before"),
+            ("p99_none_repeat", "p99_after_us", "p99_before_us"),
+        ] {
+            if let (Some(&a), Some(&b)) = (f.get(after), f.get(before)) {
+                if b > 0.0 {
+                    f.insert(repeat.into(), a / b);
+                }
+            }
         }
         let f = &mut run.figures;
         for (ratio, num, den) in [

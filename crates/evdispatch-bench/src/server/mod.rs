@@ -20,9 +20,14 @@
 //!   with none: keep-alive throughput and CPU per request (wrk, closed
 //!   loop), and the open-loop p99 at `--rate` requests/s over
 //!   `--persistent` connections (`evdispatch load`, latency corrected for
-//!   coordinated omission). The two phases run on the same server process,
-//!   in alternating order from round to round; the ratios (held ÷ none)
-//!   are taken within the run. The memory figure below comes with it.
+//!   coordinated omission). The phases run on the same server process:
+//!   none (`*_before`), held (`*_idle`), none again (`*_after`); the
+//!   figures "none" (`rps_none`, `p99_none_us`, …) are the mean of the two
+//!   phases with none, so that a drift of the machine over the run cancels,
+//!   and the ratios (held ÷ none) are taken within the run. How far the two
+//!   phases with none disagree (`rps_none_repeat`, `p99_none_repeat`:
+//!   after ÷ before) is the noise a held/none ratio must be read against.
+//!   The memory figure below comes with it.
 //! * `memory`: user-space memory per idle connection, the growth of the
 //!   server's resident set while they are held ÷ connections held (alone,
 //!   when `idle` is not asked for).

@@ -388,10 +388,12 @@ fn shown(scenario: Scenario) -> &'static [(&'static str, &'static str)] {
             ("idle_held", "held"),
             ("bytes_per_idle_connection", "B/idle conn"),
             ("rps_none", "req/s none"),
+            ("rps_none_repeat", "req/s none after/before"),
             ("rps_ratio", "req/s held/none"),
             ("cpu_ratio", "CPU/req held/none"),
             ("p99_none_us", "p99 us none"),
             ("p99_idle_us", "p99 us held"),
+            ("p99_none_repeat", "p99 none after/before"),
             ("p99_ratio", "p99 held/none"),
         ],
         Scenario::Memory => &[
