@@ -180,6 +180,32 @@ fn sigterm(child: &mut Child) {
     }
 }
 
+/// Start `evdispatch-serve` as a child on `site` with `model`, writing its
+/// stats to `stats`, with `extra` arguments; `None` when the model is not
+/// available here (looked at in-process first: the child would fail).
+fn spawn_model(
+    site: &Site,
+    model: Model,
+    stats: &std::path::Path,
+    extra: &[&str],
+) -> Option<Child_> {
+    let probe = start(model, &site.root, |_| {})?;
+    probe.stop().unwrap();
+    let root = site.root.to_str().unwrap().to_string();
+    let mut args = vec![
+        "--root",
+        &root,
+        "--listen",
+        "127.0.0.1:0",
+        "--mechanism",
+        model.name(),
+        "--stats-json",
+        stats.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    Some(spawn(&args))
+}
+
 fn cpu_seconds(pid: u32) -> f64 {
     evdispatch_proc::sample(pid).unwrap().cpu().as_secs_f64()
 }
@@ -188,34 +214,27 @@ fn cpu_seconds(pid: u32) -> f64 {
 fn descriptor_exhaustion_in_a_child_process() {
     let site = site();
     for model in Model::all() {
-        // An unavailable model would fail to start in the child: look first.
-        let Some(probe) = start(model, &site.root, |_| {}) else {
+        let stats = site.dir.path().join(format!("stats-{}.json", model.name()));
+        let Some(mut server) = spawn_model(
+            &site,
+            model,
+            &stats,
+            &[
+                "--rlimit-nofile",
+                "48",
+                // No cap below the limit: this exercises the EMFILE backstop
+                // (the cap itself: connection_cap_holds_below_the_descriptor_limit).
+                "--fd-reserve",
+                "0",
+                "--threads",
+                "96",
+                // The silent crowd must reach accept at once, not after a second.
+                "--defer-accept",
+                "0",
+            ],
+        ) else {
             continue;
         };
-        probe.stop().unwrap();
-        let stats = site.dir.path().join(format!("stats-{}.json", model.name()));
-        let root = site.root.to_str().unwrap().to_string();
-        let mut server = spawn(&[
-            "--root",
-            &root,
-            "--listen",
-            "127.0.0.1:0",
-            "--mechanism",
-            model.name(),
-            "--rlimit-nofile",
-            "48",
-            // No cap below the limit: this exercises the EMFILE backstop
-            // (the cap itself: the torture exhaustion test).
-            "--fd-reserve",
-            "0",
-            "--threads",
-            "96",
-            // The silent crowd must reach accept at once, not after a second.
-            "--defer-accept",
-            "0",
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ]);
         let addr = server.addr;
         let pid = server.child.id();
 
@@ -415,28 +434,22 @@ fn max_connections_pauses_accepting() {
 fn connection_cap_holds_below_the_descriptor_limit() {
     let site = site();
     for model in Model::all() {
-        let Some(probe) = start(model, &site.root, |_| {}) else {
+        let stats = site.dir.path().join(format!("cap-{}.json", model.name()));
+        let Some(mut server) = spawn_model(
+            &site,
+            model,
+            &stats,
+            &[
+                "--rlimit-nofile",
+                "96",
+                "--threads",
+                "200",
+                "--defer-accept",
+                "0",
+            ],
+        ) else {
             continue;
         };
-        probe.stop().unwrap();
-        let stats = site.dir.path().join(format!("cap-{}.json", model.name()));
-        let root = site.root.to_str().unwrap().to_string();
-        let mut server = spawn(&[
-            "--root",
-            &root,
-            "--listen",
-            "127.0.0.1:0",
-            "--mechanism",
-            model.name(),
-            "--rlimit-nofile",
-            "96",
-            "--threads",
-            "200",
-            "--defer-accept",
-            "0",
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ]);
         let addr = server.addr;
         let mut crowd: Vec<TcpStream> = (0..150)
             .map(|_| TcpStream::connect(addr).unwrap())
