@@ -863,7 +863,8 @@ fn inherited_lock_held(path: &str) -> bool {
             return false;
         };
         dir.flatten().any(|e| {
-            let fd: Option<std::os::fd::RawFd> = e.file_name().to_str().and_then(|n| n.parse().ok());
+            let fd: Option<std::os::fd::RawFd> =
+                e.file_name().to_str().and_then(|n| n.parse().ok());
             match (fd, fs::read_link(e.path())) {
                 // flock(2) on a descriptor whose open file already holds
                 // the lock succeeds at once; on one that does not, it
@@ -872,8 +873,8 @@ fn inherited_lock_held(path: &str) -> bool {
                 // unlocks it (hence the raw-fd form of the call).
                 (Some(fd), Ok(target)) if target == want => {
                     #[allow(deprecated)]
-                    let ok = nix::fcntl::flock(fd, nix::fcntl::FlockArg::LockExclusiveNonblock)
-                        .is_ok();
+                    let ok =
+                        nix::fcntl::flock(fd, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok();
                     ok
                 }
                 _ => false,
