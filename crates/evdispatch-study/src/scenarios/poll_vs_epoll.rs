@@ -50,7 +50,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             1000.0, 2500.0, 4000.0, 5500.0, 7000.0, 8500.0, 10000.0, 11500.0,
         ],
     );
-    let duration = p.pick(0.4, 1.0, 4.0);
+    let duration = p.pick(0.4, 1.0, 3.0);
     // lighttpd holds at most ~10,000 connections within the 20,000-file
     // limit (it reserves two descriptors per connection).
     let peer_inactive: Vec<u32> = p.pick(vec![], vec![9000], vec![501, 9000]);
