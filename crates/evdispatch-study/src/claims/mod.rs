@@ -716,11 +716,37 @@ fn best_of(rec: &ScenarioRecord, series: &str) -> Option<f64> {
     peak(rec, &f, "reply_rate")
 }
 
+/// `Some(not measured)` when neither `a` nor `b` fell behind the offered
+/// rate at the top of the sweep (fewest idle connections): the sweep never
+/// reached either one's limit, so their peaks say nothing about which
+/// sustains more (on a 2-core machine the loopback stack and the generator
+/// may saturate first).
+fn neither_overloaded(rec: &ScenarioRecord, a: &str, b: &str) -> Option<Verdict> {
+    let top = |m: &str| {
+        let mut f = smallest_idle(rec);
+        f.push(s(m));
+        rec.xy(&f, "rate", "reply_rate").last().copied()
+    };
+    let ((ra, ya), (rb, yb)) = (top(a)?, top(b)?);
+    (ya >= KEEP * ra && yb >= KEEP * rb).then(|| {
+        nm(format!(
+            "the sweep never overloaded {a} nor {b}: {} and {} replies/s at the top offered rates {}/s and {}/s (≥ 95% answered), so their limits were not reached",
+            fmt_num(ya),
+            fmt_num(yb),
+            fmt_num(ra),
+            fmt_num(rb)
+        ))
+    })
+}
+
 fn v_multi_accept(rec: &ScenarioRecord) -> Verdict {
     let (Some(all), Some(one)) = (best_of(rec, "select"), best_of(rec, "select (accept one)"))
     else {
         return missing("select with one accept and with multi-accept");
     };
+    if let Some(v) = neither_overloaded(rec, "select", "select (accept one)") {
+        return v;
+    }
     let g = all / one;
     verdict(band(g >= 1.2, g >= 1.05), vec![("multi-accept best replies/s", all), ("one-accept best replies/s", one), ("ratio", g)],
         format!("multi-accept select's best throughput was ×{} single-accept's (holds from ×1.2, partly from ×1.05)", fmt_num(g)))
@@ -730,6 +756,9 @@ fn v_multi_accept_like_rtsig(rec: &ScenarioRecord) -> Verdict {
     let (Some(sel), Some(rt)) = (best_of(rec, "select"), best_of(rec, "rtsig")) else {
         return missing("multi-accept select and rtsig");
     };
+    if let Some(v) = neither_overloaded(rec, "select", "rtsig") {
+        return v;
+    }
     let g = sel / rt;
     verdict(band(g >= 0.9, g >= 0.75), vec![("multi-accept select best", sel), ("rtsig best", rt), ("ratio", g)],
         format!("multi-accept select reached ×{} of rtsig's best throughput (holds from 0.9, partly from 0.75)", fmt_num(g)))
@@ -784,6 +813,9 @@ fn v_per_fd_higher_load(rec: &ScenarioRecord) -> Verdict {
     let (Some(b), Some(r)) = (best_of(rec, "rtsig-batch"), best_of(rec, "rtsig")) else {
         return missing("rtsig and rtsig-batch");
     };
+    if let Some(v) = neither_overloaded(rec, "rtsig-batch", "rtsig") {
+        return v;
+    }
     let g = b / r;
     verdict(if g >= 1.02 { Outcome::Holds } else if g >= 0.98 { Outcome::Partly } else { Outcome::Fails },
         vec![("rtsig-batch best replies/s", b), ("rtsig best replies/s", r), ("ratio", g)],
@@ -978,12 +1010,16 @@ fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Verdict {
     if sw == 0.0 {
         return nm("the heavy phase never drove the hybrid out of signal mode");
     }
-    let back = sw >= 2.0 && sw % 2.0 == 0.0;
+    // Switches alternate, polling first: two or more mean it came back to
+    // signals at least once. (The count cannot say where it ended: the
+    // generator closes every held connection at once when it exits, a
+    // burst that may send the hybrid to polling just before it stops.)
+    let back = sw >= 2.0;
     let recovered = l50 <= 1.5 * fresh + 200.0;
     verdict(
         both(back, recovered),
         vec![("mode switches", sw), ("light-phase median µs", l50), ("fresh server's median µs", fresh)],
-        format!("after the heavy phase the hybrid ended in signal mode (an even number of switches, at least 2): {back}; its light-phase median was within ×1.5 (+200 µs) of a fresh server's: {recovered}"),
+        format!("the hybrid returned from polling to signals at least once (2 or more switches): {back}; its light-phase median was within ×1.5 (+200 µs) of a fresh server's: {recovered}"),
     )
 }
 
