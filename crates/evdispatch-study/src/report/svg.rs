@@ -231,6 +231,13 @@ pub fn render(chart: &Chart, title: &str) -> String {
     );
     for (i, series) in chart.series.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
+        // Past the palette, colours repeat: the line (and its legend entry)
+        // is then dashed, dotted on the third round, so no two series look alike.
+        let dash = match i / PALETTE.len() {
+            0 => "",
+            1 => r#" stroke-dasharray="6,3""#,
+            _ => r#" stroke-dasharray="2,2""#,
+        };
         let pts: Vec<_> = series
             .points
             .iter()
@@ -277,7 +284,7 @@ pub fn render(chart: &Chart, title: &str) -> String {
                 .collect();
             let _ = write!(
                 s,
-                r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.8"/>"#,
+                r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.8"{dash}/>"#,
                 path.join(" ")
             );
         }
@@ -315,7 +322,7 @@ pub fn render(chart: &Chart, title: &str) -> String {
         let (ly, lines) = &legend[i];
         let _ = write!(
             s,
-            r#"<line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{c}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" font-size="11">"#,
+            r#"<line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{c}" stroke-width="2.5"{dash}/><text x="{:.1}" y="{:.1}" font-size="11">"#,
             plot_r + 10.0,
             plot_r + 28.0,
             plot_r + 32.0,
@@ -397,9 +404,11 @@ mod tests {
                 .collect(),
         };
         let svg = render(&chart, "many");
-        // Every word of every name is drawn, and the picture grew to hold them.
+        // Every word of every name is drawn, the picture grew to hold them,
+        // and the series past the palette are dashed.
         assert!(svg.contains(" 19</tspan>") || svg.contains(">19</tspan>"));
         assert!(!svg.contains(&format!(r#"height="{H}""#)));
+        assert!(svg.contains("stroke-dasharray=\"6,3\""));
     }
 
     #[test]
