@@ -426,6 +426,23 @@ fn table1_claims() {
         check(id, &good, Outcome::Holds);
         check(id, &bad, Outcome::Fails);
     }
+    // The held connections' connects and closes overflow a 64-entry queue at
+    // every rate: the floor run says how much, and only the excess counts.
+    let mut floored = t1(&[
+        ("rtsig", 1000.0, 8.0, 100.0),
+        ("rtsig", 9000.0, 120.0, 60.0),
+    ]);
+    floored.push(pt(
+        "rtsig",
+        json!({"idle": 252, "rate": 20.0, "part": "floor"}),
+        json!({"overflows": 7.0, "reply_pct_of_offered": 100.0}),
+    ));
+    let floored = rec("table1", floored);
+    check("overflow-past-knee", &floored, Outcome::Holds);
+    check("overflow-tailspin", &floored, Outcome::Holds);
+    let mut unfloored = floored.clone();
+    unfloored.points.retain(|p| p.str("part") != Some("floor"));
+    check("overflow-past-knee", &unfloored, Outcome::Partly);
 }
 
 #[test]
