@@ -39,6 +39,8 @@ enum Command {
 }
 
 fn mechanisms(json: bool) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = String::new();
     if json {
         let rows: Vec<_> = evdispatch::MECHANISMS
             .iter()
@@ -55,26 +57,30 @@ fn mechanisms(json: bool) -> anyhow::Result<()> {
                 })
             })
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(());
-    }
-    println!(
-        "{:<12} {:<7} {:<7} {:<10} summary",
-        "name", "trigger", "linux", "here"
-    );
-    for m in evdispatch::MECHANISMS {
-        let here = match evdispatch::Poller::new(m.mechanism) {
-            Ok(_) => "available".to_string(),
-            Err(e) => format!("no ({e})"),
-        };
-        let trigger = format!("{:?}", m.trigger).to_lowercase();
-        println!(
-            "{:<12} {:<7} {:<7} {:<10} {}",
-            m.name, trigger, m.min_kernel, here, m.summary
+        out = serde_json::to_string_pretty(&rows)? + "\n";
+    } else {
+        out += &format!(
+            "{:<12} {:<7} {:<7} {:<10} summary\n",
+            "name", "trigger", "linux", "here"
         );
-        println!("{:<36}limits: {}", "", m.limits);
+        for m in evdispatch::MECHANISMS {
+            let here = match evdispatch::Poller::new(m.mechanism) {
+                Ok(_) => "available".to_string(),
+                Err(e) => format!("no ({e})"),
+            };
+            let trigger = format!("{:?}", m.trigger).to_lowercase();
+            out += &format!(
+                "{:<12} {:<7} {:<7} {:<10} {}\n",
+                m.name, trigger, m.min_kernel, here, m.summary
+            );
+            out += &format!("{:<36}limits: {}\n", "", m.limits);
+        }
     }
-    Ok(())
+    // A reader that stops early (`| head`) is not an error.
+    match std::io::stdout().lock().write_all(out.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
 
 fn main() {

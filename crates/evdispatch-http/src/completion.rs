@@ -152,6 +152,8 @@ pub(crate) struct Worker {
     counters: Counters,
     stats: evdispatch::Stats,
     accept_armed: bool,
+    /// The armed accept is multishot.
+    accept_multi: bool,
     accept_cancel: bool,
     resume_at: Option<Instant>,
     stopping: Option<Instant>,
@@ -218,6 +220,7 @@ impl Worker {
             counters: Counters::default(),
             stats: evdispatch::Stats::default(),
             accept_armed: false,
+            accept_multi: false,
             accept_cancel: false,
             resume_at: None,
             stopping: None,
@@ -260,14 +263,33 @@ impl Worker {
         Ok(())
     }
 
+    /// Closer than this to the connection cap, accepts are single-shot: a
+    /// full accept queue and some.
+    fn near_cap(&self) -> usize {
+        usize::try_from(self.cfg.backlog).unwrap_or(0) + 64
+    }
+
     fn arm_accept(&mut self) -> io::Result<()> {
         if self.accept_armed || self.stopping.is_some() {
             return Ok(());
         }
-        let e = opcode::AcceptMulti::new(types::Fd(self.listener.as_raw_fd()))
-            .flags(libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
-            .build()
-            .user_data(ud(K_ACCEPT, 0, 0));
+        let fd = types::Fd(self.listener.as_raw_fd());
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // A multishot accept takes every connection queued before we see
+        // the first (and its cancel lands later still), so within a full
+        // accept queue of the connection cap (or the descriptor limit
+        // behind it) one connection at a time: the cap holds instead of
+        // being overshot into EMFILE.
+        let room = self.cfg.max_open_per_worker().saturating_sub(self.open);
+        self.accept_multi = room > self.near_cap();
+        let e = if self.accept_multi {
+            opcode::AcceptMulti::new(fd).flags(flags).build()
+        } else {
+            opcode::Accept::new(fd, std::ptr::null_mut(), std::ptr::null_mut())
+                .flags(flags)
+                .build()
+        }
+        .user_data(ud(K_ACCEPT, 0, 0));
         self.push(e);
         self.accept_armed = true;
         self.accept_cancel = false;
@@ -383,12 +405,17 @@ impl Worker {
             self.rearm = rearm;
             self.rearm.clear();
             if let Some(t) = self.resume_at {
-                if self.now >= t
-                    && self.open < self.cfg.max_open_per_worker()
-                    && self.stopping.is_none()
-                {
-                    self.resume_at = None;
-                    self.arm_accept()?;
+                if self.now >= t && self.stopping.is_none() {
+                    if self.open < self.cfg.max_open_per_worker() {
+                        self.resume_at = None;
+                        self.arm_accept()?;
+                    } else {
+                        // Still full: a close resumes accepting; until then
+                        // look again later rather than at every wait (a
+                        // deadline left in the past would make every wait
+                        // return at once: a spin at the limit).
+                        self.resume_at = Some(self.now + ACCEPT_RETRY);
+                    }
                 }
             }
             self.expire_timers();
@@ -450,8 +477,12 @@ impl Worker {
                 return; // closes it
             }
             self.add_conn(fd);
-            if self.open >= self.cfg.max_open_per_worker() {
+            let room = self.cfg.max_open_per_worker().saturating_sub(self.open);
+            if room == 0 {
                 self.pause_accept();
+            } else if room <= self.near_cap() && self.accept_multi {
+                // Single-shot from here (re-armed so once this one ends).
+                self.cancel_accept();
             }
         } else {
             let errno = -res;
@@ -869,7 +900,8 @@ impl Worker {
 
     fn expire_timers(&mut self) {
         let mut fired = std::mem::take(&mut self.fired);
-        self.wheel.expire(self.now, &mut fired);
+        self.wheel
+            .expire_at_most(self.now, &mut fired, crate::timer::EXPIRE_BATCH);
         for &idx in &fired {
             let c = &self.conns[idx];
             match c.state {

@@ -624,8 +624,16 @@ pub struct ServeArgs {
     #[arg(long)]
     pub rlimit_sigpending: Option<u64>,
     /// Most connections open at once; accepting pauses at the limit.
+    /// Never more than the descriptor limit allows with a reserve kept for
+    /// files and the workers' own descriptors (see
+    /// [`connection_budget`]).
     #[arg(long)]
     pub max_connections: Option<usize>,
+    /// Descriptors kept free for the files being sent when capping the
+    /// connections by the descriptor limit (default: 16 + 1/64 of the
+    /// limit; 0: no cap, accept until EMFILE).
+    #[arg(long)]
+    pub fd_reserve: Option<usize>,
     /// Pool size of the `threads` model.
     #[arg(long, default_value_t = 256)]
     pub threads: usize,
@@ -693,6 +701,30 @@ impl ServeArgs {
     }
 }
 
+/// How many connections a server may hold with `nofile` descriptors
+/// allowed, `open_now` open before it starts and `workers` workers: what is
+/// left after 8 descriptors per worker (listener, poller, waker, timers)
+/// and `reserve` for the files being sent (`None`: 16 plus 1/64 of the
+/// limit). `Some(0)`: no cap (accept until `EMFILE`).
+pub fn connection_budget(
+    nofile: u64,
+    open_now: usize,
+    workers: usize,
+    reserve: Option<usize>,
+) -> Option<usize> {
+    let nofile = usize::try_from(nofile).unwrap_or(usize::MAX);
+    let reserve = match reserve {
+        Some(0) => return None,
+        Some(r) => r,
+        None => 16 + nofile / 64,
+    };
+    Some(
+        nofile
+            .saturating_sub(open_now + reserve + 8 * workers.max(1))
+            .max(1),
+    )
+}
+
 /// Run `evdispatch serve` until SIGINT or SIGTERM.
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     use evdispatch_proc::{set_rlimit, Resource};
@@ -702,7 +734,18 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(n) = args.rlimit_sigpending {
         set_rlimit(Resource::Sigpending, Some(n)).context("--rlimit-sigpending")?;
     }
-    let cfg = args.config()?;
+    let mut cfg = args.config()?;
+    // Stop accepting before the descriptor table is full, so that a request
+    // arriving on an accepted connection can still open its file (at the
+    // very limit it would get a 500).
+    let nofile = evdispatch_proc::get_rlimit(Resource::Nofile)
+        .context("cannot read RLIMIT_NOFILE")?
+        .0;
+    let open_now = evdispatch_proc::open_fds(std::process::id())
+        .context("cannot count this process's descriptors")?;
+    if let Some(budget) = connection_budget(nofile, open_now, cfg.workers, args.fd_reserve) {
+        cfg.max_connections = cfg.max_connections.min(budget);
+    }
     // Block the stop signals before any thread exists, so every thread
     // inherits the mask and only the sigwait below receives them.
     let signals = [libc::SIGINT, libc::SIGTERM];
@@ -762,5 +805,19 @@ mod tests {
         }
         let e = "kqueue".parse::<Model>().unwrap_err();
         assert!(e.contains("threads") && e.contains("epoll"), "{e}");
+    }
+
+    #[test]
+    fn connection_budget_keeps_a_reserve() {
+        // 20,000 descriptors, 10 open, 2 workers: 16 + 312 + 16 reserved.
+        assert_eq!(
+            connection_budget(20_000, 10, 2, None),
+            Some(20_000 - 10 - 344)
+        );
+        // A tiny limit still leaves room for files, and never zero.
+        assert_eq!(connection_budget(96, 10, 1, None), Some(96 - 10 - 25));
+        assert_eq!(connection_budget(16, 10, 1, None), Some(1));
+        assert_eq!(connection_budget(1000, 10, 1, Some(100)), Some(882));
+        assert_eq!(connection_budget(1000, 10, 1, Some(0)), None);
     }
 }

@@ -47,6 +47,10 @@ const LINGER: Duration = Duration::from_secs(2);
 const STOP_GRACE: Duration = Duration::from_secs(3);
 /// Read buffers kept for reuse.
 const POOL_KEEP: usize = 256;
+/// Most connections accepted in one turn of the loop (more waiting: the
+/// listener stays hot and the next turn, after serving what is ready, goes
+/// on), so a burst of connections does not hold up the open ones.
+const ACCEPT_BATCH: usize = 128;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -291,14 +295,20 @@ impl Worker {
         }
         let one = self.cfg.accept == AcceptMode::One;
         let mut first = true;
+        let mut accepted = 0;
         loop {
             if self.open >= self.cfg.max_open_per_worker() {
                 self.pause_accept();
                 return;
             }
+            if accepted == ACCEPT_BATCH {
+                self.listener_hot = true;
+                return;
+            }
             match sys::accept(self.listener.as_raw_fd(), false) {
                 Ok(fd) => {
                     first = false;
+                    accepted += 1;
                     self.counters.accepted += 1;
                     self.add_conn(fd);
                     if one {
@@ -773,7 +783,8 @@ impl Worker {
 
     fn expire_timers(&mut self) {
         let mut fired = std::mem::take(&mut self.fired);
-        self.wheel.expire(self.now, &mut fired);
+        self.wheel
+            .expire_at_most(self.now, &mut fired, crate::timer::EXPIRE_BATCH);
         for &idx in &fired {
             let c = &self.conns[idx];
             let (state, pending, partial, some_input, fd) =

@@ -52,7 +52,10 @@ pub(crate) fn start(
     let rx = Arc::new(Mutex::new(rx));
     let active: Arc<Vec<Mutex<RawFd>>> =
         Arc::new((0..cfg.threads).map(|_| Mutex::new(-1)).collect());
-    let open = Arc::new(OpenCount::default());
+    let open = Arc::new(OpenCount {
+        max: cfg.max_connections,
+        ..OpenCount::default()
+    });
     let mut pool = Vec::with_capacity(cfg.threads);
     for i in 0..cfg.threads {
         let (rx, responder, active, cfg, stop, open) = (
@@ -86,9 +89,24 @@ fn master(
     open: Arc<OpenCount>,
 ) -> io::Result<WorkerReport> {
     let mut counters = Counters::default();
+    let mut paused = false;
     while !stop.load(Ordering::Acquire) {
+        // At the connection cap, wait for a connection to end before
+        // taking another.
+        if open.now.load(Ordering::Relaxed) >= open.max {
+            if !paused {
+                counters.accept_pauses += 1;
+                paused = true;
+            }
+            thread::sleep(Duration::from_millis(10));
+            continue;
+        }
+        paused = false;
         match sys::accept(listener.as_raw_fd(), true) {
             Ok(fd) => {
+                // Counted open from here (a pool thread ends the count).
+                let now_open = open.now.fetch_add(1, Ordering::Relaxed) + 1;
+                open.peak.fetch_max(now_open, Ordering::Relaxed);
                 counters.accepted += 1;
                 counters.wakeups += 1;
                 counters.listener_events += 1;
@@ -169,8 +187,6 @@ fn pool_thread(
             }
         };
         *active[me].lock().unwrap_or_else(|e| e.into_inner()) = fd.as_raw_fd();
-        let now_open = open.now.fetch_add(1, Ordering::Relaxed) + 1;
-        open.peak.fetch_max(now_open, Ordering::Relaxed);
         let stream = TcpStream::from(fd);
         if !stop.load(Ordering::Acquire) {
             serve(
@@ -198,6 +214,8 @@ fn pool_thread(
 struct OpenCount {
     now: AtomicUsize,
     peak: AtomicUsize,
+    /// The connection cap.
+    max: usize,
 }
 
 fn stream_ref(s: &TcpStream) -> &TcpStream {

@@ -10,6 +10,11 @@
 use std::time::{Duration, Instant};
 
 const SLOTS: usize = 4096;
+
+/// Most expiries a server handles in one turn of its loop: a burst (thousands
+/// of connections that arrived together time out together) is spread over
+/// several turns with the ready connections served in between.
+pub const EXPIRE_BATCH: usize = 128;
 const NIL: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]
@@ -147,7 +152,16 @@ impl TimerWheel {
 
     /// Fire every entry due at `now` into `fired` (appended), disarming them.
     pub fn expire(&mut self, now: Instant, fired: &mut Vec<usize>) {
+        self.expire_at_most(now, fired, usize::MAX);
+    }
+
+    /// Fire at most `limit` of the entries due at `now` into `fired`
+    /// (appended), disarming them; true when more are due (the wheel's
+    /// timeout is then zero). A server that bounds the work of one turn
+    /// serves the ready connections between batches of a burst of expiries.
+    pub fn expire_at_most(&mut self, now: Instant, fired: &mut Vec<usize>, limit: usize) -> bool {
         let now_tick = self.tick_of(now);
+        let mut count = 0;
         while self.done < now_tick {
             if self.filed == 0 {
                 self.done = now_tick;
@@ -159,21 +173,28 @@ impl TimerWheel {
                 self.done = now_tick;
                 break;
             }
-            self.done = next.max(self.done + 1);
-            let slot = (self.done % SLOTS as u64) as usize;
+            let tick = next.max(self.done + 1);
+            self.done = tick;
+            let slot = (tick % SLOTS as u64) as usize;
             let mut cur = self.heads[slot];
             let mut refile = Vec::new();
+            let mut full = false;
             while cur != NIL {
                 let idx = cur as usize;
                 cur = self.links[idx].next;
                 let deadline = self.links[idx].deadline;
-                if self.links[idx].filed > self.done {
+                if self.links[idx].filed > tick {
                     continue; // a later round of this slot
                 }
+                if deadline <= tick && count == limit {
+                    full = true;
+                    break;
+                }
                 self.unlink(idx);
-                if deadline <= self.done {
+                if deadline <= tick {
                     self.links[idx].deadline = u64::MAX;
                     fired.push(idx);
+                    count += 1;
                 } else {
                     refile.push((idx, deadline));
                 }
@@ -181,7 +202,13 @@ impl TimerWheel {
             for (idx, deadline) in refile {
                 self.file(idx, deadline);
             }
+            if full {
+                // This slot again next time: what is left in it is due.
+                self.done = tick - 1;
+                return true;
+            }
         }
+        false
     }
 
     /// The first tick after `done` whose slot holds an entry (which may be
@@ -288,5 +315,42 @@ mod tests {
         sorted.sort();
         sorted.dedup();
         assert_eq!(sorted.len(), 10_000);
+    }
+
+    #[test]
+    fn a_burst_of_expiries_comes_in_batches() {
+        let mut w = TimerWheel::new(Duration::from_millis(1));
+        let t0 = w.start;
+        // 1,000 due together, 10 later, one re-armed mid-burst.
+        for i in 0..1000 {
+            w.set(i, t0 + Duration::from_millis(10));
+        }
+        for i in 1000..1010 {
+            w.set(i, t0 + Duration::from_millis(500));
+        }
+        let now = t0 + Duration::from_millis(20);
+        let mut fired = Vec::new();
+        assert!(w.expire_at_most(now, &mut fired, 256));
+        assert_eq!(fired.len(), 256);
+        assert_eq!(w.timeout(now), Some(Duration::ZERO), "more are due");
+        // An entry not yet fired gets a new deadline: it is not fired now.
+        let pending = (0..1000).find(|i| !fired.contains(i)).unwrap();
+        w.set(pending, now + Duration::from_millis(100));
+        let mut full_batches = 1;
+        while w.expire_at_most(now, &mut fired, 256) {
+            full_batches += 1;
+        }
+        assert_eq!(full_batches, 3, "256 + 256 + 256, then the last 231");
+        assert_eq!(fired.len(), 999);
+        assert!(!fired.contains(&pending));
+        let mut sorted = fired.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 999, "each fired once");
+        // The rest fire at their own time, not before.
+        assert!(!w.expire_at_most(now + Duration::from_millis(50), &mut fired, 256));
+        assert_eq!(fired.len(), 999);
+        w.expire(t0 + Duration::from_millis(600), &mut fired);
+        assert_eq!(fired.len(), 1010);
     }
 }

@@ -204,6 +204,10 @@ fn descriptor_exhaustion_in_a_child_process() {
             model.name(),
             "--rlimit-nofile",
             "48",
+            // No cap below the limit: this exercises the EMFILE backstop
+            // (the cap itself: the torture exhaustion test).
+            "--fd-reserve",
+            "0",
             "--threads",
             "96",
             // The silent crowd must reach accept at once, not after a second.
@@ -400,5 +404,72 @@ fn max_connections_pauses_accepting() {
         let t = server.stop().unwrap().totals();
         assert!(t.accept_pauses >= 1, "{model}: {t:?}");
         assert!(t.peak_open <= 4, "{model}: {t:?}");
+    }
+}
+
+/// With the default reserve, a crowd larger than the descriptor limit never
+/// drives the server into EMFILE: it stops accepting at its connection cap
+/// (a multishot accept in the completion model would overshoot it), and a
+/// request on an accepted connection is answered, file opened and all.
+#[test]
+fn connection_cap_holds_below_the_descriptor_limit() {
+    let site = site();
+    for model in Model::all() {
+        let Some(probe) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        probe.stop().unwrap();
+        let stats = site.dir.path().join(format!("cap-{}.json", model.name()));
+        let root = site.root.to_str().unwrap().to_string();
+        let mut server = spawn(&[
+            "--root",
+            &root,
+            "--listen",
+            "127.0.0.1:0",
+            "--mechanism",
+            model.name(),
+            "--rlimit-nofile",
+            "96",
+            "--threads",
+            "200",
+            "--defer-accept",
+            "0",
+            "--stats-json",
+            stats.to_str().unwrap(),
+        ]);
+        let addr = server.addr;
+        let mut crowd: Vec<TcpStream> = (0..150)
+            .map(|_| TcpStream::connect(addr).unwrap())
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        // The first connections were accepted: each is answered, the file
+        // opened for the first of them (nothing cached yet).
+        for (i, s) in crowd.iter_mut().take(20).enumerate() {
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+                .unwrap();
+            let mut got = Vec::new();
+            let _ = std::io::Read::read_to_end(s, &mut got);
+            assert!(
+                got.starts_with(b"HTTP/1.1 200"),
+                "{model}: connection #{i} at the cap: {:?}",
+                String::from_utf8_lossy(&got[..got.len().min(40)])
+            );
+        }
+        drop(crowd);
+        sigterm(&mut server.child);
+        let doc: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        let cap = doc["config"]["max_connections"].as_u64().unwrap();
+        assert!(cap < 96, "{model}: cap {cap}");
+        let peak = doc["connections"]["peak_open"].as_u64().unwrap();
+        assert!(peak <= cap, "{model}: {peak} open, cap {cap}");
+        assert_eq!(
+            doc["accept"]["errors"]["EMFILE"].as_u64().unwrap_or(0),
+            0,
+            "{model}: {}",
+            doc["accept"]
+        );
+        assert!(doc["accept"]["pauses"].as_u64().unwrap() > 0, "{model}");
     }
 }

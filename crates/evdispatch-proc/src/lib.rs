@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 mod sys;
 
-pub use sys::{clock_ticks_per_sec, cpu_set, pin_current_thread, set_rlimit, Resource};
+pub use sys::{clock_ticks_per_sec, cpu_set, get_rlimit, pin_current_thread, set_rlimit, Resource};
 
 /// CPU time and memory of one process at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -66,22 +66,38 @@ pub enum Resource {
     Sigpending,
 }
 
-/// Set the soft limit of `resource` to `soft` (`None`: raise it to the hard
-/// limit). Returns the soft limit now in force. Lowering is always allowed;
-/// raising past the hard limit needs privilege and is refused with an error.
-pub fn set_rlimit(resource: Resource, soft: Option<u64>) -> io::Result<u64> {
-    let res = match resource {
-        Resource::Nofile => libc::RLIMIT_NOFILE,
-        Resource::Sigpending => libc::RLIMIT_SIGPENDING,
-    };
+/// The soft and hard limits of `resource`.
+pub fn get_rlimit(resource: Resource) -> io::Result<(u64, u64)> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: `lim` is a valid rlimit for the kernel to fill.
-    if unsafe { libc::getrlimit(res, &mut lim) } != 0 {
+    if unsafe { libc::getrlimit(resource.raw(), &mut lim) } != 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok((lim.rlim_cur, lim.rlim_max))
+}
+
+impl Resource {
+    fn raw(self) -> libc::__rlimit_resource_t {
+        match self {
+            Resource::Nofile => libc::RLIMIT_NOFILE,
+            Resource::Sigpending => libc::RLIMIT_SIGPENDING,
+        }
+    }
+}
+
+/// Set the soft limit of `resource` to `soft` (`None`: raise it to the hard
+/// limit). Returns the soft limit now in force. Lowering is always allowed;
+/// raising past the hard limit needs privilege and is refused with an error.
+pub fn set_rlimit(resource: Resource, soft: Option<u64>) -> io::Result<u64> {
+    let res = resource.raw();
+    let (cur, max) = get_rlimit(resource)?;
+    let mut lim = libc::rlimit {
+        rlim_cur: cur,
+        rlim_max: max,
+    };
     let want = soft.unwrap_or(lim.rlim_max);
     if want > lim.rlim_max {
         return Err(io::Error::new(

@@ -83,7 +83,8 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             ("exhaustion", p.pick(0.0, 26.0, 50.0) * (n + 1.0)),
             ("slowloris", p.pick(0.0, 35.0, 70.0) * (n + 1.0)),
             ("attacks", 12.0 * (n + 1.0)),
-            ("soak", p.pick(0.0, 192.0, 1812.0) * n),
+            // The models soak side by side.
+            ("soak", p.pick(0.0, 192.0, 1812.0)),
         ],
     };
     for (part, est) in parts {
@@ -233,7 +234,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             ("CPU idle at limit %", "server_cpu_idle_at_limit_pct"),
             ("waiting", "crowd_waiting"),
             ("served after", "crowd_served_after_free"),
-            ("EMFILE", "emfile"),
+            ("accept pauses", "accept_pauses"),
             ("client errors", "keepalive_errors"),
         ],
     );

@@ -4,7 +4,9 @@
 //! 1. Baseline: the keep-alive clients alone (p99, server CPU).
 //! 2. Exhausted: the same load, and once its connections are open a crowd
 //!    of `limit + 256` connections that the kernel completes but the server
-//!    cannot all accept; the load's window lies entirely at the limit.
+//!    cannot all accept; the load's window lies entirely at the limit (our
+//!    server pauses accepting a reserve short of `RLIMIT_NOFILE`, so a
+//!    request can still open its file; `EMFILE` on accept is the backstop).
 //! 3. Idle at the limit: the crowd waits, nothing else runs; the server's
 //!    CPU over 2 s (an accept loop spinning on EMFILE would show here).
 //! 4. Resume: the first half of the crowd leaves; every other crowd
@@ -26,6 +28,9 @@ use super::{
 use crate::site::Site;
 use crate::{num, Env};
 
+/// The servers' header timeout here, seconds: longer than the crowd waits.
+const HEADER_TIMEOUT_S: u64 = 120;
+
 /// Run the scenario on every model and nginx.
 pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     let mut rep = ScenarioReport::new(
@@ -40,12 +45,18 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     let window: f64 = p.pick(2.0, 8.0, 20.0);
     let crowd_n = limit as usize + 256;
     for target in targets(env) {
+        // The crowd waits through the whole exhausted phase before it
+        // speaks: a header timeout shorter than that would rightly close
+        // the waiting connections the server had accepted, which is not
+        // what this scenario measures.
         let ours = args(&[
             ("--rlimit-nofile", limit.to_string()),
             ("--threads", (limit * 2).to_string()),
+            ("--header-timeout", format!("{HEADER_TIMEOUT_S}s")),
         ]);
         let Some((server, name, label)) = start_target(env, &site, &mut rep, &target, &ours, |c| {
             c.max_connections = limit as u32 - 16;
+            c.request_timeout_s = HEADER_TIMEOUT_S as u32;
         }) else {
             continue;
         };
@@ -123,8 +134,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "crowd_dropped": crowd_out.dropped,
             "crowd_timed_out": crowd_out.timed_out,
             "crowd_other": crowd_out.other,
+            "crowd_other_first": crowd_out.other_first,
             "resume_s": resume_s,
             "emfile": num(&stats, "accept.errors.EMFILE"),
+            "server_max_connections": num(&stats, "config.max_connections"),
             "accept_pauses": num(&stats, "accept.pauses"),
             "keepalive_errors": errors,
         });
@@ -153,12 +166,15 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         );
         run.check("a fresh connection served", fresh, "200", fresh == 200);
         if name == "evdispatch" {
-            let emfile = num(&stats, "accept.errors.EMFILE");
+            // The server stops accepting a reserve short of its descriptor
+            // limit (so an accepted request can still open its file); the
+            // crowd must have brought it there.
+            let pauses = num(&stats, "accept.pauses");
             run.check(
-                "EMFILE met (the limit was reached)",
-                emfile,
+                "accepting paused at the descriptor limit",
+                pauses,
                 "> 0",
-                emfile > 0.0,
+                pauses > 0.0,
             );
         }
         env.say(format!(
@@ -171,7 +187,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
 }
 
 /// What happened to the waiting connections once descriptors freed.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 struct CrowdOutcome {
     served: usize,
     /// Closed or reset by the server without an answer.
@@ -180,6 +196,8 @@ struct CrowdOutcome {
     timed_out: usize,
     /// Something else came back.
     other: usize,
+    /// The status line of the first such answer.
+    other_first: Option<String>,
 }
 
 /// Send one request on each waiting connection (all first, then read
@@ -206,6 +224,10 @@ fn serve_crowd(rest: Vec<TcpStream>) -> CrowdOutcome {
             out.served += 1;
         } else if !got.is_empty() {
             out.other += 1;
+            if out.other_first.is_none() {
+                let line = got.split(|&b| b == b'\r').next().unwrap_or(&[]);
+                out.other_first = Some(String::from_utf8_lossy(line).into_owned());
+            }
         } else if matches!(&r, Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut))
         {
             out.timed_out += 1;

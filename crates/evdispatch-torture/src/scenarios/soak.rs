@@ -16,6 +16,7 @@ use super::{
 };
 use crate::site::Site;
 use crate::{num, Env};
+use evdispatch_harness::ServerProcess;
 
 /// Largest RSS growth after warm-up, percent.
 pub const MAX_GROWTH_PCT: f64 = 1.0;
@@ -34,58 +35,66 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     let p = env.profile;
     let duration: f64 = p.pick(12.0, 180.0, 1800.0);
     let rate: u64 = p.pick(200, 500, 500);
-    for model in &env.models {
-        let ours = args(&[
-            ("--header-timeout", "3s".into()),
-            ("--idle-timeout", "5s".into()),
-            ("--threads", "2048".into()),
-        ]);
-        let Some(server) = start_or_skip(env, &site, &mut rep, model, &ours) else {
-            continue;
-        };
+    // Every model soaks at once, each with its own load process: the
+    // soak looks for leaks (memory, descriptors, errors) over a long run,
+    // not for speed, so the models share the machine and the full
+    // profile's 30 minutes stay 30 minutes whatever the number of models.
+    let ours = args(&[
+        ("--header-timeout", "3s".into()),
+        ("--idle-timeout", "5s".into()),
+        ("--threads", "2048".into()),
+    ]);
+    let servers: Vec<(String, ServerProcess)> = env
+        .models
+        .iter()
+        .filter_map(|m| start_or_skip(env, &site, &mut rep, m, &ours).map(|s| (m.clone(), s)))
+        .collect();
+    env.say(format!(
+        "soak {}: {duration} s of mixed load each, side by side ({rate}/s persistent + {rate} sessions/s × 2 calls, 500 idle, 200 inactive, 50 slow)",
+        servers.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>().join(", ")
+    ));
+    let load_args = args(&[
+        ("--persistent", "50".into()),
+        ("--rate", rate.to_string()),
+        ("--sessions", "0".into()),
+        ("--calls", "2".into()),
+        ("--idle", "500".into()),
+        ("--inactive", "200".into()),
+        ("--slow", "50".into()),
+        ("--slow-bytes", "4".into()),
+        ("--slow-interval", "200ms".into()),
+        ("--duration", duration.to_string()),
+        ("--interval", (duration / 60.0).max(1.0).to_string()),
+    ]);
+    let soaked: Vec<Soaked> = std::thread::scope(|s| {
+        let handles: Vec<_> = servers
+            .iter()
+            .map(|(_, server)| s.spawn(|| soak_one(env, server, &load_args, duration)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a soak thread"))
+            .collect()
+    });
+    for ((model, server), soaked) in servers.into_iter().zip(soaked) {
+        let Soaked {
+            load: soak,
+            samples,
+            fds_before,
+        } = soaked;
         let pids = server.pids();
-        let fds_before = fds_of(&pids);
-        env.say(format!(
-            "soak {model}: {duration} s of mixed load ({rate}/s persistent + {rate} sessions/s × 2 calls, 500 idle, 200 inactive, 50 slow)"
-        ));
-        let load_args = args(&[
-            ("--persistent", "50".into()),
-            ("--rate", rate.to_string()),
-            ("--sessions", "0".into()),
-            ("--calls", "2".into()),
-            ("--idle", "500".into()),
-            ("--inactive", "200".into()),
-            ("--slow", "50".into()),
-            ("--slow-bytes", "4".into()),
-            ("--slow-interval", "200ms".into()),
-            ("--duration", duration.to_string()),
-            ("--interval", (duration / 60.0).max(1.0).to_string()),
-        ]);
-        let samples: Mutex<Vec<(f64, u64, usize)>> = Mutex::new(Vec::new());
-        let done = AtomicBool::new(false);
-        let every = Duration::from_secs_f64((duration / 300.0).max(0.2));
-        let t0 = Instant::now();
-        let result = std::thread::scope(|s| {
-            s.spawn(|| {
-                while !done.load(Ordering::Acquire) {
-                    let rss = rss_of(&pids);
-                    let fds = fds_of(&pids);
-                    if let Ok(mut v) = samples.lock() {
-                        v.push((t0.elapsed().as_secs_f64(), rss, fds));
-                    }
-                    std::thread::sleep(every);
-                }
-            });
-            let r = load(env, &server, "/six.txt", &load_args);
-            done.store(true, Ordering::Release);
-            r
-        });
-        let soak = result?;
+        let soak = match soak {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = stop(server);
+                rep.skip(model.as_str(), format!("the soak's load failed: {e:#}"));
+                continue;
+            }
+        };
         // The clients have left: descriptors must come back.
         let back = wait_for(Duration::from_secs(10), || fds_of(&pids) <= fds_before);
         let fds_after = fds_of(&pids);
         let stats = stop(server)?;
-        let samples = samples.into_inner().unwrap_or_default();
         let (growth, rss_start, rss_end, rss_peak) = rss_growth(&samples, duration);
         let fds_peak = samples.iter().map(|s| s.2).max().unwrap_or(0);
         let active_errors = workload_errors(&soak, &["persistent", "sessions"]);
@@ -93,9 +102,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             .iter()
             .map(|s| num(&stats, &format!("requests.by_status.{s}")))
             .sum();
-        let mut run = Run::new("evdispatch", model);
+        let mut run = Run::new("evdispatch", &model);
         run.figures = json!({
             "duration_s": duration,
+            "models_side_by_side": env.models.len(),
             "requests": num(&soak, "requests"),
             "replies": num(&soak, "replies"),
             "reply_rate": num(&soak, "reply_rate"),
@@ -108,6 +118,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "rss_end_kib": rss_end / 1024.0,
             "rss_peak_kib": rss_peak as f64 / 1024.0,
             "rss_growth_pct": growth,
+            // The shape: a step (a new peak of connections) or a ramp (a leak).
+            "rss_at_40pct_kib": rss_at(&samples, duration * 0.4) as f64 / 1024.0,
+            "rss_at_60pct_kib": rss_at(&samples, duration * 0.6) as f64 / 1024.0,
+            "rss_at_80pct_kib": rss_at(&samples, duration * 0.8) as f64 / 1024.0,
             "rss_samples": samples.len(),
             "fds_before": fds_before,
             "fds_peak": fds_peak,
@@ -146,6 +160,49 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         rep.runs.push(run);
     }
     Ok(rep.finish())
+}
+
+/// One model's soak: the load's document, the (time, RSS, descriptors)
+/// samples and the descriptors before the load.
+struct Soaked {
+    load: anyhow::Result<serde_json::Value>,
+    samples: Vec<(f64, u64, usize)>,
+    fds_before: usize,
+}
+
+/// Soak `server` with `load_args` while sampling its memory and descriptors.
+fn soak_one(env: &Env, server: &ServerProcess, load_args: &[String], duration: f64) -> Soaked {
+    let pids = server.pids();
+    let fds_before = fds_of(&pids);
+    let samples: Mutex<Vec<(f64, u64, usize)>> = Mutex::new(Vec::new());
+    let done = AtomicBool::new(false);
+    let every = Duration::from_secs_f64((duration / 300.0).max(0.2));
+    let t0 = Instant::now();
+    let load = std::thread::scope(|s| {
+        s.spawn(|| {
+            while !done.load(Ordering::Acquire) {
+                let rss = rss_of(&pids);
+                let fds = fds_of(&pids);
+                if let Ok(mut v) = samples.lock() {
+                    v.push((t0.elapsed().as_secs_f64(), rss, fds));
+                }
+                std::thread::sleep(every);
+            }
+        });
+        let r = load(env, server, "/six.txt", load_args);
+        done.store(true, Ordering::Release);
+        r
+    });
+    Soaked {
+        load,
+        samples: samples.into_inner().unwrap_or_default(),
+        fds_before,
+    }
+}
+
+/// The RSS of the first sample at or after `t` seconds (0: none).
+fn rss_at(samples: &[(f64, u64, usize)], t: f64) -> u64 {
+    samples.iter().find(|s| s.0 >= t).map_or(0, |s| s.1)
 }
 
 /// Growth in percent between the mean RSS of the first tenth of the
