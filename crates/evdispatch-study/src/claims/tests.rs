@@ -211,6 +211,12 @@ fn poll_vs_epoll_claims() {
         check(id, &good, Outcome::Holds);
         check(id, &bad, Outcome::Fails);
     }
+    // Both keep up at every offered rate: the sweep says nothing of a knee.
+    let unloaded = pve(&[
+        ("poll", 15000, 5000.0, 4990.0, 0.0, 90.0),
+        ("epoll", 15000, 5000.0, 5000.0, 0.0, 20.0),
+    ]);
+    check("devpoll-keeps-up", &unloaded, Outcome::NotMeasured);
 }
 
 fn lat(rows: &[(&str, f64, f64, f64)]) -> ScenarioRecord {
@@ -257,6 +263,13 @@ fn rtsig_latency_claims() {
         check(id, &good, Outcome::Holds);
         check(id, &bad, Outcome::Fails);
     }
+    let unloaded = lat(&[
+        ("rtsig", 1000.0, 80.0, 1000.0),
+        ("rtsig", 9000.0, 90.0, 9000.0),
+        ("rtsig-batch", 1000.0, 80.0, 1000.0),
+        ("rtsig-batch", 9000.0, 85.0, 8990.0),
+    ]);
+    check("batch-dequeue-helps", &unloaded, Outcome::NotMeasured);
 }
 
 fn ovh(rows: &[(&str, u32, f64, f64)]) -> ScenarioRecord {
