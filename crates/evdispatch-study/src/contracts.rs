@@ -353,15 +353,16 @@ pub fn parse_server_stats(doc: &Value) -> anyhow::Result<BTreeMap<String, f64>> 
 
 /// One cell of a bench's JSON output, split into its configuration
 /// (strings, counts, flags) and its measurements (every number whose name
-/// ends in `_us`, `_ns`, `_pct` or `_per_s`, or that is a ratio).
+/// ends in `_us`, `_ns`, `_pct` or a `_per_…` unit, that is a ratio, or
+/// that counts what happened: `spurious`, `leftover`, `bytes_read`).
 pub fn split_cell(cell: &Map<String, Value>) -> (Map<String, Value>, BTreeMap<String, f64>) {
     let mut config = Map::new();
     let mut metrics = BTreeMap::new();
     for (k, v) in cell {
-        let measured = ["_us", "_ns", "_pct", "_per_s", "_per_item"]
-            .iter()
-            .any(|s| k.ends_with(s))
-            || k.starts_with("ratio_");
+        let measured = ["_us", "_ns", "_pct"].iter().any(|s| k.ends_with(s))
+            || k.contains("_per_")
+            || k.starts_with("ratio_")
+            || ["spurious", "leftover", "bytes_read"].contains(&k.as_str());
         match v.as_f64() {
             Some(x) if measured => {
                 metrics.insert(k.clone(), x);
@@ -603,7 +604,7 @@ mod tests {
 
     #[test]
     fn bench_output_shapes() {
-        let doc = r#"{"bench":"poller","cells":[{"mechanism":"poll","fds":100,"active":1,"placement":"rotating","median_us":4.8,"p90_us":5.0,"ratio_to_epoll":3.0,"round_medians_us":[1,2]}],
+        let doc = r#"{"bench":"poller","cells":[{"mechanism":"poll","fds":100,"active":1,"placement":"rotating","median_us":4.8,"p90_us":5.0,"ratio_to_epoll":3.0,"round_medians_us":[1,2],"setup_us_per_fd":0.5,"spurious":0}],
             "skipped":[{"row":"select","fds":10000,"reason":"below 1024 only","install":null},{"row":"libev","fds":null,"reason":"not built","install":"apt-get install -y libev-dev"}]}"#;
         let out = bench_output(doc).unwrap();
         let (cfg, met) = split_cell(&out.cells[0]);
@@ -612,6 +613,9 @@ mod tests {
         assert!(!cfg.contains_key("round_medians_us"));
         assert_eq!(met["median_us"], 4.8);
         assert_eq!(met["ratio_to_epoll"], 3.0);
+        assert_eq!(met["setup_us_per_fd"], 0.5);
+        assert_eq!(met["spurious"], 0.0);
+        assert!(!cfg.contains_key("setup_us_per_fd"));
         assert_eq!(out.skipped[0].0, "select at N = 10000");
         assert!(out.skipped[1].1.ends_with("apt-get install -y libev-dev"));
         assert_eq!(bench_output(r#"[{"a":1}]"#).unwrap().cells.len(), 1);

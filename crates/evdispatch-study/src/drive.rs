@@ -838,15 +838,61 @@ pub fn run_bench(
 /// under (`/tmp/evd-bench.lock`, the file `flock /tmp/evd-bench.lock CMD`
 /// takes), held until dropped. Unlike the harness's, it waits as long as it
 /// takes: a study's figures are never measured beside another benchmark.
-pub struct BenchLock(#[allow(dead_code)] nix::fcntl::Flock<File>);
+///
+/// When the study itself runs under `flock /tmp/evd-bench.lock evdispatch
+/// study …`, the lock is already held through a descriptor it inherited:
+/// taking it again through a new open file would wait for ever on our own
+/// parent, so each job then runs under the inherited lock.
+pub struct BenchLock(#[allow(dead_code)] Option<nix::fcntl::Flock<File>>);
+
+/// The lock file: `$EVD_BENCH_LOCK` or `/tmp/evd-bench.lock`.
+fn lock_path() -> String {
+    std::env::var("EVD_BENCH_LOCK").unwrap_or_else(|_| "/tmp/evd-bench.lock".into())
+}
+
+/// Whether a descriptor this process inherited (from `flock FILE CMD`)
+/// holds the exclusive lock on `path`. Checked once: the answer does not
+/// change while the study runs.
+fn inherited_lock_held(path: &str) -> bool {
+    static HELD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HELD.get_or_init(|| {
+        let Ok(want) = fs::canonicalize(path) else {
+            return false;
+        };
+        let Ok(dir) = fs::read_dir("/proc/self/fd") else {
+            return false;
+        };
+        dir.flatten().any(|e| {
+            let fd: Option<std::os::fd::RawFd> =
+                e.file_name().to_str().and_then(|n| n.parse().ok());
+            match (fd, fs::read_link(e.path())) {
+                // flock(2) on a descriptor whose open file already holds
+                // the lock succeeds at once; on one that does not, it
+                // fails (EWOULDBLOCK) while another process holds it.
+                // The descriptor is borrowed, not owned: nothing closes or
+                // unlocks it (hence the raw-fd form of the call).
+                (Some(fd), Ok(target)) if target == want => {
+                    #[allow(deprecated)]
+                    let ok =
+                        nix::fcntl::flock(fd, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok();
+                    ok
+                }
+                _ => false,
+            }
+        })
+    })
+}
 
 impl BenchLock {
     /// Take the lock, calling `waiting` once if someone else holds it.
     /// `$EVD_BENCH_LOCK` names another lock file (tests use a private one).
     pub fn take(waiting: impl FnOnce()) -> anyhow::Result<BenchLock> {
         use nix::fcntl::{Flock, FlockArg};
-        let path = std::env::var("EVD_BENCH_LOCK").unwrap_or_else(|_| "/tmp/evd-bench.lock".into());
+        let path = lock_path();
         let path = path.as_str();
+        if inherited_lock_held(path) {
+            return Ok(BenchLock(None));
+        }
         let open = || {
             fs::OpenOptions::new()
                 .create(true)
@@ -856,11 +902,11 @@ impl BenchLock {
                 .with_context(|| format!("cannot open {path}"))
         };
         match Flock::lock(open()?, FlockArg::LockExclusiveNonblock) {
-            Ok(l) => Ok(BenchLock(l)),
+            Ok(l) => Ok(BenchLock(Some(l))),
             Err(_) => {
                 waiting();
                 Flock::lock(open()?, FlockArg::LockExclusive)
-                    .map(BenchLock)
+                    .map(|l| BenchLock(Some(l)))
                     .map_err(|(_, e)| anyhow!("cannot lock {path}: {e}"))
             }
         }

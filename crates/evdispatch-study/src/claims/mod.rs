@@ -372,6 +372,13 @@ fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Verdict {
     ) else {
         return missing("poll and epoll at the largest inactive count");
     };
+    if pb.is_none() && eb.is_none() {
+        return nm(format!(
+            "the sweep never overloaded poll nor epoll with {} inactive connections: both answered ≥ 95% of every offered rate up to {}/s (see the CPU and latency claims for what the scan costs below the knee)",
+            fmt_num(i),
+            fmt_num(pk.unwrap_or(0.0).min(ek.unwrap_or(0.0)))
+        ));
+    }
     let pk0 = pk.unwrap_or(0.0);
     let ek0 = ek.unwrap_or(0.0);
     let (Some(pbest), Some(ebest)) = (
@@ -582,10 +589,17 @@ fn v_rtsig_jumps(rec: &ScenarioRecord) -> Verdict {
 }
 
 fn v_batch_dequeue(rec: &ScenarioRecord) -> Verdict {
-    let (Some((rk, _)), Some((bk, _))) = (knee(rec, &[s("rtsig")]), knee(rec, &[s("rtsig-batch")]))
+    let (Some((rk, rb)), Some((bk, bb))) =
+        (knee(rec, &[s("rtsig")]), knee(rec, &[s("rtsig-batch")]))
     else {
         return missing("rtsig and rtsig-batch");
     };
+    if rb.is_none() && bb.is_none() {
+        return nm(format!(
+            "the sweep never overloaded rtsig nor rtsig-batch: both answered ≥ 95% of every offered rate up to {}/s, so neither's limit was reached",
+            fmt_num(rk.unwrap_or(0.0).min(bk.unwrap_or(0.0)))
+        ));
+    }
     let (rk, bk) = (rk.unwrap_or(0.0), bk.unwrap_or(0.0));
     let top = |m: &str| {
         let r = largest(rec, &[s(m)], "rate")?;
@@ -716,11 +730,37 @@ fn best_of(rec: &ScenarioRecord, series: &str) -> Option<f64> {
     peak(rec, &f, "reply_rate")
 }
 
+/// `Some(not measured)` when neither `a` nor `b` fell behind the offered
+/// rate at the top of the sweep (fewest idle connections): the sweep never
+/// reached either one's limit, so their peaks say nothing about which
+/// sustains more (on a 2-core machine the loopback stack and the generator
+/// may saturate first).
+fn neither_overloaded(rec: &ScenarioRecord, a: &str, b: &str) -> Option<Verdict> {
+    let top = |m: &str| {
+        let mut f = smallest_idle(rec);
+        f.push(s(m));
+        rec.xy(&f, "rate", "reply_rate").last().copied()
+    };
+    let ((ra, ya), (rb, yb)) = (top(a)?, top(b)?);
+    (ya >= KEEP * ra && yb >= KEEP * rb).then(|| {
+        nm(format!(
+            "the sweep never overloaded {a} nor {b}: {} and {} replies/s at the top offered rates {}/s and {}/s (≥ 95% answered), so their limits were not reached",
+            fmt_num(ya),
+            fmt_num(yb),
+            fmt_num(ra),
+            fmt_num(rb)
+        ))
+    })
+}
+
 fn v_multi_accept(rec: &ScenarioRecord) -> Verdict {
     let (Some(all), Some(one)) = (best_of(rec, "select"), best_of(rec, "select (accept one)"))
     else {
         return missing("select with one accept and with multi-accept");
     };
+    if let Some(v) = neither_overloaded(rec, "select", "select (accept one)") {
+        return v;
+    }
     let g = all / one;
     verdict(band(g >= 1.2, g >= 1.05), vec![("multi-accept best replies/s", all), ("one-accept best replies/s", one), ("ratio", g)],
         format!("multi-accept select's best throughput was ×{} single-accept's (holds from ×1.2, partly from ×1.05)", fmt_num(g)))
@@ -730,6 +770,9 @@ fn v_multi_accept_like_rtsig(rec: &ScenarioRecord) -> Verdict {
     let (Some(sel), Some(rt)) = (best_of(rec, "select"), best_of(rec, "rtsig")) else {
         return missing("multi-accept select and rtsig");
     };
+    if let Some(v) = neither_overloaded(rec, "select", "rtsig") {
+        return v;
+    }
     let g = sel / rt;
     verdict(band(g >= 0.9, g >= 0.75), vec![("multi-accept select best", sel), ("rtsig best", rt), ("ratio", g)],
         format!("multi-accept select reached ×{} of rtsig's best throughput (holds from 0.9, partly from 0.75)", fmt_num(g)))
@@ -784,6 +827,9 @@ fn v_per_fd_higher_load(rec: &ScenarioRecord) -> Verdict {
     let (Some(b), Some(r)) = (best_of(rec, "rtsig-batch"), best_of(rec, "rtsig")) else {
         return missing("rtsig and rtsig-batch");
     };
+    if let Some(v) = neither_overloaded(rec, "rtsig-batch", "rtsig") {
+        return v;
+    }
     let g = b / r;
     verdict(if g >= 1.02 { Outcome::Holds } else if g >= 0.98 { Outcome::Partly } else { Outcome::Fails },
         vec![("rtsig-batch best replies/s", b), ("rtsig best replies/s", r), ("ratio", g)],
@@ -834,39 +880,92 @@ fn v_ours_like_nginx(rec: &ScenarioRecord) -> Verdict {
 
 // ---- scenario 6: Table 1 ----
 
+/// The web runs of mechanism `m` (scenario 6), floor runs aside.
 fn web_points<'a>(rec: &'a ScenarioRecord, m: &str) -> Vec<&'a Point> {
     rec.select(&[s(m)])
-        .filter(|p| p.str("bench").is_none())
+        .filter(|p| p.str("bench").is_none() && p.str("part") != Some("floor"))
         .collect()
 }
 
+/// The overflows that opening and closing `idle` held connections cost `m`
+/// by themselves (its floor run: the same connections, a token rate):
+/// with the queue at 64 entries, the generator's burst of connects at the
+/// start and of closes at the end overflow it whatever the rate. 0 if there
+/// is no floor run.
+fn overflow_floor(rec: &ScenarioRecord, m: &str, idle: f64) -> f64 {
+    rec.select(&[s(m), ("part", j("floor")), ("idle", j(idle))])
+        .find_map(|p| p.metric("overflows"))
+        .unwrap_or(0.0)
+}
+
+/// Overflows of a run beyond what its floor explains (1.5 × the floor + 2).
+fn overflows_beyond_floor(rec: &ScenarioRecord, m: &str, p: &Point) -> f64 {
+    let floor = overflow_floor(rec, m, p.num("idle").unwrap_or(0.0));
+    (p.metric("overflows").unwrap_or(0.0) - (1.5 * floor + 2.0)).max(0.0)
+}
+
 fn v_overflow_past_knee(rec: &ScenarioRecord) -> Verdict {
-    let i = smallest(rec, &[s("rtsig")], "idle").unwrap_or(252.0);
-    let xy = rec.xy(&[s("rtsig"), ("idle", j(i))], "rate", "overflows");
-    if xy.len() < 2 {
+    let pts = web_points(rec, "rtsig");
+    let mut idles: Vec<f64> = pts.iter().filter_map(|p| p.num("idle")).collect();
+    idles.sort_by(f64::total_cmp);
+    idles.dedup();
+    let mut nums: Vec<(String, f64)> = Vec::new();
+    let (mut quiet_below, mut over_above) = (true, false);
+    let mut measured = false;
+    for i in idles {
+        let mut xy: Vec<&Point> = pts
+            .iter()
+            .copied()
+            .filter(|p| p.num("idle") == Some(i) && p.metric("overflows").is_some())
+            .collect();
+        xy.sort_by(|a, b| {
+            a.num("rate")
+                .unwrap_or(0.0)
+                .total_cmp(&b.num("rate").unwrap_or(0.0))
+        });
+        let (Some(lo), Some(hi)) = (xy.first(), xy.last()) else {
+            continue;
+        };
+        if xy.len() < 2 {
+            continue;
+        }
+        measured = true;
+        let floor = overflow_floor(rec, "rtsig", i);
+        quiet_below &= overflows_beyond_floor(rec, "rtsig", lo) == 0.0;
+        over_above |= overflows_beyond_floor(rec, "rtsig", hi) > 0.0;
+        let n = fmt_num(i);
+        nums.push((format!("{n} idle: floor (open/close only)"), floor));
+        nums.push((
+            format!(
+                "{n} idle: overflows at {}/s",
+                fmt_num(lo.num("rate").unwrap_or(0.0))
+            ),
+            lo.metric("overflows").unwrap_or(0.0),
+        ));
+        nums.push((
+            format!(
+                "{n} idle: overflows at {}/s",
+                fmt_num(hi.num("rate").unwrap_or(0.0))
+            ),
+            hi.metric("overflows").unwrap_or(0.0),
+        ));
+    }
+    if !measured {
         return missing("rtsig overflow counts at two rates");
     }
-    let (lo, hi) = (xy[0], xy[xy.len() - 1]);
-    let a = lo.1 == 0.0;
-    let b = hi.1 > 0.0;
-    verdict(
-        both(a, b),
-        vec![
-            ("idle", i),
-            ("lowest rate /s", lo.0),
-            ("overflows there", lo.1),
-            ("highest rate /s", hi.0),
-            ("overflows there", hi.1),
-        ],
-        format!("no overflow at the lowest rate: {a}; overflows at the highest: {b}"),
-    )
+    Verdict {
+        outcome: both(quiet_below, over_above),
+        numbers: nums.into_iter().map(|(k, v)| (k, fmt_num(v))).collect(),
+        why: format!("at the lowest rate no overflow beyond the floor (the connects and closes of the held connections alone; beyond = more than 1.5 × floor + 2) at every idle count: {quiet_below}; beyond the floor at the highest rate at some idle count: {over_above}"),
+    }
 }
 
 fn v_per_fd_no_overflow(rec: &ScenarioRecord) -> Verdict {
     let total = |m: &str| -> Option<f64> {
         let v: Vec<f64> = web_points(rec, m)
             .iter()
-            .filter_map(|p| p.metric("overflows"))
+            .filter(|p| p.metric("overflows").is_some())
+            .map(|p| overflows_beyond_floor(rec, m, p))
             .collect();
         (!v.is_empty()).then(|| v.iter().sum())
     };
@@ -874,20 +973,20 @@ fn v_per_fd_no_overflow(rec: &ScenarioRecord) -> Verdict {
         return missing("overflow counts for rtsig and rtsig-batch");
     };
     if r == 0.0 {
-        return nm("rtsig never overflowed at these rates, so the queue was not stressed");
+        return nm("rtsig never overflowed beyond its floor (the held connections' connects and closes) at these rates, so the load did not stress the queue");
     }
     verdict(if b == 0.0 { Outcome::Holds } else if b < 0.5 * r { Outcome::Partly } else { Outcome::Fails },
-        vec![("rtsig overflows", r), ("rtsig-batch overflows", b)],
+        vec![("rtsig overflows beyond the floor", r), ("rtsig-batch overflows beyond the floor", b)],
         "signal-per-fd was a kernel patch that queued at most one signal per descriptor, so the queue could not overflow; mainline Linux never took it, and rtsig-batch merges per descriptor only after dequeuing (many per read). Holds if rtsig-batch never overflowed, partly if it overflowed less than half as often as rtsig, fails otherwise: dequeue-side batching alone does not bound the queue.")
 }
 
 fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
     let pts: Vec<&Point> = web_points(rec, "rtsig")
         .into_iter()
-        .filter(|p| p.metric("overflows").unwrap_or(0.0) > 0.0)
+        .filter(|p| overflows_beyond_floor(rec, "rtsig", p) > 0.0)
         .collect();
     if pts.is_empty() {
-        return nm("rtsig never overflowed at these rates");
+        return nm("rtsig never overflowed beyond its floor (the held connections' connects and closes) at these rates");
     }
     let share = |p: &Point| p.metric("reply_pct_of_offered").unwrap_or(100.0).min(100.0);
     let worst = pts.iter().map(|p| share(p)).fold(100.0, f64::min);
@@ -900,6 +999,7 @@ fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
                 ("idle", j(p.num("idle")?)),
                 ("rate", j(p.num("rate")?)),
             ])
+            .filter(|q| q.str("part") != Some("floor"))
             .find_map(|q| q.metric("reply_pct_of_offered"))
         })
         .collect();
@@ -914,7 +1014,7 @@ fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
     verdict(
         band(worst < 75.0, worst < 95.0),
         nums,
-        format!("in the runs where rtsig overflowed it answered as little as {}% of the offered rate (holds — recovery by polling sent it into a tailspin — below 75%; partly below 95%; fails if it kept up while overflowing)", fmt_num(worst)),
+        format!("in the runs where rtsig overflowed beyond its floor it answered as little as {}% of the offered rate (holds — recovery by polling sent it into a tailspin — below 75%; partly below 95%; fails if it kept up while overflowing)", fmt_num(worst)),
     )
 }
 
@@ -978,12 +1078,16 @@ fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Verdict {
     if sw == 0.0 {
         return nm("the heavy phase never drove the hybrid out of signal mode");
     }
-    let back = sw >= 2.0 && sw % 2.0 == 0.0;
+    // Switches alternate, polling first: two or more mean it came back to
+    // signals at least once. (The count cannot say where it ended: the
+    // generator closes every held connection at once when it exits, a
+    // burst that may send the hybrid to polling just before it stops.)
+    let back = sw >= 2.0;
     let recovered = l50 <= 1.5 * fresh + 200.0;
     verdict(
         both(back, recovered),
         vec![("mode switches", sw), ("light-phase median µs", l50), ("fresh server's median µs", fresh)],
-        format!("after the heavy phase the hybrid ended in signal mode (an even number of switches, at least 2): {back}; its light-phase median was within ×1.5 (+200 µs) of a fresh server's: {recovered}"),
+        format!("the hybrid returned from polling to signals at least once (2 or more switches): {back}; its light-phase median was within ×1.5 (+200 µs) of a fresh server's: {recovered}"),
     )
 }
 

@@ -201,7 +201,8 @@ pub fn fmt_num(v: f64) -> String {
     } else if a >= 1e4 {
         let s = format!("{:.1}k", v / 1e3);
         s.replace(".0k", "k")
-    } else if a >= 100.0 || a == 0.0 {
+    } else if a >= 100.0 || v.fract() == 0.0 {
+        // Counts (and round ticks) without decimals they do not have.
         format!("{v:.0}")
     } else if a >= 10.0 {
         format!("{v:.1}")
@@ -219,6 +220,8 @@ mod tests {
     #[test]
     fn number_formats() {
         assert_eq!(fmt_num(0.0), "0");
+        assert_eq!(fmt_num(64.0), "64");
+        assert_eq!(fmt_num(5.0), "5");
         assert_eq!(fmt_num(4.8123), "4.81");
         assert_eq!(fmt_num(45.07), "45.1");
         assert_eq!(fmt_num(703.2), "703");

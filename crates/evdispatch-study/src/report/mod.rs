@@ -45,7 +45,7 @@ fn str_of(v: &Value) -> String {
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}\
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.l{text-align:left}.holds{background:#dff3df}.fails{background:#f8dada}\
+th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.l,th.l{text-align:left}.holds{background:#dff3df}.fails{background:#f8dada}\
 .partly{background:#fbf0cc}.not-measured{background:#eee;color:#555}figure{margin:1.4em 0}figcaption{font-size:.88em;color:#444;max-width:760px}\
 p.reading{font-size:.9em;max-width:760px;background:#f6f8fa;border-left:3px solid #0072b2;padding:.3em .6em}\
 .skip{color:#8a4b00}code{background:#f4f4f4;padding:0 3px}section{border-top:1px solid #ddd;margin-top:2em}.params{font-size:.85em;color:#444}";
@@ -96,7 +96,7 @@ pub fn html(res: &Results) -> String {
     // Claims.
     let _ = write!(
         h,
-        "<h2 id=\"claims\">Claims of the seeds, judged on this run</h2><p>{}. Each verdict is computed from this run's data by the rule stated in its last column; <i>today</i> marks questions the seeds could not ask.</p><table><tr><th>seed</th><th>claim</th><th>verdict</th><th>numbers</th><th>why</th></tr>",
+        "<h2 id=\"claims\">Claims of the seeds, judged on this run</h2><p>{}. Each verdict is computed from this run's data by the rule stated in its last column; <i>today</i> marks questions the seeds could not ask.</p><table><tr><th>seed</th><th class=\"l\">claim</th><th>verdict</th><th class=\"l\">numbers</th><th class=\"l\">why</th></tr>",
         verdict_counts(res)
     );
     for c in &res.claims {
@@ -129,7 +129,7 @@ pub fn html(res: &Results) -> String {
     }
     h.push_str("</table>");
     // The run: what ran, for how long.
-    h.push_str("<h2 id=\"run\">The run</h2><table><tr><th>#</th><th>scenario</th><th>status</th><th>points</th><th>seconds</th><th>of which waiting for the lock</th><th>planned</th><th>jobs repeated</th></tr>");
+    h.push_str("<h2 id=\"run\">The run</h2><table><tr><th>#</th><th class=\"l\">scenario</th><th>status</th><th>points</th><th>seconds</th><th>of which waiting for the lock</th><th>planned</th><th>jobs repeated</th></tr>");
     for rec in &res.scenarios {
         let Some(sc) = SCENARIOS.iter().find(|s| s.id == rec.id) else {
             continue;
@@ -225,7 +225,7 @@ pub fn html(res: &Results) -> String {
         h.push_str("</section>");
     }
     // Peers and environment.
-    h.push_str("<section id=\"peers\"><h2>Peers</h2><p>Found at run time; a missing one is listed with the command that installs it (all of them: <code>bash .ci/install-peers</code>).</p><table><tr><th>peer</th><th>role</th><th>status</th></tr>");
+    h.push_str("<section id=\"peers\"><h2>Peers</h2><p>Found at run time; a missing one is listed with the command that installs it (all of them: <code>bash .ci/install-peers</code>).</p><table><tr><th>peer</th><th class=\"l\">role</th><th class=\"l\">status</th></tr>");
     for p in &res.peers {
         let status = match p["version"].as_str() {
             Some(v) => format!("present, version {v}"),
@@ -233,7 +233,7 @@ pub fn html(res: &Results) -> String {
         };
         let _ = write!(
             h,
-            "<tr><td>{}</td><td>{}</td><td class=\"l\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             esc(&str_of(&p["name"])),
             esc(&str_of(&p["role"])),
             esc(&status)

@@ -120,6 +120,28 @@ fn nice_step(raw: f64) -> f64 {
     nice * mag
 }
 
+/// Characters of 11-pixel text that fit the legend's column.
+const LEGEND_CHARS: usize = 24;
+
+/// `text` in lines of at most `width` characters, broken at spaces (a
+/// longer word stays whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= width => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    if lines.is_empty() {
+        lines.push(String::new());
+    }
+    lines
+}
+
 /// Render `chart` as an `<svg>` element.
 pub fn render(chart: &Chart, title: &str) -> String {
     let plot_r = W - RIGHT;
@@ -149,10 +171,21 @@ pub fn render(chart: &Chart, title: &str) -> String {
         .flat_map(|s| &s.points)
         .filter(|p| drawable(p.x, p.y))
         .count();
+    // The legend, names wrapped to its column: the top of each entry and
+    // its lines; the picture grows downwards if a long legend needs it.
+    let mut legend: Vec<(f64, Vec<String>)> = Vec::new();
+    let mut ly = TOP + 8.0;
+    for series in &chart.series {
+        let lines = wrap(&series.name, LEGEND_CHARS);
+        let n = lines.len() as f64;
+        legend.push((ly, lines));
+        ly += 18.0 + 13.0 * (n - 1.0);
+    }
+    let height = H.max(ly);
     let mut s = String::new();
     let _ = write!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {H}" width="{W}" height="{H}" data-points="{drawn}" role="img" aria-label="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 {W} {height}" width="{W}" height="{height}" data-points="{drawn}" role="img" aria-label="{}">"#,
         esc(title)
     );
     let _ = write!(
@@ -198,6 +231,13 @@ pub fn render(chart: &Chart, title: &str) -> String {
     );
     for (i, series) in chart.series.iter().enumerate() {
         let c = PALETTE[i % PALETTE.len()];
+        // Past the palette, colours repeat: the line (and its legend entry)
+        // is then dashed, dotted on the third round, so no two series look alike.
+        let dash = match i / PALETTE.len() {
+            0 => "",
+            1 => r#" stroke-dasharray="6,3""#,
+            _ => r#" stroke-dasharray="2,2""#,
+        };
         let pts: Vec<_> = series
             .points
             .iter()
@@ -244,7 +284,7 @@ pub fn render(chart: &Chart, title: &str) -> String {
                 .collect();
             let _ = write!(
                 s,
-                r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.8"/>"#,
+                r#"<polyline points="{}" fill="none" stroke="{c}" stroke-width="1.8"{dash}/>"#,
                 path.join(" ")
             );
         }
@@ -279,16 +319,25 @@ pub fn render(chart: &Chart, title: &str) -> String {
             );
         }
         // Legend entry.
-        let ly = TOP + 8.0 + i as f64 * 18.0;
+        let (ly, lines) = &legend[i];
         let _ = write!(
             s,
-            r#"<line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{c}" stroke-width="2.5"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text></g>"#,
+            r#"<line x1="{:.1}" x2="{:.1}" y1="{ly:.1}" y2="{ly:.1}" stroke="{c}" stroke-width="2.5"{dash}/><text x="{:.1}" y="{:.1}" font-size="11">"#,
             plot_r + 10.0,
             plot_r + 28.0,
             plot_r + 32.0,
             ly + 4.0,
-            esc(&series.name)
         );
+        for (k, line) in lines.iter().enumerate() {
+            let _ = write!(
+                s,
+                r#"<tspan x="{:.1}" dy="{}">{}</tspan>"#,
+                plot_r + 32.0,
+                if k == 0 { 0.0 } else { 13.0 },
+                esc(line)
+            );
+        }
+        s.push_str("</text></g>");
     }
     s.push_str("</svg>");
     s
@@ -333,6 +382,33 @@ mod tests {
         assert!(svg.contains("poll &lt;raw&gt;") && svg.contains("t &amp; t"));
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
         assert!(svg.contains("(log)"));
+    }
+
+    #[test]
+    fn long_legend_names_wrap_and_stay_whole() {
+        let name = "close first + last, allocate twice (control)";
+        let lines = wrap(name, LEGEND_CHARS);
+        assert!(lines.len() >= 2, "{lines:?}");
+        assert!(lines.iter().all(|l| l.chars().count() <= LEGEND_CHARS));
+        assert_eq!(lines.join(" "), name);
+        let chart = Chart {
+            x_label: "N".into(),
+            y_label: "µs".into(),
+            x_log: false,
+            y_log: false,
+            series: (0..20)
+                .map(|i| Series {
+                    name: format!("{name} {i}"),
+                    points: vec![xy(1.0, 1.0), xy(2.0, 2.0)],
+                })
+                .collect(),
+        };
+        let svg = render(&chart, "many");
+        // Every word of every name is drawn, the picture grew to hold them,
+        // and the series past the palette are dashed.
+        assert!(svg.contains(" 19</tspan>") || svg.contains(">19</tspan>"));
+        assert!(!svg.contains(&format!(r#"height="{H}""#)));
+        assert!(svg.contains("stroke-dasharray=\"6,3\""));
     }
 
     #[test]

@@ -73,7 +73,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             1000.0, 2500.0, 4000.0, 5500.0, 7000.0, 8500.0, 10000.0, 11500.0, 13000.0,
         ],
     );
-    let duration = p.pick(0.4, 0.8, 4.0);
+    let duration = p.pick(0.4, 0.8, 3.0);
     let servers = servers(p);
     let mut plan = Plan {
         params: json!({"configs": configs.iter().map(|(i, d, b)| json!({"idle": i, "document": d, "reply_bytes": b})).collect::<Vec<_>>(), "rates_conn_per_s": rates, "duration_s": duration, "eager_read": false, "servers": servers.iter().map(ServerSpec::series).collect::<Vec<_>>()}),
