@@ -202,6 +202,7 @@ impl Worker {
                 format!("io_uring provided-buffer rings need Linux 5.19 ({e})"),
             )
         })?;
+        let reserve = cfg.table_reserve();
         let wake_fd = Arc::new(sys::eventfd()?);
         let mut w = Worker {
             ring,
@@ -213,10 +214,10 @@ impl Worker {
             stop,
             wake_fd: wake_fd.clone(),
             wake_buf: Box::new([0; 8]),
-            conns: Vec::new(),
-            free: Vec::new(),
+            conns: Vec::with_capacity(reserve),
+            free: Vec::with_capacity(reserve),
             open: 0,
-            wheel: TimerWheel::new(Duration::from_millis(10)),
+            wheel: TimerWheel::with_capacity(Duration::from_millis(10), reserve),
             fired: Vec::new(),
             inputs: Vec::new(),
             spare: Vec::new(),

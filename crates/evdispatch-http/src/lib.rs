@@ -303,6 +303,19 @@ impl ServerConfig {
         }
     }
 
+    /// Slots each worker reserves for its connection table up front: its
+    /// share of the cap (none when uncapped). Reserved, not touched: a page
+    /// becomes resident when connections first use it, so a new peak of
+    /// connections costs its own pages, never a copy of the whole table (a
+    /// doubling table moves every entry, stalls the loop meanwhile and,
+    /// past the allocator's mmap threshold, shows as a step of RSS).
+    pub(crate) fn table_reserve(&self) -> usize {
+        match self.max_open_per_worker() {
+            usize::MAX => 0,
+            n => n.min(1 << 20),
+        }
+    }
+
     fn cpu_for(&self, worker: usize) -> Option<usize> {
         self.cpus.as_ref().map(|c| c[worker % c.len()])
     }

@@ -183,14 +183,15 @@ impl Worker {
             interest = interest.exclusive();
         }
         poller.register(listener.as_raw_fd(), LISTENER, interest)?;
+        let reserve = cfg.table_reserve();
         let worker = Worker {
             index,
             cpu,
             poller,
-            conns: Vec::new(),
-            free: Vec::new(),
+            conns: Vec::with_capacity(reserve),
+            free: Vec::with_capacity(reserve),
             open: 0,
-            wheel: TimerWheel::new(Duration::from_millis(10)),
+            wheel: TimerWheel::with_capacity(Duration::from_millis(10), reserve),
             fired: Vec::new(),
             pool: Vec::new(),
             batch: Box::new(OutBatch::new()),

@@ -50,13 +50,19 @@ pub struct TimerWheel {
 impl TimerWheel {
     /// A wheel with `tick` granularity.
     pub fn new(tick: Duration) -> TimerWheel {
+        TimerWheel::with_capacity(tick, 0)
+    }
+
+    /// A wheel with room reserved for indices below `indices` (reserved,
+    /// not touched: see `ServerConfig::table_reserve`).
+    pub fn with_capacity(tick: Duration, indices: usize) -> TimerWheel {
         TimerWheel {
             start: Instant::now(),
             tick,
             done: 0,
             heads: vec![NIL; SLOTS],
             occupied: vec![0; SLOTS / 64],
-            links: Vec::new(),
+            links: Vec::with_capacity(indices),
             filed: 0,
         }
     }

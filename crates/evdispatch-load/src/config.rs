@@ -90,6 +90,10 @@ pub struct Config {
     pub slow_bytes: usize,
     /// Time between a slow client's steps, seconds.
     pub slow_interval_s: f64,
+    /// Time over which the slow clients' first connects are spread, seconds
+    /// (0: at once).
+    #[serde(default)]
+    pub slow_ramp_s: f64,
     /// Worker processes.
     pub procs: u32,
     /// Server processes whose CPU is sampled over the measured window.
@@ -336,6 +340,10 @@ impl Config {
             bail!("--interval must be at least 10ms");
         }
         let slow_interval_s = parse_secs("--slow-interval", &a.slow_interval)?;
+        let slow_ramp_s = parse_secs("--slow-ramp", &a.slow_ramp)?;
+        if slow_ramp_s < 0.0 {
+            bail!("--slow-ramp must not be negative");
+        }
         if a.slow_bytes == 0 {
             bail!("--slow-bytes must be at least 1");
         }
@@ -409,6 +417,7 @@ impl Config {
             slow: a.slow.unwrap_or(0),
             slow_bytes: a.slow_bytes,
             slow_interval_s,
+            slow_ramp_s,
             procs: a.procs,
             server_pids,
             cpus,

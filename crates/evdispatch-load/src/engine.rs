@@ -232,6 +232,8 @@ pub struct Engine<'h> {
     open: u64,
     /// Long-lived connections not yet opened, by role.
     to_open: VecDeque<(Role, u64)>,
+    /// Slow clients opened so far (their first connects follow the ramp).
+    slow_opened: u64,
     connecting: u64,
     idle_first_pending: u64,
     sessions_left: Option<u64>,
@@ -335,6 +337,7 @@ impl<'h> Engine<'h> {
             cpu_use: None,
             open: 0,
             to_open,
+            slow_opened: 0,
             connecting: 0,
             idle_first_pending: 0,
             sessions_left: spec.sessions.filter(|&n| n > 0),
@@ -366,6 +369,7 @@ impl<'h> Engine<'h> {
                 .context("cannot watch standard input")?;
         }
         let setup_limit = Duration::from_secs(30)
+            + Duration::from_secs_f64(self.spec.config.slow_ramp_s)
             + Duration::from_millis(self.long_lived_total() / 2)
             + self.timeout;
         loop {
@@ -512,6 +516,7 @@ impl<'h> Engine<'h> {
         consider(self.timers.peek().map(|r| r.0 .0));
         consider(self.next_session);
         consider(self.next_persistent);
+        consider(self.slow_open_due());
         if self.phase == Phase::Run {
             if self.cpu.is_none() && self.cpu_use.is_none() {
                 consider(Some(self.t_ms));
@@ -654,12 +659,30 @@ impl<'h> Engine<'h> {
         }
     }
 
+    /// When the next slow client may open, if the ramp holds it back.
+    fn slow_open_due(&self) -> Option<Instant> {
+        let ramp = self.spec.config.slow_ramp_s;
+        match self.to_open.front() {
+            Some((Role::Slow, _)) if ramp > 0.0 && self.spec.slow > 0 => {
+                let share = self.slow_opened as f64 / self.spec.slow as f64;
+                Some(self.t_begin + Duration::from_secs_f64(ramp * share))
+            }
+            _ => None,
+        }
+    }
+
     fn pump_opens(&mut self, now: Instant) {
         while self.connecting < self.spec.config.connect_burst {
+            if self.slow_open_due().is_some_and(|due| due > now) {
+                return;
+            }
             let Some((role, n)) = self.to_open.front_mut() else {
                 return;
             };
             let role = *role;
+            if role == Role::Slow {
+                self.slow_opened += 1;
+            }
             *n -= 1;
             if *n == 0 {
                 self.to_open.pop_front();

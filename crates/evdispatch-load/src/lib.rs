@@ -10,7 +10,7 @@
 //! | closed loop | `--rate max --connections C` | `C` connections, each sending its next request when the reply is in (saturation, like wrk); with `--sessions`, `C` sessions back to back |
 //! | inactive | `--inactive I [--inactive-send partial\|none]` | connect, send the request without its final blank line (or nothing), never finish it; reopened when the server closes it (seed 000 §5, httperf's idleconn) |
 //! | idle | `--idle I` | one request, then silence on the open connection; reopened when the server closes it (seed 004 §4.1) |
-//! | slow | `--slow S --slow-bytes B --slow-interval T` | sends the request `B` bytes every `T`, reads the reply, starts over |
+//! | slow | `--slow S --slow-bytes B --slow-interval T [--slow-ramp R]` | sends the request `B` bytes every `T`, reads the reply, starts over |
 //!
 //! ## Open loop and coordinated omission
 //!
@@ -50,7 +50,7 @@
 //! | field | type | meaning |
 //! |---|---|---|
 //! | `schema` | string | `"evdispatch-load/1"` |
-//! | `config` | object | the full configuration ([`Config`]): `url`, `target`, `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s`, `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
+//! | `config` | object | the full configuration ([`Config`]): `url`, `target`, `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s`, `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
 //! | `duration_s` | number | length of the measured window |
 //! | `requests` | integer | requests of the active workloads whose slot fell in the window and that were sent |
 //! | `replies` | integer | complete replies to those requests (including ones that arrived in the drain after the window) |
@@ -149,6 +149,11 @@ pub struct LoadArgs {
     /// Time between a slow client's steps.
     #[arg(long, default_value = "100ms")]
     pub slow_interval: String,
+    /// Spread the slow clients' first connects evenly over this time, as
+    /// independent clients would arrive (0: all at once, as fast as
+    /// `--connect-burst` allows).
+    #[arg(long, default_value = "0s", value_name = "T")]
+    pub slow_ramp: String,
     /// Worker processes (each holds its share of every workload).
     #[arg(long, default_value_t = 1, value_name = "P")]
     pub procs: u32,

@@ -131,6 +131,26 @@ fn sessions_slow_clients_and_accounting() {
 }
 
 #[test]
+fn slow_clients_arrive_over_the_ramp() {
+    let server = TestServer::start(TestServerConfig::default()).unwrap();
+    let args = "--slow 20 --slow-bytes 8 --slow-interval 50ms --duration 1";
+    let at_once = run(&server.url(), args);
+    let ramped = run(&server.url(), &format!("{args} --slow-ramp 800ms"));
+    eprintln!(
+        "setup at once {:.3} s, ramped {:.3} s",
+        at_once.setup_s, ramped.setup_s
+    );
+    // The 20th client may connect 19/20 of the way through the ramp.
+    assert!(ramped.setup_s >= 0.75, "{}", ramped.setup_s);
+    assert!(at_once.setup_s < 0.5, "{}", at_once.setup_s);
+    for s in [&at_once, &ramped] {
+        assert!(s.slow_replies >= 20, "{}", s.slow_replies);
+        assert_eq!(s.errors_total, 0, "{:?}", s.errors);
+        assert!(s.connections.accounted, "{:?}", s.connections);
+    }
+}
+
+#[test]
 fn a_refusing_server_is_an_error_before_the_run() {
     let port = evdispatch_harness::free_port().unwrap();
     let cfg = Config::from_command_line([

@@ -284,6 +284,10 @@ impl<'a> Bench<'a> {
             "60".into(),
             "--cpu".into(),
             p.client_cpu.to_string(),
+            // At SCHED_IDLE: the holder shares the client CPU with the
+            // measured generator and must never delay it (its connects are
+            // done before the measurement; then it only sleeps).
+            "--background".into(),
         ];
         let mut holder = spawn_evdispatch_load(&p.binary, &args, &[p.client_cpu])?;
         let t0 = Instant::now();
