@@ -165,7 +165,8 @@ pub fn run_wrk(a: &WrkArgs) -> anyhow::Result<WrkResult> {
         cmd.arg("-H").arg(h);
     }
     cmd.arg(&a.url);
-    let (out, cpu_s) = run_measured(cmd, &a.cpus, "wrk")?;
+    let limit = a.duration_s.ceil().max(1.0) + a.timeout_s + GRACE_S;
+    let (out, cpu_s) = run_measured(cmd, &a.cpus, "wrk", limit)?;
     let mut r = parse_wrk(&out)?;
     r.cpu_s = cpu_s;
     Ok(r)
@@ -348,20 +349,62 @@ pub fn run_httperf(a: &HttperfArgs) -> anyhow::Result<HttperfResult> {
     if let Some(rate) = a.rate {
         cmd.arg("--rate").arg(rate.to_string());
     }
-    let (out, _) = run_measured(cmd, &a.cpus, "httperf")?;
+    // Its planned length (connections at the rate, or one timeout per
+    // connection in turn without a rate), then the grace: httperf never
+    // gives up by itself when it runs out of local ports (it retries bind
+    // for ever), so a run that outlives this is stopped and reported.
+    let planned = match a.rate {
+        Some(r) if r > 0.0 => a.num_conns as f64 / r,
+        _ => a.num_conns as f64 * a.timeout_s,
+    };
+    let limit = planned + a.timeout_s * a.num_calls.max(1) as f64 + GRACE_S;
+    let (out, _) = run_measured(cmd, &a.cpus, "httperf", limit)?;
     parse_httperf(&out)
 }
 
+/// Time a tool may run beyond its planned length before it is stopped.
+const GRACE_S: f64 = 60.0;
+
 /// Run a tool to completion, pinned, returning its standard output and the
 /// CPU seconds it used (from the children's rusage; exact when nothing else
-/// is reaped meanwhile).
-fn run_measured(mut cmd: Command, cpus: &[usize], name: &str) -> anyhow::Result<(String, f64)> {
-    cmd.stdin(Stdio::null());
+/// is reaped meanwhile). A tool still running after `limit_s` seconds is
+/// killed (its whole process group) and reported as hung.
+fn run_measured(
+    mut cmd: Command,
+    cpus: &[usize],
+    name: &str,
+    limit_s: f64,
+) -> anyhow::Result<(String, f64)> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     sys::prepare(&mut cmd, cpus)?;
     let before = sys::children_cpu_s();
-    let out = cmd.output().with_context(|| format!("cannot run {name}"))?;
+    let child = cmd.spawn().with_context(|| format!("cannot run {name}"))?;
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let limit = std::time::Duration::from_secs_f64(limit_s.max(1.0));
+    let (got, hung) = match rx.recv_timeout(limit) {
+        Ok(r) => (Some(r), false),
+        Err(_) => {
+            // The tool leads its own process group (sys::prepare).
+            let _ = sys::kill_group(pid, libc::SIGKILL);
+            (None, true)
+        }
+    };
+    let _ = waiter.join();
+    let out = got
+        .or_else(|| rx.try_recv().ok())
+        .ok_or_else(|| anyhow!("{name}: lost its output"))?
+        .with_context(|| format!("cannot run {name}"))?;
     let cpu = sys::children_cpu_s() - before;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if hung {
+        bail!("{name} was still running after {limit_s:.0} s and was stopped (hung)");
+    }
     if !out.status.success() {
         bail!(
             "{name} failed ({}): {}{}",
@@ -441,6 +484,21 @@ pub fn spawn_evdispatch_load(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hung_tool_is_stopped_and_reported() {
+        let t0 = std::time::Instant::now();
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & sleep 30"]);
+        let err = run_measured(cmd, &[], "sleeper", 1.0).unwrap_err();
+        assert!(format!("{err}").contains("hung"), "{err}");
+        // Killed with its process group, not waited for.
+        assert!(t0.elapsed().as_secs_f64() < 10.0, "{:?}", t0.elapsed());
+        let mut ok = Command::new("sh");
+        ok.args(["-c", "echo done"]);
+        let (out, _) = run_measured(ok, &[], "echo", 5.0).unwrap();
+        assert_eq!(out.trim(), "done");
+    }
 
     const WRK: &str = "Running 2s test @ http://127.0.0.1:40000/
   1 threads and 10 connections
