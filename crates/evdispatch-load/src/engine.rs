@@ -516,7 +516,10 @@ impl<'h> Engine<'h> {
         consider(self.timers.peek().map(|r| r.0 .0));
         consider(self.next_session);
         consider(self.next_persistent);
-        consider(self.slow_open_due());
+        // A slow client already due waits for a connect slot: a connect
+        // finishing wakes the loop, not a timer.
+        let now = Instant::now();
+        consider(self.slow_open_due().filter(|&due| due > now));
         if self.phase == Phase::Run {
             if self.cpu.is_none() && self.cpu_use.is_none() {
                 consider(Some(self.t_ms));
