@@ -818,13 +818,11 @@ impl Worker {
         c.send_inflight = false;
         let mut st = c.send.take().expect("send state");
         if c.state == State::Closing {
-            st.batch.clear();
             self.recycle(st);
             self.maybe_free(idx);
             return;
         }
         if res < 0 {
-            st.batch.clear();
             self.recycle(st);
             self.counters.client_errors += 1;
             self.close_conn(idx);
@@ -851,7 +849,6 @@ impl Worker {
             self.start_send(idx, st);
             return;
         }
-        st.batch.clear();
         self.recycle(st);
         let c = &self.conns[idx];
         if c.close_after || c.eof || c.input.len() == c.start {
@@ -911,8 +908,7 @@ impl Worker {
         c.sock = None;
         c.state = State::Free;
         c.gen = c.gen.wrapping_add(1);
-        if let Some(mut st) = c.send.take() {
-            st.batch.clear();
+        if let Some(st) = c.send.take() {
             self.recycle(st);
         }
         self.free.push(idx as u32);
