@@ -616,8 +616,8 @@ pub struct LoadResult {
 pub fn tree_rss(pids: &[u32]) -> u64 {
     evdispatch_proc::with_children(pids)
         .into_iter()
-        .filter_map(|p| evdispatch_proc::sample(p).ok())
-        .map(|s| s.rss_bytes)
+        .filter_map(|p| evdispatch_proc::resident(p).ok())
+        .map(|r| r.total_bytes)
         .sum()
 }
 

@@ -9,10 +9,10 @@
 //! | scenario | what | passes when |
 //! |---|---|---|
 //! | `storm` | `rtsig`, `rtsig-batch`, `hybrid` with `--rlimit-sigpending 16`, offered 1.25× the knee (the closed-loop capacity) on persistent connections | every request answered (requests = replies, 0 errors), no stall ≥ 1 s (longest run of empty 0.25 s intervals, slowest reply from its send), the queue overflowed and every overflow was recovered (server stats) |
-//! | `exhaustion` | `--rlimit-nofile` low; keep-alive clients, then a crowd of connections beyond the limit | the clients' p99 within 2× their baseline, the server idle at the limit (< 5% of a core with the crowd waiting), every waiting connection served once descriptors free |
-//! | `slowloris` | 5,000 clients sending their request a byte a second beside a normal load | normal clients' p99 within 2× baseline and no errors, slow clients closed at the header timeout (timed probes: not early, at most 1.5 s late) |
+//! | `exhaustion` | `--rlimit-nofile` low; keep-alive clients, then a crowd of connections beyond the limit | the clients' p99 within 2× their baseline (the mean of one before and one after), the server idle at the limit (< 5% of a core with the crowd waiting), every waiting connection served once descriptors free |
+//! | `slowloris` | 5,000 clients sending their request a byte a second beside a normal load | normal clients' p99 within 2× baseline (the mean of one before and one after the attack) and no errors, slow clients closed at the header timeout (timed probes: not early, at most 1.5 s late) |
 //! | `attacks` | the [`corpus`] (traversal in every encoding, limits, smuggling shapes, pipelining floods, invalid bytes, protocol garbage) | every attack answered as expected and the connection closed or kept as expected; nginx's answers are shown beside ours |
-//! | `soak` | mixed load (active, sessions churn, idle, inactive, slow) for 3 min (`quick`) or 30 min (`full`) | RSS growth ≤ 1% after warm-up, descriptors back to baseline after the clients leave, 0 errors on the active workloads |
+//! | `soak` | mixed load (active, sessions churn, idle, inactive, slow) for 3 min (`quick`) or 30 min (`full`) | RSS growth ≤ 1% after warm-up (exact `VmRSS`; its anonymous and file-backed parts reported beside it), descriptors back to baseline after the clients leave, 0 errors on the active workloads |
 //!
 //! Models: `epoll`, `uring-completion`, `rtsig-batch` and `hybrid` unless
 //! `--mechanism` says otherwise (the storm always takes the signal

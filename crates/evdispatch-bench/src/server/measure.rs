@@ -11,7 +11,7 @@ use evdispatch_harness::{
     Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
 };
 use evdispatch_http::Model;
-use evdispatch_proc::{clock_ticks_per_sec, open_fds_sum, sample_sum, ProcSample};
+use evdispatch_proc::{clock_ticks_per_sec, open_fds_sum, resident_sum, sample_sum, ProcSample};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -168,6 +168,33 @@ impl<'a> Bench<'a> {
         }
     }
 
+    /// The sink of the control phase: our epoll server on the client CPU,
+    /// with room for the idle connections.
+    fn start_sink(&self) -> anyhow::Result<ServerProcess> {
+        let p = self.plan;
+        let args: Vec<String> = vec![
+            "--root".into(),
+            self.root.path().display().to_string(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--mechanism".into(),
+            "epoll".into(),
+            "--cpu".into(),
+            p.client_cpu.to_string(),
+            "--idle-timeout".into(),
+            format!("{HOLD_TIMEOUT_S}s"),
+            "--header-timeout".into(),
+            format!("{HOLD_TIMEOUT_S}s"),
+        ];
+        start_ours(&OursConfig {
+            binary: p.binary.clone(),
+            args,
+            cpus: vec![p.client_cpu],
+            stats_json: false,
+        })
+        .context("starting the sink of the control phase")
+    }
+
     fn wrk(&self, url: &str, seconds: f64, close: bool) -> anyhow::Result<WrkResult> {
         run_wrk(&WrkArgs {
             url: url.to_string(),
@@ -273,7 +300,7 @@ impl<'a> Bench<'a> {
     fn hold(&self, pids: &[u32], url: &str, target: u64) -> anyhow::Result<Held> {
         let p = self.plan;
         let fds_before = open_fds_sum(pids)?;
-        let rss_before = sample_sum(pids)?.rss_bytes;
+        let rss_before = resident_sum(pids).total_bytes;
         let args: Vec<String> = vec![
             url.to_string(),
             "--idle".into(),
@@ -317,7 +344,7 @@ impl<'a> Bench<'a> {
         // Let allocations settle (a request in flight, buffers returned).
         thread::sleep(Duration::from_millis(500));
         let count = open_fds_sum(pids)?.saturating_sub(fds_before) as u64;
-        let rss_held = sample_sum(pids)?.rss_bytes;
+        let rss_held = resident_sum(pids).total_bytes;
         Ok(Held {
             holder,
             count,
@@ -426,6 +453,22 @@ impl<'a> Bench<'a> {
         // side; how far the two phases with none disagree is the noise a
         // held/none ratio has to be read against.
         self.phase(&pids, &url, "before", run)?;
+        // The control: the same connections held by another server (a sink
+        // on the client CPU), none by the measured one. What the machine
+        // adds when that many connections exist (kernel memory, the
+        // hypervisor: on this VM an unrelated server's p99 rises with them
+        // too) shows here; held ÷ elsewhere is what holding them costs the
+        // measured server itself.
+        let sink = self.start_sink()?;
+        let sink_pids = sink.pids();
+        let elsewhere = self.hold(&sink_pids, &sink.url(PATH), target)?;
+        run.figures
+            .insert("idle_held_elsewhere".into(), elsewhere.count as f64);
+        self.phase(&pids, &url, "elsewhere", run)?;
+        self.release(elsewhere, &sink_pids)?;
+        if let Err(e) = sink.stop() {
+            run.notes.push(format!("stopping the sink: {e:#}"));
+        }
         let held = self.hold(&pids, &url, target)?;
         Self::memory_figures(&held, target, run);
         self.phase(&pids, &url, "idle", run)?;
@@ -464,6 +507,10 @@ impl<'a> Bench<'a> {
             ("rps_ratio", "rps_idle", "rps_none"),
             ("cpu_ratio", "cpu_us_idle", "cpu_us_none"),
             ("p99_ratio", "p99_idle_us", "p99_none_us"),
+            ("p99_machine_ratio", "p99_elsewhere_us", "p99_none_us"),
+            ("p99_own_ratio", "p99_idle_us", "p99_elsewhere_us"),
+            ("rps_machine_ratio", "rps_elsewhere", "rps_none"),
+            ("rps_own_ratio", "rps_idle", "rps_elsewhere"),
         ] {
             if let (Some(a), Some(b)) = (f.get(num), f.get(den)) {
                 if *b > 0.0 {

@@ -27,6 +27,12 @@
 //!   and the ratios (held ÷ none) are taken within the run. How far the two
 //!   phases with none disagree (`rps_none_repeat`, `p99_none_repeat`:
 //!   after ÷ before) is the noise a held/none ratio must be read against.
+//!   A control phase between "before" and "held" (`*_elsewhere`) holds
+//!   the same connections at a sink (our epoll server on the client CPU)
+//!   while the measured server holds none: `p99_machine_ratio` (elsewhere
+//!   ÷ none) is what the machine adds when that many connections exist,
+//!   `p99_own_ratio` (held ÷ elsewhere) what holding them costs the
+//!   measured server itself; likewise `rps_machine_ratio`, `rps_own_ratio`.
 //!   The memory figure below comes with it.
 //! * `memory`: user-space memory per idle connection, the growth of the
 //!   server's resident set while they are held ÷ connections held (alone,

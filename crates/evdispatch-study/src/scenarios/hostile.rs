@@ -225,10 +225,11 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     add(
         "exhaustion",
         "Descriptor exhaustion: a crowd beyond RLIMIT_NOFILE",
-        "Keep-alive clients' p99 alone and while a crowd of limit + 256 connections waits; the server's CPU idle at the limit (an accept loop spinning on EMFILE would show); waiting connections served once half the crowd leaves. nginx runs with worker_connections at the same number.",
+        "Keep-alive clients' p99 alone (before and after; the mean) and while a crowd of limit + 256 connections waits; the server's CPU idle at the limit (an accept loop spinning on EMFILE would show); waiting connections served once half the crowd leaves. nginx runs with worker_connections at the same number.",
         &[
             ("limit", "limit"),
             ("p99 alone ms", "p99_baseline_ms"),
+            ("alone after/before", "p99_baseline_repeat"),
             ("p99 at limit ms", "p99_exhausted_ms"),
             ("ratio", "p99_ratio"),
             ("CPU idle at limit %", "server_cpu_idle_at_limit_pct"),
@@ -241,11 +242,12 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     add(
         "slowloris",
         "Slowloris: slow clients beside normal load",
-        "Slow clients send their request a byte a second; normal clients are persistent at a fixed rate. The probes are 20 more slow clients timed from connect to the server's close; they must close at the header timeout, not before and at most 1.5 s after.",
+        "Slow clients send their request a byte a second; normal clients are persistent at a fixed rate; their p99 under attack is compared with the mean of a baseline before and one after. The probes are 20 more slow clients timed from connect to the server's close; they must close at the header timeout, not before and at most 1.5 s after.",
         &[
             ("slow clients", "slow_clients"),
             ("header timeout s", "header_timeout_s"),
             ("p99 alone ms", "p99_baseline_ms"),
+            ("alone after/before", "p99_baseline_repeat"),
             ("p99 under attack ms", "p99_attack_ms"),
             ("ratio", "p99_ratio"),
             ("normal errors", "normal_errors"),
@@ -263,13 +265,16 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     add(
         "soak",
         "Soak: mixed load over a long run",
-        "Persistent clients, sessions opening and closing connections, idle and inactive connections the server times out, slow clients, all at once. RSS growth compares the mean of the last tenth of the samples with the first tenth after the warm-up (the first fifth); descriptors are counted before and after the clients leave.",
+        "Persistent clients, sessions opening and closing connections, idle and inactive connections the server times out, slow clients, all at once. RSS growth compares the mean of the last tenth of the samples with the first tenth after the warm-up (the first fifth), for the whole resident set and for its anonymous part (heap, stacks, tables: where a leak shows; the file-backed rest is the executable's pages, mapped as code first runs); descriptors are counted before and after the clients leave.",
         &[
             ("duration s", "duration_s"),
             ("requests", "requests"),
             ("RSS after warm-up KiB", "rss_after_warmup_kib"),
             ("RSS end KiB", "rss_end_kib"),
             ("growth %", "rss_growth_pct"),
+            ("anonymous growth %", "anon_growth_pct"),
+            ("file-backed KiB after warm-up", "file_after_warmup_kib"),
+            ("file-backed KiB end", "file_end_kib"),
             ("fds before", "fds_before"),
             ("fds peak", "fds_peak"),
             ("fds after", "fds_after"),

@@ -319,6 +319,52 @@ pub fn longest_gap_s(load: &Value) -> f64 {
     best as f64 * interval
 }
 
+/// A baseline p99 measured twice, before a disturbance and after it has
+/// gone: the mean of the two is what a ratio is taken against (a drift of
+/// the machine over the run cancels instead of landing on one side), and
+/// after ÷ before is the noise such a ratio must be read with (here the
+/// p99 of the same load moves ×2 between runs).
+#[derive(Debug, Clone, Copy)]
+pub struct Baseline {
+    /// p99 before, ms.
+    pub before_ms: f64,
+    /// p99 after, ms.
+    pub after_ms: f64,
+}
+
+impl Baseline {
+    /// From the two load documents.
+    pub fn of(before: &Value, after: &Value) -> Baseline {
+        Baseline {
+            before_ms: crate::num(before, "latency_us.p99") / 1e3,
+            after_ms: crate::num(after, "latency_us.p99") / 1e3,
+        }
+    }
+
+    /// The mean of the two p99s, ms.
+    pub fn ms(&self) -> f64 {
+        (self.before_ms + self.after_ms) / 2.0
+    }
+
+    /// `p99_ms ÷` the baseline (infinite without a baseline).
+    pub fn ratio(&self, p99_ms: f64) -> f64 {
+        if self.ms() > 0.0 {
+            p99_ms / self.ms()
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// After ÷ before.
+    pub fn repeat(&self) -> f64 {
+        if self.before_ms > 0.0 {
+            self.after_ms / self.before_ms
+        } else {
+            0.0
+        }
+    }
+}
+
 /// Errors of the given workloads in a load summary.
 pub fn workload_errors(load: &Value, workloads: &[&str]) -> u64 {
     workloads
@@ -361,14 +407,6 @@ pub fn cpu_pct_over(pids: &[u32], window: Duration) -> f64 {
 pub fn fds_of(pids: &[u32]) -> usize {
     pids.iter()
         .filter_map(|&p| evdispatch_proc::open_fds(p).ok())
-        .sum()
-}
-
-/// Resident memory of `pids` together, bytes.
-pub fn rss_of(pids: &[u32]) -> u64 {
-    pids.iter()
-        .filter_map(|&p| evdispatch_proc::sample(p).ok())
-        .map(|s| s.rss_bytes)
         .sum()
 }
 
