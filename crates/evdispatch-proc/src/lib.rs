@@ -24,10 +24,11 @@ pub struct ProcSample {
     pub utime_ticks: u64,
     /// Kernel-mode CPU time, in clock ticks.
     pub stime_ticks: u64,
-    /// Resident set size, in bytes: approximate. Since Linux 6.2 the kernel
-    /// keeps this count per CPU and `/proc/PID/stat` reads only the folded
-    /// total, which lags by up to a batch (32 pages, 128 KiB) per CPU and
-    /// moves in such steps; [`resident`] reads the exact figure.
+    /// Resident set size, in bytes: approximate. The kernel keeps this
+    /// count per CPU (Linux 6.2 on) and `/proc/PID/stat` reads only the
+    /// folded total, which lags by up to a batch per CPU (32 pages, 128 KiB,
+    /// on small machines) and moves in such steps; [`resident`] reads the
+    /// exact figure.
     pub rss_bytes: u64,
     /// Number of threads.
     pub threads: u64,
@@ -85,7 +86,8 @@ pub fn parse_stat(text: &str) -> Option<ProcSample> {
 /// the pages of its executable and libraries it has mapped (file-backed,
 /// shared with the page cache; they appear as code runs for the first
 /// time). Unlike [`ProcSample::rss_bytes`] the kernel sums its per-CPU
-/// counts for this file, so a difference of a few pages is real.
+/// counts for this file (checked on 6.18: `VmRSS` equals `smaps_rollup`'s
+/// `Rss` page for page), so a difference of a few pages is real.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Resident {
     /// The whole resident set, bytes (`VmRSS`).
