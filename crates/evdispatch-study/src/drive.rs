@@ -614,11 +614,7 @@ pub struct LoadResult {
 
 /// Resident memory of a set of processes and their children, bytes.
 pub fn tree_rss(pids: &[u32]) -> u64 {
-    evdispatch_proc::with_children(pids)
-        .into_iter()
-        .filter_map(|p| evdispatch_proc::resident(p).ok())
-        .map(|r| r.total_bytes)
-        .sum()
+    evdispatch_proc::resident_sum(&evdispatch_proc::with_children(pids)).total_bytes
 }
 
 /// Kernel memory held by TCP sockets (`/proc/net/sockstat`, `TCP: … mem N`), bytes.

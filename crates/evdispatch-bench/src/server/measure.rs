@@ -140,20 +140,7 @@ impl<'a> Bench<'a> {
                 start_peer(peer, &cfg)
             }
             Contestant::Ours(model) => {
-                let mut args: Vec<String> = vec![
-                    "--root".into(),
-                    self.root.path().display().to_string(),
-                    "--listen".into(),
-                    "127.0.0.1:0".into(),
-                    "--mechanism".into(),
-                    model.name().into(),
-                    "--cpu".into(),
-                    p.server_cpu.to_string(),
-                    "--idle-timeout".into(),
-                    format!("{timeout_s}s"),
-                    "--header-timeout".into(),
-                    format!("{timeout_s}s"),
-                ];
+                let mut args = self.serve_args(model.name(), p.server_cpu, timeout_s);
                 if model == Model::Threads {
                     args.extend(["--threads".into(), most.to_string()]);
                 }
@@ -168,27 +155,34 @@ impl<'a> Bench<'a> {
         }
     }
 
-    /// The sink of the control phase: our epoll server on the client CPU,
-    /// with room for the idle connections.
-    fn start_sink(&self) -> anyhow::Result<ServerProcess> {
-        let p = self.plan;
-        let args: Vec<String> = vec![
+    /// `evdispatch serve` arguments: the bench's document root on an
+    /// ephemeral loopback port, `mechanism` pinned to `cpu`, idle and header
+    /// timeouts of `timeout_s`.
+    fn serve_args(&self, mechanism: &str, cpu: usize, timeout_s: u32) -> Vec<String> {
+        vec![
             "--root".into(),
             self.root.path().display().to_string(),
             "--listen".into(),
             "127.0.0.1:0".into(),
             "--mechanism".into(),
-            "epoll".into(),
+            mechanism.into(),
             "--cpu".into(),
-            p.client_cpu.to_string(),
+            cpu.to_string(),
             "--idle-timeout".into(),
-            format!("{HOLD_TIMEOUT_S}s"),
+            format!("{timeout_s}s"),
             "--header-timeout".into(),
-            format!("{HOLD_TIMEOUT_S}s"),
-        ];
+            format!("{timeout_s}s"),
+        ]
+    }
+
+    /// The sink of the control phase: our epoll server on the client CPU,
+    /// with room for the idle connections (the measured server's extra
+    /// `serve` arguments are not its).
+    fn start_sink(&self) -> anyhow::Result<ServerProcess> {
+        let p = self.plan;
         start_ours(&OursConfig {
             binary: p.binary.clone(),
-            args,
+            args: self.serve_args("epoll", p.client_cpu, HOLD_TIMEOUT_S),
             cpus: vec![p.client_cpu],
             stats_json: false,
         })
