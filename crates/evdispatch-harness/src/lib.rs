@@ -60,6 +60,21 @@ pub fn nofile_limit() -> u64 {
     evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024)
 }
 
+/// The median of `v` (sorted in place): the middle value, or the mean of
+/// the two middle ones; NaN when `v` is empty. Rounds of a measurement are
+/// summarised by it, so one disturbed round moves no figure.
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
 /// Why a test needing `tool` must skip, or `None` when it is installed. The
 /// caller prints the reason and returns.
 pub fn skip_reason(tool: Tool) -> Option<String> {

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::response::{OutBatch, Responder};
-use crate::stats::{Counters, WorkerReport};
+use crate::stats::{Counters, TurnMeter, WorkerReport};
 use crate::status::Status;
 use crate::sys::{self, uring::BufRing};
 use crate::timer::TimerWheel;
@@ -365,8 +365,11 @@ impl Worker {
     }
 
     pub(crate) fn run(mut self) -> io::Result<WorkerReport> {
+        let mut turn = TurnMeter::default();
         loop {
-            let timeout = self.wait_timeout();
+            let now = Instant::now();
+            turn.end(self.now, now, &mut self.counters);
+            let timeout = self.wait_timeout(now);
             self.stats.waits += 1;
             self.stats.wait_syscalls += 1;
             let pending = self.ring.submission().len();
@@ -397,6 +400,7 @@ impl Worker {
                     .completion()
                     .map(|c| (c.user_data(), c.result(), c.flags())),
             );
+            turn.begin(cqes.len(), &self.counters);
             if cqes.is_empty() {
                 self.stats.empty_waits += 1;
             } else {
@@ -435,7 +439,7 @@ impl Worker {
                     }
                 }
             }
-            self.expire_timers();
+            turn.expired(self.expire_timers());
             if self.stopping.is_none() && self.stop.load(Ordering::Acquire) {
                 self.begin_stop();
             }
@@ -456,8 +460,7 @@ impl Worker {
         })
     }
 
-    fn wait_timeout(&self) -> Option<Duration> {
-        let now = Instant::now();
+    fn wait_timeout(&self, now: Instant) -> Option<Duration> {
         let mut t = self.wheel.timeout(now);
         for d in [self.resume_at, self.stopping].into_iter().flatten() {
             let d = d.saturating_duration_since(now);
@@ -920,10 +923,12 @@ impl Worker {
         }
     }
 
-    fn expire_timers(&mut self) {
+    /// Handle the timers due now (at most a batch); how many fired.
+    fn expire_timers(&mut self) -> u64 {
         let mut fired = std::mem::take(&mut self.fired);
         self.wheel
             .expire_at_most(self.now, &mut fired, crate::timer::EXPIRE_BATCH);
+        let n = fired.len() as u64;
         for &idx in &fired {
             let c = &self.conns[idx];
             match c.state {
@@ -961,6 +966,7 @@ impl Worker {
         }
         fired.clear();
         self.fired = fired;
+        n
     }
 
     fn begin_stop(&mut self) {

@@ -54,12 +54,23 @@
 //!   "accept": { "listener_events", "listener_empty", "pauses",
 //!       "errors": { "EMFILE": n, … }, "wakeups_per_accept" },
 //!   "wakeups", "bytes_sent",
+//!   "turns": { "count", "total_ms", "p50_le_us", "p99_le_us", "p999_le_us",
+//!       "at_least_256us", "at_least_1ms", "log2_us_buckets": [24 counts],
+//!       "longest": { "us", "events", "accepted", "closed", "expired" },
+//!       "long_256us": { "count", "sum": { same fields, added up } } },
 //!   "poller": evdispatch::Stats summed over workers,
 //!   "cache": { "hits", "misses", "revalidations", "reloads", "evictions",
 //!       "bytes", "entries" } summed,
 //!   "workers": [ { "worker", "cpu", "requests", "connections", "accept",
-//!       "wakeups", "bytes_sent", "poller", "cache" }, … ] }
+//!       "wakeups", "bytes_sent", "turns", "poller", "cache" }, … ] }
 //! ```
+//!
+//! `turns` times the event loop's turns, from a wait's return to the next
+//! wait (a request that arrives during a turn waits for the rest of it):
+//! bucket `k` of `log2_us_buckets` counts turns of `[2^(k-1), 2^k)` µs
+//! (bucket 0: under 1 µs), the `_le_us` quantiles are bucket bounds, and
+//! `longest` is the longest turn with what it did, `long_256us` what the
+//! turns of 256 µs or more did between them. Empty for `threads`.
 //!
 //! `accept.wakeups_per_accept` is listener reports per accepted connection:
 //! above 1 with a shared listener is the thundering herd. For `threads` the
@@ -99,7 +110,7 @@ mod timer;
 pub use files::{content_type, CacheLimits, CacheStats, FileStore};
 pub use request::{parse_request, Method, Parsed, Request, Version, MAX_HEADERS, MAX_TARGET};
 pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
-pub use stats::{Counters, ServerReport, WorkerReport};
+pub use stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
 pub use status::Status;
 pub use target::normalize_target;
 pub use timer::TimerWheel;

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime};
 use evdispatch::{Events, Interest, Poller, Token, Waker};
 
 use crate::response::{OutBatch, Responder};
-use crate::stats::{Counters, WorkerReport};
+use crate::stats::{Counters, TurnMeter, WorkerReport};
 use crate::status::Status;
 use crate::sys;
 use crate::timer::TimerWheel;
@@ -50,7 +50,7 @@ const POOL_KEEP: usize = 256;
 /// Most connections accepted in one turn of the loop (more waiting: the
 /// listener stays hot and the next turn, after serving what is ready, goes
 /// on), so a burst of connections does not hold up the open ones.
-const ACCEPT_BATCH: usize = 128;
+const ACCEPT_BATCH: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
@@ -219,10 +219,14 @@ impl Worker {
     /// The event loop; returns the worker's report when stopped.
     pub(crate) fn run(mut self) -> io::Result<WorkerReport> {
         let mut events = Events::with_capacity(1024);
+        let mut turn = TurnMeter::default();
         loop {
-            let timeout = self.wait_timeout();
+            let now = Instant::now();
+            turn.end(self.now, now, &mut self.counters);
+            let timeout = self.wait_timeout(now);
             self.poller.wait(&mut events, timeout)?;
             self.now = Instant::now();
+            turn.begin(events.len(), &self.counters);
             self.responder.set_time(SystemTime::now());
             if !events.is_empty() {
                 self.counters.wakeups += 1;
@@ -246,7 +250,7 @@ impl Worker {
             if (listener_ready || self.listener_hot) && self.stopping.is_none() {
                 self.accept_some(listener_ready);
             }
-            self.expire_timers();
+            turn.expired(self.expire_timers());
             if self.stopping.is_none() && self.stop.load(Ordering::Acquire) {
                 self.begin_stop();
             }
@@ -271,11 +275,10 @@ impl Worker {
         })
     }
 
-    fn wait_timeout(&self) -> Option<Duration> {
+    fn wait_timeout(&self, now: Instant) -> Option<Duration> {
         if self.listener_hot && self.stopping.is_none() {
             return Some(Duration::ZERO);
         }
-        let now = Instant::now();
         let mut t = self.wheel.timeout(now);
         if let Some(r) = self.resume_at {
             let d = r.saturating_duration_since(now);
@@ -784,10 +787,12 @@ impl Worker {
 
     // ---- timers and stopping --------------------------------------------
 
-    fn expire_timers(&mut self) {
+    /// Handle the timers due now (at most a batch); how many fired.
+    fn expire_timers(&mut self) -> u64 {
         let mut fired = std::mem::take(&mut self.fired);
         self.wheel
             .expire_at_most(self.now, &mut fired, crate::timer::EXPIRE_BATCH);
+        let n = fired.len() as u64;
         for &idx in &fired {
             let c = &self.conns[idx];
             let (state, pending, partial, some_input, fd) =
@@ -828,6 +833,7 @@ impl Worker {
         }
         fired.clear();
         self.fired = fired;
+        n
     }
 
     fn begin_stop(&mut self) {

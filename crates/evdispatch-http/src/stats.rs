@@ -1,5 +1,7 @@
 //! What the server counts, and the `--stats-json` document the study reads.
 
+use std::time::Instant;
+
 use serde_json::{json, Map, Value};
 
 use crate::files::CacheStats;
@@ -41,6 +43,188 @@ pub struct Counters {
     pub bytes_sent: u64,
     /// Most connections open at once.
     pub peak_open: u64,
+    /// How long the event loop's turns took (the work between two waits):
+    /// a request that arrives during a turn waits for the rest of it.
+    pub turns: Turns,
+}
+
+/// Buckets of [`Turns`]: bucket 0 is under 1 µs, bucket `k` is
+/// `[2^(k-1), 2^k)` µs, the last one everything longer.
+pub const TURN_BUCKETS: usize = 24;
+
+/// What one turn of the event loop did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TurnWork {
+    /// Its length, nanoseconds.
+    pub ns: u64,
+    /// Events (or completions) it handled.
+    pub events: u64,
+    /// Connections it accepted.
+    pub accepted: u64,
+    /// Connections it closed.
+    pub closed: u64,
+    /// Timers that fired in it.
+    pub expired: u64,
+}
+
+/// The distribution of the event loop's turn lengths, and the longest turn.
+/// Measured between the return of one wait and the start of the next, from
+/// clock reads the loop makes anyway.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Turns {
+    /// Turns by length (see [`TURN_BUCKETS`]).
+    pub buckets: [u64; TURN_BUCKETS],
+    /// Total time in turns, nanoseconds.
+    pub total_ns: u64,
+    /// The longest turn.
+    pub longest: TurnWork,
+    /// The turns of at least [`LONG_TURN_US`] added up: what the long turns
+    /// were busy with.
+    pub long: TurnWork,
+    /// How many turns `long` adds up.
+    pub long_count: u64,
+}
+
+/// A turn this long (µs) or longer is a long one (see [`Turns::long`]).
+pub const LONG_TURN_US: u64 = 256;
+
+impl TurnWork {
+    fn add(&mut self, o: &TurnWork) {
+        self.ns += o.ns;
+        self.events += o.events;
+        self.accepted += o.accepted;
+        self.closed += o.closed;
+        self.expired += o.expired;
+    }
+
+    fn to_json(self) -> Value {
+        json!({
+            "us": self.ns as f64 / 1e3,
+            "events": self.events,
+            "accepted": self.accepted,
+            "closed": self.closed,
+            "expired": self.expired,
+        })
+    }
+}
+
+impl Turns {
+    /// Count a turn.
+    #[inline]
+    pub fn record(&mut self, work: TurnWork) {
+        let us = work.ns / 1000;
+        let k = if us == 0 {
+            0
+        } else {
+            (64 - us.leading_zeros() as usize).min(TURN_BUCKETS - 1)
+        };
+        self.buckets[k] += 1;
+        self.total_ns += work.ns;
+        if work.ns > self.longest.ns {
+            self.longest = work;
+        }
+        if us >= LONG_TURN_US {
+            self.long.add(&work);
+            self.long_count += 1;
+        }
+    }
+
+    /// Turns counted.
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// Add `other` into `self`.
+    pub fn merge(&mut self, other: &Turns) {
+        for (a, b) in self.buckets.iter_mut().zip(other.buckets.iter()) {
+            *a += b;
+        }
+        self.total_ns += other.total_ns;
+        if other.longest.ns > self.longest.ns {
+            self.longest = other.longest;
+        }
+        self.long.add(&other.long);
+        self.long_count += other.long_count;
+    }
+
+    /// The upper bound, µs, of the bucket holding quantile `q` (a turn
+    /// histogram in powers of two gives a quantile within a factor of two).
+    pub fn quantile_bound_us(&self, q: f64) -> u64 {
+        let n = self.count();
+        if n == 0 {
+            return 0;
+        }
+        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+        let mut seen = 0;
+        for (k, &c) in self.buckets.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                return 1 << k;
+            }
+        }
+        1 << (TURN_BUCKETS - 1)
+    }
+
+    /// Turns at least `us` microseconds long (`us` a power of two).
+    pub fn at_least_us(&self, us: u64) -> u64 {
+        let k = 64 - us.max(1).leading_zeros() as usize;
+        self.buckets[k.min(TURN_BUCKETS - 1)..].iter().sum()
+    }
+
+    fn to_json(self) -> Value {
+        json!({
+            "count": self.count(),
+            "total_ms": self.total_ns as f64 / 1e6,
+            "p50_le_us": self.quantile_bound_us(0.5),
+            "p99_le_us": self.quantile_bound_us(0.99),
+            "p999_le_us": self.quantile_bound_us(0.999),
+            "at_least_256us": self.at_least_us(256),
+            "at_least_1ms": self.at_least_us(1024),
+            "log2_us_buckets": self.buckets.to_vec(),
+            "longest": self.longest.to_json(),
+            "long_256us": { "count": self.long_count, "sum": self.long.to_json() },
+        })
+    }
+}
+
+/// Times the turns of an event loop: [`begin`](Self::begin) when a wait
+/// returns, [`end`](Self::end) before the next wait, with the clock reads the
+/// loop makes anyway.
+#[derive(Debug, Default)]
+pub(crate) struct TurnMeter {
+    open: Option<TurnWork>,
+}
+
+impl TurnMeter {
+    /// A turn starts with `events` to handle.
+    #[inline]
+    pub(crate) fn begin(&mut self, events: usize, counters: &Counters) {
+        self.open = Some(TurnWork {
+            events: events as u64,
+            accepted: counters.accepted,
+            closed: counters.closed,
+            ..TurnWork::default()
+        });
+    }
+
+    /// Timers fired in this turn.
+    #[inline]
+    pub(crate) fn expired(&mut self, n: u64) {
+        if let Some(t) = &mut self.open {
+            t.expired += n;
+        }
+    }
+
+    /// The turn begun at `started` ends at `now` (nothing if none began).
+    #[inline]
+    pub(crate) fn end(&mut self, started: Instant, now: Instant, counters: &mut Counters) {
+        if let Some(mut t) = self.open.take() {
+            t.ns = now.saturating_duration_since(started).as_nanos() as u64;
+            t.accepted = counters.accepted - t.accepted;
+            t.closed = counters.closed - t.closed;
+            counters.turns.record(t);
+        }
+    }
 }
 
 impl Counters {
@@ -82,6 +266,7 @@ impl Counters {
         self.wakeups += other.wakeups;
         self.bytes_sent += other.bytes_sent;
         self.peak_open += other.peak_open;
+        self.turns.merge(&other.turns);
     }
 
     /// Total responses.
@@ -131,6 +316,7 @@ impl Counters {
             },
             "wakeups": self.wakeups,
             "bytes_sent": self.bytes_sent,
+            "turns": self.turns.to_json(),
         })
     }
 }
@@ -260,6 +446,42 @@ impl ServerReport {
 mod tests {
     use super::*;
 
+    fn turn(ns: u64) -> TurnWork {
+        TurnWork {
+            ns,
+            ..TurnWork::default()
+        }
+    }
+
+    #[test]
+    fn turn_histogram() {
+        let mut t = Turns::default();
+        // 0.5 µs → bucket 0, 1 µs → 1, 3 µs → 2 ([2, 4)), 1,500 µs → 11.
+        for ns in [500, 1_000, 3_000, 3_900, 1_500_000] {
+            t.record(turn(ns));
+        }
+        assert_eq!(t.buckets[0], 1);
+        assert_eq!(t.buckets[1], 1);
+        assert_eq!(t.buckets[2], 2);
+        assert_eq!(t.buckets[11], 1);
+        assert_eq!(t.count(), 5);
+        assert_eq!(t.longest.ns, 1_500_000);
+        assert_eq!(t.quantile_bound_us(0.5), 4);
+        assert_eq!(t.quantile_bound_us(0.99), 2048);
+        assert_eq!(t.at_least_us(1024), 1);
+        assert_eq!(t.at_least_us(2), 3);
+        assert_eq!(t.at_least_us(LONG_TURN_US), t.long_count);
+        assert_eq!(t.long.ns, 1_500_000);
+        // Very long turns land in the last bucket.
+        t.record(turn(u64::MAX / 2));
+        assert_eq!(t.buckets[TURN_BUCKETS - 1], 1);
+        let mut u = Turns::default();
+        u.record(turn(2_000_000));
+        u.merge(&t);
+        assert_eq!(u.count(), 7);
+        assert_eq!(u.longest.ns, u64::MAX / 2);
+    }
+
     #[test]
     fn merge_and_json() {
         let mut a = Counters::default();
@@ -279,6 +501,7 @@ mod tests {
         assert_eq!(j["accept"]["errors"]["EMFILE"], 3);
         assert_eq!(j["accept"]["errors"]["ENFILE"], 1);
         assert_eq!(j["accept"]["wakeups_per_accept"], 2.0);
+        assert_eq!(j["turns"]["count"], 0);
         let s = sum_json(&[json!({"waits": 2, "x": 1}), json!({"waits": 3})]);
         assert_eq!(s, json!({"waits": 5, "x": 1}));
     }

@@ -14,7 +14,7 @@ const SLOTS: usize = 4096;
 /// Most expiries a server handles in one turn of its loop: a burst (thousands
 /// of connections that arrived together time out together) is spread over
 /// several turns with the ready connections served in between.
-pub const EXPIRE_BATCH: usize = 128;
+pub const EXPIRE_BATCH: usize = 16;
 const NIL: u32 = u32::MAX;
 
 #[derive(Debug, Clone, Copy)]

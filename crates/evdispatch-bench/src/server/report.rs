@@ -5,6 +5,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+use evdispatch_harness::median;
+
 use super::{Outcome, Plan, Run, Scenario};
 
 /// Median and range of one figure of one server in one scenario.
@@ -201,18 +203,6 @@ pub struct Verdict {
     pub met: Option<bool>,
     /// Every round meets it.
     pub every_round: bool,
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// Median and range of `values` (unsorted).

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use evdispatch_harness::{
-    docroot, run_evdispatch_load, run_wrk, start_peer, Peer, PeerConfig, WrkArgs,
+    docroot, median, run_evdispatch_load, run_wrk, start_peer, Peer, PeerConfig, WrkArgs,
 };
 use serde_json::{json, Value};
 
@@ -34,15 +34,6 @@ struct Opts {
     evdispatch: PathBuf,
     rounds: usize,
     seconds: f64,
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    if v.is_empty() {
-        0.0
-    } else {
-        v[v.len() / 2]
-    }
 }
 
 fn f(v: &Value, path: &str) -> f64 {
