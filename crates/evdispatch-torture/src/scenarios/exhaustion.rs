@@ -24,8 +24,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use super::{
-    args, cpu_pct_over, fds_of, load, start_target, stop, targets, wait_for, workload_errors,
-    Baseline, Run, ScenarioReport,
+    args, cpu_pct_over, fds_of, load, p99_ms, start_target, stop, targets, wait_for,
+    workload_errors, Baseline, Run, ScenarioReport,
 };
 use crate::site::Site;
 use crate::{num, Env};
@@ -124,7 +124,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let mut run = Run::new(name, &label);
         let baseline = Baseline::of(&base, &base_after);
         let p99_base = baseline.ms();
-        let p99_during = num(&during, "latency_us.p99") / 1e3;
+        let p99_during = p99_ms(&during);
         let errors = workload_errors(&during, &["persistent"])
             + workload_errors(&base, &["persistent"])
             + workload_errors(&base_after, &["persistent"]);

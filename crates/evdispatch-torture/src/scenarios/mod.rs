@@ -319,6 +319,11 @@ pub fn longest_gap_s(load: &Value) -> f64 {
     best as f64 * interval
 }
 
+/// A load summary's p99 latency (corrected for coordinated omission), ms.
+pub fn p99_ms(load: &Value) -> f64 {
+    crate::num(load, "latency_us.p99") / 1e3
+}
+
 /// A baseline p99 measured twice, before a disturbance and after it has
 /// gone: the mean of the two is what a ratio is taken against (a drift of
 /// the machine over the run cancels instead of landing on one side), and
@@ -336,8 +341,8 @@ impl Baseline {
     /// From the two load documents.
     pub fn of(before: &Value, after: &Value) -> Baseline {
         Baseline {
-            before_ms: crate::num(before, "latency_us.p99") / 1e3,
-            after_ms: crate::num(after, "latency_us.p99") / 1e3,
+            before_ms: p99_ms(before),
+            after_ms: p99_ms(after),
         }
     }
 

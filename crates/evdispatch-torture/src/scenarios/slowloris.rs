@@ -15,7 +15,7 @@ use evdispatch_harness::{median, ServerProcess};
 use serde_json::{json, Value};
 
 use super::{
-    args, load, start_target, stop, targets, wait_for, workload_errors, Baseline, Run,
+    args, load, p99_ms, start_target, stop, targets, wait_for, workload_errors, Baseline, Run,
     ScenarioReport,
 };
 use crate::site::Site;
@@ -93,14 +93,13 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         }
         let stats = stop(server)?;
         let mut run = Run::new(name, &label);
-        let p99 = |v: &Value| num(v, "latency_us.p99") / 1e3;
-        let base_ms: Vec<f64> = bases.iter().map(p99).collect();
-        let attack_ms: Vec<f64> = attacks.iter().map(p99).collect();
+        let base_ms: Vec<f64> = bases.iter().map(p99_ms).collect();
+        let attack_ms: Vec<f64> = attacks.iter().map(p99_ms).collect();
         // Each attack against the mean of the baselines either side of it.
         let round_ratios: Vec<f64> = attacks
             .iter()
             .zip(bases.windows(2))
-            .map(|(a, b)| Baseline::of(&b[0], &b[1]).ratio(p99(a)))
+            .map(|(a, b)| Baseline::of(&b[0], &b[1]).ratio(p99_ms(a)))
             .collect();
         let ratio = median(&mut round_ratios.clone());
         let p99_base = median(&mut base_ms.clone());

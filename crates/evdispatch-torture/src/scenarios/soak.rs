@@ -117,7 +117,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "requests": num(&soak, "requests"),
             "replies": num(&soak, "replies"),
             "reply_rate": num(&soak, "reply_rate"),
-            "p99_ms": num(&soak, "latency_us.p99") / 1e3,
+            "p99_ms": super::p99_ms(&soak),
             "active_errors": active_errors,
             "on_purpose_errors": workload_errors(&soak, &["idle", "inactive", "slow"]),
             "reopens": num(&soak, "reopens"),
