@@ -15,7 +15,9 @@
 //! Memory per connection: a slab entry (a few dozen bytes) and a timer-wheel
 //! link. A read buffer is taken from a pool when data arrives and given back
 //! as soon as no partial request is left in it, so idle connections hold
-//! none; output is written straight from a per-worker batch and only copied
+//! none; a connection left holding a short partial request (a slow client's
+//! first bytes) moves it to a small buffer of its own, so thousands of slow
+//! clients cost a kilobyte each rather than `--max-header`; output is written straight from a per-worker batch and only copied
 //! into a per-connection box when the socket is full.
 
 use std::io;
@@ -47,6 +49,10 @@ const LINGER: Duration = Duration::from_secs(2);
 const STOP_GRACE: Duration = Duration::from_secs(3);
 /// Read buffers kept for reuse.
 const POOL_KEEP: usize = 256;
+/// The buffer a short partial request moves to when its connection has been
+/// drained (nginx starts a request at 1 KiB too); it grows back to
+/// `--max-header` when it fills.
+const SMALL_BUF: usize = 1024;
 /// Most connections accepted in one turn of the loop (more waiting: the
 /// listener stays hot and the next turn, after serving what is ready, goes
 /// on), so a burst of connections does not hold up the open ones.
@@ -529,19 +535,24 @@ impl Worker {
             if !may_read {
                 return;
             }
-            let c = &mut self.conns[idx];
-            let mut buf = match c.buf.take() {
+            let mut buf = match self.conns[idx].buf.take() {
                 Some(b) => b,
-                None => self
-                    .pool
-                    .pop()
-                    .unwrap_or_else(|| vec![0u8; self.cfg.max_header].into_boxed_slice()),
+                None => self.full_buffer(),
             };
+            let c = &mut self.conns[idx];
             if c.start > 0 {
                 buf.copy_within(c.start as usize..c.end as usize, 0);
                 c.end -= c.start;
                 c.start = 0;
             }
+            if c.end as usize == buf.len() && buf.len() < self.cfg.max_header {
+                // A small buffer is full: back to a full-size one.
+                let n = c.end as usize;
+                let mut big = self.full_buffer();
+                big[..n].copy_from_slice(&buf[..n]);
+                buf = big;
+            }
+            let c = &mut self.conns[idx];
             let space = buf.len() - c.end as usize;
             match sys::recv(c.fd(), &mut buf[c.end as usize..]) {
                 Ok(0) => {
@@ -593,16 +604,42 @@ impl Worker {
         }
     }
 
+    /// A read buffer from the pool, or a new one.
+    fn full_buffer(&mut self) -> Box<[u8]> {
+        self.pool
+            .pop()
+            .unwrap_or_else(|| vec![0u8; self.cfg.max_header].into_boxed_slice())
+    }
+
+    /// A buffer no connection holds any more: into the pool if it is a
+    /// full-size one and the pool has room.
+    fn give_back(&mut self, b: Option<Box<[u8]>>) {
+        if let Some(b) = b {
+            if b.len() == self.cfg.max_header && self.pool.len() < POOL_KEEP {
+                self.pool.push(b);
+            }
+        }
+    }
+
+    /// The socket is drained: give the read buffer back when no partial
+    /// request is left in it, or move a short one to a small buffer (the
+    /// connection may wait seconds for the rest).
     fn release_if_empty(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        if c.end == c.start {
+        let left = (c.end - c.start) as usize;
+        if left == 0 {
             c.start = 0;
             c.end = 0;
-            if let Some(b) = c.buf.take() {
-                if self.pool.len() < POOL_KEEP {
-                    self.pool.push(b);
-                }
-            }
+            let b = c.buf.take();
+            self.give_back(b);
+        } else if left <= SMALL_BUF / 2 && c.buf.as_ref().is_some_and(|b| b.len() > SMALL_BUF) {
+            let big = c.buf.take().expect("checked");
+            let mut small = vec![0u8; SMALL_BUF].into_boxed_slice();
+            small[..left].copy_from_slice(&big[c.start as usize..c.end as usize]);
+            c.buf = Some(small);
+            c.start = 0;
+            c.end = left as u32;
+            self.give_back(Some(big));
         }
     }
 
@@ -720,13 +757,9 @@ impl Worker {
         c.state = State::Lingering;
         c.start = 0;
         c.end = 0;
-        if let Some(b) = c.buf.take() {
-            if self.pool.len() < POOL_KEEP {
-                self.pool.push(b);
-            }
-        }
-        if c.writing {
-            c.writing = false;
+        let (b, writing) = (c.buf.take(), std::mem::take(&mut c.writing));
+        self.give_back(b);
+        if writing {
             self.set_interest(idx, Interest::READABLE);
         }
         self.wheel.set(idx, self.now + LINGER);
@@ -771,11 +804,8 @@ impl Worker {
         c.start = 0;
         c.end = 0;
         c.linger_after = false;
-        if let Some(b) = c.buf.take() {
-            if self.pool.len() < POOL_KEEP {
-                self.pool.push(b);
-            }
-        }
+        let b = c.buf.take();
+        self.give_back(b);
         self.wheel.cancel(idx);
         self.free.push(idx as u32);
         self.open -= 1;

@@ -58,3 +58,57 @@ fn a_pipelined_flood_is_answered_in_full() {
         }
     });
 }
+
+/// A request that arrives in pieces, with pauses long enough for the server
+/// to drain the socket in between: a short partial request moves to a small
+/// buffer while it waits (slowloris costs a kilobyte a connection, not
+/// `--max-header`), and the buffer must grow back when more comes, up to the
+/// header limit and no further.
+#[test]
+fn requests_in_pieces_grow_their_buffer_back() {
+    let site = site();
+    let pause = || std::thread::sleep(Duration::from_millis(40));
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        let addr = server.local_addr();
+        let mut c = Client::connect(addr);
+        // A few bytes, then a header far longer than the small buffer, then
+        // the end; twice on the same connection.
+        for round in 0..2 {
+            c.send(b"GET /six.txt HTTP/1.1\r\nHo");
+            pause();
+            c.send(b"st: t\r\nX-Pad: ");
+            pause();
+            c.send("p".repeat(3000).as_bytes());
+            pause();
+            c.send(b"\r\n\r\n");
+            let r = c
+                .response(false)
+                .unwrap_or_else(|| panic!("{model}: round {round}: no answer"));
+            assert_eq!(r.status, 200, "{model}: round {round}");
+            assert_eq!(r.body.len(), 6144, "{model}: round {round}");
+        }
+        // Byte by byte for a while, then one piece.
+        for b in b"GET / HTTP/1.1\r\nHost: t\r\n" {
+            c.send(&[*b]);
+        }
+        pause();
+        c.send(b"\r\n");
+        assert_eq!(c.response(false).unwrap().status, 200, "{model}");
+        // Past the header limit in pieces: still refused.
+        let mut c = Client::connect(addr);
+        c.send(b"GET / HTTP/1.1\r\nHost: t\r\nX-Big: ");
+        pause();
+        c.send("b".repeat(4000).as_bytes());
+        pause();
+        c.send("b".repeat(5000).as_bytes());
+        let r = c
+            .response(false)
+            .unwrap_or_else(|| panic!("{model}: no 431"));
+        assert_eq!(r.status, 431, "{model}");
+        assert!(c.closed(), "{model}: still open after 431");
+        server.stop().unwrap();
+    }
+}
