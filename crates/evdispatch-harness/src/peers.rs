@@ -505,6 +505,9 @@ pub struct OursConfig {
     pub cpus: Vec<usize>,
     /// Ask for `--stats-json FILE`, returned by [`ServerProcess::stop`].
     pub stats_json: bool,
+    /// Run at the lowest priority (`SCHED_IDLE`, every thread): a stand-in
+    /// for another machine, that must not take CPU from what is measured.
+    pub idle: bool,
 }
 
 /// Start `evdispatch serve ARGS`, wait for its `listening on http://IP:PORT`
@@ -529,6 +532,9 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
         .stdout(Stdio::piped())
         .stderr(fs::File::create(&log)?);
     sys::prepare(&mut cmd, &cfg.cpus)?;
+    if cfg.idle {
+        sys::idle_priority(&mut cmd);
+    }
     let mut child = cmd
         .spawn()
         .with_context(|| format!("cannot start {}", cfg.binary.display()))?;

@@ -32,6 +32,22 @@ pub fn prepare(cmd: &mut Command, cpus: &[usize]) -> io::Result<()> {
     Ok(())
 }
 
+/// Run the command at `SCHED_IDLE` (kept across `exec`, inherited by its
+/// threads).
+pub fn idle_priority(cmd: &mut Command) {
+    // SAFETY: the closure runs in the child between fork and exec and makes
+    // one async-signal-safe system call on a value on its stack.
+    unsafe {
+        cmd.pre_exec(|| {
+            let param = libc::sched_param { sched_priority: 0 };
+            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Send `signal` to every process of group `pgid`.
 pub fn kill_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
     // SAFETY: kill takes no pointers; a negative pid names a process group.

@@ -145,6 +145,7 @@ fn ours_is_started_from_its_announcement_and_stopped_with_its_statistics() {
         args: vec!["--mechanism".into(), "epoll".into()],
         cpus: vec![],
         stats_json: true,
+        idle: false,
     };
     // A script just written may be "busy" for a moment: another test's
     // fork can still hold the descriptor it was written through (ETXTBSY).

@@ -546,6 +546,7 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
             args,
             cpus: cpus.clone(),
             stats_json: true,
+            idle: false,
         })
         .with_context(|| format!("starting `{cmdline}`"))?;
         (p, cmdline)

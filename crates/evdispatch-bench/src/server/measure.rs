@@ -150,6 +150,7 @@ impl<'a> Bench<'a> {
                     args,
                     cpus: vec![p.server_cpu],
                     stats_json: false,
+                    idle: false,
                 })
             }
         }
@@ -185,6 +186,7 @@ impl<'a> Bench<'a> {
             args: self.serve_args("epoll", p.client_cpu, HOLD_TIMEOUT_S),
             cpus: vec![p.client_cpu],
             stats_json: false,
+            idle: false,
         })
         .context("starting the sink of the control phase")
     }

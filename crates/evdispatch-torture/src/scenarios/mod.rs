@@ -219,6 +219,38 @@ pub fn start_ours(
     model: &str,
     extra: &[String],
 ) -> anyhow::Result<ServerProcess> {
+    spawn_ours(
+        env,
+        site,
+        model,
+        extra,
+        env.cpus().0.first().copied(),
+        false,
+    )
+}
+
+/// Start a second server of ours (epoll) on the load CPU at the lowest
+/// priority: a stand-in for another machine that an attack can be pointed
+/// at instead of the measured server (a control).
+pub fn start_sink(env: &Env, site: &Site, extra: &[String]) -> anyhow::Result<ServerProcess> {
+    spawn_ours(
+        env,
+        site,
+        "epoll",
+        extra,
+        env.cpus().1.first().copied(),
+        true,
+    )
+}
+
+fn spawn_ours(
+    env: &Env,
+    site: &Site,
+    model: &str,
+    extra: &[String],
+    cpu: Option<usize>,
+    idle: bool,
+) -> anyhow::Result<ServerProcess> {
     let mut args: Vec<String> = [
         "--root",
         site.root.to_str().unwrap_or("."),
@@ -231,8 +263,7 @@ pub fn start_ours(
     .map(|s| s.to_string())
     .collect();
     args.extend_from_slice(extra);
-    let (cpus, _) = env.cpus();
-    if let Some(c) = cpus.first() {
+    if let Some(c) = cpu {
         args.push("--cpu".into());
         args.push(c.to_string());
     }
@@ -241,6 +272,7 @@ pub fn start_ours(
         args,
         cpus: Vec::new(),
         stats_json: true,
+        idle,
     })
 }
 

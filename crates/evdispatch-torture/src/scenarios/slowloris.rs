@@ -6,6 +6,15 @@
 //! baseline, attack, …) and takes the median of their ratios. A few timed
 //! probes (a byte a second too) measure, in every round, when the server
 //! closes them against its header timeout.
+//!
+//! A control (quick and full profiles): before the first attack, the same
+//! slow clients attack a second server instead (ours, on the load CPU at
+//! the lowest priority, standing for another machine) while the normal
+//! clients keep talking to the measured one, followed by a baseline. On a
+//! two-CPU machine the attack traffic itself (its kernel work, its
+//! generator) lands on the CPUs the measurement uses; the control shows how
+//! much of the normal clients' p99 that alone costs. It is reported, not
+//! judged: the figure stays the (under attack ÷ without).
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -15,8 +24,8 @@ use evdispatch_harness::{median, ServerProcess};
 use serde_json::{json, Value};
 
 use super::{
-    args, load, p99_ms, start_target, stop, targets, wait_for, workload_errors, Baseline, Run,
-    ScenarioReport,
+    args, load, p99_ms, start_sink, start_target, stop, targets, wait_for, workload_errors,
+    Baseline, Run, ScenarioReport,
 };
 use crate::site::Site;
 use crate::{num, Env};
@@ -37,16 +46,35 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     let clients: u64 = p.pick(8, 32, 32);
     let rate: u64 = p.pick(200, 1000, 1000);
     let base_s: f64 = p.pick(2.0, 8.0, 10.0);
-    let attack_s: f64 = p.pick(4.0, 15.0, 30.0);
+    let attack_s: f64 = p.pick(4.0, 15.0, 25.0);
+    // The control's one window: long enough for a p99 of thousands of
+    // samples (the full profile's two hours hold no more).
+    let control_s = attack_s / 2.0;
     // Attacks, each between two baselines: one window's p99 on this
     // machine moves ×2–3 between repeats of the same load, so one attack
     // against one baseline can pass or fail on noise. The figure is the
     // median of the rounds' ratios, every round reported beside it.
     let rounds: usize = p.pick(1, 1, 3);
+    let control = p.pick(false, true, true);
     // The slow clients arrive over one header timeout (see below); the
     // measurement starts once they all hold a connection.
     let warmup_s: f64 = header_s as f64 + 1.0;
     let probes = 20;
+    let sink = if control {
+        match start_sink(
+            env,
+            &site,
+            &args(&[("--header-timeout", format!("{header_s}s"))]),
+        ) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                rep.skip("control", format!("the second server cannot start: {e:#}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
     for target in targets(env) {
         let ours = args(&[
             ("--header-timeout", format!("{header_s}s")),
@@ -67,6 +95,37 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let fds_idle = super::fds_of(&server.pids());
         env.say(format!("slowloris {name} {label}: baseline {base_s} s"));
         let mut bases = vec![load(env, &server, "/six.txt", &base_args)?];
+        let baseline_again = |bases: &mut Vec<Value>, what: &str| -> anyhow::Result<()> {
+            // The baseline again once the slow clients are gone (their
+            // load has exited; the server lets go of their connections).
+            let pids = server.pids();
+            wait_for(Duration::from_secs(10), || {
+                super::fds_of(&pids) <= fds_idle + 8
+            });
+            env.say(format!(
+                "slowloris {name} {label}: {what}: baseline again {base_s} s"
+            ));
+            bases.push(load(env, &server, "/six.txt", &base_args)?);
+            Ok(())
+        };
+        // The control: the attack pointed elsewhere, then a baseline.
+        let elsewhere = match &sink {
+            Some(sink) => {
+                env.say(format!(
+                    "slowloris {name} {label}: control: {slow} slow clients attack a second server for {control_s} s"
+                ));
+                let r = attack_round(
+                    env, &server, sink, &normal, slow, header_s, warmup_s, control_s, 0,
+                )?;
+                let pids = sink.pids();
+                wait_for(Duration::from_secs(10), || super::fds_of(&pids) <= 16);
+                baseline_again(&mut bases, "control")?;
+                Some(r.normal)
+            }
+            None => None,
+        };
+        // Attack i lies between bases[first + i - 1] and bases[first + i].
+        let first = bases.len() - 1;
         let mut attacks = Vec::new();
         let mut slow_loads = Vec::new();
         let mut closed: Vec<f64> = Vec::new();
@@ -75,21 +134,12 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                 "slowloris {name} {label}: round {round}/{rounds}: {slow} slow clients (1 byte/s, header timeout {header_s} s) for {attack_s} s"
             ));
             let r = attack_round(
-                env, &server, &normal, slow, header_s, warmup_s, attack_s, probes,
+                env, &server, &server, &normal, slow, header_s, warmup_s, attack_s, probes,
             )?;
             attacks.push(r.normal);
             slow_loads.push(r.slow);
             closed.extend(r.closes.iter().flatten());
-            // The baseline again once the slow clients are gone (their
-            // load has exited; the server lets go of their connections).
-            let pids = server.pids();
-            wait_for(Duration::from_secs(10), || {
-                super::fds_of(&pids) <= fds_idle + 8
-            });
-            env.say(format!(
-                "slowloris {name} {label}: round {round}/{rounds}: baseline again {base_s} s"
-            ));
-            bases.push(load(env, &server, "/six.txt", &base_args)?);
+            baseline_again(&mut bases, &format!("round {round}/{rounds}"))?;
         }
         let stats = stop(server)?;
         let mut run = Run::new(name, &label);
@@ -98,16 +148,21 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         // Each attack against the mean of the baselines either side of it.
         let round_ratios: Vec<f64> = attacks
             .iter()
-            .zip(bases.windows(2))
+            .zip(bases[first..].windows(2))
             .map(|(a, b)| Baseline::of(&b[0], &b[1]).ratio(p99_ms(a)))
             .collect();
         let ratio = median(&mut round_ratios.clone());
         let p99_base = median(&mut base_ms.clone());
         let p99_attack = median(&mut attack_ms.clone());
-        let first_last = Baseline::of(&bases[0], &bases[rounds]);
+        let first_last = Baseline::of(&bases[0], &bases[bases.len() - 1]);
+        // The control: its p99 against the baselines either side, and the
+        // attacks' against it.
+        let elsewhere_ms = elsewhere.as_ref().map(p99_ms);
+        let elsewhere_ratio = elsewhere_ms.map(|e| Baseline::of(&bases[0], &bases[1]).ratio(e));
         let errors: u64 = attacks
             .iter()
             .chain(&bases)
+            .chain(&elsewhere)
             .map(|l| workload_errors(l, &["persistent"]))
             .sum();
         let slow_sum = |k: &str| slow_loads.iter().map(|l| num(l, k)).sum::<f64>();
@@ -124,6 +179,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "rounds": rounds,
             "baseline_s": base_s,
             "attack_s": attack_s,
+            "control_s": if control { control_s } else { 0.0 },
             "p99_baseline_ms": p99_base,
             "p99_baseline_before_ms": first_last.before_ms,
             "p99_baseline_after_ms": first_last.after_ms,
@@ -131,6 +187,9 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "p99_baseline_windows_ms": base_ms,
             "p99_attack_ms": p99_attack,
             "p99_attack_windows_ms": attack_ms,
+            "p99_elsewhere_ms": elsewhere_ms,
+            "p99_ratio_elsewhere": elsewhere_ratio,
+            "p99_attack_over_elsewhere": elsewhere_ms.map(|e| p99_attack / e),
             "p99_ratio": ratio,
             "p99_ratio_rounds": round_ratios,
             "p99_ratio_worst_round": round_ratios.iter().copied().fold(0.0, f64::max),
@@ -192,11 +251,15 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             );
         }
         env.say(format!(
-            "slowloris {name} {label}: p99 {p99_base:.2} -> {p99_attack:.2} ms (rounds {}), probes closed at {first:.2}..{last:.2} s: {}",
+            "slowloris {name} {label}: p99 {p99_base:.2} -> {p99_attack:.2} ms (rounds {}{}), probes closed at {first:.2}..{last:.2} s: {}",
             round_ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(" "),
+            elsewhere_ratio.map_or(String::new(), |r| format!("; attack elsewhere {r:.2}")),
             if run.pass { "pass" } else { "FAIL" }
         ));
         rep.runs.push(run);
+    }
+    if let Some(sink) = sink {
+        stop(sink)?;
     }
     Ok(rep.finish())
 }
@@ -211,12 +274,14 @@ struct Round {
     closes: Vec<Option<f64>>,
 }
 
-/// One attack: the slow clients from a load process of their own, the
-/// normal load beside them, and the timed probes.
+/// One attack: the slow clients (sent to `attacked`: the measured `server`,
+/// or for the control a second one) from a load process of their own, the
+/// normal load beside them on `server`, and the timed probes.
 #[allow(clippy::too_many_arguments)]
 fn attack_round(
     env: &Env,
     server: &ServerProcess,
+    attacked: &ServerProcess,
     normal: &[String],
     slow: u64,
     header_s: u64,
@@ -247,9 +312,9 @@ fn attack_round(
         ("--slow-ramp", format!("{header_s}s")),
         ("--duration", (warmup_s + attack_s + 1.0).to_string()),
     ]);
-    let addr = server.addr();
+    let addr = attacked.addr();
     std::thread::scope(|s| {
-        let hs = s.spawn(|| load(env, server, "/six.txt", &slow_args));
+        let hs = s.spawn(|| load(env, attacked, "/six.txt", &slow_args));
         // The slow clients connect first; the normal load's warm-up
         // covers the rest of their setup.
         std::thread::sleep(Duration::from_millis(500));
