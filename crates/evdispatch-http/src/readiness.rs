@@ -17,8 +17,9 @@
 //! as soon as no partial request is left in it, so idle connections hold
 //! none; a connection left holding a short partial request (a slow client's
 //! first bytes) moves it to a small buffer of its own, so thousands of slow
-//! clients cost a kilobyte each rather than `--max-header`; output is written straight from a per-worker batch and only copied
-//! into a per-connection box when the socket is full.
+//! clients cost a kilobyte each rather than `--max-header`. Output is
+//! written straight from a per-worker batch and only copied into a
+//! per-connection box when the socket is full.
 
 use std::io;
 use std::net::TcpListener;
@@ -580,7 +581,7 @@ impl Worker {
                     }
                     let c = &self.conns[idx];
                     if c.drained {
-                        self.release_if_empty(idx);
+                        self.release_or_shrink(idx);
                         return;
                     }
                 }
@@ -588,7 +589,7 @@ impl Worker {
                     c.drained = true;
                     c.emptied = true;
                     c.buf = Some(buf);
-                    self.release_if_empty(idx);
+                    self.release_or_shrink(idx);
                     return;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
@@ -624,7 +625,7 @@ impl Worker {
     /// The socket is drained: give the read buffer back when no partial
     /// request is left in it, or move a short one to a small buffer (the
     /// connection may wait seconds for the rest).
-    fn release_if_empty(&mut self, idx: usize) {
+    fn release_or_shrink(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         let left = (c.end - c.start) as usize;
         if left == 0 {
