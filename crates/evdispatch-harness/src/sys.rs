@@ -35,16 +35,11 @@ pub fn prepare(cmd: &mut Command, cpus: &[usize]) -> io::Result<()> {
 /// Run the command at `SCHED_IDLE` (kept across `exec`, inherited by its
 /// threads).
 pub fn idle_priority(cmd: &mut Command) {
-    // SAFETY: the closure runs in the child between fork and exec and makes
-    // one async-signal-safe system call on a value on its stack.
+    // SAFETY: the hook runs in the child between fork and exec; it makes one
+    // async-signal-safe system call on a value on its stack and allocates
+    // nothing.
     unsafe {
-        cmd.pre_exec(|| {
-            let param = libc::sched_param { sched_priority: 0 };
-            if libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(evdispatch_proc::set_idle_priority);
     }
 }
 

@@ -88,6 +88,12 @@ pub struct Turns {
 /// A turn this long (µs) or longer is a long one (see [`Turns::long`]).
 pub const LONG_TURN_US: u64 = 256;
 
+/// The bucket of [`Turns`] a turn of `us` microseconds falls in.
+#[inline]
+fn turn_bucket(us: u64) -> usize {
+    (64 - us.leading_zeros() as usize).min(TURN_BUCKETS - 1)
+}
+
 impl TurnWork {
     fn add(&mut self, o: &TurnWork) {
         self.ns += o.ns;
@@ -113,12 +119,7 @@ impl Turns {
     #[inline]
     pub fn record(&mut self, work: TurnWork) {
         let us = work.ns / 1000;
-        let k = if us == 0 {
-            0
-        } else {
-            (64 - us.leading_zeros() as usize).min(TURN_BUCKETS - 1)
-        };
-        self.buckets[k] += 1;
+        self.buckets[turn_bucket(us)] += 1;
         self.total_ns += work.ns;
         if work.ns > self.longest.ns {
             self.longest = work;
@@ -167,8 +168,7 @@ impl Turns {
 
     /// Turns at least `us` microseconds long (`us` a power of two).
     pub fn at_least_us(&self, us: u64) -> u64 {
-        let k = 64 - us.max(1).leading_zeros() as usize;
-        self.buckets[k.min(TURN_BUCKETS - 1)..].iter().sum()
+        self.buckets[turn_bucket(us.max(1))..].iter().sum()
     }
 
     fn to_json(self) -> Value {

@@ -124,8 +124,8 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             }
             None => None,
         };
-        // Attack i lies between bases[first + i - 1] and bases[first + i].
-        let first = bases.len() - 1;
+        // Attack i lies between bases[before + i - 1] and bases[before + i].
+        let before = bases.len() - 1;
         let mut attacks = Vec::new();
         let mut slow_loads = Vec::new();
         let mut closed: Vec<f64> = Vec::new();
@@ -148,7 +148,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         // Each attack against the mean of the baselines either side of it.
         let round_ratios: Vec<f64> = attacks
             .iter()
-            .zip(bases[first..].windows(2))
+            .zip(bases[before..].windows(2))
             .map(|(a, b)| Baseline::of(&b[0], &b[1]).ratio(p99_ms(a)))
             .collect();
         let ratio = median(&mut round_ratios.clone());
@@ -167,6 +167,8 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             .sum();
         let slow_sum = |k: &str| slow_loads.iter().map(|l| num(l, k)).sum::<f64>();
         let slow_max = |k: &str| slow_loads.iter().map(|l| num(l, k)).fold(0.0, f64::max);
+        let attack_median =
+            |k: &str| median(&mut attacks.iter().map(|a| num(a, k)).collect::<Vec<_>>());
         let first = closed.iter().copied().fold(f64::INFINITY, f64::min);
         let last = closed.iter().copied().fold(0.0, f64::max);
         let all_probes = probes * rounds;
@@ -193,7 +195,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "p99_ratio": ratio,
             "p99_ratio_rounds": round_ratios,
             "p99_ratio_worst_round": round_ratios.iter().copied().fold(0.0, f64::max),
-            "reply_rate_attack": median(&mut attacks.iter().map(|a| num(a, "reply_rate")).collect::<Vec<_>>()),
+            "reply_rate_attack": attack_median("reply_rate"),
             "normal_errors": errors,
             "slow_errors": slow_loads.iter().map(|l| workload_errors(l, &["slow"])).sum::<u64>(),
             "slow_replies": slow_sum("slow_replies"),
@@ -203,7 +205,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "probes_closed": closed.len(),
             "probe_close_first_s": if closed.is_empty() { 0.0 } else { first },
             "probe_close_last_s": last,
-            "server_cpu_attack_pct": median(&mut attacks.iter().map(|a| num(a, "server_cpu_pct")).collect::<Vec<_>>()),
+            "server_cpu_attack_pct": attack_median("server_cpu_pct"),
             "server_header_timed_out": num(&stats, "connections.header_timed_out"),
             "server_408": num(&stats, "requests.by_status.408"),
             // The server's event-loop turns over the whole run (ours only):
