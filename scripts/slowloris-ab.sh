@@ -7,6 +7,7 @@
 # p999 and the server's turn histogram from 32 µs up (see `turns` in the
 # serve stats). Run it under the benchmark lock:
 #   flock /tmp/evd-bench.lock scripts/slowloris-ab.sh BIN_A BIN_B [PAIRS] [MECHANISM]
+# and summarise the pairs with `python3 scripts/ab-pairs.py OUTPUT`.
 # Needs python3.
 set -u
 A=$1
