@@ -44,7 +44,8 @@ def median_interval(xs, miss=0.05):
         below += p
         k = j + 1
     if k == 0:
-        return med, None, None
+        # Too few pairs for 90%: the whole range, as the Rust twin does.
+        return med, xs[0], xs[-1]
     return med, xs[k - 1], xs[n - k]
 
 
@@ -61,7 +62,7 @@ def main():
         r = [b[ix] / a[ix] if a[ix] else float("inf") for a, b in ps]
         lower = sum(1 for x in r if x < 1)
         med, lo, hi = median_interval(r)
-        span = "n/a" if lo is None else "%.2f-%.2f" % (lo, hi)
+        span = "%.2f-%.2f" % (lo, hi)
         print("%s B/A per pair: %s" % (name, " ".join("%.2f" % x for x in r)))
         print("    median %.2f, 90%% interval %s, B lower in %d of %d (sign test p %.3f)"
               % (med, span, lower, len(r), sign_p(lower, len(r))))
