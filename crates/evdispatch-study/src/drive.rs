@@ -631,37 +631,6 @@ pub fn tcp_kernel_bytes() -> Option<u64> {
     None
 }
 
-/// Busy and total jiffies of each CPU (`/proc/stat`): busy is user, nice
-/// and system time (what processes are charged), `irq` interrupt and
-/// softirq time, `all` everything including idle.
-#[derive(Debug, Clone, Copy, Default)]
-struct CpuTimes {
-    busy: u64,
-    irq: u64,
-    all: u64,
-}
-
-fn cpu_times() -> Vec<CpuTimes> {
-    let text = fs::read_to_string("/proc/stat").unwrap_or_default();
-    text.lines()
-        .filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
-        .map(|l| {
-            let v: Vec<u64> = l
-                .split_whitespace()
-                .skip(1)
-                .filter_map(|x| x.parse().ok())
-                .collect();
-            let g = |i: usize| v.get(i).copied().unwrap_or(0);
-            // user nice system idle iowait irq softirq steal
-            CpuTimes {
-                busy: g(0) + g(1) + g(2) + g(7),
-                irq: g(5) + g(6),
-                all: (0..8).map(g).sum(),
-            }
-        })
-        .collect()
-}
-
 /// CPU seconds (user + system) of every reaped child of this process.
 fn children_cpu_s() -> f64 {
     use nix::sys::resource::{getrusage, UsageWho};
@@ -714,7 +683,7 @@ pub fn run_load(
     let rss0 = tree_rss(&pids);
     let tcp0 = tcp_kernel_bytes();
     let (cpu0, srv0, kids0, t0) = (
-        cpu_times(),
+        evdispatch_proc::cpu_times(),
         tree_ticks(&pids),
         children_cpu_s(),
         std::time::Instant::now(),
@@ -735,7 +704,7 @@ pub fn run_load(
     };
     let out = Proc::spawn(cmd, "the load generator").and_then(Proc::wait_output);
     let (cpu1, srv1, kids1, wall) = (
-        cpu_times(),
+        evdispatch_proc::cpu_times(),
         tree_ticks(&pids),
         children_cpu_s(),
         t0.elapsed().as_secs_f64(),
@@ -764,19 +733,14 @@ pub fn run_load(
     }
     let hz = evdispatch_proc::clock_ticks_per_sec() as f64;
     if cpu0.len() == cpu1.len() && !cpu0.is_empty() && wall > 0.0 {
-        let d: Vec<CpuTimes> = cpu0
-            .iter()
-            .zip(&cpu1)
-            .map(|(a, b)| CpuTimes {
-                busy: b.busy.saturating_sub(a.busy),
-                irq: b.irq.saturating_sub(a.irq),
-                all: b.all.saturating_sub(a.all),
-            })
-            .collect();
+        // Busy is what processes are charged (user, nice, system) plus
+        // steal; interrupts are counted beside it for a core's busy share.
+        let d: Vec<_> = cpu0.iter().zip(&cpu1).map(|(a, b)| b.since(a)).collect();
+        let busy = |c: &evdispatch_proc::CpuTimes| c.user + c.nice + c.system + c.steal;
         let core = |i: usize| {
             d.get(i)
-                .filter(|c| c.all > 0)
-                .map(|c| 100.0 * (c.busy + c.irq) as f64 / c.all as f64)
+                .filter(|c| c.total() > 0)
+                .map(|c| c.pct(busy(c) + c.irq + c.softirq))
         };
         let (server_cpus, load_cpu) = ctx.caps.cpu_plan(1);
         if let (Some(&sc), Some(lc)) = (server_cpus.first(), load_cpu) {
@@ -785,7 +749,7 @@ pub fn run_load(
                 metrics.insert("load_core_busy_pct".into(), b);
             }
         }
-        let busy_s = d.iter().map(|c| c.busy).sum::<u64>() as f64 / hz;
+        let busy_s = d.iter().map(busy).sum::<u64>() as f64 / hz;
         let ours_s = srv1.saturating_sub(srv0) as f64 / hz + (kids1 - kids0).max(0.0);
         metrics.insert(
             "foreign_cpu_pct".into(),

@@ -245,7 +245,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     add(
         "slowloris",
         "Slowloris: slow clients beside normal load",
-        "Slow clients send their request a byte a second; normal clients are persistent at a fixed rate; their p99 under attack is compared with the mean of a baseline before and one after. The full profile makes three rounds (baseline, attack, baseline, attack, …): the p99s are the medians of the windows, the ratio the median of the rounds' ratios, the worst round beside it. The probes are 20 more slow clients per round timed from connect to the server's close; they must close at the header timeout, not before and at most 1.5 s after. The control (reported, not judged): before the first attack, the same slow clients attack a second server (ours, on the load CPU at the lowest priority, standing for another machine) while the normal clients keep their load on the measured one; 'elsewhere' is their p99 then ÷ the baselines either side, what the attack traffic alone costs on this two-CPU machine, and 'attack ÷ elsewhere' the part the measured server adds.",
+        "Slow clients send their request a byte a second; normal clients are persistent at a fixed rate; their p99 under attack is compared with the mean of a baseline before and one after. The full profile makes five rounds (baseline, attack, baseline, attack, …): the p99s are the medians of the windows, the ratio the median of the rounds' ratios, the worst round beside it. A window (baseline, attack or control) in which the hypervisor took more than 0.5% of any CPU (steal, /proc/stat) is measured again, at most twice; 'again' counts those, each listed with its steal and p99 in the figures. The probes are 20 more slow clients per round timed from connect to the server's close; they must close at the header timeout, not before and at most 1.5 s after. The control (reported, not judged): before the first attack, the same slow clients attack a second server (ours, on the load CPU at the lowest priority, standing for another machine) while the normal clients keep their load on the measured one; 'elsewhere' is their p99 then ÷ the baselines either side, what the attack traffic alone costs on this two-CPU machine, and 'attack ÷ elsewhere' the part the measured server adds.",
         &[
             ("slow clients", "slow_clients"),
             ("header timeout s", "header_timeout_s"),
@@ -255,6 +255,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             ("p99 under attack ms", "p99_attack_ms"),
             ("ratio", "p99_ratio"),
             ("worst round", "p99_ratio_worst_round"),
+            ("again", "windows_stolen"),
             ("elsewhere", "p99_ratio_elsewhere"),
             ("attack ÷ elsewhere", "p99_attack_over_elsewhere"),
             ("normal errors", "normal_errors"),
