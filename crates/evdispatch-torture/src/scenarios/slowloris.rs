@@ -114,25 +114,32 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                 load(env, &server, "/six.txt", &base_args)
             })
         };
+        // One attack on `attacked` once the slow clients of the one before
+        // have gone from it (at most `fds` descriptors open).
+        let attack =
+            |what: &str, attacked: &ServerProcess, fds: usize, secs: f64, probes: usize| {
+                let pids = attacked.pids();
+                unstolen(env, &format!("{who}: {what}"), || {
+                    wait_for(Duration::from_secs(10), || super::fds_of(&pids) <= fds);
+                    attack_round(
+                        env, &server, attacked, &normal, slow, header_s, warmup_s, secs, probes,
+                    )
+                })
+            };
         let mut bases: Vec<(Value, f64)> = Vec::new();
-        bases.push(dropped.keep("baseline 1", baseline("baseline")?));
+        dropped.keep_baseline(&mut bases, baseline("baseline")?);
         // The control: the attack pointed elsewhere, then a baseline.
         let elsewhere = match &sink {
             Some(sink) => {
                 env.say(format!(
                     "{who}: control: {slow} slow clients attack a second server for {control_s} s"
                 ));
+                let r = attack("control", sink, 16, control_s, 0)?;
+                let r = dropped.keep_round("control", r);
                 let pids = sink.pids();
-                let r = unstolen(env, &format!("{who}: control"), || {
-                    wait_for(Duration::from_secs(10), || super::fds_of(&pids) <= 16);
-                    attack_round(
-                        env, &server, sink, &normal, slow, header_s, warmup_s, control_s, 0,
-                    )
-                })?;
                 wait_for(Duration::from_secs(10), || super::fds_of(&pids) <= 16);
-                bases.push(dropped.keep("baseline 2", baseline("control: baseline again")?));
-                dropped.note("control", r.dropped.into_iter().map(|(r, s)| (r.normal, s)));
-                Some((r.value.normal, r.steal_pct))
+                dropped.keep_baseline(&mut bases, baseline("control: baseline again")?);
+                Some((r.0.normal, r.1))
             }
             None => None,
         };
@@ -146,25 +153,15 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             env.say(format!(
                 "{who}: round {round}/{rounds}: {slow} slow clients (1 byte/s, header timeout {header_s} s) for {attack_s} s"
             ));
-            let pids = server.pids();
-            let r = unstolen(env, &format!("{who}: round {round}/{rounds}"), || {
-                wait_for(Duration::from_secs(10), || {
-                    super::fds_of(&pids) <= fds_idle + 8
-                });
-                attack_round(
-                    env, &server, &server, &normal, slow, header_s, warmup_s, attack_s, probes,
-                )
-            })?;
-            dropped.note(
-                &format!("attack {round}"),
-                r.dropped.into_iter().map(|(r, s)| (r.normal, s)),
-            );
-            attacks.push(r.value.normal);
-            attack_steal.push(r.steal_pct);
-            slow_loads.push(r.value.slow);
-            closed.extend(r.value.closes.iter().flatten());
-            let b = baseline(&format!("round {round}/{rounds}: baseline again"))?;
-            bases.push(dropped.keep(&format!("baseline {}", bases.len() + 1), b));
+            let what = format!("round {round}/{rounds}");
+            let r = attack(&what, &server, fds_idle + 8, attack_s, probes)?;
+            let (r, steal) = dropped.keep_round(&format!("attack {round}"), r);
+            attacks.push(r.normal);
+            attack_steal.push(steal);
+            slow_loads.push(r.slow);
+            closed.extend(r.closes.iter().flatten());
+            let b = baseline(&format!("{what}: baseline again"))?;
+            dropped.keep_baseline(&mut bases, b);
         }
         let stats = stop(server)?;
         let mut run = Run::new(name, &label);
@@ -327,9 +324,17 @@ impl Dropped {
         }
     }
 
-    /// Note `u`'s dropped attempts; its kept one and that one's steal.
-    fn keep(&mut self, window: &str, u: Unstolen<Value>) -> (Value, f64) {
-        self.note(window, u.dropped);
+    /// Note baseline `u`'s dropped attempts (as the `bases.len() + 1`th
+    /// baseline) and add its kept one, with its steal, to `bases`.
+    fn keep_baseline(&mut self, bases: &mut Vec<(Value, f64)>, u: Unstolen<Value>) {
+        self.note(&format!("baseline {}", bases.len() + 1), u.dropped);
+        bases.push((u.value, u.steal_pct));
+    }
+
+    /// Note attack `u`'s dropped attempts (their normal clients' loads);
+    /// its kept one and that one's steal.
+    fn keep_round(&mut self, window: &str, u: Unstolen<Round>) -> (Round, f64) {
+        self.note(window, u.dropped.into_iter().map(|(r, s)| (r.normal, s)));
         (u.value, u.steal_pct)
     }
 }
