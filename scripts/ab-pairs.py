@@ -4,9 +4,11 @@ one B run, in either order) the ratio B/A of the normal clients' p99, p999
 and count of server turns of 256 us or more; then per figure the median of
 the ratios, its distribution-free 90% interval (order statistics of a
 binomial(n, 1/2), as evdispatch_harness::median_interval) and in how many
-pairs B was lower, with the one-sided sign-test p of that count.
+pairs B was lower, with the one-sided sign-test p of that count. With
+--unstolen, pairs where either window had more than 0.5% of a CPU stolen
+(the `steal` figure of the runs) are left out and counted.
 
-    python3 scripts/ab-pairs.py OUTPUT.txt
+    python3 scripts/ab-pairs.py [--unstolen] OUTPUT.txt
 """
 import math
 import re
@@ -18,7 +20,9 @@ def runs(path):
     for line in open(path):
         if re.match(r"^[AB] p99 ", line):
             f = line.split()
-            out.append((f[0], int(f[2]), int(f[5]), int(f[8])))
+            m = re.search(r" steal ([0-9.]+)%", line)
+            steal = float(m.group(1)) if m else 0.0
+            out.append((f[0], int(f[2]), int(f[5]), int(f[8]), steal))
     return out
 
 
@@ -54,8 +58,19 @@ def sign_p(lower, n):
     return sum(math.comb(n, j) for j in range(lower, n + 1)) / 2**n
 
 
+STEAL_LIMIT_PCT = 0.5
+
+
 def main():
-    ps = pairs(runs(sys.argv[1]))
+    args = sys.argv[1:]
+    unstolen = "--unstolen" in args
+    args = [a for a in args if a != "--unstolen"]
+    ps = pairs(runs(args[0]))
+    if unstolen:
+        kept = [(a, b) for a, b in ps if max(a[4], b[4]) <= STEAL_LIMIT_PCT]
+        print("left out %d of %d pairs with steal above %.1f%%"
+              % (len(ps) - len(kept), len(ps), STEAL_LIMIT_PCT))
+        ps = kept
     if not ps:
         sys.exit("no A/B pairs found")
     for name, ix in (("p99", 1), ("p999", 2), ("turns >= 256 us", 3)):

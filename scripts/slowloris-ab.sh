@@ -4,8 +4,11 @@
 # on CPU 1) while 5,000 byte-a-second clients (header timeout 5 s, arriving
 # over 5 s, SCHED_IDLE on CPU 1) attack the server (CPU 0); the binaries
 # alternate, ABBA, N pairs, each on a fresh server. Prints per run the p99,
-# p999 and the server's turn histogram from 32 µs up (see `turns` in the
-# serve stats). Run it under the benchmark lock:
+# p999, the server's turn histogram from 32 µs up (see `turns` in the
+# serve stats) and the largest share of a CPU the hypervisor took (steal,
+# from /proc/stat at the start and end of the measured window; windows above
+# 0.5% read about three times higher, see the torture results README, stop
+# 15). Run it under the benchmark lock:
 #   flock /tmp/evd-bench.lock scripts/slowloris-ab.sh BIN_A BIN_B [PAIRS] [MECHANISM]
 # and summarise the pairs with `python3 scripts/ab-pairs.py OUTPUT`.
 # Needs python3.
@@ -28,19 +31,26 @@ one() { # BINARY LABEL
     --slow-ramp 5s --duration 22 --cpu 1 --json >/dev/null 2>&1 &
   L=$!
   sleep 0.5
+  (sleep 6 && grep '^cpu[0-9]' /proc/stat > "$DIR/stat0") &
   "$1" load "$URL" --persistent 32 --rate 1000 --warmup 6 --duration 15 --cpu 1 \
     --json > "$DIR/normal.json" 2>/dev/null
+  grep '^cpu[0-9]' /proc/stat > "$DIR/stat1"
   wait $L
   kill $S
   wait $S 2>/dev/null
   S= L=
-  python3 - "$2" "$DIR/normal.json" "$DIR/stats.json" <<'PY'
+  python3 - "$2" "$DIR" <<'PY'
 import json, sys
-lat = json.load(open(sys.argv[2]))["latency_us"]
-t = json.load(open(sys.argv[3])).get("turns", {})
-print("%s p99 %5d us  p999 %6d  turns >=256us %s  >=1ms %s  longest %s" % (
+d = sys.argv[2]
+lat = json.load(open(d + "/normal.json"))["latency_us"]
+t = json.load(open(d + "/stats.json")).get("turns", {})
+steal = 0.0
+for a, b in zip(open(d + "/stat0"), open(d + "/stat1")):
+    dx = [int(y) - int(x) for x, y in zip(a.split()[1:], b.split()[1:])]
+    steal = max(steal, 100.0 * dx[7] / (sum(dx) or 1))
+print("%s p99 %5d us  p999 %6d  turns >=256us %s  >=1ms %s  steal %.1f%%  longest %s" % (
     sys.argv[1], lat["p99"], lat["p999"], t.get("at_least_256us"),
-    t.get("at_least_1ms"), json.dumps(t.get("longest"))))
+    t.get("at_least_1ms"), steal, json.dumps(t.get("longest"))))
 print("    turns by length from [32, 64) us:", t.get("log2_us_buckets", [])[6:14])
 PY
   sleep 2

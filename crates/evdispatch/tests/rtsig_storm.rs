@@ -626,3 +626,57 @@ fn hybrid_switching_at_every_wait_loses_nothing() {
     println!("hybrid switching at every wait: {s:?}");
     assert!(s.mode_switches >= 10, "{s:?}");
 }
+
+/// A batch wait that blocked for its first signal hands over, in the same
+/// wait, the signals raised while its thread was waking: a writer makes 16
+/// sockets readable one after the other while the poller sleeps, and some
+/// wake must return more than one of them (a `sigtimedwait` wake alone
+/// returns exactly one). Twenty tries, as how many queue behind the first
+/// depends on how fast the thread wakes.
+#[test]
+fn a_wake_up_takes_the_signals_behind_it() {
+    const N: usize = 16;
+    for m in [Mechanism::RtSigBatch, Mechanism::Hybrid] {
+        let mut p = Poller::new(m).unwrap();
+        let mut ev = Events::with_capacity(64);
+        let (mut readers, mut writers): (Vec<_>, Vec<_>) = (0..N).map(|_| pair()).unzip();
+        for (i, r) in readers.iter().enumerate() {
+            p.register(r.as_raw_fd(), Token(i), Interest::READABLE)
+                .unwrap();
+        }
+        let mut per_wake = Vec::new();
+        for _ in 0..20 {
+            // Nothing queued: the next wait blocks.
+            loop {
+                p.wait(&mut ev, Some(Duration::ZERO)).unwrap();
+                if ev.is_empty() {
+                    break;
+                }
+            }
+            let writer = thread::spawn(move || {
+                thread::sleep(Duration::from_millis(20));
+                for w in writers.iter_mut() {
+                    w.write_all(b"x").unwrap();
+                }
+                writers
+            });
+            p.wait(&mut ev, Some(Duration::from_secs(5))).unwrap();
+            per_wake.push(ev.len());
+            writers = writer.join().unwrap();
+            let mut got = vec![0usize; N];
+            for e in ev.iter() {
+                got[e.token().0] += read_all(&mut readers[e.token().0]);
+            }
+            read_until(&mut p, &mut ev, &mut readers, &mut got, 1, "after a wake");
+        }
+        println!("{m}: events per wake-up: {per_wake:?}");
+        assert!(
+            per_wake.iter().all(|&n| n >= 1),
+            "{m}: a wake-up without an event: {per_wake:?}"
+        );
+        assert!(
+            per_wake.iter().any(|&n| n > 1),
+            "{m}: every wake-up returned one event: {per_wake:?}"
+        );
+    }
+}

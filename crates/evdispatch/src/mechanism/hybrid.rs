@@ -44,7 +44,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::epoll::flags as epoll_flags;
-use super::signals::{Dequeued, SignalQueue};
+use super::signals::{BatchWait, SignalQueue};
 use super::Backend;
 use crate::event::{Events, Interest, Ready, Token};
 use crate::poller::Config;
@@ -158,25 +158,11 @@ impl Hybrid {
             return self.overflowed(stats);
         }
         self.q.run_probes(stats)?;
-        loop {
-            let (n, overflow) = self.q.read_batch(stats)?;
-            if overflow {
-                return self.overflowed(stats);
-            }
-            if n >= self.to_epoll_batch {
-                // Heavy load: report this batch, then let epoll take over.
-                return self.switch_to_epoll(false, stats);
-            }
-            if self.q.pending_hints() > 0 || timeout == Some(Duration::ZERO) {
-                return Ok(());
-            }
-            if n == self.q.batch_len() {
-                continue;
-            }
-            if let Some(Dequeued::Overflow) = self.q.dequeue_one(timeout, stats)? {
-                return self.overflowed(stats);
-            }
-            return Ok(());
+        match self.q.wait_batches(timeout, self.to_epoll_batch, stats)? {
+            BatchWait::Done => Ok(()),
+            BatchWait::Overflow => self.overflowed(stats),
+            // Heavy load: report this batch, then let epoll take over.
+            BatchWait::Heavy => self.switch_to_epoll(false, stats),
         }
     }
 

@@ -19,7 +19,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use super::signals::{Dequeued, SignalQueue};
+use super::signals::{BatchWait, Dequeued, SignalQueue};
 use super::Backend;
 use crate::event::{Events, Interest, Token};
 use crate::poller::Config;
@@ -58,25 +58,12 @@ impl RtSig {
         }
     }
 
-    /// Read what is queued, a batch per `read`; when nothing is, block in
-    /// `sigtimedwait` for the first signal (a signalfd read cannot time out).
+    /// The batch wait ([`SignalQueue::wait_batches`]), after the probes.
     fn wait_batch(&mut self, timeout: Option<Duration>, stats: &mut Stats) -> io::Result<()> {
         self.q.run_probes(stats)?;
-        loop {
-            let (n, overflow) = self.q.read_batch(stats)?;
-            if overflow {
-                return self.q.recover_by_poll(stats);
-            }
-            if self.q.pending_hints() > 0 || timeout == Some(Duration::ZERO) {
-                return Ok(());
-            }
-            if n == self.q.batch_len() {
-                continue; // a full batch of dropped signals: more are queued
-            }
-            if let Some(Dequeued::Overflow) = self.q.dequeue_one(timeout, stats)? {
-                return self.q.recover_by_poll(stats);
-            }
-            return Ok(());
+        match self.q.wait_batches(timeout, usize::MAX, stats)? {
+            BatchWait::Overflow => self.q.recover_by_poll(stats),
+            BatchWait::Done | BatchWait::Heavy => Ok(()),
         }
     }
 }

@@ -198,6 +198,17 @@ pub(crate) enum Dequeued {
     Nothing,
 }
 
+/// How [`SignalQueue::wait_batches`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BatchWait {
+    /// The wait has what there is (perhaps nothing, at the timeout).
+    Done,
+    /// `SIGIO` was dequeued: the queue overflowed.
+    Overflow,
+    /// One `read` dequeued at least the `heavy` count given.
+    Heavy,
+}
+
 /// The signal side of a poller.
 pub(crate) struct SignalQueue {
     /// The RT signal the registered descriptors raise.
@@ -642,6 +653,41 @@ impl SignalQueue {
         }
         self.signalfd = Some((fd, buf));
         r.map(|n| (n, overflow))
+    }
+
+    /// The batch wait (rtsig-batch, hybrid in signal mode): read what is
+    /// queued, a batch per `read`; when nothing is, block in `sigtimedwait`
+    /// for the first signal (a signalfd read cannot time out), then read
+    /// once more, so that the signals raised while the thread was waking
+    /// come back in this wait instead of one now and the rest in the next.
+    /// A `read` of at least `heavy` signals ends the wait at once.
+    pub(crate) fn wait_batches(
+        &mut self,
+        timeout: Option<Duration>,
+        heavy: usize,
+        stats: &mut Stats,
+    ) -> io::Result<BatchWait> {
+        let mut woken = false;
+        loop {
+            let (n, overflow) = self.read_batch(stats)?;
+            if overflow {
+                return Ok(BatchWait::Overflow);
+            }
+            if n >= heavy {
+                return Ok(BatchWait::Heavy);
+            }
+            if woken || self.pending_hints() > 0 || timeout == Some(Duration::ZERO) {
+                return Ok(BatchWait::Done);
+            }
+            if n == self.batch_len() {
+                continue; // a full batch of dropped signals: more are queued
+            }
+            match self.dequeue_one(timeout, stats)? {
+                None => return Ok(BatchWait::Done),
+                Some(Dequeued::Overflow) => return Ok(BatchWait::Overflow),
+                Some(_) => woken = true,
+            }
+        }
     }
 
     /// Empty the queue of this poller's signal, then take a pending `SIGIO`
