@@ -46,7 +46,10 @@ lat = json.load(open(d + "/normal.json"))["latency_us"]
 t = json.load(open(d + "/stats.json")).get("turns", {})
 steal = 0.0
 for a, b in zip(open(d + "/stat0"), open(d + "/stat1")):
-    dx = [int(y) - int(x) for x, y in zip(a.split()[1:], b.split()[1:])]
+    # user nice system idle iowait irq softirq steal: the kinds that add up
+    # to a CPU's time (guest time is inside user), as CpuTimes::total and
+    # evdispatch_proc::steal_pct_max count it for the torture scenarios.
+    dx = [int(y) - int(x) for x, y in zip(a.split()[1:9], b.split()[1:9])]
     steal = max(steal, 100.0 * dx[7] / (sum(dx) or 1))
 print("%s p99 %5d us  p999 %6d  turns >=256us %s  >=1ms %s  steal %.1f%%  longest %s" % (
     sys.argv[1], lat["p99"], lat["p999"], t.get("at_least_256us"),
