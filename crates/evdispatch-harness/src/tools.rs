@@ -63,7 +63,8 @@ pub struct WrkResult {
 }
 
 /// A value with a unit (`123.45us`, `1.2ms`, `2.00s`, `1m`, `12.34MB`,
-/// `40.00k`) in µs for times, bytes for sizes, units for counts.
+/// `40.00k`) in µs for times (read by [`evdispatch_proc::parse_duration`]),
+/// bytes for sizes, units for counts.
 fn with_unit(s: &str) -> Option<f64> {
     let s = s.trim();
     let split = s
@@ -72,18 +73,13 @@ fn with_unit(s: &str) -> Option<f64> {
     let v: f64 = s[..split].parse().ok()?;
     let mult = match &s[split..] {
         "" => 1.0,
-        "us" => 1.0,
-        "ms" => 1e3,
-        "s" => 1e6,
-        "m" => 60e6,
-        "h" => 3600e6,
         "B" => 1.0,
         "KB" => 1024.0,
         "MB" => 1024.0 * 1024.0,
         "GB" => 1024.0 * 1024.0 * 1024.0,
         "k" => 1e3,
         "M" => 1e6,
-        _ => return None,
+        _ => return Some(evdispatch_proc::parse_duration(s).ok()?.as_nanos() as f64 / 1e3),
     };
     Some(v * mult)
 }
@@ -574,6 +570,8 @@ Errors: fd-unavail 0 addrunavail 0 ftab-full 0 other 0
         assert_eq!(with_unit("2.00s"), Some(2e6));
         assert_eq!(with_unit("40.00k"), Some(40000.0));
         assert_eq!(with_unit("1KB"), Some(1024.0));
+        assert_eq!(with_unit("123.45us"), Some(123.45));
+        assert_eq!(with_unit("1m"), Some(60e6));
         assert_eq!(with_unit("x"), None);
     }
 }

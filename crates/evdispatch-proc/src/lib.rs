@@ -10,7 +10,10 @@ use std::fs;
 use std::io;
 use std::time::{Duration, Instant};
 
+mod duration;
 mod sys;
+
+pub use duration::{parse_duration, DurationError};
 
 pub use sys::{
     clock_ticks_per_sec, cpu_set, get_rlimit, pin_current_thread, set_idle_priority, set_rlimit,

@@ -94,9 +94,10 @@ pub struct PollerArgs {
     /// Stop a cell's timed iterations once they have taken this many
     /// seconds in all (spread evenly over the rounds; at least 10 per
     /// round), so that poll and select at large N do not take the run
-    /// hostage. The JSON's `iterations` says how many ran.
-    #[arg(long, value_name = "SECONDS")]
-    pub cell_budget: Option<f64>,
+    /// hostage. The JSON's `iterations` says how many ran. A duration
+    /// (`30s`, `1min`, or bare seconds).
+    #[arg(long, value_name = "DURATION", value_parser = evdispatch_proc::parse_duration)]
+    pub cell_budget: Option<std::time::Duration>,
     /// A short profile that still shows the shape: N = 100,1000,10000,
     /// A = 1,100, 300 iterations.
     #[arg(long)]
@@ -212,7 +213,7 @@ impl Plan {
             iterations: per_round * rounds,
             warmup: a.warmup.unwrap_or(warmup),
             rounds,
-            cell_budget: a.cell_budget.filter(|s| *s > 0.0),
+            cell_budget: a.cell_budget.map(|d| d.as_secs_f64()).filter(|s| *s > 0.0),
             writer: a.writer,
             bench_cpu,
             writer_cpu,

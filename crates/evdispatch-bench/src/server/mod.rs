@@ -87,13 +87,13 @@ pub struct ServerArgs {
     #[arg(long)]
     pub rounds: Option<usize>,
     /// Seconds of each measured wrk or load run (wrk takes whole seconds;
-    /// default 8, 2 with --quick).
-    #[arg(long)]
-    pub duration: Option<f64>,
+    /// default 8, 2 with --quick). A duration (`8s`, `1min`, or bare seconds).
+    #[arg(long, value_parser = evdispatch_proc::parse_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Seconds of unmeasured load before each measurement (default 1;
-    /// 0 skips it).
-    #[arg(long)]
-    pub warmup: Option<f64>,
+    /// 0 skips it). A duration (`500ms`, or bare seconds).
+    #[arg(long, value_parser = evdispatch_proc::parse_duration)]
+    pub warmup: Option<std::time::Duration>,
     /// wrk's connections (`-c`).
     #[arg(long, default_value_t = 100)]
     pub connections: u32,
@@ -276,8 +276,12 @@ impl Plan {
             contestants,
             scenarios,
             rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
-            duration_s: a.duration.unwrap_or(if q { 2.0 } else { 8.0 }),
-            warmup_s: a.warmup.unwrap_or(if q { 0.5 } else { 1.0 }),
+            duration_s: a
+                .duration
+                .map_or(if q { 2.0 } else { 8.0 }, |d| d.as_secs_f64()),
+            warmup_s: a
+                .warmup
+                .map_or(if q { 0.5 } else { 1.0 }, |d| d.as_secs_f64()),
             connections: a.connections,
             file_size: a.file_size,
             idle: a.idle.unwrap_or(if q { 2_000 } else { 10_000 }),
