@@ -79,6 +79,27 @@
 //! | `rtsig-batch` | edge | RT signals, many per `read` of a signalfd, merged per fd within a wait | as `rtsig` | 2.6.32 |
 //! | `hybrid` | edge | `rtsig-batch` at light load, edge-triggered epoll on overflow or large batches, back when load subsides | as `rtsig` | 2.6.32 |
 //!
+//! ## Examples
+//!
+//! In `examples/` (`cargo run --release -p evdispatch --example NAME --
+//! --help`), both run by the test suite on every mechanism available:
+//!
+//! * `kegel.rs`: Dan Kegel's Poller_bench loop: N socketpairs watched, one
+//!   byte written to A of them, then waits and `read(fd, buf, 1)` until the A
+//!   bytes are in, timed; `--mechanism`, `--fds`, `--active`, `--iterations`.
+//! * `echo.rs`: a TCP echo server on one `Poller`, written for every
+//!   mechanism at once (read and write until `WouldBlock`, interest in
+//!   writability only while output is pending); `--mechanism`, `--listen`
+//!   (default `127.0.0.1:0`; it prints the address), `--connections`.
+//!
+//! ## Nesting
+//!
+//! A `Poller` on `epoll`, `epoll-et`, `uring` or `rtsig-batch` waits on one
+//! descriptor, which [`Poller::as_fd_opt`] returns and
+//! [`NestablePoller`] exposes through `AsFd`/`AsRawFd`, so that another event
+//! loop (another `Poller`, tokio's `AsyncFd`, async-io) can watch it;
+//! `select`, `poll`, `rtsig` and `hybrid` have none.
+//!
 //! ## Statistics
 //!
 //! [`Poller::stats`] counts waits, waiting system calls, events,
@@ -96,5 +117,5 @@ mod sys;
 
 pub use event::{Event, Events, Interest, Ready, Token};
 pub use mechanism::{Mechanism, MechanismInfo, Trigger, UnknownMechanism, MECHANISMS};
-pub use poller::{Config, Poller, Waker};
+pub use poller::{Config, NestablePoller, Poller, Waker};
 pub use stats::Stats;

@@ -2,7 +2,8 @@
 
 use std::fmt;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::ops::{Deref, DerefMut};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,7 +39,8 @@ pub struct Config {
     /// 256, a full read: the queue then holds more changes than a wait takes,
     /// the server is behind, and signals, which cost one dequeue per change,
     /// lose to epoll, which reports each ready descriptor once however often
-    /// it changed. In Kegel's loop at N = 1,000 (`examples/kegel.rs`),
+    /// it changed. In Kegel's loop at N = 1,000 (`evdispatch bench poller`;
+    /// the loop alone is `examples/kegel.rs`),
     /// `rtsig-batch` matched epoll up to A = 1,000 with one write per active
     /// socket, but took 1.3–1.5x epoll's time at A = 100 and 1.6–3.5x at
     /// A = 300 with four (our runs, a shared 2-core VM). Values above
@@ -213,6 +215,55 @@ impl Poller {
         &self.stats
     }
 
+    /// The one descriptor that becomes readable when this poller has an
+    /// event for [`wait`](Poller::wait), so that it can be watched by another
+    /// event loop (another `Poller`, tokio's `AsyncFd`, async-io, mio's
+    /// `SourceFd`); `None` for the mechanisms that have no such descriptor.
+    ///
+    /// | mechanism | descriptor |
+    /// |---|---|
+    /// | `epoll`, `epoll-et` | the epoll instance |
+    /// | `uring` | the io_uring ring (readable when completions are queued) |
+    /// | `rtsig-batch` | the signalfd; readable only in the thread that created the poller, to which the signals go: watch it from that thread |
+    /// | `select`, `poll` | none: the interest set lives in the process, not the kernel |
+    /// | `rtsig` | none: it dequeues with `sigtimedwait` |
+    /// | `hybrid` | none: it waits on the signalfd or on epoll, by mode |
+    ///
+    /// The descriptor shows what the kernel holds. `uring` submits
+    /// registrations and `rtsig-batch` probes new ones at the next wait, so
+    /// after `register`, `modify` or `deregister` call `wait` once with a
+    /// zero timeout before the outer loop sleeps; and, as for any nested
+    /// poller, when the outer loop reports the descriptor, call `wait` with a
+    /// zero timeout (the report is a hint, like every event). Use
+    /// [`into_nestable`](Poller::into_nestable) for a type that implements
+    /// [`AsFd`] and [`AsRawFd`].
+    pub fn as_fd_opt(&self) -> Option<BorrowedFd<'_>> {
+        self.backend.wait_fd()
+    }
+
+    /// [`as_fd_opt`](Poller::as_fd_opt) as a raw descriptor.
+    pub fn as_raw_fd_opt(&self) -> Option<RawFd> {
+        self.as_fd_opt().map(|fd| fd.as_raw_fd())
+    }
+
+    /// This poller as a [`NestablePoller`], which implements [`AsFd`] and
+    /// [`AsRawFd`]; fails with `ErrorKind::Unsupported` for the mechanisms
+    /// that wait on no single descriptor (see
+    /// [`as_fd_opt`](Poller::as_fd_opt)).
+    pub fn into_nestable(self) -> io::Result<NestablePoller> {
+        if self.as_fd_opt().is_none() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "a {} poller waits on no single descriptor, so it cannot be nested in another \
+                     event loop; use epoll, epoll-et, uring or rtsig-batch",
+                    self.info.name
+                ),
+            ));
+        }
+        Ok(NestablePoller(self))
+    }
+
     /// Start watching `fd` for `interest`; its events carry `token`.
     ///
     /// The descriptor should be non-blocking (events are hints; see the crate
@@ -330,6 +381,48 @@ impl Poller {
                 !std::mem::replace(&mut seen, true)
             });
         }
+    }
+}
+
+/// A [`Poller`] whose mechanism waits on one descriptor (epoll, epoll-et,
+/// uring, rtsig-batch), which it exposes through [`AsFd`] and [`AsRawFd`] so
+/// that another event loop can watch it. Made by
+/// [`Poller::into_nestable`]; it dereferences to the `Poller`. Read the
+/// rules of nesting at [`Poller::as_fd_opt`].
+#[derive(Debug)]
+pub struct NestablePoller(Poller);
+
+impl NestablePoller {
+    /// The poller back.
+    pub fn into_inner(self) -> Poller {
+        self.0
+    }
+}
+
+impl Deref for NestablePoller {
+    type Target = Poller;
+    fn deref(&self) -> &Poller {
+        &self.0
+    }
+}
+
+impl DerefMut for NestablePoller {
+    fn deref_mut(&mut self) -> &mut Poller {
+        &mut self.0
+    }
+}
+
+impl AsFd for NestablePoller {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.0
+            .as_fd_opt()
+            .expect("a NestablePoller's mechanism has a descriptor, checked by into_nestable")
+    }
+}
+
+impl AsRawFd for NestablePoller {
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
     }
 }
 

@@ -707,3 +707,110 @@ fn every_mechanism_is_tested() {
         );
     }
 }
+
+// A poller nested in another: the inner one's descriptor (`Poller::as_fd_opt`,
+// `NestablePoller`'s `AsFd`) is readable in the outer one exactly when the
+// inner one has an event.
+
+/// `inner` nested in `outer`: quiet while the inner poller has nothing,
+/// readable once a watched socket is, and the inner wait then finds it.
+fn nest(inner: Mechanism, outer: Mechanism) {
+    let (Some(inner_poller), Some(mut outer)) = (poller(inner), poller(outer)) else {
+        return;
+    };
+    let mut inner_poller = inner_poller
+        .into_nestable()
+        .unwrap_or_else(|e| panic!("{inner} should be nestable: {e}"));
+    let (mut w, r) = UnixStream::pair().unwrap();
+    r.set_nonblocking(true).unwrap();
+    inner_poller
+        .register(r.as_raw_fd(), Token(7), Interest::READABLE)
+        .unwrap();
+    let mut events = Events::with_capacity(8);
+    // Hand the registration to the kernel (uring submits, rtsig-batch probes, at a wait).
+    assert_eq!(
+        inner_poller
+            .wait(&mut events, Some(Duration::ZERO))
+            .unwrap(),
+        0
+    );
+    assert_eq!(inner_poller.as_raw_fd_opt(), Some(inner_poller.as_raw_fd()));
+
+    outer
+        .register(inner_poller.as_raw_fd(), Token(1), Interest::READABLE)
+        .unwrap();
+    assert_eq!(
+        outer.wait(&mut events, Some(QUIET)).unwrap(),
+        0,
+        "{inner} in {outer:?}: readable with nothing to report"
+    );
+
+    w.write_all(b"x").unwrap();
+    assert_eq!(
+        outer.wait(&mut events, Some(LONG)).unwrap(),
+        1,
+        "{inner} in {outer:?}: the inner event never made the descriptor readable"
+    );
+    let e = events.iter().next().unwrap();
+    assert!(e.token() == Token(1) && e.is_readable(), "{e:?}");
+    assert_eq!(inner_poller.wait(&mut events, Some(LONG)).unwrap(), 1);
+    let e = events.iter().next().unwrap();
+    assert!(e.token() == Token(7) && e.is_readable(), "{e:?}");
+
+    outer.deregister(inner_poller.as_raw_fd()).unwrap();
+    inner_poller.deregister(r.as_raw_fd()).unwrap();
+}
+
+#[test]
+fn every_descriptor_mechanism_nests_in_epoll() {
+    for inner in Mechanism::all() {
+        if poller(inner).is_some_and(|p| p.as_fd_opt().is_some()) {
+            nest(inner, Mechanism::Epoll);
+        }
+    }
+}
+
+#[test]
+fn an_epoll_poller_nests_in_every_mechanism_that_watches_any_descriptor() {
+    // The RT-signal mechanisms watch sockets, pipes and ttys only.
+    for outer in [
+        Mechanism::Select,
+        Mechanism::Poll,
+        Mechanism::Epoll,
+        Mechanism::EpollEt,
+        Mechanism::Uring,
+    ] {
+        nest(Mechanism::Epoll, outer);
+    }
+}
+
+#[test]
+fn which_mechanisms_have_a_descriptor() {
+    let expected = [
+        (Mechanism::Select, false),
+        (Mechanism::Poll, false),
+        (Mechanism::Epoll, true),
+        (Mechanism::EpollEt, true),
+        (Mechanism::Uring, true),
+        (Mechanism::RtSig, false),
+        (Mechanism::RtSigBatch, true),
+        (Mechanism::Hybrid, false),
+    ];
+    assert_eq!(
+        expected.len(),
+        Mechanism::all().count(),
+        "a mechanism is missing here"
+    );
+    for (m, has) in expected {
+        let Some(p) = poller(m) else { continue };
+        assert_eq!(p.as_fd_opt().is_some(), has, "{m}");
+        match p.into_nestable() {
+            Ok(n) => assert!(has && n.as_raw_fd() >= 0, "{m}"),
+            Err(e) => {
+                assert!(!has, "{m}: {e}");
+                assert_eq!(e.kind(), ErrorKind::Unsupported);
+                assert!(e.to_string().contains("epoll, epoll-et"), "{e}");
+            }
+        }
+    }
+}

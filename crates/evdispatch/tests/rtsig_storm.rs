@@ -196,7 +196,7 @@ fn storm_with(config: Config, setup: impl FnOnce(&Poller)) -> Stats {
         assert!(s.mode_switches >= 1, "{m}: never left signal mode: {s:?}");
         // Load has stopped: quiet waits bring it back to signals.
         for _ in 0..64 {
-            if p.stats().mode_switches.is_multiple_of(2) {
+            if p.stats().mode_switches % 2 == 0 {
                 break;
             }
             p.wait(&mut ev, Some(Duration::from_millis(2))).unwrap();
@@ -204,7 +204,7 @@ fn storm_with(config: Config, setup: impl FnOnce(&Poller)) -> Stats {
         }
         let s = p.stats().clone();
         assert!(
-            s.mode_switches >= 2 && s.mode_switches.is_multiple_of(2),
+            s.mode_switches >= 2 && s.mode_switches % 2 == 0,
             "{m}: not back in signal mode after the storm: {s:?}"
         );
         assert!(s.poll_mode_ns > 0 && s.signal_mode_ns > 0, "{m}: {s:?}");

@@ -3,7 +3,7 @@
 //! in `epoll_event.data`, so dispatch needs no lookup.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 use super::Backend;
@@ -58,6 +58,10 @@ pub(super) fn flags(interest: Interest, edge: bool) -> u32 {
 }
 
 impl Backend for Epoll {
+    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.ep.as_fd())
+    }
+
     fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
         let mut flags = self.flags(interest);
         if interest.is_exclusive() {

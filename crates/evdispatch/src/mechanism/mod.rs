@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -282,6 +282,11 @@ pub(crate) trait Backend: Send {
         timeout: Option<Duration>,
         stats: &mut Stats,
     ) -> io::Result<()>;
+    /// The one descriptor that becomes readable when a wait would find an
+    /// event, if the mechanism has one (see [`Poller::as_fd_opt`](crate::Poller::as_fd_opt)).
+    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
+        None
+    }
 }
 
 #[cfg(test)]

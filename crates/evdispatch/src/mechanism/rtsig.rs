@@ -16,7 +16,7 @@
 //! current as a `pollfd` array, so a recovery never rebuilds it.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Duration;
 
 use super::signals::{BatchWait, Dequeued, SignalQueue};
@@ -69,6 +69,12 @@ impl RtSig {
 }
 
 impl Backend for RtSig {
+    /// The signalfd of `rtsig-batch`; `rtsig` dequeues with `sigtimedwait`
+    /// and has none.
+    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
+        self.q.signalfd()
+    }
+
     fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
         self.q.register(fd, token, interest, true)
     }

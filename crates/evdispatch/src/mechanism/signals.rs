@@ -833,6 +833,13 @@ impl SignalQueue {
         self.add(fd, ready, stats);
     }
 
+    /// The signalfd of the batch mechanisms: readable, in the owner thread,
+    /// while one of the signals a wait dequeues is pending for it.
+    pub(crate) fn signalfd(&self) -> Option<std::os::fd::BorrowedFd<'_>> {
+        use std::os::fd::AsFd;
+        self.signalfd.as_ref().map(|(fd, _)| fd.as_fd())
+    }
+
     /// Signals one `read_batch` can dequeue.
     #[inline]
     pub(crate) fn batch_len(&self) -> usize {

@@ -42,7 +42,7 @@
 //! the old thread for completions until then.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Duration;
 
 use super::fdtable::FdTable;
@@ -161,6 +161,10 @@ impl Uring {
 }
 
 impl Backend for Uring {
+    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
+        Some(self.ring.as_fd())
+    }
+
     fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
         let interest = interest.without_exclusive();
         let gen = self.next_generation();

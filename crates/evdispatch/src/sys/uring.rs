@@ -3,7 +3,7 @@
 //! submission queue is full) and completion reaping in place.
 
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsFd, BorrowedFd, RawFd};
 use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -42,6 +42,11 @@ pub struct Ring {
 }
 
 impl Ring {
+    /// The ring's descriptor: readable when completions are waiting.
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.ring.as_fd()
+    }
+
     /// Set up the ring (`io_uring_setup`). Asks for `SUBMIT_ALL` (a failing
     /// SQE does not stop the batch) and cooperative task running (a
     /// completion does not interrupt the thread with an IPI; it runs at its
