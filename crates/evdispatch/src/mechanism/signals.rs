@@ -894,3 +894,272 @@ impl Drop for SignalQueue {
         release_signal(self.key, self.signal);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! The queue's bookkeeping, fed with made-up dequeued signals: no signal
+    //! is raised here (the floods are in `tests/rtsig_storm.rs`).
+
+    use super::*;
+    use std::os::unix::net::UnixStream;
+
+    /// A queue on this test's thread (its signal blocked here, nothing queued).
+    fn queue(batch: bool) -> SignalQueue {
+        SignalQueue::open(&Config::new(crate::Mechanism::RtSigBatch), batch, true).unwrap()
+    }
+
+    fn io_signal(q: &SignalQueue, fd: RawFd, band: libc::c_short) -> sig::SigInfo {
+        sig::SigInfo {
+            signo: q.signal,
+            code: 1, // POLL_IN
+            pid: 0,
+            fd_or_value: fd,
+            band: band as u32,
+        }
+    }
+
+    fn marker(q: &SignalQueue, fd: RawFd) -> sig::SigInfo {
+        sig::SigInfo {
+            signo: q.signal,
+            code: libc::SI_QUEUE,
+            pid: q.tgid,
+            fd_or_value: fd,
+            band: 0,
+        }
+    }
+
+    fn emitted(q: &mut SignalQueue) -> Vec<(Token, Ready)> {
+        let mut events = Events::with_capacity(8);
+        q.emit(&mut events);
+        events.iter().map(|e| (e.token(), e.ready())).collect()
+    }
+
+    #[test]
+    fn signal_numbers_are_checked_and_shared_out_per_thread() {
+        assert!(check_signal(libc::SIGRTMIN()).is_ok());
+        assert!(check_signal(libc::SIGRTMAX()).is_ok());
+        for bad in [libc::SIGIO, 0, libc::SIGRTMAX() + 1] {
+            assert!(
+                check_signal(bad).unwrap_err().contains("SIGRTMIN()"),
+                "{bad}"
+            );
+        }
+        // A key no thread has: the whole range, then a refusal, then reuse.
+        let key = u64::MAX - 7;
+        let span = (libc::SIGRTMAX() - libc::SIGRTMIN() + 1) as usize;
+        let wanted = libc::SIGRTMAX();
+        let mut got: Vec<c_int> = (0..span)
+            .map(|_| allocate_signal(key, wanted).unwrap())
+            .collect();
+        assert_eq!(got[0], wanted);
+        assert_eq!(got[1], libc::SIGRTMIN(), "wraps around after SIGRTMAX()");
+        got.sort_unstable();
+        got.dedup();
+        assert_eq!(got.len(), span, "every number once");
+        let e = allocate_signal(key, wanted).unwrap_err();
+        assert!(e.to_string().contains("fewer pollers per thread"), "{e}");
+        // Another thread's key is not affected by this one's.
+        let other = allocate_signal(key - 1, wanted).unwrap();
+        release_signal(key - 1, other);
+        release_signal(key, wanted);
+        assert_eq!(allocate_signal(key, libc::SIGRTMIN()).unwrap(), wanted);
+        for s in got {
+            release_signal(key, s);
+        }
+    }
+
+    #[test]
+    fn hints_are_filtered_by_interest_and_merged_per_fd_within_a_wait() {
+        let mut q = queue(true);
+        let mut stats = Stats::default();
+        let (a, _a) = UnixStream::pair().unwrap();
+        let (b, _b) = UnixStream::pair().unwrap();
+        let (fa, fb) = (a.as_raw_fd(), b.as_raw_fd());
+        q.register(fa, Token(1), Interest::READABLE, false).unwrap();
+        q.register(fb, Token(2), Interest::BOTH, false).unwrap();
+
+        // Writability outside a's interest: dropped; its input: kept.
+        assert_eq!(
+            q.accept(io_signal(&q, fa, libc::POLLOUT), false, &mut stats),
+            Dequeued::Nothing
+        );
+        assert_eq!(
+            q.accept(io_signal(&q, fa, libc::POLLIN), false, &mut stats),
+            Dequeued::Event
+        );
+        assert_eq!(
+            q.accept(io_signal(&q, fb, libc::POLLOUT), false, &mut stats),
+            Dequeued::Event
+        );
+        // A second hint for b in the same wait merges into the first.
+        assert_eq!(
+            q.accept(io_signal(&q, fb, libc::POLLIN), false, &mut stats),
+            Dequeued::Event
+        );
+        assert_eq!(stats.coalesced, 1);
+        assert_eq!(stats.signals_dequeued, 4);
+        assert_eq!(q.pending_hints(), 2);
+        assert_eq!(
+            emitted(&mut q),
+            [
+                (Token(1), Ready::READABLE),
+                (Token(2), Ready::READABLE | Ready::WRITABLE)
+            ]
+        );
+        // The next wait starts afresh: b is reported again, not merged.
+        q.accept(io_signal(&q, fb, libc::POLLIN), false, &mut stats);
+        assert_eq!(stats.coalesced, 1);
+        assert_eq!(emitted(&mut q), [(Token(2), Ready::READABLE)]);
+
+        // A modify changes the token and interest the next hint is read with.
+        q.modify(fa, Token(9), Interest::WRITABLE, false).unwrap();
+        q.accept(
+            io_signal(&q, fa, libc::POLLIN | libc::POLLOUT),
+            false,
+            &mut stats,
+        );
+        assert_eq!(emitted(&mut q), [(Token(9), Ready::WRITABLE)]);
+    }
+
+    #[test]
+    fn without_coalescing_every_signal_is_an_event() {
+        let mut q = queue(false);
+        let mut stats = Stats::default();
+        let (a, _a) = UnixStream::pair().unwrap();
+        q.register(a.as_raw_fd(), Token(3), Interest::READABLE, false)
+            .unwrap();
+        for _ in 0..3 {
+            q.accept(
+                io_signal(&q, a.as_raw_fd(), libc::POLLIN),
+                false,
+                &mut stats,
+            );
+        }
+        assert_eq!(stats.coalesced, 0);
+        assert_eq!(emitted(&mut q).len(), 3);
+    }
+
+    #[test]
+    fn stale_signals_are_dropped_until_their_marker_is_dequeued() {
+        let mut q = queue(true);
+        let mut stats = Stats::default();
+        let (a, _a) = UnixStream::pair().unwrap();
+        let fa = a.as_raw_fd();
+        q.register(fa, Token(1), Interest::READABLE, false).unwrap();
+        // As if a marker had been queued ahead of the new registration's signals.
+        q.slots[fa as usize].awaiting = 1;
+        q.awaiting_fds.push(fa);
+        assert_eq!(
+            q.accept(io_signal(&q, fa, libc::POLLIN), false, &mut stats),
+            Dequeued::Nothing
+        );
+        assert_eq!(stats.stale_dropped, 1);
+        assert_eq!(
+            q.accept(marker(&q, fa), false, &mut stats),
+            Dequeued::Nothing
+        );
+        assert_eq!(q.slots[fa as usize].awaiting, 0);
+        assert_eq!(
+            q.accept(io_signal(&q, fa, libc::POLLIN), false, &mut stats),
+            Dequeued::Event
+        );
+        emitted(&mut q);
+
+        // A marker dequeued during a flush still counts; the I/O signals don't.
+        q.slots[fa as usize].awaiting = 1;
+        assert_eq!(
+            q.accept(io_signal(&q, fa, libc::POLLIN), true, &mut stats),
+            Dequeued::Nothing
+        );
+        assert_eq!(
+            q.accept(marker(&q, fa), true, &mut stats),
+            Dequeued::Nothing
+        );
+        assert_eq!(q.slots[fa as usize].awaiting, 0);
+        assert_eq!(q.pending_hints(), 0);
+
+        // Signals for a number no longer registered are stale too.
+        q.deregister(fa).unwrap();
+        let before = stats.stale_dropped;
+        assert_eq!(
+            q.accept(io_signal(&q, fa, libc::POLLIN), false, &mut stats),
+            Dequeued::Nothing
+        );
+        assert_eq!(stats.stale_dropped, before + 1);
+        // Nothing of the signal is pending, so registering the number again
+        // queues no marker.
+        q.register(fa, Token(5), Interest::READABLE, false).unwrap();
+        assert_eq!(q.slots[fa as usize].awaiting, 0);
+        assert!(!q.need_recovery);
+    }
+
+    #[test]
+    fn foreign_signals_are_ignored_and_sigio_is_an_overflow_for_every_poller_of_the_thread() {
+        let mut q = queue(true);
+        let mut other = queue(true);
+        let mut stats = Stats::default();
+        let (a, _a) = UnixStream::pair().unwrap();
+        q.register(a.as_raw_fd(), Token(1), Interest::READABLE, false)
+            .unwrap();
+        let mut kill = io_signal(&q, a.as_raw_fd(), libc::POLLIN);
+        kill.code = libc::SI_USER;
+        assert_eq!(q.accept(kill, false, &mut stats), Dequeued::Nothing);
+        let mut elsewhere = marker(&q, a.as_raw_fd());
+        elsewhere.pid = q.tgid + 1; // sigqueue from another process: not a marker
+        assert_eq!(q.accept(elsewhere, false, &mut stats), Dequeued::Nothing);
+        let mut not_ours = io_signal(&q, a.as_raw_fd(), libc::POLLIN);
+        not_ours.signo = other.signal;
+        assert_eq!(q.accept(not_ours, false, &mut stats), Dequeued::Nothing);
+        assert_eq!(q.pending_hints(), 0);
+
+        assert!(!q.overflow_noticed() && !other.overflow_noticed());
+        let mut sigio = io_signal(&q, 0, 0);
+        sigio.signo = libc::SIGIO;
+        assert_eq!(q.accept(sigio, false, &mut stats), Dequeued::Overflow);
+        assert!(q.overflow_noticed() && other.overflow_noticed());
+        q.acknowledge_overflow();
+        other.acknowledge_overflow();
+        assert!(!q.overflow_noticed() && !other.overflow_noticed());
+    }
+
+    #[test]
+    fn the_poll_set_follows_registrations() {
+        let mut q = queue(true);
+        let pairs: Vec<_> = (0..3).map(|_| UnixStream::pair().unwrap()).collect();
+        let fds: Vec<RawFd> = pairs.iter().map(|(s, _)| s.as_raw_fd()).collect();
+        for (i, &fd) in fds.iter().enumerate() {
+            q.register(fd, Token(i), Interest::READABLE, false).unwrap();
+        }
+        let e = q
+            .register(fds[0], Token(0), Interest::READABLE, false)
+            .unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::AlreadyExists);
+        q.modify(fds[2], Token(2), Interest::BOTH, false).unwrap();
+        q.deregister(fds[0]).unwrap();
+        assert_eq!(
+            q.deregister(fds[0]).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
+        let pollfds = q.pollfds.as_ref().unwrap();
+        let set: Vec<(RawFd, libc::c_short)> = pollfds.iter().map(|p| (p.fd, p.events)).collect();
+        assert_eq!(
+            set,
+            [
+                (fds[2], Interest::BOTH.as_poll_events()),
+                (fds[1], Interest::READABLE.as_poll_events())
+            ],
+            "the last entry moves into the removed one's place"
+        );
+        for (i, p) in pollfds.iter().enumerate() {
+            assert_eq!(q.slots[p.fd as usize].poll_idx as usize, i);
+        }
+        // Deferred probes: one per descriptor, however often it changed.
+        q.modify(fds[1], Token(1), Interest::READABLE, true)
+            .unwrap();
+        q.modify(fds[1], Token(1), Interest::READABLE, true)
+            .unwrap();
+        assert_eq!(q.probes, [fds[1]]);
+        q.clear_probes();
+        assert!(q.probes.is_empty() && !q.slots[fds[1] as usize].probe);
+    }
+}
