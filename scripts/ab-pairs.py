@@ -63,6 +63,9 @@ STEAL_LIMIT_PCT = 0.5
 
 def main():
     args = sys.argv[1:]
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0 if args else 2)
     unstolen = "--unstolen" in args
     args = [a for a in args if a != "--unstolen"]
     ps = pairs(runs(args[0]))

@@ -9,6 +9,7 @@
 # fuzz/artifacts/TARGET (replay: cargo fuzz run --fuzz-dir fuzz TARGET FILE).
 # The same invariants run deterministically in `cargo test`
 # (crates/evdispatch-torture/tests/fuzz_bodies.rs).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:?usage: scripts/fuzz.sh parse_request|normalize_target [SECONDS]}"

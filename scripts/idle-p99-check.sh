@@ -13,6 +13,7 @@
 #   flock /tmp/evd-bench.lock scripts/idle-p99-check.sh [MECHANISM|nginx]
 # Needs: a release build (cargo build --release), perf, python3 (and nginx
 # for `nginx`).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -u
 B=${EVDISPATCH:-$(dirname "$0")/../target/release/evdispatch}
 M=${1:-epoll}

@@ -10,6 +10,7 @@
 # /proc/PID/task/*/stat ÷ requests). Run it under the benchmark lock:
 #   flock /tmp/evd-bench.lock scripts/idle-throughput-check.sh [MECHANISM] [ROUNDS]
 # Needs a release build (cargo build --release), wrk and python3.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -u
 B=${EVDISPATCH:-$(dirname "$0")/../target/release/evdispatch}
 M=${1:-epoll}

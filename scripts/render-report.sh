@@ -3,6 +3,7 @@
 # what a reader sees. Skips, saying why, when Chromium is not installed
 # (apt-get install -y chromium).
 #   scripts/render-report.sh [STUDY_DIR (default study-out)] [OUT.png]
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -euo pipefail
 dir="${1:-study-out}"
 png="${2:-$dir/index.png}"

@@ -4,6 +4,7 @@
 # VmRSS before and after 5 s of them, divided by N.
 #   flock /tmp/evd-bench.lock scripts/slow-rss-check.sh [MECHANISM] [N]
 # Needs a release build (cargo build --release).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -u
 B=${EVDISPATCH:-$(dirname "$0")/../target/release/evdispatch}
 M=${1:-epoll}

@@ -10,6 +10,7 @@
 # clients' p99/p999/max per phase. Run it under the benchmark lock:
 #   flock /tmp/evd-bench.lock scripts/slowloris-control.sh [MECHANISM] [ROUNDS]
 # Needs a release build (cargo build --release) and python3.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 set -u
 B=${EVDISPATCH:-$(dirname "$0")/../target/release/evdispatch}
 M=${1:-epoll}
