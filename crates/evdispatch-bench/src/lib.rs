@@ -98,28 +98,20 @@ pub(crate) fn emit<T: serde::Serialize>(
 /// Raise the soft descriptor limit to the hard one; returns the limit now
 /// in force.
 pub(crate) fn raise_fd_limit() -> u64 {
-    use nix::sys::resource::{getrlimit, setrlimit, Resource};
-    match getrlimit(Resource::RLIMIT_NOFILE) {
-        Ok((soft, hard)) if soft < hard => {
-            if setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
-                hard
-            } else {
-                soft
-            }
-        }
-        Ok((soft, _)) => soft,
-        Err(_) => 1024,
-    }
+    use evdispatch_proc::{get_rlimit, set_rlimit, Resource};
+    set_rlimit(Resource::Nofile, None)
+        .or_else(|_| get_rlimit(Resource::Nofile).map(|(soft, _)| soft))
+        .unwrap_or(1024)
 }
 
 /// Restores the thread's CPU affinity when dropped (so a program that runs
 /// a benchmark through this library is not left pinned).
-pub(crate) struct Pinned(Option<nix::sched::CpuSet>);
+pub(crate) struct Pinned(Option<evdispatch_proc::CpuSet>);
 
 impl Drop for Pinned {
     fn drop(&mut self) {
         if let Some(set) = self.0.take() {
-            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+            let _ = evdispatch_proc::set_affinity(&set);
         }
     }
 }
@@ -133,14 +125,9 @@ pub(crate) fn pin_scoped(cpu: usize) -> anyhow::Result<Pinned> {
 
 /// Pin the calling thread (and so a single-threaded process) to `cpu`.
 pub(crate) fn pin_to(cpu: usize) -> anyhow::Result<()> {
-    use nix::sched::{sched_setaffinity, CpuSet};
-    use nix::unistd::Pid;
-    let mut set = CpuSet::new();
-    set.set(cpu)
-        .map_err(|e| anyhow::anyhow!("cpu {cpu} cannot be used: {e}"))?;
-    sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| {
+    evdispatch_proc::pin_current_thread(&[cpu]).map_err(|e| {
         anyhow::anyhow!(
-            "pinning to cpu {cpu} failed: {e}; this machine has {} cpus (numbered from 0)",
+            "{e}; this machine has {} cpus (numbered from 0)",
             std::thread::available_parallelism().map_or(1, |n| n.get())
         )
     })

@@ -1,10 +1,16 @@
 //! The system calls of the harness: the child set-up between fork and exec,
 //! signals to process groups, and the CPU time of reaped children. The only
-//! `unsafe` of the crate lives here.
+//! `unsafe` of the crate lives here; the calls themselves go through `nix`
+//! and `evdispatch-proc`.
 
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
+
+use nix::sys::resource::{getrusage, UsageWho};
+use nix::sys::signal::{killpg, Signal};
+use nix::sys::time::TimeVal;
+use nix::unistd::Pid;
 
 /// Prepare `cmd` so that its child dies with the thread that started it
 /// (`PR_SET_PDEATHSIG`) and runs on `cpus` (empty: anywhere). The child is
@@ -19,12 +25,9 @@ pub fn prepare(cmd: &mut Command, cpus: &[usize]) -> io::Result<()> {
     // data prepared before the fork, and allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if pin && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0
-            {
-                return Err(io::Error::last_os_error());
+            evdispatch_proc::die_with_parent()?;
+            if pin {
+                evdispatch_proc::set_affinity(&set)?;
             }
             Ok(())
         });
@@ -45,24 +48,17 @@ pub fn idle_priority(cmd: &mut Command) {
 
 /// Send `signal` to every process of group `pgid`.
 pub fn kill_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
-    // SAFETY: kill takes no pointers; a negative pid names a process group.
-    if unsafe { libc::kill(-(pgid as libc::pid_t), signal) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    let signal = Signal::try_from(signal).map_err(io::Error::from)?;
+    killpg(Pid::from_raw(pgid as libc::pid_t), signal).map_err(io::Error::from)
 }
 
 /// CPU seconds (user + system) of all reaped children of this process.
 pub fn children_cpu_s() -> f64 {
-    // SAFETY: rusage is plain data; zeroed is a valid value for the kernel to overwrite.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `ru` is a valid rusage to fill.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) } != 0 {
+    let Ok(usage) = getrusage(UsageWho::RUSAGE_CHILDREN) else {
         return 0.0;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    tv(ru.ru_utime) + tv(ru.ru_stime)
+    };
+    let tv = |t: TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    tv(usage.user_time()) + tv(usage.system_time())
 }
 
 /// Try once to take an exclusive `flock` on `fd` without blocking.

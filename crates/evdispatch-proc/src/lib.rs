@@ -15,9 +15,10 @@ mod sys;
 
 pub use duration::{parse_duration, DurationError};
 
+pub use nix::sched::CpuSet;
 pub use sys::{
-    clock_ticks_per_sec, cpu_set, get_rlimit, pin_current_thread, set_idle_priority, set_rlimit,
-    Resource,
+    clock_ticks_per_sec, cpu_set, die_with_parent, get_rlimit, pin_current_thread, set_affinity,
+    set_idle_priority, set_rlimit, Resource,
 };
 
 /// CPU time and memory of one process at one instant.

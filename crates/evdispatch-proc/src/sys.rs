@@ -1,44 +1,54 @@
-//! The system calls behind the crate's helpers.
+//! The system calls behind the crate's helpers, through `nix`; the one
+//! `libc` call left is `sched_setscheduler`, which `nix` does not wrap.
 
 use std::io;
 
+use nix::sched::{sched_setaffinity, CpuSet};
+use nix::sys::resource::{getrlimit, setrlimit, Resource as NixResource};
+use nix::unistd::{sysconf, Pid, SysconfVar};
+
+fn sysconf_or(var: SysconfVar, default: u64) -> u64 {
+    match sysconf(var) {
+        Ok(Some(v)) if v > 0 => v as u64,
+        _ => default,
+    }
+}
+
 /// `sysconf(_SC_CLK_TCK)`: the unit of `/proc/PID/stat` CPU times.
 pub fn clock_ticks_per_sec() -> u64 {
-    // SAFETY: sysconf takes no pointers and has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if hz > 0 {
-        hz as u64
-    } else {
-        100
-    }
+    sysconf_or(SysconfVar::CLK_TCK, 100)
 }
 
 pub(crate) fn page_size() -> u64 {
-    // SAFETY: sysconf takes no pointers and has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
-    }
+    sysconf_or(SysconfVar::PAGE_SIZE, 4096)
 }
 
-/// The `cpu_set_t` holding `cpus` (for `sched_setaffinity`, also in a
-/// child between fork and exec, where it must be built beforehand).
-pub fn cpu_set(cpus: &[usize]) -> io::Result<libc::cpu_set_t> {
-    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+/// The CPU set holding `cpus`, for [`set_affinity`] (also in a child between
+/// fork and exec, where it must be built beforehand).
+pub fn cpu_set(cpus: &[usize]) -> io::Result<CpuSet> {
+    let mut set = CpuSet::new();
     for &c in cpus {
-        if c >= libc::CPU_SETSIZE as usize {
-            return Err(io::Error::new(
+        set.set(c).map_err(|_| {
+            io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("CPU {c} is beyond CPU_SETSIZE"),
-            ));
-        }
-        // SAFETY: `c` is below CPU_SETSIZE, checked above.
-        unsafe { libc::CPU_SET(c, &mut set) };
+                format!("CPU {c} is beyond CPU_SETSIZE ({})", CpuSet::count()),
+            )
+        })?;
     }
     Ok(set)
+}
+
+/// Pin the calling thread to `set` (`sched_setaffinity`). Allocates nothing,
+/// so a child may call it between fork and exec.
+pub fn set_affinity(set: &CpuSet) -> io::Result<()> {
+    sched_setaffinity(Pid::from_raw(0), set).map_err(io::Error::from)
+}
+
+/// Have the kernel send `SIGKILL` to the calling process when the thread
+/// that forked it exits (`prctl(PR_SET_PDEATHSIG)`). Allocates nothing, so a
+/// child may call it between fork and exec.
+pub fn die_with_parent() -> io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(io::Error::from)
 }
 
 /// Run this process (and the threads and children it creates from now on)
@@ -55,18 +65,8 @@ pub fn set_idle_priority() -> io::Result<()> {
 
 /// Pin the calling thread to the given CPUs (`sched_setaffinity`).
 pub fn pin_current_thread(cpus: &[usize]) -> io::Result<()> {
-    let set = cpu_set(cpus)?;
-    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is this thread.
-    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if r == 0 {
-        Ok(())
-    } else {
-        let e = io::Error::last_os_error();
-        Err(io::Error::new(
-            e.kind(),
-            format!("cannot pin to CPUs {cpus:?}: {e}"),
-        ))
-    }
+    set_affinity(&cpu_set(cpus)?)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot pin to CPUs {cpus:?}: {e}")))
 }
 
 /// The resource limits the commands change.
@@ -78,52 +78,72 @@ pub enum Resource {
     Sigpending,
 }
 
-/// The soft and hard limits of `resource`.
-pub fn get_rlimit(resource: Resource) -> io::Result<(u64, u64)> {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: `lim` is a valid rlimit for the kernel to fill.
-    if unsafe { libc::getrlimit(resource.raw(), &mut lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((lim.rlim_cur, lim.rlim_max))
-}
-
 impl Resource {
-    fn raw(self) -> libc::__rlimit_resource_t {
+    fn raw(self) -> NixResource {
         match self {
-            Resource::Nofile => libc::RLIMIT_NOFILE,
-            Resource::Sigpending => libc::RLIMIT_SIGPENDING,
+            Resource::Nofile => NixResource::RLIMIT_NOFILE,
+            Resource::Sigpending => NixResource::RLIMIT_SIGPENDING,
         }
     }
+}
+
+/// The soft and hard limits of `resource`.
+pub fn get_rlimit(resource: Resource) -> io::Result<(u64, u64)> {
+    getrlimit(resource.raw()).map_err(io::Error::from)
 }
 
 /// Set the soft limit of `resource` to `soft` (`None`: raise it to the hard
 /// limit). Returns the soft limit now in force. Lowering is always allowed;
 /// raising past the hard limit needs privilege and is refused with an error.
 pub fn set_rlimit(resource: Resource, soft: Option<u64>) -> io::Result<u64> {
-    let res = resource.raw();
-    let (cur, max) = get_rlimit(resource)?;
-    let mut lim = libc::rlimit {
-        rlim_cur: cur,
-        rlim_max: max,
-    };
-    let want = soft.unwrap_or(lim.rlim_max);
-    if want > lim.rlim_max {
+    let (_, max) = get_rlimit(resource)?;
+    let want = soft.unwrap_or(max);
+    if want > max {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            format!(
-                "{resource:?} limit {want} is above the hard limit {}",
-                lim.rlim_max
-            ),
+            format!("{resource:?} limit {want} is above the hard limit {max}"),
         ));
     }
-    lim.rlim_cur = want;
-    // SAFETY: `lim` is a valid rlimit read above, with rlim_cur <= rlim_max.
-    if unsafe { libc::setrlimit(res, &lim) } != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    setrlimit(resource.raw(), want, max).map_err(io::Error::from)?;
     Ok(want)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_sets_and_limits_say_what_is_wrong() {
+        let set = cpu_set(&[0]).unwrap();
+        assert!(set.is_set(0).unwrap() && !set.is_set(1).unwrap());
+        let e = cpu_set(&[CpuSet::count()]).unwrap_err();
+        assert!(e.to_string().contains("beyond CPU_SETSIZE"), "{e}");
+        assert!(clock_ticks_per_sec() > 0 && page_size() >= 4096);
+        let (soft, hard) = get_rlimit(Resource::Nofile).unwrap();
+        assert!(soft <= hard);
+        if hard < u64::MAX {
+            let e = set_rlimit(Resource::Nofile, Some(hard + 1)).unwrap_err();
+            assert!(e.to_string().contains("above the hard limit"), "{e}");
+        }
+        // Setting the soft limit to what it is changes nothing.
+        assert_eq!(set_rlimit(Resource::Nofile, Some(soft)).unwrap(), soft);
+    }
+
+    #[test]
+    fn pinning_a_thread_to_a_cpu_it_may_use() {
+        std::thread::spawn(|| {
+            let allowed = nix::sched::sched_getaffinity(Pid::from_raw(0)).unwrap();
+            let cpu = (0..CpuSet::count())
+                .find(|&c| allowed.is_set(c).unwrap())
+                .unwrap();
+            pin_current_thread(&[cpu]).unwrap();
+            let now = nix::sched::sched_getaffinity(Pid::from_raw(0)).unwrap();
+            let on: Vec<usize> = (0..CpuSet::count())
+                .filter(|&c| now.is_set(c).unwrap())
+                .collect();
+            assert_eq!(on, [cpu]);
+        })
+        .join()
+        .unwrap();
+    }
 }
