@@ -3,6 +3,11 @@
 //!
 //! The study runs servers and load generators as separate processes, so the
 //! CPU a figure is charged to is read from `/proc/PID/stat`, never guessed.
+//!
+//! A process's files (`stat`, `status`, `fd/`, the process list) are read
+//! with `procfs`. `/proc/stat` is read here: `procfs`'s `KernelStats` lists
+//! the `cpuN` lines in order without their numbers, so an offline CPU would
+//! shift every CPU after it, where [`cpu_times`] is indexed by CPU number.
 
 #![deny(missing_docs)]
 
@@ -46,43 +51,50 @@ impl ProcSample {
     }
 }
 
-/// `/proc/PID/NAME` (`pid` 0: this process).
-fn proc_path(pid: u32, name: &str) -> String {
-    if pid == 0 {
-        format!("/proc/self/{name}")
+/// The process `pid` (0: this process).
+fn process(pid: u32) -> io::Result<procfs::process::Process> {
+    let p = if pid == 0 {
+        procfs::process::Process::myself()
     } else {
-        format!("/proc/{pid}/{name}")
-    }
+        procfs::process::Process::new(pid as i32)
+    };
+    p.map_err(io_error)
 }
 
-/// Read `/proc/PID/NAME` and parse it; `what` says what was missing.
-fn read_parsed<T>(pid: u32, name: &str, parse: fn(&str) -> Option<T>, what: &str) -> io::Result<T> {
-    let path = proc_path(pid, name);
-    let text = fs::read_to_string(&path)?;
-    parse(&text)
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("{path}: {what}")))
+/// A `procfs` error as an `io::Error` of the same kind, with its message.
+fn io_error(e: procfs::ProcError) -> io::Error {
+    let kind = match &e {
+        procfs::ProcError::NotFound(_) => io::ErrorKind::NotFound,
+        procfs::ProcError::PermissionDenied(_) => io::ErrorKind::PermissionDenied,
+        procfs::ProcError::Io(e, _) => e.kind(),
+        _ => io::ErrorKind::InvalidData,
+    };
+    io::Error::new(kind, e.to_string())
+}
+
+impl ProcSample {
+    fn from_stat(st: &procfs::process::Stat) -> ProcSample {
+        ProcSample {
+            utime_ticks: st.utime,
+            stime_ticks: st.stime,
+            threads: st.num_threads.max(0) as u64,
+            rss_bytes: st.rss * sys::page_size(),
+        }
+    }
 }
 
 /// Read `/proc/PID/stat` (`pid` 0 means this process).
 pub fn sample(pid: u32) -> io::Result<ProcSample> {
-    read_parsed(pid, "stat", parse_stat, "unexpected format")
+    let st = process(pid)?.stat().map_err(io_error)?;
+    Ok(ProcSample::from_stat(&st))
 }
 
-/// Parse the text of a `/proc/PID/stat` file.
+/// Parse the text of a `/proc/PID/stat` file (a command name with spaces and
+/// parentheses included).
 pub fn parse_stat(text: &str) -> Option<ProcSample> {
-    // The command name (field 2) may hold spaces and parentheses: the fields
-    // after it start after the *last* ')'.
-    let rest = &text[text.rfind(')')? + 1..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    // rest[0] is field 3 (state); field N is rest[N - 3].
-    let field = |n: usize| f.get(n - 3).and_then(|s| s.parse::<u64>().ok());
-    let page = sys::page_size();
-    Some(ProcSample {
-        utime_ticks: field(14)?,
-        stime_ticks: field(15)?,
-        threads: field(20)?,
-        rss_bytes: field(24)? * page,
-    })
+    use procfs::FromRead;
+    let st = procfs::process::Stat::from_read(text.as_bytes()).ok()?;
+    Some(ProcSample::from_stat(&st))
 }
 
 /// The resident set, exact, and split by kind, from `/proc/PID/status`:
@@ -106,29 +118,29 @@ pub struct Resident {
 
 /// Read the resident set by kind of a process (`pid` 0: this one).
 pub fn resident(pid: u32) -> io::Result<Resident> {
-    read_parsed(
-        pid,
-        "status",
-        parse_status_resident,
-        "no VmRSS/RssAnon/RssFile/RssShmem lines",
-    )
+    let st = process(pid)?.status().map_err(io_error)?;
+    resident_of(&st).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("/proc/{pid}/status: no VmRSS/RssAnon/RssFile/RssShmem lines"),
+        )
+    })
+}
+
+fn resident_of(st: &procfs::process::Status) -> Option<Resident> {
+    Some(Resident {
+        total_bytes: st.vmrss? * 1024,
+        anon_bytes: st.rssanon? * 1024,
+        file_bytes: st.rssfile? * 1024,
+        shmem_bytes: st.rssshmem? * 1024,
+    })
 }
 
 /// Parse the `VmRSS`, `RssAnon`, `RssFile` and `RssShmem` lines (in kB) of
 /// a `/proc/PID/status` text.
 pub fn parse_status_resident(text: &str) -> Option<Resident> {
-    let kib = |key: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .map(|k| k * 1024)
-    };
-    Some(Resident {
-        total_bytes: kib("VmRSS:")?,
-        anon_bytes: kib("RssAnon:")?,
-        file_bytes: kib("RssFile:")?,
-        shmem_bytes: kib("RssShmem:")?,
-    })
+    use procfs::FromRead;
+    resident_of(&procfs::process::Status::from_read(text.as_bytes()).ok()?)
 }
 
 /// [`resident`] of several processes, added up; processes that are gone
@@ -170,7 +182,7 @@ pub fn open_fds_sum(pids: &[u32]) -> io::Result<usize> {
 
 /// Number of open descriptors of a process (`pid` 0: this one).
 pub fn open_fds(pid: u32) -> io::Result<usize> {
-    Ok(fs::read_dir(proc_path(pid, "fd"))?.count())
+    process(pid)?.fd_count().map_err(io_error)
 }
 
 /// The given processes followed by their direct children (found by the
@@ -178,25 +190,13 @@ pub fn open_fds(pid: u32) -> io::Result<usize> {
 /// such as nginx can be measured whole.
 pub fn with_children(pids: &[u32]) -> Vec<u32> {
     let mut all: Vec<u32> = pids.to_vec();
-    let Ok(dir) = fs::read_dir("/proc") else {
+    let Ok(procs) = procfs::process::all_processes() else {
         return all;
     };
-    for entry in dir.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Ok(text) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        let ppid = text
-            .rfind(')')
-            .and_then(|i| text[i + 1..].split_whitespace().nth(1))
-            .and_then(|s| s.parse::<u32>().ok());
-        if ppid.is_some_and(|p| pids.contains(&p)) && !all.contains(&pid) {
+    for p in procs.flatten() {
+        let Ok(st) = p.stat() else { continue };
+        let (pid, ppid) = (st.pid as u32, st.ppid as u32);
+        if pids.contains(&ppid) && !all.contains(&pid) {
             all.push(pid);
         }
     }
@@ -423,22 +423,59 @@ mod tests {
     }
 
     #[test]
+    fn descriptors_and_gone_processes() {
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let n = open_fds(0).unwrap();
+        assert!(n >= 5, "{n}");
+        drop(a);
+        // pid_max is at most 2^22: this one never exists.
+        let gone = 1 << 30;
+        assert_eq!(sample(gone).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(open_fds(gone).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(resident_sum(&[gone]), Resident::default());
+    }
+
+    #[test]
     fn stat_with_odd_command_name() {
-        let line = "1234 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0 3 0 99 1000 42 18446744073709551615";
-        let s = parse_stat(line).unwrap();
+        // Fields 1-25 as the kernel writes them, then 26-52 (zero here).
+        let line = format!(
+            "1234 (a (b) c) S 1 2 3 4 5 6 7 8 9 10 250 30 0 0 20 0 3 0 99 1000 42 18446744073709551615{}\n",
+            " 0".repeat(27)
+        );
+        let s = parse_stat(&line).unwrap();
         assert_eq!((s.utime_ticks, s.stime_ticks, s.threads), (250, 30, 3));
         assert_eq!(s.rss_bytes, 42 * sys::page_size());
     }
 
     #[test]
     fn status_resident_kinds() {
-        let text = "Name:\tx\nVmRSS:\t  7000 kB\nRssAnon:\t  1000 kB\nRssFile:\t  5990 kB\nRssShmem:\t  10 kB\n";
-        let r = parse_status_resident(text).unwrap();
+        // This process's status with the four lines set to known values.
+        let real = std::fs::read_to_string("/proc/self/status").unwrap();
+        let with = |values: &[(&str, &str)]| {
+            real.lines()
+                .filter_map(|l| {
+                    let key = l.split(':').next().unwrap_or("");
+                    match values.iter().find(|(k, _)| *k == key) {
+                        Some((_, "")) => None,
+                        Some((k, v)) => Some(format!("{k}:\t{v}")),
+                        None => Some(l.to_string()),
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let text = with(&[
+            ("VmRSS", "    7000 kB"),
+            ("RssAnon", "    1000 kB"),
+            ("RssFile", "    5990 kB"),
+            ("RssShmem", "      10 kB"),
+        ]);
+        let r = parse_status_resident(&text).unwrap();
         assert_eq!(
             (r.total_bytes, r.anon_bytes, r.file_bytes, r.shmem_bytes),
             (7000 * 1024, 1000 * 1024, 5990 * 1024, 10 * 1024)
         );
-        assert_eq!(parse_status_resident("Name:\tx\nRssAnon:\t1 kB\n"), None);
+        assert_eq!(parse_status_resident(&with(&[("VmRSS", "")])), None);
         // This process: a heap and a mapped executable.
         let me = resident(0).unwrap();
         assert!(me.anon_bytes > 0 && me.file_bytes > 0, "{me:?}");
