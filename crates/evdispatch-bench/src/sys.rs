@@ -1,8 +1,11 @@
 //! The bench's system calls and foreign functions: every `unsafe` block of
 //! this crate lives here, each with the reason it is sound.
 //!
-//! The raw rows (`raw-epoll`, `raw-poll`) call libc directly, on purpose:
-//! they are the floor every other row is compared with.
+//! The raw rows (`raw-epoll`, `raw-poll`) and Poller_bench's handler
+//! (`read1`, `write1`) call libc directly, on purpose: they are the floor
+//! every other row is compared with. `FdBlock` too: `bench fdalloc` measures
+//! which number `open`/`dup` hand back and what `close` costs. The rest goes
+//! through `nix` where it has a wrapper.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -46,12 +49,15 @@ fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
 /// with its `TIME_WAIT` sockets, goes away once nothing uses it. Needs
 /// `CAP_SYS_ADMIN` (`EPERM` otherwise).
 pub fn fresh_netns() -> io::Result<()> {
-    // SAFETY: no pointers; affects the calling thread's namespace only.
-    cvt(unsafe { libc::unshare(libc::CLONE_NEWNET) })?;
-    // SAFETY: no pointers.
-    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
-    // SAFETY: socket succeeded; the descriptor is ours alone.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    use nix::sys::socket::{socket, AddressFamily, SockFlag, SockType};
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWNET)?;
+    let sock = socket(
+        AddressFamily::Inet,
+        SockType::Datagram,
+        SockFlag::SOCK_CLOEXEC,
+        None,
+    )?;
+    // nix has no SIOCGIFFLAGS/SIOCSIFFLAGS wrapper: the two ioctls stay raw.
     // SAFETY: ifreq is plain data; zeroed is a valid value.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, s) in req.ifr_name.iter_mut().zip(b"lo\0") {
@@ -302,5 +308,31 @@ pub mod c_peers {
             // SAFETY: `row` came from `new` and is freed once, here.
             unsafe { (self.api.free)(self.row.as_ptr()) }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn a_fresh_namespace_has_its_loopback_up() {
+        // On a thread of its own: the namespace is the calling thread's.
+        std::thread::spawn(|| {
+            if let Err(e) = super::fresh_netns() {
+                eprintln!("skipping: no new network namespace here ({e}; needs CAP_SYS_ADMIN)");
+                return;
+            }
+            let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+            let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+            let (mut server, _) = listener.accept().unwrap();
+            client.write_all(b"up").unwrap();
+            let mut buf = [0u8; 2];
+            server.read_exact(&mut buf).unwrap();
+            assert_eq!(&buf, b"up");
+        })
+        .join()
+        .unwrap();
     }
 }
