@@ -46,9 +46,13 @@ pub fn idle_priority(cmd: &mut Command) {
     }
 }
 
-/// Send `signal` to every process of group `pgid`.
+/// Send `signal` to every process of group `pgid` (0: no signal, only the
+/// check that the group still has a member).
 pub fn kill_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {
-    let signal = Signal::try_from(signal).map_err(io::Error::from)?;
+    let signal = match signal {
+        0 => None,
+        s => Some(Signal::try_from(s).map_err(io::Error::from)?),
+    };
     killpg(Pid::from_raw(pgid as libc::pid_t), signal).map_err(io::Error::from)
 }
 
@@ -72,5 +76,24 @@ pub fn try_flock(fd: std::os::fd::RawFd) -> io::Result<bool> {
         Ok(false)
     } else {
         Err(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signal_zero_tells_whether_a_group_has_members() {
+        let mut cmd = Command::new("sleep");
+        cmd.arg("5");
+        prepare(&mut cmd, &[]).unwrap();
+        let mut child = cmd.spawn().unwrap();
+        let pgid = child.id();
+        kill_group(pgid, 0).unwrap();
+        kill_group(pgid, libc::SIGKILL).unwrap();
+        child.wait().unwrap();
+        let e = kill_group(pgid, 0).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(libc::ESRCH), "{e}");
     }
 }
