@@ -514,30 +514,58 @@ pub struct OursConfig {
 /// line, and return it running. The server must handle SIGTERM (write its
 /// `--stats-json` file and exit) from the moment it prints that line.
 pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
-    if !cfg.binary.is_file() {
+    let mut args = vec!["serve".to_string()];
+    args.extend(cfg.args.iter().cloned());
+    start_announced(&cfg.binary, &args, &cfg.cpus, cfg.stats_json, cfg.idle)
+}
+
+/// Start `BINARY ARGS` (any program of ours that prints `listening on
+/// http://IP:PORT` once it listens, e.g. `evdispatch bench floor-server`),
+/// pinned to `cpus`, and return it running once that address accepts
+/// connections. It is stopped like every [`ServerProcess`].
+pub fn start_listening_program(
+    binary: &Path,
+    args: &[String],
+    cpus: &[usize],
+) -> anyhow::Result<ServerProcess> {
+    start_announced(binary, args, cpus, false, false)
+}
+
+fn start_announced(
+    binary: &Path,
+    args: &[String],
+    cpus: &[usize],
+    stats_json: bool,
+    idle: bool,
+) -> anyhow::Result<ServerProcess> {
+    if !binary.is_file() {
         bail!(
             "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
-            cfg.binary.display()
+            binary.display()
         );
     }
+    let what = format!(
+        "evdispatch {}",
+        args.first().map(String::as_str).unwrap_or("")
+    );
     let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
     let log = dir.path().join("stderr.log");
-    let mut cmd = Command::new(&cfg.binary);
-    cmd.arg("serve").args(&cfg.args);
-    let stats = cfg.stats_json.then(|| dir.path().join("stats.json"));
+    let mut cmd = Command::new(binary);
+    cmd.args(args);
+    let stats = stats_json.then(|| dir.path().join("stats.json"));
     if let Some(p) = &stats {
         cmd.arg("--stats-json").arg(p);
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(fs::File::create(&log)?);
-    sys::prepare(&mut cmd, &cfg.cpus)?;
-    if cfg.idle {
+    sys::prepare(&mut cmd, cpus)?;
+    if idle {
         sys::idle_priority(&mut cmd);
     }
     let mut child = cmd
         .spawn()
-        .with_context(|| format!("cannot start {}", cfg.binary.display()))?;
+        .with_context(|| format!("cannot start {}", binary.display()))?;
     track(child.id());
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = mpsc::channel();
@@ -564,16 +592,16 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
     };
     let addr_text = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
         anyhow!(
-            "evdispatch serve printed no 'listening on http://IP:PORT' within 10 s; stderr:\n{}",
+            "{what} printed no 'listening on http://IP:PORT' within 10 s; stderr:\n{}",
             server.log_tail()
         )
     })?;
-    server.addr = addr_text.parse().with_context(|| {
-        format!("evdispatch serve announced an unreadable address '{addr_text}'")
-    })?;
+    server.addr = addr_text
+        .parse()
+        .with_context(|| format!("{what} announced an unreadable address '{addr_text}'"))?;
     crate::process::wait_until_listening(server.addr, Duration::from_secs(5))?;
     if !server.is_running() {
-        bail!("evdispatch serve exited; stderr:\n{}", server.log_tail());
+        bail!("{what} exited; stderr:\n{}", server.log_tail());
     }
     Ok(server)
 }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use evdispatch_harness::{
-    docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_ours, start_peer,
-    Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
+    docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_listening_program,
+    start_ours, start_peer, Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
 };
 use evdispatch_http::Model;
 use evdispatch_proc::{clock_ticks_per_sec, open_fds_sum, resident_sum, sample_sum, ProcSample};
@@ -36,6 +36,8 @@ pub struct Run {
     pub server: String,
     /// True for a peer.
     pub peer: bool,
+    /// True for a floor server.
+    pub floor: bool,
     /// The figures, by name (see the crate docs of `bench server`).
     pub figures: BTreeMap<String, f64>,
     /// What the reader should know (errors counted by the tools, a
@@ -97,6 +99,7 @@ impl<'a> Bench<'a> {
             scenario,
             server: c.name().to_string(),
             peer: c.is_peer(),
+            floor: c.is_floor(),
             figures: BTreeMap::new(),
             notes: Vec::new(),
             error: None,
@@ -139,6 +142,18 @@ impl<'a> Bench<'a> {
                 cfg.defer_accept_s = p.peer_defer_accept_s;
                 start_peer(peer, &cfg)
             }
+            Contestant::Floor(floor) => start_listening_program(
+                &p.binary,
+                &[
+                    "bench".into(),
+                    "floor-server".into(),
+                    "--mechanism".into(),
+                    floor.mechanism().into(),
+                    "--body-size".into(),
+                    p.file_size.to_string(),
+                ],
+                &[p.server_cpu],
+            ),
             Contestant::Ours(model) => {
                 let mut args = self.serve_args(model.name(), p.server_cpu, timeout_s);
                 if model == Model::Threads {
@@ -286,7 +301,7 @@ impl<'a> Bench<'a> {
                     .min(most.saturating_sub(p.connections as u64 + p.persistent + 64))
                     .max(1)
             }
-            Contestant::Ours(_) => p.idle,
+            Contestant::Ours(_) | Contestant::Floor(_) => p.idle,
         }
     }
 

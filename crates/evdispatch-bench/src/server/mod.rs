@@ -38,6 +38,15 @@
 //!   server's resident set while they are held ÷ connections held (alone,
 //!   when `idle` is not asked for).
 //!
+//! The floor: the rows `floor-epoll` and `floor-uring` (in the default
+//! `--servers`) are two minimal servers answering a canned keep-alive
+//! response from memory ([`floor`]); in `keepalive` every server's CPU per
+//! request is also given as a multiple of the lower of the two floors in
+//! the same round (`floor_multiples` in the JSON, paired within rounds like
+//! the ratios to the best peer). They take part in `keepalive` only (they
+//! parse no `Connection: close` and hold no idle connection worth
+//! measuring); neither counts as ours or as a peer.
+//!
 //! Rounds: each round runs every scenario on every server, the servers in
 //! an order rotated by one per round, so none always follows the same
 //! neighbour. Each figure is reported as the median over rounds with its
@@ -52,6 +61,7 @@
 //! target is "met" when the median meets it, and the verdict says whether
 //! every round did.
 
+pub mod floor;
 mod measure;
 mod report;
 
@@ -63,6 +73,7 @@ use evdispatch_http::Model;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+pub use floor::{main as floor_main, Floor, FloorArgs};
 pub use measure::Run;
 pub use report::{RatioRow, SummaryRow, Verdict, TARGETS};
 
@@ -72,11 +83,12 @@ pub struct ServerArgs {
     /// Servers, comma-separated: our models (any `serve --mechanism` value:
     /// a library mechanism, `threads`, `uring-completion`) and the peers
     /// `nginx`, `lighttpd`, `h2o` (a peer that is not installed is skipped
-    /// with the command that installs it).
+    /// with the command that installs it), and the floors `floor-epoll`,
+    /// `floor-uring` (keepalive only).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "epoll,uring,uring-completion,nginx,lighttpd,h2o"
+        default_value = "epoll,uring,uring-completion,nginx,lighttpd,h2o,floor-epoll,floor-uring"
     )]
     pub servers: Vec<String>,
     /// Scenarios, comma-separated (`memory` is measured within `idle` when
@@ -179,6 +191,8 @@ pub enum Contestant {
     Ours(Model),
     /// A peer server.
     Peer(Peer),
+    /// A floor server (`evdispatch bench floor-server`).
+    Floor(Floor),
 }
 
 impl Contestant {
@@ -188,10 +202,17 @@ impl Contestant {
             "nginx" => Ok(Contestant::Peer(Peer::Nginx)),
             "lighttpd" => Ok(Contestant::Peer(Peer::Lighttpd)),
             "h2o" => Ok(Contestant::Peer(Peer::H2o)),
+            other if Floor::from_name(other).is_some() => {
+                Ok(Contestant::Floor(Floor::from_name(other).expect("checked")))
+            }
             other => other
                 .parse::<Model>()
                 .map(Contestant::Ours)
-                .map_err(|e| format!("--servers: {e}; or a peer: nginx, lighttpd, h2o")),
+                .map_err(|e| {
+                    format!(
+                        "--servers: {e}; or a peer: nginx, lighttpd, h2o; or a floor: floor-epoll, floor-uring"
+                    )
+                }),
         }
     }
 
@@ -200,12 +221,23 @@ impl Contestant {
         match self {
             Contestant::Ours(m) => m.name(),
             Contestant::Peer(p) => p.tool().command(),
+            Contestant::Floor(f) => f.name(),
         }
     }
 
     /// True for nginx, lighttpd and h2o.
     pub fn is_peer(self) -> bool {
         matches!(self, Contestant::Peer(_))
+    }
+
+    /// True for the floor servers.
+    pub fn is_floor(self) -> bool {
+        matches!(self, Contestant::Floor(_))
+    }
+
+    /// Whether it takes part in `scenario` (the floors: keepalive only).
+    pub fn runs(self, scenario: Scenario) -> bool {
+        !self.is_floor() || scenario == Scenario::Keepalive
     }
 }
 
@@ -321,7 +353,7 @@ impl Plan {
 pub struct ServerInfo {
     /// Name (as in `--servers`).
     pub name: String,
-    /// `ours` or `peer`.
+    /// `ours`, `peer` or `floor`.
     pub kind: &'static str,
     /// Version reported by the program.
     pub version: String,
@@ -355,6 +387,9 @@ pub struct Outcome {
     pub summary: Vec<SummaryRow>,
     /// Our servers ÷ the best peer, paired within rounds.
     pub ratios: Vec<RatioRow>,
+    /// Every server's keep-alive CPU per request ÷ the lower floor of the
+    /// same round (`best_peer` names that floor here).
+    pub floor_multiples: Vec<RatioRow>,
     /// The targets, judged.
     pub targets: Vec<Verdict>,
 }
@@ -401,7 +436,10 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         }
     }
     let bench = measure::Bench::new(&plan)?;
-    let steps = (plan.rounds * plan.scenarios.len() * contestants.len()) as u64;
+    let steps = (0..plan.rounds)
+        .flat_map(|_| plan.scenarios.iter())
+        .map(|&s| contestants.iter().filter(|c| c.runs(s)).count())
+        .sum::<usize>() as u64;
     let bar = ProgressBar::new(steps);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
@@ -415,6 +453,9 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
             for k in 0..contestants.len() {
                 // Rotated by one per round.
                 let c = contestants[(k + round) % contestants.len()];
+                if !c.runs(scenario) {
+                    continue;
+                }
                 bar.set_message(format!(
                     "round {}/{}: {} on {}",
                     round + 1,
@@ -433,7 +474,11 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
                     if !servers.iter().any(|s| s.name == c.name()) {
                         servers.push(ServerInfo {
                             name: c.name().into(),
-                            kind: if c.is_peer() { "peer" } else { "ours" },
+                            kind: match c {
+                                Contestant::Ours(_) => "ours",
+                                Contestant::Peer(_) => "peer",
+                                Contestant::Floor(_) => "floor",
+                            },
                             version: v,
                         });
                     }
@@ -444,7 +489,12 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         }
     }
     bar.finish_and_clear();
-    let (summary, ratios, targets) = report::analyse(&plan, &runs);
+    let report::Analysis {
+        summary,
+        ratios,
+        floor_multiples,
+        targets,
+    } = report::analyse(&plan, &runs);
     Ok(Outcome {
         schema: "evdispatch-bench-server/1",
         machine: crate::machine(),
@@ -454,6 +504,7 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         runs,
         summary,
         ratios,
+        floor_multiples,
         targets,
     })
 }

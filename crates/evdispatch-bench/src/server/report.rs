@@ -1,7 +1,7 @@
 //! Summaries over rounds, ratios to the best peer paired within rounds, the
 //! issue's targets, and the tables printed for people.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
@@ -18,6 +18,8 @@ pub struct SummaryRow {
     pub server: String,
     /// True for a peer.
     pub peer: bool,
+    /// True for a floor server.
+    pub floor: bool,
     /// Figure name.
     pub figure: String,
     /// Median over rounds.
@@ -32,7 +34,9 @@ pub struct SummaryRow {
     pub n: usize,
 }
 
-/// One of our servers ÷ the best peer, each round's own values paired.
+/// A server ÷ a reference (one of ours ÷ the best peer in `ratios`; any
+/// server ÷ the lower floor in `floor_multiples`), each round's own values
+/// paired.
 #[derive(Debug, Clone, Serialize)]
 pub struct RatioRow {
     /// Scenario.
@@ -49,7 +53,7 @@ pub struct RatioRow {
     pub min: f64,
     /// Largest ratio.
     pub max: f64,
-    /// Each round: the best peer, its value, ours, the ratio.
+    /// Each round: the reference, its value, the server's, the ratio.
     pub rounds: Vec<RatioRound>,
 }
 
@@ -58,7 +62,8 @@ pub struct RatioRow {
 pub struct RatioRound {
     /// Round.
     pub round: usize,
-    /// The best peer of that round.
+    /// The reference of that round: the best peer (in `ratios`) or the
+    /// lower floor (in `floor_multiples`).
     pub best_peer: String,
     /// Its value.
     pub best_value: f64,
@@ -102,6 +107,18 @@ impl Bound {
     }
 }
 
+/// What a target's figure is divided by before it is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Against {
+    /// Nothing: the figure itself.
+    Itself,
+    /// The best peer of the same round.
+    BestPeer,
+    /// The lower floor of the same round.
+    Floor,
+}
+
 /// One figure the issue asks for, for each of our servers.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Target {
@@ -113,28 +130,36 @@ pub struct Target {
     pub scenarios: &'static [Scenario],
     /// The figure.
     pub figure: &'static str,
-    /// Judged on the ratio to the best peer (else on the figure itself).
-    pub versus_peer: bool,
+    /// What the figure is judged against.
+    pub against: Against,
     /// The bound.
     pub bound: Bound,
 }
 
-/// The targets of issue 4 ("Figures to reach").
+/// The targets of issues 4 and 18 ("Figures to reach").
 pub const TARGETS: &[Target] = &[
     Target {
         id: "keepalive-cpu",
         what: "keep-alive: server CPU per request <= 0.9 x the best peer's",
         scenarios: &[Scenario::Keepalive],
         figure: "cpu_us_per_request",
-        versus_peer: true,
+        against: Against::BestPeer,
         bound: Bound::AtMost(0.9),
+    },
+    Target {
+        id: "keepalive-floor",
+        what: "keep-alive: server CPU per request <= 1.10 x the lower floor's (issue 18, for the best model)",
+        scenarios: &[Scenario::Keepalive],
+        figure: "cpu_us_per_request",
+        against: Against::Floor,
+        bound: Bound::AtMost(1.10),
     },
     Target {
         id: "keepalive-rps",
         what: "keep-alive: requests/s >= the best peer's",
         scenarios: &[Scenario::Keepalive],
         figure: "requests_per_sec",
-        versus_peer: true,
+        against: Against::BestPeer,
         bound: Bound::AtLeast(1.0),
     },
     Target {
@@ -142,7 +167,7 @@ pub const TARGETS: &[Target] = &[
         what: "Connection: close: server CPU per connection <= 0.9 x the best peer's",
         scenarios: &[Scenario::Close],
         figure: "cpu_us_per_connection",
-        versus_peer: true,
+        against: Against::BestPeer,
         bound: Bound::AtMost(0.9),
     },
     Target {
@@ -150,7 +175,7 @@ pub const TARGETS: &[Target] = &[
         what: "idle connections held: throughput >= 0.95 x its own with none",
         scenarios: &[Scenario::Idle],
         figure: "rps_ratio",
-        versus_peer: false,
+        against: Against::Itself,
         bound: Bound::AtLeast(0.95),
     },
     Target {
@@ -158,7 +183,7 @@ pub const TARGETS: &[Target] = &[
         what: "idle connections held: open-loop p99 <= 1.2 x its own with none",
         scenarios: &[Scenario::Idle],
         figure: "p99_ratio",
-        versus_peer: false,
+        against: Against::Itself,
         bound: Bound::AtMost(1.2),
     },
     Target {
@@ -166,16 +191,16 @@ pub const TARGETS: &[Target] = &[
         what: "(attribution, not the issue's figure) p99 with the connections held <= 1.2 x with them held by another process",
         scenarios: &[Scenario::Idle],
         figure: "p99_own_ratio",
-        versus_peer: false,
+        against: Against::Itself,
         bound: Bound::AtMost(1.2),
     },
     Target {
         id: "idle-memory",
-        what: "user-space memory per idle connection <= 512 bytes",
+        what: "user-space memory per idle connection <= 256 bytes (issue 18; issue 4 asked 512)",
         scenarios: &[Scenario::Idle, Scenario::Memory],
         figure: "bytes_per_idle_connection",
-        versus_peer: false,
-        bound: Bound::AtMost(512.0),
+        against: Against::Itself,
+        bound: Bound::AtMost(256.0),
     },
 ];
 
@@ -216,10 +241,94 @@ fn stats(values: &[f64]) -> (f64, f64, f64) {
     )
 }
 
+/// What [`analyse`] finds.
+pub(super) struct Analysis {
+    pub summary: Vec<SummaryRow>,
+    pub ratios: Vec<RatioRow>,
+    pub floor_multiples: Vec<RatioRow>,
+    pub targets: Vec<Verdict>,
+}
+
+/// For each server `subject` accepts, in plan order: its `figure` in
+/// `scenario` ÷ the best value among the runs `reference` accepts in the
+/// same round (the lowest when `lower`, else the highest).
+fn paired(
+    plan: &Plan,
+    runs: &[Run],
+    (scenario, figure, lower): (Scenario, &str, bool),
+    subject: impl Fn(&Run) -> bool,
+    reference: impl Fn(&Run) -> bool,
+) -> Vec<RatioRow> {
+    let mut rows = Vec::new();
+    let servers = plan.servers.iter().filter(|s| {
+        runs.iter()
+            .any(|r| r.scenario == scenario && &r.server == *s && subject(r))
+    });
+    for server in servers {
+        let mut rounds = Vec::new();
+        for round in 0..plan.rounds {
+            let value = |r: &Run| r.figures.get(figure).copied().filter(|v| v.is_finite());
+            let in_round =
+                |r: &&Run| r.round == round && r.scenario == scenario && r.error.is_none();
+            let Some(v) = runs
+                .iter()
+                .filter(in_round)
+                .find(|r| &r.server == server)
+                .and_then(value)
+            else {
+                continue;
+            };
+            let best = runs
+                .iter()
+                .filter(in_round)
+                .filter(|r| reference(r))
+                .filter_map(|r| value(r).map(|x| (r.server.clone(), x)))
+                .min_by(|a, b| {
+                    if lower {
+                        a.1.total_cmp(&b.1)
+                    } else {
+                        b.1.total_cmp(&a.1)
+                    }
+                });
+            if let Some((peer, b)) = best {
+                if b > 0.0 {
+                    rounds.push(RatioRound {
+                        round,
+                        best_peer: peer,
+                        best_value: b,
+                        value: v,
+                        ratio: v / b,
+                    });
+                }
+            }
+        }
+        if rounds.is_empty() {
+            continue;
+        }
+        let (m, lo, hi) = stats(&rounds.iter().map(|r| r.ratio).collect::<Vec<_>>());
+        rows.push(RatioRow {
+            scenario,
+            figure: figure.to_string(),
+            server: server.to_string(),
+            lower_is_better: lower,
+            median: m,
+            min: lo,
+            max: hi,
+            rounds,
+        });
+    }
+    rows
+}
+
+/// The figure divided by the floor: keep-alive CPU per request.
+const VERSUS_FLOOR: (Scenario, &str, bool) = (Scenario::Keepalive, "cpu_us_per_request", true);
+
 /// Summaries, paired ratios and verdicts.
-pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> (Vec<SummaryRow>, Vec<RatioRow>, Vec<Verdict>) {
+pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> Analysis {
     // (scenario, server, figure) -> values, in server order of the plan.
-    let mut groups: BTreeMap<(Scenario, usize, String), (bool, Vec<f64>)> = BTreeMap::new();
+    // (scenario, server, figure) -> (peer, floor, values)
+    type Groups = BTreeMap<(Scenario, usize, String), (bool, bool, Vec<f64>)>;
+    let mut groups = Groups::new();
     let order = |name: &str| {
         plan.servers
             .iter()
@@ -231,20 +340,21 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> (Vec<SummaryRow>, Vec<RatioR
             if v.is_finite() {
                 groups
                     .entry((r.scenario, order(&r.server), fig.clone()))
-                    .or_insert((r.peer, Vec::new()))
-                    .1
+                    .or_insert((r.peer, r.floor, Vec::new()))
+                    .2
                     .push(v);
             }
         }
     }
     let summary: Vec<SummaryRow> = groups
         .into_iter()
-        .map(|((scenario, idx, figure), (peer, values))| {
+        .map(|((scenario, idx, figure), (peer, floor, values))| {
             let (m, lo, hi) = stats(&values);
             SummaryRow {
                 scenario,
                 server: plan.servers.get(idx).cloned().unwrap_or_default(),
                 peer,
+                floor,
                 figure,
                 median: m,
                 min: lo,
@@ -255,82 +365,32 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> (Vec<SummaryRow>, Vec<RatioR
         })
         .collect();
 
-    let mut ratios = Vec::new();
-    for &(scenario, figure, lower) in VERSUS_PEERS {
-        let ours: BTreeSet<&str> = runs
-            .iter()
-            .filter(|r| r.scenario == scenario && !r.peer)
-            .map(|r| r.server.as_str())
-            .collect();
-        for server in ours {
-            let mut rounds = Vec::new();
-            for round in 0..plan.rounds {
-                let value = |r: &Run| r.figures.get(figure).copied().filter(|v| v.is_finite());
-                let in_round =
-                    |r: &&Run| r.round == round && r.scenario == scenario && r.error.is_none();
-                let Some(v) = runs
-                    .iter()
-                    .filter(in_round)
-                    .find(|r| r.server == server)
-                    .and_then(value)
-                else {
-                    continue;
-                };
-                let best = runs
-                    .iter()
-                    .filter(in_round)
-                    .filter(|r| r.peer)
-                    .filter_map(|r| value(r).map(|x| (r.server.clone(), x)))
-                    .min_by(|a, b| {
-                        if lower {
-                            a.1.total_cmp(&b.1)
-                        } else {
-                            b.1.total_cmp(&a.1)
-                        }
-                    });
-                if let Some((peer, b)) = best {
-                    if b > 0.0 {
-                        rounds.push(RatioRound {
-                            round,
-                            best_peer: peer,
-                            best_value: b,
-                            value: v,
-                            ratio: v / b,
-                        });
-                    }
-                }
-            }
-            if rounds.is_empty() {
-                continue;
-            }
-            let (m, lo, hi) = stats(&rounds.iter().map(|r| r.ratio).collect::<Vec<_>>());
-            ratios.push(RatioRow {
-                scenario,
-                figure: figure.to_string(),
-                server: server.to_string(),
-                lower_is_better: lower,
-                median: m,
-                min: lo,
-                max: hi,
-                rounds,
-            });
-        }
-    }
+    let ours = |r: &Run| !r.peer && !r.floor;
+    let ratios: Vec<RatioRow> = VERSUS_PEERS
+        .iter()
+        .flat_map(|&t| paired(plan, runs, t, ours, |r: &Run| r.peer))
+        .collect();
+    // Every server, the other floor included, against the lower floor.
+    let floor_multiples = paired(plan, runs, VERSUS_FLOOR, |_: &Run| true, |r: &Run| r.floor);
 
     let mut verdicts = Vec::new();
-    let ours: Vec<&String> = plan
+    let our_servers: Vec<&String> = plan
         .servers
         .iter()
-        .filter(|s| runs.iter().any(|r| &r.server == *s && !r.peer))
+        .filter(|s| runs.iter().any(|r| &r.server == *s && ours(r)))
         .collect();
     for t in TARGETS {
         if !t.scenarios.iter().any(|s| plan.scenarios.contains(s)) {
             continue;
         }
-        for server in &ours {
-            let values: Vec<f64> = if t.versus_peer {
-                ratios
-                    .iter()
+        for server in &our_servers {
+            let against = match t.against {
+                Against::Itself => None,
+                Against::BestPeer => Some(&ratios),
+                Against::Floor => Some(&floor_multiples),
+            };
+            let values: Vec<f64> = if let Some(rows) = against {
+                rows.iter()
                     .find(|r| {
                         t.scenarios.contains(&r.scenario)
                             && r.figure == t.figure
@@ -365,7 +425,12 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> (Vec<SummaryRow>, Vec<RatioR
             });
         }
     }
-    (summary, ratios, verdicts)
+    Analysis {
+        summary,
+        ratios,
+        floor_multiples,
+        targets: verdicts,
+    }
 }
 
 /// The figures shown per scenario, in this order (all are in the JSON).
@@ -518,9 +583,28 @@ pub(super) fn print(o: &Outcome) {
             );
         }
     }
+    if !o.floor_multiples.is_empty() {
+        println!();
+        println!(
+            "keep-alive CPU per request / the lower floor, paired within rounds: median [min-max] (floor per round)"
+        );
+        for r in &o.floor_multiples {
+            let floors: Vec<&str> = r.rounds.iter().map(|x| x.best_peer.as_str()).collect();
+            println!(
+                "  {:<18} {} [{}-{}] ({})",
+                r.server,
+                fmt(r.median),
+                fmt(r.min),
+                fmt(r.max),
+                floors.join(", ")
+            );
+        }
+    }
     if !o.targets.is_empty() {
         println!();
-        println!("targets (issue 4): judged on the median; 'every round' when no round misses");
+        println!(
+            "targets (issues 4 and 18): judged on the median; 'every round' when no round misses"
+        );
         for v in &o.targets {
             let verdict = match (v.met, v.every_round) {
                 (None, _) => "not measured".to_string(),
@@ -559,6 +643,7 @@ mod tests {
             scenario,
             server: server.into(),
             peer,
+            floor: server.starts_with("floor-"),
             figures: figs.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             notes: Vec::new(),
             error: None,
@@ -599,7 +684,12 @@ mod tests {
             run(1, k, "nginx", true, &[(fig, 20.0)]),
             run(1, k, "h2o", true, &[(fig, 24.0)]),
         ];
-        let (summary, ratios, verdicts) = analyse(&p, &runs);
+        let Analysis {
+            summary,
+            ratios,
+            targets: verdicts,
+            ..
+        } = analyse(&p, &runs);
         let s = summary
             .iter()
             .find(|r| r.server == "epoll" && r.figure == fig)
@@ -638,7 +728,11 @@ mod tests {
             ),
             failed,
         ];
-        let (_, ratios, verdicts) = analyse(&p, &runs);
+        let Analysis {
+            ratios,
+            targets: verdicts,
+            ..
+        } = analyse(&p, &runs);
         assert!(ratios.is_empty());
         let get = |id: &str| verdicts.iter().find(|v| v.id == id).unwrap();
         assert_eq!(get("idle-throughput").met, Some(false));
@@ -657,8 +751,61 @@ mod tests {
             false,
             &[("requests_per_sec", 1.0)],
         )];
-        let (_, _, verdicts) = analyse(&p, &runs);
+        let verdicts = analyse(&p, &runs).targets;
         let v = verdicts.iter().find(|v| v.id == "keepalive-rps").unwrap();
         assert_eq!((v.met, v.n), (None, 0), "no peer ran: no ratio");
+    }
+
+    /// Every server, the floors too, is divided by the lower floor of its
+    /// round; floors are neither ours nor peers in the other ratios, and
+    /// the floor target is judged on the multiple.
+    #[test]
+    fn floor_multiples_pair_with_the_lower_floor() {
+        let mut p = plan(&["epoll", "nginx", "floor-epoll", "floor-uring"], 2);
+        p.scenarios = vec![Scenario::Keepalive];
+        let k = Scenario::Keepalive;
+        let fig = "cpu_us_per_request";
+        let runs = vec![
+            run(0, k, "epoll", false, &[(fig, 7.5)]),
+            run(0, k, "nginx", true, &[(fig, 9.0)]),
+            run(0, k, "floor-epoll", false, &[(fig, 7.0)]),
+            run(0, k, "floor-uring", false, &[(fig, 7.2)]),
+            // The uring floor lower this round.
+            run(1, k, "epoll", false, &[(fig, 8.0)]),
+            run(1, k, "nginx", true, &[(fig, 9.5)]),
+            run(1, k, "floor-epoll", false, &[(fig, 7.4)]),
+            run(1, k, "floor-uring", false, &[(fig, 6.4)]),
+        ];
+        let a = analyse(&p, &runs);
+        let m = |server: &str| {
+            a.floor_multiples
+                .iter()
+                .find(|r| r.server == server)
+                .unwrap_or_else(|| panic!("no multiple for {server}"))
+        };
+        let e = m("epoll");
+        assert_eq!(e.rounds[0].best_peer, "floor-epoll");
+        assert_eq!(e.rounds[1].best_peer, "floor-uring");
+        assert!((e.rounds[0].ratio - 7.5 / 7.0).abs() < 1e-12);
+        assert!((e.rounds[1].ratio - 8.0 / 6.4).abs() < 1e-12);
+        assert!((m("nginx").rounds[0].ratio - 9.0 / 7.0).abs() < 1e-12);
+        assert!((m("floor-epoll").rounds[1].ratio - 7.4 / 6.4).abs() < 1e-12);
+        assert_eq!(m("floor-uring").rounds[1].ratio, 1.0);
+        // Only epoll is ours: compared with nginx, never with a floor.
+        assert!(a.ratios.iter().all(|r| r.server == "epoll"));
+        assert!(a
+            .ratios
+            .iter()
+            .flat_map(|r| &r.rounds)
+            .all(|x| x.best_peer == "nginx"));
+        let v = a
+            .targets
+            .iter()
+            .find(|v| v.id == "keepalive-floor")
+            .unwrap();
+        assert_eq!(v.server, "epoll");
+        // 7.5/7.0 = 1.071 and 8.0/6.4 = 1.25: median 1.16 > 1.10.
+        assert_eq!(v.met, Some(false));
+        assert!(a.targets.iter().all(|v| v.server == "epoll"));
     }
 }
