@@ -96,7 +96,12 @@ use evdispatch::{Mechanism, Waker};
 use serde_json::json;
 
 mod completion;
+mod conditional;
+mod encoding;
 mod files;
+mod listing;
+mod paths;
+mod range;
 mod readiness;
 mod request;
 mod response;
@@ -107,7 +112,11 @@ mod target;
 mod threads;
 mod timer;
 
-pub use files::{content_type, CacheLimits, CacheStats, FileStore};
+pub use conditional::{Coding, ETag};
+pub use encoding::negotiate;
+pub use files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
+pub use paths::{Dotfiles, SiteOptions};
+pub use range::{evaluate_range, RangeAnswer, MAX_RANGES};
 pub use request::{parse_request, Method, Parsed, Request, Version, MAX_HEADERS, MAX_TARGET};
 pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
 pub use stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
@@ -242,6 +251,8 @@ pub struct ServerConfig {
     /// silent client after about this long), so the first read of a new
     /// connection finds data. h2o sets 1 s; nginx has it as `deferred`.
     pub defer_accept_s: u32,
+    /// Dotfiles and directory listings (`--dotfiles`, `--listing`).
+    pub site: SiteOptions,
 }
 
 impl ServerConfig {
@@ -274,6 +285,7 @@ impl ServerConfig {
             backlog: 4096,
             eager_read: true,
             defer_accept_s: 1,
+            site: SiteOptions::default(),
         }
     }
 
@@ -299,6 +311,8 @@ impl ServerConfig {
             "backlog": self.backlog,
             "eager_read": self.eager_read,
             "defer_accept_s": self.defer_accept_s,
+            "dotfiles": format!("{:?}", self.site.dotfiles).to_lowercase(),
+            "listing": self.site.listing,
             "poller_opts": self.poller_opts,
             "initial_events": self.poller.initial_events,
             "uring_entries": self.poller.uring_entries,
@@ -325,6 +339,14 @@ impl ServerConfig {
             usize::MAX => 0,
             n => n.min(1 << 20),
         }
+    }
+
+    /// A responder over the document root with a cache of `limits`.
+    fn responder(&self, limits: CacheLimits) -> io::Result<Responder> {
+        Ok(Responder::new(
+            FileStore::open(&self.root, limits)?,
+            self.site,
+        ))
     }
 
     fn cpu_for(&self, worker: usize) -> Option<usize> {
@@ -384,9 +406,12 @@ impl Server {
                 if let Some(cpus) = &cfg.cpus {
                     evdispatch_proc::pin_current_thread(cpus)?;
                 }
-                let store = FileStore::open(&cfg.root, cfg.cache)?;
-                let pool =
-                    threads::start(cfg.clone(), listener, Responder::new(store), stop.clone())?;
+                let pool = threads::start(
+                    cfg.clone(),
+                    listener,
+                    cfg.responder(cfg.cache)?,
+                    stop.clone(),
+                )?;
                 Ok(Server {
                     addr,
                     cfg,
@@ -418,9 +443,7 @@ impl Server {
                             if let Some(c) = cpu {
                                 evdispatch_proc::pin_current_thread(&[c]).map_err(fail)?;
                             }
-                            let store =
-                                FileStore::open(&cfg.root, per_worker_cache).map_err(fail)?;
-                            let responder = Responder::new(store);
+                            let responder = cfg.responder(per_worker_cache).map_err(fail)?;
                             match cfg.model {
                                 Model::UringCompletion => {
                                     let (w, wake) = completion::Worker::new(
@@ -682,6 +705,14 @@ pub struct ServeArgs {
     /// client (whole seconds; 0: off, accept at the handshake).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub defer_accept: Duration,
+    // HTTP semantics (issue 18 items 1-3): keep these flags together.
+    /// Files and directories whose name starts with `.`: `deny` answers 404
+    /// (`.well-known` at the root excepted), `allow` serves them.
+    #[arg(long, value_enum, default_value = "deny")]
+    pub dotfiles: Dotfiles,
+    /// An HTML listing for a directory without index.html (else 403).
+    #[arg(long)]
+    pub listing: bool,
 }
 
 impl ServeArgs {
@@ -721,6 +752,10 @@ impl ServeArgs {
         cfg.backlog = self.backlog;
         cfg.eager_read = !self.no_eager_read;
         cfg.defer_accept_s = self.defer_accept.as_secs_f64().ceil() as u32;
+        cfg.site = SiteOptions {
+            dotfiles: self.dotfiles,
+            listing: self.listing,
+        };
         Ok(cfg)
     }
 }

@@ -12,7 +12,13 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::files::{entity_headers, epoch_secs, CachedFile, FileStore, Found};
+use crate::conditional::{self, Coding, ETag, Precondition};
+use crate::files::{
+    entity_headers, epoch_secs, validator_headers, CachedFile, ContentType, FileStore, Found,
+    LargeFile,
+};
+use crate::paths::{self, Dotfiles, SiteOptions};
+use crate::range::{evaluate_range, RangeAnswer};
 use crate::request::{Method, Request, Version};
 use crate::status::Status;
 use crate::sys;
@@ -69,8 +75,15 @@ pub enum Part {
     },
     /// A constant (error-page body).
     Static(&'static [u8]),
-    /// A cached file's body.
-    Cached(Arc<CachedFile>),
+    /// A cached file's body, bytes `start..end` (a slice, never a copy).
+    Cached {
+        /// The cached file.
+        file: Arc<CachedFile>,
+        /// First byte.
+        start: usize,
+        /// One past the last byte.
+        end: usize,
+    },
     /// A large file's bytes `offset..end`, sent with `sendfile`.
     File {
         /// The open file.
@@ -186,7 +199,7 @@ impl OutBatch {
             let bytes: &[u8] = match part {
                 Part::Head { start, end } => &self.head[*start..*end],
                 Part::Static(s) => s,
-                Part::Cached(c) => &c.body,
+                Part::Cached { file, start, end } => &file.body[*start..*end],
                 Part::File { .. } => return (n, true),
             };
             if bytes.len() > skip {
@@ -203,7 +216,7 @@ impl OutBatch {
             let len = match &self.parts[self.first] {
                 Part::Head { start, end } => end - start,
                 Part::Static(s) => s.len(),
-                Part::Cached(c) => c.body.len(),
+                Part::Cached { start, end, .. } => end - start,
                 Part::File { .. } => return,
             };
             let left = len - self.offset;
@@ -224,7 +237,7 @@ impl OutBatch {
             let empty = match &self.parts[self.first] {
                 Part::Head { start, end } => end - start == self.offset,
                 Part::Static(s) => s.len() == self.offset,
-                Part::Cached(c) => c.body.len() == self.offset,
+                Part::Cached { start, end, .. } => end - start == self.offset,
                 Part::File { offset, end, .. } => offset == end,
             };
             if !empty {
@@ -304,17 +317,43 @@ impl OutBatch {
 pub struct Responder {
     /// The document root and its cache.
     pub store: FileStore,
+    site: SiteOptions,
     date: DateCache,
     now_sec: u64,
     path: Vec<u8>,
 }
 
+/// The body of a file response: cached bytes or an open file.
+enum Body {
+    Cached(Arc<CachedFile>),
+    Large(LargeFile),
+}
+
+impl Body {
+    fn from_found(found: Found) -> Option<Body> {
+        match found {
+            Found::Cached(c) => Some(Body::Cached(c)),
+            Found::Large(l) => Some(Body::Large(l)),
+            Found::Redirect | Found::Directory(_) => None,
+        }
+    }
+
+    /// Size and modification time.
+    fn meta(&self) -> (u64, i64) {
+        match self {
+            Body::Cached(c) => (c.body.len() as u64, c.mtime),
+            Body::Large(l) => (l.size, l.mtime),
+        }
+    }
+}
+
 impl Responder {
-    /// A responder over `store`.
-    pub fn new(store: FileStore) -> Responder {
+    /// A responder over `store`, showing the site as `site` says.
+    pub fn new(store: FileStore, site: SiteOptions) -> Responder {
         let date = DateCache::default();
         Responder {
             store,
+            site,
             now_sec: date.sec,
             date,
             path: Vec::with_capacity(256),
@@ -355,54 +394,207 @@ impl Responder {
         closing: bool,
     ) -> (Status, bool) {
         let keep = req.keep_alive && !closing;
-        let dir = normalize_target(req.target, &mut self.path);
-        let found = match dir {
-            Ok(_) => self.store.lookup(&self.path, self.now_sec),
+        let found = match normalize_target(req.target, &mut self.path) {
+            Ok(_) if self.site.dotfiles == Dotfiles::Deny && paths::hidden(&self.path) => {
+                Err(Status::NotFound)
+            }
+            Ok(dir) => {
+                if dir && !self.path.is_empty() {
+                    self.path.push(b'/');
+                }
+                self.store.lookup(&self.path, self.now_sec)
+            }
             Err(st) => Err(st),
         };
         let head_only = req.method == Method::Head;
-        match found {
+        let st = match found {
             Err(st) => {
                 let keep = keep && !st.closes();
                 self.error(st, out, keep, req.version, head_only);
-                (st, keep)
+                return (st, keep);
             }
-            Ok(found) => {
-                let mtime = match &found {
-                    Found::Cached(c) => c.mtime,
-                    Found::Large(l) => l.mtime,
-                };
-                if let Some(ims) = req.if_modified_since.and_then(parse_date) {
-                    if mtime <= ims {
-                        let start = self.start(out, Status::NotModified);
-                        Self::finish(out, start, keep, req.version);
-                        return (Status::NotModified, keep);
+            Ok(Found::Redirect) => self.redirect(req, out, keep, head_only),
+            Ok(Found::Directory(dir)) if self.site.listing => {
+                match crate::listing::render(
+                    &dir,
+                    self.path.strip_suffix(b"/").unwrap_or(&self.path),
+                    self.site.dotfiles == Dotfiles::Allow,
+                ) {
+                    Ok(page) => self.page(&page, out, keep, req.version, head_only),
+                    Err(_) => {
+                        self.error(Status::InternalError, out, false, req.version, head_only);
+                        return (Status::InternalError, false);
                     }
                 }
-                let start = self.start(out, Status::Ok);
-                match found {
-                    Found::Cached(c) => {
-                        out.head.extend_from_slice(&c.headers);
-                        Self::finish(out, start, keep, req.version);
-                        if !head_only && !c.body.is_empty() {
-                            out.parts.push(Part::Cached(c));
-                        }
-                    }
-                    Found::Large(l) => {
-                        entity_headers(&mut out.head, l.content_type, l.size, l.mtime);
-                        Self::finish(out, start, keep, req.version);
-                        if !head_only && l.size > 0 {
-                            out.parts.push(Part::File {
-                                file: l.file,
-                                offset: 0,
-                                end: l.size,
-                            });
-                        }
-                    }
-                }
-                (Status::Ok, keep)
             }
+            Ok(Found::Directory(_)) => {
+                self.error(Status::Forbidden, out, keep, req.version, head_only);
+                Status::Forbidden
+            }
+            Ok(Found::Cached(c)) => self.file(req, out, keep, head_only, Body::Cached(c)),
+            Ok(Found::Large(l)) => self.file(req, out, keep, head_only, Body::Large(l)),
+        };
+        (st, keep)
+    }
+
+    /// A file (`body`, for the path in `self.path`): its precompressed
+    /// variant if the client takes one, then preconditions, then Range.
+    fn file(
+        &mut self,
+        req: &Request<'_>,
+        out: &mut OutBatch,
+        keep: bool,
+        head_only: bool,
+        body: Body,
+    ) -> Status {
+        let (variants, ctype) = match &body {
+            Body::Cached(c) => (c.variants(), c.content_type),
+            Body::Large(l) => (l.variants, l.content_type),
+        };
+        let plain =
+            req.if_none_match.is_none() && req.if_modified_since.is_none() && req.range.is_none();
+        if let (Body::Cached(c), true, 0) = (&body, plain, variants) {
+            // The keep-alive hot path: prebuilt headers and the cached bytes.
+            let start = self.start(out, Status::Ok);
+            out.head.extend_from_slice(&c.headers);
+            Self::finish(out, start, keep, req.version);
+            if !head_only && !c.body.is_empty() {
+                let end = c.body.len();
+                out.parts.push(Part::Cached {
+                    file: c.clone(),
+                    start: 0,
+                    end,
+                });
+            }
+            return Status::Ok;
         }
+        let mut coding = crate::encoding::negotiate(req.accept_encoding, variants);
+        let mut body = body;
+        if coding != Coding::Identity {
+            let len = self.path.len();
+            self.path.extend_from_slice(coding.suffix());
+            match self
+                .store
+                .lookup(&self.path, self.now_sec)
+                .map(Body::from_found)
+            {
+                Ok(Some(variant)) => body = variant,
+                _ => coding = Coding::Identity, // gone meanwhile: the file itself
+            }
+            self.path.truncate(len);
+        }
+        let (size, mtime) = body.meta();
+        let etag = ETag::new(mtime, size, coding);
+        let vary = variants != 0;
+        if conditional::evaluate(req.if_none_match, req.if_modified_since, &etag, mtime)
+            == Precondition::NotModified
+        {
+            let start = self.start(out, Status::NotModified);
+            validator_headers(&mut out.head, mtime, &etag);
+            Self::variant_headers(out, Coding::Identity, vary);
+            Self::finish(out, start, keep, req.version);
+            return Status::NotModified;
+        }
+        let answer = match req.range {
+            Some(r)
+                if req
+                    .if_range
+                    .is_none_or(|v| conditional::if_range_holds(v, &etag, mtime)) =>
+            {
+                evaluate_range(r, size)
+            }
+            _ => RangeAnswer::Full,
+        };
+        let (st, part) = match answer {
+            RangeAnswer::Full => (Status::Ok, (0, size)),
+            RangeAnswer::Single { start, end } => (Status::PartialContent, (start, end)),
+            RangeAnswer::Unsatisfiable => {
+                use std::io::Write;
+                let st = Status::RangeNotSatisfiable;
+                let start = self.start(out, st);
+                let _ = write!(out.head, "Content-Range: bytes */{size}\r\n");
+                Self::variant_headers(out, Coding::Identity, vary);
+                self.error_tail(st, out, start, keep, req.version, head_only);
+                return st;
+            }
+        };
+        let start = self.start(out, st);
+        let range = (st == Status::PartialContent).then_some(part);
+        entity_headers(&mut out.head, ctype, size, mtime, &etag, range);
+        Self::variant_headers(out, coding, vary);
+        Self::finish(out, start, keep, req.version);
+        let (from, to) = part;
+        if !head_only && to > from {
+            out.parts.push(match body {
+                Body::Cached(file) => Part::Cached {
+                    file,
+                    start: from as usize,
+                    end: to as usize,
+                },
+                Body::Large(l) => Part::File {
+                    file: l.file,
+                    offset: from,
+                    end: to,
+                },
+            });
+        }
+        st
+    }
+
+    /// `Content-Encoding` (for a variant) and `Vary` (for a file that has
+    /// variants, whichever representation is sent).
+    fn variant_headers(out: &mut OutBatch, coding: Coding, vary: bool) {
+        if coding != Coding::Identity {
+            out.head.extend_from_slice(b"Content-Encoding: ");
+            out.head.extend_from_slice(coding.token());
+            out.head.extend_from_slice(b"\r\n");
+        }
+        if vary {
+            out.head.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+        }
+    }
+
+    /// 301 to the directory's path with its slash.
+    fn redirect(
+        &mut self,
+        req: &Request<'_>,
+        out: &mut OutBatch,
+        keep: bool,
+        head_only: bool,
+    ) -> Status {
+        let st = Status::MovedPermanently;
+        let start = self.start(out, st);
+        out.head.extend_from_slice(b"Location: ");
+        paths::directory_location(req.target, &mut out.head);
+        out.head.extend_from_slice(b"\r\n");
+        self.error_tail(st, out, start, keep, req.version, head_only);
+        st
+    }
+
+    /// A generated HTML page (a listing): 200, no validators.
+    fn page(
+        &mut self,
+        page: &[u8],
+        out: &mut OutBatch,
+        keep: bool,
+        version: Version,
+        head_only: bool,
+    ) -> Status {
+        use std::io::Write;
+        let start = self.start(out, Status::Ok);
+        ContentType {
+            mime: "text/html",
+            utf8: true,
+        }
+        .write_line(&mut out.head);
+        let _ = write!(out.head, "Content-Length: {}\r\n", page.len());
+        Self::finish(out, start, keep, version);
+        if !head_only {
+            let from = out.head.len();
+            out.head.extend_from_slice(page);
+            out.push_head(from);
+        }
+        Status::Ok
     }
 
     /// An error page for a request that could not be parsed; the connection
@@ -419,15 +611,28 @@ impl Responder {
         version: Version,
         head_only: bool,
     ) {
-        use std::io::Write;
         let start = self.start(out, st);
+        if st == Status::MethodNotAllowed {
+            out.head.extend_from_slice(b"Allow: GET, HEAD\r\n");
+        }
+        self.error_tail(st, out, start, keep, version, head_only);
+    }
+
+    /// The rest of an answer whose body is the status's short text page.
+    fn error_tail(
+        &mut self,
+        st: Status,
+        out: &mut OutBatch,
+        start: usize,
+        keep: bool,
+        version: Version,
+        head_only: bool,
+    ) {
+        use std::io::Write;
         let body = st.body();
         out.head
             .extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\nContent-Length: ");
         let _ = write!(out.head, "{}\r\n", body.len());
-        if st == Status::MethodNotAllowed {
-            out.head.extend_from_slice(b"Allow: GET, HEAD\r\n");
-        }
         Self::finish(out, start, keep, version);
         if !head_only {
             out.parts.push(Part::Static(body));
@@ -502,13 +707,6 @@ impl Responder {
         }
         a
     }
-}
-
-/// An HTTP date as whole seconds since the epoch.
-fn parse_date(raw: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(raw).ok()?;
-    let t = httpdate::parse_http_date(s).ok()?;
-    Some(epoch_secs(t) as i64)
 }
 
 #[cfg(test)]
