@@ -25,9 +25,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use crate::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER};
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, TurnMeter, WorkerReport};
-use crate::status::Status;
 use crate::sys::{self, uring::BufRing};
 use crate::timer::TimerWheel;
 use crate::ServerConfig;
@@ -41,9 +41,6 @@ const K_CANCEL: u64 = 5;
 const BUF_SIZE: usize = 4096;
 const BUF_COUNT: u16 = 1024;
 const CHUNK: usize = 64 * 1024;
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-const LINGER: Duration = Duration::from_secs(2);
-const STOP_GRACE: Duration = Duration::from_secs(3);
 const POOL_KEEP: usize = 256;
 /// Send states kept for reuse.
 const SPARE_KEEP: usize = 64;
@@ -159,8 +156,8 @@ pub(crate) struct Worker {
     /// The armed accept is multishot.
     accept_multi: bool,
     accept_cancel: bool,
-    resume_at: Option<Instant>,
-    stopping: Option<Instant>,
+    /// Accept pauses and the graceful stop.
+    gate: Gate,
     now: Instant,
     cqes: Vec<(u64, i32, u32)>,
     rearm: Vec<usize>,
@@ -227,8 +224,7 @@ impl Worker {
             accept_armed: false,
             accept_multi: false,
             accept_cancel: false,
-            resume_at: None,
-            stopping: None,
+            gate: Gate::default(),
             now: Instant::now(),
             cqes: Vec::with_capacity(256),
             rearm: Vec::new(),
@@ -287,7 +283,7 @@ impl Worker {
     }
 
     fn arm_accept(&mut self) -> io::Result<()> {
-        if self.accept_armed || self.stopping.is_some() {
+        if self.accept_armed || self.gate.stopping() {
             return Ok(());
         }
         let fd = types::Fd(self.listener.as_raw_fd());
@@ -328,10 +324,7 @@ impl Worker {
 
     fn pause_accept(&mut self) {
         self.cancel_accept();
-        if self.resume_at.is_none() {
-            self.counters.accept_pauses += 1;
-        }
-        self.resume_at = Some(self.now + ACCEPT_RETRY);
+        self.gate.pause(self.now, &mut self.counters);
     }
 
     /// Arm a multishot receive: every arrival completes into a provided
@@ -425,28 +418,21 @@ impl Worker {
             }
             self.rearm = rearm;
             self.rearm.clear();
-            if let Some(t) = self.resume_at {
-                if self.now >= t && self.stopping.is_none() {
-                    if self.open < self.cfg.max_open_per_worker() {
-                        self.resume_at = None;
-                        self.arm_accept()?;
-                    } else {
-                        // Still full: a close resumes accepting; until then
-                        // look again later rather than at every wait (a
-                        // deadline left in the past would make every wait
-                        // return at once: a spin at the limit).
-                        self.resume_at = Some(self.now + ACCEPT_RETRY);
-                    }
+            if self.gate.resume_due(self.now) {
+                if self.open < self.cfg.max_open_per_worker() {
+                    self.gate.resumed();
+                    self.arm_accept()?;
+                } else {
+                    // Still full: a close resumes accepting.
+                    self.gate.retry_later(self.now);
                 }
             }
             turn.expired(self.expire_timers());
-            if self.stopping.is_none() && self.stop.load(Ordering::Acquire) {
+            if !self.gate.stopping() && self.stop.load(Ordering::Acquire) {
                 self.begin_stop();
             }
-            if let Some(deadline) = self.stopping {
-                if self.open == 0 || self.now >= deadline {
-                    break;
-                }
+            if self.gate.finished(self.open, self.now) {
+                break;
             }
         }
         self.shutdown_all();
@@ -461,12 +447,7 @@ impl Worker {
     }
 
     fn wait_timeout(&self, now: Instant) -> Option<Duration> {
-        let mut t = self.wheel.timeout(now);
-        for d in [self.resume_at, self.stopping].into_iter().flatten() {
-            let d = d.saturating_duration_since(now);
-            t = Some(t.map_or(d, |x| x.min(d)));
-        }
-        t
+        self.gate.wait_timeout(self.wheel.timeout(now), now)
     }
 
     fn completion(&mut self, u: u64, res: i32, flags: u32) {
@@ -492,7 +473,7 @@ impl Worker {
             self.counters.listener_events += 1;
             self.counters.accepted += 1;
             let fd = sys::owned_fd(res);
-            if self.stopping.is_some() {
+            if self.gate.stopping() {
                 self.counters.closed += 1;
                 return; // closes it
             }
@@ -505,19 +486,11 @@ impl Worker {
                 self.cancel_accept();
             }
         } else {
-            let errno = -res;
-            match errno {
-                libc::ECANCELED => {}
-                libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
-                    self.counters.accept_error(errno);
-                    self.pause_accept();
-                }
-                _ => {
-                    self.counters.accept_error(errno);
-                }
+            if lifecycle::accept_failure(-res, &mut self.counters) == AcceptFailure::Pause {
+                self.pause_accept();
             }
         }
-        if !self.accept_armed && self.resume_at.is_none() && self.stopping.is_none() {
+        if !self.accept_armed && !self.gate.paused() && !self.gate.stopping() {
             let _ = self.arm_accept();
         }
     }
@@ -667,7 +640,7 @@ impl Worker {
 
     /// Answer the complete requests buffered (no send may be in flight).
     fn pump(&mut self, idx: usize) {
-        let closing = self.stopping.is_some();
+        let closing = self.gate.stopping();
         let c = &mut self.conns[idx];
         debug_assert!(!c.send_inflight);
         let input = std::mem::take(&mut c.input);
@@ -718,7 +691,7 @@ impl Worker {
             return;
         }
         if c.close_after {
-            if c.linger_after || c.input.len() > c.start {
+            if lifecycle::must_linger(c.linger_after, c.input.len() > c.start) {
                 self.start_linger(idx);
             } else {
                 self.close_conn(idx);
@@ -737,11 +710,7 @@ impl Worker {
             }
         } else if answered {
             c.partial = false;
-            let t = if self.stopping.is_some() {
-                Duration::ZERO
-            } else {
-                self.cfg.idle_timeout
-            };
+            let t = self.gate.keepalive(self.cfg.idle_timeout);
             self.wheel.set(idx, self.now + t);
         }
         let c = &self.conns[idx];
@@ -917,8 +886,8 @@ impl Worker {
         self.free.push(idx as u32);
         self.open -= 1;
         self.counters.closed += 1;
-        if self.resume_at.is_some() && self.open < self.cfg.max_open_per_worker() {
-            self.resume_at = None;
+        if self.gate.paused() && self.open < self.cfg.max_open_per_worker() {
+            self.gate.resumed();
             let _ = self.arm_accept();
         }
     }
@@ -931,36 +900,26 @@ impl Worker {
         let n = fired.len() as u64;
         for &idx in &fired {
             let c = &self.conns[idx];
-            match c.state {
-                State::Free | State::Closing => {}
-                State::Lingering => self.close_conn(idx),
-                State::Open => {
-                    if c.send_inflight {
-                        self.counters.write_timed_out += 1;
-                        self.close_conn(idx);
-                    } else if c.partial {
-                        if self.stopping.is_none() {
-                            self.counters.header_timed_out += 1;
-                        }
-                        if c.input.len() > c.start {
-                            let mut st = self.spare.pop().unwrap_or_else(SendState::new);
-                            self.responder.reject(Status::RequestTimeout, &mut st.batch);
-                            self.counters.response(Status::RequestTimeout);
-                            let c = &mut self.conns[idx];
-                            c.close_after = true;
-                            c.linger_after = true;
-                            c.input.clear();
-                            c.start = 0;
-                            self.start_send(idx, st);
-                        } else {
-                            self.close_conn(idx);
-                        }
-                    } else {
-                        if self.stopping.is_none() {
-                            self.counters.idle_timed_out += 1;
-                        }
-                        self.close_conn(idx);
-                    }
+            let phase = match c.state {
+                State::Free | State::Closing => continue,
+                State::Lingering => Phase::Lingering,
+                State::Open if c.send_inflight => Phase::Sending,
+                State::Open if c.partial => Phase::Request {
+                    some_input: c.input.len() > c.start,
+                },
+                State::Open => Phase::Idle,
+            };
+            match lifecycle::expire(phase, self.gate.stopping(), &mut self.counters) {
+                Expiry::Close => self.close_conn(idx),
+                Expiry::RequestTimeout => {
+                    let mut st = self.spare.pop().unwrap_or_else(SendState::new);
+                    self.responder.reject(Expiry::STATUS, &mut st.batch);
+                    let c = &mut self.conns[idx];
+                    c.close_after = true;
+                    c.linger_after = true;
+                    c.input.clear();
+                    c.start = 0;
+                    self.start_send(idx, st);
                 }
             }
         }
@@ -970,9 +929,7 @@ impl Worker {
     }
 
     fn begin_stop(&mut self) {
-        let deadline = self.now + STOP_GRACE;
-        self.stopping = Some(deadline);
-        self.resume_at = None;
+        let deadline = self.gate.begin_stop(self.now);
         self.cancel_accept();
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];

@@ -99,6 +99,7 @@ mod completion;
 mod conditional;
 mod encoding;
 mod files;
+mod lifecycle;
 mod listing;
 mod paths;
 mod range;
