@@ -651,6 +651,7 @@ impl Worker {
             &mut st.batch,
             closing,
             &mut self.counters,
+            c.fd(),
         );
         let start = c.start + a.consumed;
         let (close_after, reject, answered) = (a.close, a.refused, a.answered);
@@ -913,7 +914,8 @@ impl Worker {
                 Expiry::Close => self.close_conn(idx),
                 Expiry::RequestTimeout => {
                     let mut st = self.spare.pop().unwrap_or_else(SendState::new);
-                    self.responder.reject(Expiry::STATUS, &mut st.batch);
+                    let fd = self.conns[idx].fd();
+                    self.responder.timed_out(&mut st.batch, fd);
                     let c = &mut self.conns[idx];
                     c.close_after = true;
                     c.linger_after = true;

@@ -34,6 +34,19 @@
 //! port the kernel chose), and flushes. SIGINT or SIGTERM stops it
 //! gracefully (no new connections; idle ones closed; busy ones get up to 3 s
 //! to finish) and then `--stats-json FILE` is written (`-`: standard output).
+//! SIGHUP never stops it: it reopens the `--access-log` file (logrotate's
+//! `postrotate`), and is ignored without one. Start-up fails with "address
+//! already in use" and a non-zero exit when another process listens on the
+//! address, also with `--listener reuseport` (see the listeners' probe).
+//!
+//! # Operations
+//!
+//! `--access-log FILE` (or `-`) writes one line per response in the
+//! Combined Log Format, from per-worker buffers through a writer thread, so
+//! no event loop waits on the disk (see the `access_log` module). The
+//! connection lifecycle every model shares (accept pauses, timer expiry,
+//! lingering close, graceful stop, and their constants) is the `lifecycle`
+//! module.
 //!
 //! # The stats document (`schema: "evdispatch-serve-stats/1"`)
 //!
@@ -44,7 +57,7 @@
 //!       "accept", "listener", "exclusive", "idle_timeout_ms",
 //!       "header_timeout_ms", "cpus", "max_connections", "threads",
 //!       "cache_bytes", "cache_max_file", "max_header", "backlog",
-//!       "eager_read", "defer_accept_s", "poller_opts", "initial_events",
+//!       "eager_read", "defer_accept_s", "access_log", "poller_opts", "initial_events",
 //!       "uring_entries" },
 //!   "elapsed_s",
 //!   "requests": { "total", "by_status": { "200": n, "404": n, … } },
@@ -95,6 +108,7 @@ use anyhow::Context;
 use evdispatch::{Mechanism, Waker};
 use serde_json::json;
 
+mod access_log;
 mod completion;
 mod conditional;
 mod encoding;
@@ -113,6 +127,7 @@ mod target;
 mod threads;
 mod timer;
 
+pub use access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer};
 pub use conditional::{Coding, ETag};
 pub use encoding::negotiate;
 pub use files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
@@ -254,6 +269,9 @@ pub struct ServerConfig {
     pub defer_accept_s: u32,
     /// Dotfiles and directory listings (`--dotfiles`, `--listing`).
     pub site: SiteOptions,
+    /// `--access-log`: the Combined Log Format file (`-`: standard output);
+    /// `None`: no access log.
+    pub access_log: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -287,6 +305,7 @@ impl ServerConfig {
             eager_read: true,
             defer_accept_s: 1,
             site: SiteOptions::default(),
+            access_log: None,
         }
     }
 
@@ -312,6 +331,7 @@ impl ServerConfig {
             "backlog": self.backlog,
             "eager_read": self.eager_read,
             "defer_accept_s": self.defer_accept_s,
+            "access_log": self.access_log.as_ref().map(|p| p.display().to_string()),
             "dotfiles": format!("{:?}", self.site.dotfiles).to_lowercase(),
             "listing": self.site.listing,
             "poller_opts": self.poller_opts,
@@ -342,12 +362,14 @@ impl ServerConfig {
         }
     }
 
-    /// A responder over the document root with a cache of `limits`.
-    fn responder(&self, limits: CacheLimits) -> io::Result<Responder> {
-        Ok(Responder::new(
-            FileStore::open(&self.root, limits)?,
-            self.site,
-        ))
+    /// A responder over the document root with a cache of `limits`,
+    /// logging into `log` when there is an access log.
+    fn responder(&self, limits: CacheLimits, log: Option<LogBuffer>) -> io::Result<Responder> {
+        let mut r = Responder::new(FileStore::open(&self.root, limits)?, self.site);
+        if let Some(log) = log {
+            r.set_access_log(log);
+        }
+        Ok(r)
     }
 
     fn cpu_for(&self, worker: usize) -> Option<usize> {
@@ -365,6 +387,7 @@ pub struct Server {
     pool: Option<threads::Pool>,
     completion_wakers: Vec<completion::Wake>,
     started: Instant,
+    access_log: Option<AccessLog>,
 }
 
 impl fmt::Debug for Server {
@@ -399,6 +422,8 @@ impl Server {
             max_file: cfg.cache.max_file,
         };
         let started = Instant::now();
+        let access_log = cfg.access_log.as_deref().map(AccessLog::open).transpose()?;
+        let log_buffer = || access_log.as_ref().map(AccessLog::buffer);
         match cfg.model {
             Model::Threads => {
                 let l = sys::listen(cfg.listen, cfg.backlog, false, true, cfg.defer_accept_s)?;
@@ -410,7 +435,7 @@ impl Server {
                 let pool = threads::start(
                     cfg.clone(),
                     listener,
-                    cfg.responder(cfg.cache)?,
+                    cfg.responder(cfg.cache, log_buffer())?,
                     stop.clone(),
                 )?;
                 Ok(Server {
@@ -422,6 +447,7 @@ impl Server {
                     pool: Some(pool),
                     completion_wakers: Vec::new(),
                     started,
+                    access_log,
                 })
             }
             Model::Readiness(_) | Model::UringCompletion => {
@@ -433,6 +459,7 @@ impl Server {
                     let listener = listeners[i.min(listeners.len() - 1)].clone();
                     let shared = cfg.listener == ListenerMode::Shared;
                     let (cfg, stop, tx) = (cfg.clone(), stop.clone(), tx.clone());
+                    let log = log_buffer();
                     let h = thread::Builder::new()
                         .name(format!("evd-worker-{i}"))
                         .spawn(move || -> io::Result<WorkerReport> {
@@ -444,7 +471,7 @@ impl Server {
                             if let Some(c) = cpu {
                                 evdispatch_proc::pin_current_thread(&[c]).map_err(fail)?;
                             }
-                            let responder = cfg.responder(per_worker_cache).map_err(fail)?;
+                            let responder = cfg.responder(per_worker_cache, log).map_err(fail)?;
                             match cfg.model {
                                 Model::UringCompletion => {
                                     let (w, wake) = completion::Worker::new(
@@ -489,6 +516,7 @@ impl Server {
                     pool: None,
                     completion_wakers: Vec::new(),
                     started,
+                    access_log,
                 };
                 let mut first_error = None;
                 for _ in 0..cfg.workers {
@@ -523,6 +551,14 @@ impl Server {
         &self.cfg
     }
 
+    /// Reopen the access log file by its name (SIGHUP, after logrotate
+    /// renamed it); nothing without one.
+    pub fn reopen_access_log(&self) {
+        if let Some(l) = &self.access_log {
+            l.reopen();
+        }
+    }
+
     /// Stop gracefully and collect every worker's report.
     pub fn stop(mut self) -> io::Result<ServerReport> {
         self.stop.store(true, Ordering::Release);
@@ -553,6 +589,10 @@ impl Server {
                 }
             }
         }
+        // Every line of the stopped workers, written.
+        if let Some(log) = self.access_log.take() {
+            log.finish();
+        }
         if workers.is_empty() {
             if let Some(e) = first_error {
                 return Err(e);
@@ -577,10 +617,23 @@ enum Wakeup {
 
 /// The listening sockets: one per worker (reuseport; the first binds the
 /// requested port, possibly 0, the others the port it got) or one shared.
+///
+/// With `SO_REUSEPORT`, a bind succeeds wherever another socket of the same
+/// user holds the port with it too: a second server would silently take
+/// half the connections. So the address is first bound without it (a probe,
+/// closed at once, never listening), which fails with `EADDRINUSE` whenever
+/// anyone listens there; only this server's own workers then share the
+/// port. (A server starting in the instant between the probe and the bind
+/// could still join.)
 fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
     let reuse = cfg.listener == ListenerMode::Reuseport;
+    let listen = if reuse {
+        sys::probe_bind(cfg.listen)?
+    } else {
+        cfg.listen
+    };
     let first = TcpListener::from(sys::listen(
-        cfg.listen,
+        listen,
         cfg.backlog,
         reuse,
         false,
@@ -714,6 +767,11 @@ pub struct ServeArgs {
     /// An HTML listing for a directory without index.html (else 403).
     #[arg(long)]
     pub listing: bool,
+    /// Log every response to FILE in the Combined Log Format (nginx's
+    /// `combined`), `-` for standard output; SIGHUP reopens FILE (for
+    /// logrotate). Written by a thread of its own, at least once a second.
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -757,6 +815,7 @@ impl ServeArgs {
             dotfiles: self.dotfiles,
             listing: self.listing,
         };
+        cfg.access_log = self.access_log.clone();
         Ok(cfg)
     }
 }
@@ -808,7 +867,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     // Block the stop signals before any thread exists, so every thread
     // inherits the mask and only the sigwait below receives them.
-    let signals = [libc::SIGINT, libc::SIGTERM];
+    // SIGHUP too: it reopens the access log and never stops the server.
+    let signals = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
     sys::block_signals(&signals)?;
     // The RT-signal mechanisms direct their signals (and SIGIO on queue
     // overflow) at their own thread, where they are blocked; blocking them in
@@ -825,7 +885,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         writeln!(out, "listening on http://{}", server.local_addr())?;
         out.flush()?;
     }
-    sys::wait_signal(&signals)?;
+    while sys::wait_signal(&signals)? == libc::SIGHUP {
+        server.reopen_access_log();
+    }
     let report = server.stop()?;
     let doc = serde_json::to_string_pretty(&report.to_json())?;
     match &args.stats_json {

@@ -632,13 +632,14 @@ impl Worker {
         let closing = self.gate.stopping();
         let c = &mut self.conns[idx];
         let buf = c.buf.take().expect("process needs a buffer");
-        let (start, end) = (c.start as usize, c.end as usize);
+        let (start, end, fd) = (c.start as usize, c.end as usize, c.fd());
         let a = self.responder.answer(
             &buf[start..end],
             self.cfg.max_header,
             &mut self.batch,
             closing,
             &mut self.counters,
+            fd,
         );
         let (close_after, reject) = (a.close, a.refused);
         let c = &mut self.conns[idx];
@@ -805,7 +806,7 @@ impl Worker {
             match lifecycle::expire(phase, self.gate.stopping(), &mut self.counters) {
                 Expiry::Close => self.close(idx, Why::Normal),
                 Expiry::RequestTimeout => {
-                    self.responder.reject(Expiry::STATUS, &mut self.batch);
+                    self.responder.timed_out(&mut self.batch, fd);
                     // Half-closed right after (finish_close lingers).
                     self.batch.set_last(true);
                     let _ = self.batch.send(fd);

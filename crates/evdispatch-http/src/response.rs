@@ -12,6 +12,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use crate::access_log::{self, LogBuffer};
 use crate::conditional::{self, Coding, ETag, Precondition};
 use crate::files::{
     entity_headers, epoch_secs, validator_headers, CachedFile, ContentType, FileStore, Found,
@@ -169,6 +170,22 @@ impl OutBatch {
         self.last = last;
     }
 
+    /// Body bytes of the parts from index `from` on (the headers not
+    /// counted): what the responses added since had as bodies.
+    fn body_bytes_from(&self, from: usize) -> u64 {
+        self.parts
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|p| match p {
+                Part::Head { .. } => 0,
+                Part::Static(b) => b.len() as u64,
+                Part::Cached { start, end, .. } => (end - start) as u64,
+                Part::File { offset, end, .. } => end.saturating_sub(*offset),
+            })
+            .sum()
+    }
+
     /// Bytes of header buffer in use (a bound on batch growth).
     pub fn head_len(&self) -> usize {
         self.head.len()
@@ -321,6 +338,17 @@ pub struct Responder {
     date: DateCache,
     now_sec: u64,
     path: Vec<u8>,
+    /// `--access-log`: this worker's buffer and its time field (boxed: one
+    /// pointer when off).
+    log: Option<Box<LogState>>,
+}
+
+/// A responder's access log: its buffer and `$time_local` for `sec`.
+#[derive(Debug)]
+struct LogState {
+    buf: LogBuffer,
+    sec: u64,
+    time: String,
 }
 
 /// The body of a file response: cached bytes or an open file.
@@ -357,7 +385,51 @@ impl Responder {
             now_sec: date.sec,
             date,
             path: Vec::with_capacity(256),
+            log: None,
         }
+    }
+
+    /// Log every response from now on into `buf` (`--access-log`).
+    pub fn set_access_log(&mut self, buf: LogBuffer) {
+        self.log = Some(Box::new(LogState {
+            buf,
+            sec: u64::MAX,
+            time: String::new(),
+        }));
+    }
+
+    /// The access-log line of a response with `status` and `body_bytes` to
+    /// the request whose head starts `head` (`None`: no request line) on
+    /// the connection `fd`; nothing when there is no access log.
+    fn log(&mut self, fd: RawFd, head: Option<&[u8]>, status: Status, body_bytes: u64) {
+        let Some(l) = self.log.as_deref_mut() else {
+            return;
+        };
+        if l.sec != self.now_sec {
+            l.sec = self.now_sec;
+            let line = String::from_utf8_lossy(self.date.line());
+            let date = line.trim_start_matches("Date: ").trim_end();
+            l.time = access_log::clf_time(date);
+        }
+        let head = head.unwrap_or_default();
+        l.buf.log(&access_log::Entry {
+            remote: crate::sys::peer_ip(fd),
+            time: l.time.as_bytes(),
+            request: access_log::request_line(head),
+            status: status.code(),
+            body_bytes,
+            referer: access_log::header(head, b"referer"),
+            user_agent: access_log::header(head, b"user-agent"),
+        });
+    }
+
+    /// Answer a request that timed out part-way with 408 (and log it).
+    pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd) {
+        let st = crate::lifecycle::Expiry::STATUS;
+        let from = out.parts.len();
+        self.reject(st, out);
+        let body = out.body_bytes_from(from);
+        self.log(fd, None, st, body);
     }
 
     /// Tell the responder the time (once per loop iteration).
@@ -662,7 +734,8 @@ impl Responder {
     /// order, counting each status in `counters`; stop at a partial request,
     /// at a response that closes the connection, or when the batch is full
     /// (it is then written before more are answered). The one request loop
-    /// of every model.
+    /// of every model. `fd`, the connection, names the client in the
+    /// access log.
     pub fn answer(
         &mut self,
         input: &[u8],
@@ -670,6 +743,7 @@ impl Responder {
         out: &mut OutBatch,
         closing: bool,
         counters: &mut crate::stats::Counters,
+        fd: RawFd,
     ) -> Answered {
         let mut a = Answered {
             consumed: 0,
@@ -680,8 +754,13 @@ impl Responder {
         while a.consumed < input.len() {
             match crate::request::parse_request(&input[a.consumed..], max_header) {
                 crate::request::Parsed::Complete(req) => {
+                    let from = out.parts.len();
                     let (st, keep) = self.respond(&req, out, closing);
                     counters.response(st);
+                    if self.log.is_some() {
+                        let head = &input[a.consumed..a.consumed + req.len];
+                        self.log(fd, Some(head), st, out.body_bytes_from(from));
+                    }
                     a.consumed += req.len;
                     a.answered += 1;
                     if !keep {
@@ -695,8 +774,13 @@ impl Responder {
                 }
                 crate::request::Parsed::Partial => break,
                 crate::request::Parsed::Reject(st) => {
+                    let from = out.parts.len();
                     self.reject(st, out);
                     counters.response(st);
+                    if self.log.is_some() {
+                        let body = out.body_bytes_from(from);
+                        self.log(fd, Some(&input[a.consumed..]), st, body);
+                    }
                     a.consumed = input.len();
                     a.answered += 1;
                     a.close = true;

@@ -157,6 +157,18 @@ pub fn accept(listener: RawFd, blocking: bool) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// The IP address of the peer of socket `fd` (`getpeername`), if it has
+/// one (the access log's `$remote_addr`).
+pub fn peer_ip(fd: RawFd) -> Option<std::net::IpAddr> {
+    use nix::sys::socket::{getpeername, SockaddrStorage};
+    let a = getpeername::<SockaddrStorage>(fd).ok()?;
+    if let Some(v4) = a.as_sockaddr_in() {
+        Some(v4.ip().into())
+    } else {
+        a.as_sockaddr_in6().map(|v6| v6.ip().into())
+    }
+}
+
 /// `shutdown(fd, how)`; errors (not connected…) are of no interest.
 pub fn shutdown(fd: RawFd, how: libc::c_int) {
     // SAFETY: no pointers; a stale fd at worst yields EBADF/ENOTSOCK.
@@ -192,6 +204,28 @@ fn set_int_opt(
 pub fn listen(
     addr: SocketAddr,
     backlog: i32,
+    reuseport: bool,
+    blocking: bool,
+    defer_accept_s: u32,
+) -> io::Result<OwnedFd> {
+    let sock = bound(addr, reuseport, blocking, defer_accept_s)?;
+    // SAFETY: no pointers.
+    cvt(unsafe { libc::listen(sock.as_raw_fd(), backlog) })?;
+    Ok(sock)
+}
+
+/// Bind `addr` without `SO_REUSEPORT` (but with `SO_REUSEADDR`, as the
+/// listeners) and close it again: fails with "address already in use"
+/// when anyone listens there. Returns the address bound (the port the
+/// kernel chose, for port 0).
+pub fn probe_bind(addr: SocketAddr) -> io::Result<SocketAddr> {
+    let sock = bound(addr, false, false, 0)?;
+    std::net::TcpListener::from(sock).local_addr()
+}
+
+/// A TCP socket with the options of [`listen`], bound to `addr`.
+fn bound(
+    addr: SocketAddr,
     reuseport: bool,
     blocking: bool,
     defer_accept_s: u32,
@@ -253,9 +287,19 @@ pub fn listen(
             len as libc::socklen_t,
         )
     })
-    .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
-    // SAFETY: no pointers.
-    cvt(unsafe { libc::listen(sock.as_raw_fd(), backlog) })?;
+    .map_err(|e| {
+        if e.raw_os_error() == Some(libc::EADDRINUSE) {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot bind {addr}: address already in use (another process listens \
+                     there: stop it or choose another --listen)"
+                ),
+            )
+        } else {
+            io::Error::new(e.kind(), format!("cannot bind {addr}: {e}"))
+        }
+    })?;
     Ok(sock)
 }
 

@@ -291,7 +291,7 @@ fn serve(
                 let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
                 r.set_time(SystemTime::now());
                 let closing = stop.load(Ordering::Relaxed);
-                let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters);
+                let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters, fd);
                 start += a.consumed;
                 (a.close, a.answered)
             };
@@ -350,7 +350,7 @@ fn expired(
         responder
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .reject(Expiry::STATUS, out);
+            .timed_out(out, stream.as_raw_fd());
         out.set_last(true);
         let _ = out.send(stream.as_raw_fd());
         out.clear();

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{BufRead, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -171,4 +171,41 @@ pub fn once(addr: SocketAddr, raw: &[u8]) -> Resp {
     let mut c = Client::connect(addr);
     c.send(raw);
     c.response(raw.starts_with(b"HEAD")).expect("a response")
+}
+
+/// `evdispatch-serve` running as a child process (killed when dropped)
+/// and the address it announced.
+pub struct Served {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Start `evdispatch-serve ARGS` and wait for its `listening on` line.
+pub fn spawn(args: &[&str]) -> Served {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn evdispatch-serve");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .parse()
+        .unwrap();
+    Served { child, addr }
 }
