@@ -9,20 +9,7 @@ mod common;
 use std::io::{ErrorKind, Read, Write};
 use std::time::Duration;
 
-use common::{site, start, Client};
-use evdispatch_http::Model;
-
-/// Every model at once (the waiting is the test), skipping the ones this
-/// machine lacks.
-fn on_every_model(test: fn(Model, &common::Site)) {
-    let site = site();
-    std::thread::scope(|scope| {
-        for model in Model::all() {
-            let site = &site;
-            scope.spawn(move || test(model, site));
-        }
-    });
-}
+use common::{on_every_model, start, Client};
 
 #[test]
 fn a_timed_out_request_lingers_after_its_408() {

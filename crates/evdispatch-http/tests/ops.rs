@@ -9,8 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{site, spawn, start, Client};
-use evdispatch_http::Model;
+use common::{on_every_model, site, spawn, start, Client};
 
 fn bad<T>(line: &str) -> T {
     panic!("not a combined log line: {line:?}")
@@ -61,43 +60,36 @@ fn lines(path: &Path) -> Vec<Line> {
 
 #[test]
 fn access_log_lines_on_every_model() {
-    let site = site();
-    std::thread::scope(|scope| {
-        for model in Model::all() {
-            let site = &site;
-            scope.spawn(move || {
-                let path = site.dir.path().join(format!("access-{}.log", model.name()));
-                let Some(server) = start(model, &site.root, |c| c.access_log = Some(path.clone()))
-                else {
-                    return;
-                };
-                let mut c = Client::connect(server.local_addr());
-                c.send(
-                    b"GET /six.txt?x=1 HTTP/1.1\r\nHost: t\r\nUser-Agent: probe \"1\"\r\nReferer: http://r/\r\n\r\n",
-                );
-                assert_eq!(c.response(false).unwrap().status, 200);
-                c.send(b"HEAD /six.txt HTTP/1.1\r\nHost: t\r\n\r\n");
-                assert_eq!(c.response(true).unwrap().status, 200);
-                assert_eq!(c.get("/missing").status, 404);
-                c.send(b"BREW / HTTP/1.1\r\nHost: t\r\n\r\n");
-                let r = c.response(false).unwrap();
-                server.stop().unwrap();
-                let l = lines(&path);
-                assert_eq!(l.len(), 4, "{model}: {l:?}");
-                assert!(l.iter().all(|x| x.remote == "127.0.0.1"), "{model}: {l:?}");
-                assert_eq!(l[0].request, "GET /six.txt?x=1 HTTP/1.1", "{model}");
-                assert_eq!((l[0].status, l[0].bytes), (200, 6144), "{model}");
-                assert_eq!(l[0].referer, "http://r/", "{model}");
-                assert_eq!(l[0].agent, "probe \\x221\\x22", "{model}");
-                assert_eq!(l[1].request, "HEAD /six.txt HTTP/1.1", "{model}");
-                assert_eq!((l[1].status, l[1].bytes), (200, 0), "{model}");
-                assert_eq!((l[1].referer.as_str(), l[1].agent.as_str()), ("-", "-"));
-                assert_eq!(l[2].status, 404, "{model}");
-                assert_eq!(l[2].request, "GET /missing HTTP/1.1", "{model}");
-                assert_eq!(l[3].status, r.status, "{model}");
-                assert_eq!(l[3].bytes, r.body.len() as u64, "{model}");
-            });
-        }
+    on_every_model(|model, site| {
+        let path = site.dir.path().join(format!("access-{}.log", model.name()));
+        let Some(server) = start(model, &site.root, |c| c.access_log = Some(path.clone())) else {
+            return;
+        };
+        let mut c = Client::connect(server.local_addr());
+        c.send(
+            b"GET /six.txt?x=1 HTTP/1.1\r\nHost: t\r\nUser-Agent: probe \"1\"\r\nReferer: http://r/\r\n\r\n",
+        );
+        assert_eq!(c.response(false).unwrap().status, 200);
+        c.send(b"HEAD /six.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(c.response(true).unwrap().status, 200);
+        assert_eq!(c.get("/missing").status, 404);
+        c.send(b"BREW / HTTP/1.1\r\nHost: t\r\n\r\n");
+        let r = c.response(false).unwrap();
+        server.stop().unwrap();
+        let l = lines(&path);
+        assert_eq!(l.len(), 4, "{model}: {l:?}");
+        assert!(l.iter().all(|x| x.remote == "127.0.0.1"), "{model}: {l:?}");
+        assert_eq!(l[0].request, "GET /six.txt?x=1 HTTP/1.1", "{model}");
+        assert_eq!((l[0].status, l[0].bytes), (200, 6144), "{model}");
+        assert_eq!(l[0].referer, "http://r/", "{model}");
+        assert_eq!(l[0].agent, "probe \\x221\\x22", "{model}");
+        assert_eq!(l[1].request, "HEAD /six.txt HTTP/1.1", "{model}");
+        assert_eq!((l[1].status, l[1].bytes), (200, 0), "{model}");
+        assert_eq!((l[1].referer.as_str(), l[1].agent.as_str()), ("-", "-"));
+        assert_eq!(l[2].status, 404, "{model}");
+        assert_eq!(l[2].request, "GET /missing HTTP/1.1", "{model}");
+        assert_eq!(l[3].status, r.status, "{model}");
+        assert_eq!(l[3].bytes, r.body.len() as u64, "{model}");
     });
 }
 

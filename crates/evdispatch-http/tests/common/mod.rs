@@ -209,3 +209,16 @@ pub fn spawn(args: &[&str]) -> Served {
         .unwrap();
     Served { child, addr }
 }
+
+/// Run `test` on every model at once, each in its own thread over one
+/// site (the waiting is the test); a model this machine lacks is skipped
+/// by [`start`].
+pub fn on_every_model(test: impl Fn(Model, &Site) + Sync) {
+    let site = site();
+    std::thread::scope(|scope| {
+        for model in Model::all() {
+            let (site, test) = (&site, &test);
+            scope.spawn(move || test(model, site));
+        }
+    });
+}
