@@ -202,6 +202,10 @@ pub struct PeerConfig {
     /// `listen … deferred` (its own timeout); lighttpd:
     /// `server.defer-accept`; h2o sets 1 s itself and cannot turn it off.
     pub defer_accept_s: u32,
+    /// An access log in the Combined Log Format to this file (nginx
+    /// `access_log FILE combined`, lighttpd `mod_accesslog`, h2o
+    /// `access-log`); `None`: off.
+    pub access_log: Option<PathBuf>,
 }
 
 impl PeerConfig {
@@ -219,6 +223,7 @@ impl PeerConfig {
             request_timeout_s: 60,
             lighttpd_events: LighttpdEvents::LinuxSysepoll,
             defer_accept_s: 0,
+            access_log: None,
         }
     }
 
@@ -308,6 +313,10 @@ fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
     } else {
         ""
     };
+    let access_log = match &c.access_log {
+        Some(p) => format!("{} combined", p.display()),
+        None => "off".into(),
+    };
     format!(
         "{user}daemon off;
 master_process on;
@@ -322,7 +331,7 @@ events {{
     multi_accept on;
 }}
 http {{
-    access_log off;
+    access_log {access_log};
     sendfile on;
     tcp_nodelay on;
     keepalive_timeout {ka}s;
@@ -367,8 +376,8 @@ server.max-keep-alive-idle = {ka}
 server.max-read-idle = {rt}
 server.defer-accept = {defer}
 server.errorlog = \"{d}/error.log\"
-server.modules = ()
-index-file.names = (\"index.html\")
+server.modules = ({modules})
+{accesslog}index-file.names = (\"index.html\")
 mimetype.assign = (\".html\" => \"text/html\", \".txt\" => \"text/plain\", \"\" => \"application/octet-stream\")
 ",
         root = c.docroot.display(),
@@ -377,6 +386,18 @@ mimetype.assign = (\".html\" => \"text/html\", \".txt\" => \"text/plain\", \"\" 
         rt = c.request_timeout_s,
         defer = c.defer_accept_s,
         d = dir.display(),
+        modules = if c.access_log.is_some() {
+            "\"mod_accesslog\""
+        } else {
+            ""
+        },
+        accesslog = match &c.access_log {
+            Some(p) => format!(
+                "accesslog.filename = \"{}\"\naccesslog.format = \"%h %l %u %t \\\"%r\\\" %>s %b \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"\"\n",
+                p.display()
+            ),
+            None => String::new(),
+        },
     )
 }
 
@@ -391,7 +412,7 @@ max-connections: {conns}
 http1-request-timeout: {rt}
 http2-idle-timeout: {ka}
 error-log: {d}/error.log
-pid-file: {d}/h2o.pid
+{access_log}pid-file: {d}/h2o.pid
 {user}hosts:
   default:
     paths:
@@ -404,6 +425,10 @@ pid-file: {d}/h2o.pid
         ka = c.keepalive_timeout_s,
         d = dir.display(),
         root = c.docroot.display(),
+        access_log = match &c.access_log {
+            Some(p) => format!("access-log: {}\n", p.display()),
+            None => String::new(),
+        },
     )
 }
 

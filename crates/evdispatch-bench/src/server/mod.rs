@@ -34,6 +34,16 @@
 //!   `p99_own_ratio` (held ÷ elsewhere) what holding them costs the
 //!   measured server itself; likewise `rps_machine_ratio`, `rps_own_ratio`.
 //!   The memory figure below comes with it.
+//! * `range`, `whole`: a 64 KiB range (`Range: bytes=0-65535`) of a 1 MiB
+//!   file, and a whole 64 KiB file, on persistent connections (wrk): CPU
+//!   µs per request of each, and `range ÷ whole` per server paired within
+//!   rounds (`range_over_whole`): a range must cost no more than the same
+//!   bytes as a file of their own (no copy through user space).
+//! * access log: a server named `NAME+log` (`epoll+log`, `nginx+log`) runs
+//!   with its access log on a file (ours `--access-log`, nginx `access_log
+//!   FILE combined`, lighttpd `mod_accesslog`, h2o `access-log`); beside
+//!   `NAME` in the same run, the CPU per request it adds in `keepalive` is
+//!   reported per round (`access_log_costs`), ours against nginx's.
 //! * `memory`: user-space memory per idle connection, the growth of the
 //!   server's resident set while they are held ÷ connections held (alone,
 //!   when `idle` is not asked for).
@@ -75,7 +85,7 @@ use serde::Serialize;
 
 pub use floor::{main as floor_main, Floor, FloorArgs};
 pub use measure::Run;
-pub use report::{RatioRow, SummaryRow, Verdict, TARGETS};
+pub use report::{LogCostRound, LogCostRow, RatioRow, SummaryRow, Verdict, TARGETS};
 
 /// Arguments of `evdispatch bench server`.
 #[derive(Debug, Clone, clap::Args)]
@@ -170,6 +180,12 @@ pub enum Scenario {
     Idle,
     /// User-space memory per idle connection.
     Memory,
+    /// A 64 KiB range (`Range: bytes=0-65535`) of a 1 MiB file on
+    /// persistent connections (wrk): compared with `whole`, paired within
+    /// rounds.
+    Range,
+    /// A whole 64 KiB file on persistent connections (wrk).
+    Whole,
 }
 
 impl Scenario {
@@ -180,6 +196,8 @@ impl Scenario {
             Scenario::Close => "close",
             Scenario::Idle => "idle",
             Scenario::Memory => "memory",
+            Scenario::Range => "range",
+            Scenario::Whole => "whole",
         }
     }
 }
@@ -187,47 +205,75 @@ impl Scenario {
 /// A server under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Contestant {
-    /// `evdispatch serve --mechanism NAME`.
-    Ours(Model),
-    /// A peer server.
-    Peer(Peer),
+    /// `evdispatch serve --mechanism NAME`, with `--access-log` when the
+    /// flag says so (`NAME+log`).
+    Ours(Model, bool),
+    /// A peer server, with its access log on when the flag says so
+    /// (`nginx+log`).
+    Peer(Peer, bool),
     /// A floor server (`evdispatch bench floor-server`).
     Floor(Floor),
 }
 
+/// The suffix of a `--servers` name that turns the access log on.
+pub const LOGGED: &str = "+log";
+
 impl Contestant {
     /// Parse a `--servers` entry.
     pub fn parse(s: &str) -> Result<Contestant, String> {
-        match s.trim() {
-            "nginx" => Ok(Contestant::Peer(Peer::Nginx)),
-            "lighttpd" => Ok(Contestant::Peer(Peer::Lighttpd)),
-            "h2o" => Ok(Contestant::Peer(Peer::H2o)),
+        let s = s.trim();
+        let (base, log) = match s.strip_suffix(LOGGED) {
+            Some(b) => (b, true),
+            None => (s, false),
+        };
+        match base {
+            "nginx" => Ok(Contestant::Peer(Peer::Nginx, log)),
+            "lighttpd" => Ok(Contestant::Peer(Peer::Lighttpd, log)),
+            "h2o" => Ok(Contestant::Peer(Peer::H2o, log)),
             other if Floor::from_name(other).is_some() => {
+                if log {
+                    return Err(format!(
+                        "--servers: {s}: the floor servers keep no access log"
+                    ));
+                }
                 Ok(Contestant::Floor(Floor::from_name(other).expect("checked")))
             }
             other => other
                 .parse::<Model>()
-                .map(Contestant::Ours)
+                .map(|m| Contestant::Ours(m, log))
                 .map_err(|e| {
                     format!(
-                        "--servers: {e}; or a peer: nginx, lighttpd, h2o; or a floor: floor-epoll, floor-uring"
+                        "--servers: {e}; or a peer: nginx, lighttpd, h2o; or a floor: floor-epoll, \
+                         floor-uring; NAME+log (not a floor) turns its access log on"
                     )
                 }),
         }
     }
 
-    /// Its name in tables and JSON (our models by their mechanism name).
-    pub fn name(self) -> &'static str {
+    /// Its name without the access-log suffix.
+    pub fn base_name(self) -> &'static str {
         match self {
-            Contestant::Ours(m) => m.name(),
-            Contestant::Peer(p) => p.tool().command(),
+            Contestant::Ours(m, _) => m.name(),
+            Contestant::Peer(p, _) => p.tool().command(),
             Contestant::Floor(f) => f.name(),
         }
     }
 
+    /// Its access log is on.
+    pub fn logged(self) -> bool {
+        matches!(self, Contestant::Ours(_, true) | Contestant::Peer(_, true))
+    }
+
+    /// Its name in tables and JSON (our models by their mechanism name;
+    /// `+log` when its access log is on).
+    pub fn name(self) -> String {
+        let log = if self.logged() { LOGGED } else { "" };
+        format!("{}{log}", self.base_name())
+    }
+
     /// True for nginx, lighttpd and h2o.
     pub fn is_peer(self) -> bool {
-        matches!(self, Contestant::Peer(_))
+        matches!(self, Contestant::Peer(..))
     }
 
     /// True for the floor servers.
@@ -300,11 +346,11 @@ impl Plan {
             scenarios.retain(|&s| s != Scenario::Memory);
         }
         if scenarios.is_empty() {
-            bail!("--scenarios: give at least one of keepalive, close, idle, memory");
+            bail!("--scenarios: give at least one of keepalive, close, idle, memory, range, whole");
         }
         let q = a.quick;
         let plan = Plan {
-            servers: contestants.iter().map(|c| c.name().to_string()).collect(),
+            servers: contestants.iter().map(|c| c.name()).collect(),
             contestants,
             scenarios,
             rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
@@ -390,6 +436,13 @@ pub struct Outcome {
     /// Every server's keep-alive CPU per request ÷ the lower floor of the
     /// same round (`best_peer` names that floor here).
     pub floor_multiples: Vec<RatioRow>,
+    /// Every server's `range` CPU per request ÷ its `whole`, paired within
+    /// rounds (`best_peer` names the `whole` run here).
+    pub range_over_whole: Vec<RatioRow>,
+    /// What each `NAME+log` adds to `NAME`'s keep-alive CPU per request.
+    pub access_log_costs: Vec<LogCostRow>,
+    /// Our servers' added cost ÷ nginx's, paired within rounds.
+    pub log_cost_vs_nginx: Vec<RatioRow>,
     /// The issue's targets, judged.
     pub targets: Vec<Verdict>,
 }
@@ -404,21 +457,17 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
 /// Every measurement of `plan`, then the summaries.
 pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
     if let Err(e) = find(Tool::Wrk) {
-        if plan
-            .scenarios
-            .iter()
-            .any(|s| matches!(s, Scenario::Keepalive | Scenario::Close | Scenario::Idle))
-        {
-            bail!("{e} (the keepalive, close and idle scenarios run wrk)");
+        if plan.scenarios.iter().any(|s| *s != Scenario::Memory) {
+            bail!("{e} (every scenario but memory runs wrk)");
         }
     }
     let mut skipped = Vec::new();
     let mut contestants = Vec::new();
     for &c in &plan.contestants {
-        if let Contestant::Peer(p) = c {
+        if let Contestant::Peer(p, _) = c {
             if let Err(e) = find(p.tool()) {
                 skipped.push(Skipped {
-                    server: c.name().into(),
+                    server: c.name(),
                     reason: e.to_string(),
                 });
                 continue;
@@ -473,10 +522,10 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
                 if let Some(v) = version {
                     if !servers.iter().any(|s| s.name == c.name()) {
                         servers.push(ServerInfo {
-                            name: c.name().into(),
+                            name: c.name(),
                             kind: match c {
-                                Contestant::Ours(_) => "ours",
-                                Contestant::Peer(_) => "peer",
+                                Contestant::Ours(..) => "ours",
+                                Contestant::Peer(..) => "peer",
                                 Contestant::Floor(_) => "floor",
                             },
                             version: v,
@@ -493,6 +542,9 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         summary,
         ratios,
         floor_multiples,
+        range_over_whole,
+        access_log_costs,
+        log_cost_vs_nginx,
         targets,
     } = report::analyse(&plan, &runs);
     Ok(Outcome {
@@ -505,6 +557,9 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         summary,
         ratios,
         floor_multiples,
+        range_over_whole,
+        access_log_costs,
+        log_cost_vs_nginx,
         targets,
     })
 }

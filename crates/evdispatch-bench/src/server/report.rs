@@ -7,6 +7,8 @@ use serde::Serialize;
 
 use evdispatch_harness::median;
 
+#[cfg(test)]
+use super::Contestant;
 use super::{Outcome, Plan, Run, Scenario};
 
 /// Median and range of one figure of one server in one scenario.
@@ -117,6 +119,10 @@ pub enum Against {
     BestPeer,
     /// The lower floor of the same round.
     Floor,
+    /// The same server's `whole` in the same round (a `range` figure).
+    Whole,
+    /// nginx's own added cost in the same round (an access-log cost).
+    NginxLogCost,
 }
 
 /// One figure the issue asks for, for each of our servers.
@@ -153,6 +159,22 @@ pub const TARGETS: &[Target] = &[
         figure: "cpu_us_per_request",
         against: Against::Floor,
         bound: Bound::AtMost(1.10),
+    },
+    Target {
+        id: "range-cpu",
+        what: "a 64 KiB range of a 1 MiB file: CPU per request <= 1.05 x a whole 64 KiB file's (the same bytes; 5% for noise; issue 18)",
+        scenarios: &[Scenario::Range],
+        figure: "cpu_us_per_request",
+        against: Against::Whole,
+        bound: Bound::AtMost(1.05),
+    },
+    Target {
+        id: "access-log-cost",
+        what: "keep-alive: CPU per request added by --access-log <= nginx's added by its access_log (issue 18)",
+        scenarios: &[Scenario::Keepalive],
+        figure: ACCESS_LOG_ADDED,
+        against: Against::NginxLogCost,
+        bound: Bound::AtMost(1.0),
     },
     Target {
         id: "keepalive-rps",
@@ -246,7 +268,164 @@ pub(super) struct Analysis {
     pub summary: Vec<SummaryRow>,
     pub ratios: Vec<RatioRow>,
     pub floor_multiples: Vec<RatioRow>,
+    pub range_over_whole: Vec<RatioRow>,
+    pub access_log_costs: Vec<LogCostRow>,
+    pub log_cost_vs_nginx: Vec<RatioRow>,
     pub targets: Vec<Verdict>,
+}
+
+/// The figure name of an access log's added cost.
+const ACCESS_LOG_ADDED: &str = "access_log_added_cpu_us";
+
+/// What a server's access log adds to its keep-alive CPU per request:
+/// `NAME+log` minus `NAME`, paired within rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogCostRow {
+    /// The server (without `+log`).
+    pub server: String,
+    /// True for a peer.
+    pub peer: bool,
+    /// Median over rounds of the added µs per request.
+    pub median_added_us: f64,
+    /// Smallest.
+    pub min_added_us: f64,
+    /// Largest.
+    pub max_added_us: f64,
+    /// Each round: CPU µs per request off, on, and the difference.
+    pub rounds: Vec<LogCostRound>,
+}
+
+/// One round of a [`LogCostRow`].
+#[derive(Debug, Clone, Serialize)]
+pub struct LogCostRound {
+    /// Round.
+    pub round: usize,
+    /// Without the access log.
+    pub off_us: f64,
+    /// With it.
+    pub on_us: f64,
+    /// `on_us - off_us`.
+    pub added_us: f64,
+}
+
+/// The keep-alive CPU per request of `server` in `round`, if measured.
+fn keepalive_cpu(runs: &[Run], server: &str, round: usize, scenario: Scenario) -> Option<f64> {
+    runs.iter()
+        .find(|r| {
+            r.round == round && r.scenario == scenario && r.server == server && r.error.is_none()
+        })
+        .and_then(|r| r.figures.get("cpu_us_per_request").copied())
+        .filter(|v| v.is_finite())
+}
+
+/// Every server's `range` CPU per request ÷ its own `whole` of the round.
+fn range_over_whole(plan: &Plan, runs: &[Run]) -> Vec<RatioRow> {
+    let mut rows = Vec::new();
+    for server in &plan.servers {
+        let rounds: Vec<RatioRound> = (0..plan.rounds)
+            .filter_map(|round| {
+                let v = keepalive_cpu(runs, server, round, Scenario::Range)?;
+                let w = keepalive_cpu(runs, server, round, Scenario::Whole)?;
+                (w > 0.0).then(|| RatioRound {
+                    round,
+                    best_peer: format!("{server} whole"),
+                    best_value: w,
+                    value: v,
+                    ratio: v / w,
+                })
+            })
+            .collect();
+        if let Some(row) = ratio_row(Scenario::Range, "cpu_us_per_request", server, rounds) {
+            rows.push(row);
+        }
+    }
+    rows
+}
+
+/// The rounds summarised as a [`RatioRow`] (lower is better); `None`
+/// without any.
+fn ratio_row(
+    scenario: Scenario,
+    figure: &str,
+    server: &str,
+    rounds: Vec<RatioRound>,
+) -> Option<RatioRow> {
+    if rounds.is_empty() {
+        return None;
+    }
+    let (m, lo, hi) = stats(&rounds.iter().map(|r| r.ratio).collect::<Vec<_>>());
+    Some(RatioRow {
+        scenario,
+        figure: figure.to_string(),
+        server: server.to_string(),
+        lower_is_better: true,
+        median: m,
+        min: lo,
+        max: hi,
+        rounds,
+    })
+}
+
+/// For every `NAME+log` beside `NAME`: the added cost per round; and for
+/// ours, the added cost ÷ nginx's of the same round.
+fn access_log_costs(plan: &Plan, runs: &[Run]) -> (Vec<LogCostRow>, Vec<RatioRow>) {
+    let mut costs = Vec::new();
+    for logged in plan.servers.iter().filter(|s| s.ends_with(super::LOGGED)) {
+        let base = logged.trim_end_matches(super::LOGGED);
+        if !plan.servers.iter().any(|s| s == base) {
+            continue;
+        }
+        let rounds: Vec<LogCostRound> = (0..plan.rounds)
+            .filter_map(|round| {
+                let off = keepalive_cpu(runs, base, round, Scenario::Keepalive)?;
+                let on = keepalive_cpu(runs, logged, round, Scenario::Keepalive)?;
+                Some(LogCostRound {
+                    round,
+                    off_us: off,
+                    on_us: on,
+                    added_us: on - off,
+                })
+            })
+            .collect();
+        if rounds.is_empty() {
+            continue;
+        }
+        let (m, lo, hi) = stats(&rounds.iter().map(|r| r.added_us).collect::<Vec<_>>());
+        costs.push(LogCostRow {
+            server: base.to_string(),
+            peer: runs.iter().any(|r| r.server == base && r.peer),
+            median_added_us: m,
+            min_added_us: lo,
+            max_added_us: hi,
+            rounds,
+        });
+    }
+    let mut versus = Vec::new();
+    if let Some(nginx) = costs.iter().find(|c| c.server == "nginx") {
+        for ours in costs.iter().filter(|c| !c.peer) {
+            let rounds: Vec<RatioRound> = ours
+                .rounds
+                .iter()
+                .filter_map(|o| {
+                    let n = nginx.rounds.iter().find(|n| n.round == o.round)?;
+                    // A cost nginx does not show above the noise leaves
+                    // nothing to divide by.
+                    (n.added_us > 0.0).then(|| RatioRound {
+                        round: o.round,
+                        best_peer: "nginx".into(),
+                        best_value: n.added_us,
+                        value: o.added_us,
+                        ratio: o.added_us / n.added_us,
+                    })
+                })
+                .collect();
+            let name = format!("{}{}", ours.server, super::LOGGED);
+            if let Some(row) = ratio_row(Scenario::Keepalive, ACCESS_LOG_ADDED, &name, rounds) {
+                versus.push(row);
+            }
+        }
+    }
+    (costs, versus)
 }
 
 /// For each server `subject` accepts, in plan order: its `figure` in
@@ -372,6 +551,8 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> Analysis {
         .collect();
     // Every server, the other floor included, against the lower floor.
     let floor_multiples = paired(plan, runs, VERSUS_FLOOR, |_: &Run| true, |r: &Run| r.floor);
+    let range_over_whole = range_over_whole(plan, runs);
+    let (access_log_costs, log_cost_vs_nginx) = access_log_costs(plan, runs);
 
     let mut verdicts = Vec::new();
     let our_servers: Vec<&String> = plan
@@ -388,6 +569,8 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> Analysis {
                 Against::Itself => None,
                 Against::BestPeer => Some(&ratios),
                 Against::Floor => Some(&floor_multiples),
+                Against::Whole => Some(&range_over_whole),
+                Against::NginxLogCost => Some(&log_cost_vs_nginx),
             };
             let values: Vec<f64> = if let Some(rows) = against {
                 rows.iter()
@@ -429,6 +612,9 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> Analysis {
         summary,
         ratios,
         floor_multiples,
+        range_over_whole,
+        access_log_costs,
+        log_cost_vs_nginx,
         targets: verdicts,
     }
 }
@@ -436,7 +622,7 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> Analysis {
 /// The figures shown per scenario, in this order (all are in the JSON).
 fn shown(scenario: Scenario) -> &'static [(&'static str, &'static str)] {
     match scenario {
-        Scenario::Keepalive => &[
+        Scenario::Keepalive | Scenario::Range | Scenario::Whole => &[
             ("cpu_us_per_request", "CPU us/req"),
             ("requests_per_sec", "req/s"),
             ("wrk_p99_us", "wrk p99 us"),
@@ -520,6 +706,8 @@ pub(super) fn print(o: &Outcome) {
                 p.idle, p.connections, p.rate, p.persistent
             ),
             Scenario::Memory => format!("memory: RSS growth with {} idle connections held", p.idle),
+            Scenario::Range => format!("range: wrk -t1 -c{} -H 'Range: bytes=0-65535' on a 1 MiB file", p.connections),
+            Scenario::Whole => format!("whole: wrk -t1 -c{} on a whole 64 KiB file", p.connections),
         };
         println!("{what}   median [min-max] over rounds");
         let cols = shown(scenario);
@@ -597,6 +785,41 @@ pub(super) fn print(o: &Outcome) {
                 fmt(r.min),
                 fmt(r.max),
                 floors.join(", ")
+            );
+        }
+    }
+    if !o.range_over_whole.is_empty() {
+        println!();
+        println!("range / whole CPU per request, paired within rounds: median [min-max]");
+        for r in &o.range_over_whole {
+            println!(
+                "  {:<18} {} [{}-{}]",
+                r.server,
+                fmt(r.median),
+                fmt(r.min),
+                fmt(r.max)
+            );
+        }
+    }
+    if !o.access_log_costs.is_empty() {
+        println!();
+        println!("keep-alive CPU us per request added by the access log (NAME+log - NAME), paired within rounds: median [min-max]");
+        for c in &o.access_log_costs {
+            println!(
+                "  {:<18} {} [{}-{}]",
+                c.server,
+                fmt(c.median_added_us),
+                fmt(c.min_added_us),
+                fmt(c.max_added_us)
+            );
+        }
+        for r in &o.log_cost_vs_nginx {
+            println!(
+                "  {:<18} / nginx's: {} [{}-{}]",
+                r.server,
+                fmt(r.median),
+                fmt(r.min),
+                fmt(r.max)
             );
         }
     }
@@ -807,5 +1030,59 @@ mod tests {
         // 7.5/7.0 = 1.071 and 8.0/6.4 = 1.25: median 1.16 > 1.10.
         assert_eq!(v.met, Some(false));
         assert!(a.targets.iter().all(|v| v.server == "epoll"));
+    }
+
+    /// `range` is paired with the same server's `whole`; `NAME+log` with
+    /// `NAME`, and our added cost with nginx's, round by round.
+    #[test]
+    fn range_pairs_and_access_log_costs() {
+        let mut p = plan(&["epoll", "epoll+log", "nginx", "nginx+log"], 2);
+        p.scenarios = vec![Scenario::Keepalive, Scenario::Range, Scenario::Whole];
+        let fig = "cpu_us_per_request";
+        let (k, r, w) = (Scenario::Keepalive, Scenario::Range, Scenario::Whole);
+        let runs = vec![
+            run(0, k, "epoll", false, &[(fig, 8.0)]),
+            run(0, k, "epoll+log", false, &[(fig, 8.5)]),
+            run(0, k, "nginx", true, &[(fig, 10.0)]),
+            run(0, k, "nginx+log", true, &[(fig, 11.0)]),
+            run(1, k, "epoll", false, &[(fig, 9.0)]),
+            run(1, k, "epoll+log", false, &[(fig, 9.2)]),
+            run(1, k, "nginx", true, &[(fig, 10.0)]),
+            run(1, k, "nginx+log", true, &[(fig, 10.8)]),
+            run(0, r, "epoll", false, &[(fig, 12.0)]),
+            run(0, w, "epoll", false, &[(fig, 10.0)]),
+            run(1, r, "epoll", false, &[(fig, 11.0)]),
+            run(1, w, "epoll", false, &[(fig, 11.0)]),
+        ];
+        let a = analyse(&p, &runs);
+        let rw = &a.range_over_whole;
+        assert_eq!(rw.len(), 1, "only epoll ran both: {rw:?}");
+        assert!((rw[0].rounds[0].ratio - 1.2).abs() < 1e-12);
+        assert!((rw[0].median - 1.1).abs() < 1e-12);
+        let cost = |s: &str| a.access_log_costs.iter().find(|c| c.server == s).unwrap();
+        assert!((cost("epoll").rounds[0].added_us - 0.5).abs() < 1e-12);
+        assert!((cost("nginx").rounds[1].added_us - 0.8).abs() < 1e-12);
+        assert!(!cost("epoll").peer && cost("nginx").peer);
+        let v = &a.log_cost_vs_nginx;
+        assert_eq!(v.len(), 1);
+        assert_eq!(v[0].server, "epoll+log");
+        assert!((v[0].rounds[0].ratio - 0.5).abs() < 1e-12);
+        assert!((v[0].rounds[1].ratio - 0.25).abs() < 1e-9);
+        let t = |id: &str, server: &str| {
+            a.targets
+                .iter()
+                .find(|t| t.id == id && t.server == server)
+                .unwrap_or_else(|| panic!("no {id} for {server}"))
+                .met
+        };
+        assert_eq!(t("access-log-cost", "epoll+log"), Some(true));
+        assert_eq!(t("access-log-cost", "epoll"), None);
+        // 1.2 and 1.0: median 1.1 > 1.05.
+        assert_eq!(t("range-cpu", "epoll"), Some(false));
+        assert!(Contestant::parse("floor-epoll+log").is_err());
+        assert_eq!(
+            Contestant::parse("nginx+log").unwrap().name(),
+            "nginx+log".to_string()
+        );
     }
 }
