@@ -202,6 +202,10 @@ pub struct PeerConfig {
     /// `listen … deferred` (its own timeout); lighttpd:
     /// `server.defer-accept`; h2o sets 1 s itself and cannot turn it off.
     pub defer_accept_s: u32,
+    /// nginx only: directives added at the end of its `server` block (e.g.
+    /// `gzip_static on;`), for tests that compare HTTP semantics with ours.
+    /// Empty for measurements.
+    pub nginx_server_extra: String,
 }
 
 impl PeerConfig {
@@ -219,6 +223,7 @@ impl PeerConfig {
             request_timeout_s: 60,
             lighttpd_events: LighttpdEvents::LinuxSysepoll,
             defer_accept_s: 0,
+            nginx_server_extra: String::new(),
         }
     }
 
@@ -339,6 +344,7 @@ http {{
         listen 127.0.0.1:{port} backlog=4096{reuseport}{deferred};
         root {root};
         index index.html;
+{extra}
     }}
 }}
 ",
@@ -348,6 +354,7 @@ http {{
         ka = c.keepalive_timeout_s,
         rt = c.request_timeout_s,
         root = c.docroot.display(),
+        extra = c.nginx_server_extra,
     )
 }
 
