@@ -415,11 +415,8 @@ impl Responder {
             }
             Ok(Found::Redirect) => self.redirect(req, out, keep, head_only),
             Ok(Found::Directory(dir)) if self.site.listing => {
-                match crate::listing::render(
-                    &dir,
-                    self.path.strip_suffix(b"/").unwrap_or(&self.path),
-                    self.site.dotfiles == Dotfiles::Allow,
-                ) {
+                let with_hidden = self.site.dotfiles == Dotfiles::Allow;
+                match crate::listing::render(&dir, &self.path, with_hidden) {
                     Ok(page) => self.page(&page, out, keep, req.version, head_only),
                     Err(_) => {
                         self.error(Status::InternalError, out, false, req.version, head_only);

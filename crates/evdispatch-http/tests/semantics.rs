@@ -327,6 +327,7 @@ fn dotfiles_redirects_and_listings() {
             page.contains(".hidden"),
             "{model}: dotfiles shown when allowed"
         );
+        assert!(page.contains("<title>Index of /empty/</title>"), "{page}");
         // A directory with an index is still served by it.
         assert_eq!(c.get("/docs/").body, b"<p>docs</p>\n", "{model}");
         // Nothing outside the root, listing or not.
