@@ -340,3 +340,52 @@ fn dotfiles_redirects_and_listings() {
         server.stop().unwrap();
     }
 }
+
+#[test]
+fn head_answers_exactly_the_headers_of_get() {
+    let site = site();
+    extend(&site);
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |cfg| cfg.site.listing = true) else {
+            continue;
+        };
+        let mut c = Client::connect(server.local_addr());
+        let etag = c.get("/six.txt").header("etag").unwrap().to_string();
+        let without_date = |r: &Resp| -> Vec<(String, String)> {
+            let mut h: Vec<_> = r
+                .headers
+                .iter()
+                .filter(|(n, _)| !n.eq_ignore_ascii_case("date"))
+                .cloned()
+                .collect();
+            h.sort();
+            h
+        };
+        for (path, headers) in [
+            ("/six.txt", vec![]),
+            ("/large.bin", vec![]),
+            ("/six.txt", vec![("Range", "bytes=10-19")]),
+            ("/large.bin", vec![("Range", "bytes=-5")]),
+            ("/six.txt", vec![("Range", "bytes=9999-")]),
+            ("/six.txt", vec![("If-None-Match", etag.as_str())]),
+            ("/app.js", vec![("Accept-Encoding", "br")]),
+            ("/app.js", vec![]),
+            ("/docs?q", vec![]),
+            ("/empty/", vec![]),
+            ("/.env", vec![]),
+            ("/nope", vec![]),
+        ] {
+            let get = ask(&mut c, "GET", path, &headers);
+            let head = ask(&mut c, "HEAD", path, &headers);
+            assert_eq!(get.status, head.status, "{model} {path} {headers:?}");
+            assert_eq!(
+                without_date(&get),
+                without_date(&head),
+                "{model} {path} {headers:?}"
+            );
+            assert!(head.body.is_empty());
+        }
+        drop(c);
+        server.stop().unwrap();
+    }
+}
