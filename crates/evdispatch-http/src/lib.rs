@@ -907,6 +907,28 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Every word of exactly `len` pieces (with repetition): the exhaustive
+/// checks of the pure parsers run over these.
+#[cfg(test)]
+pub(crate) fn each_word(pieces: &[&str], len: usize, mut f: impl FnMut(String)) {
+    let mut idx = vec![0usize; len];
+    loop {
+        f(idx.iter().map(|&i| pieces[i]).collect());
+        let mut k = 0;
+        loop {
+            if k == idx.len() {
+                return;
+            }
+            idx[k] += 1;
+            if idx[k] < pieces.len() {
+                break;
+            }
+            idx[k] = 0;
+            k += 1;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
