@@ -50,10 +50,9 @@
 //!   when its entity tag matches strongly or its date equals
 //!   `Last-Modified` exactly (§13.1.5). HEAD answers GET's headers, 206 and
 //!   416 included. A range of a cached file is a slice of the cached bytes;
-//!   of a large file, `sendfile` from the range's offset (the readiness and
-//!   threads models). The uring-completion model sends large files, and
-//!   their ranges from the right offset, as 64 KiB `pread` chunks (see its
-//!   module): a copy through user space there, as for whole large files.
+//!   of a large file, `sendfile` from the range's offset on every model
+//!   (uring-completion included: it waits for writability with a one-shot
+//!   poll when the socket is full), never a copy through user space.
 //! * **Precompressed variants** (nginx `gzip_static`, `brotli_static`): when
 //!   `f.br` or `f.gz` sits beside `f` and `Accept-Encoding` takes it (q-values
 //!   honoured, `q=0` refuses, `*` counts, an invalid q-value voids its
