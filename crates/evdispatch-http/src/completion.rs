@@ -237,8 +237,7 @@ impl Worker {
         Ok((w, Wake(wake_fd)))
     }
 
-    /// Keep a finished send state for reuse (a bounded number of them;
-    /// a large file's read chunk is let go).
+    /// Keep a finished send state for reuse (a bounded number of them).
     fn recycle(&mut self, mut st: Box<SendState>) {
         st.batch.clear();
         st.polling = false;
