@@ -206,6 +206,10 @@ pub struct PeerConfig {
     /// `access_log FILE combined`, lighttpd `mod_accesslog`, h2o
     /// `access-log`); `None`: off.
     pub access_log: Option<PathBuf>,
+    /// nginx only: directives added at the end of its `server` block (e.g.
+    /// `gzip_static on;`), for tests that compare HTTP semantics with ours.
+    /// Empty for measurements.
+    pub nginx_server_extra: String,
 }
 
 impl PeerConfig {
@@ -224,6 +228,7 @@ impl PeerConfig {
             lighttpd_events: LighttpdEvents::LinuxSysepoll,
             defer_accept_s: 0,
             access_log: None,
+            nginx_server_extra: String::new(),
         }
     }
 
@@ -348,6 +353,7 @@ http {{
         listen 127.0.0.1:{port} backlog=4096{reuseport}{deferred};
         root {root};
         index index.html;
+{extra}
     }}
 }}
 ",
@@ -357,6 +363,7 @@ http {{
         ka = c.keepalive_timeout_s,
         rt = c.request_timeout_s,
         root = c.docroot.display(),
+        extra = c.nginx_server_extra,
     )
 }
 

@@ -7,9 +7,12 @@
 //! known to stay open, one multishot `recv`; both draw from a ring of
 //! provided buffers (so an idle connection owns no buffer at all, not even
 //! in the kernel); responses as one `sendmsg` of header and cached body, at most one
-//! in flight per connection. Large files are read in 64 KiB chunks with
-//! `pread` (page-cache reads; a cold disk would stall the loop) and each chunk
-//! sent as a completion. The same timer wheel gives the wait's timeout.
+//! in flight per connection. Large files (and ranges of them, from their
+//! offset) go with `sendfile` straight from the page cache into the
+//! non-blocking socket, no copy through user space (a cold disk would stall
+//! the loop, as a read would); when the socket is full, a one-shot poll for
+//! writability takes the send's place in flight, and its completion resumes
+//! the file. The same timer wheel gives the wait's timeout.
 //!
 //! Closing: a connection with a `recv` in flight is cancelled first and its
 //! descriptor closed when the last completion for it has arrived; every
@@ -40,7 +43,6 @@ const K_CANCEL: u64 = 5;
 
 const BUF_SIZE: usize = 4096;
 const BUF_COUNT: u16 = 1024;
-const CHUNK: usize = 64 * 1024;
 const POOL_KEEP: usize = 256;
 /// Send states kept for reuse.
 const SPARE_KEEP: usize = 64;
@@ -86,10 +88,9 @@ struct SendState {
     /// Gathered slices; not touched while a send is in flight.
     iov: Vec<libc::iovec>,
     msg: libc::msghdr,
-    chunk: Option<Box<[u8]>>,
-    chunk_len: usize,
-    chunk_off: usize,
-    sending_chunk: bool,
+    /// What is in flight is a poll for writability (or a no-op), not a
+    /// send: its result is not a byte count.
+    polling: bool,
 }
 
 impl SendState {
@@ -98,10 +99,7 @@ impl SendState {
             batch: OutBatch::unallocated(),
             iov: Vec::new(),
             msg: sys::empty_msghdr(),
-            chunk: None,
-            chunk_len: 0,
-            chunk_off: 0,
-            sending_chunk: false,
+            polling: false,
         })
     }
 }
@@ -235,13 +233,10 @@ impl Worker {
         Ok((w, Wake(wake_fd)))
     }
 
-    /// Keep a finished send state for reuse (a bounded number of them;
-    /// a large file's read chunk is let go).
+    /// Keep a finished send state for reuse (a bounded number of them).
     fn recycle(&mut self, mut st: Box<SendState>) {
         st.batch.clear();
-        st.chunk = None;
-        st.chunk_len = 0;
-        st.chunk_off = 0;
+        st.polling = false;
         if self.spare.len() < SPARE_KEEP {
             self.spare.push(st);
         }
@@ -723,57 +718,51 @@ impl Worker {
 
     fn start_send(&mut self, idx: usize, mut st: Box<SendState>) {
         let fd = self.conns[idx].fd();
-        if let Some((file, offset, end)) = st.batch.front_file() {
-            if st.chunk_off >= st.chunk_len {
-                let want = ((end - *offset) as usize).min(CHUNK);
-                let raw = file.as_raw_fd();
-                let off = *offset;
-                let chunk = st
-                    .chunk
-                    .get_or_insert_with(|| vec![0u8; CHUNK].into_boxed_slice());
-                match sys::pread(raw, &mut chunk[..want], off) {
-                    Ok(n) if n > 0 => {
-                        st.chunk_len = n;
-                        st.chunk_off = 0;
-                    }
-                    _ => {
-                        // Shrunk or unreadable: the response cannot be completed.
-                        self.recycle(st);
-                        self.close_conn(idx);
-                        return;
-                    }
+        if st.batch.front_file().is_some() {
+            let before = st.batch.written;
+            let sent = st.batch.send_front_file(fd);
+            self.counters.bytes_sent += st.batch.written - before;
+            let wait = match sent {
+                Err(_) => {
+                    // Shrunk, unreadable or reset: the response cannot be completed.
+                    self.recycle(st);
+                    self.counters.client_errors += 1;
+                    self.close_conn(idx);
+                    return;
                 }
+                // The socket is full: wait until it takes more.
+                Ok(false) => {
+                    Some(opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32).build())
+                }
+                // All sent: completing through the ring (a no-op) rather
+                // than here keeps `pump` from recursing into itself.
+                Ok(true) if st.batch.is_empty() => Some(opcode::Nop::new().build()),
+                Ok(true) => None, // memory parts follow
+            };
+            if let Some(e) = wait {
+                st.polling = true;
+                let c = &mut self.conns[idx];
+                c.send = Some(st);
+                c.send_inflight = true;
+                let e = e.user_data(ud(K_SEND, c.gen, idx));
+                self.push(e);
+                return;
             }
-            let chunk = st.chunk.as_ref().expect("chunk");
-            st.iov.clear();
-            st.iov.push(libc::iovec {
-                iov_base: chunk[st.chunk_off..].as_ptr() as *mut libc::c_void,
-                iov_len: st.chunk_len - st.chunk_off,
-            });
-            st.msg.msg_iovlen = 1;
-            st.sending_chunk = true;
-        } else {
-            let mut slices = [std::io::IoSlice::new(&[]); 64];
-            let (n, _) = st.batch.gather(&mut slices);
-            st.iov.clear();
-            st.iov.extend(slices[..n].iter().map(|s| libc::iovec {
-                iov_base: s.as_ptr() as *mut libc::c_void,
-                iov_len: s.len(),
-            }));
-            st.msg.msg_iovlen = n as _;
-            st.sending_chunk = false;
         }
+        let mut slices = [std::io::IoSlice::new(&[]); 64];
+        let (n, _) = st.batch.gather(&mut slices);
+        st.iov.clear();
+        st.iov.extend(slices[..n].iter().map(|s| libc::iovec {
+            iov_base: s.as_ptr() as *mut libc::c_void,
+            iov_len: s.len(),
+        }));
+        st.msg.msg_iovlen = n as _;
         st.msg.msg_iov = st.iov.as_mut_ptr();
         let c = &mut self.conns[idx];
         // The last output of a connection closed (or half-closed) as soon as
         // it completes: held back (MSG_MORE) so that the close attaches its
-        // FIN to the same segment (see `OutBatch::set_last`). A file chunk
-        // is not: more chunks may follow.
-        let more = if c.close_after && !st.sending_chunk {
-            libc::MSG_MORE
-        } else {
-            0
-        };
+        // FIN to the same segment (see `OutBatch::set_last`).
+        let more = if c.close_after { libc::MSG_MORE } else { 0 };
         let e = opcode::SendMsg::new(types::Fd(fd), &st.msg as *const libc::msghdr)
             .flags((libc::MSG_NOSIGNAL | more) as u32)
             .build()
@@ -801,20 +790,12 @@ impl Worker {
             self.close_conn(idx);
             return;
         }
-        let n = res as usize;
-        self.counters.bytes_sent += n as u64;
-        if st.sending_chunk {
-            st.chunk_off += n;
-            if st.chunk_off >= st.chunk_len {
-                let len = st.chunk_len;
-                if let Some((_, offset, _)) = st.batch.front_file() {
-                    *offset += len as u64;
-                }
-                st.batch.file_progressed();
-                st.chunk_len = 0;
-                st.chunk_off = 0;
-            }
+        if st.polling {
+            // Writable again (or hung up: the next sendfile says which).
+            st.polling = false;
         } else {
+            let n = res as usize;
+            self.counters.bytes_sent += n as u64;
             st.batch.advance(n);
         }
         if !st.batch.is_empty() {

@@ -289,4 +289,19 @@ mod tests {
         assert!(!if_range_holds(b"garbage", &t, MT));
         assert!(!if_range_holds(b"", &t, MT));
     }
+
+    #[test]
+    fn junk_never_matches_by_accident() {
+        // Without the tag's own bytes (or `*`), nothing matches.
+        let t = tag();
+        let pieces = ["\"", "W/", ",", " ", "2ebc98a1", "-", "1800", "x", "*x"];
+        crate::each_word(&pieces, 5, |h| {
+            let whole = h.contains("\"2ebc98a1-1800\"");
+            assert!(!none_match_fails(h.as_bytes(), &t) || whole, "{h}");
+            assert!(
+                !if_range_holds(h.as_bytes(), &t, MT) || h.trim() == "\"2ebc98a1-1800\"",
+                "{h}"
+            );
+        });
+    }
 }

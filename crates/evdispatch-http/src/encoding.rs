@@ -160,4 +160,20 @@ mod tests {
         assert_eq!(n("br;q=x, gzip", BOTH), Gzip);
         assert_eq!(n("gzip;q=0.5;foo=bar", BOTH), Gzip);
     }
+
+    #[test]
+    fn only_offered_variants_are_chosen() {
+        let pieces = [
+            "gzip", "br", ";", "q=", "0", "1", ".5", ",", "*", " ", "identity",
+        ];
+        crate::each_word(&pieces, 5, |h| {
+            for avail in 0..4u8 {
+                let c = n(&h, avail);
+                assert!(c == Identity || avail & c.bit() != 0, "{h} {avail}: {c:?}");
+                if !h.contains("br") && !h.contains('*') {
+                    assert_ne!(c, Br, "{h}");
+                }
+            }
+        });
+    }
 }

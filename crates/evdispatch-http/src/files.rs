@@ -233,8 +233,8 @@ impl FileStore {
     /// Find the file for the normalised relative path `rel` (see
     /// [`normalize_target`](crate::normalize_target)), with a trailing `/`
     /// when the request named a directory: a directory is then served by its
-    /// `index.html` (or found as [`Found::Directory`] without one), and
-    /// without the slash it is [`Found::Redirect`]. `now_sec` is the current
+    /// `index.html` (or found as `Found::Directory` without one), and
+    /// without the slash it is `Found::Redirect`. `now_sec` is the current
     /// wall-clock second: a cached entry is checked against the file system
     /// when it was last checked in an earlier second.
     pub fn lookup(&mut self, rel: &[u8], now_sec: u64) -> Result<Found, Status> {
@@ -361,8 +361,11 @@ impl FileStore {
             }
         }
         let bits = self.probe_variants(rel);
-        if self.large_variants.len() >= LARGE_VARIANTS_MAX && !self.large_variants.contains_key(rel)
-        {
+        if let Some(memo) = self.large_variants.get_mut(rel) {
+            *memo = (bits, now_sec);
+            return bits;
+        }
+        if self.large_variants.len() >= LARGE_VARIANTS_MAX {
             self.large_variants.clear();
         }
         self.large_variants.insert(rel.into(), (bits, now_sec));

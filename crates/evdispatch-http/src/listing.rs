@@ -11,7 +11,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::time::UNIX_EPOCH;
 
 /// The listing page of the open directory `dir`, shown as `shown` (the
-/// decoded path relative to the root, empty for the root).
+/// decoded path relative to the root with its trailing `/`, empty for the
+/// root).
 pub fn render(dir: &OwnedFd, shown: &[u8], with_hidden: bool) -> io::Result<Vec<u8>> {
     // The descriptor was opened beneath the root; its /proc link names that
     // very directory, whatever happened to the path since.

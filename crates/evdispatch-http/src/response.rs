@@ -281,6 +281,33 @@ impl OutBatch {
         self.skip_empty();
     }
 
+    /// Send the file part at the front with `sendfile` (from its offset: a
+    /// range starts where it should; the bytes go from the page cache to the
+    /// socket without a copy through user space) until it is all sent
+    /// (`Ok(true)`, also when the front is not a file) or the non-blocking
+    /// socket is full (`Ok(false)`).
+    pub fn send_front_file(&mut self, fd: RawFd) -> io::Result<bool> {
+        while let Some((file, offset, end)) = self.front_file() {
+            let count = (end - *offset).min(1 << 21) as usize;
+            match sys::sendfile(fd, file.as_raw_fd(), offset, count) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file shrank while being sent",
+                    ))
+                }
+                Ok(n) => {
+                    self.written += n as u64;
+                    self.file_progressed()
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
     /// Write as much as the socket takes now: gathered `sendmsg` for memory
     /// parts, `sendfile` for file parts. `Ok(true)`: all written;
     /// `Ok(false)`: the socket is full (wait for writability).
@@ -289,22 +316,9 @@ impl OutBatch {
             if self.is_empty() {
                 return Ok(true);
             }
-            if let Some((file, offset, end)) = self.front_file() {
-                let count = (end - *offset).min(1 << 21) as usize;
-                match sys::sendfile(fd, file.as_raw_fd(), offset, count) {
-                    Ok(0) => {
-                        return Err(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "file shrank while being sent",
-                        ))
-                    }
-                    Ok(n) => {
-                        self.written += n as u64;
-                        self.file_progressed()
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
+            if self.front_file().is_some() {
+                if !self.send_front_file(fd)? {
+                    return Ok(false);
                 }
                 continue;
             }
@@ -487,11 +501,8 @@ impl Responder {
             }
             Ok(Found::Redirect) => self.redirect(req, out, keep, head_only),
             Ok(Found::Directory(dir)) if self.site.listing => {
-                match crate::listing::render(
-                    &dir,
-                    self.path.strip_suffix(b"/").unwrap_or(&self.path),
-                    self.site.dotfiles == Dotfiles::Allow,
-                ) {
+                let with_hidden = self.site.dotfiles == Dotfiles::Allow;
+                match crate::listing::render(&dir, &self.path, with_hidden) {
                     Ok(page) => self.page(&page, out, keep, req.version, head_only),
                     Err(_) => {
                         self.error(Status::InternalError, out, false, req.version, head_only);

@@ -143,3 +143,19 @@ impl Status {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_is_in_declaration_and_code_order() {
+        for (i, st) in Status::ALL.iter().enumerate() {
+            assert_eq!(st.index(), i, "{st:?}");
+            assert!(st
+                .line()
+                .starts_with(format!("HTTP/1.1 {} ", st.code()).as_bytes()));
+        }
+        assert!(Status::ALL.windows(2).all(|w| w[0].code() < w[1].code()));
+    }
+}

@@ -327,6 +327,7 @@ fn dotfiles_redirects_and_listings() {
             page.contains(".hidden"),
             "{model}: dotfiles shown when allowed"
         );
+        assert!(page.contains("<title>Index of /empty/</title>"), "{page}");
         // A directory with an index is still served by it.
         assert_eq!(c.get("/docs/").body, b"<p>docs</p>\n", "{model}");
         // Nothing outside the root, listing or not.
@@ -338,4 +339,147 @@ fn dotfiles_redirects_and_listings() {
         drop(c);
         server.stop().unwrap();
     }
+}
+
+#[test]
+fn head_answers_exactly_the_headers_of_get() {
+    let site = site();
+    extend(&site);
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |cfg| cfg.site.listing = true) else {
+            continue;
+        };
+        let mut c = Client::connect(server.local_addr());
+        let etag = c.get("/six.txt").header("etag").unwrap().to_string();
+        let without_date = |r: &Resp| -> Vec<(String, String)> {
+            let mut h: Vec<_> = r
+                .headers
+                .iter()
+                .filter(|(n, _)| !n.eq_ignore_ascii_case("date"))
+                .cloned()
+                .collect();
+            h.sort();
+            h
+        };
+        for (path, headers) in [
+            ("/six.txt", vec![]),
+            ("/large.bin", vec![]),
+            ("/six.txt", vec![("Range", "bytes=10-19")]),
+            ("/large.bin", vec![("Range", "bytes=-5")]),
+            ("/six.txt", vec![("Range", "bytes=9999-")]),
+            ("/six.txt", vec![("If-None-Match", etag.as_str())]),
+            ("/app.js", vec![("Accept-Encoding", "br")]),
+            ("/app.js", vec![]),
+            ("/docs?q", vec![]),
+            ("/empty/", vec![]),
+            ("/.env", vec![]),
+            ("/nope", vec![]),
+        ] {
+            let get = ask(&mut c, "GET", path, &headers);
+            let head = ask(&mut c, "HEAD", path, &headers);
+            assert_eq!(get.status, head.status, "{model} {path} {headers:?}");
+            assert_eq!(
+                without_date(&get),
+                without_date(&head),
+                "{model} {path} {headers:?}"
+            );
+            assert!(head.body.is_empty());
+        }
+        drop(c);
+        server.stop().unwrap();
+    }
+}
+
+#[test]
+fn slow_and_stalled_readers_of_large_files() {
+    let site = site();
+    // Larger than loopback's socket buffers at both ends can hold (up to
+    // 6 MiB received and 4 MiB sent by default), so the sender must wait.
+    let huge: Vec<u8> = (0..24u32 << 20).map(|i| (i % 253) as u8).collect();
+    std::fs::write(site.root.join("huge.bin"), &huge).unwrap();
+    // The models run in parallel: most of the time is the waiting.
+    std::thread::scope(|scope| {
+        for model in Model::all() {
+            let (site, huge) = (&site, &huge);
+            scope.spawn(move || slow_readers_on(model, site, huge));
+        }
+    });
+}
+
+/// A reader slower than the server (the socket fills: sendfile stops short
+/// and the send resumes on writability) gets every byte of pipelined whole
+/// and ranged large files in order; one that stops reading is closed by the
+/// idle (write) timeout, and the server still stops cleanly.
+fn slow_readers_on(model: Model, site: &Site, huge: &[u8]) {
+    use std::io::Read;
+    use std::time::Duration;
+    let Some(server) = start(model, &site.root, |_| {}) else {
+        return;
+    };
+    let mut c = Client::connect(server.local_addr());
+    c.send(
+        b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n\
+          GET /huge.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=123456-20654320\r\n\r\n\
+          GET /six.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=-10\r\n\r\n",
+    );
+    // Let the socket buffers fill before reading anything.
+    std::thread::sleep(Duration::from_millis(50));
+    let r = c.response(false).unwrap();
+    assert!(r.status == 200 && r.body == huge, "{model}: whole file");
+    let r = c.response(false).unwrap();
+    assert_eq!(r.status, 206, "{model}");
+    assert!(r.body == huge[123_456..20_654_321], "{model}: range bytes");
+    let r = c.response(false).unwrap();
+    assert_eq!(r.body, &site.small[6134..], "{model}: after the large ones");
+
+    drop(c);
+    server.stop().unwrap();
+
+    // A client that asks for the large file and never reads.
+    let Some(server) = start(model, &site.root, |c| {
+        c.idle_timeout = Duration::from_millis(400);
+    }) else {
+        return;
+    };
+    let addr = server.local_addr();
+    let mut stalled = std::net::TcpStream::connect(addr).unwrap();
+    // A small receive buffer (no autotuning: loopback's may grow to 32 MiB
+    // here and take the whole file).
+    {
+        use std::os::fd::AsRawFd;
+        let size: libc::c_int = 16 << 10;
+        // SAFETY: a valid socket and a c_int option value of the given size.
+        let rc = unsafe {
+            libc::setsockopt(
+                stalled.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUF,
+                (&size as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0, "SO_RCVBUF");
+    }
+    use std::io::Write;
+    stalled
+        .write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    // Closed by now: what was sent drains, then the end (or a reset).
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match stalled.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("{model}: the stalled connection was not closed: {e}"),
+        }
+    }
+    assert!(got < huge.len(), "{model}: a stalled reader got it all");
+    let t = server.stop().unwrap().totals();
+    assert!(t.write_timed_out + t.idle_timed_out >= 1, "{model}: {t:?}");
 }
