@@ -144,7 +144,8 @@
 //! `turns` times the event loop's turns, from a wait's return to the next
 //! wait (a request that arrives during a turn waits for the rest of it):
 //! bucket `k` of `log2_us_buckets` counts turns of `[2^(k-1), 2^k)` µs
-//! (bucket 0: under 1 µs), the `_le_us` quantiles are bucket bounds, and
+//! (bucket 0: under 1 µs), the `_le_us` quantiles are bounds in whole µs
+//! (all derived from an HdrHistogram of 3 significant digits), and
 //! `longest` is the longest turn with what it did, `long_256us` what the
 //! turns of 256 µs or more did between them. Empty for `threads`.
 //!
