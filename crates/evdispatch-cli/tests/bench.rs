@@ -212,19 +212,24 @@ fn poller_cell_budget_stops_at_ten_per_round() {
     assert_eq!(c["round_medians_us"].as_array().unwrap().len(), 2);
 }
 
+/// `evdispatch bench server --servers ARGS…` as JSON; `None` (the reason
+/// printed) without wrk.
+fn bench_server(args: &[&str]) -> Option<Value> {
+    if let Some(why) = evdispatch_harness::skip_reason(evdispatch_harness::Tool::Wrk) {
+        eprintln!("{why}");
+        return None;
+    }
+    let mut all = vec!["bench", "server", "--servers"];
+    all.extend_from_slice(args);
+    Some(json(&all))
+}
+
 /// `bench server` end to end on one of our models, every scenario, tiny
 /// durations: each figure is there and plausible, each target judged. No
 /// timing is asserted.
 #[test]
 fn server_smoke() {
-    if let Some(why) = evdispatch_harness::skip_reason(evdispatch_harness::Tool::Wrk) {
-        eprintln!("{why}");
-        return;
-    }
-    let v = json(&[
-        "bench",
-        "server",
-        "--servers",
+    let Some(v) = bench_server(&[
         "epoll",
         "--scenarios",
         "keepalive,close,idle",
@@ -245,7 +250,9 @@ fn server_smoke() {
         "--file-size",
         "1000",
         "--json",
-    ]);
+    ]) else {
+        return;
+    };
     assert_eq!(v["schema"], "evdispatch-bench-server/1");
     assert_eq!(v["servers"][0]["name"], "epoll");
     let runs = v["runs"].as_array().unwrap();
@@ -319,14 +326,7 @@ fn server_refuses_unknown_servers() {
 /// asserted.
 #[test]
 fn server_floor_log_and_range_rows() {
-    if let Some(why) = evdispatch_harness::skip_reason(evdispatch_harness::Tool::Wrk) {
-        eprintln!("{why}");
-        return;
-    }
-    let v = json(&[
-        "bench",
-        "server",
-        "--servers",
+    let Some(v) = bench_server(&[
         "epoll,epoll+log,floor-epoll,floor-uring",
         "--scenarios",
         "keepalive,range,whole",
@@ -339,7 +339,9 @@ fn server_floor_log_and_range_rows() {
         "--connections",
         "4",
         "--json",
-    ]);
+    ]) else {
+        return;
+    };
     let runs = v["runs"].as_array().unwrap();
     for r in runs {
         assert!(r["error"].is_null(), "{r}");
