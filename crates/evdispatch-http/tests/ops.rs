@@ -182,12 +182,21 @@ fn an_address_in_use_fails_start_up() {
             &["--listener", "reuseport", "--workers", "2"][..],
             &["--mechanism", "threads"],
         ] {
-            let out = Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
+            let mut child = Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
                 .args(["--root", root, "--listen", &addr.to_string()])
                 .args(extra)
                 .stdin(Stdio::null())
-                .output()
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
                 .unwrap();
+            // A server that did start serves until stopped: stop it.
+            let t0 = Instant::now();
+            while child.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
             assert!(!out.status.success(), "{addr} {extra:?}: started: {err}");
             assert!(
