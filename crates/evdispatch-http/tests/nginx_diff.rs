@@ -4,8 +4,9 @@
 //! answers compared on what matters: the status, `Content-Range`,
 //! `Content-Length` of file bodies, `Content-Encoding`, `Vary`, the path of
 //! `Location`, `ETag` (equal for identity answers: both build it as
-//! `"mtime-size"` in hex; present for encoded ones), `Last-Modified` and
-//! `Accept-Ranges`.
+//! `"mtime-size"` in hex; present for encoded ones), `Last-Modified`,
+//! `Accept-Ranges`, and the bytes of every file body (whole, range or
+//! variant).
 //!
 //! Each deliberate difference is listed in [`DELIBERATE`] with the RFC clause
 //! that allows it; a difference not listed fails the test, and so does a
@@ -58,6 +59,11 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
         "range-overlapping",
         "content-length",
         "the same request: one coalesced range against nginx's multipart body",
+    ),
+    (
+        "range-overlapping",
+        "body",
+        "the same request: the bytes of one coalesced range against nginx's multipart body",
     ),
     (
         "range-malformed-junk",
@@ -380,6 +386,14 @@ fn fields(r: &Resp, method: &str) -> BTreeMap<&'static str, String> {
     );
     if r.status == 200 && file_body {
         f.insert("accept-ranges", some(h("accept-ranges")));
+    }
+    if file_body && method == "GET" {
+        // The bytes themselves (FNV-1a of the body): the same range of the
+        // same file.
+        let digest = r.body.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+            (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+        });
+        f.insert("body", format!("{} bytes, fnv {digest:016x}", r.body.len()));
     }
     f
 }
