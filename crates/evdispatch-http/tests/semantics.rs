@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use evdispatch_http::{Dotfiles, Model};
+use evdispatch_http::{Dotfiles, Model, MAX_RANGES};
 
 /// One request on `c` with extra header lines; HEAD reads no body.
 fn ask(c: &mut Client, method: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
@@ -83,13 +83,60 @@ fn ranges_of_cached_and_large_files() {
                 let h = ask(&mut c, "HEAD", path, &[("Range", range)]);
                 assert_eq!(h.status, 416, "{model} {path} HEAD {range}");
             }
-            // Malformed, several disjoint ranges, or too many: the whole file.
-            let many: Vec<String> = (0..17).map(|i| format!("{}-{}", i * 10, i * 10)).collect();
+            let many: Vec<String> = (0..=MAX_RANGES)
+                .map(|i| format!("{}-{}", i * 10, i * 10))
+                .collect();
+            let c_type = |p: &str| match p {
+                "/six.txt" => "text/plain; charset=utf-8",
+                _ => "application/octet-stream",
+            };
+            // Several disjoint ranges: multipart/byteranges, the parts in
+            // the order asked for (overlapping ones coalesced), the exact
+            // Content-Length; HEAD the same head.
+            let at = |n: usize| n.min(len - 1);
+            let (a, b2) = (at(5000), at(200_000));
+            for (range, spans) in [
+                ("bytes=0-1,10-20".to_string(), vec![(0, 2), (10, 21)]),
+                ("bytes=-3,0-0".to_string(), vec![(len - 3, len), (0, 1)]),
+                (
+                    format!("bytes={b2}-,100-199,{a}-{a},150-300,99999999-"),
+                    vec![(b2, len), (100, 301), (a, a + 1)],
+                ),
+                (
+                    format!("bytes={}", many[..MAX_RANGES].join(",")),
+                    (0..MAX_RANGES).map(|i| (i * 10, i * 10 + 1)).collect(),
+                ),
+            ] {
+                let what = format!("{model} {path} {range}");
+                let r = ask(&mut c, "GET", path, &[("Range", &range)]);
+                assert_eq!(r.status, 206, "{what}");
+                assert_eq!(r.header("content-range"), None, "{what}");
+                assert!(r.header("etag").is_some(), "{what}");
+                assert_eq!(
+                    r.header("content-length"),
+                    Some(r.body.len().to_string().as_str()),
+                    "{what}"
+                );
+                let parts = byte_parts(&r);
+                let want: Vec<BytePart> = spans
+                    .iter()
+                    .map(|&(f, t)| BytePart {
+                        content_type: c_type(path).into(),
+                        content_range: format!("bytes {f}-{}/{len}", t - 1),
+                        bytes: body[f..t].to_vec(),
+                    })
+                    .collect();
+                assert!(parts == want, "{what}: wrong parts");
+                let h = ask(&mut c, "HEAD", path, &[("Range", &range)]);
+                assert_eq!(h.status, 206, "{what}");
+                assert_eq!(h.header("content-length"), r.header("content-length"));
+                assert!(boundary(&h).is_some(), "{what}");
+            }
+            // Malformed or too many ranges: the whole file.
             for range in [
                 "bytes=5-1",
                 "bytes=x-y",
                 "items=0-1",
-                "bytes=0-1,10-20",
                 &format!("bytes={}", many.join(",")),
             ] {
                 let r = ask(&mut c, "GET", path, &[("Range", range)]);

@@ -222,3 +222,69 @@ pub fn on_every_model(test: impl Fn(Model, &Site) + Sync) {
         }
     });
 }
+
+/// One part of a `multipart/byteranges` body.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BytePart {
+    pub content_type: String,
+    pub content_range: String,
+    pub bytes: Vec<u8>,
+}
+
+/// The boundary of a `multipart/byteranges` answer, if it is one.
+pub fn boundary(r: &Resp) -> Option<&str> {
+    r.header("content-type")?
+        .strip_prefix("multipart/byteranges; boundary=")
+}
+
+/// The parts of a `multipart/byteranges` answer, checked strictly against
+/// RFC 9110 §14.6 / RFC 2046 §5.1.1 as the server frames them (CRLF, the
+/// delimiter, the part's header lines, an empty line, the bytes; the close
+/// delimiter last, nothing after it). Panics on anything else.
+pub fn byte_parts(r: &Resp) -> Vec<BytePart> {
+    let b = boundary(r).expect("a multipart/byteranges answer");
+    let delim = format!("\r\n--{b}");
+    let body = &r.body[..];
+    let find = |from: usize| {
+        body[from..]
+            .windows(delim.len())
+            .position(|w| w == delim.as_bytes())
+            .map(|p| from + p)
+    };
+    let mut parts = Vec::new();
+    let mut at = find(0).expect("a first delimiter");
+    assert_eq!(at, 0, "no preamble");
+    loop {
+        at += delim.len();
+        if body[at..] == *b"--\r\n" {
+            return parts;
+        }
+        assert_eq!(&body[at..at + 2], b"\r\n", "delimiter line");
+        at += 2;
+        let end_head = at
+            + body[at..]
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .expect("end of a part header")
+            + 2;
+        let head = std::str::from_utf8(&body[at..end_head]).unwrap();
+        let mut ct = None;
+        let mut cr = None;
+        for line in head.split("\r\n").filter(|l| !l.is_empty()) {
+            let (n, v) = line.split_once(": ").expect("a header line");
+            match n.to_ascii_lowercase().as_str() {
+                "content-type" => ct = Some(v.to_string()),
+                "content-range" => cr = Some(v.to_string()),
+                other => panic!("unexpected part header {other}"),
+            }
+        }
+        let data_from = end_head + 2;
+        let next = find(data_from).expect("a delimiter after each part");
+        parts.push(BytePart {
+            content_type: ct.expect("Content-Type in every part"),
+            content_range: cr.expect("Content-Range in every part"),
+            bytes: body[data_from..next].to_vec(),
+        });
+        at = next;
+    }
+}
