@@ -11,7 +11,9 @@
 //!   overflow. See [`overflow`].
 //! * `bench server`: `evdispatch serve` against nginx, lighttpd and h2o
 //!   (server CPU per request and per connection, idle connections held,
-//!   memory per idle connection), the figures of issue 4. See [`server`].
+//!   memory per idle connection), the figures of issue 4, beside two floor
+//!   servers (a canned response from memory on epoll and on io_uring) that
+//!   every server's CPU per request is divided by. See [`server`].
 //!
 //! Each prints a table for people and, with `--json`, one document for
 //! programs (the study reads it).
@@ -61,6 +63,10 @@ pub enum BenchCommand {
     /// standard input).
     #[command(name = "poller-writer", hide = true)]
     PollerWriter(poller::WriterArgs),
+    /// Internal: a floor server of `bench server` (a canned response from
+    /// memory on epoll or io_uring), run as its child.
+    #[command(name = "floor-server", hide = true)]
+    FloorServer(server::FloorArgs),
 }
 
 /// Run `evdispatch bench …`.
@@ -71,6 +77,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Overflow(a) => overflow::run(a),
         BenchCommand::Server(a) => server::run(a),
         BenchCommand::PollerWriter(a) => poller::writer_main(a),
+        BenchCommand::FloorServer(a) => server::floor_main(a),
     }
 }
 

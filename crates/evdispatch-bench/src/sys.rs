@@ -1,5 +1,7 @@
 //! The bench's system calls and foreign functions: every `unsafe` block of
-//! this crate lives here, each with the reason it is sound.
+//! this crate lives here (but the io_uring submissions of the floor server,
+//! `server/floor.rs`, which are sound only beside the loop that owns their
+//! buffers), each with the reason it is sound.
 //!
 //! The raw rows (`raw-epoll`, `raw-poll`) and Poller_bench's handler
 //! (`read1`, `write1`) call libc directly, on purpose: they are the floor

@@ -212,19 +212,24 @@ fn poller_cell_budget_stops_at_ten_per_round() {
     assert_eq!(c["round_medians_us"].as_array().unwrap().len(), 2);
 }
 
+/// `evdispatch bench server --servers ARGS…` as JSON; `None` (the reason
+/// printed) without wrk.
+fn bench_server(args: &[&str]) -> Option<Value> {
+    if let Some(why) = evdispatch_harness::skip_reason(evdispatch_harness::Tool::Wrk) {
+        eprintln!("{why}");
+        return None;
+    }
+    let mut all = vec!["bench", "server", "--servers"];
+    all.extend_from_slice(args);
+    Some(json(&all))
+}
+
 /// `bench server` end to end on one of our models, every scenario, tiny
 /// durations: each figure is there and plausible, each target judged. No
 /// timing is asserted.
 #[test]
 fn server_smoke() {
-    if let Some(why) = evdispatch_harness::skip_reason(evdispatch_harness::Tool::Wrk) {
-        eprintln!("{why}");
-        return;
-    }
-    let v = json(&[
-        "bench",
-        "server",
-        "--servers",
+    let Some(v) = bench_server(&[
         "epoll",
         "--scenarios",
         "keepalive,close,idle",
@@ -245,7 +250,9 @@ fn server_smoke() {
         "--file-size",
         "1000",
         "--json",
-    ]);
+    ]) else {
+        return;
+    };
     assert_eq!(v["schema"], "evdispatch-bench-server/1");
     assert_eq!(v["servers"][0]["name"], "epoll");
     let runs = v["runs"].as_array().unwrap();
@@ -311,4 +318,63 @@ fn server_refuses_unknown_servers() {
         err.contains("apache") && err.contains("nginx") && err.contains("uring-completion"),
         "{err}"
     );
+}
+
+/// The rows of issue 18 end to end: the floors (child processes of the
+/// bench) with every server's multiple of the lower one, an access-logged
+/// server beside the same without, and range against whole. No timing is
+/// asserted.
+#[test]
+fn server_floor_log_and_range_rows() {
+    let Some(v) = bench_server(&[
+        "epoll,epoll+log,floor-epoll,floor-uring",
+        "--scenarios",
+        "keepalive,range,whole",
+        "--rounds",
+        "1",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--connections",
+        "4",
+        "--json",
+    ]) else {
+        return;
+    };
+    let runs = v["runs"].as_array().unwrap();
+    for r in runs {
+        assert!(r["error"].is_null(), "{r}");
+    }
+    // Floors run keepalive only: 4 + 2 + 2 runs.
+    assert_eq!(runs.len(), 8, "{v}");
+    let floor = |server: &str| {
+        v["floor_multiples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["server"] == server)
+            .unwrap_or_else(|| panic!("no floor multiple for {server}: {v}"))
+            .clone()
+    };
+    for s in ["epoll", "epoll+log", "floor-epoll", "floor-uring"] {
+        let m = floor(s);
+        assert!(num(&m, "median") > 0.0, "{m}");
+        let reference = m["rounds"][0]["best_peer"].as_str().unwrap();
+        assert!(reference.starts_with("floor-"), "{m}");
+    }
+    let cost = &v["access_log_costs"][0];
+    assert_eq!(cost["server"], "epoll", "{v}");
+    let r0 = &cost["rounds"][0];
+    assert!(
+        (num(r0, "added_us") - (num(r0, "on_us") - num(r0, "off_us"))).abs() < 1e-9,
+        "{cost}"
+    );
+    let rw = v["range_over_whole"].as_array().unwrap();
+    assert!(rw.iter().any(|r| r["server"] == "epoll"), "{v}");
+    assert!(v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["name"] == "floor-uring" && s["kind"] == "floor"));
 }

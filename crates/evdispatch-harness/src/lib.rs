@@ -44,8 +44,8 @@ mod testserver;
 mod tools;
 
 pub use peers::{
-    docroot, find, first_version, start_ours, start_peer, LighttpdEvents, NotInstalled, OursConfig,
-    Peer, PeerConfig, Program, Tool,
+    docroot, find, first_version, start_listening_program, start_ours, start_peer, LighttpdEvents,
+    NotInstalled, OursConfig, Peer, PeerConfig, Program, Tool,
 };
 pub use process::{free_port, wait_until_listening, Background, BenchLock, ServerProcess};
 pub use testserver::{TestServer, TestServerConfig, TestStats};

@@ -202,6 +202,14 @@ pub struct PeerConfig {
     /// `listen … deferred` (its own timeout); lighttpd:
     /// `server.defer-accept`; h2o sets 1 s itself and cannot turn it off.
     pub defer_accept_s: u32,
+    /// An access log in the Combined Log Format to this file (nginx
+    /// `access_log FILE combined`, lighttpd `mod_accesslog`, h2o
+    /// `access-log`); `None`: off.
+    pub access_log: Option<PathBuf>,
+    /// nginx only: directives added at the end of its `server` block (e.g.
+    /// `gzip_static on;`), for tests that compare HTTP semantics with ours.
+    /// Empty for measurements.
+    pub nginx_server_extra: String,
 }
 
 impl PeerConfig {
@@ -219,6 +227,8 @@ impl PeerConfig {
             request_timeout_s: 60,
             lighttpd_events: LighttpdEvents::LinuxSysepoll,
             defer_accept_s: 0,
+            access_log: None,
+            nginx_server_extra: String::new(),
         }
     }
 
@@ -308,6 +318,10 @@ fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
     } else {
         ""
     };
+    let access_log = match &c.access_log {
+        Some(p) => format!("{} combined", p.display()),
+        None => "off".into(),
+    };
     format!(
         "{user}daemon off;
 master_process on;
@@ -322,7 +336,7 @@ events {{
     multi_accept on;
 }}
 http {{
-    access_log off;
+    access_log {access_log};
     sendfile on;
     tcp_nodelay on;
     keepalive_timeout {ka}s;
@@ -339,6 +353,7 @@ http {{
         listen 127.0.0.1:{port} backlog=4096{reuseport}{deferred};
         root {root};
         index index.html;
+{extra}
     }}
 }}
 ",
@@ -348,6 +363,7 @@ http {{
         ka = c.keepalive_timeout_s,
         rt = c.request_timeout_s,
         root = c.docroot.display(),
+        extra = c.nginx_server_extra,
     )
 }
 
@@ -367,8 +383,8 @@ server.max-keep-alive-idle = {ka}
 server.max-read-idle = {rt}
 server.defer-accept = {defer}
 server.errorlog = \"{d}/error.log\"
-server.modules = ()
-index-file.names = (\"index.html\")
+server.modules = ({modules})
+{accesslog}index-file.names = (\"index.html\")
 mimetype.assign = (\".html\" => \"text/html\", \".txt\" => \"text/plain\", \"\" => \"application/octet-stream\")
 ",
         root = c.docroot.display(),
@@ -377,6 +393,18 @@ mimetype.assign = (\".html\" => \"text/html\", \".txt\" => \"text/plain\", \"\" 
         rt = c.request_timeout_s,
         defer = c.defer_accept_s,
         d = dir.display(),
+        modules = if c.access_log.is_some() {
+            "\"mod_accesslog\""
+        } else {
+            ""
+        },
+        accesslog = match &c.access_log {
+            Some(p) => format!(
+                "accesslog.filename = \"{}\"\naccesslog.format = \"%h %l %u %t \\\"%r\\\" %>s %b \\\"%{{Referer}}i\\\" \\\"%{{User-Agent}}i\\\"\"\n",
+                p.display()
+            ),
+            None => String::new(),
+        },
     )
 }
 
@@ -391,7 +419,7 @@ max-connections: {conns}
 http1-request-timeout: {rt}
 http2-idle-timeout: {ka}
 error-log: {d}/error.log
-pid-file: {d}/h2o.pid
+{access_log}pid-file: {d}/h2o.pid
 {user}hosts:
   default:
     paths:
@@ -404,6 +432,10 @@ pid-file: {d}/h2o.pid
         ka = c.keepalive_timeout_s,
         d = dir.display(),
         root = c.docroot.display(),
+        access_log = match &c.access_log {
+            Some(p) => format!("access-log: {}\n", p.display()),
+            None => String::new(),
+        },
     )
 }
 
@@ -514,30 +546,58 @@ pub struct OursConfig {
 /// line, and return it running. The server must handle SIGTERM (write its
 /// `--stats-json` file and exit) from the moment it prints that line.
 pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
-    if !cfg.binary.is_file() {
+    let mut args = vec!["serve".to_string()];
+    args.extend(cfg.args.iter().cloned());
+    start_announced(&cfg.binary, &args, &cfg.cpus, cfg.stats_json, cfg.idle)
+}
+
+/// Start `BINARY ARGS` (any program of ours that prints `listening on
+/// http://IP:PORT` once it listens, e.g. `evdispatch bench floor-server`),
+/// pinned to `cpus`, and return it running once that address accepts
+/// connections. It is stopped like every [`ServerProcess`].
+pub fn start_listening_program(
+    binary: &Path,
+    args: &[String],
+    cpus: &[usize],
+) -> anyhow::Result<ServerProcess> {
+    start_announced(binary, args, cpus, false, false)
+}
+
+fn start_announced(
+    binary: &Path,
+    args: &[String],
+    cpus: &[usize],
+    stats_json: bool,
+    idle: bool,
+) -> anyhow::Result<ServerProcess> {
+    if !binary.is_file() {
         bail!(
             "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
-            cfg.binary.display()
+            binary.display()
         );
     }
+    let what = format!(
+        "evdispatch {}",
+        args.first().map(String::as_str).unwrap_or("")
+    );
     let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
     let log = dir.path().join("stderr.log");
-    let mut cmd = Command::new(&cfg.binary);
-    cmd.arg("serve").args(&cfg.args);
-    let stats = cfg.stats_json.then(|| dir.path().join("stats.json"));
+    let mut cmd = Command::new(binary);
+    cmd.args(args);
+    let stats = stats_json.then(|| dir.path().join("stats.json"));
     if let Some(p) = &stats {
         cmd.arg("--stats-json").arg(p);
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(fs::File::create(&log)?);
-    sys::prepare(&mut cmd, &cfg.cpus)?;
-    if cfg.idle {
+    sys::prepare(&mut cmd, cpus)?;
+    if idle {
         sys::idle_priority(&mut cmd);
     }
     let mut child = cmd
         .spawn()
-        .with_context(|| format!("cannot start {}", cfg.binary.display()))?;
+        .with_context(|| format!("cannot start {}", binary.display()))?;
     track(child.id());
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = mpsc::channel();
@@ -564,16 +624,16 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
     };
     let addr_text = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
         anyhow!(
-            "evdispatch serve printed no 'listening on http://IP:PORT' within 10 s; stderr:\n{}",
+            "{what} printed no 'listening on http://IP:PORT' within 10 s; stderr:\n{}",
             server.log_tail()
         )
     })?;
-    server.addr = addr_text.parse().with_context(|| {
-        format!("evdispatch serve announced an unreadable address '{addr_text}'")
-    })?;
+    server.addr = addr_text
+        .parse()
+        .with_context(|| format!("{what} announced an unreadable address '{addr_text}'"))?;
     crate::process::wait_until_listening(server.addr, Duration::from_secs(5))?;
     if !server.is_running() {
-        bail!("evdispatch serve exited; stderr:\n{}", server.log_tail());
+        bail!("{what} exited; stderr:\n{}", server.log_tail());
     }
     Ok(server)
 }

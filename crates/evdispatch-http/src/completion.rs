@@ -7,9 +7,12 @@
 //! known to stay open, one multishot `recv`; both draw from a ring of
 //! provided buffers (so an idle connection owns no buffer at all, not even
 //! in the kernel); responses as one `sendmsg` of header and cached body, at most one
-//! in flight per connection. Large files are read in 64 KiB chunks with
-//! `pread` (page-cache reads; a cold disk would stall the loop) and each chunk
-//! sent as a completion. The same timer wheel gives the wait's timeout.
+//! in flight per connection. Large files (and ranges of them, from their
+//! offset) go with `sendfile` straight from the page cache into the
+//! non-blocking socket, no copy through user space (a cold disk would stall
+//! the loop, as a read would); when the socket is full, a one-shot poll for
+//! writability takes the send's place in flight, and its completion resumes
+//! the file. The same timer wheel gives the wait's timeout.
 //!
 //! Closing: a connection with a `recv` in flight is cancelled first and its
 //! descriptor closed when the last completion for it has arrived; every
@@ -25,9 +28,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use crate::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER};
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, TurnMeter, WorkerReport};
-use crate::status::Status;
 use crate::sys::{self, uring::BufRing};
 use crate::timer::TimerWheel;
 use crate::ServerConfig;
@@ -40,10 +43,6 @@ const K_CANCEL: u64 = 5;
 
 const BUF_SIZE: usize = 4096;
 const BUF_COUNT: u16 = 1024;
-const CHUNK: usize = 64 * 1024;
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-const LINGER: Duration = Duration::from_secs(2);
-const STOP_GRACE: Duration = Duration::from_secs(3);
 const POOL_KEEP: usize = 256;
 /// Send states kept for reuse.
 const SPARE_KEEP: usize = 64;
@@ -89,10 +88,9 @@ struct SendState {
     /// Gathered slices; not touched while a send is in flight.
     iov: Vec<libc::iovec>,
     msg: libc::msghdr,
-    chunk: Option<Box<[u8]>>,
-    chunk_len: usize,
-    chunk_off: usize,
-    sending_chunk: bool,
+    /// What is in flight is a poll for writability (or a no-op), not a
+    /// send: its result is not a byte count.
+    polling: bool,
 }
 
 impl SendState {
@@ -101,10 +99,7 @@ impl SendState {
             batch: OutBatch::unallocated(),
             iov: Vec::new(),
             msg: sys::empty_msghdr(),
-            chunk: None,
-            chunk_len: 0,
-            chunk_off: 0,
-            sending_chunk: false,
+            polling: false,
         })
     }
 }
@@ -159,8 +154,8 @@ pub(crate) struct Worker {
     /// The armed accept is multishot.
     accept_multi: bool,
     accept_cancel: bool,
-    resume_at: Option<Instant>,
-    stopping: Option<Instant>,
+    /// Accept pauses and the graceful stop.
+    gate: Gate,
     now: Instant,
     cqes: Vec<(u64, i32, u32)>,
     rearm: Vec<usize>,
@@ -227,8 +222,7 @@ impl Worker {
             accept_armed: false,
             accept_multi: false,
             accept_cancel: false,
-            resume_at: None,
-            stopping: None,
+            gate: Gate::default(),
             now: Instant::now(),
             cqes: Vec::with_capacity(256),
             rearm: Vec::new(),
@@ -239,13 +233,10 @@ impl Worker {
         Ok((w, Wake(wake_fd)))
     }
 
-    /// Keep a finished send state for reuse (a bounded number of them;
-    /// a large file's read chunk is let go).
+    /// Keep a finished send state for reuse (a bounded number of them).
     fn recycle(&mut self, mut st: Box<SendState>) {
         st.batch.clear();
-        st.chunk = None;
-        st.chunk_len = 0;
-        st.chunk_off = 0;
+        st.polling = false;
         if self.spare.len() < SPARE_KEEP {
             self.spare.push(st);
         }
@@ -287,7 +278,7 @@ impl Worker {
     }
 
     fn arm_accept(&mut self) -> io::Result<()> {
-        if self.accept_armed || self.stopping.is_some() {
+        if self.accept_armed || self.gate.stopping() {
             return Ok(());
         }
         let fd = types::Fd(self.listener.as_raw_fd());
@@ -328,10 +319,7 @@ impl Worker {
 
     fn pause_accept(&mut self) {
         self.cancel_accept();
-        if self.resume_at.is_none() {
-            self.counters.accept_pauses += 1;
-        }
-        self.resume_at = Some(self.now + ACCEPT_RETRY);
+        self.gate.pause(self.now, &mut self.counters);
     }
 
     /// Arm a multishot receive: every arrival completes into a provided
@@ -425,28 +413,21 @@ impl Worker {
             }
             self.rearm = rearm;
             self.rearm.clear();
-            if let Some(t) = self.resume_at {
-                if self.now >= t && self.stopping.is_none() {
-                    if self.open < self.cfg.max_open_per_worker() {
-                        self.resume_at = None;
-                        self.arm_accept()?;
-                    } else {
-                        // Still full: a close resumes accepting; until then
-                        // look again later rather than at every wait (a
-                        // deadline left in the past would make every wait
-                        // return at once: a spin at the limit).
-                        self.resume_at = Some(self.now + ACCEPT_RETRY);
-                    }
+            if self.gate.resume_due(self.now) {
+                if self.open < self.cfg.max_open_per_worker() {
+                    self.gate.resumed();
+                    self.arm_accept()?;
+                } else {
+                    // Still full: a close resumes accepting.
+                    self.gate.retry_later(self.now);
                 }
             }
             turn.expired(self.expire_timers());
-            if self.stopping.is_none() && self.stop.load(Ordering::Acquire) {
+            if !self.gate.stopping() && self.stop.load(Ordering::Acquire) {
                 self.begin_stop();
             }
-            if let Some(deadline) = self.stopping {
-                if self.open == 0 || self.now >= deadline {
-                    break;
-                }
+            if self.gate.finished(self.open, self.now) {
+                break;
             }
         }
         self.shutdown_all();
@@ -461,12 +442,7 @@ impl Worker {
     }
 
     fn wait_timeout(&self, now: Instant) -> Option<Duration> {
-        let mut t = self.wheel.timeout(now);
-        for d in [self.resume_at, self.stopping].into_iter().flatten() {
-            let d = d.saturating_duration_since(now);
-            t = Some(t.map_or(d, |x| x.min(d)));
-        }
-        t
+        self.gate.wait_timeout(self.wheel.timeout(now), now)
     }
 
     fn completion(&mut self, u: u64, res: i32, flags: u32) {
@@ -492,7 +468,7 @@ impl Worker {
             self.counters.listener_events += 1;
             self.counters.accepted += 1;
             let fd = sys::owned_fd(res);
-            if self.stopping.is_some() {
+            if self.gate.stopping() {
                 self.counters.closed += 1;
                 return; // closes it
             }
@@ -505,19 +481,11 @@ impl Worker {
                 self.cancel_accept();
             }
         } else {
-            let errno = -res;
-            match errno {
-                libc::ECANCELED => {}
-                libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
-                    self.counters.accept_error(errno);
-                    self.pause_accept();
-                }
-                _ => {
-                    self.counters.accept_error(errno);
-                }
+            if lifecycle::accept_failure(-res, &mut self.counters) == AcceptFailure::Pause {
+                self.pause_accept();
             }
         }
-        if !self.accept_armed && self.resume_at.is_none() && self.stopping.is_none() {
+        if !self.accept_armed && !self.gate.paused() && !self.gate.stopping() {
             let _ = self.arm_accept();
         }
     }
@@ -667,7 +635,7 @@ impl Worker {
 
     /// Answer the complete requests buffered (no send may be in flight).
     fn pump(&mut self, idx: usize) {
-        let closing = self.stopping.is_some();
+        let closing = self.gate.stopping();
         let c = &mut self.conns[idx];
         debug_assert!(!c.send_inflight);
         let input = std::mem::take(&mut c.input);
@@ -678,6 +646,7 @@ impl Worker {
             &mut st.batch,
             closing,
             &mut self.counters,
+            c.fd(),
         );
         let start = c.start + a.consumed;
         let (close_after, reject, answered) = (a.close, a.refused, a.answered);
@@ -718,7 +687,7 @@ impl Worker {
             return;
         }
         if c.close_after {
-            if c.linger_after || c.input.len() > c.start {
+            if lifecycle::must_linger(c.linger_after, c.input.len() > c.start) {
                 self.start_linger(idx);
             } else {
                 self.close_conn(idx);
@@ -737,11 +706,7 @@ impl Worker {
             }
         } else if answered {
             c.partial = false;
-            let t = if self.stopping.is_some() {
-                Duration::ZERO
-            } else {
-                self.cfg.idle_timeout
-            };
+            let t = self.gate.keepalive(self.cfg.idle_timeout);
             self.wheel.set(idx, self.now + t);
         }
         let c = &self.conns[idx];
@@ -753,57 +718,51 @@ impl Worker {
 
     fn start_send(&mut self, idx: usize, mut st: Box<SendState>) {
         let fd = self.conns[idx].fd();
-        if let Some((file, offset, end)) = st.batch.front_file() {
-            if st.chunk_off >= st.chunk_len {
-                let want = ((end - *offset) as usize).min(CHUNK);
-                let raw = file.as_raw_fd();
-                let off = *offset;
-                let chunk = st
-                    .chunk
-                    .get_or_insert_with(|| vec![0u8; CHUNK].into_boxed_slice());
-                match sys::pread(raw, &mut chunk[..want], off) {
-                    Ok(n) if n > 0 => {
-                        st.chunk_len = n;
-                        st.chunk_off = 0;
-                    }
-                    _ => {
-                        // Shrunk or unreadable: the response cannot be completed.
-                        self.recycle(st);
-                        self.close_conn(idx);
-                        return;
-                    }
+        if st.batch.front_file().is_some() {
+            let before = st.batch.written;
+            let sent = st.batch.send_front_file(fd);
+            self.counters.bytes_sent += st.batch.written - before;
+            let wait = match sent {
+                Err(_) => {
+                    // Shrunk, unreadable or reset: the response cannot be completed.
+                    self.recycle(st);
+                    self.counters.client_errors += 1;
+                    self.close_conn(idx);
+                    return;
                 }
+                // The socket is full: wait until it takes more.
+                Ok(false) => {
+                    Some(opcode::PollAdd::new(types::Fd(fd), libc::POLLOUT as u32).build())
+                }
+                // All sent: completing through the ring (a no-op) rather
+                // than here keeps `pump` from recursing into itself.
+                Ok(true) if st.batch.is_empty() => Some(opcode::Nop::new().build()),
+                Ok(true) => None, // memory parts follow
+            };
+            if let Some(e) = wait {
+                st.polling = true;
+                let c = &mut self.conns[idx];
+                c.send = Some(st);
+                c.send_inflight = true;
+                let e = e.user_data(ud(K_SEND, c.gen, idx));
+                self.push(e);
+                return;
             }
-            let chunk = st.chunk.as_ref().expect("chunk");
-            st.iov.clear();
-            st.iov.push(libc::iovec {
-                iov_base: chunk[st.chunk_off..].as_ptr() as *mut libc::c_void,
-                iov_len: st.chunk_len - st.chunk_off,
-            });
-            st.msg.msg_iovlen = 1;
-            st.sending_chunk = true;
-        } else {
-            let mut slices = [std::io::IoSlice::new(&[]); 64];
-            let (n, _) = st.batch.gather(&mut slices);
-            st.iov.clear();
-            st.iov.extend(slices[..n].iter().map(|s| libc::iovec {
-                iov_base: s.as_ptr() as *mut libc::c_void,
-                iov_len: s.len(),
-            }));
-            st.msg.msg_iovlen = n as _;
-            st.sending_chunk = false;
         }
+        let mut slices = [std::io::IoSlice::new(&[]); 64];
+        let (n, _) = st.batch.gather(&mut slices);
+        st.iov.clear();
+        st.iov.extend(slices[..n].iter().map(|s| libc::iovec {
+            iov_base: s.as_ptr() as *mut libc::c_void,
+            iov_len: s.len(),
+        }));
+        st.msg.msg_iovlen = n as _;
         st.msg.msg_iov = st.iov.as_mut_ptr();
         let c = &mut self.conns[idx];
         // The last output of a connection closed (or half-closed) as soon as
         // it completes: held back (MSG_MORE) so that the close attaches its
-        // FIN to the same segment (see `OutBatch::set_last`). A file chunk
-        // is not: more chunks may follow.
-        let more = if c.close_after && !st.sending_chunk {
-            libc::MSG_MORE
-        } else {
-            0
-        };
+        // FIN to the same segment (see `OutBatch::set_last`).
+        let more = if c.close_after { libc::MSG_MORE } else { 0 };
         let e = opcode::SendMsg::new(types::Fd(fd), &st.msg as *const libc::msghdr)
             .flags((libc::MSG_NOSIGNAL | more) as u32)
             .build()
@@ -831,20 +790,12 @@ impl Worker {
             self.close_conn(idx);
             return;
         }
-        let n = res as usize;
-        self.counters.bytes_sent += n as u64;
-        if st.sending_chunk {
-            st.chunk_off += n;
-            if st.chunk_off >= st.chunk_len {
-                let len = st.chunk_len;
-                if let Some((_, offset, _)) = st.batch.front_file() {
-                    *offset += len as u64;
-                }
-                st.batch.file_progressed();
-                st.chunk_len = 0;
-                st.chunk_off = 0;
-            }
+        if st.polling {
+            // Writable again (or hung up: the next sendfile says which).
+            st.polling = false;
         } else {
+            let n = res as usize;
+            self.counters.bytes_sent += n as u64;
             st.batch.advance(n);
         }
         if !st.batch.is_empty() {
@@ -917,8 +868,8 @@ impl Worker {
         self.free.push(idx as u32);
         self.open -= 1;
         self.counters.closed += 1;
-        if self.resume_at.is_some() && self.open < self.cfg.max_open_per_worker() {
-            self.resume_at = None;
+        if self.gate.paused() && self.open < self.cfg.max_open_per_worker() {
+            self.gate.resumed();
             let _ = self.arm_accept();
         }
     }
@@ -931,36 +882,27 @@ impl Worker {
         let n = fired.len() as u64;
         for &idx in &fired {
             let c = &self.conns[idx];
-            match c.state {
-                State::Free | State::Closing => {}
-                State::Lingering => self.close_conn(idx),
-                State::Open => {
-                    if c.send_inflight {
-                        self.counters.write_timed_out += 1;
-                        self.close_conn(idx);
-                    } else if c.partial {
-                        if self.stopping.is_none() {
-                            self.counters.header_timed_out += 1;
-                        }
-                        if c.input.len() > c.start {
-                            let mut st = self.spare.pop().unwrap_or_else(SendState::new);
-                            self.responder.reject(Status::RequestTimeout, &mut st.batch);
-                            self.counters.response(Status::RequestTimeout);
-                            let c = &mut self.conns[idx];
-                            c.close_after = true;
-                            c.linger_after = true;
-                            c.input.clear();
-                            c.start = 0;
-                            self.start_send(idx, st);
-                        } else {
-                            self.close_conn(idx);
-                        }
-                    } else {
-                        if self.stopping.is_none() {
-                            self.counters.idle_timed_out += 1;
-                        }
-                        self.close_conn(idx);
-                    }
+            let phase = match c.state {
+                State::Free | State::Closing => continue,
+                State::Lingering => Phase::Lingering,
+                State::Open if c.send_inflight => Phase::Sending,
+                State::Open if c.partial => Phase::Request {
+                    some_input: c.input.len() > c.start,
+                },
+                State::Open => Phase::Idle,
+            };
+            match lifecycle::expire(phase, self.gate.stopping(), &mut self.counters) {
+                Expiry::Close => self.close_conn(idx),
+                Expiry::RequestTimeout => {
+                    let mut st = self.spare.pop().unwrap_or_else(SendState::new);
+                    let fd = self.conns[idx].fd();
+                    self.responder.timed_out(&mut st.batch, fd);
+                    let c = &mut self.conns[idx];
+                    c.close_after = true;
+                    c.linger_after = true;
+                    c.input.clear();
+                    c.start = 0;
+                    self.start_send(idx, st);
                 }
             }
         }
@@ -970,9 +912,7 @@ impl Worker {
     }
 
     fn begin_stop(&mut self) {
-        let deadline = self.now + STOP_GRACE;
-        self.stopping = Some(deadline);
-        self.resume_at = None;
+        let deadline = self.gate.begin_stop(self.now);
         self.cancel_accept();
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];

@@ -14,24 +14,37 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::conditional::{Coding, ETag};
 use crate::status::Status;
 use crate::sys;
 
-/// A small file held in memory, with its entity headers prebuilt.
+/// A small file held in memory, with the headers of its 200 prebuilt.
 #[derive(Debug)]
 pub struct CachedFile {
     /// The content.
     pub body: Box<[u8]>,
-    /// `Content-Type`, `Content-Length` and `Last-Modified` header lines.
+    /// The entity header lines of a 200 for the whole file, in the order of
+    /// [`entity_headers`] (no `Vary`: see [`CachedFile::variants`]).
     pub headers: Box<[u8]>,
     /// Modification time, whole seconds (what `If-Modified-Since` compares).
     pub mtime: i64,
+    /// Its content type.
+    pub content_type: ContentType,
     stamp: Stamp,
     checked_sec: AtomicU64,
+    variants: AtomicU8,
+}
+
+impl CachedFile {
+    /// The precompressed variants beside the file (bits of
+    /// [`Coding::bit`]), as last seen on revalidation.
+    pub fn variants(&self) -> u8 {
+        self.variants.load(Ordering::Relaxed)
+    }
 }
 
 /// What identifies a version of a file.
@@ -66,7 +79,9 @@ pub struct LargeFile {
     /// Modification time, whole seconds.
     pub mtime: i64,
     /// Its content type.
-    pub content_type: &'static str,
+    pub content_type: ContentType,
+    /// The precompressed variants beside it (bits of [`Coding::bit`]).
+    pub variants: u8,
 }
 
 /// What a lookup found.
@@ -76,6 +91,43 @@ pub enum Found {
     Cached(Arc<CachedFile>),
     /// A large file, opened.
     Large(LargeFile),
+    /// A directory named without its trailing slash (answer: 301).
+    Redirect,
+    /// A directory (named with its slash) without `index.html`, opened
+    /// (answer: a listing, or 403).
+    Directory(OwnedFd),
+}
+
+/// A `Content-Type`: a media type from `mime_guess`, and whether
+/// `; charset=utf-8` follows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContentType {
+    /// The media type, e.g. `text/html`.
+    pub mime: &'static str,
+    /// Text: `; charset=utf-8` is appended.
+    pub utf8: bool,
+}
+
+impl ContentType {
+    /// The `Content-Type: …\r\n` line into `out`.
+    pub fn write_line(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"Content-Type: ");
+        out.extend_from_slice(self.mime.as_bytes());
+        if self.utf8 {
+            out.extend_from_slice(b"; charset=utf-8");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+impl std::fmt::Display for ContentType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.mime)?;
+        if self.utf8 {
+            f.write_str("; charset=utf-8")?;
+        }
+        Ok(())
+    }
 }
 
 /// Cache and lookup counters.
@@ -116,7 +168,14 @@ pub struct FileStore {
     limits: CacheLimits,
     stats: CacheStats,
     cpath: Vec<u8>,
+    /// Variants of the large (uncached) files: bits and the second they
+    /// were probed, so a large file costs no extra open per request.
+    large_variants: HashMap<Box<[u8]>, (u8, u64)>,
 }
+
+/// Most large files whose variants are remembered (the memo is emptied
+/// when it would grow past this).
+const LARGE_VARIANTS_MAX: usize = 4096;
 
 impl std::fmt::Debug for FileStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -160,6 +219,7 @@ impl FileStore {
             limits,
             stats: CacheStats::default(),
             cpath: Vec::with_capacity(256),
+            large_variants: HashMap::new(),
         })
     }
 
@@ -171,10 +231,12 @@ impl FileStore {
     }
 
     /// Find the file for the normalised relative path `rel` (see
-    /// [`normalize_target`](crate::normalize_target)); a directory is served
-    /// by its `index.html`. `now_sec` is the current wall-clock second: a
-    /// cached entry is checked against the file system when it was last
-    /// checked in an earlier second.
+    /// [`normalize_target`](crate::normalize_target)), with a trailing `/`
+    /// when the request named a directory: a directory is then served by its
+    /// `index.html` (or found as `Found::Directory` without one), and
+    /// without the slash it is `Found::Redirect`. `now_sec` is the current
+    /// wall-clock second: a cached entry is checked against the file system
+    /// when it was last checked in an earlier second.
     pub fn lookup(&mut self, rel: &[u8], now_sec: u64) -> Result<Found, Status> {
         if let Some(entry) = self.cache.get(rel) {
             if entry.checked_sec.load(Ordering::Relaxed) >= now_sec {
@@ -184,7 +246,10 @@ impl FileStore {
             return self.revalidate(rel, now_sec);
         }
         self.stats.misses += 1;
-        let (fd, meta, ctype) = self.open_file(rel)?;
+        let (fd, meta, ctype) = match self.open_file(rel)? {
+            Opened::File(fd, meta, ctype) => (fd, meta, ctype),
+            Opened::Other(found) => return Ok(found),
+        };
         self.admit(rel, fd, meta, ctype, now_sec)
     }
 
@@ -192,7 +257,11 @@ impl FileStore {
         self.stats.revalidations += 1;
         let opened = self.open_file(rel);
         let (fd, meta, ctype) = match opened {
-            Ok(x) => x,
+            Ok(Opened::File(fd, meta, ctype)) => (fd, meta, ctype),
+            Ok(Opened::Other(found)) => {
+                self.remove(rel);
+                return Ok(found);
+            }
             Err(Status::InternalError) => {
                 // Out of descriptors (or another transient failure): the
                 // cached copy is the best answer there is; check again later.
@@ -209,7 +278,9 @@ impl FileStore {
             .get(rel)
             .is_some_and(|e| e.stamp == Stamp::from(meta));
         if same {
+            let variants = self.probe_variants(rel);
             let entry = &self.cache[rel];
+            entry.variants.store(variants, Ordering::Relaxed);
             entry.checked_sec.store(now_sec, Ordering::Relaxed);
             self.stats.hits += 1;
             return Ok(Found::Cached(entry.clone()));
@@ -231,16 +302,18 @@ impl FileStore {
         rel: &[u8],
         fd: OwnedFd,
         meta: sys::Meta,
-        ctype: &'static str,
+        ctype: ContentType,
         now_sec: u64,
     ) -> Result<Found, Status> {
         let size = meta.size as usize;
         if size > self.limits.max_file || size > self.limits.max_bytes {
+            let variants = self.large_variants(rel, now_sec);
             return Ok(Found::Large(LargeFile {
                 file: File::from(fd),
                 size: meta.size,
                 mtime: meta.mtime,
                 content_type: ctype,
+                variants,
             }));
         }
         let mut body = vec![0u8; size];
@@ -254,14 +327,18 @@ impl FileStore {
             }
         }
         body.truncate(got);
-        let mut headers = Vec::with_capacity(128);
-        entity_headers(&mut headers, ctype, got as u64, meta.mtime);
+        let mut headers = Vec::with_capacity(192);
+        let etag = ETag::new(meta.mtime, got as u64, Coding::Identity);
+        entity_headers(&mut headers, ctype, got as u64, meta.mtime, &etag, None);
+        let variants = self.probe_variants(rel);
         let entry = Arc::new(CachedFile {
             body: body.into_boxed_slice(),
             headers: headers.into_boxed_slice(),
             mtime: meta.mtime,
+            content_type: ctype,
             stamp: Stamp::from(meta),
             checked_sec: AtomicU64::new(now_sec),
+            variants: AtomicU8::new(variants),
         });
         // Make room: drop arbitrary entries (the map's order) until it fits.
         while self.stats.bytes as usize + got > self.limits.max_bytes {
@@ -276,26 +353,75 @@ impl FileStore {
         Ok(Found::Cached(entry))
     }
 
-    /// Open `rel` beneath the root; a directory gives its `index.html`.
-    /// Returns the file, its metadata and its content type.
-    fn open_file(&mut self, rel: &[u8]) -> Result<(OwnedFd, sys::Meta, &'static str), Status> {
+    /// The variants of a large file, probed at most once a second.
+    fn large_variants(&mut self, rel: &[u8], now_sec: u64) -> u8 {
+        if let Some(&(bits, checked)) = self.large_variants.get(rel) {
+            if checked >= now_sec {
+                return bits;
+            }
+        }
+        let bits = self.probe_variants(rel);
+        if let Some(memo) = self.large_variants.get_mut(rel) {
+            *memo = (bits, now_sec);
+            return bits;
+        }
+        if self.large_variants.len() >= LARGE_VARIANTS_MAX {
+            self.large_variants.clear();
+        }
+        self.large_variants.insert(rel.into(), (bits, now_sec));
+        bits
+    }
+
+    /// Which precompressed variants (`rel.br`, `rel.gz`, regular files
+    /// beneath the root) sit beside `rel`. None for a directory's index and
+    /// for a file that is itself a variant.
+    fn probe_variants(&mut self, rel: &[u8]) -> u8 {
+        if rel.is_empty() || rel.ends_with(b"/") || rel.ends_with(b".gz") || rel.ends_with(b".br") {
+            return 0;
+        }
+        let mut bits = 0;
+        let mut name = Vec::with_capacity(rel.len() + 3);
+        for coding in [Coding::Br, Coding::Gzip] {
+            name.clear();
+            name.extend_from_slice(rel);
+            name.extend_from_slice(coding.suffix());
+            if let Ok(fd) = self.open_rel(self.root.as_raw_fd(), &name) {
+                if sys::fstat(fd.as_raw_fd()).is_ok_and(|m| m.regular) {
+                    bits |= coding.bit();
+                }
+            }
+        }
+        bits
+    }
+
+    /// Open `rel` beneath the root; a directory named with its slash gives
+    /// its `index.html`. A regular file comes back with its metadata and
+    /// content type.
+    fn open_file(&mut self, rel: &[u8]) -> Result<Opened, Status> {
         let fd = self.open_rel(
             self.root.as_raw_fd(),
             if rel.is_empty() { b"." } else { rel },
         )?;
         let meta = sys::fstat(fd.as_raw_fd()).map_err(|_| Status::InternalError)?;
         if meta.dir {
-            let index = self.open_rel(fd.as_raw_fd(), b"index.html")?;
+            if !rel.is_empty() && !rel.ends_with(b"/") {
+                return Ok(Opened::Other(Found::Redirect));
+            }
+            let index = match self.open_rel(fd.as_raw_fd(), b"index.html") {
+                Ok(index) => index,
+                Err(Status::NotFound) => return Ok(Opened::Other(Found::Directory(fd))),
+                Err(st) => return Err(st),
+            };
             let meta = sys::fstat(index.as_raw_fd()).map_err(|_| Status::InternalError)?;
             if !meta.regular {
                 return Err(Status::Forbidden);
             }
-            return Ok((index, meta, content_type(b"index.html")));
+            return Ok(Opened::File(index, meta, content_type(b"index.html")));
         }
         if !meta.regular {
             return Err(Status::Forbidden);
         }
-        Ok((fd, meta, content_type(rel)))
+        Ok(Opened::File(fd, meta, content_type(rel)))
     }
 
     fn open_rel(&mut self, dir: i32, rel: &[u8]) -> Result<OwnedFd, Status> {
@@ -330,16 +456,48 @@ impl FileStore {
     }
 }
 
-/// `Content-Type`, `Content-Length`, `Last-Modified` lines into `out`.
-pub fn entity_headers(out: &mut Vec<u8>, ctype: &str, len: u64, mtime: i64) {
+/// What opening a path gave.
+enum Opened {
+    /// A regular file to serve (or cache).
+    File(OwnedFd, sys::Meta, ContentType),
+    /// A directory to redirect or list.
+    Other(Found),
+}
+
+/// The entity header lines of a file of `size` bytes: `Content-Type`, then
+/// for a 206 of the bytes `range` (`start..end`) its `Content-Range`, then
+/// `Content-Length` (of the range, or the whole file), [`validator_headers`]
+/// and `Accept-Ranges: bytes`.
+pub fn entity_headers(
+    out: &mut Vec<u8>,
+    ctype: ContentType,
+    size: u64,
+    mtime: i64,
+    etag: &ETag,
+    range: Option<(u64, u64)>,
+) {
     use std::io::Write;
-    out.extend_from_slice(b"Content-Type: ");
-    out.extend_from_slice(ctype.as_bytes());
-    out.extend_from_slice(b"\r\nContent-Length: ");
-    let _ = write!(out, "{len}");
-    out.extend_from_slice(b"\r\nLast-Modified: ");
+    ctype.write_line(out);
+    let len = match range {
+        Some((start, end)) => {
+            let _ = write!(out, "Content-Range: bytes {start}-{}/{size}\r\n", end - 1);
+            end - start
+        }
+        None => size,
+    };
+    let _ = write!(out, "Content-Length: {len}\r\n");
+    validator_headers(out, mtime, etag);
+    out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+}
+
+/// `Last-Modified` and `ETag` lines into `out` (what a 304 carries too).
+pub fn validator_headers(out: &mut Vec<u8>, mtime: i64, etag: &ETag) {
+    use std::io::Write;
+    out.extend_from_slice(b"Last-Modified: ");
     let t = UNIX_EPOCH + Duration::from_secs(mtime.max(0) as u64);
     let _ = write!(out, "{}", httpdate::HttpDate::from(t));
+    out.extend_from_slice(b"\r\nETag: ");
+    out.extend_from_slice(etag.as_bytes());
     out.extend_from_slice(b"\r\n");
 }
 
@@ -348,50 +506,28 @@ pub fn epoch_secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// The `Content-Type` for a path, from its extension.
-pub fn content_type(path: &[u8]) -> &'static str {
+/// The `Content-Type` for a path, from its extension (`mime_guess`'s
+/// table; `application/octet-stream` when unknown). Text types, and the
+/// JavaScript, JSON and XML ones, say `charset=utf-8`.
+pub fn content_type(path: &[u8]) -> ContentType {
     let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
     let ext = match name.iter().rposition(|&b| b == b'.') {
         Some(dot) => &name[dot + 1..],
         None => b"",
     };
-    let mut lower = [0u8; 8];
-    if ext.len() > lower.len() {
-        return "application/octet-stream";
-    }
-    for (d, s) in lower.iter_mut().zip(ext) {
-        *d = s.to_ascii_lowercase();
-    }
-    match &lower[..ext.len()] {
-        b"html" | b"htm" => "text/html; charset=utf-8",
-        b"txt" => "text/plain; charset=utf-8",
-        b"css" => "text/css",
-        b"js" | b"mjs" => "text/javascript",
-        b"json" => "application/json",
-        b"xml" => "application/xml",
-        b"svg" => "image/svg+xml",
-        b"png" => "image/png",
-        b"jpg" | b"jpeg" => "image/jpeg",
-        b"gif" => "image/gif",
-        b"webp" => "image/webp",
-        b"ico" => "image/x-icon",
-        b"avif" => "image/avif",
-        b"woff" => "font/woff",
-        b"woff2" => "font/woff2",
-        b"ttf" => "font/ttf",
-        b"pdf" => "application/pdf",
-        b"wasm" => "application/wasm",
-        b"mp4" => "video/mp4",
-        b"webm" => "video/webm",
-        b"mp3" => "audio/mpeg",
-        b"ogg" => "audio/ogg",
-        b"zip" => "application/zip",
-        b"gz" => "application/gzip",
-        b"tar" => "application/x-tar",
-        b"md" => "text/markdown; charset=utf-8",
-        b"csv" => "text/csv; charset=utf-8",
-        _ => "application/octet-stream",
-    }
+    let mime = std::str::from_utf8(ext)
+        .ok()
+        .filter(|e| !e.is_empty())
+        .and_then(|e| mime_guess::from_ext(e).first_raw())
+        .unwrap_or("application/octet-stream");
+    let utf8 = mime.starts_with("text/")
+        || matches!(
+            mime,
+            "application/javascript" | "application/json" | "application/xml"
+        )
+        || (mime.starts_with("application/")
+            && (mime.ends_with("+json") || mime.ends_with("+xml")));
+    ContentType { mime, utf8 }
 }
 
 #[cfg(test)]
@@ -400,23 +536,32 @@ mod tests {
 
     #[test]
     fn content_types() {
-        assert_eq!(content_type(b"a/b.HTML"), "text/html; charset=utf-8");
-        assert_eq!(content_type(b"x.png"), "image/png");
-        assert_eq!(content_type(b"noext"), "application/octet-stream");
-        assert_eq!(content_type(b"dir.d/noext"), "application/octet-stream");
-        assert_eq!(
-            content_type(b"x.verylongextension"),
-            "application/octet-stream"
-        );
+        let ct = |p: &[u8]| content_type(p).to_string();
+        assert_eq!(ct(b"a/b.HTML"), "text/html; charset=utf-8");
+        assert_eq!(ct(b"x.png"), "image/png");
+        assert_eq!(ct(b"x.css"), "text/css; charset=utf-8");
+        assert_eq!(ct(b"x.json"), "application/json; charset=utf-8");
+        assert!(ct(b"x.js").ends_with("javascript; charset=utf-8"));
+        assert_eq!(ct(b"x.woff2"), "font/woff2");
+        assert_eq!(ct(b"x.gz"), "application/gzip");
+        assert_eq!(ct(b"noext"), "application/octet-stream");
+        assert_eq!(ct(b"dir.d/noext"), "application/octet-stream");
+        assert_eq!(ct(b"x.verylongextension"), "application/octet-stream");
+        assert_eq!(ct(b"x.\xff"), "application/octet-stream");
     }
 
     #[test]
     fn entity_header_format() {
         let mut v = Vec::new();
-        entity_headers(&mut v, "text/plain", 12, 784111777);
+        let ct = ContentType {
+            mime: "text/plain",
+            utf8: false,
+        };
+        let tag = ETag::new(784111777, 12, Coding::Identity);
+        entity_headers(&mut v, ct, 12, 784111777, &tag, None);
         assert_eq!(
             std::str::from_utf8(&v).unwrap(),
-            "Content-Type: text/plain\r\nContent-Length: 12\r\nLast-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
+            "Content-Type: text/plain\r\nContent-Length: 12\r\nLast-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\nETag: \"2ebc98a1-c\"\r\nAccept-Ranges: bytes\r\n"
         );
     }
 }

@@ -16,11 +16,79 @@
 //!   sends.
 //!
 //! HTTP/1.0 and 1.1, `GET` and `HEAD`, persistent connections and
-//! pipelining, `If-Modified-Since`, `index.html` for directories; small files
-//! from a bounded in-memory cache revalidated by modification time, large
-//! ones with `sendfile`; nothing outside `--root` is ever served. Request
-//! parsing ([`parse_request`]) and path normalisation ([`normalize_target`])
-//! are pure functions.
+//! pipelining, conditional and range requests, precompressed variants,
+//! `index.html` for directories (or a listing); small files from a bounded
+//! in-memory cache revalidated by modification time, large ones with
+//! `sendfile`; nothing outside `--root` is ever served (every open is
+//! `openat2(RESOLVE_BENEATH)`, symlinks included). Request parsing
+//! ([`parse_request`]), path normalisation ([`normalize_target`]), ranges
+//! ([`evaluate_range`]), `Accept-Encoding` ([`negotiate`]) and the
+//! preconditions are pure functions, each in its own module, apart from the
+//! model loops, which only send what [`Responder`] put in an [`OutBatch`].
+//!
+//! # HTTP semantics (RFC 9110), as nginx and darkhttpd users expect
+//!
+//! * **Validators.** Every file answer (200, 206, 304) carries
+//!   `Last-Modified` and a strong `ETag` built as nginx builds it,
+//!   `"mtime-size"` in hex (`-gz`/`-br` appended for a precompressed
+//!   variant), from the metadata the cache holds: no `stat` per request.
+//! * **Preconditions** in §13.2.2 order: `If-None-Match` (a list, `*`, weak
+//!   comparison; elements that are not entity tags are skipped) and, only
+//!   when it is absent, `If-Modified-Since` (not modified when the file is
+//!   not newer than the date, §13.1.3; an unparsable date is ignored). A
+//!   match answers 304 with `ETag`, `Last-Modified`, `Vary` when the file has
+//!   variants, and no body. `If-Match`/`If-Unmodified-Since` are not
+//!   implemented (they matter for unsafe methods, which are refused).
+//! * **Ranges.** `Accept-Ranges: bytes` on every 200 of a file. One range
+//!   (`a-b`, `a-`, `-n`) answers 206 with `Content-Range: bytes a-b/LEN`;
+//!   none satisfiable 416 with `Content-Range: bytes */LEN`; overlapping or
+//!   touching ranges are coalesced (§14.2 allows it). Several disjoint ranges
+//!   answer 206 `multipart/byteranges` (§14.6) as nginx does: a random
+//!   20-digit boundary, each part with `Content-Type` and `Content-Range`,
+//!   in the order asked for, `Content-Length` computed ahead (HEAD: the same
+//!   head). A set of more than [`MAX_RANGES`] (16, as nginx's `max_ranges`)
+//!   gets the whole file with 200, the answer to "many small ranges" §14.2
+//!   allows (at most 16 part headers of overhead otherwise), as does any
+//!   invalid header (another unit, `5-1`, junk; §14.2 lets a server ignore
+//!   it). `If-Range` applies the range only
+//!   when its entity tag matches strongly or its date equals
+//!   `Last-Modified` exactly (§13.1.5). HEAD answers GET's headers, 206 and
+//!   416 included. A range of a cached file is a slice of the cached bytes;
+//!   of a large file, `sendfile` from the range's offset (a multipart
+//!   answer: part header, `sendfile` segment, next part header…) on every model
+//!   (uring-completion included: it waits for writability with a one-shot
+//!   poll when the socket is full), never a copy through user space.
+//! * **Precompressed variants** (nginx `gzip_static`, `brotli_static`): when
+//!   `f.br` or `f.gz` sits beside `f` and `Accept-Encoding` takes it (q-values
+//!   honoured, `q=0` refuses, `*` counts, an invalid q-value voids its
+//!   element, br preferred to gzip at equal weight, identity least preferred
+//!   unless weighted), the variant is sent with `Content-Encoding`, the
+//!   `Content-Type` of `f` and an ETag of its own; ranges apply to the
+//!   encoded bytes. Every answer for a file that has a variant (identity and
+//!   304 included) carries `Vary: Accept-Encoding`. Variants are looked for
+//!   when a file enters the cache and on its once-a-second revalidation (for
+//!   large files, in a small per-path memo with the same period); a
+//!   directory's `index.html` has none.
+//! * **Paths.** A directory named without its slash answers 301 with
+//!   `Location:` the path as sent (percent-encoding kept, leading slashes
+//!   collapsed to one) plus `/`, query kept. `--dotfiles deny` (default):
+//!   any path segment starting with `.` answers 404, except `.well-known` at
+//!   the root (RFC 8615); `--dotfiles allow` serves them. A directory without
+//!   `index.html` answers 403 (as nginx with `autoindex off`), or with
+//!   `--listing` an HTML listing (sorted, names escaped and percent-encoded
+//!   in links, sizes, dates, directories with a trailing `/`, dotfiles
+//!   hidden unless allowed). Media types from `mime_guess`, with
+//!   `; charset=utf-8` for `text/*`, JavaScript, JSON and XML.
+//!
+//! `tests/nginx_diff.rs` serves one tree with nginx and with this server and
+//! compares the answers to a corpus of requests (multipart bodies byte for
+//! byte, boundaries aside). Deliberate differences, each allowed by the
+//! clause named: overlapping ranges (one coalesced range here, where nginx
+//! sends them as separate parts; §14.2, §15.3.7.2); an invalid range such as `bytes=a-b` (ignored here, 416
+//! there; §14.2); ranges of a precompressed variant (served here with
+//! `Accept-Ranges`, not by `gzip_static`; §14.1, §14.3); the `Location` of a
+//! percent-encoded directory name (kept as sent here, decoded there;
+//! RFC 3986 §6.2.2.2); and `/%2e%2e/…` (403 here, 400 there; both refuse it).
 //!
 //! Timeouts: `--header-timeout` runs from accept for the first request and
 //! from its first byte for later ones; `--idle-timeout` between requests on a
@@ -34,6 +102,19 @@
 //! port the kernel chose), and flushes. SIGINT or SIGTERM stops it
 //! gracefully (no new connections; idle ones closed; busy ones get up to 3 s
 //! to finish) and then `--stats-json FILE` is written (`-`: standard output).
+//! SIGHUP never stops it: it reopens the `--access-log` file (logrotate's
+//! `postrotate`), and is ignored without one. Start-up fails with "address
+//! already in use" and a non-zero exit when another process listens on the
+//! address, also with `--listener reuseport` (see the listeners' probe).
+//!
+//! # Operations
+//!
+//! `--access-log FILE` (or `-`) writes one line per response in the
+//! Combined Log Format, from per-worker buffers through a writer thread, so
+//! no event loop waits on the disk (see the `access_log` module). The
+//! connection lifecycle every model shares (accept pauses, timer expiry,
+//! lingering close, graceful stop, and their constants) is the `lifecycle`
+//! module.
 //!
 //! # The stats document (`schema: "evdispatch-serve-stats/1"`)
 //!
@@ -44,8 +125,8 @@
 //!       "accept", "listener", "exclusive", "idle_timeout_ms",
 //!       "header_timeout_ms", "cpus", "max_connections", "threads",
 //!       "cache_bytes", "cache_max_file", "max_header", "backlog",
-//!       "eager_read", "defer_accept_s", "poller_opts", "initial_events",
-//!       "uring_entries" },
+//!       "eager_read", "defer_accept_s", "dotfiles", "listing", "access_log",
+//!       "poller_opts", "initial_events", "uring_entries" },
 //!   "elapsed_s",
 //!   "requests": { "total", "by_status": { "200": n, "404": n, … } },
 //!   "connections": { "accepted", "closed", "header_timed_out",
@@ -68,7 +149,8 @@
 //! `turns` times the event loop's turns, from a wait's return to the next
 //! wait (a request that arrives during a turn waits for the rest of it):
 //! bucket `k` of `log2_us_buckets` counts turns of `[2^(k-1), 2^k)` µs
-//! (bucket 0: under 1 µs), the `_le_us` quantiles are bucket bounds, and
+//! (bucket 0: under 1 µs), the `_le_us` quantiles are bounds in whole µs
+//! (all derived from an HdrHistogram of 3 significant digits), and
 //! `longest` is the longest turn with what it did, `long_256us` what the
 //! turns of 256 µs or more did between them. Empty for `threads`.
 //!
@@ -95,8 +177,15 @@ use anyhow::Context;
 use evdispatch::{Mechanism, Waker};
 use serde_json::json;
 
+mod access_log;
 mod completion;
+mod conditional;
+mod encoding;
 mod files;
+mod lifecycle;
+mod listing;
+mod paths;
+mod range;
 mod readiness;
 mod request;
 mod response;
@@ -107,7 +196,12 @@ mod target;
 mod threads;
 mod timer;
 
-pub use files::{content_type, CacheLimits, CacheStats, FileStore};
+pub use access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer};
+pub use conditional::{Coding, ETag};
+pub use encoding::negotiate;
+pub use files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
+pub use paths::{Dotfiles, SiteOptions};
+pub use range::{evaluate_range, RangeAnswer, Ranges, MAX_RANGES};
 pub use request::{parse_request, Method, Parsed, Request, Version, MAX_HEADERS, MAX_TARGET};
 pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
 pub use stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
@@ -242,6 +336,11 @@ pub struct ServerConfig {
     /// silent client after about this long), so the first read of a new
     /// connection finds data. h2o sets 1 s; nginx has it as `deferred`.
     pub defer_accept_s: u32,
+    /// Dotfiles and directory listings (`--dotfiles`, `--listing`).
+    pub site: SiteOptions,
+    /// `--access-log`: the Combined Log Format file (`-`: standard output);
+    /// `None`: no access log.
+    pub access_log: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -274,6 +373,8 @@ impl ServerConfig {
             backlog: 4096,
             eager_read: true,
             defer_accept_s: 1,
+            site: SiteOptions::default(),
+            access_log: None,
         }
     }
 
@@ -299,6 +400,9 @@ impl ServerConfig {
             "backlog": self.backlog,
             "eager_read": self.eager_read,
             "defer_accept_s": self.defer_accept_s,
+            "access_log": self.access_log.as_ref().map(|p| p.display().to_string()),
+            "dotfiles": format!("{:?}", self.site.dotfiles).to_lowercase(),
+            "listing": self.site.listing,
             "poller_opts": self.poller_opts,
             "initial_events": self.poller.initial_events,
             "uring_entries": self.poller.uring_entries,
@@ -327,6 +431,16 @@ impl ServerConfig {
         }
     }
 
+    /// A responder over the document root with a cache of `limits`,
+    /// logging into `log` when there is an access log.
+    fn responder(&self, limits: CacheLimits, log: Option<LogBuffer>) -> io::Result<Responder> {
+        let mut r = Responder::new(FileStore::open(&self.root, limits)?, self.site);
+        if let Some(log) = log {
+            r.set_access_log(log);
+        }
+        Ok(r)
+    }
+
     fn cpu_for(&self, worker: usize) -> Option<usize> {
         self.cpus.as_ref().map(|c| c[worker % c.len()])
     }
@@ -342,6 +456,7 @@ pub struct Server {
     pool: Option<threads::Pool>,
     completion_wakers: Vec<completion::Wake>,
     started: Instant,
+    access_log: Option<AccessLog>,
 }
 
 impl fmt::Debug for Server {
@@ -376,6 +491,8 @@ impl Server {
             max_file: cfg.cache.max_file,
         };
         let started = Instant::now();
+        let access_log = cfg.access_log.as_deref().map(AccessLog::open).transpose()?;
+        let log_buffer = || access_log.as_ref().map(AccessLog::buffer);
         match cfg.model {
             Model::Threads => {
                 let l = sys::listen(cfg.listen, cfg.backlog, false, true, cfg.defer_accept_s)?;
@@ -384,9 +501,12 @@ impl Server {
                 if let Some(cpus) = &cfg.cpus {
                     evdispatch_proc::pin_current_thread(cpus)?;
                 }
-                let store = FileStore::open(&cfg.root, cfg.cache)?;
-                let pool =
-                    threads::start(cfg.clone(), listener, Responder::new(store), stop.clone())?;
+                let pool = threads::start(
+                    cfg.clone(),
+                    listener,
+                    cfg.responder(cfg.cache, log_buffer())?,
+                    stop.clone(),
+                )?;
                 Ok(Server {
                     addr,
                     cfg,
@@ -396,6 +516,7 @@ impl Server {
                     pool: Some(pool),
                     completion_wakers: Vec::new(),
                     started,
+                    access_log,
                 })
             }
             Model::Readiness(_) | Model::UringCompletion => {
@@ -407,6 +528,7 @@ impl Server {
                     let listener = listeners[i.min(listeners.len() - 1)].clone();
                     let shared = cfg.listener == ListenerMode::Shared;
                     let (cfg, stop, tx) = (cfg.clone(), stop.clone(), tx.clone());
+                    let log = log_buffer();
                     let h = thread::Builder::new()
                         .name(format!("evd-worker-{i}"))
                         .spawn(move || -> io::Result<WorkerReport> {
@@ -418,9 +540,7 @@ impl Server {
                             if let Some(c) = cpu {
                                 evdispatch_proc::pin_current_thread(&[c]).map_err(fail)?;
                             }
-                            let store =
-                                FileStore::open(&cfg.root, per_worker_cache).map_err(fail)?;
-                            let responder = Responder::new(store);
+                            let responder = cfg.responder(per_worker_cache, log).map_err(fail)?;
                             match cfg.model {
                                 Model::UringCompletion => {
                                     let (w, wake) = completion::Worker::new(
@@ -465,6 +585,7 @@ impl Server {
                     pool: None,
                     completion_wakers: Vec::new(),
                     started,
+                    access_log,
                 };
                 let mut first_error = None;
                 for _ in 0..cfg.workers {
@@ -499,6 +620,14 @@ impl Server {
         &self.cfg
     }
 
+    /// Reopen the access log file by its name (SIGHUP, after logrotate
+    /// renamed it); nothing without one.
+    pub fn reopen_access_log(&self) {
+        if let Some(l) = &self.access_log {
+            l.reopen();
+        }
+    }
+
     /// Stop gracefully and collect every worker's report.
     pub fn stop(mut self) -> io::Result<ServerReport> {
         self.stop.store(true, Ordering::Release);
@@ -529,6 +658,10 @@ impl Server {
                 }
             }
         }
+        // Every line of the stopped workers, written.
+        if let Some(log) = self.access_log.take() {
+            log.finish();
+        }
         if workers.is_empty() {
             if let Some(e) = first_error {
                 return Err(e);
@@ -553,10 +686,23 @@ enum Wakeup {
 
 /// The listening sockets: one per worker (reuseport; the first binds the
 /// requested port, possibly 0, the others the port it got) or one shared.
+///
+/// With `SO_REUSEPORT`, a bind succeeds wherever another socket of the same
+/// user holds the port with it too: a second server would silently take
+/// half the connections. So the address is first bound without it (a probe,
+/// closed at once, never listening), which fails with `EADDRINUSE` whenever
+/// anyone listens there; only this server's own workers then share the
+/// port. (A server starting in the instant between the probe and the bind
+/// could still join.)
 fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
     let reuse = cfg.listener == ListenerMode::Reuseport;
+    let listen = if reuse {
+        sys::probe_bind(cfg.listen)?
+    } else {
+        cfg.listen
+    };
     let first = TcpListener::from(sys::listen(
-        cfg.listen,
+        listen,
         cfg.backlog,
         reuse,
         false,
@@ -682,6 +828,19 @@ pub struct ServeArgs {
     /// client (whole seconds; 0: off, accept at the handshake).
     #[arg(long, default_value = "1s", value_parser = parse_duration)]
     pub defer_accept: Duration,
+    // HTTP semantics (issue 18 items 1-3): keep these flags together.
+    /// Files and directories whose name starts with `.`: `deny` answers 404
+    /// (`.well-known` at the root excepted), `allow` serves them.
+    #[arg(long, value_enum, default_value = "deny")]
+    pub dotfiles: Dotfiles,
+    /// An HTML listing for a directory without index.html (else 403).
+    #[arg(long)]
+    pub listing: bool,
+    /// Log every response to FILE in the Combined Log Format (nginx's
+    /// `combined`), `-` for standard output; SIGHUP reopens FILE (for
+    /// logrotate). Written by a thread of its own, at least once a second.
+    #[arg(long, value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -721,6 +880,11 @@ impl ServeArgs {
         cfg.backlog = self.backlog;
         cfg.eager_read = !self.no_eager_read;
         cfg.defer_accept_s = self.defer_accept.as_secs_f64().ceil() as u32;
+        cfg.site = SiteOptions {
+            dotfiles: self.dotfiles,
+            listing: self.listing,
+        };
+        cfg.access_log = self.access_log.clone();
         Ok(cfg)
     }
 }
@@ -772,7 +936,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     // Block the stop signals before any thread exists, so every thread
     // inherits the mask and only the sigwait below receives them.
-    let signals = [libc::SIGINT, libc::SIGTERM];
+    // SIGHUP too: it reopens the access log and never stops the server.
+    let signals = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
     sys::block_signals(&signals)?;
     // The RT-signal mechanisms direct their signals (and SIGIO on queue
     // overflow) at their own thread, where they are blocked; blocking them in
@@ -789,7 +954,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         writeln!(out, "listening on http://{}", server.local_addr())?;
         out.flush()?;
     }
-    sys::wait_signal(&signals)?;
+    while sys::wait_signal(&signals)? == libc::SIGHUP {
+        server.reopen_access_log();
+    }
     let report = server.stop()?;
     let doc = serde_json::to_string_pretty(&report.to_json())?;
     match &args.stats_json {
@@ -806,6 +973,28 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         t.accepted
     );
     Ok(())
+}
+
+/// Every word of exactly `len` pieces (with repetition): the exhaustive
+/// checks of the pure parsers run over these.
+#[cfg(test)]
+pub(crate) fn each_word(pieces: &[&str], len: usize, mut f: impl FnMut(String)) {
+    let mut idx = vec![0usize; len];
+    loop {
+        f(idx.iter().map(|&i| pieces[i]).collect());
+        let mut k = 0;
+        loop {
+            if k == idx.len() {
+                return;
+            }
+            idx[k] += 1;
+            if idx[k] < pieces.len() {
+                break;
+            }
+            idx[k] = 0;
+            k += 1;
+        }
+    }
 }
 
 #[cfg(test)]

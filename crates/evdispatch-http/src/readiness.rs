@@ -30,24 +30,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use evdispatch::{Events, Interest, Poller, Token, Waker};
 
+use crate::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER, LINGER_MAX_BYTES};
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, TurnMeter, WorkerReport};
-use crate::status::Status;
 use crate::sys;
 use crate::timer::TimerWheel;
 use crate::{AcceptMode, ServerConfig};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
-/// How long accepting stays paused after descriptor exhaustion before a retry
-/// (a closing connection resumes it sooner).
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-/// How long a connection closed after an error keeps reading (and dropping)
-/// what the client still sends, so that its response is not destroyed by a
-/// reset.
-const LINGER: Duration = Duration::from_secs(2);
-/// How long a stopping server lets busy connections finish.
-const STOP_GRACE: Duration = Duration::from_secs(3);
 /// Read buffers kept for reuse.
 const POOL_KEEP: usize = 256;
 /// The buffer a short partial request moves to when its connection has been
@@ -156,9 +147,9 @@ pub(crate) struct Worker {
     listener_interest: Interest,
     listener_registered: bool,
     listener_hot: bool,
-    resume_at: Option<Instant>,
     stop: Arc<AtomicBool>,
-    stopping: Option<Instant>,
+    /// Accept pauses and the graceful stop.
+    gate: Gate,
     now: Instant,
     scratch: Box<[u8]>,
     /// The mechanism's descriptor ceiling (select).
@@ -209,9 +200,8 @@ impl Worker {
             listener_interest: interest,
             listener_registered: true,
             listener_hot: false,
-            resume_at: None,
             stop,
-            stopping: None,
+            gate: Gate::default(),
             now: Instant::now(),
             scratch: vec![0u8; 4096].into_boxed_slice(),
             max_fd: mechanism.info().max_fd,
@@ -249,22 +239,18 @@ impl Worker {
                     Token(idx) => self.conn_event(idx, ev.is_readable(), ev.is_read_closed()),
                 }
             }
-            if let Some(t) = self.resume_at {
-                if self.now >= t {
-                    self.resume_accept();
-                }
+            if self.gate.resume_due(self.now) {
+                self.resume_accept();
             }
-            if (listener_ready || self.listener_hot) && self.stopping.is_none() {
+            if (listener_ready || self.listener_hot) && !self.gate.stopping() {
                 self.accept_some(listener_ready);
             }
             turn.expired(self.expire_timers());
-            if self.stopping.is_none() && self.stop.load(Ordering::Acquire) {
+            if !self.gate.stopping() && self.stop.load(Ordering::Acquire) {
                 self.begin_stop();
             }
-            if let Some(deadline) = self.stopping {
-                if self.open == 0 || self.now >= deadline {
-                    break;
-                }
+            if self.gate.finished(self.open, self.now) {
+                break;
             }
         }
         for idx in 0..self.conns.len() {
@@ -283,19 +269,10 @@ impl Worker {
     }
 
     fn wait_timeout(&self, now: Instant) -> Option<Duration> {
-        if self.listener_hot && self.stopping.is_none() {
+        if self.listener_hot && !self.gate.stopping() {
             return Some(Duration::ZERO);
         }
-        let mut t = self.wheel.timeout(now);
-        if let Some(r) = self.resume_at {
-            let d = r.saturating_duration_since(now);
-            t = Some(t.map_or(d, |x| x.min(d)));
-        }
-        if let Some(s) = self.stopping {
-            let d = s.saturating_duration_since(now);
-            t = Some(t.map_or(d, |x| x.min(d)));
-        }
-        t
+        self.gate.wait_timeout(self.wheel.timeout(now), now)
     }
 
     // ---- accepting ------------------------------------------------------
@@ -331,26 +308,20 @@ impl Worker {
                 }
                 Err(e) => {
                     let errno = e.raw_os_error().unwrap_or(0);
-                    match errno {
-                        libc::EAGAIN => {
+                    match lifecycle::accept_failure(errno, &mut self.counters) {
+                        AcceptFailure::Empty => {
                             if first && reported {
                                 self.counters.listener_empty += 1;
                             }
                             self.listener_hot = false;
                             return;
                         }
-                        libc::EINTR => continue,
-                        libc::ECONNABORTED | libc::EPROTO | libc::EPERM => {
-                            // The connection died in the queue: next one.
-                            self.counters.accept_error(errno);
-                        }
-                        libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
-                            self.counters.accept_error(errno);
+                        AcceptFailure::Again | AcceptFailure::Next => continue,
+                        AcceptFailure::Pause => {
                             self.pause_accept();
                             return;
                         }
-                        _ => {
-                            self.counters.accept_error(errno);
+                        AcceptFailure::GiveUp => {
                             self.listener_hot = false;
                             return;
                         }
@@ -367,14 +338,13 @@ impl Worker {
         if self.listener_registered {
             let _ = self.poller.deregister(self.listener.as_raw_fd());
             self.listener_registered = false;
-            self.counters.accept_pauses += 1;
         }
-        self.resume_at = Some(self.now + ACCEPT_RETRY);
+        self.gate.pause(self.now, &mut self.counters);
     }
 
     fn resume_accept(&mut self) {
-        self.resume_at = None;
-        if self.listener_registered || self.stopping.is_some() {
+        self.gate.resumed();
+        if self.listener_registered || self.gate.stopping() {
             return;
         }
         if self
@@ -386,7 +356,7 @@ impl Worker {
             // Connections may be waiting already: try at once.
             self.listener_hot = true;
         } else {
-            self.resume_at = Some(self.now + ACCEPT_RETRY);
+            self.gate.retry_later(self.now);
         }
     }
 
@@ -659,16 +629,17 @@ impl Worker {
     /// Answer up to one batch of the buffered requests and write it; also
     /// whether any request was answered.
     fn process_batch(&mut self, idx: usize) -> (Flow, bool) {
-        let closing = self.stopping.is_some();
+        let closing = self.gate.stopping();
         let c = &mut self.conns[idx];
         let buf = c.buf.take().expect("process needs a buffer");
-        let (start, end) = (c.start as usize, c.end as usize);
+        let (start, end, fd) = (c.start as usize, c.end as usize, c.fd());
         let a = self.responder.answer(
             &buf[start..end],
             self.cfg.max_header,
             &mut self.batch,
             closing,
             &mut self.counters,
+            fd,
         );
         let (close_after, reject) = (a.close, a.refused);
         let c = &mut self.conns[idx];
@@ -730,11 +701,7 @@ impl Worker {
             self.wheel.set(idx, self.now + self.cfg.header_timeout);
         } else {
             c.partial = false;
-            let t = if self.stopping.is_some() {
-                Duration::ZERO
-            } else {
-                self.cfg.idle_timeout
-            };
+            let t = self.gate.keepalive(self.cfg.idle_timeout);
             self.wheel.set(idx, self.now + t);
         }
     }
@@ -745,7 +712,7 @@ impl Worker {
     fn finish_close(&mut self, idx: usize) {
         let c = &self.conns[idx];
         let unread = c.end > c.start || !c.emptied;
-        if c.linger_after || unread {
+        if lifecycle::must_linger(c.linger_after, unread) {
             self.start_linger(idx);
         } else {
             self.close(idx, Why::Normal);
@@ -775,7 +742,7 @@ impl Worker {
                 Ok(0) => break,
                 Ok(n) => {
                     total += n;
-                    if total > (1 << 20) {
+                    if total > LINGER_MAX_BYTES {
                         break; // enough patience
                     }
                     if n < self.scratch.len() {
@@ -811,7 +778,7 @@ impl Worker {
         self.free.push(idx as u32);
         self.open -= 1;
         self.counters.closed += 1;
-        if !self.listener_registered && self.resume_at.is_some() {
+        if !self.listener_registered && self.gate.paused() {
             self.resume_accept();
         }
     }
@@ -826,39 +793,26 @@ impl Worker {
         let n = fired.len() as u64;
         for &idx in &fired {
             let c = &self.conns[idx];
-            let (state, pending, partial, some_input, fd) =
-                (c.state, c.out.is_some(), c.partial, c.end > c.start, c.fd());
-            match state {
-                State::Free => {}
-                State::Lingering => self.close(idx, Why::Normal),
-                State::Open => {
-                    if pending {
-                        self.counters.write_timed_out += 1;
-                        self.close(idx, Why::Normal);
-                    } else if partial {
-                        if self.stopping.is_none() {
-                            self.counters.header_timed_out += 1;
-                        }
-                        if some_input {
-                            // Part of a request arrived: say why we hang up.
-                            self.responder
-                                .reject(Status::RequestTimeout, &mut self.batch);
-                            self.counters.response(Status::RequestTimeout);
-                            // Half-closed right after (finish_close lingers).
-                            self.batch.set_last(true);
-                            let _ = self.batch.send(fd);
-                            self.batch.clear();
-                            self.conns[idx].linger_after = true;
-                            self.finish_close(idx);
-                        } else {
-                            self.close(idx, Why::Normal);
-                        }
-                    } else {
-                        if self.stopping.is_none() {
-                            self.counters.idle_timed_out += 1;
-                        }
-                        self.close(idx, Why::Normal);
-                    }
+            let phase = match c.state {
+                State::Free => continue,
+                State::Lingering => Phase::Lingering,
+                State::Open if c.out.is_some() => Phase::Sending,
+                State::Open if c.partial => Phase::Request {
+                    some_input: c.end > c.start,
+                },
+                State::Open => Phase::Idle,
+            };
+            let fd = c.fd();
+            match lifecycle::expire(phase, self.gate.stopping(), &mut self.counters) {
+                Expiry::Close => self.close(idx, Why::Normal),
+                Expiry::RequestTimeout => {
+                    self.responder.timed_out(&mut self.batch, fd);
+                    // Half-closed right after (finish_close lingers).
+                    self.batch.set_last(true);
+                    let _ = self.batch.send(fd);
+                    self.batch.clear();
+                    self.conns[idx].linger_after = true;
+                    self.finish_close(idx);
                 }
             }
         }
@@ -868,13 +822,11 @@ impl Worker {
     }
 
     fn begin_stop(&mut self) {
-        let deadline = self.now + STOP_GRACE;
-        self.stopping = Some(deadline);
+        let deadline = self.gate.begin_stop(self.now);
         if self.listener_registered {
             let _ = self.poller.deregister(self.listener.as_raw_fd());
             self.listener_registered = false;
         }
-        self.resume_at = None;
         self.listener_hot = false;
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];

@@ -45,6 +45,15 @@ pub struct Request<'a> {
     pub keep_alive: bool,
     /// The raw `If-Modified-Since` value, if any.
     pub if_modified_since: Option<&'a [u8]>,
+    /// The raw `If-None-Match` value, if any (the first line when repeated).
+    pub if_none_match: Option<&'a [u8]>,
+    /// The raw `Range` value; `None` when absent or repeated (two ranges
+    /// headers are ambiguous, and a server may ignore Range: RFC 9110 §14.2).
+    pub range: Option<&'a [u8]>,
+    /// The raw `If-Range` value, if any.
+    pub if_range: Option<&'a [u8]>,
+    /// The raw `Accept-Encoding` value, if any (the first line when repeated).
+    pub accept_encoding: Option<&'a [u8]>,
     /// Bytes of the input this request occupies (headers; there is no body).
     pub len: usize,
 }
@@ -114,6 +123,11 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     let mut close = false;
     let mut keep = false;
     let mut ims = None;
+    let mut inm = None;
+    let mut range = None;
+    let mut ranges = 0;
+    let mut if_range = None;
+    let mut accept_encoding = None;
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -136,7 +150,19 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             }
         } else if name.eq_ignore_ascii_case(b"if-modified-since") {
             ims = Some(trim(h.value));
+        } else if name.eq_ignore_ascii_case(b"range") {
+            range = Some(trim(h.value));
+            ranges += 1;
+        } else if name.eq_ignore_ascii_case(b"if-none-match") {
+            inm.get_or_insert(trim(h.value));
+        } else if name.eq_ignore_ascii_case(b"if-range") {
+            if_range = Some(trim(h.value));
+        } else if name.eq_ignore_ascii_case(b"accept-encoding") {
+            accept_encoding.get_or_insert(trim(h.value));
         }
+    }
+    if ranges > 1 {
+        range = None;
     }
     if transfer_encoding {
         // With Content-Length: the classic smuggling shape. Alone: a body
@@ -167,6 +193,10 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         version,
         keep_alive,
         if_modified_since: ims,
+        if_none_match: inm,
+        range,
+        if_range,
+        accept_encoding,
         len,
     })
 }

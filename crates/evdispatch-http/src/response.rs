@@ -12,7 +12,14 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::files::{entity_headers, epoch_secs, CachedFile, FileStore, Found};
+use crate::access_log::{self, LogBuffer};
+use crate::conditional::{self, Coding, ETag, Precondition};
+use crate::files::{
+    entity_headers, epoch_secs, validator_headers, CachedFile, ContentType, FileStore, Found,
+    LargeFile,
+};
+use crate::paths::{self, Dotfiles, SiteOptions};
+use crate::range::{evaluate_range, RangeAnswer};
 use crate::request::{Method, Request, Version};
 use crate::status::Status;
 use crate::sys;
@@ -69,17 +76,44 @@ pub enum Part {
     },
     /// A constant (error-page body).
     Static(&'static [u8]),
-    /// A cached file's body.
-    Cached(Arc<CachedFile>),
+    /// A cached file's body, bytes `start..end` (a slice, never a copy).
+    Cached {
+        /// The cached file.
+        file: Arc<CachedFile>,
+        /// First byte.
+        start: usize,
+        /// One past the last byte.
+        end: usize,
+    },
     /// A large file's bytes `offset..end`, sent with `sendfile`.
     File {
         /// The open file.
-        file: File,
+        file: FileRef,
         /// Next byte to send.
         offset: u64,
         /// End of the range.
         end: u64,
     },
+}
+
+/// The open file of a [`Part::File`]: owned by the one part of a plain or
+/// single-range answer (no allocation), shared by the parts of a
+/// `multipart/byteranges` answer.
+#[derive(Debug)]
+pub enum FileRef {
+    /// The only part sending from this file.
+    Owned(File),
+    /// One of several parts sending from this file.
+    Shared(Arc<File>),
+}
+
+impl AsRawFd for FileRef {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            FileRef::Owned(f) => f.as_raw_fd(),
+            FileRef::Shared(f) => f.as_raw_fd(),
+        }
+    }
 }
 
 /// The output of one or more (pipelined) responses, written in order.
@@ -156,6 +190,22 @@ impl OutBatch {
         self.last = last;
     }
 
+    /// Body bytes of the parts from index `from` on (the headers not
+    /// counted): what the responses added since had as bodies.
+    fn body_bytes_from(&self, from: usize) -> u64 {
+        self.parts
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|p| match p {
+                Part::Head { .. } => 0,
+                Part::Static(b) => b.len() as u64,
+                Part::Cached { start, end, .. } => (end - start) as u64,
+                Part::File { offset, end, .. } => end.saturating_sub(*offset),
+            })
+            .sum()
+    }
+
     /// Bytes of header buffer in use (a bound on batch growth).
     pub fn head_len(&self) -> usize {
         self.head.len()
@@ -186,7 +236,7 @@ impl OutBatch {
             let bytes: &[u8] = match part {
                 Part::Head { start, end } => &self.head[*start..*end],
                 Part::Static(s) => s,
-                Part::Cached(c) => &c.body,
+                Part::Cached { file, start, end } => &file.body[*start..*end],
                 Part::File { .. } => return (n, true),
             };
             if bytes.len() > skip {
@@ -203,7 +253,7 @@ impl OutBatch {
             let len = match &self.parts[self.first] {
                 Part::Head { start, end } => end - start,
                 Part::Static(s) => s.len(),
-                Part::Cached(c) => c.body.len(),
+                Part::Cached { start, end, .. } => end - start,
                 Part::File { .. } => return,
             };
             let left = len - self.offset;
@@ -224,7 +274,7 @@ impl OutBatch {
             let empty = match &self.parts[self.first] {
                 Part::Head { start, end } => end - start == self.offset,
                 Part::Static(s) => s.len() == self.offset,
-                Part::Cached(c) => c.body.len() == self.offset,
+                Part::Cached { start, end, .. } => end - start == self.offset,
                 Part::File { offset, end, .. } => offset == end,
             };
             if !empty {
@@ -239,9 +289,9 @@ impl OutBatch {
     }
 
     /// The file part at the front, if the next bytes come from a file.
-    pub fn front_file(&mut self) -> Option<(&File, &mut u64, u64)> {
+    pub fn front_file(&mut self) -> Option<(RawFd, &mut u64, u64)> {
         match self.parts.get_mut(self.first) {
-            Some(Part::File { file, offset, end }) => Some((file, offset, *end)),
+            Some(Part::File { file, offset, end }) => Some((file.as_raw_fd(), offset, *end)),
             _ => None,
         }
     }
@@ -249,6 +299,33 @@ impl OutBatch {
     /// Note that the front file part advanced (drops it when finished).
     pub fn file_progressed(&mut self) {
         self.skip_empty();
+    }
+
+    /// Send the file part at the front with `sendfile` (from its offset: a
+    /// range starts where it should; the bytes go from the page cache to the
+    /// socket without a copy through user space) until it is all sent
+    /// (`Ok(true)`, also when the front is not a file) or the non-blocking
+    /// socket is full (`Ok(false)`).
+    pub fn send_front_file(&mut self, fd: RawFd) -> io::Result<bool> {
+        while let Some((file, offset, end)) = self.front_file() {
+            let count = (end - *offset).min(1 << 21) as usize;
+            match sys::sendfile(fd, file, offset, count) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file shrank while being sent",
+                    ))
+                }
+                Ok(n) => {
+                    self.written += n as u64;
+                    self.file_progressed()
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
     }
 
     /// Write as much as the socket takes now: gathered `sendmsg` for memory
@@ -259,22 +336,9 @@ impl OutBatch {
             if self.is_empty() {
                 return Ok(true);
             }
-            if let Some((file, offset, end)) = self.front_file() {
-                let count = (end - *offset).min(1 << 21) as usize;
-                match sys::sendfile(fd, file.as_raw_fd(), offset, count) {
-                    Ok(0) => {
-                        return Err(io::Error::new(
-                            io::ErrorKind::UnexpectedEof,
-                            "file shrank while being sent",
-                        ))
-                    }
-                    Ok(n) => {
-                        self.written += n as u64;
-                        self.file_progressed()
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return Err(e),
+            if self.front_file().is_some() {
+                if !self.send_front_file(fd)? {
+                    return Ok(false);
                 }
                 continue;
             }
@@ -304,21 +368,137 @@ impl OutBatch {
 pub struct Responder {
     /// The document root and its cache.
     pub store: FileStore,
+    site: SiteOptions,
     date: DateCache,
     now_sec: u64,
     path: Vec<u8>,
+    /// `--access-log`: this worker's buffer and its time field (boxed: one
+    /// pointer when off).
+    log: Option<Box<LogState>>,
+    /// The last `multipart/byteranges` boundary, as a number (see
+    /// [`Responder::next_boundary`]).
+    boundary: u64,
+}
+
+/// A responder's access log: its buffer and `$time_local` for `sec`.
+#[derive(Debug)]
+struct LogState {
+    buf: LogBuffer,
+    sec: u64,
+    time: String,
+}
+
+/// What the head of a file answer says about the representation sent.
+struct Entity<'a> {
+    ctype: ContentType,
+    size: u64,
+    mtime: i64,
+    etag: &'a ETag,
+    coding: Coding,
+    vary: bool,
+}
+
+/// The body of a file response: cached bytes or an open file.
+enum Body {
+    Cached(Arc<CachedFile>),
+    Large(LargeFile),
+}
+
+impl Body {
+    fn from_found(found: Found) -> Option<Body> {
+        match found {
+            Found::Cached(c) => Some(Body::Cached(c)),
+            Found::Large(l) => Some(Body::Large(l)),
+            Found::Redirect | Found::Directory(_) => None,
+        }
+    }
+
+    /// Size and modification time.
+    fn meta(&self) -> (u64, i64) {
+        match self {
+            Body::Cached(c) => (c.body.len() as u64, c.mtime),
+            Body::Large(l) => (l.size, l.mtime),
+        }
+    }
 }
 
 impl Responder {
-    /// A responder over `store`.
-    pub fn new(store: FileStore) -> Responder {
+    /// A responder over `store`, showing the site as `site` says.
+    pub fn new(store: FileStore, site: SiteOptions) -> Responder {
         let date = DateCache::default();
         Responder {
             store,
+            site,
             now_sec: date.sec,
             date,
             path: Vec::with_capacity(256),
+            log: None,
+            boundary: {
+                use std::hash::BuildHasher;
+                // A per-process random start (std's hasher keys come from
+                // the OS's random source): boundaries nobody can predict.
+                std::collections::hash_map::RandomState::new().hash_one(0u64)
+            },
         }
+    }
+
+    /// Log every response from now on into `buf` (`--access-log`).
+    pub fn set_access_log(&mut self, buf: LogBuffer) {
+        self.log = Some(Box::new(LogState {
+            buf,
+            sec: u64::MAX,
+            time: String::new(),
+        }));
+    }
+
+    /// The access-log line of a response with `status` and `body_bytes` to
+    /// the request whose head starts `head` (`None`: no request line) on
+    /// the connection `fd`; nothing when there is no access log.
+    fn log(&mut self, fd: RawFd, head: Option<&[u8]>, status: Status, body_bytes: u64) {
+        let Some(l) = self.log.as_deref_mut() else {
+            return;
+        };
+        if l.sec != self.now_sec {
+            l.sec = self.now_sec;
+            let line = String::from_utf8_lossy(self.date.line());
+            let date = line.trim_start_matches("Date: ").trim_end();
+            l.time = access_log::clf_time(date);
+        }
+        let head = head.unwrap_or_default();
+        l.buf.log(&access_log::Entry {
+            remote: crate::sys::peer_ip(fd),
+            time: l.time.as_bytes(),
+            request: access_log::request_line(head),
+            status: status.code(),
+            body_bytes,
+            referer: access_log::header(head, b"referer"),
+            user_agent: access_log::header(head, b"user-agent"),
+        });
+    }
+
+    /// Answer a request that timed out part-way with 408 (and log it).
+    pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd) {
+        let st = crate::lifecycle::Expiry::STATUS;
+        let from = out.parts.len();
+        self.reject(st, out);
+        let body = out.body_bytes_from(from);
+        self.log(fd, None, st, body);
+    }
+
+    /// A fresh `multipart/byteranges` boundary: 20 decimal digits (nginx's
+    /// length, so that both answer the same Content-Length), a step of a
+    /// Weyl sequence from a random start. RFC 2046 §5.1.1 asks that the
+    /// boundary not occur in the parts: a client that wanted it to would
+    /// have to guess 64 random bits.
+    fn next_boundary(&mut self) -> [u8; 20] {
+        self.boundary = self.boundary.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut b = [b'0'; 20];
+        let mut n = self.boundary;
+        for d in b.iter_mut().rev() {
+            *d = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        b
     }
 
     /// Tell the responder the time (once per loop iteration).
@@ -355,54 +535,301 @@ impl Responder {
         closing: bool,
     ) -> (Status, bool) {
         let keep = req.keep_alive && !closing;
-        let dir = normalize_target(req.target, &mut self.path);
-        let found = match dir {
-            Ok(_) => self.store.lookup(&self.path, self.now_sec),
+        let found = match normalize_target(req.target, &mut self.path) {
+            Ok(_) if self.site.dotfiles == Dotfiles::Deny && paths::hidden(&self.path) => {
+                Err(Status::NotFound)
+            }
+            Ok(dir) => {
+                if dir && !self.path.is_empty() {
+                    self.path.push(b'/');
+                }
+                self.store.lookup(&self.path, self.now_sec)
+            }
             Err(st) => Err(st),
         };
         let head_only = req.method == Method::Head;
-        match found {
+        let st = match found {
             Err(st) => {
                 let keep = keep && !st.closes();
                 self.error(st, out, keep, req.version, head_only);
-                (st, keep)
+                return (st, keep);
             }
-            Ok(found) => {
-                let mtime = match &found {
-                    Found::Cached(c) => c.mtime,
-                    Found::Large(l) => l.mtime,
-                };
-                if let Some(ims) = req.if_modified_since.and_then(parse_date) {
-                    if mtime <= ims {
-                        let start = self.start(out, Status::NotModified);
-                        Self::finish(out, start, keep, req.version);
-                        return (Status::NotModified, keep);
+            Ok(Found::Redirect) => self.redirect(req, out, keep, head_only),
+            Ok(Found::Directory(dir)) if self.site.listing => {
+                let with_hidden = self.site.dotfiles == Dotfiles::Allow;
+                match crate::listing::render(&dir, &self.path, with_hidden) {
+                    Ok(page) => self.page(&page, out, keep, req.version, head_only),
+                    Err(_) => {
+                        self.error(Status::InternalError, out, false, req.version, head_only);
+                        return (Status::InternalError, false);
                     }
                 }
-                let start = self.start(out, Status::Ok);
-                match found {
-                    Found::Cached(c) => {
-                        out.head.extend_from_slice(&c.headers);
-                        Self::finish(out, start, keep, req.version);
-                        if !head_only && !c.body.is_empty() {
-                            out.parts.push(Part::Cached(c));
-                        }
-                    }
-                    Found::Large(l) => {
-                        entity_headers(&mut out.head, l.content_type, l.size, l.mtime);
-                        Self::finish(out, start, keep, req.version);
-                        if !head_only && l.size > 0 {
-                            out.parts.push(Part::File {
-                                file: l.file,
-                                offset: 0,
-                                end: l.size,
-                            });
-                        }
-                    }
-                }
-                (Status::Ok, keep)
             }
+            Ok(Found::Directory(_)) => {
+                self.error(Status::Forbidden, out, keep, req.version, head_only);
+                Status::Forbidden
+            }
+            Ok(Found::Cached(c)) => self.file(req, out, keep, head_only, Body::Cached(c)),
+            Ok(Found::Large(l)) => self.file(req, out, keep, head_only, Body::Large(l)),
+        };
+        (st, keep)
+    }
+
+    /// A file (`body`, for the path in `self.path`): its precompressed
+    /// variant if the client takes one, then preconditions, then Range.
+    fn file(
+        &mut self,
+        req: &Request<'_>,
+        out: &mut OutBatch,
+        keep: bool,
+        head_only: bool,
+        body: Body,
+    ) -> Status {
+        let (variants, ctype) = match &body {
+            Body::Cached(c) => (c.variants(), c.content_type),
+            Body::Large(l) => (l.variants, l.content_type),
+        };
+        let plain =
+            req.if_none_match.is_none() && req.if_modified_since.is_none() && req.range.is_none();
+        if let (Body::Cached(c), true, 0) = (&body, plain, variants) {
+            // The keep-alive hot path: prebuilt headers and the cached bytes.
+            let start = self.start(out, Status::Ok);
+            out.head.extend_from_slice(&c.headers);
+            Self::finish(out, start, keep, req.version);
+            if !head_only && !c.body.is_empty() {
+                let end = c.body.len();
+                out.parts.push(Part::Cached {
+                    file: c.clone(),
+                    start: 0,
+                    end,
+                });
+            }
+            return Status::Ok;
         }
+        let mut coding = crate::encoding::negotiate(req.accept_encoding, variants);
+        let mut body = body;
+        if coding != Coding::Identity {
+            let len = self.path.len();
+            self.path.extend_from_slice(coding.suffix());
+            match self
+                .store
+                .lookup(&self.path, self.now_sec)
+                .map(Body::from_found)
+            {
+                Ok(Some(variant)) => body = variant,
+                _ => coding = Coding::Identity, // gone meanwhile: the file itself
+            }
+            self.path.truncate(len);
+        }
+        let (size, mtime) = body.meta();
+        let etag = ETag::new(mtime, size, coding);
+        let vary = variants != 0;
+        if conditional::evaluate(req.if_none_match, req.if_modified_since, &etag, mtime)
+            == Precondition::NotModified
+        {
+            let start = self.start(out, Status::NotModified);
+            validator_headers(&mut out.head, mtime, &etag);
+            Self::variant_headers(out, Coding::Identity, vary);
+            Self::finish(out, start, keep, req.version);
+            return Status::NotModified;
+        }
+        let answer = match req.range {
+            Some(r)
+                if req
+                    .if_range
+                    .is_none_or(|v| conditional::if_range_holds(v, &etag, mtime)) =>
+            {
+                evaluate_range(r, size)
+            }
+            _ => RangeAnswer::Full,
+        };
+        let (st, part) = match answer {
+            RangeAnswer::Full => (Status::Ok, (0, size)),
+            RangeAnswer::Multi(ranges) => {
+                let entity = Entity {
+                    ctype,
+                    size,
+                    mtime,
+                    etag: &etag,
+                    coding,
+                    vary,
+                };
+                self.multipart(req, out, keep, body, entity, &ranges);
+                return Status::PartialContent;
+            }
+            RangeAnswer::Single { start, end } => (Status::PartialContent, (start, end)),
+            RangeAnswer::Unsatisfiable => {
+                use std::io::Write;
+                let st = Status::RangeNotSatisfiable;
+                let start = self.start(out, st);
+                let _ = write!(out.head, "Content-Range: bytes */{size}\r\n");
+                Self::variant_headers(out, Coding::Identity, vary);
+                self.error_tail(st, out, start, keep, req.version, head_only);
+                return st;
+            }
+        };
+        let start = self.start(out, st);
+        let range = (st == Status::PartialContent).then_some(part);
+        entity_headers(&mut out.head, ctype, size, mtime, &etag, range);
+        Self::variant_headers(out, coding, vary);
+        Self::finish(out, start, keep, req.version);
+        let (from, to) = part;
+        if !head_only && to > from {
+            out.parts.push(match body {
+                Body::Cached(file) => Part::Cached {
+                    file,
+                    start: from as usize,
+                    end: to as usize,
+                },
+                Body::Large(l) => Part::File {
+                    file: FileRef::Owned(l.file),
+                    offset: from,
+                    end: to,
+                },
+            });
+        }
+        st
+    }
+
+    /// 206 with a `multipart/byteranges` body (RFC 9110 §14.6): per range
+    /// a part header (boundary, `Content-Type`, `Content-Range`) and the
+    /// bytes (a slice of the cached file, or a `sendfile` segment of the
+    /// open one: no copy), then the closing boundary. The part headers are
+    /// written first, so that their lengths give the `Content-Length`; they
+    /// sit in the header buffer before the response head, and the parts
+    /// list says the order to send. HEAD sends the same head and no parts.
+    fn multipart(
+        &mut self,
+        req: &Request<'_>,
+        out: &mut OutBatch,
+        keep: bool,
+        body: Body,
+        e: Entity<'_>,
+        ranges: &crate::range::Ranges,
+    ) {
+        use std::io::Write;
+        let boundary = self.next_boundary();
+        let spans = ranges.as_slice();
+        // Where each part's header lies in `out.head`; the last is the
+        // closing boundary.
+        let mut heads = [(0usize, 0usize); crate::range::MAX_RANGES + 1];
+        let mut length = 0u64;
+        for (i, &(a, b)) in spans.iter().enumerate() {
+            let from = out.head.len();
+            out.head.extend_from_slice(b"\r\n--");
+            out.head.extend_from_slice(&boundary);
+            out.head.extend_from_slice(b"\r\n");
+            e.ctype.write_line(&mut out.head);
+            let _ = write!(
+                out.head,
+                "Content-Range: bytes {a}-{}/{}\r\n\r\n",
+                b - 1,
+                e.size
+            );
+            heads[i] = (from, out.head.len());
+            length += (out.head.len() - from) as u64 + (b - a);
+        }
+        let from = out.head.len();
+        out.head.extend_from_slice(b"\r\n--");
+        out.head.extend_from_slice(&boundary);
+        out.head.extend_from_slice(b"--\r\n");
+        heads[spans.len()] = (from, out.head.len());
+        length += (out.head.len() - from) as u64;
+
+        let start = self.start(out, Status::PartialContent);
+        out.head
+            .extend_from_slice(b"Content-Type: multipart/byteranges; boundary=");
+        out.head.extend_from_slice(&boundary);
+        let _ = write!(out.head, "\r\nContent-Length: {length}\r\n");
+        validator_headers(&mut out.head, e.mtime, e.etag);
+        out.head.extend_from_slice(b"Accept-Ranges: bytes\r\n");
+        Self::variant_headers(out, e.coding, e.vary);
+        Self::finish(out, start, keep, req.version);
+        if req.method == Method::Head {
+            return;
+        }
+        enum Source {
+            Memory(Arc<CachedFile>),
+            Disk(Arc<File>),
+        }
+        let source = match body {
+            Body::Cached(c) => Source::Memory(c),
+            Body::Large(l) => Source::Disk(Arc::new(l.file)),
+        };
+        for (i, &(a, b)) in spans.iter().enumerate() {
+            let (hs, he) = heads[i];
+            out.parts.push(Part::Head { start: hs, end: he });
+            out.parts.push(match &source {
+                Source::Memory(file) => Part::Cached {
+                    file: file.clone(),
+                    start: a as usize,
+                    end: b as usize,
+                },
+                Source::Disk(file) => Part::File {
+                    file: FileRef::Shared(file.clone()),
+                    offset: a,
+                    end: b,
+                },
+            });
+        }
+        let (hs, he) = heads[spans.len()];
+        out.parts.push(Part::Head { start: hs, end: he });
+    }
+
+    /// `Content-Encoding` (for a variant) and `Vary` (for a file that has
+    /// variants, whichever representation is sent).
+    fn variant_headers(out: &mut OutBatch, coding: Coding, vary: bool) {
+        if coding != Coding::Identity {
+            out.head.extend_from_slice(b"Content-Encoding: ");
+            out.head.extend_from_slice(coding.token());
+            out.head.extend_from_slice(b"\r\n");
+        }
+        if vary {
+            out.head.extend_from_slice(b"Vary: Accept-Encoding\r\n");
+        }
+    }
+
+    /// 301 to the directory's path with its slash.
+    fn redirect(
+        &mut self,
+        req: &Request<'_>,
+        out: &mut OutBatch,
+        keep: bool,
+        head_only: bool,
+    ) -> Status {
+        let st = Status::MovedPermanently;
+        let start = self.start(out, st);
+        out.head.extend_from_slice(b"Location: ");
+        paths::directory_location(req.target, &mut out.head);
+        out.head.extend_from_slice(b"\r\n");
+        self.error_tail(st, out, start, keep, req.version, head_only);
+        st
+    }
+
+    /// A generated HTML page (a listing): 200, no validators.
+    fn page(
+        &mut self,
+        page: &[u8],
+        out: &mut OutBatch,
+        keep: bool,
+        version: Version,
+        head_only: bool,
+    ) -> Status {
+        use std::io::Write;
+        let start = self.start(out, Status::Ok);
+        ContentType {
+            mime: "text/html",
+            utf8: true,
+        }
+        .write_line(&mut out.head);
+        let _ = write!(out.head, "Content-Length: {}\r\n", page.len());
+        Self::finish(out, start, keep, version);
+        if !head_only {
+            let from = out.head.len();
+            out.head.extend_from_slice(page);
+            out.push_head(from);
+        }
+        Status::Ok
     }
 
     /// An error page for a request that could not be parsed; the connection
@@ -419,15 +846,28 @@ impl Responder {
         version: Version,
         head_only: bool,
     ) {
-        use std::io::Write;
         let start = self.start(out, st);
+        if st == Status::MethodNotAllowed {
+            out.head.extend_from_slice(b"Allow: GET, HEAD\r\n");
+        }
+        self.error_tail(st, out, start, keep, version, head_only);
+    }
+
+    /// The rest of an answer whose body is the status's short text page.
+    fn error_tail(
+        &mut self,
+        st: Status,
+        out: &mut OutBatch,
+        start: usize,
+        keep: bool,
+        version: Version,
+        head_only: bool,
+    ) {
+        use std::io::Write;
         let body = st.body();
         out.head
             .extend_from_slice(b"Content-Type: text/plain; charset=utf-8\r\nContent-Length: ");
         let _ = write!(out.head, "{}\r\n", body.len());
-        if st == Status::MethodNotAllowed {
-            out.head.extend_from_slice(b"Allow: GET, HEAD\r\n");
-        }
         Self::finish(out, start, keep, version);
         if !head_only {
             out.parts.push(Part::Static(body));
@@ -457,7 +897,8 @@ impl Responder {
     /// order, counting each status in `counters`; stop at a partial request,
     /// at a response that closes the connection, or when the batch is full
     /// (it is then written before more are answered). The one request loop
-    /// of every model.
+    /// of every model. `fd`, the connection, names the client in the
+    /// access log.
     pub fn answer(
         &mut self,
         input: &[u8],
@@ -465,6 +906,7 @@ impl Responder {
         out: &mut OutBatch,
         closing: bool,
         counters: &mut crate::stats::Counters,
+        fd: RawFd,
     ) -> Answered {
         let mut a = Answered {
             consumed: 0,
@@ -475,8 +917,13 @@ impl Responder {
         while a.consumed < input.len() {
             match crate::request::parse_request(&input[a.consumed..], max_header) {
                 crate::request::Parsed::Complete(req) => {
+                    let from = out.parts.len();
                     let (st, keep) = self.respond(&req, out, closing);
                     counters.response(st);
+                    if self.log.is_some() {
+                        let head = &input[a.consumed..a.consumed + req.len];
+                        self.log(fd, Some(head), st, out.body_bytes_from(from));
+                    }
                     a.consumed += req.len;
                     a.answered += 1;
                     if !keep {
@@ -490,8 +937,13 @@ impl Responder {
                 }
                 crate::request::Parsed::Partial => break,
                 crate::request::Parsed::Reject(st) => {
+                    let from = out.parts.len();
                     self.reject(st, out);
                     counters.response(st);
+                    if self.log.is_some() {
+                        let body = out.body_bytes_from(from);
+                        self.log(fd, Some(&input[a.consumed..]), st, body);
+                    }
                     a.consumed = input.len();
                     a.answered += 1;
                     a.close = true;
@@ -502,13 +954,6 @@ impl Responder {
         }
         a
     }
-}
-
-/// An HTTP date as whole seconds since the epoch.
-fn parse_date(raw: &[u8]) -> Option<i64> {
-    let s = std::str::from_utf8(raw).ok()?;
-    let t = httpdate::parse_http_date(s).ok()?;
-    Some(epoch_secs(t) as i64)
 }
 
 #[cfg(test)]

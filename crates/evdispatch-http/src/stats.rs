@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
 use crate::files::CacheStats;
@@ -70,10 +71,14 @@ pub struct TurnWork {
 /// The distribution of the event loop's turn lengths, and the longest turn.
 /// Measured between the return of one wait and the start of the next, from
 /// clock reads the loop makes anyway.
-#[derive(Debug, Clone, Copy, Default)]
+///
+/// The lengths go into an HdrHistogram (nanoseconds, 3 significant digits,
+/// up to [`TURN_MAX_NS`]; longer turns count as that), allocated at the
+/// first turn (the thread pool, which has no turns, never pays for one);
+/// the JSON's power-of-two buckets and quantiles are derived from it.
+#[derive(Debug, Clone, Default)]
 pub struct Turns {
-    /// Turns by length (see [`TURN_BUCKETS`]).
-    pub buckets: [u64; TURN_BUCKETS],
+    hist: Option<Box<Histogram<u64>>>,
     /// Total time in turns, nanoseconds.
     pub total_ns: u64,
     /// The longest turn.
@@ -88,11 +93,8 @@ pub struct Turns {
 /// A turn this long (µs) or longer is a long one (see [`Turns::long`]).
 pub const LONG_TURN_US: u64 = 256;
 
-/// The bucket of [`Turns`] a turn of `us` microseconds falls in.
-#[inline]
-fn turn_bucket(us: u64) -> usize {
-    (64 - us.leading_zeros() as usize).min(TURN_BUCKETS - 1)
-}
+/// The longest turn the histogram tells apart, ns (100 s).
+pub const TURN_MAX_NS: u64 = 100_000_000_000;
 
 impl TurnWork {
     fn add(&mut self, o: &TurnWork) {
@@ -115,16 +117,21 @@ impl TurnWork {
 }
 
 impl Turns {
+    fn hist(&mut self) -> &mut Histogram<u64> {
+        self.hist.get_or_insert_with(|| {
+            Box::new(Histogram::new_with_bounds(1, TURN_MAX_NS, 3).expect("valid bounds"))
+        })
+    }
+
     /// Count a turn.
     #[inline]
     pub fn record(&mut self, work: TurnWork) {
-        let us = work.ns / 1000;
-        self.buckets[turn_bucket(us)] += 1;
+        self.hist().saturating_record(work.ns.max(1));
         self.total_ns += work.ns;
         if work.ns > self.longest.ns {
             self.longest = work;
         }
-        if us >= LONG_TURN_US {
+        if work.ns / 1000 >= LONG_TURN_US {
             self.long.add(&work);
             self.long_count += 1;
         }
@@ -132,13 +139,14 @@ impl Turns {
 
     /// Turns counted.
     pub fn count(&self) -> u64 {
-        self.buckets.iter().sum()
+        self.hist.as_ref().map_or(0, |h| h.len())
     }
 
     /// Add `other` into `self`.
     pub fn merge(&mut self, other: &Turns) {
-        for (a, b) in self.buckets.iter_mut().zip(other.buckets.iter()) {
-            *a += b;
+        if let Some(h) = &other.hist {
+            // Same bounds on both sides: never fails.
+            let _ = self.hist().add(&**h);
         }
         self.total_ns += other.total_ns;
         if other.longest.ns > self.longest.ns {
@@ -148,30 +156,44 @@ impl Turns {
         self.long_count += other.long_count;
     }
 
-    /// The upper bound, µs, of the bucket holding quantile `q` (a turn
-    /// histogram in powers of two gives a quantile within a factor of two).
+    /// Turns of `[lo, hi]` ns.
+    fn between_ns(&self, lo: u64, hi: u64) -> u64 {
+        self.hist
+            .as_ref()
+            .map_or(0, |h| h.count_between(lo, hi.min(h.high())))
+    }
+
+    /// Turns by length in powers of two: bucket `k` counts turns of
+    /// `[2^(k-1), 2^k)` µs (bucket 0: under 1 µs; the last: all longer).
+    pub fn buckets(&self) -> [u64; TURN_BUCKETS] {
+        let mut b = [0u64; TURN_BUCKETS];
+        for (k, slot) in b.iter_mut().enumerate() {
+            let lo = if k == 0 { 0 } else { (1u64 << (k - 1)) * 1000 };
+            let hi = if k == TURN_BUCKETS - 1 {
+                u64::MAX
+            } else {
+                (1u64 << k) * 1000 - 1
+            };
+            *slot = self.between_ns(lo, hi);
+        }
+        b
+    }
+
+    /// A bound, µs, that quantile `q` of the turns does not exceed (the
+    /// histogram's value rounded up to whole µs).
     pub fn quantile_bound_us(&self, q: f64) -> u64 {
-        let n = self.count();
-        if n == 0 {
-            return 0;
+        match &self.hist {
+            Some(h) if !h.is_empty() => h.value_at_quantile(q).div_ceil(1000),
+            _ => 0,
         }
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
-        let mut seen = 0;
-        for (k, &c) in self.buckets.iter().enumerate() {
-            seen += c;
-            if seen >= rank {
-                return 1 << k;
-            }
-        }
-        1 << (TURN_BUCKETS - 1)
     }
 
-    /// Turns at least `us` microseconds long (`us` a power of two).
+    /// Turns at least `us` microseconds long.
     pub fn at_least_us(&self, us: u64) -> u64 {
-        self.buckets[turn_bucket(us.max(1))..].iter().sum()
+        self.between_ns(us.saturating_mul(1000), u64::MAX)
     }
 
-    fn to_json(self) -> Value {
+    fn to_json(&self) -> Value {
         json!({
             "count": self.count(),
             "total_ms": self.total_ns as f64 / 1e6,
@@ -179,8 +201,8 @@ impl Turns {
             "p99_le_us": self.quantile_bound_us(0.99),
             "p999_le_us": self.quantile_bound_us(0.999),
             "at_least_256us": self.at_least_us(256),
-            "at_least_1ms": self.at_least_us(1024),
-            "log2_us_buckets": self.buckets.to_vec(),
+            "at_least_1ms": self.at_least_us(1000),
+            "log2_us_buckets": self.buckets().to_vec(),
             "longest": self.longest.to_json(),
             "long_256us": { "count": self.long_count, "sum": self.long.to_json() },
         })
@@ -456,30 +478,41 @@ mod tests {
     #[test]
     fn turn_histogram() {
         let mut t = Turns::default();
+        assert_eq!((t.count(), t.quantile_bound_us(0.5)), (0, 0));
         // 0.5 µs → bucket 0, 1 µs → 1, 3 µs → 2 ([2, 4)), 1,500 µs → 11.
         for ns in [500, 1_000, 3_000, 3_900, 1_500_000] {
             t.record(turn(ns));
         }
-        assert_eq!(t.buckets[0], 1);
-        assert_eq!(t.buckets[1], 1);
-        assert_eq!(t.buckets[2], 2);
-        assert_eq!(t.buckets[11], 1);
+        let b = t.buckets();
+        assert_eq!(b[0], 1);
+        assert_eq!(b[1], 1);
+        assert_eq!(b[2], 2);
+        assert_eq!(b[11], 1);
+        assert_eq!(b.iter().sum::<u64>(), 5);
         assert_eq!(t.count(), 5);
         assert_eq!(t.longest.ns, 1_500_000);
-        assert_eq!(t.quantile_bound_us(0.5), 4);
-        assert_eq!(t.quantile_bound_us(0.99), 2048);
-        assert_eq!(t.at_least_us(1024), 1);
+        // The median turn took 3 µs, the 99th percentile 1.5 ms: bounds
+        // from the top of their histogram buckets (3 digits), in whole µs.
+        assert!((3..=4).contains(&t.quantile_bound_us(0.5)));
+        assert!((1500..=1502).contains(&t.quantile_bound_us(0.99)));
+        assert_eq!(t.at_least_us(1000), 1);
         assert_eq!(t.at_least_us(2), 3);
         assert_eq!(t.at_least_us(LONG_TURN_US), t.long_count);
         assert_eq!(t.long.ns, 1_500_000);
         // Very long turns land in the last bucket.
         t.record(turn(u64::MAX / 2));
-        assert_eq!(t.buckets[TURN_BUCKETS - 1], 1);
+        assert_eq!(t.buckets()[TURN_BUCKETS - 1], 1);
         let mut u = Turns::default();
         u.record(turn(2_000_000));
         u.merge(&t);
         assert_eq!(u.count(), 7);
+        assert_eq!(u.buckets()[11], 2);
         assert_eq!(u.longest.ns, u64::MAX / 2);
+        // A bucket boundary belongs to the bucket above it.
+        let mut e = Turns::default();
+        e.record(turn(2_048_000 - 1));
+        e.record(turn(2_048_000));
+        assert_eq!((e.buckets()[11], e.buckets()[12]), (1, 1));
     }
 
     #[test]

@@ -6,6 +6,8 @@ use std::io::{self, IoSlice};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
+use nix::sys::socket::{MsgFlags, SockFlag, SockaddrStorage};
+
 fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())
@@ -105,8 +107,7 @@ pub fn fstat(fd: RawFd) -> io::Result<Meta> {
 /// position lock, no permission or notification hooks).
 #[inline]
 pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: the pointer and length describe `buf`, writable for its whole length.
-    cvt_size(unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) })
+    Ok(nix::sys::socket::recv(fd, buf, MsgFlags::empty())?)
 }
 
 /// `pread(2)` at `offset`.
@@ -126,6 +127,7 @@ pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 /// never raises `SIGPIPE`.
 #[inline]
 pub fn send_vectored(fd: RawFd, iov: &[IoSlice<'_>], more: bool) -> io::Result<usize> {
+    // Not through nix: its `MsgFlags` has no `MSG_MORE`.
     // SAFETY: msghdr is plain data; zeroed means no name and no control data.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     // IoSlice is guaranteed ABI-compatible with struct iovec on Unix.
@@ -149,18 +151,35 @@ pub fn sendfile(out: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::
 /// `SOCK_NONBLOCK`).
 #[inline]
 pub fn accept(listener: RawFd, blocking: bool) -> io::Result<OwnedFd> {
-    let flags = libc::SOCK_CLOEXEC | if blocking { 0 } else { libc::SOCK_NONBLOCK };
-    // SAFETY: null address pointers are allowed (the peer address is not wanted).
-    let fd =
-        cvt(unsafe { libc::accept4(listener, std::ptr::null_mut(), std::ptr::null_mut(), flags) })?;
+    let mut flags = SockFlag::SOCK_CLOEXEC;
+    if !blocking {
+        flags |= SockFlag::SOCK_NONBLOCK;
+    }
+    let fd = nix::sys::socket::accept4(listener, flags)?;
     // SAFETY: the call succeeded, so `fd` is a new descriptor we alone own.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// The IP address of the peer of socket `fd` (`getpeername`), if it has
+/// one (the access log's `$remote_addr`).
+pub fn peer_ip(fd: RawFd) -> Option<std::net::IpAddr> {
+    let a = nix::sys::socket::getpeername::<SockaddrStorage>(fd).ok()?;
+    if let Some(v4) = a.as_sockaddr_in() {
+        Some(v4.ip().into())
+    } else {
+        a.as_sockaddr_in6().map(|v6| v6.ip().into())
+    }
+}
+
 /// `shutdown(fd, how)`; errors (not connected…) are of no interest.
 pub fn shutdown(fd: RawFd, how: libc::c_int) {
-    // SAFETY: no pointers; a stale fd at worst yields EBADF/ENOTSOCK.
-    unsafe { libc::shutdown(fd, how) };
+    use nix::sys::socket::Shutdown;
+    let how = match how {
+        libc::SHUT_RD => Shutdown::Read,
+        libc::SHUT_WR => Shutdown::Write,
+        _ => Shutdown::Both,
+    };
+    let _ = nix::sys::socket::shutdown(fd, how);
 }
 
 fn set_int_opt(
@@ -192,6 +211,28 @@ fn set_int_opt(
 pub fn listen(
     addr: SocketAddr,
     backlog: i32,
+    reuseport: bool,
+    blocking: bool,
+    defer_accept_s: u32,
+) -> io::Result<OwnedFd> {
+    let sock = bound(addr, reuseport, blocking, defer_accept_s)?;
+    // SAFETY: no pointers.
+    cvt(unsafe { libc::listen(sock.as_raw_fd(), backlog) })?;
+    Ok(sock)
+}
+
+/// Bind `addr` without `SO_REUSEPORT` (but with `SO_REUSEADDR`, as the
+/// listeners) and close it again: fails with "address already in use"
+/// when anyone listens there. Returns the address bound (the port the
+/// kernel chose, for port 0).
+pub fn probe_bind(addr: SocketAddr) -> io::Result<SocketAddr> {
+    let sock = bound(addr, false, false, 0)?;
+    std::net::TcpListener::from(sock).local_addr()
+}
+
+/// A TCP socket with the options of [`listen`], bound to `addr`.
+fn bound(
+    addr: SocketAddr,
     reuseport: bool,
     blocking: bool,
     defer_accept_s: u32,
@@ -253,9 +294,19 @@ pub fn listen(
             len as libc::socklen_t,
         )
     })
-    .map_err(|e| io::Error::new(e.kind(), format!("cannot bind {addr}: {e}")))?;
-    // SAFETY: no pointers.
-    cvt(unsafe { libc::listen(sock.as_raw_fd(), backlog) })?;
+    .map_err(|e| {
+        if e.raw_os_error() == Some(libc::EADDRINUSE) {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot bind {addr}: address already in use (another process listens \
+                     there: stop it or choose another --listen)"
+                ),
+            )
+        } else {
+            io::Error::new(e.kind(), format!("cannot bind {addr}: {e}"))
+        }
+    })?;
     Ok(sock)
 }
 

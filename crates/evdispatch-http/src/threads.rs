@@ -19,13 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::lifecycle::{self, AcceptFailure, Expiry, Phase, ACCEPT_RETRY, STOP_GRACE};
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, WorkerReport};
-use crate::status::Status;
 use crate::sys;
 use crate::ServerConfig;
-
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 /// The running pool: its master thread and how to stop it.
 pub(crate) struct Pool {
@@ -115,19 +113,17 @@ fn master(
                 }
             }
             Err(e) => {
-                let errno = e.raw_os_error().unwrap_or(0);
                 if stop.load(Ordering::Acquire) {
                     break;
                 }
-                match errno {
-                    libc::EINTR => {}
-                    libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM => {
-                        counters.accept_error(errno);
+                let errno = e.raw_os_error().unwrap_or(0);
+                match lifecycle::accept_failure(errno, &mut counters) {
+                    AcceptFailure::Empty | AcceptFailure::Again | AcceptFailure::Next => {}
+                    AcceptFailure::Pause => {
                         counters.accept_pauses += 1;
                         thread::sleep(ACCEPT_RETRY);
                     }
-                    _ => {
-                        counters.accept_error(errno);
+                    AcceptFailure::GiveUp => {
                         // Not expected to repeat; but never spin on it.
                         thread::sleep(Duration::from_millis(1));
                     }
@@ -138,12 +134,13 @@ fn master(
     drop(tx);
     // Wake threads blocked reading idle connections: their reads see EOF,
     // while responses being written still go out.
-    for slot in active.iter() {
-        let fd = *slot.lock().unwrap_or_else(|e| e.into_inner());
-        if fd >= 0 {
-            sys::shutdown(fd, libc::SHUT_RD);
-        }
+    shutdown_active(&active, libc::SHUT_RD);
+    // Busy ones get the grace of every model, then are cut off.
+    let deadline = Instant::now() + STOP_GRACE;
+    while open.now.load(Ordering::Relaxed) > 0 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
     }
+    shutdown_active(&active, libc::SHUT_RDWR);
     for h in pool {
         // A thread stuck writing to a client that does not read ends with
         // its send timeout; wait for it.
@@ -164,6 +161,16 @@ fn master(
         poller: serde_json::json!({}),
         cache,
     })
+}
+
+/// `shutdown(how)` on every connection a pool thread serves now.
+fn shutdown_active(active: &[Mutex<RawFd>], how: libc::c_int) {
+    for slot in active {
+        let fd = *slot.lock().unwrap_or_else(|e| e.into_inner());
+        if fd >= 0 {
+            sys::shutdown(fd, how);
+        }
+    }
 }
 
 fn pool_thread(
@@ -259,14 +266,13 @@ fn serve(
             Err(e)
                 if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut =>
             {
-                if request_began.is_some() {
-                    counters.header_timed_out += 1;
-                    if end > start {
-                        timeout_reply(responder, out, fd, counters);
-                    }
-                } else {
-                    counters.idle_timed_out += 1;
-                }
+                let phase = match request_began {
+                    Some(_) => Phase::Request {
+                        some_input: end > start,
+                    },
+                    None => Phase::Idle,
+                };
+                expired(phase, stream, buf, responder, out, counters, stop);
                 return;
             }
             Err(_) => {
@@ -285,7 +291,7 @@ fn serve(
                 let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
                 r.set_time(SystemTime::now());
                 let closing = stop.load(Ordering::Relaxed);
-                let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters);
+                let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters, fd);
                 start += a.consumed;
                 (a.close, a.answered)
             };
@@ -299,8 +305,8 @@ fn serve(
                     Ok(true) => out.clear(),
                     Ok(false) => {
                         // A blocking send came back short: the send timeout.
-                        counters.write_timed_out += 1;
                         out.clear();
+                        expired(Phase::Sending, stream, buf, responder, out, counters, stop);
                         return;
                     }
                     Err(_) => {
@@ -311,7 +317,7 @@ fn serve(
                 }
             }
             if close {
-                linger(stream, buf);
+                lifecycle::linger_blocking(stream, buf);
                 return;
             }
             if answered == 0 || start == end {
@@ -321,38 +327,33 @@ fn serve(
         if start == end {
             request_began = None;
         } else if request_began.is_some_and(|t| t.elapsed() > cfg.header_timeout) {
-            counters.header_timed_out += 1;
-            timeout_reply(responder, out, fd, counters);
+            let phase = Phase::Request { some_input: true };
+            expired(phase, stream, buf, responder, out, counters, stop);
             return;
         }
     }
 }
 
-fn timeout_reply(
+/// A timeout met in `phase`: counted, and for a partial request a 408
+/// followed by the lingering close, as in every model.
+fn expired(
+    phase: Phase,
+    stream: &TcpStream,
+    buf: &mut [u8],
     responder: &Mutex<Responder>,
     out: &mut OutBatch,
-    fd: RawFd,
     counters: &mut Counters,
+    stop: &AtomicBool,
 ) {
-    responder
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .reject(Status::RequestTimeout, out);
-    counters.response(Status::RequestTimeout);
-    let _ = out.send(fd);
-    out.clear();
-}
-
-/// Half-close and read what the client still sends (briefly), so that the
-/// close does not reset a response still in flight.
-fn linger(mut stream: &TcpStream, buf: &mut [u8]) {
-    let _ = stream.shutdown(std::net::Shutdown::Write);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
-    let mut total = 0;
-    while let Ok(n) = stream.read(buf) {
-        total += n;
-        if n == 0 || total > (1 << 20) {
-            break;
-        }
+    let stopping = stop.load(Ordering::Relaxed);
+    if lifecycle::expire(phase, stopping, counters) == Expiry::RequestTimeout {
+        responder
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .timed_out(out, stream.as_raw_fd());
+        out.set_last(true);
+        let _ = out.send(stream.as_raw_fd());
+        out.clear();
+        lifecycle::linger_blocking(stream, buf);
     }
 }

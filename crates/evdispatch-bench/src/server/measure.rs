@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use evdispatch_harness::{
-    docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_ours, start_peer,
-    Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
+    docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_listening_program,
+    start_ours, start_peer, Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
 };
 use evdispatch_http::Model;
 use evdispatch_proc::{clock_ticks_per_sec, open_fds_sum, resident_sum, sample_sum, ProcSample};
@@ -19,6 +19,41 @@ use super::{Contestant, Plan, Scenario};
 
 /// The file every server serves.
 const PATH: &str = "/index.html";
+/// The further files: the 1 MiB file the `range` scenario asks 64 KiB of,
+/// and the whole 64 KiB file of `whole`.
+const FILES: [(&str, usize); 2] = [("large.bin", 1 << 20), ("64k.bin", 64 << 10)];
+
+/// What wrk asks for in a scenario.
+#[derive(Debug, Clone, Copy)]
+struct Ask {
+    path: &'static str,
+    header: Option<&'static str>,
+    /// One connection per request.
+    close: bool,
+}
+
+const KEEPALIVE: Ask = Ask {
+    path: PATH,
+    header: None,
+    close: false,
+};
+const CLOSE: Ask = Ask {
+    path: PATH,
+    header: Some("Connection: close"),
+    close: true,
+};
+/// 64 KiB of the 1 MiB file.
+const RANGE: Ask = Ask {
+    path: "/large.bin",
+    header: Some("Range: bytes=0-65535"),
+    close: false,
+};
+/// The whole 64 KiB file.
+const WHOLE: Ask = Ask {
+    path: "/64k.bin",
+    header: None,
+    close: false,
+};
 /// Keep-alive and request timeouts while idle connections are held: longer
 /// than any run, so none is closed under the measurement.
 const HOLD_TIMEOUT_S: u32 = 600;
@@ -36,6 +71,8 @@ pub struct Run {
     pub server: String,
     /// True for a peer.
     pub peer: bool,
+    /// True for a floor server.
+    pub floor: bool,
     /// The figures, by name (see the crate docs of `bench server`).
     pub figures: BTreeMap<String, f64>,
     /// What the reader should know (errors counted by the tools, a
@@ -48,6 +85,8 @@ pub struct Run {
 pub(super) struct Bench<'a> {
     plan: &'a Plan,
     root: tempfile::TempDir,
+    /// The access logs of the `+log` servers.
+    logs: tempfile::TempDir,
     hz: f64,
 }
 
@@ -79,9 +118,18 @@ impl<'a> Bench<'a> {
     pub(super) fn new(plan: &'a Plan) -> anyhow::Result<Bench<'a>> {
         Ok(Bench {
             plan,
-            root: docroot(plan.file_size, &[])?,
+            root: docroot(plan.file_size, &FILES)?,
+            logs: tempfile::Builder::new()
+                .prefix("evd-bench-logs-")
+                .tempdir()?,
             hz: clock_ticks_per_sec() as f64,
         })
+    }
+
+    /// The access log file of `c` (one per server, appended to by every
+    /// run; removed with the bench).
+    fn access_log(&self, c: Contestant) -> std::path::PathBuf {
+        self.logs.path().join(format!("{}.log", c.name()))
     }
 
     /// Measure `scenario` on `c`; the server's version comes back when it
@@ -95,8 +143,9 @@ impl<'a> Bench<'a> {
         let mut run = Run {
             round,
             scenario,
-            server: c.name().to_string(),
+            server: c.name(),
             peer: c.is_peer(),
+            floor: c.is_floor(),
             figures: BTreeMap::new(),
             notes: Vec::new(),
             error: None,
@@ -111,8 +160,10 @@ impl<'a> Bench<'a> {
         };
         let version = server.version().to_string();
         let result = match scenario {
-            Scenario::Keepalive => self.wrk_scenario(&server, false, &mut run),
-            Scenario::Close => self.wrk_scenario(&server, true, &mut run),
+            Scenario::Keepalive => self.wrk_scenario(&server, KEEPALIVE, &mut run),
+            Scenario::Close => self.wrk_scenario(&server, CLOSE, &mut run),
+            Scenario::Range => self.wrk_scenario(&server, RANGE, &mut run),
+            Scenario::Whole => self.wrk_scenario(&server, WHOLE, &mut run),
             Scenario::Idle => self.idle_scenario(&server, c, &mut run),
             Scenario::Memory => self.memory_scenario(&server, c, &mut run),
         };
@@ -130,8 +181,11 @@ impl<'a> Bench<'a> {
         let timeout_s = if holding { HOLD_TIMEOUT_S } else { 65 };
         let most = p.idle + p.connections as u64 + p.persistent + SPARE_CONNECTIONS;
         match c {
-            Contestant::Peer(peer) => {
+            Contestant::Peer(peer, log) => {
                 let mut cfg = PeerConfig::new(self.root.path());
+                if log {
+                    cfg.access_log = Some(self.access_log(c));
+                }
                 cfg.cpus = vec![p.server_cpu];
                 cfg.max_connections = most.min(u32::MAX as u64) as u32;
                 cfg.keepalive_timeout_s = timeout_s;
@@ -139,8 +193,24 @@ impl<'a> Bench<'a> {
                 cfg.defer_accept_s = p.peer_defer_accept_s;
                 start_peer(peer, &cfg)
             }
-            Contestant::Ours(model) => {
+            Contestant::Floor(floor) => start_listening_program(
+                &p.binary,
+                &[
+                    "bench".into(),
+                    "floor-server".into(),
+                    "--mechanism".into(),
+                    floor.mechanism().into(),
+                    "--body-size".into(),
+                    p.file_size.to_string(),
+                ],
+                &[p.server_cpu],
+            ),
+            Contestant::Ours(model, log) => {
                 let mut args = self.serve_args(model.name(), p.server_cpu, timeout_s);
+                if log {
+                    args.push("--access-log".into());
+                    args.push(self.access_log(c).display().to_string());
+                }
                 if model == Model::Threads {
                     args.extend(["--threads".into(), most.to_string()]);
                 }
@@ -191,7 +261,7 @@ impl<'a> Bench<'a> {
         .context("starting the sink of the control phase")
     }
 
-    fn wrk(&self, url: &str, seconds: f64, close: bool) -> anyhow::Result<WrkResult> {
+    fn wrk(&self, url: &str, seconds: f64, ask: Ask) -> anyhow::Result<WrkResult> {
         run_wrk(&WrkArgs {
             url: url.to_string(),
             threads: 1,
@@ -199,31 +269,22 @@ impl<'a> Bench<'a> {
             duration_s: seconds,
             timeout_s: 5.0,
             cpus: vec![self.plan.client_cpu],
-            headers: if close {
-                vec!["Connection: close".into()]
-            } else {
-                Vec::new()
-            },
+            headers: ask.header.map(String::from).into_iter().collect(),
         })
     }
 
-    fn warm_up(&self, url: &str, close: bool) -> anyhow::Result<()> {
+    fn warm_up(&self, url: &str, ask: Ask) -> anyhow::Result<()> {
         if self.plan.warmup_s > 0.0 {
-            self.wrk(url, self.plan.warmup_s, close)
+            self.wrk(url, self.plan.warmup_s, ask)
                 .context("warm-up run")?;
         }
         Ok(())
     }
 
     /// A measured wrk run: wrk's result and the server's CPU seconds over it.
-    fn measured_wrk(
-        &self,
-        pids: &[u32],
-        url: &str,
-        close: bool,
-    ) -> anyhow::Result<(WrkResult, f64)> {
+    fn measured_wrk(&self, pids: &[u32], url: &str, ask: Ask) -> anyhow::Result<(WrkResult, f64)> {
         let before = sample_sum(pids)?;
-        let w = self.wrk(url, self.plan.duration_s, close)?;
+        let w = self.wrk(url, self.plan.duration_s, ask)?;
         let after = sample_sum(pids).context("the server exited during the run")?;
         if w.requests == 0 {
             bail!("wrk completed no request: {w:?}");
@@ -235,19 +296,14 @@ impl<'a> Bench<'a> {
         w.errors_connect + w.errors_read + w.errors_write + w.errors_timeout + w.non_2xx_3xx
     }
 
-    fn wrk_scenario(
-        &self,
-        server: &ServerProcess,
-        close: bool,
-        run: &mut Run,
-    ) -> anyhow::Result<()> {
-        let url = server.url(PATH);
-        self.warm_up(&url, close)?;
+    fn wrk_scenario(&self, server: &ServerProcess, ask: Ask, run: &mut Run) -> anyhow::Result<()> {
+        let url = server.url(ask.path);
+        self.warm_up(&url, ask)?;
         let pids = server.pids();
-        let (w, cpu) = self.measured_wrk(&pids, &url, close)?;
+        let (w, cpu) = self.measured_wrk(&pids, &url, ask)?;
         let per = cpu * 1e6 / w.requests as f64;
         let f = &mut run.figures;
-        if close {
+        if ask.close {
             f.insert("cpu_us_per_connection".into(), per);
             f.insert("connections_per_sec".into(), w.requests_per_sec);
         } else {
@@ -276,7 +332,7 @@ impl<'a> Bench<'a> {
     fn idle_target(&self, c: Contestant) -> u64 {
         let p = self.plan;
         match c {
-            Contestant::Peer(peer) => {
+            Contestant::Peer(peer, _) => {
                 let mut cfg = PeerConfig::new(self.root.path());
                 cfg.max_connections =
                     (p.idle + p.connections as u64 + p.persistent + SPARE_CONNECTIONS) as u32;
@@ -286,7 +342,7 @@ impl<'a> Bench<'a> {
                     .min(most.saturating_sub(p.connections as u64 + p.persistent + 64))
                     .max(1)
             }
-            Contestant::Ours(_) => p.idle,
+            Contestant::Ours(..) | Contestant::Floor(_) => p.idle,
         }
     }
 
@@ -409,7 +465,7 @@ impl<'a> Bench<'a> {
 
     /// Throughput, CPU per request and open-loop latency, labelled `label`.
     fn phase(&self, pids: &[u32], url: &str, label: &str, run: &mut Run) -> anyhow::Result<()> {
-        let (w, cpu) = self.measured_wrk(pids, url, false)?;
+        let (w, cpu) = self.measured_wrk(pids, url, KEEPALIVE)?;
         let load = self.open_loop(url)?;
         let f = &mut run.figures;
         f.insert(format!("rps_{label}"), w.requests_per_sec);
@@ -440,7 +496,7 @@ impl<'a> Bench<'a> {
         run: &mut Run,
     ) -> anyhow::Result<()> {
         let url = server.url(PATH);
-        self.warm_up(&url, false)?;
+        self.warm_up(&url, KEEPALIVE)?;
         let pids = server.pids();
         let target = self.idle_target(c);
         // The held phase between two phases with none, compared with their
@@ -525,7 +581,7 @@ impl<'a> Bench<'a> {
     ) -> anyhow::Result<()> {
         let url = server.url(PATH);
         // The first requests fill caches (file, buffers): before the baseline.
-        self.warm_up(&url, false)?;
+        self.warm_up(&url, KEEPALIVE)?;
         let pids = server.pids();
         let target = self.idle_target(c);
         let held = self.hold(&pids, &url, target)?;

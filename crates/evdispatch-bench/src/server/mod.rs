@@ -34,9 +34,28 @@
 //!   `p99_own_ratio` (held ÷ elsewhere) what holding them costs the
 //!   measured server itself; likewise `rps_machine_ratio`, `rps_own_ratio`.
 //!   The memory figure below comes with it.
+//! * `range`, `whole`: a 64 KiB range (`Range: bytes=0-65535`) of a 1 MiB
+//!   file, and a whole 64 KiB file, on persistent connections (wrk): CPU
+//!   µs per request of each, and `range ÷ whole` per server paired within
+//!   rounds (`range_over_whole`): a range must cost no more than the same
+//!   bytes as a file of their own (no copy through user space).
+//! * access log: a server named `NAME+log` (`epoll+log`, `nginx+log`) runs
+//!   with its access log on a file (ours `--access-log`, nginx `access_log
+//!   FILE combined`, lighttpd `mod_accesslog`, h2o `access-log`); beside
+//!   `NAME` in the same run, the CPU per request it adds in `keepalive` is
+//!   reported per round (`access_log_costs`), ours against nginx's.
 //! * `memory`: user-space memory per idle connection, the growth of the
 //!   server's resident set while they are held ÷ connections held (alone,
 //!   when `idle` is not asked for).
+//!
+//! The floor: the rows `floor-epoll` and `floor-uring` (in the default
+//! `--servers`) are two minimal servers answering a canned keep-alive
+//! response from memory ([`floor`]); in `keepalive` every server's CPU per
+//! request is also given as a multiple of the lower of the two floors in
+//! the same round (`floor_multiples` in the JSON, paired within rounds like
+//! the ratios to the best peer). They take part in `keepalive` only (they
+//! parse no `Connection: close` and hold no idle connection worth
+//! measuring); neither counts as ours or as a peer.
 //!
 //! Rounds: each round runs every scenario on every server, the servers in
 //! an order rotated by one per round, so none always follows the same
@@ -52,6 +71,7 @@
 //! target is "met" when the median meets it, and the verdict says whether
 //! every round did.
 
+pub mod floor;
 mod measure;
 mod report;
 
@@ -63,8 +83,9 @@ use evdispatch_http::Model;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
+pub use floor::{main as floor_main, Floor, FloorArgs};
 pub use measure::Run;
-pub use report::{RatioRow, SummaryRow, Verdict, TARGETS};
+pub use report::{LogCostRound, LogCostRow, RatioRow, SummaryRow, Verdict, TARGETS};
 
 /// Arguments of `evdispatch bench server`.
 #[derive(Debug, Clone, clap::Args)]
@@ -72,11 +93,12 @@ pub struct ServerArgs {
     /// Servers, comma-separated: our models (any `serve --mechanism` value:
     /// a library mechanism, `threads`, `uring-completion`) and the peers
     /// `nginx`, `lighttpd`, `h2o` (a peer that is not installed is skipped
-    /// with the command that installs it).
+    /// with the command that installs it), and the floors `floor-epoll`,
+    /// `floor-uring` (keepalive only).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "epoll,uring,uring-completion,nginx,lighttpd,h2o"
+        default_value = "epoll,uring,uring-completion,nginx,lighttpd,h2o,floor-epoll,floor-uring"
     )]
     pub servers: Vec<String>,
     /// Scenarios, comma-separated (`memory` is measured within `idle` when
@@ -158,6 +180,12 @@ pub enum Scenario {
     Idle,
     /// User-space memory per idle connection.
     Memory,
+    /// A 64 KiB range (`Range: bytes=0-65535`) of a 1 MiB file on
+    /// persistent connections (wrk): compared with `whole`, paired within
+    /// rounds.
+    Range,
+    /// A whole 64 KiB file on persistent connections (wrk).
+    Whole,
 }
 
 impl Scenario {
@@ -168,6 +196,8 @@ impl Scenario {
             Scenario::Close => "close",
             Scenario::Idle => "idle",
             Scenario::Memory => "memory",
+            Scenario::Range => "range",
+            Scenario::Whole => "whole",
         }
     }
 }
@@ -175,37 +205,85 @@ impl Scenario {
 /// A server under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Contestant {
-    /// `evdispatch serve --mechanism NAME`.
-    Ours(Model),
-    /// A peer server.
-    Peer(Peer),
+    /// `evdispatch serve --mechanism NAME`, with `--access-log` when the
+    /// flag says so (`NAME+log`).
+    Ours(Model, bool),
+    /// A peer server, with its access log on when the flag says so
+    /// (`nginx+log`).
+    Peer(Peer, bool),
+    /// A floor server (`evdispatch bench floor-server`).
+    Floor(Floor),
 }
+
+/// The suffix of a `--servers` name that turns the access log on.
+pub const LOGGED: &str = "+log";
 
 impl Contestant {
     /// Parse a `--servers` entry.
     pub fn parse(s: &str) -> Result<Contestant, String> {
-        match s.trim() {
-            "nginx" => Ok(Contestant::Peer(Peer::Nginx)),
-            "lighttpd" => Ok(Contestant::Peer(Peer::Lighttpd)),
-            "h2o" => Ok(Contestant::Peer(Peer::H2o)),
+        let s = s.trim();
+        let (base, log) = match s.strip_suffix(LOGGED) {
+            Some(b) => (b, true),
+            None => (s, false),
+        };
+        match base {
+            "nginx" => Ok(Contestant::Peer(Peer::Nginx, log)),
+            "lighttpd" => Ok(Contestant::Peer(Peer::Lighttpd, log)),
+            "h2o" => Ok(Contestant::Peer(Peer::H2o, log)),
+            other if Floor::from_name(other).is_some() => {
+                if log {
+                    return Err(format!(
+                        "--servers: {s}: the floor servers keep no access log"
+                    ));
+                }
+                Ok(Contestant::Floor(Floor::from_name(other).expect("checked")))
+            }
             other => other
                 .parse::<Model>()
-                .map(Contestant::Ours)
-                .map_err(|e| format!("--servers: {e}; or a peer: nginx, lighttpd, h2o")),
+                .map(|m| Contestant::Ours(m, log))
+                .map_err(|e| {
+                    format!(
+                        "--servers: {e}; or a peer: nginx, lighttpd, h2o; or a floor: floor-epoll, \
+                         floor-uring; NAME+log (not a floor) turns its access log on"
+                    )
+                }),
         }
     }
 
-    /// Its name in tables and JSON (our models by their mechanism name).
-    pub fn name(self) -> &'static str {
+    /// Its name without the access-log suffix.
+    pub fn base_name(self) -> &'static str {
         match self {
-            Contestant::Ours(m) => m.name(),
-            Contestant::Peer(p) => p.tool().command(),
+            Contestant::Ours(m, _) => m.name(),
+            Contestant::Peer(p, _) => p.tool().command(),
+            Contestant::Floor(f) => f.name(),
         }
+    }
+
+    /// Its access log is on.
+    pub fn logged(self) -> bool {
+        matches!(self, Contestant::Ours(_, true) | Contestant::Peer(_, true))
+    }
+
+    /// Its name in tables and JSON (our models by their mechanism name;
+    /// `+log` when its access log is on).
+    pub fn name(self) -> String {
+        let log = if self.logged() { LOGGED } else { "" };
+        format!("{}{log}", self.base_name())
     }
 
     /// True for nginx, lighttpd and h2o.
     pub fn is_peer(self) -> bool {
-        matches!(self, Contestant::Peer(_))
+        matches!(self, Contestant::Peer(..))
+    }
+
+    /// True for the floor servers.
+    pub fn is_floor(self) -> bool {
+        matches!(self, Contestant::Floor(_))
+    }
+
+    /// Whether it takes part in `scenario` (the floors: keepalive only).
+    pub fn runs(self, scenario: Scenario) -> bool {
+        !self.is_floor() || scenario == Scenario::Keepalive
     }
 }
 
@@ -268,11 +346,11 @@ impl Plan {
             scenarios.retain(|&s| s != Scenario::Memory);
         }
         if scenarios.is_empty() {
-            bail!("--scenarios: give at least one of keepalive, close, idle, memory");
+            bail!("--scenarios: give at least one of keepalive, close, idle, memory, range, whole");
         }
         let q = a.quick;
         let plan = Plan {
-            servers: contestants.iter().map(|c| c.name().to_string()).collect(),
+            servers: contestants.iter().map(|c| c.name()).collect(),
             contestants,
             scenarios,
             rounds: a.rounds.unwrap_or(if q { 1 } else { 3 }),
@@ -325,7 +403,7 @@ impl Plan {
 pub struct ServerInfo {
     /// Name (as in `--servers`).
     pub name: String,
-    /// `ours` or `peer`.
+    /// `ours`, `peer` or `floor`.
     pub kind: &'static str,
     /// Version reported by the program.
     pub version: String,
@@ -359,6 +437,16 @@ pub struct Outcome {
     pub summary: Vec<SummaryRow>,
     /// Our servers ÷ the best peer, paired within rounds.
     pub ratios: Vec<RatioRow>,
+    /// Every server's keep-alive CPU per request ÷ the lower floor of the
+    /// same round (`best_peer` names that floor here).
+    pub floor_multiples: Vec<RatioRow>,
+    /// Every server's `range` CPU per request ÷ its `whole`, paired within
+    /// rounds (`best_peer` names the `whole` run here).
+    pub range_over_whole: Vec<RatioRow>,
+    /// What each `NAME+log` adds to `NAME`'s keep-alive CPU per request.
+    pub access_log_costs: Vec<LogCostRow>,
+    /// Our servers' added cost ÷ nginx's, paired within rounds.
+    pub log_cost_vs_nginx: Vec<RatioRow>,
     /// The issue's targets, judged.
     pub targets: Vec<Verdict>,
 }
@@ -373,21 +461,17 @@ pub fn run(args: ServerArgs) -> anyhow::Result<()> {
 /// Every measurement of `plan`, then the summaries.
 pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
     if let Err(e) = find(Tool::Wrk) {
-        if plan
-            .scenarios
-            .iter()
-            .any(|s| matches!(s, Scenario::Keepalive | Scenario::Close | Scenario::Idle))
-        {
-            bail!("{e} (the keepalive, close and idle scenarios run wrk)");
+        if plan.scenarios.iter().any(|s| *s != Scenario::Memory) {
+            bail!("{e} (every scenario but memory runs wrk)");
         }
     }
     let mut skipped = Vec::new();
     let mut contestants = Vec::new();
     for &c in &plan.contestants {
-        if let Contestant::Peer(p) = c {
+        if let Contestant::Peer(p, _) = c {
             if let Err(e) = find(p.tool()) {
                 skipped.push(Skipped {
-                    server: c.name().into(),
+                    server: c.name(),
                     reason: e.to_string(),
                 });
                 continue;
@@ -405,7 +489,10 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         }
     }
     let bench = measure::Bench::new(&plan)?;
-    let steps = (plan.rounds * plan.scenarios.len() * contestants.len()) as u64;
+    let steps = (0..plan.rounds)
+        .flat_map(|_| plan.scenarios.iter())
+        .map(|&s| contestants.iter().filter(|c| c.runs(s)).count())
+        .sum::<usize>() as u64;
     let bar = ProgressBar::new(steps);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
@@ -419,6 +506,9 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
             for k in 0..contestants.len() {
                 // Rotated by one per round.
                 let c = contestants[(k + round) % contestants.len()];
+                if !c.runs(scenario) {
+                    continue;
+                }
                 bar.set_message(format!(
                     "round {}/{}: {} on {}",
                     round + 1,
@@ -436,8 +526,12 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
                 if let Some(v) = version {
                     if !servers.iter().any(|s| s.name == c.name()) {
                         servers.push(ServerInfo {
-                            name: c.name().into(),
-                            kind: if c.is_peer() { "peer" } else { "ours" },
+                            name: c.name(),
+                            kind: match c {
+                                Contestant::Ours(..) => "ours",
+                                Contestant::Peer(..) => "peer",
+                                Contestant::Floor(_) => "floor",
+                            },
                             version: v,
                         });
                     }
@@ -448,7 +542,15 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         }
     }
     bar.finish_and_clear();
-    let (summary, ratios, targets) = report::analyse(&plan, &runs);
+    let report::Analysis {
+        summary,
+        ratios,
+        floor_multiples,
+        range_over_whole,
+        access_log_costs,
+        log_cost_vs_nginx,
+        targets,
+    } = report::analyse(&plan, &runs);
     Ok(Outcome {
         schema: "evdispatch-bench-server/1",
         machine: crate::machine(),
@@ -458,6 +560,10 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         runs,
         summary,
         ratios,
+        floor_multiples,
+        range_over_whole,
+        access_log_costs,
+        log_cost_vs_nginx,
         targets,
     })
 }

@@ -4,7 +4,7 @@
 
 #![allow(dead_code)]
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::{BufRead, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -171,4 +171,120 @@ pub fn once(addr: SocketAddr, raw: &[u8]) -> Resp {
     let mut c = Client::connect(addr);
     c.send(raw);
     c.response(raw.starts_with(b"HEAD")).expect("a response")
+}
+
+/// `evdispatch-serve` running as a child process (killed when dropped)
+/// and the address it announced.
+pub struct Served {
+    pub child: std::process::Child,
+    pub addr: SocketAddr,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Start `evdispatch-serve ARGS` and wait for its `listening on` line.
+pub fn spawn(args: &[&str]) -> Served {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn evdispatch-serve");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .parse()
+        .unwrap();
+    Served { child, addr }
+}
+
+/// Run `test` on every model at once, each in its own thread over one
+/// site (the waiting is the test); a model this machine lacks is skipped
+/// by [`start`].
+pub fn on_every_model(test: impl Fn(Model, &Site) + Sync) {
+    let site = site();
+    std::thread::scope(|scope| {
+        for model in Model::all() {
+            let (site, test) = (&site, &test);
+            scope.spawn(move || test(model, site));
+        }
+    });
+}
+
+/// One part of a `multipart/byteranges` body.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BytePart {
+    pub content_type: String,
+    pub content_range: String,
+    pub bytes: Vec<u8>,
+}
+
+/// The boundary of a `multipart/byteranges` answer, if it is one.
+pub fn boundary(r: &Resp) -> Option<&str> {
+    r.header("content-type")?
+        .strip_prefix("multipart/byteranges; boundary=")
+}
+
+/// The parts of a `multipart/byteranges` answer, checked strictly against
+/// RFC 9110 §14.6 / RFC 2046 §5.1.1 as the server frames them (CRLF, the
+/// delimiter, the part's header lines, an empty line, the bytes; the close
+/// delimiter last, nothing after it). Panics on anything else.
+pub fn byte_parts(r: &Resp) -> Vec<BytePart> {
+    let b = boundary(r).expect("a multipart/byteranges answer");
+    let delim = format!("\r\n--{b}");
+    let body = &r.body[..];
+    let find = |from: usize| {
+        body[from..]
+            .windows(delim.len())
+            .position(|w| w == delim.as_bytes())
+            .map(|p| from + p)
+    };
+    let mut parts = Vec::new();
+    let mut at = find(0).expect("a first delimiter");
+    assert_eq!(at, 0, "no preamble");
+    loop {
+        at += delim.len();
+        if body[at..] == *b"--\r\n" {
+            return parts;
+        }
+        assert_eq!(&body[at..at + 2], b"\r\n", "delimiter line");
+        at += 2;
+        let end_head = at
+            + body[at..]
+                .windows(4)
+                .position(|w| w == b"\r\n\r\n")
+                .expect("end of a part header")
+            + 2;
+        let head = std::str::from_utf8(&body[at..end_head]).unwrap();
+        let mut ct = None;
+        let mut cr = None;
+        for line in head.split("\r\n").filter(|l| !l.is_empty()) {
+            let (n, v) = line.split_once(": ").expect("a header line");
+            match n.to_ascii_lowercase().as_str() {
+                "content-type" => ct = Some(v.to_string()),
+                "content-range" => cr = Some(v.to_string()),
+                other => panic!("unexpected part header {other}"),
+            }
+        }
+        let data_from = end_head + 2;
+        let next = find(data_from).expect("a delimiter after each part");
+        parts.push(BytePart {
+            content_type: ct.expect("Content-Type in every part"),
+            content_range: cr.expect("Content-Range in every part"),
+            bytes: body[data_from..next].to_vec(),
+        });
+        at = next;
+    }
 }

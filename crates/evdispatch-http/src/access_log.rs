@@ -1,0 +1,402 @@
+//! `--access-log FILE` (or `-`, standard output): one line per response in
+//! the Combined Log Format (nginx's `combined`):
+//!
+//! ```text
+//! $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"
+//! ```
+//!
+//! `$remote_user` is always `-` (no authentication), `$time_local` is in
+//! UTC (`+0000`), `$body_bytes_sent` is the length of the body the response
+//! carries (0 for HEAD and 304), `$request` is the request line as received
+//! (`-` when there was none, e.g. a 408 before a request line ended).
+//! Quotes, backslashes and bytes outside printable ASCII are escaped as
+//! `\xHH`, as nginx does, so a line can always be split on its quotes.
+//!
+//! No event loop ever waits on the disk: each worker (each pool thread, for
+//! `threads`, through the shared responder) appends its lines to a buffer
+//! of its own in memory, and one writer thread takes every buffer (swapping
+//! in an empty one, under a lock held for the swap only) once a second, when
+//! a buffer passes [`FLUSH_BYTES`], when the file is to be reopened and at
+//! the stop, and writes them to the file. [`AccessLog::reopen`] (SIGHUP)
+//! makes the writer close and reopen the file by its name, as logrotate's
+//! `postrotate` expects: lines written before go to the renamed file, the
+//! next ones to a new file of the old name. With no `--access-log` none of
+//! this exists and a response costs one branch more.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+/// A worker's buffer is handed to the writer once it holds this many bytes.
+pub const FLUSH_BYTES: usize = 64 << 10;
+/// The writer takes every buffer at least this often.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+#[derive(Default)]
+struct Flags {
+    /// A buffer is full enough to write.
+    full: bool,
+    /// Reopen the file (SIGHUP).
+    reopen: bool,
+    /// Write everything and end.
+    stop: bool,
+}
+
+struct Shared {
+    buffers: Mutex<Vec<Arc<Mutex<Vec<u8>>>>>,
+    flags: Mutex<Flags>,
+    wake: Condvar,
+}
+
+impl Shared {
+    fn signal(&self, set: impl FnOnce(&mut Flags)) {
+        let mut f = self.flags.lock().unwrap_or_else(|e| e.into_inner());
+        set(&mut f);
+        self.wake.notify_one();
+    }
+}
+
+/// Where the lines go.
+enum Sink {
+    Stdout,
+    File(PathBuf, File),
+}
+
+impl Sink {
+    fn open(path: &Path) -> io::Result<Sink> {
+        if path.as_os_str() == "-" {
+            return Ok(Sink::Stdout);
+        }
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!(
+                        "--access-log {}: cannot open it for appending: {e}",
+                        path.display()
+                    ),
+                )
+            })?;
+        Ok(Sink::File(path.to_path_buf(), f))
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let r = match self {
+            Sink::Stdout => io::stdout().lock().write_all(bytes),
+            Sink::File(_, f) => f.write_all(bytes),
+        };
+        if let Err(e) = r {
+            // Nothing to return it to: say so once per failed write.
+            eprintln!("evdispatch serve: writing the access log failed: {e}");
+        }
+    }
+
+    fn reopen(&mut self) {
+        if let Sink::File(path, f) = self {
+            match OpenOptions::new().create(true).append(true).open(&*path) {
+                Ok(new) => *f = new,
+                Err(e) => eprintln!(
+                    "evdispatch serve: reopening the access log {} failed ({e}); still writing to the old file",
+                    path.display()
+                ),
+            }
+        }
+    }
+}
+
+/// The access log of a running server: its writer thread.
+pub struct AccessLog {
+    shared: Arc<Shared>,
+    writer: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for AccessLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessLog").finish_non_exhaustive()
+    }
+}
+
+impl AccessLog {
+    /// Open `path` (`-`: standard output) for appending and start the
+    /// writer thread.
+    pub fn open(path: &Path) -> io::Result<AccessLog> {
+        let sink = Sink::open(path)?;
+        let shared = Arc::new(Shared {
+            buffers: Mutex::new(Vec::new()),
+            flags: Mutex::new(Flags::default()),
+            wake: Condvar::new(),
+        });
+        let s = shared.clone();
+        let writer = thread::Builder::new()
+            .name("evd-access-log".into())
+            .spawn(move || writer(&s, sink))?;
+        Ok(AccessLog {
+            shared,
+            writer: Some(writer),
+        })
+    }
+
+    /// A new buffer for one worker's lines.
+    pub fn buffer(&self) -> LogBuffer {
+        let buf = Arc::new(Mutex::new(Vec::with_capacity(FLUSH_BYTES)));
+        self.shared
+            .buffers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(buf.clone());
+        LogBuffer {
+            buf,
+            shared: self.shared.clone(),
+            line: Vec::with_capacity(256),
+        }
+    }
+
+    /// Close and reopen the file by its name (after logrotate renamed it),
+    /// once the lines buffered so far are written to the old one.
+    pub fn reopen(&self) {
+        self.shared.signal(|f| f.reopen = true);
+    }
+
+    /// Write every buffered line and stop the writer (call after the
+    /// workers have stopped).
+    pub fn finish(mut self) {
+        self.stop_writer();
+    }
+
+    fn stop_writer(&mut self) {
+        self.shared.signal(|f| f.stop = true);
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for AccessLog {
+    fn drop(&mut self) {
+        self.stop_writer();
+    }
+}
+
+fn writer(shared: &Shared, mut sink: Sink) {
+    let mut taken: Vec<u8> = Vec::with_capacity(FLUSH_BYTES);
+    loop {
+        let (reopen, stop) = {
+            let f = shared.flags.lock().unwrap_or_else(|e| e.into_inner());
+            let (mut f, _) = shared
+                .wake
+                .wait_timeout_while(f, FLUSH_EVERY, |f| !(f.full || f.reopen || f.stop))
+                .unwrap_or_else(|e| e.into_inner());
+            let r = (f.reopen, f.stop);
+            *f = Flags::default();
+            r
+        };
+        let buffers: Vec<_> = shared
+            .buffers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for b in &buffers {
+            {
+                let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
+                std::mem::swap(&mut *b, &mut taken);
+            }
+            if !taken.is_empty() {
+                sink.write(&taken);
+                taken.clear();
+            }
+        }
+        if reopen {
+            sink.reopen();
+        }
+        if stop {
+            return;
+        }
+    }
+}
+
+/// One worker's log buffer: lines are formatted into a scratch line and
+/// appended to the buffer the writer takes.
+pub struct LogBuffer {
+    buf: Arc<Mutex<Vec<u8>>>,
+    shared: Arc<Shared>,
+    line: Vec<u8>,
+}
+
+impl std::fmt::Debug for LogBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LogBuffer").finish_non_exhaustive()
+    }
+}
+
+/// What one access-log line says about a response.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    /// The client's address (`-` when unknown).
+    pub remote: Option<IpAddr>,
+    /// `[$time_local]`'s content, e.g. `24/Nov/2026:07:05:00 +0000`.
+    pub time: &'a [u8],
+    /// The request line, as received; `None`: `-`.
+    pub request: Option<&'a [u8]>,
+    /// The status code.
+    pub status: u16,
+    /// Body bytes of the response.
+    pub body_bytes: u64,
+    /// The `Referer` header.
+    pub referer: Option<&'a [u8]>,
+    /// The `User-Agent` header.
+    pub user_agent: Option<&'a [u8]>,
+}
+
+impl LogBuffer {
+    /// Append the line of `e`.
+    pub fn log(&mut self, e: &Entry<'_>) {
+        let l = &mut self.line;
+        l.clear();
+        match e.remote {
+            Some(ip) => {
+                let _ = write!(l, "{ip}");
+            }
+            None => l.push(b'-'),
+        }
+        l.extend_from_slice(b" - - [");
+        l.extend_from_slice(e.time);
+        l.extend_from_slice(b"] \"");
+        quoted(l, e.request);
+        let _ = write!(l, "\" {} {} \"", e.status, e.body_bytes);
+        quoted(l, e.referer);
+        l.extend_from_slice(b"\" \"");
+        quoted(l, e.user_agent);
+        l.extend_from_slice(b"\"\n");
+        let full = {
+            let mut b = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+            b.extend_from_slice(l);
+            b.len() >= FLUSH_BYTES
+        };
+        if full {
+            self.shared.signal(|f| f.full = true);
+        }
+    }
+}
+
+/// `v` escaped as nginx escapes log variables (`-` when absent).
+fn quoted(l: &mut Vec<u8>, v: Option<&[u8]>) {
+    let Some(v) = v else {
+        l.push(b'-');
+        return;
+    };
+    for &b in v {
+        if b == b'"' || b == b'\\' || !(0x20..0x7f).contains(&b) {
+            let _ = write!(l, "\\x{b:02X}");
+        } else {
+            l.push(b);
+        }
+    }
+}
+
+/// `[$time_local]`'s content for an HTTP date (`Tue, 24 Nov 2026 07:05:00
+/// GMT` → `24/Nov/2026:07:05:00 +0000`).
+pub(crate) fn clf_time(http_date: &str) -> String {
+    let f: Vec<&str> = http_date.split_whitespace().collect();
+    match f.as_slice() {
+        [_, day, month, year, time, _] => format!("{day}/{month}/{year}:{time} +0000"),
+        _ => "-".into(),
+    }
+}
+
+/// The request line at the start of a request head (without its line end).
+pub(crate) fn request_line(head: &[u8]) -> Option<&[u8]> {
+    let end = head.iter().position(|&b| b == b'\r' || b == b'\n')?;
+    (end > 0).then(|| &head[..end])
+}
+
+/// The value of header `name` (lower case) in a request head, if present.
+pub(crate) fn header<'a>(head: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    for line in head.split(|&b| b == b'\n').skip(1) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            continue;
+        };
+        if line[..colon].eq_ignore_ascii_case(name) {
+            return Some(line[colon + 1..].trim_ascii());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clf_fields() {
+        assert_eq!(
+            clf_time("Tue, 24 Nov 2026 07:05:00 GMT"),
+            "24/Nov/2026:07:05:00 +0000"
+        );
+        let head = b"GET /a?b HTTP/1.1\r\nHost: x\r\nUser-Agent:  curl/8 \r\nreferer: http://r/\r\n\r\nX-After: 1\r\n";
+        assert_eq!(request_line(head), Some(&b"GET /a?b HTTP/1.1"[..]));
+        assert_eq!(header(head, b"user-agent"), Some(&b"curl/8"[..]));
+        assert_eq!(header(head, b"referer"), Some(&b"http://r/"[..]));
+        assert_eq!(header(head, b"x-after"), None, "past the head");
+        assert_eq!(request_line(b"\r\n"), None);
+    }
+
+    #[test]
+    fn lines_are_written_escaped_and_reopened() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("access.log");
+        let log = AccessLog::open(&path).unwrap();
+        let mut b = log.buffer();
+        let time = clf_time("Tue, 24 Nov 2026 07:05:00 GMT");
+        let e = Entry {
+            remote: Some("127.0.0.1".parse().unwrap()),
+            time: time.as_bytes(),
+            request: Some(b"GET /\"q\" HTTP/1.1"),
+            status: 200,
+            body_bytes: 6144,
+            referer: None,
+            user_agent: Some(b"t\x01"),
+        };
+        b.log(&e);
+        log.reopen();
+        // The reopen writes what was buffered to the old file first.
+        let t0 = std::time::Instant::now();
+        while std::fs::metadata(&path).unwrap().len() == 0 {
+            assert!(t0.elapsed() < Duration::from_secs(10), "never written");
+            thread::sleep(Duration::from_millis(10));
+        }
+        let rotated = dir.path().join("access.log.1");
+        std::fs::rename(&path, &rotated).unwrap();
+        log.reopen();
+        while !path.exists() {
+            assert!(t0.elapsed() < Duration::from_secs(10), "never reopened");
+            thread::sleep(Duration::from_millis(10));
+        }
+        b.log(&Entry {
+            status: 404,
+            body_bytes: 0,
+            request: None,
+            remote: None,
+            ..e
+        });
+        log.finish();
+        assert_eq!(
+            std::fs::read_to_string(&rotated).unwrap(),
+            "127.0.0.1 - - [24/Nov/2026:07:05:00 +0000] \"GET /\\x22q\\x22 HTTP/1.1\" 200 6144 \"-\" \"t\\x01\"\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "- - - [24/Nov/2026:07:05:00 +0000] \"-\" 404 0 \"-\" \"t\\x01\"\n"
+        );
+    }
+}

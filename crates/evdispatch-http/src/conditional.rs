@@ -1,0 +1,307 @@
+//! Validators and preconditions (RFC 9110 §8.8, §13): the entity tag of a
+//! file, `If-None-Match`, `If-Modified-Since` and `If-Range`. Pure
+//! functions over the raw header values; nothing allocates.
+//!
+//! The entity tag is strong and built as nginx builds its own, from the
+//! modification time and the size in hex, `"mtime-size"`, with `-gz` or `-br`
+//! appended for a precompressed variant (so the encoded representation never
+//! shares the identity one's tag, §8.8.3). It comes from the metadata the file
+//! cache already holds: no `stat` per request.
+//!
+//! The order is §13.2.2's: `If-None-Match` when present (weak comparison,
+//! `*` matches any file; a list element that is not an entity tag is
+//! skipped, so a garbage header matches nothing), else `If-Modified-Since`
+//! (an unparsable date is ignored); a match gives 304 for GET and HEAD.
+//! Then `If-Range` decides whether `Range` applies: an entity tag must match
+//! strongly (a weak tag never does, §13.1.5), a date must equal
+//! `Last-Modified` exactly; anything else means the whole file with 200.
+
+use crate::files::epoch_secs;
+
+/// Which representation of a file: the file itself or a precompressed
+/// variant beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coding {
+    /// The file as it is.
+    Identity,
+    /// `f.br` sent for `f` with `Content-Encoding: br`.
+    Br,
+    /// `f.gz` sent for `f` with `Content-Encoding: gzip`.
+    Gzip,
+}
+
+impl Coding {
+    /// The suffix of the variant's file name (empty for identity).
+    pub fn suffix(self) -> &'static [u8] {
+        match self {
+            Coding::Identity => b"",
+            Coding::Br => b".br",
+            Coding::Gzip => b".gz",
+        }
+    }
+
+    /// The `Content-Encoding` token (empty for identity).
+    pub fn token(self) -> &'static [u8] {
+        match self {
+            Coding::Identity => b"",
+            Coding::Br => b"br",
+            Coding::Gzip => b"gzip",
+        }
+    }
+
+    /// This coding's bit in a set of available variants.
+    pub fn bit(self) -> u8 {
+        match self {
+            Coding::Identity => 0,
+            Coding::Br => 1,
+            Coding::Gzip => 2,
+        }
+    }
+}
+
+/// A strong entity tag, quotes included, formatted on the stack.
+#[derive(Clone, Copy)]
+pub struct ETag {
+    buf: [u8; 40],
+    len: u8,
+}
+
+impl std::fmt::Debug for ETag {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(self.as_bytes()))
+    }
+}
+
+impl ETag {
+    /// The tag of a file modified at `mtime` (seconds) holding `size` bytes,
+    /// as representation `coding`.
+    pub fn new(mtime: i64, size: u64, coding: Coding) -> ETag {
+        let mut t = ETag {
+            buf: [0; 40],
+            len: 0,
+        };
+        t.push(b"\"");
+        t.hex(mtime.max(0) as u64);
+        t.push(b"-");
+        t.hex(size);
+        if coding != Coding::Identity {
+            t.push(b"-");
+            t.push(&coding.suffix()[1..]);
+        }
+        t.push(b"\"");
+        t
+    }
+
+    fn push(&mut self, s: &[u8]) {
+        let at = self.len as usize;
+        self.buf[at..at + s.len()].copy_from_slice(s);
+        self.len += s.len() as u8;
+    }
+
+    fn hex(&mut self, v: u64) {
+        let digits = (64 - v.leading_zeros()).div_ceil(4).max(1) as usize;
+        let at = self.len as usize;
+        for i in 0..digits {
+            let d = ((v >> (4 * (digits - 1 - i))) & 0xf) as u8;
+            self.buf[at + i] = if d < 10 { b'0' + d } else { b'a' + d - 10 };
+        }
+        self.len += digits as u8;
+    }
+
+    /// The tag as sent, `"…"`.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[..self.len as usize]
+    }
+}
+
+/// What the preconditions of a GET or HEAD decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precondition {
+    /// Answer 304.
+    NotModified,
+    /// Answer normally.
+    Proceed,
+}
+
+/// Evaluate `If-None-Match` / `If-Modified-Since` in RFC 9110 §13.2.2 order.
+pub fn evaluate(
+    if_none_match: Option<&[u8]>,
+    if_modified_since: Option<&[u8]>,
+    etag: &ETag,
+    mtime: i64,
+) -> Precondition {
+    let not_modified = match (if_none_match, if_modified_since) {
+        (Some(inm), _) => none_match_fails(inm, etag),
+        (None, Some(ims)) => parse_date(ims).is_some_and(|since| mtime <= since),
+        (None, None) => false,
+    };
+    if not_modified {
+        Precondition::NotModified
+    } else {
+        Precondition::Proceed
+    }
+}
+
+/// True when `If-None-Match: value` names the current representation (the
+/// condition is false: 304). Weak comparison; `*` matches.
+pub fn none_match_fails(value: &[u8], etag: &ETag) -> bool {
+    let value = crate::range::trim_ows(value);
+    if value == b"*" {
+        return true;
+    }
+    let ours = opaque(etag.as_bytes());
+    let mut rest = value;
+    loop {
+        // Skip separators and whitespace between elements.
+        let start = rest
+            .iter()
+            .position(|&b| !matches!(b, b',' | b' ' | b'\t'))
+            .unwrap_or(rest.len());
+        rest = &rest[start..];
+        if rest.is_empty() {
+            return false;
+        }
+        let tag = rest.strip_prefix(b"W/").unwrap_or(rest);
+        if tag.first() == Some(&b'"') {
+            if let Some(close) = tag[1..].iter().position(|&b| b == b'"') {
+                if &tag[1..1 + close] == ours {
+                    return true;
+                }
+                rest = &tag[close + 2..];
+                continue;
+            }
+        }
+        // Not an entity tag: skip to the next element.
+        match rest.iter().position(|&b| b == b',') {
+            Some(c) => rest = &rest[c + 1..],
+            None => return false,
+        }
+    }
+}
+
+/// True when `If-Range: value` holds, so the `Range` header applies.
+pub fn if_range_holds(value: &[u8], etag: &ETag, mtime: i64) -> bool {
+    let value = crate::range::trim_ows(value);
+    match value.first() {
+        Some(b'"') => value == etag.as_bytes(),
+        Some(b'W') if value.starts_with(b"W/") => false,
+        Some(_) => parse_date(value) == Some(mtime),
+        None => false,
+    }
+}
+
+/// The tag without its quotes.
+fn opaque(tag: &[u8]) -> &[u8] {
+    &tag[1..tag.len() - 1]
+}
+
+/// An HTTP date as whole seconds since the epoch.
+pub fn parse_date(raw: &[u8]) -> Option<i64> {
+    let s = std::str::from_utf8(raw).ok()?;
+    let t = httpdate::parse_http_date(s).ok()?;
+    Some(epoch_secs(t) as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LM: &str = "Sun, 06 Nov 1994 08:49:37 GMT";
+    const MT: i64 = 784111777;
+
+    fn tag() -> ETag {
+        ETag::new(MT, 6144, Coding::Identity)
+    }
+
+    #[test]
+    fn etag_shape() {
+        assert_eq!(tag().as_bytes(), b"\"2ebc98a1-1800\"");
+        assert_eq!(
+            ETag::new(MT, 6144, Coding::Gzip).as_bytes(),
+            b"\"2ebc98a1-1800-gz\""
+        );
+        assert_eq!(ETag::new(0, 0, Coding::Br).as_bytes(), b"\"0-0-br\"");
+        let big = ETag::new(i64::MAX, u64::MAX, Coding::Gzip);
+        assert_eq!(big.as_bytes().len(), 2 + 16 + 1 + 16 + 3);
+    }
+
+    #[test]
+    fn if_none_match_lists_weak_and_garbage() {
+        let t = tag();
+        for yes in [
+            "\"2ebc98a1-1800\"",
+            "*",
+            " * ",
+            "W/\"2ebc98a1-1800\"",
+            "\"x\", \"2ebc98a1-1800\"",
+            "junk, W/\"2ebc98a1-1800\"",
+            ",,\"a\",\t\"2ebc98a1-1800\"",
+        ] {
+            assert!(none_match_fails(yes.as_bytes(), &t), "{yes}");
+        }
+        for no in [
+            "\"2ebc98a1-1801\"",
+            "2ebc98a1-1800",
+            "\"2ebc98a1-1800",
+            "W/",
+            "",
+            "**",
+            "\"\"",
+            "\"2ebc98a1-1800-gz\"",
+            "garbage \"",
+        ] {
+            assert!(!none_match_fails(no.as_bytes(), &t), "{no}");
+        }
+    }
+
+    #[test]
+    fn precondition_order() {
+        let t = tag();
+        let nm = Precondition::NotModified;
+        let go = Precondition::Proceed;
+        assert_eq!(evaluate(None, Some(LM.as_bytes()), &t, MT), nm);
+        assert_eq!(evaluate(None, Some(LM.as_bytes()), &t, MT + 1), go);
+        assert_eq!(evaluate(None, Some(b"garbage"), &t, MT), go);
+        // If-None-Match present: If-Modified-Since is not looked at.
+        assert_eq!(evaluate(Some(b"\"nope\""), Some(LM.as_bytes()), &t, MT), go);
+        assert_eq!(evaluate(Some(b"garbage"), Some(LM.as_bytes()), &t, MT), go);
+        assert_eq!(
+            evaluate(
+                Some(t.as_bytes()),
+                Some(b"Sun, 06 Nov 1980 08:49:37 GMT"),
+                &t,
+                MT
+            ),
+            nm
+        );
+        assert_eq!(evaluate(None, None, &t, MT), go);
+    }
+
+    #[test]
+    fn if_range_is_strong_or_an_exact_date() {
+        let t = tag();
+        assert!(if_range_holds(t.as_bytes(), &t, MT));
+        assert!(!if_range_holds(b"W/\"2ebc98a1-1800\"", &t, MT));
+        assert!(!if_range_holds(b"\"other\"", &t, MT));
+        assert!(if_range_holds(LM.as_bytes(), &t, MT));
+        assert!(!if_range_holds(LM.as_bytes(), &t, MT + 1));
+        assert!(!if_range_holds(LM.as_bytes(), &t, MT - 1));
+        assert!(!if_range_holds(b"garbage", &t, MT));
+        assert!(!if_range_holds(b"", &t, MT));
+    }
+
+    #[test]
+    fn junk_never_matches_by_accident() {
+        // Without the tag's own bytes (or `*`), nothing matches.
+        let t = tag();
+        let pieces = ["\"", "W/", ",", " ", "2ebc98a1", "-", "1800", "x", "*x"];
+        crate::each_word(&pieces, 5, |h| {
+            let whole = h.contains("\"2ebc98a1-1800\"");
+            assert!(!none_match_fails(h.as_bytes(), &t) || whole, "{h}");
+            assert!(
+                !if_range_holds(h.as_bytes(), &t, MT) || h.trim() == "\"2ebc98a1-1800\"",
+                "{h}"
+            );
+        });
+    }
+}
