@@ -99,12 +99,21 @@ fn the_human_summary_reads_like_httperf() {
 #[test]
 fn bad_input_is_refused_before_the_run() {
     let cases: [(&[&str], &str); 4] = [
-        (&["htp:/nowhere", "--idle", "1"], "only http://"),
+        (
+            &["htp:/nowhere", "--idle", "1"],
+            "only http:// and https://",
+        ),
         (&["http://127.0.0.1:1/", "--inactive", "30000"], "--procs 2"),
         (&["http://127.0.0.1:1/", "--sessions", "10"], "need --rate"),
         (
-            &["http://10.1.2.3/", "--idle", "1"],
-            "not a loopback address",
+            &[
+                "http://127.0.0.1:1/",
+                "--idle",
+                "1",
+                "--body",
+                "/nonexistent/body",
+            ],
+            "--body: cannot read '/nonexistent/body'",
         ),
     ];
     for (args, want) in cases {
@@ -120,6 +129,40 @@ fn bad_input_is_refused_before_the_run() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("cannot connect"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_malformed_session_log_names_its_line() {
+    let f = std::env::temp_dir().join(format!("evd-wsesslog-{}.log", std::process::id()));
+    std::fs::write(&f, "/a\n\t/b method=\n").unwrap();
+    let arg = format!("1,0,{}", f.display());
+    let out = load(&["http://127.0.0.1:1/", "--rate", "1", "--wsesslog", &arg]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!("{}:2: expected a method token", f.display());
+    let _ = std::fs::remove_file(&f);
+    assert!(!out.status.success() && err.contains(&want), "{err}");
+}
+
+#[test]
+fn an_unresolvable_name_is_an_error() {
+    // In a network namespace of its own (no interface up, so no DNS query
+    // leaves the machine) the lookup fails whatever the resolver is.
+    let probe = Command::new("unshare").args(["-n", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `unshare -n` is not available here (needs root or user namespaces); an unresolvable-name test must not send a DNS query off the machine");
+        return;
+    }
+    let out = Command::new("unshare")
+        .arg("-n")
+        .arg(env!("CARGO_BIN_EXE_evdispatch"))
+        .args(["load", "http://no-such-host.invalid/", "--idle", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("cannot resolve host 'no-such-host.invalid'"),
         "{err}"
     );
 }
