@@ -166,3 +166,67 @@ fn an_unresolvable_name_is_an_error() {
         "{err}"
     );
 }
+
+#[test]
+fn https_with_worker_processes_against_nginx() {
+    use evdispatch_harness::{docroot, skip_reason, start_peer, Peer, PeerConfig, PeerTls, Tool};
+    if let Some(why) = skip_reason(Tool::Nginx) {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("evd-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_pem, cert.pem()).unwrap();
+    std::fs::write(&key_pem, key.serialize_pem()).unwrap();
+    let root = docroot(256, &[]).unwrap();
+    let mut cfg = PeerConfig::new(root.path());
+    cfg.tls = Some(PeerTls {
+        cert: cert_pem.clone(),
+        key: key_pem,
+        protocols: "TLSv1.2 TLSv1.3".into(),
+    });
+    let server = start_peer(Peer::Nginx, &cfg).unwrap();
+    let url = format!("https://127.0.0.1:{}/index.html", server.addr().port());
+    let ca = cert_pem.display().to_string();
+    let out = load(&[
+        &url,
+        "--persistent",
+        "4",
+        "--rate",
+        "100",
+        "--idle",
+        "4",
+        "--procs",
+        "2",
+        "--duration",
+        "1",
+        "--cacert",
+        &ca,
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["errors_total"], 0, "{}", v["errors"]);
+    assert!(v["replies"].as_u64().unwrap() >= 90, "{}", v["replies"]);
+    assert_eq!(v["config"]["tls"]["server_name"], "127.0.0.1");
+    assert_eq!(
+        v["config"]["target"],
+        format!("127.0.0.1:{}", server.addr().port())
+    );
+    assert!(v["tls_handshake_us"].is_object());
+    // The same server without its CA: the certificate is not trusted.
+    let out = load(&[&url, "--idle", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("unknown issuer"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

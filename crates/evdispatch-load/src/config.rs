@@ -425,8 +425,8 @@ impl Config {
         if a.source_addrs == 0 {
             bail!("--source-addrs must be at least 1");
         }
-        if a.source_addrs > 1 && !target.is_ipv4() {
-            bail!("--source-addrs spreads over 127.0.0.0/8 and needs an IPv4 target");
+        if a.source_addrs > 1 && !(target.is_ipv4() && target.ip().is_loopback()) {
+            bail!("--source-addrs spreads the connections over 127.0.0.0/8: it needs an IPv4 loopback target ({target} given)");
         }
         let source_addrs = if a.source_addrs > 1 {
             (0..a.source_addrs).map(source_addr).collect()
@@ -681,6 +681,8 @@ mod tests {
         assert!(c.tls.is_none());
         // Not loopback: accepted now (nothing is sent by the configuration).
         assert_eq!(cfg("http://192.0.2.1/ --idle 1").unwrap().target.port(), 80);
+        let e = cfg("http://192.0.2.1/ --idle 1 --source-addrs 2").unwrap_err();
+        assert!(e.to_string().contains("loopback target"), "{e}");
     }
 
     #[test]

@@ -50,6 +50,8 @@ impl Certs {
 struct Seen {
     connections: AtomicU64,
     handshakes: AtomicU64,
+    /// Handshakes that resumed an earlier session.
+    resumed: AtomicU64,
     /// Complete requests: head text and body.
     requests: Mutex<Vec<(String, Vec<u8>)>>,
 }
@@ -85,6 +87,10 @@ impl Recorder {
                                 }
                             }
                             s.handshakes.fetch_add(1, Ordering::Relaxed);
+                            if stream.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+                            {
+                                s.resumed.fetch_add(1, Ordering::Relaxed);
+                            }
                             serve(stream, &s)
                         }
                     }
@@ -209,6 +215,9 @@ fn every_workload_runs_over_tls() {
     let hs = server.seen.handshakes.load(Ordering::Relaxed);
     let want = 20 + 2 + 2 + 2 + 2 + 1;
     assert!(hs >= want, "{hs} handshakes, want {want}");
+    // Reconnects resume their session (the sessions' connections at least).
+    let resumed = server.seen.resumed.load(Ordering::Relaxed);
+    assert!(resumed >= 10, "{resumed} of {hs} handshakes resumed");
     // The inactive connections' partial requests never complete, so the
     // server saw exactly the replies of every other kind.
     let complete = server.requests().len() as u64;
