@@ -277,7 +277,23 @@ impl Config {
                 "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
             )
         })?;
-        let resolved = target::resolve(&url, &a.net)?;
+        let mut resolved = target::resolve(&url, &a.net)?;
+        if a.source_addrs > 1 {
+            // Sources in 127.0.0.0/8 reach only IPv4 loopback addresses.
+            let all = std::mem::take(&mut resolved.addresses);
+            resolved.addresses = all
+                .iter()
+                .copied()
+                .filter(|t| t.is_ipv4() && t.ip().is_loopback())
+                .collect();
+            if resolved.addresses.is_empty() {
+                bail!(
+                    "--source-addrs spreads the connections over 127.0.0.0/8: it needs an IPv4 \
+                     loopback target ({} resolved to {all:?})",
+                    url.host_str().unwrap_or("")
+                );
+            }
+        }
         let (target, host, path) = (
             resolved.addresses[0],
             resolved.host_header.clone(),
@@ -301,8 +317,8 @@ impl Config {
             if a.sessions.is_some() {
                 bail!("--wsesslog N,X,FILE gives the number of sessions (N): leave out --sessions");
             }
-            if a.calls != 1 || !urls.is_empty() || body.is_some() {
-                bail!("--wsesslog's file says what each session requests: leave out --calls, --urls and --body");
+            if a.calls != 1 || !urls.is_empty() || body.is_some() || a.net.method != "GET" {
+                bail!("--wsesslog's file says what each session requests: leave out --calls, --urls, --body and --method");
             }
             sessions = Some(log.sessions);
         }
@@ -424,9 +440,6 @@ impl Config {
             .map_err(|e: evdispatch::UnknownMechanism| anyhow!("--mechanism: {e}"))?;
         if a.source_addrs == 0 {
             bail!("--source-addrs must be at least 1");
-        }
-        if a.source_addrs > 1 && !(target.is_ipv4() && target.ip().is_loopback()) {
-            bail!("--source-addrs spreads the connections over 127.0.0.0/8: it needs an IPv4 loopback target ({target} given)");
         }
         let source_addrs = if a.source_addrs > 1 {
             (0..a.source_addrs).map(source_addr).collect()
@@ -683,6 +696,8 @@ mod tests {
         assert_eq!(cfg("http://192.0.2.1/ --idle 1").unwrap().target.port(), 80);
         let e = cfg("http://192.0.2.1/ --idle 1 --source-addrs 2").unwrap_err();
         assert!(e.to_string().contains("loopback target"), "{e}");
+        let c = cfg("http://localhost:1/ --idle 1 --source-addrs 2").unwrap();
+        assert_eq!(c.target, "127.0.0.1:1".parse().unwrap());
     }
 
     #[test]
