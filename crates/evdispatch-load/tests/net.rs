@@ -231,18 +231,22 @@ fn every_workload_runs_over_tls() {
         .iter()
         .all(|(h, _)| h.starts_with("GET /x HTTP/1.1\r\n")));
 
-    // Closed loop too.
-    let s = run(
-        &format!("https://localhost:{}/", server.addr.port()),
-        &format!("--rate max --connections 2 --duration 0.3 --cacert {ca}"),
-    )
-    .unwrap();
-    assert!(
-        s.replies > 10 && s.errors_total == 0,
-        "{} {:?}",
-        s.replies,
-        s.errors
-    );
+    // Closed loop too, on a level- and an edge-triggered poller.
+    for mechanism in ["epoll", "epoll-et", "poll"] {
+        let s = run(
+            &format!("https://localhost:{}/", server.addr.port()),
+            &format!(
+                "--rate max --connections 2 --duration 0.3 --cacert {ca} --mechanism {mechanism}"
+            ),
+        )
+        .unwrap();
+        assert!(
+            s.replies > 10 && s.errors_total == 0,
+            "{mechanism}: {} {:?}",
+            s.replies,
+            s.errors
+        );
+    }
 }
 
 #[test]
@@ -487,7 +491,8 @@ fn nginx_tls(
         eprintln!("{why}");
         return None;
     }
-    let root = docroot(512, &[]).unwrap();
+    // Larger than a TLS record: replies span records and reads.
+    let root = docroot(70_000, &[]).unwrap();
     let mut cfg = PeerConfig::new(root.path());
     cfg.keepalive_timeout_s = 1;
     cfg.request_timeout_s = 1;
