@@ -555,7 +555,7 @@ fn nginx_over_tls() {
 }
 
 #[test]
-fn nginx_tls_1_2_only_and_1_3_only() {
+fn nginx_tls_1_2_only_1_3_only_and_too_old() {
     let certs = Certs::new(&["127.0.0.1"]);
     for p in ["TLSv1.2", "TLSv1.3"] {
         let Some((_root, server)) = nginx_tls(&certs, p) else {
@@ -568,4 +568,14 @@ fn nginx_tls_1_2_only_and_1_3_only() {
         .unwrap();
         assert_eq!((s.replies, s.errors_total), (5, 0), "{p}: {:?}", s.warnings);
     }
+    // A server that only speaks versions older than 1.2.
+    let Some((_root, server)) = nginx_tls(&certs, "TLSv1 TLSv1.1") else {
+        return;
+    };
+    let url = nginx_url(&server, "127.0.0.1");
+    let e = format!(
+        "{:#}",
+        run(&url, &format!("--idle 1 --cacert {}", certs.ca())).unwrap_err()
+    );
+    assert!(e.contains("protocol version"), "{e}");
 }
