@@ -277,7 +277,7 @@ impl Config {
                 "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
             )
         })?;
-        let mut resolved = target::resolve(&url, &a.net)?;
+        let mut resolved = target::resolve(&url_text, &url, &a.net)?;
         if a.source_addrs > 1 {
             // Sources in 127.0.0.0/8 reach only IPv4 loopback addresses.
             let all = std::mem::take(&mut resolved.addresses);
