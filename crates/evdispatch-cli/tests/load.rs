@@ -230,3 +230,33 @@ fn https_with_worker_processes_against_nginx() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_session_log_is_shared_by_worker_processes() {
+    let server = TestServer::start(TestServerConfig::default()).unwrap();
+    let f = std::env::temp_dir().join(format!("evd-wsesslog-procs-{}.log", std::process::id()));
+    // Two sessions: a burst of three requests, then a single request.
+    std::fs::write(&f, "/a think=0.01\n\t/b\n\t/c\n\n/d\n").unwrap();
+    let arg = format!("4,0,{}", f.display());
+    let out = load(&[
+        &server.url(),
+        "--rate",
+        "20",
+        "--wsesslog",
+        &arg,
+        "--procs",
+        "2",
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&f);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Each worker plays two sessions, one of each: 2 × (3 + 1) requests.
+    assert_eq!(v["replies"], 8, "{}", v["errors"]);
+    assert_eq!(v["config"]["wsesslog"]["sessions"], 4);
+    assert_eq!(v["connections"]["attempted"], 4);
+}
