@@ -260,3 +260,19 @@ fn a_session_log_is_shared_by_worker_processes() {
     assert_eq!(v["config"]["wsesslog"]["sessions"], 4);
     assert_eq!(v["connections"]["attempted"], 4);
 }
+
+#[test]
+fn no_trusted_roots_is_a_clear_error() {
+    // rustls-native-certs reads only these when they are set.
+    let out = Command::new(env!("CARGO_BIN_EXE_evdispatch"))
+        .args(["load", "https://127.0.0.1:1/", "--idle", "1"])
+        .env("SSL_CERT_FILE", "/nonexistent/roots.pem")
+        .env("SSL_CERT_DIR", "/nonexistent/roots")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("no trusted root certificates"),
+        "{err}"
+    );
+}
