@@ -266,7 +266,7 @@ impl Config {
 
     /// Check and resolve the command line. Everything that can be known
     /// before the run is checked here; reachability is checked by
-    /// [`Config::check_reachable`].
+    /// [`Config::preflight`] (which also picks the address).
     pub fn from_args(a: &LoadArgs) -> anyhow::Result<Config> {
         let url_text = a
             .url
