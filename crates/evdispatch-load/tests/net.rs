@@ -219,12 +219,14 @@ fn every_workload_runs_over_tls() {
     let resumed = server.seen.resumed.load(Ordering::Relaxed);
     assert!(resumed >= 10, "{resumed} of {hs} handshakes resumed");
     // The inactive connections' partial requests never complete, so the
-    // server saw exactly the replies of every other kind.
+    // server saw the replies of every other kind, and at most one more
+    // request per slow client (finished as the run ended, its reply never
+    // read: the run does not wait for slow clients).
     let complete = server.requests().len() as u64;
-    assert_eq!(
-        complete,
-        s.replies + s.slow_replies + s.unmeasured_replies,
-        "requests the server completed vs replies"
+    let replies = s.replies + s.slow_replies + s.unmeasured_replies;
+    assert!(
+        (replies..=replies + 2).contains(&complete),
+        "{complete} requests completed by the server, {replies} replies"
     );
     assert!(server
         .requests()
@@ -398,7 +400,7 @@ fn url_weights_are_respected() {
     let s = run(
         &server.http("/"),
         &format!(
-            "--rate max --connections 1 --sessions 400 --urls {}",
+            "--rate max --connections 1 --sessions 400 --duration 2 --urls {}",
             f.display()
         ),
     )
