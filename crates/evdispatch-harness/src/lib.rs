@@ -45,13 +45,13 @@ mod tools;
 
 pub use peers::{
     docroot, find, first_version, start_listening_program, start_ours, start_peer, LighttpdEvents,
-    NotInstalled, OursConfig, Peer, PeerConfig, Program, Tool,
+    NotInstalled, OursConfig, Peer, PeerConfig, PeerTls, Program, Tool,
 };
 pub use process::{free_port, wait_until_listening, Background, BenchLock, ServerProcess};
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
-    parse_httperf, parse_wrk, run_evdispatch_load, run_httperf, run_wrk, spawn_evdispatch_load,
-    HttperfArgs, HttperfResult, WrkArgs, WrkResult,
+    parse_httperf, parse_wrk, run_evdispatch_load, run_evdispatch_load_measured, run_httperf,
+    run_wrk, spawn_evdispatch_load, HttperfArgs, HttperfResult, WrkArgs, WrkResult,
 };
 
 /// The hard limit of open files of this process (servers are configured

@@ -210,6 +210,19 @@ pub struct PeerConfig {
     /// `gzip_static on;`), for tests that compare HTTP semantics with ours.
     /// Empty for measurements.
     pub nginx_server_extra: String,
+    /// Serve HTTPS (nginx only; `None`: plain HTTP).
+    pub tls: Option<PeerTls>,
+}
+
+/// HTTPS for a peer (nginx's `listen … ssl`).
+#[derive(Debug, Clone)]
+pub struct PeerTls {
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+    /// nginx's `ssl_protocols`, e.g. `"TLSv1.2 TLSv1.3"`.
+    pub protocols: String,
 }
 
 impl PeerConfig {
@@ -229,6 +242,7 @@ impl PeerConfig {
             defer_accept_s: 0,
             access_log: None,
             nginx_server_extra: String::new(),
+            tls: None,
         }
     }
 
@@ -322,6 +336,18 @@ fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
         Some(p) => format!("{} combined", p.display()),
         None => "off".into(),
     };
+    let (ssl, ssl_conf) = match &c.tls {
+        Some(t) => (
+            " ssl",
+            format!(
+                "ssl_certificate {};\n        ssl_certificate_key {};\n        ssl_protocols {};\n        ssl_session_cache shared:SSL:1m;",
+                t.cert.display(),
+                t.key.display(),
+                t.protocols
+            ),
+        ),
+        None => ("", String::new()),
+    };
     format!(
         "{user}daemon off;
 master_process on;
@@ -350,7 +376,8 @@ http {{
     types {{ text/html html; text/plain txt; }}
     default_type application/octet-stream;
     server {{
-        listen 127.0.0.1:{port} backlog=4096{reuseport}{deferred};
+        listen 127.0.0.1:{port}{ssl} backlog=4096{reuseport}{deferred};
+        {ssl_conf}
         root {root};
         index index.html;
 {extra}

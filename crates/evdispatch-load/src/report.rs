@@ -132,6 +132,10 @@ pub struct Summary {
     pub latency_uncorrected_us: Latency,
     /// Connect time of connections established in the window, µs.
     pub connect_us: Latency,
+    /// TLS handshake time of handshakes completed in the window, µs (`count`
+    /// 0 for http).
+    #[serde(default)]
+    pub tls_handshake_us: Latency,
     /// Slots whose request could not go out on time.
     pub missed_slots: u64,
     /// Measured slots never sent (still queued at the end).
@@ -281,6 +285,7 @@ impl Summary {
             latency_us: Latency::of(&m.latency),
             latency_uncorrected_us: Latency::of(&m.latency_uncorrected),
             connect_us: Latency::of(&m.connect),
+            tls_handshake_us: Latency::of(&m.tls_handshake),
             missed_slots: c.missed_slots,
             unsent_at_end: c.unsent_at_end,
             errors,
@@ -317,6 +322,27 @@ impl Summary {
             o,
             "evdispatch load {} — {:.1} s measured after {:.1} s warm-up; {} process(es) on {}",
             c.url, self.duration_s, c.warmup_s, c.procs, c.mechanism
+        );
+        let _ = writeln!(
+            o,
+            "Target: {}{}{}",
+            c.target,
+            if c.addresses.len() > 1 {
+                format!(" (first to accept of {} resolved)", c.addresses.len())
+            } else {
+                String::new()
+            },
+            match &c.tls {
+                None => String::new(),
+                Some(t) if t.insecure => "; TLS, certificate NOT verified (--insecure)".into(),
+                Some(t) => format!(
+                    "; TLS, certificate verified for '{}' against {}",
+                    t.server_name,
+                    t.cacert
+                        .as_ref()
+                        .map_or("the system's roots".into(), |p| p.display().to_string())
+                ),
+            }
         );
         let mut w = Vec::new();
         let rate = match c.rate {
@@ -370,6 +396,18 @@ impl Summary {
             ms(l.max),
             l.count
         );
+        if c.tls.is_some() {
+            let l = &self.tls_handshake_us;
+            let _ = writeln!(
+                o,
+                "TLS handshake [ms]: min {:.3} avg {:.3} p99 {:.3} max {:.3} ({} in the window)",
+                ms(l.min),
+                l.mean / 1000.0,
+                ms(l.p99),
+                ms(l.max),
+                l.count
+            );
+        }
         let _ = writeln!(
             o,
             "Requests: {} sent, {} replies; missed slots {}, unsent at end {}",
