@@ -17,11 +17,15 @@
 //!   ready when it prints `listening on http://IP:PORT`; with
 //!   `stats_json`, [`ServerProcess::stop`] sends SIGTERM and returns the
 //!   `--stats-json` file it wrote.
-//! * **Clean-up**: every server runs in its own process group; dropping the
-//!   [`ServerProcess`] (also while unwinding from a panic) kills the group,
-//!   a Ctrl-C/SIGTERM handler kills every live group before the program
-//!   exits, and `PR_SET_PDEATHSIG` takes the server down if the program is
-//!   killed outright.
+//! * **Processes** (the one process layer of the workspace, used by the
+//!   bench, the study and the torture suite): every child runs in its own
+//!   process group, recorded in one registry; dropping its handle
+//!   ([`ServerProcess`], [`Background`], [`ChildGroup`]; also while
+//!   unwinding from a panic) kills the group, one Ctrl-C/SIGTERM/SIGHUP
+//!   handler kills every live group before the program exits with 130
+//!   ([`on_interrupt`] adds what to say), and `PR_SET_PDEATHSIG` takes a
+//!   server down if the program is killed outright. Measurements run under
+//!   [`BenchLock`] (`/tmp/evd-bench.lock`).
 //! * **Tools**: [`run_wrk`] and [`run_httperf`] run pinned and return parsed
 //!   results ([`WrkResult`], [`HttperfResult`]) including the CPU they used;
 //!   [`run_evdispatch_load`] runs `evdispatch load … --json` and returns its
@@ -47,7 +51,10 @@ pub use peers::{
     docroot, find, first_version, start_ours, start_peer, LighttpdEvents, NotInstalled, OursConfig,
     Peer, PeerConfig, Program, Tool,
 };
-pub use process::{free_port, wait_until_listening, Background, BenchLock, ServerProcess};
+pub use process::{
+    free_port, interrupted, kill_all, on_interrupt, wait_until_listening, Background, BenchLock,
+    ChildGroup, ServerProcess,
+};
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
     parse_httperf, parse_wrk, run_evdispatch_load, run_httperf, run_wrk, spawn_evdispatch_load,

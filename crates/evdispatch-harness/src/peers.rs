@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 
-use crate::process::{free_port, track, wait_listening, ServerProcess};
+use crate::process::{free_port, spawn_group, wait_listening, ServerProcess};
 use crate::sys;
 
 /// A program the harness may run.
@@ -474,10 +474,8 @@ fn start_once(
         .open(&log)?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     sys::prepare(&mut cmd, &cfg.cpus)?;
-    let mut child = cmd
-        .spawn()
+    let mut child = spawn_group(&mut cmd)
         .with_context(|| format!("cannot start {}", program.path.display()))?;
-    track(child.id());
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let name = program.tool.command();
     let waited = wait_listening(&mut child, addr, Duration::from_secs(10), name, Some(&log));
@@ -535,10 +533,8 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
     if cfg.idle {
         sys::idle_priority(&mut cmd);
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", cfg.binary.display()))?;
-    track(child.id());
+    let mut child =
+        spawn_group(&mut cmd).with_context(|| format!("cannot start {}", cfg.binary.display()))?;
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {

@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use anyhow::{anyhow, bail, Context};
 
 use crate::peers::{find, Tool};
-use crate::process::{track, Background};
+use crate::process::{Background, ChildGroup};
 use crate::sys;
 
 /// A wrk run.
@@ -380,11 +380,11 @@ fn run_measured(
         .stderr(Stdio::piped());
     sys::prepare(&mut cmd, cpus)?;
     let before = sys::children_cpu_s();
-    let child = cmd.spawn().with_context(|| format!("cannot run {name}"))?;
-    let pid = child.id();
+    let child = ChildGroup::spawn(cmd, name)?;
+    let pid = child.pid();
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
+        let _ = tx.send(child.wait_output());
     });
     let limit = std::time::Duration::from_secs_f64(limit_s.max(1.0));
     let (got, hung) = match rx.recv_timeout(limit) {
@@ -433,7 +433,8 @@ pub fn run_evdispatch_load(
     cmd.arg("load").args(args).arg("--json");
     cmd.stdin(Stdio::null());
     sys::prepare(&mut cmd, cpus)?;
-    let out = cmd.output().context("cannot run evdispatch load")?;
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let out = ChildGroup::spawn(cmd, "evdispatch load")?.wait_output()?;
     if !out.status.success() {
         bail!(
             "evdispatch load {} failed ({}): {}",
@@ -472,10 +473,8 @@ pub fn spawn_evdispatch_load(
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.path().join("stderr.log"))?);
     sys::prepare(&mut cmd, cpus)?;
-    let child = cmd.spawn().context("cannot start evdispatch load")?;
-    track(child.id());
     Ok(Background {
-        child: Some(child),
+        group: ChildGroup::spawn(cmd, "evdispatch load")?,
         name: format!("evdispatch load {}", args.join(" ")),
         dir,
     })

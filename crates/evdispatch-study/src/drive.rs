@@ -17,10 +17,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
+use evdispatch_harness::ChildGroup;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::child::{Adopted, Proc};
 use crate::contracts;
 use crate::env::PeerStatus;
 use crate::scenario::Ctx;
@@ -505,7 +505,6 @@ pub struct RunningServer {
     /// Its version (peers) or ours.
     pub version: String,
     proc_: evdispatch_harness::ServerProcess,
-    _adopted: Adopted,
 }
 
 impl RunningServer {
@@ -523,8 +522,7 @@ impl RunningServer {
     /// Stop it (SIGTERM, then SIGKILL after 10 s) and return our server's
     /// stats document (`None` for peers).
     pub fn stop(self) -> anyhow::Result<Option<Value>> {
-        let RunningServer { proc_, .. } = self;
-        proc_.stop()
+        self.proc_.stop()
     }
 }
 
@@ -585,13 +583,11 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         let p = start_peer(peer, &cfg).with_context(|| format!("starting {cmdline}"))?;
         (p, cmdline)
     };
-    let adopted = crate::child::adopt(proc_.pid());
     Ok(RunningServer {
         url: proc_.url(""),
         version: proc_.version().to_string(),
         cmdline,
         proc_,
-        _adopted: adopted,
     })
 }
 
@@ -702,7 +698,7 @@ pub fn run_load(
             (rss_max, tcp_max)
         })
     };
-    let out = Proc::spawn(cmd, "the load generator").and_then(Proc::wait_output);
+    let out = ChildGroup::spawn(cmd, "the load generator").and_then(ChildGroup::wait_output);
     let (cpu1, srv1, kids1, wall) = (
         evdispatch_proc::cpu_times(),
         tree_ticks(&pids),
@@ -783,7 +779,7 @@ pub fn run_bench(
         .stdout(Stdio::piped())
         .stderr(File::create(&log_path)?);
     let cmdline = format!("evdispatch bench {}", args.join(" "));
-    let out = Proc::spawn(cmd, "the benchmark")?.wait_output()?;
+    let out = ChildGroup::spawn(cmd, "the benchmark")?.wait_output()?;
     if !out.status.success() {
         let log = fs::read_to_string(&log_path).unwrap_or_default();
         bail!("`{cmdline}` failed ({}):\n{}", out.status, tail(&log, 20));
@@ -793,83 +789,4 @@ pub fn run_bench(
             .with_context(|| format!("reading the output of `{cmdline}`"))?,
         cmdline,
     ))
-}
-
-/// The exclusive lock every timing measurement on this shared machine runs
-/// under (`/tmp/evd-bench.lock`, the file `flock /tmp/evd-bench.lock CMD`
-/// takes), held until dropped. Unlike the harness's, it waits as long as it
-/// takes: a study's figures are never measured beside another benchmark.
-///
-/// When the study itself runs under `flock /tmp/evd-bench.lock evdispatch
-/// study …`, the lock is already held through a descriptor it inherited:
-/// taking it again through a new open file would wait for ever on our own
-/// parent, so each job then runs under the inherited lock.
-pub struct BenchLock(#[allow(dead_code)] Option<nix::fcntl::Flock<File>>);
-
-/// The lock file: `$EVD_BENCH_LOCK` or `/tmp/evd-bench.lock`.
-fn lock_path() -> String {
-    std::env::var("EVD_BENCH_LOCK").unwrap_or_else(|_| "/tmp/evd-bench.lock".into())
-}
-
-/// Whether a descriptor this process inherited (from `flock FILE CMD`)
-/// holds the exclusive lock on `path`. Checked once: the answer does not
-/// change while the study runs.
-fn inherited_lock_held(path: &str) -> bool {
-    static HELD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HELD.get_or_init(|| {
-        let Ok(want) = fs::canonicalize(path) else {
-            return false;
-        };
-        let Ok(dir) = fs::read_dir("/proc/self/fd") else {
-            return false;
-        };
-        dir.flatten().any(|e| {
-            let fd: Option<std::os::fd::RawFd> =
-                e.file_name().to_str().and_then(|n| n.parse().ok());
-            match (fd, fs::read_link(e.path())) {
-                // flock(2) on a descriptor whose open file already holds
-                // the lock succeeds at once; on one that does not, it
-                // fails (EWOULDBLOCK) while another process holds it.
-                // The descriptor is borrowed, not owned: nothing closes or
-                // unlocks it (hence the raw-fd form of the call).
-                (Some(fd), Ok(target)) if target == want => {
-                    #[allow(deprecated)]
-                    let ok =
-                        nix::fcntl::flock(fd, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok();
-                    ok
-                }
-                _ => false,
-            }
-        })
-    })
-}
-
-impl BenchLock {
-    /// Take the lock, calling `waiting` once if someone else holds it.
-    /// `$EVD_BENCH_LOCK` names another lock file (tests use a private one).
-    pub fn take(waiting: impl FnOnce()) -> anyhow::Result<BenchLock> {
-        use nix::fcntl::{Flock, FlockArg};
-        let path = lock_path();
-        let path = path.as_str();
-        if inherited_lock_held(path) {
-            return Ok(BenchLock(None));
-        }
-        let open = || {
-            fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(path)
-                .with_context(|| format!("cannot open {path}"))
-        };
-        match Flock::lock(open()?, FlockArg::LockExclusiveNonblock) {
-            Ok(l) => Ok(BenchLock(Some(l))),
-            Err(_) => {
-                waiting();
-                Flock::lock(open()?, FlockArg::LockExclusive)
-                    .map(|l| BenchLock(Some(l)))
-                    .map_err(|(_, e)| anyhow!("cannot lock {path}: {e}"))
-            }
-        }
-    }
 }

@@ -5,12 +5,12 @@
 //!
 //! The pieces: [`scenario::SCENARIOS`] (one module per experiment under
 //! `scenarios/`), [`drive`] and [`contracts`] (running `evdispatch bench`,
-//! `serve` and `load`, and reading their output), [`child`] (no process
-//! outlives the study), [`results`], [`claims`] and [`report`].
+//! `serve` and `load`, and reading their output; every child process in
+//! `evdispatch-harness`'s registry, so none outlives the study),
+//! [`results`], [`claims`] and [`report`].
 
 #![deny(missing_docs)]
 
-pub mod child;
 pub mod claims;
 pub mod contracts;
 pub mod drive;
@@ -29,7 +29,8 @@ use anyhow::{bail, Context as _};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use drive::{BenchLock, Caps, Unavailable};
+use drive::{Caps, Unavailable};
+use evdispatch_harness::BenchLock;
 use results::{load_record, write_json_atomic, Results, ScenarioRecord, Skip, Status, SCHEMA};
 use scenario::{Ctx, Plan, Profile, Scenario, SCENARIOS};
 
@@ -301,7 +302,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     write_documents(&www)?;
     {
         let out = out.clone();
-        child::install_interrupt_handler(move || {
+        evdispatch_harness::on_interrupt(move || {
             eprintln!("\ninterrupted: every server and load process stopped; completed scenarios are kept in {}", out.display());
         })?;
     }
