@@ -14,6 +14,7 @@ use std::thread;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
+use evdispatch_http::cmdline::ServeCommand;
 
 use crate::process::{free_port, spawn_group, wait_listening, ServerProcess};
 use crate::sys;
@@ -497,8 +498,9 @@ fn start_once(
 pub struct OursConfig {
     /// The `evdispatch` binary.
     pub binary: PathBuf,
-    /// Arguments after `serve` (mechanism, document root, port 0, …).
-    pub args: Vec<String>,
+    /// The command line after `serve` (mechanism, document root, port 0,
+    /// …); its `stats_json` is replaced as `stats_json` below says.
+    pub serve: ServeCommand,
     /// CPUs it is pinned to (empty: not pinned).
     pub cpus: Vec<usize>,
     /// Ask for `--stats-json FILE`, returned by [`ServerProcess::stop`].
@@ -521,11 +523,12 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
     let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
     let log = dir.path().join("stderr.log");
     let mut cmd = Command::new(&cfg.binary);
-    cmd.arg("serve").args(&cfg.args);
     let stats = cfg.stats_json.then(|| dir.path().join("stats.json"));
-    if let Some(p) = &stats {
-        cmd.arg("--stats-json").arg(p);
-    }
+    let serve = ServeCommand {
+        stats_json: stats.clone(),
+        ..cfg.serve.clone()
+    };
+    cmd.arg("serve").args(serve.args());
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(fs::File::create(&log)?);

@@ -5,6 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, Context};
+use evdispatch_load::cmdline::LoadCommand;
 
 use crate::peers::{find, Tool};
 use crate::process::{Background, ChildGroup};
@@ -420,25 +421,19 @@ fn run_measured(
 /// documented in the `evdispatch-load` crate), pinned to `cpus` if given.
 pub fn run_evdispatch_load(
     binary: &Path,
-    args: &[String],
+    load: &LoadCommand,
     cpus: &[usize],
 ) -> anyhow::Result<serde_json::Value> {
-    if !binary.is_file() {
-        bail!(
-            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
-            binary.display()
-        );
-    }
-    let mut cmd = Command::new(binary);
-    cmd.arg("load").args(args).arg("--json");
-    cmd.stdin(Stdio::null());
-    sys::prepare(&mut cmd, cpus)?;
+    let load = LoadCommand {
+        json: true,
+        ..load.clone()
+    };
+    let mut cmd = load_command(binary, &load, cpus)?;
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let out = ChildGroup::spawn(cmd, "evdispatch load")?.wait_output()?;
     if !out.status.success() {
         bail!(
-            "evdispatch load {} failed ({}): {}",
-            args.join(" "),
+            "evdispatch load {load} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
@@ -457,27 +452,32 @@ pub fn run_evdispatch_load(
 /// held open while another tool measures. It runs until stopped.
 pub fn spawn_evdispatch_load(
     binary: &Path,
-    args: &[String],
+    load: &LoadCommand,
     cpus: &[usize],
 ) -> anyhow::Result<Background> {
+    let mut cmd = load_command(binary, load, cpus)?;
+    let dir = tempfile::Builder::new().prefix("evd-load-").tempdir()?;
+    cmd.stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr.log"))?);
+    Ok(Background {
+        group: ChildGroup::spawn(cmd, "evdispatch load")?,
+        name: format!("evdispatch load {load}"),
+        dir,
+    })
+}
+
+/// `BINARY load ARGS`, standard input closed, pinned to `cpus` if given.
+fn load_command(binary: &Path, load: &LoadCommand, cpus: &[usize]) -> anyhow::Result<Command> {
     if !binary.is_file() {
         bail!(
             "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
             binary.display()
         );
     }
-    let dir = tempfile::Builder::new().prefix("evd-load-").tempdir()?;
     let mut cmd = Command::new(binary);
-    cmd.arg("load").args(args);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("stderr.log"))?);
+    cmd.arg("load").args(load.args()).stdin(Stdio::null());
     sys::prepare(&mut cmd, cpus)?;
-    Ok(Background {
-        group: ChildGroup::spawn(cmd, "evdispatch load")?,
-        name: format!("evdispatch load {}", args.join(" ")),
-        dir,
-    })
+    Ok(cmd)
 }
 
 #[cfg(test)]

@@ -95,6 +95,7 @@ use anyhow::Context;
 use evdispatch::{Mechanism, Waker};
 use serde_json::json;
 
+pub mod cmdline;
 mod completion;
 mod files;
 mod readiness;

@@ -537,11 +537,11 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         .map_err(|why| anyhow!(Unavailable(why)))?;
     let (cpus, _) = ctx.caps.cpu_plan(spec.workers);
     let (proc_, cmdline) = if spec.server == "ours" {
-        let args = contracts::serve_args(spec, &ctx.www, &cpus);
-        let cmdline = format!("evdispatch serve {}", args.join(" "));
+        let serve = contracts::serve_command(spec, &ctx.www, &cpus)?;
+        let cmdline = format!("evdispatch serve {serve}");
         let p = start_ours(&OursConfig {
             binary: ctx.exe.clone(),
-            args,
+            serve,
             cpus: cpus.clone(),
             stats_json: true,
             idle: false,
@@ -667,15 +667,15 @@ pub fn run_load(
     }
     let (_, load_cpu) = ctx.caps.cpu_plan(1);
     let pids = server.pids();
-    let mut args = vec!["load".to_string()];
-    args.extend(contracts::load_args(spec, &server.url, &pids, load_cpu));
+    let load = contracts::load_command(spec, &server.url, &pids, load_cpu);
     let log_path = ctx.logs.join(format!("{tag}.load.log"));
     let mut cmd = Command::new(&ctx.exe);
-    cmd.args(&args)
+    cmd.arg("load")
+        .args(load.args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(File::create(&log_path)?);
-    let cmdline = format!("evdispatch {}", args.join(" "));
+    let cmdline = format!("evdispatch load {load}");
     let rss0 = tree_rss(&pids);
     let tcp0 = tcp_kernel_bytes();
     let (cpu0, srv0, kids0, t0) = (
