@@ -17,15 +17,12 @@
 //!   ready when it prints `listening on http://IP:PORT`; with
 //!   `stats_json`, [`ServerProcess::stop`] sends SIGTERM and returns the
 //!   `--stats-json` file it wrote.
-//! * **Processes** (the one process layer of the workspace, used by the
-//!   bench, the study and the torture suite): every child runs in its own
-//!   process group, recorded in one registry; dropping its handle
-//!   ([`ServerProcess`], [`Background`], [`ChildGroup`]; also while
-//!   unwinding from a panic) kills the group, one Ctrl-C/SIGTERM/SIGHUP
-//!   handler kills every live group before the program exits with 130
-//!   ([`on_interrupt`] adds what to say), and `PR_SET_PDEATHSIG` takes a
-//!   server down if the program is killed outright. Measurements run under
-//!   [`BenchLock`] (`/tmp/evd-bench.lock`).
+//! * **Processes** (for the bench, the study and the torture suite): every
+//!   child leads its own process group, killed when its handle is dropped
+//!   ([`ServerProcess`], [`Background`], [`ChildGroup`]) and by the one
+//!   Ctrl-C/SIGTERM handler ([`on_interrupt`]); `PR_SET_PDEATHSIG` takes a
+//!   server down if the program is killed outright; [`BenchLock`] is the
+//!   machine-wide lock of measurements.
 //! * **Tools**: [`run_wrk`] and [`run_httperf`] run pinned and return parsed
 //!   results ([`WrkResult`], [`HttperfResult`]) including the CPU they used;
 //!   [`run_evdispatch_load`] runs `evdispatch load … --json` and returns its
@@ -52,9 +49,9 @@ pub use peers::{
     Peer, PeerConfig, Program, Tool,
 };
 pub use process::{
-    free_port, interrupted, kill_all, on_interrupt, wait_until_listening, Background, BenchLock,
-    ChildGroup, ServerProcess,
+    free_port, log_tail, on_interrupt, Background, BenchLock, ChildGroup, ServerProcess,
 };
+pub use sys::children_cpu_s;
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
     parse_httperf, parse_wrk, run_evdispatch_load, run_httperf, run_wrk, spawn_evdispatch_load,

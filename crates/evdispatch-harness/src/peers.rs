@@ -16,7 +16,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use evdispatch_http::cmdline::ServeCommand;
 
-use crate::process::{free_port, spawn_group, wait_listening, ServerProcess};
+use crate::process::{free_port, wait_listening, ChildGroup, ServerProcess};
 use crate::sys;
 
 /// A program the harness may run.
@@ -475,13 +475,12 @@ fn start_once(
         .open(&log)?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     sys::prepare(&mut cmd, &cfg.cpus)?;
-    let mut child = spawn_group(&mut cmd)
-        .with_context(|| format!("cannot start {}", program.path.display()))?;
+    let mut group = ChildGroup::spawn(cmd, &program.path.display().to_string())?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let name = program.tool.command();
-    let waited = wait_listening(&mut child, addr, Duration::from_secs(10), name, Some(&log));
+    let waited = wait_listening(&mut group, addr, Duration::from_secs(10), name, Some(&log));
     let server = ServerProcess {
-        child: Some(child),
+        group: Some(group),
         name: name.to_string(),
         version: program.version.clone(),
         addr,
@@ -514,31 +513,21 @@ pub struct OursConfig {
 /// line, and return it running. The server must handle SIGTERM (write its
 /// `--stats-json` file and exit) from the moment it prints that line.
 pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
-    if !cfg.binary.is_file() {
-        bail!(
-            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
-            cfg.binary.display()
-        );
-    }
     let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
     let log = dir.path().join("stderr.log");
-    let mut cmd = Command::new(&cfg.binary);
     let stats = cfg.stats_json.then(|| dir.path().join("stats.json"));
     let serve = ServeCommand {
         stats_json: stats.clone(),
         ..cfg.serve.clone()
     };
-    cmd.arg("serve").args(serve.args());
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(fs::File::create(&log)?);
-    sys::prepare(&mut cmd, &cfg.cpus)?;
+    let mut cmd = crate::tools::evdispatch(&cfg.binary, "serve", serve.args(), &cfg.cpus)?;
+    cmd.stdout(Stdio::piped()).stderr(fs::File::create(&log)?);
     if cfg.idle {
         sys::idle_priority(&mut cmd);
     }
-    let mut child =
-        spawn_group(&mut cmd).with_context(|| format!("cannot start {}", cfg.binary.display()))?;
-    let stdout = child.stdout.take().expect("piped stdout");
+    let mut group = ChildGroup::spawn(cmd, &cfg.binary.display().to_string())?;
+    let stdout = group.child_mut().and_then(|c| c.stdout.take());
+    let stdout = stdout.expect("piped stdout");
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let mut sent = false;
@@ -553,7 +542,7 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
         }
     });
     let mut server = ServerProcess {
-        child: Some(child),
+        group: Some(group),
         name: "evdispatch".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         addr: ([127, 0, 0, 1], 0).into(),
@@ -570,7 +559,16 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
     server.addr = addr_text.parse().with_context(|| {
         format!("evdispatch serve announced an unreadable address '{addr_text}'")
     })?;
-    crate::process::wait_until_listening(server.addr, Duration::from_secs(5))?;
+    if let Some(group) = server.group.as_mut() {
+        let log = server.log.as_deref();
+        wait_listening(
+            group,
+            server.addr,
+            Duration::from_secs(5),
+            "evdispatch",
+            log,
+        )?;
+    }
     if !server.is_running() {
         bail!("evdispatch serve exited; stderr:\n{}", server.log_tail());
     }

@@ -1,6 +1,6 @@
 //! The one process layer of the workspace: every child the harness, the
 //! bench, the study or the torture suite starts leads its own process
-//! group, recorded in one registry ([`spawn_group`], [`ChildGroup`]). The
+//! group, recorded in one registry ([`ChildGroup`]). The
 //! whole group is killed when its handle is dropped (also on panic), and on
 //! Ctrl-C, SIGTERM or SIGHUP one handler kills every live group before the
 //! program exits with status 130 ([`on_interrupt`] says what was kept). A
@@ -44,7 +44,9 @@ fn install_handler() -> Result<(), String> {
                 if INTERRUPTED.swap(true, Ordering::SeqCst) {
                     return;
                 }
-                kill_all();
+                for &g in groups().iter() {
+                    let _ = sys::kill_group(g, libc::SIGKILL);
+                }
                 match MESSAGE.lock().as_deref() {
                     Ok(Some(say)) => say(),
                     _ => eprintln!("evdispatch-harness: interrupted; servers stopped"),
@@ -65,44 +67,6 @@ pub fn on_interrupt(message: impl Fn() + Send + 'static) -> anyhow::Result<()> {
     install_handler().map_err(|e| anyhow!("cannot install the Ctrl-C handler: {e}"))
 }
 
-/// Whether Ctrl-C (or SIGTERM/SIGHUP) was received.
-pub fn interrupted() -> bool {
-    INTERRUPTED.load(Ordering::SeqCst)
-}
-
-/// Kill every registered process group now (SIGKILL). Used by the signal
-/// handler; safe to call more than once.
-pub fn kill_all() {
-    let live: Vec<u32> = groups().iter().copied().collect();
-    for g in live {
-        let _ = sys::kill_group(g, libc::SIGKILL);
-    }
-}
-
-/// Start `cmd` as the leader of a new process group and register the group,
-/// so that the Ctrl-C handler kills it; [`forget`] it once it is gone.
-/// Refused once the program was interrupted.
-pub(crate) fn spawn_group(cmd: &mut Command) -> io::Result<Child> {
-    cmd.process_group(0);
-    // Another handler may be installed (then it is responsible, and drop
-    // still cleans up on the normal paths).
-    let _ = install_handler();
-    // Hold the registry across the spawn: a handler running meanwhile
-    // either sees this group or runs before it exists.
-    let mut live = groups();
-    if interrupted() {
-        return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
-    }
-    let child = cmd.spawn()?;
-    live.insert(child.id());
-    Ok(child)
-}
-
-/// Drop process group `pgid` from the registry.
-pub(crate) fn forget(pgid: u32) {
-    groups().remove(&pgid);
-}
-
 /// A child process leading its own process group, registered for the Ctrl-C
 /// handler; the whole group (the program and anything it forked: nginx's
 /// workers, the load generator's worker processes) is killed when this is
@@ -115,11 +79,24 @@ pub struct ChildGroup {
 }
 
 impl ChildGroup {
-    /// Spawn `cmd` as the leader of a new process group. `what` names it in
+    /// Spawn `cmd` as the leader of a new process group and register the
+    /// group; refused once the program was interrupted. `what` names it in
     /// the error message.
     pub fn spawn(mut cmd: Command, what: &str) -> io::Result<ChildGroup> {
-        let child = spawn_group(&mut cmd)
+        cmd.process_group(0);
+        // Another handler may be installed (then it is responsible, and
+        // drop still cleans up on the normal paths).
+        let _ = install_handler();
+        // Hold the registry across the spawn: a handler running meanwhile
+        // either sees this group or runs before it exists.
+        let mut live = groups();
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+        }
+        let child = cmd
+            .spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("cannot start {what}: {e}")))?;
+        live.insert(child.id());
         Ok(ChildGroup {
             pgid: child.id(),
             child: Some(child),
@@ -147,13 +124,35 @@ impl ChildGroup {
         out
     }
 
+    /// True while the leader runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Ask the group to stop (SIGTERM), give the leader `grace` to exit,
+    /// then kill what is left (workers of a killed master too) and wait,
+    /// at most 2 s, until the group is empty.
+    pub fn stop(&mut self, grace: Duration) {
+        let _ = sys::kill_group(self.pgid, libc::SIGTERM);
+        let t0 = Instant::now();
+        while self.is_running() && t0.elapsed() < grace {
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.kill();
+        // Members take a moment to die and be reaped.
+        while sys::kill_group(self.pgid, 0).is_ok() && t0.elapsed() < grace + Duration::from_secs(2)
+        {
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     /// Kill the whole group (SIGKILL), reap the leader and unregister it.
     pub fn kill(&mut self) {
         let _ = sys::kill_group(self.pgid, libc::SIGKILL);
         if let Some(c) = self.child.as_mut() {
             let _ = c.wait();
         }
-        forget(self.pgid);
+        groups().remove(&self.pgid);
     }
 }
 
@@ -167,7 +166,7 @@ impl Drop for ChildGroup {
 /// the harness. Dropping it kills its whole process group.
 #[derive(Debug)]
 pub struct ServerProcess {
-    pub(crate) child: Option<Child>,
+    pub(crate) group: Option<ChildGroup>,
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) addr: SocketAddr,
@@ -199,7 +198,7 @@ impl ServerProcess {
 
     /// Process id of the process started (the master, for nginx).
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+        self.group.as_ref().map_or(0, ChildGroup::pid)
     }
 
     /// The started process and its children (nginx's workers): what
@@ -215,18 +214,20 @@ impl ServerProcess {
 
     /// The last lines of the server's log (for error messages).
     pub fn log_tail(&self) -> String {
-        log_tail(self.log.as_deref())
+        log_tail(self.log.as_deref(), 10)
     }
 
     /// True while the process runs.
     pub fn is_running(&mut self) -> bool {
-        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+        self.group.as_mut().is_some_and(ChildGroup::is_running)
     }
 
     /// Stop it: SIGTERM to the group, wait up to 10 s (then SIGKILL), and
     /// return the `--stats-json` file it wrote, if it was asked to.
     pub fn stop(mut self) -> anyhow::Result<Option<serde_json::Value>> {
-        self.terminate(Duration::from_secs(10));
+        if let Some(mut group) = self.group.take() {
+            group.stop(Duration::from_secs(10));
+        }
         let Some(path) = self.stats_json.take() else {
             return Ok(None);
         };
@@ -242,39 +243,13 @@ impl ServerProcess {
             .with_context(|| format!("{}: statistics file is not JSON", path.display()))?;
         Ok(Some(v))
     }
-
-    fn terminate(&mut self, grace: Duration) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let pgid = child.id();
-        let _ = sys::kill_group(pgid, libc::SIGTERM);
-        let t0 = Instant::now();
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) if t0.elapsed() < grace => thread::sleep(Duration::from_millis(10)),
-                _ => {
-                    let _ = sys::kill_group(pgid, libc::SIGKILL);
-                    let _ = child.wait();
-                    break;
-                }
-            }
-        }
-        // Whatever is left in the group (workers of a killed master) goes too.
-        let _ = sys::kill_group(pgid, libc::SIGKILL);
-        // Until the group is empty (members take a moment to die and be reaped).
-        let t1 = Instant::now();
-        while sys::kill_group(pgid, 0).is_ok() && t1.elapsed() < Duration::from_secs(2) {
-            thread::sleep(Duration::from_millis(5));
-        }
-        forget(pgid);
-    }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        self.terminate(Duration::from_secs(2));
+        if let Some(mut group) = self.group.take() {
+            group.stop(Duration::from_secs(2));
+        }
     }
 }
 
@@ -296,7 +271,7 @@ impl Background {
 
     /// True while it runs.
     pub fn is_running(&mut self) -> bool {
-        matches!(self.group.child_mut().map(|c| c.try_wait()), Some(Ok(None)))
+        self.group.is_running()
     }
 
     /// The last lines it wrote to standard error.
@@ -304,7 +279,7 @@ impl Background {
         format!(
             "{}: {}",
             self.name,
-            log_tail(Some(&self.dir.path().join("stderr.log")))
+            log_tail(Some(&self.dir.path().join("stderr.log")), 10)
         )
     }
 
@@ -314,15 +289,15 @@ impl Background {
     }
 }
 
-pub(crate) fn log_tail(path: Option<&Path>) -> String {
+/// The last `lines` lines of the log file at `path`, or why there are none.
+pub fn log_tail(path: Option<&Path>, lines: usize) -> String {
     let Some(p) = path else {
         return "(no log)".into();
     };
     match fs::read_to_string(p) {
         Ok(t) => {
-            let lines: Vec<&str> = t.lines().collect();
-            let start = lines.len().saturating_sub(10);
-            lines[start..].join("\n")
+            let all: Vec<&str> = t.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
         }
         Err(_) => format!("(no log at {})", p.display()),
     }
@@ -335,10 +310,10 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-/// Wait until `addr` accepts connections, `child` being the server: fails
+/// Wait until `addr` accepts connections, `group` being the server: fails
 /// at once if it exits, and after `timeout` otherwise.
 pub(crate) fn wait_listening(
-    child: &mut Child,
+    group: &mut ChildGroup,
     addr: SocketAddr,
     timeout: Duration,
     name: &str,
@@ -346,10 +321,10 @@ pub(crate) fn wait_listening(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
     loop {
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Some(Ok(Some(status))) = group.child_mut().map(|c| c.try_wait()) {
             bail!(
                 "{name} exited ({status}) before listening on {addr}; log:\n{}",
-                log_tail(log)
+                log_tail(log, 10)
             );
         }
         if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
@@ -359,26 +334,11 @@ pub(crate) fn wait_listening(
             return Err(anyhow!(
                 "{name} is not listening on {addr} after {:.0} s; log:\n{}",
                 timeout.as_secs_f64(),
-                log_tail(log)
+                log_tail(log, 10)
             ));
         }
         thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Wait until `addr` accepts connections (any server).
-pub fn wait_until_listening(addr: SocketAddr, timeout: Duration) -> anyhow::Result<()> {
-    let t0 = Instant::now();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        if t0.elapsed() > timeout {
-            bail!(
-                "nothing listens on {addr} after {:.1} s",
-                timeout.as_secs_f64()
-            );
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
 }
 
 /// The machine-wide benchmark lock (`/tmp/evd-bench.lock`, the file

@@ -428,7 +428,7 @@ pub fn run_evdispatch_load(
         json: true,
         ..load.clone()
     };
-    let mut cmd = load_command(binary, &load, cpus)?;
+    let mut cmd = evdispatch(binary, "load", load.args(), cpus)?;
     cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
     let out = ChildGroup::spawn(cmd, "evdispatch load")?.wait_output()?;
     if !out.status.success() {
@@ -455,7 +455,7 @@ pub fn spawn_evdispatch_load(
     load: &LoadCommand,
     cpus: &[usize],
 ) -> anyhow::Result<Background> {
-    let mut cmd = load_command(binary, load, cpus)?;
+    let mut cmd = evdispatch(binary, "load", load.args(), cpus)?;
     let dir = tempfile::Builder::new().prefix("evd-load-").tempdir()?;
     cmd.stdout(Stdio::null())
         .stderr(std::fs::File::create(dir.path().join("stderr.log"))?);
@@ -466,8 +466,13 @@ pub fn spawn_evdispatch_load(
     })
 }
 
-/// `BINARY load ARGS`, standard input closed, pinned to `cpus` if given.
-fn load_command(binary: &Path, load: &LoadCommand, cpus: &[usize]) -> anyhow::Result<Command> {
+/// `BINARY COMMAND ARGS`, standard input closed, pinned to `cpus` if given.
+pub(crate) fn evdispatch(
+    binary: &Path,
+    command: &str,
+    args: Vec<std::ffi::OsString>,
+    cpus: &[usize],
+) -> anyhow::Result<Command> {
     if !binary.is_file() {
         bail!(
             "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
@@ -475,7 +480,7 @@ fn load_command(binary: &Path, load: &LoadCommand, cpus: &[usize]) -> anyhow::Re
         );
     }
     let mut cmd = Command::new(binary);
-    cmd.arg("load").args(load.args()).stdin(Stdio::null());
+    cmd.arg(command).args(args).stdin(Stdio::null());
     sys::prepare(&mut cmd, cpus)?;
     Ok(cmd)
 }

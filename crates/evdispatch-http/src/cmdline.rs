@@ -1,7 +1,5 @@
-//! A typed `evdispatch serve` command line, for the programs that start the
-//! server (the bench, the study, the torture suite, the harness): the flags
-//! are [`ServeArgs`]'s, so a renamed flag breaks this crate's test rather
-//! than a measurement.
+//! A typed `evdispatch serve` command line for programs that start the server:
+//! the flags are [`ServeArgs`](crate::ServeArgs)'s, checked by this file's test.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -10,8 +8,6 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-#[cfg(doc)]
-use crate::ServeArgs;
 use crate::{AcceptMode, ListenerMode};
 
 /// The arguments after `evdispatch serve`: each field is the flag of the
@@ -69,43 +65,38 @@ impl ServeCommand {
 
     /// The arguments, flags in a fixed order.
     pub fn args(&self) -> Vec<OsString> {
-        let mut a: Vec<OsString> = Vec::new();
+        fn text(v: Option<impl ToString>) -> Option<String> {
+            v.map(|v| v.to_string())
+        }
+        fn name(v: Option<impl ValueEnum>) -> Option<String> {
+            Some(v?.to_possible_value()?.get_name().into())
+        }
+        let secs = |d: Option<Duration>| d.map(|d| format!("{}s", d.as_secs_f64()));
         let cpus: Vec<String> = self.cpu.iter().map(usize::to_string).collect();
-        let text = |v: &dyn fmt::Display| Some(OsString::from(v.to_string()));
+        let mut a: Vec<OsString> = Vec::new();
+        if let Some(root) = &self.root {
+            a.extend(["--root".into(), root.into()]);
+        }
         for (flag, value) in [
-            ("--root", self.root.clone().map(OsString::from)),
-            ("--listen", self.listen.as_ref().and_then(|v| text(v))),
-            ("--mechanism", self.mechanism.as_ref().and_then(|v| text(v))),
-            ("--workers", self.workers.and_then(|v| text(&v))),
-            ("--accept", self.accept.and_then(|v| text(&name(v)))),
-            ("--listener", self.listener.and_then(|v| text(&name(v)))),
-            ("--cpu", (!cpus.is_empty()).then(|| cpus.join(",").into())),
-            (
-                "--rlimit-sigpending",
-                self.rlimit_sigpending.and_then(|v| text(&v)),
-            ),
-            ("--rlimit-nofile", self.rlimit_nofile.and_then(|v| text(&v))),
-            (
-                "--idle-timeout",
-                self.idle_timeout.and_then(|d| text(&seconds(d))),
-            ),
-            (
-                "--header-timeout",
-                self.header_timeout.and_then(|d| text(&seconds(d))),
-            ),
-            ("--threads", self.threads.and_then(|v| text(&v))),
+            ("--listen", self.listen.clone()),
+            ("--mechanism", self.mechanism.clone()),
+            ("--workers", text(self.workers)),
+            ("--accept", name(self.accept)),
+            ("--listener", name(self.listener)),
+            ("--cpu", (!cpus.is_empty()).then(|| cpus.join(","))),
+            ("--rlimit-sigpending", text(self.rlimit_sigpending)),
+            ("--rlimit-nofile", text(self.rlimit_nofile)),
+            ("--idle-timeout", secs(self.idle_timeout)),
+            ("--header-timeout", secs(self.header_timeout)),
+            ("--threads", text(self.threads)),
         ] {
-            if let Some(v) = value {
-                a.extend([flag.into(), v]);
-            }
+            a.extend(value.into_iter().flat_map(|v| [flag.into(), v.into()]));
         }
         for (flag, on) in [
             ("--no-exclusive", self.no_exclusive),
             ("--no-eager-read", self.no_eager_read),
         ] {
-            if on {
-                a.push(flag.into());
-            }
+            a.extend(on.then(|| flag.into()));
         }
         for o in &self.poller_opt {
             a.extend(["--poller-opt".into(), o.into()]);
@@ -123,17 +114,6 @@ impl fmt::Display for ServeCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.args().join(OsStr::new(" ")).to_string_lossy())
     }
-}
-
-fn name(v: impl ValueEnum) -> String {
-    v.to_possible_value()
-        .map(|p| p.get_name().to_string())
-        .unwrap_or_default()
-}
-
-/// `{seconds}s`.
-fn seconds(d: Duration) -> String {
-    format!("{}s", d.as_secs_f64())
 }
 
 #[cfg(test)]

@@ -1,14 +1,10 @@
-//! A typed `evdispatch load` command line, for the programs that run the
-//! generator as a separate process (the bench, the study, the torture
-//! suite, the harness): the flags are [`LoadArgs`]'s, so a renamed flag
-//! breaks this crate's test rather than a measurement.
+//! A typed `evdispatch load` command line for programs that run the generator:
+//! the flags are [`LoadArgs`](crate::LoadArgs)'s, checked by this file's test.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::time::Duration;
 
-#[cfg(doc)]
-use crate::LoadArgs;
 use crate::Rate;
 
 /// The arguments after `evdispatch load`: the URL, then each field as the
@@ -73,10 +69,14 @@ impl LoadCommand {
 
     /// The arguments, the URL first and the flags in a fixed order.
     pub fn args(&self) -> Vec<OsString> {
-        let list = |v: &[String]| (!v.is_empty()).then(|| v.join(","));
+        fn text(v: Option<impl ToString>) -> Option<String> {
+            v.map(|v| v.to_string())
+        }
+        fn list(v: &[impl ToString]) -> Option<String> {
+            let v: Vec<String> = v.iter().map(ToString::to_string).collect();
+            (!v.is_empty()).then(|| v.join(","))
+        }
         let secs = |d: Option<Duration>| d.map(|d| format!("{}s", d.as_secs_f64()));
-        let num = |n: Option<u64>| n.map(|n| n.to_string());
-        let small = |n: Option<u32>| n.map(|n| n.to_string());
         let rate = self.rate.map(|r| match r {
             Rate::PerSecond(r) => r.to_string(),
             Rate::Max => "max".into(),
@@ -88,41 +88,25 @@ impl LoadCommand {
             ("--warmup", secs(self.warmup)),
             ("--interval", secs(self.interval)),
             ("--timeout", secs(self.timeout)),
-            ("--sessions", num(self.sessions)),
-            ("--calls", small(self.calls)),
-            ("--connections", num(self.connections)),
-            ("--persistent", num(self.persistent)),
-            ("--inactive", num(self.inactive)),
-            ("--idle", num(self.idle)),
-            ("--slow", num(self.slow)),
-            ("--slow-bytes", self.slow_bytes.map(|n| n.to_string())),
+            ("--sessions", text(self.sessions)),
+            ("--calls", text(self.calls)),
+            ("--connections", text(self.connections)),
+            ("--persistent", text(self.persistent)),
+            ("--inactive", text(self.inactive)),
+            ("--idle", text(self.idle)),
+            ("--slow", text(self.slow)),
+            ("--slow-bytes", text(self.slow_bytes)),
             ("--slow-interval", secs(self.slow_interval)),
             ("--slow-ramp", secs(self.slow_ramp)),
-            ("--procs", small(self.procs)),
-            ("--source-addrs", small(self.source_addrs)),
-            (
-                "--cpu",
-                list(&self.cpu.iter().map(usize::to_string).collect::<Vec<_>>()),
-            ),
-            (
-                "--server-pid",
-                list(
-                    &self
-                        .server_pid
-                        .iter()
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>(),
-                ),
-            ),
+            ("--procs", text(self.procs)),
+            ("--source-addrs", text(self.source_addrs)),
+            ("--cpu", list(&self.cpu)),
+            ("--server-pid", list(&self.server_pid)),
         ] {
-            if let Some(v) = value {
-                a.extend([flag.into(), v.into()]);
-            }
+            a.extend(value.into_iter().flat_map(|v| [flag.into(), v.into()]));
         }
         for (flag, on) in [("--background", self.background), ("--json", self.json)] {
-            if on {
-                a.push(flag.into());
-            }
+            a.extend(on.then(|| flag.into()));
         }
         a
     }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
-use evdispatch_harness::ChildGroup;
+use evdispatch_harness::{children_cpu_s, log_tail, ChildGroup};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -591,11 +591,6 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
     })
 }
 
-fn tail(text: &str, lines: usize) -> String {
-    let v: Vec<&str> = text.lines().collect();
-    v[v.len().saturating_sub(lines)..].join("\n")
-}
-
 /// What a load run measured.
 #[derive(Debug)]
 pub struct LoadResult {
@@ -625,17 +620,6 @@ pub fn tcp_kernel_bytes() -> Option<u64> {
         }
     }
     None
-}
-
-/// CPU seconds (user + system) of every reaped child of this process.
-fn children_cpu_s() -> f64 {
-    use nix::sys::resource::{getrusage, UsageWho};
-    getrusage(UsageWho::RUSAGE_CHILDREN)
-        .map(|u| {
-            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
-            t(u.user_time()) + t(u.system_time())
-        })
-        .unwrap_or(0.0)
 }
 
 /// CPU ticks (user + system) of a set of processes and their children.
@@ -709,11 +693,10 @@ pub fn run_load(
     let (rss_max, tcp_max) = sampler.join().unwrap_or((0, 0));
     let out = out?;
     if !out.status.success() {
-        let log = fs::read_to_string(&log_path).unwrap_or_default();
+        let log = log_tail(Some(&log_path), 20);
         bail!(
-            "the load generator failed ({}): {cmdline}\n{}",
-            out.status,
-            tail(&log, 20)
+            "the load generator failed ({}): {cmdline}\n{log}",
+            out.status
         );
     }
     let raw: Value = serde_json::from_slice(&out.stdout)
@@ -781,8 +764,8 @@ pub fn run_bench(
     let cmdline = format!("evdispatch bench {}", args.join(" "));
     let out = ChildGroup::spawn(cmd, "the benchmark")?.wait_output()?;
     if !out.status.success() {
-        let log = fs::read_to_string(&log_path).unwrap_or_default();
-        bail!("`{cmdline}` failed ({}):\n{}", out.status, tail(&log, 20));
+        let log = log_tail(Some(&log_path), 20);
+        bail!("`{cmdline}` failed ({}):\n{log}", out.status);
     }
     Ok((
         contracts::bench_output(&String::from_utf8_lossy(&out.stdout))

@@ -246,13 +246,18 @@ fn spawn_ours(
     cpu: Option<usize>,
     idle: bool,
 ) -> anyhow::Result<ServerProcess> {
-    let base = ServeCommand::loopback(&site.root, model);
+    let ServeCommand {
+        root,
+        listen,
+        mechanism,
+        ..
+    } = ServeCommand::loopback(&site.root, model);
     evdispatch_harness::start_ours(&OursConfig {
         binary: env.exe.clone(),
         serve: ServeCommand {
-            root: base.root,
-            listen: base.listen,
-            mechanism: base.mechanism,
+            root,
+            listen,
+            mechanism,
             cpu: cpu.into_iter().collect(),
             ..ours.clone()
         },
