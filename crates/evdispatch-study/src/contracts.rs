@@ -22,7 +22,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use crate::drive::{LoadSpec, Rate, ServerSpec};
+use crate::spec::{LoadSpec, Rate, ServerSpec};
 
 /// The stats document `evdispatch serve --stats-json` writes.
 pub const SERVE_SCHEMA: &str = "evdispatch-serve-stats/1";
@@ -474,7 +474,7 @@ pub fn summary(v: &[f64]) -> (f64, f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drive::{LoadSpec, ServerSpec};
+    use crate::spec::{LoadSpec, ServerSpec};
     use serde_json::json;
 
     #[test]

@@ -102,7 +102,7 @@ pub enum Status {
 /// Everything one scenario produced.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ScenarioRecord {
-    /// The scenario's id (its row of [`crate::scenario::SCENARIOS`]).
+    /// The scenario's id (its row of [`crate::spec::SCENARIOS`]).
     pub id: String,
     /// How far it got.
     pub status: Status,

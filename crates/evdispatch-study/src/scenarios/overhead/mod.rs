@@ -6,14 +6,15 @@
 //! Points: [`WebJob`] config (`persistent` is the x axis); metrics
 //! `server_cpu_pct`, `p50_us`, `mean_us`, `reply_rate`, `cpu_us_per_reply`.
 
+mod claims;
+
 use serde_json::{json, Map};
 
-use super::{all_dispatch, chart, fd_limit};
-use crate::drive::{Caps, LoadSpec, ServerSpec};
+use crate::scenarios::common::{all_dispatch, chart, fd_limit};
+use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenario::{Plan, Profile, Scenario};
 use crate::web::{plan_web, run_web, WebJob};
 
 /// The row in the scenario table.
@@ -27,6 +28,7 @@ pub const SCENARIO: Scenario = Scenario {
     run: run_web,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 fn plan(p: Profile, caps: &Caps) -> Plan {
