@@ -106,6 +106,30 @@ fn check_results(doc: &Value) {
     }
     let claims = doc["claims"].as_array().unwrap();
     assert_eq!(claims.len(), evdispatch_study::scenarios::claims().count());
+    // Every claim finds the keys it reads in its scenario's real output.
+    // A claim may lack data because a peer or mechanism is missing here (its
+    // scenario then lists what it skipped), never because a figure it reads
+    // was renamed or lost.
+    for c in claims {
+        let Some(missing) = c.get("missing_keys") else {
+            continue;
+        };
+        let r = recs.iter().find(|r| r["id"] == c["scenario"]);
+        let skipped = r.is_some_and(|r| {
+            !r["skipped"].as_array().unwrap().is_empty()
+                || !r["failures"].as_array().unwrap().is_empty()
+        });
+        assert!(
+            skipped,
+            "claim {} reads keys no point of scenario {} has: {missing} (renamed in the scenario's output or in the claim?)",
+            c["id"],
+            c["scenario"]
+        );
+        eprintln!(
+            "claim {}: keys {missing} absent, explained by what scenario {} skipped",
+            c["id"], c["scenario"]
+        );
+    }
     for c in claims {
         let v = c["verdict"].as_str().unwrap();
         assert!(

@@ -15,7 +15,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::report::figure::fmt_num;
-use crate::results::{Point, ScenarioRecord};
+use crate::results::{reading_keys, Point, ScenarioRecord};
 
 /// A verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -191,7 +191,10 @@ pub fn generator_bound(p: &Point) -> bool {
 /// claim with the id of the scenario whose data decide it (in report order,
 /// as `crate::scenarios::claims` gives them). A claim whose scenario did
 /// not run, or measured nothing, is `not measured` with the scenario's
-/// reasons.
+/// reasons. A claim that reads a configuration key or metric no point of
+/// its scenario has gets `missing_keys` (and says so in `why`): its figures
+/// were renamed or lost, which a missing peer alone never causes when the
+/// scenario skipped nothing.
 pub fn evaluate<'a>(
     claims: impl IntoIterator<Item = (&'a str, &'a Claim)>,
     records: &[ScenarioRecord],
@@ -199,15 +202,31 @@ pub fn evaluate<'a>(
     claims
         .into_iter()
         .map(|(scenario, c)| {
+            // The keys it looked for that no point of the scenario has: a
+            // figure renamed or gone, not a peer or a mechanism missing.
+            let mut missing = vec![];
             let v = match records.iter().find(|r| r.id == scenario) {
                 None => nm(format!("scenario {scenario} was not run (see --only)")),
                 Some(r) if r.points.is_empty() => {
                     let why: Vec<String> = r.skipped.iter().chain(&r.failures).map(|s| format!("{}: {}", s.what, s.why)).collect();
                     nm(format!("scenario {scenario} measured nothing: {}", if why.is_empty() { "no data".to_string() } else { why.join("; ") }))
                 }
-                Some(r) => (c.verdict)(r),
+                Some(r) => {
+                    let (v, read) = reading_keys(|| (c.verdict)(r));
+                    missing = r.missing_keys(&read);
+                    v
+                }
             };
-            json!({
+            let why = if missing.is_empty() {
+                v.why
+            } else {
+                format!(
+                    "{} [keys this claim reads that no point of scenario {scenario} has: {}]",
+                    v.why,
+                    missing.join(", ")
+                )
+            };
+            let mut claim = json!({
                 "id": c.id,
                 "seed": c.seed,
                 "section": c.section,
@@ -215,8 +234,12 @@ pub fn evaluate<'a>(
                 "scenario": scenario,
                 "verdict": v.outcome.word(),
                 "numbers": v.numbers.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
-                "why": v.why,
-            })
+                "why": why,
+            });
+            if !missing.is_empty() {
+                claim["missing_keys"] = json!(missing);
+            }
+            claim
         })
         .collect()
 }

@@ -39,7 +39,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         vec![250, 500, 1000, 2000, 3000, 6000, 10000, 15000],
     );
     let duration = p.pick(0.5, 1.5, 3.0);
-    let mechs = p.sample(all_dispatch(), &["poll", "epoll", "rtsig"]);
+    let mechs = p.sample(all_dispatch(), &["poll", "epoll", "uring", "rtsig"]);
     let mut plan = Plan {
         params: json!({"rates_req_per_s": rates, "connections": conns, "duration_s": duration, "document": "92b.html", "mechanisms": mechs}),
         ..Plan::default()

@@ -36,7 +36,10 @@ pub const SCENARIO: Scenario = Scenario {
 /// multi-accept, then every mechanism and model, then the peers.
 fn servers(p: Profile) -> Vec<ServerSpec> {
     let mut servers: Vec<ServerSpec> = Vec::new();
-    for m in p.sample(all_dispatch(), &["select", "epoll", "rtsig", "rtsig-batch"]) {
+    for m in p.sample(
+        all_dispatch(),
+        &["select", "poll", "epoll", "rtsig", "rtsig-batch", "uring-completion"],
+    ) {
         if m == "select" {
             servers.push(ServerSpec {
                 accept: Some("one".into()),
