@@ -26,7 +26,7 @@ use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::cmdline::LoadCommand;
 use serde_json::{Map, Value};
 
-use crate::drive::{LoadSpec, Rate, ServerSpec};
+use crate::spec::{LoadSpec, Rate, ServerSpec};
 
 /// The stats document `evdispatch serve --stats-json` writes.
 pub const SERVE_SCHEMA: &str = "evdispatch-serve-stats/1";
@@ -422,7 +422,7 @@ pub fn summary(v: &[f64]) -> (f64, f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drive::{LoadSpec, ServerSpec};
+    use crate::spec::{LoadSpec, ServerSpec};
     use serde_json::json;
 
     #[test]
