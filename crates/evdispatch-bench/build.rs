@@ -4,6 +4,10 @@
 //! `evd_libev`); a missing one sets an environment variable with the reason,
 //! which the bench prints beside the apt-get command that installs it.
 //!
+//! The script runs again when libraries are installed or removed (see
+//! [`watch_installed_libraries`]), so the peers appear after
+//! `bash .ci/install-peers` without `cargo clean`.
+//!
 //! `EVDISPATCH_NO_C_PEERS=1` at build time leaves both out (to check the
 //! "unavailable" path).
 
@@ -18,6 +22,7 @@ fn main() {
     println!("cargo:rerun-if-changed=csrc/libev_row.c");
     println!("cargo:rerun-if-env-changed=EVDISPATCH_NO_C_PEERS");
     println!("cargo:rerun-if-env-changed=PKG_CONFIG_PATH");
+    watch_installed_libraries();
 
     if std::env::var_os("EVDISPATCH_NO_C_PEERS").is_some() {
         let why = "left out at build time (EVDISPATCH_NO_C_PEERS was set)";
@@ -109,6 +114,34 @@ fn link(lib: &pkg_config::Library) {
     }
     for name in &lib.libs {
         println!("cargo:rustc-link-lib={name}");
+    }
+}
+
+/// Ask Cargo to run this script again when the files it probes may have
+/// appeared or gone: the pkg-config directories that exist (a directory is
+/// watched with everything in it; a path that does not exist would make
+/// Cargo rerun the script on every build), and dpkg's package database,
+/// which changes with every Debian package installed or removed (libev-dev
+/// has no pkg-config file: its `ev.h` and `libev.so` land in the compiler's
+/// default paths, too large to watch).
+fn watch_installed_libraries() {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PKG_CONFIG_PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Ok(out) = Command::new("pkg-config")
+        .args(["--variable", "pc_path", "pkg-config"])
+        .output()
+    {
+        dirs.extend(std::env::split_paths(
+            String::from_utf8_lossy(&out.stdout).trim(),
+        ));
+    }
+    for d in dirs.iter().filter(|d| d.is_dir()) {
+        println!("cargo:rerun-if-changed={}", d.display());
+    }
+    let dpkg = std::path::Path::new("/var/lib/dpkg/status");
+    if dpkg.exists() {
+        println!("cargo:rerun-if-changed={}", dpkg.display());
     }
 }
 

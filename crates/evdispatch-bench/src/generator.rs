@@ -15,12 +15,14 @@
 //! lock: `flock /tmp/evd-bench.lock evdispatch bench generator`.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
 use evdispatch_harness::{
     docroot, median_interval, run_evdispatch_load_measured, run_wrk, skip_reason, start_peer, Peer,
     PeerConfig, PeerTls, Tool, WrkArgs,
 };
+use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde::Serialize;
 
 /// `evdispatch bench generator`'s options.
@@ -195,18 +197,13 @@ pub fn run(a: GeneratorArgs) -> anyhow::Result<()> {
             server.addr().port()
         );
         let d = a.duration.ceil();
-        let mut ours_args = vec![
-            url.clone(),
-            "--rate".into(),
-            "max".into(),
-            "--connections".into(),
-            a.connections.to_string(),
-            "--duration".into(),
-            d.to_string(),
-        ];
-        if scheme == Scheme::Https {
-            ours_args.extend(["--cacert".into(), cert.display().to_string()]);
-        }
+        let ours_load = LoadCommand {
+            rate: Some(Rate::Max),
+            connections: Some(a.connections.into()),
+            duration: Some(Duration::from_secs_f64(d)),
+            cacert: (scheme == Scheme::Https).then(|| cert.clone()),
+            ..LoadCommand::new(url.clone())
+        };
         let wrk_args = WrkArgs {
             url: url.clone(),
             threads: 1,
@@ -222,7 +219,7 @@ pub fn run(a: GeneratorArgs) -> anyhow::Result<()> {
                 if which == 0 {
                     let (v, cpu) = run_evdispatch_load_measured(
                         &binary,
-                        &ours_args,
+                        &ours_load,
                         &[a.client_cpu],
                         d + 30.0,
                     )?;

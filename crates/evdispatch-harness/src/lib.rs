@@ -17,11 +17,12 @@
 //!   ready when it prints `listening on http://IP:PORT`; with
 //!   `stats_json`, [`ServerProcess::stop`] sends SIGTERM and returns the
 //!   `--stats-json` file it wrote.
-//! * **Clean-up**: every server runs in its own process group; dropping the
-//!   [`ServerProcess`] (also while unwinding from a panic) kills the group,
-//!   a Ctrl-C/SIGTERM handler kills every live group before the program
-//!   exits, and `PR_SET_PDEATHSIG` takes the server down if the program is
-//!   killed outright.
+//! * **Processes** (for the bench, the study and the torture suite): every
+//!   child leads its own process group, killed when its handle is dropped
+//!   ([`ServerProcess`], [`Background`], [`ChildGroup`]) and by the one
+//!   Ctrl-C/SIGTERM handler ([`on_interrupt`]); `PR_SET_PDEATHSIG` takes a
+//!   server down if the program is killed outright; [`BenchLock`] is the
+//!   machine-wide lock of measurements.
 //! * **Tools**: [`run_wrk`] and [`run_httperf`] run pinned and return parsed
 //!   results ([`WrkResult`], [`HttperfResult`]) including the CPU they used;
 //!   [`run_evdispatch_load`] runs `evdispatch load … --json` and returns its
@@ -47,7 +48,10 @@ pub use peers::{
     docroot, find, first_version, start_listening_program, start_ours, start_peer, LighttpdEvents,
     NotInstalled, OursConfig, Peer, PeerConfig, PeerTls, Program, Tool,
 };
-pub use process::{free_port, wait_until_listening, Background, BenchLock, ServerProcess};
+pub use process::{
+    free_port, log_tail, on_interrupt, Background, BenchLock, ChildGroup, ServerProcess,
+};
+pub use sys::children_cpu_s;
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
     parse_httperf, parse_wrk, run_evdispatch_load, run_evdispatch_load_measured, run_httperf,

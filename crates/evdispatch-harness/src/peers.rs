@@ -14,8 +14,9 @@ use std::thread;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
+use evdispatch_http::cmdline::ServeCommand;
 
-use crate::process::{free_port, track, wait_listening, ServerProcess};
+use crate::process::{free_port, wait_listening, ChildGroup, ServerProcess};
 use crate::sys;
 
 /// A program the harness may run.
@@ -533,15 +534,12 @@ fn start_once(
         .open(&log)?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     sys::prepare(&mut cmd, &cfg.cpus)?;
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", program.path.display()))?;
-    track(child.id());
+    let mut group = ChildGroup::spawn(cmd, &program.path.display().to_string())?;
     let addr: SocketAddr = ([127, 0, 0, 1], port).into();
     let name = program.tool.command();
-    let waited = wait_listening(&mut child, addr, Duration::from_secs(10), name, Some(&log));
+    let waited = wait_listening(&mut group, addr, Duration::from_secs(10), name, Some(&log));
     let server = ServerProcess {
-        child: Some(child),
+        group: Some(group),
         name: name.to_string(),
         version: program.version.clone(),
         addr,
@@ -558,8 +556,9 @@ fn start_once(
 pub struct OursConfig {
     /// The `evdispatch` binary.
     pub binary: PathBuf,
-    /// Arguments after `serve` (mechanism, document root, port 0, …).
-    pub args: Vec<String>,
+    /// The command line after `serve` (mechanism, document root, port 0,
+    /// …); its `stats_json` is replaced as `stats_json` below says.
+    pub serve: ServeCommand,
     /// CPUs it is pinned to (empty: not pinned).
     pub cpus: Vec<usize>,
     /// Ask for `--stats-json FILE`, returned by [`ServerProcess::stop`].
@@ -573,60 +572,56 @@ pub struct OursConfig {
 /// line, and return it running. The server must handle SIGTERM (write its
 /// `--stats-json` file and exit) from the moment it prints that line.
 pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
-    let mut args = vec!["serve".to_string()];
-    args.extend(cfg.args.iter().cloned());
-    start_announced(&cfg.binary, &args, &cfg.cpus, cfg.stats_json, cfg.idle)
+    let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
+    let stats = cfg.stats_json.then(|| dir.path().join("stats.json"));
+    let serve = ServeCommand {
+        stats_json: stats.clone(),
+        ..cfg.serve.clone()
+    };
+    start_announced(
+        &cfg.binary,
+        "serve",
+        serve.args(),
+        &cfg.cpus,
+        dir,
+        stats,
+        cfg.idle,
+    )
 }
 
-/// Start `BINARY ARGS` (any program of ours that prints `listening on
+/// Start `BINARY COMMAND ARGS` (any program of ours that prints `listening on
 /// http://IP:PORT` once it listens, e.g. `evdispatch bench floor-server`),
 /// pinned to `cpus`, and return it running once that address accepts
 /// connections. It is stopped like every [`ServerProcess`].
 pub fn start_listening_program(
     binary: &Path,
-    args: &[String],
+    command: &str,
+    args: Vec<std::ffi::OsString>,
     cpus: &[usize],
 ) -> anyhow::Result<ServerProcess> {
-    start_announced(binary, args, cpus, false, false)
+    let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
+    start_announced(binary, command, args, cpus, dir, None, false)
 }
 
 fn start_announced(
     binary: &Path,
-    args: &[String],
+    command: &str,
+    args: Vec<std::ffi::OsString>,
     cpus: &[usize],
-    stats_json: bool,
+    dir: tempfile::TempDir,
+    stats: Option<PathBuf>,
     idle: bool,
 ) -> anyhow::Result<ServerProcess> {
-    if !binary.is_file() {
-        bail!(
-            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
-            binary.display()
-        );
-    }
-    let what = format!(
-        "evdispatch {}",
-        args.first().map(String::as_str).unwrap_or("")
-    );
-    let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
+    let what = format!("evdispatch {command}");
     let log = dir.path().join("stderr.log");
-    let mut cmd = Command::new(binary);
-    cmd.args(args);
-    let stats = stats_json.then(|| dir.path().join("stats.json"));
-    if let Some(p) = &stats {
-        cmd.arg("--stats-json").arg(p);
-    }
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(fs::File::create(&log)?);
-    sys::prepare(&mut cmd, cpus)?;
+    let mut cmd = crate::tools::evdispatch(binary, command, args, cpus)?;
+    cmd.stdout(Stdio::piped()).stderr(fs::File::create(&log)?);
     if idle {
         sys::idle_priority(&mut cmd);
     }
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", binary.display()))?;
-    track(child.id());
-    let stdout = child.stdout.take().expect("piped stdout");
+    let mut group = ChildGroup::spawn(cmd, &binary.display().to_string())?;
+    let stdout = group.child_mut().and_then(|c| c.stdout.take());
+    let stdout = stdout.expect("piped stdout");
     let (tx, rx) = mpsc::channel();
     thread::spawn(move || {
         let mut sent = false;
@@ -641,7 +636,7 @@ fn start_announced(
         }
     });
     let mut server = ServerProcess {
-        child: Some(child),
+        group: Some(group),
         name: "evdispatch".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         addr: ([127, 0, 0, 1], 0).into(),
@@ -658,7 +653,16 @@ fn start_announced(
     server.addr = addr_text
         .parse()
         .with_context(|| format!("{what} announced an unreadable address '{addr_text}'"))?;
-    crate::process::wait_until_listening(server.addr, Duration::from_secs(5))?;
+    if let Some(group) = server.group.as_mut() {
+        let log = server.log.as_deref();
+        wait_listening(
+            group,
+            server.addr,
+            Duration::from_secs(5),
+            "evdispatch",
+            log,
+        )?;
+    }
     if !server.is_running() {
         bail!("{what} exited; stderr:\n{}", server.log_tail());
     }

@@ -1,14 +1,22 @@
-//! Server processes started by the harness: each in its own process group,
-//! the whole group killed when the handle is dropped (also on panic), and
-//! on Ctrl-C or SIGTERM of the program (a handler kills every live group
-//! before exiting). A program killed outright still takes its direct
-//! children with it (`PR_SET_PDEATHSIG`).
+//! The one process layer of the workspace: every child the harness, the
+//! bench, the study or the torture suite starts leads its own process
+//! group, recorded in one registry ([`ChildGroup`]). The
+//! whole group is killed when its handle is dropped (also on panic), and on
+//! Ctrl-C, SIGTERM or SIGHUP one handler kills every live group before the
+//! program exits with status 130 ([`on_interrupt`] says what was kept). A
+//! program killed outright still takes its direct children with it
+//! (`PR_SET_PDEATHSIG`). Timing measurements run under the machine-wide
+//! [`BenchLock`].
 
+use std::collections::BTreeSet;
 use std::fs;
+use std::io;
 use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::Child;
-use std::sync::{Mutex, Once};
+use std::process::{Child, Command, Output};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -16,32 +24,141 @@ use anyhow::{anyhow, bail, Context};
 
 use crate::sys;
 
-static LIVE: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-static HANDLER: Once = Once::new();
+/// Process groups alive, by group id (= the leader's pid).
+static GROUPS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// Whether the signal handler is installed (or why it could not be).
+static HANDLER: OnceLock<Result<(), String>> = OnceLock::new();
+/// What the handler says after killing the groups (default: servers stopped).
+type Message = Box<dyn Fn() + Send>;
+static MESSAGE: Mutex<Option<Message>> = Mutex::new(None);
 
-/// Remember a process group so the Ctrl-C handler can kill it.
-pub(crate) fn track(pgid: u32) {
-    HANDLER.call_once(|| {
-        // Another part of the program may have its own handler; then it is
-        // responsible, and drop still cleans up on the normal paths.
-        let _ = ctrlc::set_handler(|| {
-            if let Ok(live) = LIVE.lock() {
-                for &g in live.iter() {
+fn groups() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    GROUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn install_handler() -> Result<(), String> {
+    HANDLER
+        .get_or_init(|| {
+            ctrlc::set_handler(|| {
+                if INTERRUPTED.swap(true, Ordering::SeqCst) {
+                    return;
+                }
+                for &g in groups().iter() {
                     let _ = sys::kill_group(g, libc::SIGKILL);
                 }
-            }
-            eprintln!("evdispatch-harness: interrupted; servers stopped");
-            std::process::exit(130);
-        });
-    });
-    if let Ok(mut live) = LIVE.lock() {
-        live.push(pgid);
+                match MESSAGE.lock().as_deref() {
+                    Ok(Some(say)) => say(),
+                    _ => eprintln!("evdispatch-harness: interrupted; servers stopped"),
+                }
+                std::process::exit(130);
+            })
+            .map_err(|e| e.to_string())
+        })
+        .clone()
+}
+
+/// Install the handler now (it is otherwise installed with the first child)
+/// and have it call `message` after killing every child group on SIGINT,
+/// SIGTERM or SIGHUP, before the program exits with status 130: to say what
+/// was kept. Fails when another Ctrl-C handler was installed first.
+pub fn on_interrupt(message: impl Fn() + Send + 'static) -> anyhow::Result<()> {
+    *MESSAGE.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(message));
+    install_handler().map_err(|e| anyhow!("cannot install the Ctrl-C handler: {e}"))
+}
+
+/// A child process leading its own process group, registered for the Ctrl-C
+/// handler; the whole group (the program and anything it forked: nginx's
+/// workers, the load generator's worker processes) is killed when this is
+/// dropped.
+#[derive(Debug)]
+pub struct ChildGroup {
+    /// `None` once `wait_output` has taken it.
+    child: Option<Child>,
+    pgid: u32,
+}
+
+impl ChildGroup {
+    /// Spawn `cmd` as the leader of a new process group and register the
+    /// group; refused once the program was interrupted. `what` names it in
+    /// the error message.
+    pub fn spawn(mut cmd: Command, what: &str) -> io::Result<ChildGroup> {
+        cmd.process_group(0);
+        // Another handler may be installed (then it is responsible, and
+        // drop still cleans up on the normal paths).
+        let _ = install_handler();
+        // Hold the registry across the spawn: a handler running meanwhile
+        // either sees this group or runs before it exists.
+        let mut live = groups();
+        if INTERRUPTED.load(Ordering::SeqCst) {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "interrupted"));
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot start {what}: {e}")))?;
+        live.insert(child.id());
+        Ok(ChildGroup {
+            pgid: child.id(),
+            child: Some(child),
+        })
+    }
+
+    /// The leader's pid (and the group id).
+    pub fn pid(&self) -> u32 {
+        self.pgid
+    }
+
+    /// The underlying child (for its pipes); `None` after `wait_output`.
+    pub fn child_mut(&mut self) -> Option<&mut Child> {
+        self.child.as_mut()
+    }
+
+    /// Wait for the leader without limit (the program bounds its own run),
+    /// collecting its stdout and stderr; then kill what is left of the group.
+    pub fn wait_output(mut self) -> io::Result<Output> {
+        let out = match self.child.take() {
+            Some(child) => child.wait_with_output(),
+            None => Err(io::Error::other("the child was already waited for")),
+        };
+        self.kill();
+        out
+    }
+
+    /// True while the leader runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+    }
+
+    /// Ask the group to stop (SIGTERM), give the leader `grace` to exit,
+    /// then kill what is left (workers of a killed master too) and wait,
+    /// at most 2 s, until the group is empty.
+    pub fn stop(&mut self, grace: Duration) {
+        let _ = sys::kill_group(self.pgid, libc::SIGTERM);
+        let t0 = Instant::now();
+        while self.is_running() && t0.elapsed() < grace {
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.kill();
+        // Members take a moment to die and be reaped.
+        while sys::kill_group(self.pgid, 0).is_ok() && t0.elapsed() < grace + Duration::from_secs(2)
+        {
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Kill the whole group (SIGKILL), reap the leader and unregister it.
+    pub fn kill(&mut self) {
+        let _ = sys::kill_group(self.pgid, libc::SIGKILL);
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.wait();
+        }
+        groups().remove(&self.pgid);
     }
 }
 
-pub(crate) fn untrack(pgid: u32) {
-    if let Ok(mut live) = LIVE.lock() {
-        live.retain(|&g| g != pgid);
+impl Drop for ChildGroup {
+    fn drop(&mut self) {
+        self.kill();
     }
 }
 
@@ -49,7 +166,7 @@ pub(crate) fn untrack(pgid: u32) {
 /// the harness. Dropping it kills its whole process group.
 #[derive(Debug)]
 pub struct ServerProcess {
-    pub(crate) child: Option<Child>,
+    pub(crate) group: Option<ChildGroup>,
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) addr: SocketAddr,
@@ -81,7 +198,7 @@ impl ServerProcess {
 
     /// Process id of the process started (the master, for nginx).
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+        self.group.as_ref().map_or(0, ChildGroup::pid)
     }
 
     /// The started process and its children (nginx's workers): what
@@ -97,18 +214,20 @@ impl ServerProcess {
 
     /// The last lines of the server's log (for error messages).
     pub fn log_tail(&self) -> String {
-        log_tail(self.log.as_deref())
+        log_tail(self.log.as_deref(), 10)
     }
 
     /// True while the process runs.
     pub fn is_running(&mut self) -> bool {
-        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+        self.group.as_mut().is_some_and(ChildGroup::is_running)
     }
 
     /// Stop it: SIGTERM to the group, wait up to 10 s (then SIGKILL), and
     /// return the `--stats-json` file it wrote, if it was asked to.
     pub fn stop(mut self) -> anyhow::Result<Option<serde_json::Value>> {
-        self.terminate(Duration::from_secs(10));
+        if let Some(mut group) = self.group.take() {
+            group.stop(Duration::from_secs(10));
+        }
         let Some(path) = self.stats_json.take() else {
             return Ok(None);
         };
@@ -124,39 +243,13 @@ impl ServerProcess {
             .with_context(|| format!("{}: statistics file is not JSON", path.display()))?;
         Ok(Some(v))
     }
-
-    fn terminate(&mut self, grace: Duration) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let pgid = child.id();
-        let _ = sys::kill_group(pgid, libc::SIGTERM);
-        let t0 = Instant::now();
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) if t0.elapsed() < grace => thread::sleep(Duration::from_millis(10)),
-                _ => {
-                    let _ = sys::kill_group(pgid, libc::SIGKILL);
-                    let _ = child.wait();
-                    break;
-                }
-            }
-        }
-        // Whatever is left in the group (workers of a killed master) goes too.
-        let _ = sys::kill_group(pgid, libc::SIGKILL);
-        // Until the group is empty (members take a moment to die and be reaped).
-        let t1 = Instant::now();
-        while sys::kill_group(pgid, 0).is_ok() && t1.elapsed() < Duration::from_secs(2) {
-            thread::sleep(Duration::from_millis(5));
-        }
-        untrack(pgid);
-    }
 }
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
-        self.terminate(Duration::from_secs(2));
+        if let Some(mut group) = self.group.take() {
+            group.stop(Duration::from_secs(2));
+        }
     }
 }
 
@@ -165,7 +258,7 @@ impl Drop for ServerProcess {
 /// killed when the handle is stopped or dropped, and on Ctrl-C.
 #[derive(Debug)]
 pub struct Background {
-    pub(crate) child: Option<Child>,
+    pub(crate) group: ChildGroup,
     pub(crate) name: String,
     pub(crate) dir: tempfile::TempDir,
 }
@@ -173,12 +266,12 @@ pub struct Background {
 impl Background {
     /// Process id (and process group id).
     pub fn pid(&self) -> u32 {
-        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+        self.group.pid()
     }
 
     /// True while it runs.
     pub fn is_running(&mut self) -> bool {
-        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(None)))
+        self.group.is_running()
     }
 
     /// The last lines it wrote to standard error.
@@ -186,41 +279,25 @@ impl Background {
         format!(
             "{}: {}",
             self.name,
-            log_tail(Some(&self.dir.path().join("stderr.log")))
+            log_tail(Some(&self.dir.path().join("stderr.log")), 10)
         )
     }
 
     /// Kill its process group and reap it.
-    pub fn stop(mut self) {
-        self.kill();
-    }
-
-    fn kill(&mut self) {
-        let Some(mut child) = self.child.take() else {
-            return;
-        };
-        let pgid = child.id();
-        let _ = sys::kill_group(pgid, libc::SIGKILL);
-        let _ = child.wait();
-        untrack(pgid);
+    pub fn stop(self) {
+        // Dropping the group kills it.
     }
 }
 
-impl Drop for Background {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-pub(crate) fn log_tail(path: Option<&Path>) -> String {
+/// The last `lines` lines of the log file at `path`, or why there are none.
+pub fn log_tail(path: Option<&Path>, lines: usize) -> String {
     let Some(p) = path else {
         return "(no log)".into();
     };
     match fs::read_to_string(p) {
         Ok(t) => {
-            let lines: Vec<&str> = t.lines().collect();
-            let start = lines.len().saturating_sub(10);
-            lines[start..].join("\n")
+            let all: Vec<&str> = t.lines().collect();
+            all[all.len().saturating_sub(lines)..].join("\n")
         }
         Err(_) => format!("(no log at {})", p.display()),
     }
@@ -233,10 +310,10 @@ pub fn free_port() -> anyhow::Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-/// Wait until `addr` accepts connections, `child` being the server: fails
+/// Wait until `addr` accepts connections, `group` being the server: fails
 /// at once if it exits, and after `timeout` otherwise.
 pub(crate) fn wait_listening(
-    child: &mut Child,
+    group: &mut ChildGroup,
     addr: SocketAddr,
     timeout: Duration,
     name: &str,
@@ -244,10 +321,10 @@ pub(crate) fn wait_listening(
 ) -> anyhow::Result<()> {
     let t0 = Instant::now();
     loop {
-        if let Ok(Some(status)) = child.try_wait() {
+        if let Some(Ok(Some(status))) = group.child_mut().map(|c| c.try_wait()) {
             bail!(
                 "{name} exited ({status}) before listening on {addr}; log:\n{}",
-                log_tail(log)
+                log_tail(log, 10)
             );
         }
         if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
@@ -257,63 +334,192 @@ pub(crate) fn wait_listening(
             return Err(anyhow!(
                 "{name} is not listening on {addr} after {:.0} s; log:\n{}",
                 timeout.as_secs_f64(),
-                log_tail(log)
+                log_tail(log, 10)
             ));
         }
         thread::sleep(Duration::from_millis(20));
     }
 }
 
-/// Wait until `addr` accepts connections (any server).
-pub fn wait_until_listening(addr: SocketAddr, timeout: Duration) -> anyhow::Result<()> {
-    let t0 = Instant::now();
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        if t0.elapsed() > timeout {
-            bail!(
-                "nothing listens on {addr} after {:.1} s",
-                timeout.as_secs_f64()
-            );
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
-}
-
 /// The machine-wide benchmark lock (`/tmp/evd-bench.lock`, the file
-/// `flock /tmp/evd-bench.lock COMMAND` takes), held until dropped.
+/// `flock /tmp/evd-bench.lock COMMAND` takes; `$EVD_BENCH_LOCK` names
+/// another, tests use a private one), held until dropped.
+///
+/// When the program itself runs under `flock /tmp/evd-bench.lock …`, the
+/// lock is already held through a descriptor it inherited: taking it again
+/// through a new open file would wait for ever on our own parent, so the
+/// inherited lock stands for it.
 #[derive(Debug)]
 pub struct BenchLock {
-    _file: Option<fs::File>,
+    file: Option<fs::File>,
+    inherited: bool,
+}
+
+/// The lock file: `$EVD_BENCH_LOCK` or `/tmp/evd-bench.lock`.
+fn lock_path() -> String {
+    std::env::var("EVD_BENCH_LOCK").unwrap_or_else(|_| "/tmp/evd-bench.lock".into())
+}
+
+/// Whether a descriptor this process inherited (from `flock FILE CMD`)
+/// holds the exclusive lock on `path`. Checked once: the answer does not
+/// change while the program runs.
+fn inherited_lock_held(path: &str) -> bool {
+    static HELD: OnceLock<bool> = OnceLock::new();
+    *HELD.get_or_init(|| {
+        let (Ok(want), Ok(dir)) = (fs::canonicalize(path), fs::read_dir("/proc/self/fd")) else {
+            return false;
+        };
+        dir.flatten().any(|e| {
+            let fd: Option<std::os::fd::RawFd> =
+                e.file_name().to_str().and_then(|n| n.parse().ok());
+            // flock(2) on a descriptor whose open file already holds the
+            // lock succeeds at once; on one that does not, it fails
+            // (EWOULDBLOCK) while another process holds it. The descriptor
+            // is borrowed: nothing closes or unlocks it.
+            matches!((fd, fs::read_link(e.path())), (Some(fd), Ok(target))
+                if target == want && matches!(sys::try_flock(fd), Ok(true)))
+        })
+    })
 }
 
 impl BenchLock {
-    /// Take the lock, waiting at most `patience`; after that, go on without
-    /// it (returning a lock that holds nothing) and say so on standard
-    /// error, so that a test is never stuck behind a long benchmark.
+    /// Take the lock, waiting at most `patience`; after that (or when the
+    /// lock file cannot be used), go on without it (returning a lock that
+    /// holds nothing) and say so on standard error, so that a test is never
+    /// stuck behind a long benchmark.
     pub fn acquire(patience: Duration) -> BenchLock {
-        use std::os::fd::AsRawFd;
-        let path = "/tmp/evd-bench.lock";
-        let Ok(file) = fs::OpenOptions::new().create(true).append(true).open(path) else {
-            return BenchLock { _file: None };
-        };
-        let t0 = Instant::now();
-        loop {
-            match sys::try_flock(file.as_raw_fd()) {
-                Ok(true) => return BenchLock { _file: Some(file) },
-                Ok(false) if t0.elapsed() < patience => thread::sleep(Duration::from_millis(50)),
-                _ => {
-                    eprintln!(
-                        "note: {path} still held by another benchmark after {:.0} s; measuring without it",
-                        patience.as_secs_f64()
-                    );
-                    return BenchLock { _file: None };
-                }
+        Self::wait(Some(patience), || {}).unwrap_or_else(|e| {
+            eprintln!("note: {e:#}; measuring without it");
+            BenchLock {
+                file: None,
+                inherited: false,
             }
-        }
+        })
     }
 
-    /// True when the lock is really held.
+    /// Take the lock, waiting as long as it takes (a figure is never
+    /// measured beside another benchmark), calling `waiting` once if
+    /// someone else holds it.
+    pub fn take(waiting: impl FnOnce()) -> anyhow::Result<BenchLock> {
+        Self::wait(None, waiting)
+    }
+
+    fn wait(patience: Option<Duration>, waiting: impl FnOnce()) -> anyhow::Result<BenchLock> {
+        let path = lock_path();
+        if inherited_lock_held(&path) {
+            return Ok(BenchLock {
+                file: None,
+                inherited: true,
+            });
+        }
+        Self::wait_on(&path, patience, waiting)
+    }
+
+    fn wait_on(
+        path: &str,
+        patience: Option<Duration>,
+        waiting: impl FnOnce(),
+    ) -> anyhow::Result<BenchLock> {
+        use std::os::fd::AsRawFd;
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open {path}"))?;
+        let (t0, mut waiting) = (Instant::now(), Some(waiting));
+        while !sys::try_flock(file.as_raw_fd()).with_context(|| format!("cannot lock {path}"))? {
+            if let Some(say) = waiting.take() {
+                say();
+            }
+            if let Some(p) = patience.filter(|p| t0.elapsed() >= *p) {
+                bail!(
+                    "{path} still held by another benchmark after {:.0} s",
+                    p.as_secs_f64()
+                );
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        Ok(BenchLock {
+            file: Some(file),
+            inherited: false,
+        })
+    }
+
+    /// True when the lock is really held (by this handle or through an
+    /// inherited descriptor).
     pub fn held(&self) -> bool {
-        self._file.is_some()
+        self.file.is_some() || self.inherited
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    /// Whether process `pid` exists (and is not a zombie).
+    fn alive(pid: u32) -> bool {
+        fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+            !s.rsplit_once(')')
+                .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+        })
+    }
+
+    #[test]
+    fn drop_kills_the_whole_group() {
+        // A leader that forks a grandchild and prints its pid.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(Stdio::piped());
+        let mut p = ChildGroup::spawn(cmd, "test shell").unwrap();
+        let mut line = String::new();
+        let out = p.child_mut().and_then(|c| c.stdout.take()).unwrap();
+        BufReader::new(out).read_line(&mut line).unwrap();
+        let grandchild: u32 = line.trim().parse().unwrap();
+        let leader = p.pid();
+        assert!(alive(grandchild) && alive(leader));
+        assert!(groups().contains(&leader));
+        drop(p);
+        let t0 = Instant::now();
+        while alive(grandchild) && t0.elapsed() < Duration::from_secs(5) {
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert!(
+            !alive(grandchild),
+            "grandchild {grandchild} survived the drop"
+        );
+        assert!(!alive(leader), "leader {leader} survived the drop");
+        assert!(!groups().contains(&leader));
+    }
+
+    #[test]
+    fn wait_output_collects_and_unregisters() {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo hello"]).stdout(Stdio::piped());
+        let p = ChildGroup::spawn(cmd, "echo").unwrap();
+        let pid = p.pid();
+        let out = p.wait_output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "hello");
+        assert!(!groups().contains(&pid));
+    }
+
+    #[test]
+    fn the_lock_excludes_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let path = path.to_str().unwrap();
+        let first = BenchLock::wait_on(path, None, || panic!("free lock")).unwrap();
+        assert!(first.held());
+        let mut told = 0;
+        let err =
+            BenchLock::wait_on(path, Some(Duration::from_millis(100)), || told += 1).unwrap_err();
+        assert_eq!(told, 1, "`waiting` is called once");
+        assert!(format!("{err}").contains("still held"), "{err}");
+        drop(first);
+        assert!(BenchLock::wait_on(path, Some(Duration::ZERO), || {})
+            .unwrap()
+            .held());
     }
 }

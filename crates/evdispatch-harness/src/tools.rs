@@ -5,9 +5,10 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use anyhow::{anyhow, bail, Context};
+use evdispatch_load::cmdline::LoadCommand;
 
 use crate::peers::{find, Tool};
-use crate::process::{track, Background};
+use crate::process::{Background, ChildGroup};
 use crate::sys;
 
 /// A wrk run.
@@ -376,11 +377,11 @@ fn run_measured(
         .stderr(Stdio::piped());
     sys::prepare(&mut cmd, cpus)?;
     let before = sys::children_cpu_s();
-    let child = cmd.spawn().with_context(|| format!("cannot run {name}"))?;
-    let pid = child.id();
+    let child = ChildGroup::spawn(cmd, name)?;
+    let pid = child.pid();
     let (tx, rx) = std::sync::mpsc::channel();
     let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
+        let _ = tx.send(child.wait_output());
     });
     let limit = std::time::Duration::from_secs_f64(limit_s.max(1.0));
     let (got, hung) = match rx.recv_timeout(limit) {
@@ -412,19 +413,6 @@ fn run_measured(
     Ok((text, cpu))
 }
 
-/// `BINARY load ARGS --json`, after checking that the binary exists.
-fn load_json_command(binary: &Path, args: &[String]) -> anyhow::Result<Command> {
-    if !binary.is_file() {
-        bail!(
-            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
-            binary.display()
-        );
-    }
-    let mut cmd = Command::new(binary);
-    cmd.arg("load").args(args).arg("--json");
-    Ok(cmd)
-}
-
 fn load_json(stdout: &[u8]) -> anyhow::Result<serde_json::Value> {
     serde_json::from_slice(stdout).map_err(|e| {
         anyhow!(
@@ -438,17 +426,19 @@ fn load_json(stdout: &[u8]) -> anyhow::Result<serde_json::Value> {
 /// documented in the `evdispatch-load` crate), pinned to `cpus` if given.
 pub fn run_evdispatch_load(
     binary: &Path,
-    args: &[String],
+    load: &LoadCommand,
     cpus: &[usize],
 ) -> anyhow::Result<serde_json::Value> {
-    let mut cmd = load_json_command(binary, args)?;
-    cmd.stdin(Stdio::null());
-    sys::prepare(&mut cmd, cpus)?;
-    let out = cmd.output().context("cannot run evdispatch load")?;
+    let load = LoadCommand {
+        json: true,
+        ..load.clone()
+    };
+    let mut cmd = evdispatch(binary, "load", load.args(), cpus)?;
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    let out = ChildGroup::spawn(cmd, "evdispatch load")?.wait_output()?;
     if !out.status.success() {
         bail!(
-            "evdispatch load {} failed ({}): {}",
-            args.join(" "),
+            "evdispatch load {load} failed ({}): {}",
             out.status,
             String::from_utf8_lossy(&out.stderr)
         );
@@ -461,11 +451,16 @@ pub fn run_evdispatch_load(
 /// hung after `limit_s`.
 pub fn run_evdispatch_load_measured(
     binary: &Path,
-    args: &[String],
+    load: &LoadCommand,
     cpus: &[usize],
     limit_s: f64,
 ) -> anyhow::Result<(serde_json::Value, f64)> {
-    let cmd = load_json_command(binary, args)?;
+    let load = LoadCommand {
+        json: true,
+        ..load.clone()
+    };
+    // Pinned by run_measured.
+    let cmd = evdispatch(binary, "load", load.args(), &[])?;
     let (out, cpu_s) = run_measured(cmd, cpus, "evdispatch load", limit_s)?;
     Ok((load_json(out.as_bytes())?, cpu_s))
 }
@@ -476,29 +471,37 @@ pub fn run_evdispatch_load_measured(
 /// held open while another tool measures. It runs until stopped.
 pub fn spawn_evdispatch_load(
     binary: &Path,
-    args: &[String],
+    load: &LoadCommand,
     cpus: &[usize],
 ) -> anyhow::Result<Background> {
+    let mut cmd = evdispatch(binary, "load", load.args(), cpus)?;
+    let dir = tempfile::Builder::new().prefix("evd-load-").tempdir()?;
+    cmd.stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("stderr.log"))?);
+    Ok(Background {
+        group: ChildGroup::spawn(cmd, "evdispatch load")?,
+        name: format!("evdispatch load {load}"),
+        dir,
+    })
+}
+
+/// `BINARY COMMAND ARGS`, standard input closed, pinned to `cpus` if given.
+pub(crate) fn evdispatch(
+    binary: &Path,
+    command: &str,
+    args: Vec<std::ffi::OsString>,
+    cpus: &[usize],
+) -> anyhow::Result<Command> {
     if !binary.is_file() {
         bail!(
             "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
             binary.display()
         );
     }
-    let dir = tempfile::Builder::new().prefix("evd-load-").tempdir()?;
     let mut cmd = Command::new(binary);
-    cmd.arg("load").args(args);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("stderr.log"))?);
+    cmd.arg(command).args(args).stdin(Stdio::null());
     sys::prepare(&mut cmd, cpus)?;
-    let child = cmd.spawn().context("cannot start evdispatch load")?;
-    track(child.id());
-    Ok(Background {
-        child: Some(child),
-        name: format!("evdispatch load {}", args.join(" ")),
-        dir,
-    })
+    Ok(cmd)
 }
 
 #[cfg(test)]

@@ -142,7 +142,10 @@ fn ours_is_started_from_its_announcement_and_stopped_with_its_statistics() {
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let cfg = evdispatch_harness::OursConfig {
         binary: bin,
-        args: vec!["--mechanism".into(), "epoll".into()],
+        serve: evdispatch_http::cmdline::ServeCommand {
+            mechanism: Some("epoll".into()),
+            ..Default::default()
+        },
         cpus: vec![],
         stats_json: true,
         idle: false,

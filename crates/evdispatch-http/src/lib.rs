@@ -178,6 +178,7 @@ use evdispatch::{Mechanism, Waker};
 use serde_json::json;
 
 mod access_log;
+pub mod cmdline;
 mod completion;
 mod conditional;
 mod encoding;

@@ -103,6 +103,7 @@
 
 #![deny(missing_docs)]
 
+pub mod cmdline;
 pub mod config;
 pub mod engine;
 pub mod http;

@@ -19,75 +19,52 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::Duration;
 
+use anyhow::anyhow;
+use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_load::cmdline::LoadCommand;
 use serde_json::{Map, Value};
 
-use crate::drive::{LoadSpec, Rate, ServerSpec};
+use crate::spec::{LoadSpec, Rate, ServerSpec};
 
 /// The stats document `evdispatch serve --stats-json` writes.
 pub const SERVE_SCHEMA: &str = "evdispatch-serve-stats/1";
 /// The document `evdispatch load --json` prints.
 pub const LOAD_SCHEMA: &str = "evdispatch-load/1";
 
-/// `evdispatch serve` arguments (after `serve`) for `spec`, serving `root`
-/// on an ephemeral loopback port, workers pinned to `cpus`. The harness adds
+/// The `evdispatch serve` command line for `spec`, serving `root` on an
+/// ephemeral loopback port, workers pinned to `cpus`. The harness adds
 /// `--stats-json FILE`.
-pub fn serve_args(spec: &ServerSpec, root: &Path, cpus: &[usize]) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        "--root".into(),
-        root.display().to_string(),
-        "--listen".into(),
-        "127.0.0.1:0".into(),
-        "--mechanism".into(),
-        spec.mechanism.clone().unwrap_or_else(|| "epoll".into()),
-        "--workers".into(),
-        spec.workers.to_string(),
-    ];
-    let mut opt = |k: &str, v: Option<String>| {
-        if let Some(v) = v {
-            a.push(k.into());
-            a.push(v);
-        }
-    };
-    opt("--accept", spec.accept.clone());
-    opt("--listener", spec.listener.clone());
-    opt(
-        "--cpu",
-        (!cpus.is_empty()).then(|| {
-            cpus.iter()
-                .map(|c| c.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        }),
-    );
-    opt(
-        "--rlimit-sigpending",
-        spec.rlimit_sigpending.map(|n| n.to_string()),
-    );
-    opt(
-        "--idle-timeout",
-        spec.idle_timeout_s.map(|s| format!("{s}s")),
-    );
-    opt(
-        "--header-timeout",
-        spec.header_timeout_s.map(|s| format!("{s}s")),
-    );
-    opt("--threads", spec.threads.map(|n| n.to_string()));
-    if !spec.exclusive {
-        a.push("--no-exclusive".into());
+pub fn serve_command(
+    spec: &ServerSpec,
+    root: &Path,
+    cpus: &[usize],
+) -> anyhow::Result<ServeCommand> {
+    use clap::ValueEnum;
+    fn choice<T: ValueEnum>(flag: &str, v: &Option<String>) -> anyhow::Result<Option<T>> {
+        v.as_deref()
+            .map(|s| T::from_str(s, false).map_err(|e| anyhow!("serve {flag} {s}: {e}")))
+            .transpose()
     }
-    if !spec.eager_read {
-        a.push("--no-eager-read".into());
-    }
-    for o in &spec.poller_opts {
-        a.push("--poller-opt".into());
-        a.push(o.clone());
-    }
-    a.extend(spec.extra_args.iter().cloned());
-    a
+    Ok(ServeCommand {
+        workers: Some(spec.workers as usize),
+        accept: choice("--accept", &spec.accept)?,
+        listener: choice("--listener", &spec.listener)?,
+        cpu: cpus.to_vec(),
+        rlimit_sigpending: spec.rlimit_sigpending,
+        idle_timeout: spec.idle_timeout_s.map(Duration::from_secs_f64),
+        header_timeout: spec.header_timeout_s.map(Duration::from_secs_f64),
+        threads: spec.threads.map(|n| n as usize),
+        no_exclusive: !spec.exclusive,
+        no_eager_read: !spec.eager_read,
+        poller_opt: spec.poller_opts.clone(),
+        extra: spec.extra_args.iter().map(Into::into).collect(),
+        ..ServeCommand::loopback(root, spec.mechanism.as_deref().unwrap_or("epoll"))
+    })
 }
 
-/// `evdispatch load …` arguments for `spec` against `base_url`, the
+/// The `evdispatch load` command line for `spec` against `base_url`, the
 /// generator pinned to `cpu`, sampling the CPU of `server_pids`.
 ///
 /// Workloads (crate `evdispatch-load`): open-loop sessions are `--rate R
@@ -95,46 +72,14 @@ pub fn serve_args(spec: &ServerSpec, root: &Path, cpus: &[usize]) -> Vec<String>
 /// sessions `--rate max --sessions 0 --connections C`; keep-alive
 /// connections sharing an open-loop rate `--rate R --persistent C`; a closed
 /// loop over keep-alive connections `--rate max --connections C`.
-pub fn load_args(
+pub fn load_command(
     spec: &LoadSpec,
     base_url: &str,
     server_pids: &[u32],
     cpu: Option<usize>,
-) -> Vec<String> {
-    let mut a: Vec<String> = vec![
-        format!("{base_url}/{}", spec.document.trim_start_matches('/')),
-        "--rate".into(),
-        match spec.rate {
-            Rate::PerSec(r) => format!("{r}"),
-            Rate::Max(_) => "max".into(),
-        },
-        "--duration".into(),
-        format!("{}s", spec.duration_s),
-        "--interval".into(),
-        format!("{}s", spec.interval_s()),
-        "--timeout".into(),
-        format!("{}s", spec.timeout_s),
-    ];
-    fn opt(a: &mut Vec<String>, k: &str, v: u64) {
-        if v > 0 {
-            a.push(k.into());
-            a.push(v.to_string());
-        }
-    }
-    if spec.sessions {
-        a.push("--sessions".into());
-        a.push("0".into());
-        if spec.calls > 1 {
-            opt(&mut a, "--calls", spec.calls as u64);
-        }
-    }
-    if matches!(spec.rate, Rate::Max(_)) {
-        opt(&mut a, "--connections", spec.connections.max(1) as u64);
-    } else {
-        opt(&mut a, "--persistent", spec.persistent as u64);
-    }
-    opt(&mut a, "--inactive", spec.inactive as u64);
-    opt(&mut a, "--idle", spec.idle as u64);
+) -> LoadCommand {
+    let some = |v: u32| (v > 0).then_some(v);
+    let max = matches!(spec.rate, Rate::Max(_));
     // One process may hold 20,000 descriptors: past 8,000 long-lived
     // connections (and the sessions in flight beside them) the generator
     // runs as two processes, both on its core.
@@ -143,30 +88,33 @@ pub fn load_args(
     } else {
         spec.procs
     };
-    if procs > 1 {
-        opt(&mut a, "--procs", procs as u64);
+    LoadCommand {
+        rate: Some(match spec.rate {
+            Rate::PerSec(r) => evdispatch_load::Rate::PerSecond(r),
+            Rate::Max(_) => evdispatch_load::Rate::Max,
+        }),
+        duration: Some(Duration::from_secs_f64(spec.duration_s)),
+        interval: Some(Duration::from_secs_f64(spec.interval_s())),
+        timeout: Some(Duration::from_secs_f64(spec.timeout_s)),
+        sessions: spec.sessions.then_some(0),
+        calls: (spec.sessions && spec.calls > 1).then_some(spec.calls),
+        connections: max.then(|| spec.connections.max(1).into()),
+        persistent: some(spec.persistent).filter(|_| !max).map(Into::into),
+        inactive: some(spec.inactive).map(Into::into),
+        idle: some(spec.idle).map(Into::into),
+        procs: (procs > 1).then_some(procs),
+        // New connections at tens of thousands per second: spread them
+        // over several source addresses so TIME_WAIT never runs out of
+        // ports.
+        source_addrs: spec.sessions.then_some(4),
+        cpu: cpu.into_iter().collect(),
+        server_pid: server_pids.to_vec(),
+        json: true,
+        ..LoadCommand::new(format!(
+            "{base_url}/{}",
+            spec.document.trim_start_matches('/')
+        ))
     }
-    if spec.sessions {
-        // New connections at tens of thousands per second: spread them over
-        // several source addresses so TIME_WAIT never runs out of ports.
-        opt(&mut a, "--source-addrs", 4);
-    }
-    if let Some(c) = cpu {
-        a.push("--cpu".into());
-        a.push(c.to_string());
-    }
-    if !server_pids.is_empty() {
-        a.push("--server-pid".into());
-        a.push(
-            server_pids
-                .iter()
-                .map(|p| p.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-    }
-    a.push("--json".into());
-    a
 }
 
 /// The value at a dotted path (`latency_us.p50`).
@@ -474,7 +422,7 @@ pub fn summary(v: &[f64]) -> (f64, f64, f64, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drive::{LoadSpec, ServerSpec};
+    use crate::spec::{LoadSpec, ServerSpec};
     use serde_json::json;
 
     #[test]
@@ -485,7 +433,9 @@ mod tests {
         s.listener = Some("shared".into());
         s.rlimit_sigpending = Some(64);
         s.header_timeout_s = Some(60.0);
-        let a = serve_args(&s, Path::new("/www"), &[0]).join(" ");
+        let a = serve_command(&s, Path::new("/www"), &[0])
+            .unwrap()
+            .to_string();
         assert!(a.starts_with("--root /www --listen 127.0.0.1:0 --mechanism poll --workers 1"));
         for want in [
             "--cpu 0",
@@ -502,7 +452,7 @@ mod tests {
     #[test]
     fn load_command_lines_for_each_workload() {
         let open = LoadSpec::sessions("6k.html", 5000.0, 1.0);
-        let a = load_args(&open, "http://127.0.0.1:9", &[42, 43], Some(1)).join(" ");
+        let a = load_command(&open, "http://127.0.0.1:9", &[42, 43], Some(1)).to_string();
         assert!(a.starts_with("http://127.0.0.1:9/6k.html --rate 5000 --duration 1s"));
         for want in [
             "--sessions 0",
@@ -517,7 +467,7 @@ mod tests {
         let mut closed = open.clone();
         closed.rate = Rate::MAX;
         closed.connections = 50;
-        let a = load_args(&closed, "http://h:1", &[], None).join(" ");
+        let a = load_command(&closed, "http://h:1", &[], None).to_string();
         assert!(
             a.contains("--rate max")
                 && a.contains("--sessions 0 ")
@@ -527,7 +477,7 @@ mod tests {
         let mut keep = LoadSpec::sessions("92b.html", 2000.0, 1.0);
         keep.sessions = false;
         keep.persistent = 1000;
-        let a = load_args(&keep, "http://h:1", &[], None).join(" ");
+        let a = load_command(&keep, "http://h:1", &[], None).to_string();
         assert!(a.contains("--persistent 1000") && !a.contains("--sessions"));
     }
 

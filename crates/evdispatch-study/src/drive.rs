@@ -1,5 +1,5 @@
 //! Driving the other programs: what this binary and machine offer
-//! ([`Caps`]), starting and stopping a server — ours or a peer, both through
+//! ([`Caps::probe`]), starting and stopping a server — ours or a peer, both through
 //! `evdispatch-harness` ([`start_server`]) — running the load generator
 //! ([`run_load`]) and the microbenchmarks ([`run_bench`]). Command lines and
 //! output parsing live in [`crate::contracts`].
@@ -17,55 +17,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
-use serde::{Deserialize, Serialize};
+use evdispatch_harness::{children_cpu_s, log_tail, ChildGroup};
 use serde_json::Value;
 
-use crate::child::{Adopted, Proc};
 use crate::contracts;
-use crate::env::PeerStatus;
-use crate::scenario::Ctx;
-
-/// The server's dispatch models that are not readiness mechanisms.
-pub const MODELS: &[&str] = &["threads", "uring-completion"];
-
-/// Peer servers run beside ours (started by `evdispatch-harness`).
-pub const PEER_SERVERS: &[&str] = &["nginx", "lighttpd", "h2o"];
-
-/// An error meaning "this cannot be measured here" rather than "this failed":
-/// the scenario records it as skipped, with the reason.
-#[derive(Debug)]
-pub struct Unavailable(pub String);
-
-impl std::fmt::Display for Unavailable {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Unavailable {}
-
-/// What the binary, the kernel and the machine offer the study.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Caps {
-    /// `evdispatch bench` (poller, fdalloc, overflow) is built.
-    pub bench: bool,
-    /// `evdispatch serve` is built.
-    pub serve: bool,
-    /// `evdispatch load` is built.
-    pub load: bool,
-    /// Mechanisms in the binary's table that work on this kernel.
-    pub mechanisms: Vec<String>,
-    /// Mechanisms in the binary's table that do not work here, with why.
-    pub unavailable_mechanisms: BTreeMap<String, String>,
-    /// Descriptor ceilings of bounded mechanisms (select: 1024).
-    pub max_fd: BTreeMap<String, i64>,
-    /// Rows of `bench poller`: runnable, or why not (with the install command).
-    pub poller_rows: BTreeMap<String, Result<(), String>>,
-    /// Peers found (name → version) and missing (name → `absent: install command`).
-    pub peers: BTreeMap<String, Result<String, String>>,
-    /// CPUs this process may use.
-    pub cpus: usize,
-}
+use crate::spec::{Caps, Ctx, LoadSpec, ServerSpec, Unavailable};
 
 impl Caps {
     /// Probe the binary at `exe` and the machine (peers: [`Caps::set_peers`]).
@@ -120,380 +76,6 @@ impl Caps {
         }
         caps
     }
-
-    /// Record which peers are present (from [`crate::env::find_peers`]).
-    pub fn set_peers(&mut self, peers: &[PeerStatus]) {
-        for p in peers {
-            self.peers.insert(
-                p.name.to_string(),
-                p.version.clone().ok_or_else(|| p.absent_note()),
-            );
-        }
-    }
-
-    /// Everything present (for planning checks in tests).
-    pub fn everything() -> Caps {
-        let mechanisms: Vec<String> = evdispatch::MECHANISMS
-            .iter()
-            .map(|m| m.name.to_string())
-            .collect();
-        Caps {
-            bench: true,
-            serve: true,
-            load: true,
-            poller_rows: mechanisms
-                .iter()
-                .cloned()
-                .chain(
-                    [
-                        "raw-epoll",
-                        "raw-poll",
-                        "mio",
-                        "polling",
-                        "libevent",
-                        "libev",
-                    ]
-                    .map(String::from),
-                )
-                .map(|r| (r, Ok(())))
-                .collect(),
-            mechanisms,
-            unavailable_mechanisms: BTreeMap::new(),
-            max_fd: [("select".to_string(), 1024)].into_iter().collect(),
-            peers: crate::env::PEER_NAMES
-                .iter()
-                .map(|p| (p.to_string(), Ok("1.0".to_string())))
-                .collect(),
-            cpus: 2,
-        }
-    }
-
-    /// Nothing built, nothing installed.
-    pub fn nothing() -> Caps {
-        Caps {
-            peers: crate::env::PEER_NAMES
-                .iter()
-                .map(|p| {
-                    (
-                        p.to_string(),
-                        Err(format!("absent: apt-get install -y {p}")),
-                    )
-                })
-                .collect(),
-            cpus: 2,
-            ..Caps::default()
-        }
-    }
-
-    /// A stable list of what is available, stored with each scenario so a
-    /// partial scenario is re-run when something new lands.
-    pub fn fingerprint(&self) -> Vec<String> {
-        let mut v = Vec::new();
-        for (on, name) in [
-            (self.bench, "bench"),
-            (self.serve, "serve"),
-            (self.load, "load"),
-        ] {
-            if on {
-                v.push(format!("tool:{name}"));
-            }
-        }
-        v.extend(self.mechanisms.iter().map(|m| format!("mechanism:{m}")));
-        v.extend(
-            self.poller_rows
-                .iter()
-                .filter(|(_, s)| s.is_ok())
-                .map(|(r, _)| format!("row:{r}")),
-        );
-        v.extend(
-            self.peers
-                .iter()
-                .filter(|(_, s)| s.is_ok())
-                .map(|(p, _)| format!("peer:{p}")),
-        );
-        v
-    }
-
-    /// Whether mechanism `m` can run, or why not.
-    pub fn mechanism(&self, m: &str) -> Result<(), String> {
-        if self.mechanisms.iter().any(|x| x == m) {
-            return Ok(());
-        }
-        match self.unavailable_mechanisms.get(m) {
-            Some(why) => Err(format!("mechanism {m} unavailable here: {why}")),
-            None => Err(format!(
-                "mechanism {m} is not in this build's table (`evdispatch mechanisms`)"
-            )),
-        }
-    }
-
-    /// Why our server cannot be run under load, if it cannot.
-    pub fn web_missing(&self) -> Option<String> {
-        let mut why = Vec::new();
-        if !self.serve {
-            why.push("`evdispatch serve` is not in this build");
-        }
-        if !self.load {
-            why.push("`evdispatch load` is not in this build");
-        }
-        (!why.is_empty()).then(|| why.join("; "))
-    }
-
-    /// Whether a peer program (server or load generator) is installed, or
-    /// why not with the command that installs it.
-    pub fn peer(&self, name: &str) -> Result<(), String> {
-        match self.peers.get(name) {
-            Some(Ok(_)) => Ok(()),
-            Some(Err(absent)) => Err(format!("{name} {absent}")),
-            None => Err(format!("{name}: not a peer the study knows")),
-        }
-    }
-
-    /// Whether a server (ours with a mechanism or model, or a peer) can run.
-    pub fn server(&self, server: &ServerSpec) -> Result<(), String> {
-        if let Some(w) = self.web_missing() {
-            return Err(w);
-        }
-        if server.server == "ours" {
-            match server.mechanism.as_deref() {
-                Some(m) if MODELS.contains(&m) => Ok(()),
-                Some(m) => self.mechanism(m),
-                None => Ok(()),
-            }
-        } else {
-            self.peer(&server.server)
-        }
-    }
-
-    /// CPUs for a server of `workers` workers, and the CPU of the load
-    /// generator: the server from CPU 0 up, the generator on the last CPU;
-    /// nothing pinned on a one-CPU machine.
-    pub fn cpu_plan(&self, workers: u32) -> (Vec<usize>, Option<usize>) {
-        if self.cpus >= 2 {
-            let server = (0..workers.max(1) as usize)
-                .map(|i| i.min(self.cpus - 1))
-                .collect();
-            (server, Some(self.cpus - 1))
-        } else {
-            (vec![], None)
-        }
-    }
-}
-
-fn yes() -> bool {
-    true
-}
-
-fn default_workers() -> u32 {
-    1
-}
-
-/// A server to run: ours with its options, or a peer.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct ServerSpec {
-    /// `ours`, or a peer's name (`nginx`, `lighttpd`, `h2o`).
-    pub server: String,
-    /// Our mechanism or model (`epoll`, `threads`, `uring-completion`…); for
-    /// lighttpd, its `server.event-handler` (`poll`, `linux-sysepoll`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mechanism: Option<String>,
-    /// Worker event loops (or peer worker processes).
-    #[serde(default = "default_workers")]
-    pub workers: u32,
-    /// `one` or `all` (our server's accept strategy).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub accept: Option<String>,
-    /// `reuseport` or `shared`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub listener: Option<String>,
-    /// With a shared listener, ask for wake-one (`EPOLLEXCLUSIVE`); false is
-    /// `serve --no-exclusive`.
-    #[serde(default = "yes")]
-    pub exclusive: bool,
-    /// Our server reads a new connection at once before registering it (its
-    /// default); false is `serve --no-eager-read`, so every connection goes
-    /// through the mechanism — what a dispatch comparison measures.
-    #[serde(default = "yes")]
-    pub eager_read: bool,
-    /// `key=value` poller tunables.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub poller_opts: Vec<String>,
-    /// Lowered RLIMIT_SIGPENDING for the server process (RT-signal overflow).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rlimit_sigpending: Option<u64>,
-    /// Close idle keep-alive connections after this many seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_timeout_s: Option<f64>,
-    /// Close connections that have not sent their headers after this many seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub header_timeout_s: Option<f64>,
-    /// Pool size of the `threads` model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub threads: Option<u32>,
-    /// Further command-line arguments, verbatim.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub extra_args: Vec<String>,
-}
-
-impl ServerSpec {
-    /// Our server with `mechanism` and its defaults otherwise.
-    pub fn ours(mechanism: &str) -> ServerSpec {
-        ServerSpec {
-            server: "ours".into(),
-            mechanism: Some(mechanism.into()),
-            workers: 1,
-            accept: None,
-            listener: None,
-            exclusive: true,
-            eager_read: true,
-            poller_opts: vec![],
-            rlimit_sigpending: None,
-            idle_timeout_s: None,
-            header_timeout_s: None,
-            threads: None,
-            extra_args: vec![],
-        }
-    }
-
-    /// Our server with `mechanism`, every connection through the mechanism
-    /// (`--no-eager-read`): the configuration of the dispatch comparisons.
-    pub fn dispatch(mechanism: &str) -> ServerSpec {
-        ServerSpec {
-            eager_read: false,
-            ..ServerSpec::ours(mechanism)
-        }
-    }
-
-    /// A peer server with defaults.
-    pub fn peer(name: &str) -> ServerSpec {
-        ServerSpec {
-            server: name.into(),
-            mechanism: None,
-            ..ServerSpec::ours("epoll")
-        }
-    }
-
-    /// The name of its series in figures: the mechanism (with the accept
-    /// strategy when it is `one`), or the peer's name (with lighttpd's event
-    /// handler).
-    pub fn series(&self) -> String {
-        if self.server == "ours" {
-            let m = self.mechanism.clone().unwrap_or_else(|| "epoll".into());
-            match self.accept.as_deref() {
-                Some("one") => format!("{m} (accept one)"),
-                _ => m,
-            }
-        } else {
-            match &self.mechanism {
-                Some(m) => format!("{} ({m})", self.server),
-                None => self.server.clone(),
-            }
-        }
-    }
-}
-
-/// How fast the load generator sends.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-#[serde(untagged)]
-pub enum Rate {
-    /// Offered requests (or new connections, for sessions) per second.
-    PerSec(f64),
-    /// Closed loop, as fast as replies come (`--rate max`).
-    Max(MaxTag),
-}
-
-/// The string `"max"` in JSON.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "lowercase")]
-pub enum MaxTag {
-    /// As fast as possible.
-    Max,
-}
-
-impl Rate {
-    /// `--rate max`.
-    pub const MAX: Rate = Rate::Max(MaxTag::Max);
-
-    /// The offered rate, if not closed-loop.
-    pub fn per_sec(self) -> Option<f64> {
-        match self {
-            Rate::PerSec(r) => Some(r),
-            Rate::Max(_) => None,
-        }
-    }
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn two() -> f64 {
-    2.0
-}
-
-/// A load to offer (the workloads of `evdispatch load`).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct LoadSpec {
-    /// The document requested (a file of the study's document root).
-    pub document: String,
-    /// The offered rate.
-    pub rate: Rate,
-    /// Seconds of measured load.
-    pub duration_s: f64,
-    /// New connections, each making `calls` requests (httperf's sessions).
-    #[serde(default)]
-    pub sessions: bool,
-    /// Requests per session connection.
-    #[serde(default = "one")]
-    pub calls: u32,
-    /// Keep-alive connections sharing an open-loop rate (seed 004 §3.1).
-    #[serde(default)]
-    pub persistent: u32,
-    /// Connections of a closed loop (`rate` = max).
-    #[serde(default)]
-    pub connections: u32,
-    /// Connections that never complete a request (seed 000 §5).
-    #[serde(default)]
-    pub inactive: u32,
-    /// Connections that make one request and stay silent (seed 004 §4.1).
-    #[serde(default)]
-    pub idle: u32,
-    /// Load-generator processes.
-    #[serde(default = "one")]
-    pub procs: u32,
-    /// Give up on a connect or a reply after this many seconds (an error).
-    #[serde(default = "two")]
-    pub timeout_s: f64,
-}
-
-impl LoadSpec {
-    /// Open-loop sessions of one request for `document` at `rate` per second.
-    pub fn sessions(document: &str, rate: f64, duration_s: f64) -> LoadSpec {
-        LoadSpec {
-            document: document.into(),
-            rate: Rate::PerSec(rate),
-            duration_s,
-            sessions: true,
-            calls: 1,
-            persistent: 0,
-            connections: 0,
-            inactive: 0,
-            idle: 0,
-            procs: 1,
-            timeout_s: 2.0,
-        }
-    }
-
-    /// The reply-rate sampling interval: a fifth of the window (at least
-    /// 0.1 s, at most 1 s), so every point has min, max and a spread.
-    pub fn interval_s(&self) -> f64 {
-        (self.duration_s / 5.0).clamp(0.1, 1.0)
-    }
-
-    /// Long-lived connections held during the run.
-    pub fn held(&self) -> u32 {
-        self.inactive + self.idle + self.persistent + self.connections
-    }
 }
 
 /// A server the study started, until [`RunningServer::stop`].
@@ -505,7 +87,6 @@ pub struct RunningServer {
     /// Its version (peers) or ours.
     pub version: String,
     proc_: evdispatch_harness::ServerProcess,
-    _adopted: Adopted,
 }
 
 impl RunningServer {
@@ -523,8 +104,7 @@ impl RunningServer {
     /// Stop it (SIGTERM, then SIGKILL after 10 s) and return our server's
     /// stats document (`None` for peers).
     pub fn stop(self) -> anyhow::Result<Option<Value>> {
-        let RunningServer { proc_, .. } = self;
-        proc_.stop()
+        self.proc_.stop()
     }
 }
 
@@ -539,11 +119,11 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         .map_err(|why| anyhow!(Unavailable(why)))?;
     let (cpus, _) = ctx.caps.cpu_plan(spec.workers);
     let (proc_, cmdline) = if spec.server == "ours" {
-        let args = contracts::serve_args(spec, &ctx.www, &cpus);
-        let cmdline = format!("evdispatch serve {}", args.join(" "));
+        let serve = contracts::serve_command(spec, &ctx.www, &cpus)?;
+        let cmdline = format!("evdispatch serve {serve}");
         let p = start_ours(&OursConfig {
             binary: ctx.exe.clone(),
-            args,
+            serve,
             cpus: cpus.clone(),
             stats_json: true,
             idle: false,
@@ -585,19 +165,12 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         let p = start_peer(peer, &cfg).with_context(|| format!("starting {cmdline}"))?;
         (p, cmdline)
     };
-    let adopted = crate::child::adopt(proc_.pid());
     Ok(RunningServer {
         url: proc_.url(""),
         version: proc_.version().to_string(),
         cmdline,
         proc_,
-        _adopted: adopted,
     })
-}
-
-fn tail(text: &str, lines: usize) -> String {
-    let v: Vec<&str> = text.lines().collect();
-    v[v.len().saturating_sub(lines)..].join("\n")
 }
 
 /// What a load run measured.
@@ -631,17 +204,6 @@ pub fn tcp_kernel_bytes() -> Option<u64> {
     None
 }
 
-/// CPU seconds (user + system) of every reaped child of this process.
-fn children_cpu_s() -> f64 {
-    use nix::sys::resource::{getrusage, UsageWho};
-    getrusage(UsageWho::RUSAGE_CHILDREN)
-        .map(|u| {
-            let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
-            t(u.user_time()) + t(u.system_time())
-        })
-        .unwrap_or(0.0)
-}
-
 /// CPU ticks (user + system) of a set of processes and their children.
 fn tree_ticks(pids: &[u32]) -> u64 {
     evdispatch_proc::with_children(pids)
@@ -671,15 +233,15 @@ pub fn run_load(
     }
     let (_, load_cpu) = ctx.caps.cpu_plan(1);
     let pids = server.pids();
-    let mut args = vec!["load".to_string()];
-    args.extend(contracts::load_args(spec, &server.url, &pids, load_cpu));
+    let load = contracts::load_command(spec, &server.url, &pids, load_cpu);
     let log_path = ctx.logs.join(format!("{tag}.load.log"));
     let mut cmd = Command::new(&ctx.exe);
-    cmd.args(&args)
+    cmd.arg("load")
+        .args(load.args())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(File::create(&log_path)?);
-    let cmdline = format!("evdispatch {}", args.join(" "));
+    let cmdline = format!("evdispatch load {load}");
     let rss0 = tree_rss(&pids);
     let tcp0 = tcp_kernel_bytes();
     let (cpu0, srv0, kids0, t0) = (
@@ -702,7 +264,7 @@ pub fn run_load(
             (rss_max, tcp_max)
         })
     };
-    let out = Proc::spawn(cmd, "the load generator").and_then(Proc::wait_output);
+    let out = ChildGroup::spawn(cmd, "the load generator").and_then(ChildGroup::wait_output);
     let (cpu1, srv1, kids1, wall) = (
         evdispatch_proc::cpu_times(),
         tree_ticks(&pids),
@@ -713,11 +275,10 @@ pub fn run_load(
     let (rss_max, tcp_max) = sampler.join().unwrap_or((0, 0));
     let out = out?;
     if !out.status.success() {
-        let log = fs::read_to_string(&log_path).unwrap_or_default();
+        let log = log_tail(Some(&log_path), 20);
         bail!(
-            "the load generator failed ({}): {cmdline}\n{}",
-            out.status,
-            tail(&log, 20)
+            "the load generator failed ({}): {cmdline}\n{log}",
+            out.status
         );
     }
     let raw: Value = serde_json::from_slice(&out.stdout)
@@ -783,93 +344,14 @@ pub fn run_bench(
         .stdout(Stdio::piped())
         .stderr(File::create(&log_path)?);
     let cmdline = format!("evdispatch bench {}", args.join(" "));
-    let out = Proc::spawn(cmd, "the benchmark")?.wait_output()?;
+    let out = ChildGroup::spawn(cmd, "the benchmark")?.wait_output()?;
     if !out.status.success() {
-        let log = fs::read_to_string(&log_path).unwrap_or_default();
-        bail!("`{cmdline}` failed ({}):\n{}", out.status, tail(&log, 20));
+        let log = log_tail(Some(&log_path), 20);
+        bail!("`{cmdline}` failed ({}):\n{log}", out.status);
     }
     Ok((
         contracts::bench_output(&String::from_utf8_lossy(&out.stdout))
             .with_context(|| format!("reading the output of `{cmdline}`"))?,
         cmdline,
     ))
-}
-
-/// The exclusive lock every timing measurement on this shared machine runs
-/// under (`/tmp/evd-bench.lock`, the file `flock /tmp/evd-bench.lock CMD`
-/// takes), held until dropped. Unlike the harness's, it waits as long as it
-/// takes: a study's figures are never measured beside another benchmark.
-///
-/// When the study itself runs under `flock /tmp/evd-bench.lock evdispatch
-/// study …`, the lock is already held through a descriptor it inherited:
-/// taking it again through a new open file would wait for ever on our own
-/// parent, so each job then runs under the inherited lock.
-pub struct BenchLock(#[allow(dead_code)] Option<nix::fcntl::Flock<File>>);
-
-/// The lock file: `$EVD_BENCH_LOCK` or `/tmp/evd-bench.lock`.
-fn lock_path() -> String {
-    std::env::var("EVD_BENCH_LOCK").unwrap_or_else(|_| "/tmp/evd-bench.lock".into())
-}
-
-/// Whether a descriptor this process inherited (from `flock FILE CMD`)
-/// holds the exclusive lock on `path`. Checked once: the answer does not
-/// change while the study runs.
-fn inherited_lock_held(path: &str) -> bool {
-    static HELD: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HELD.get_or_init(|| {
-        let Ok(want) = fs::canonicalize(path) else {
-            return false;
-        };
-        let Ok(dir) = fs::read_dir("/proc/self/fd") else {
-            return false;
-        };
-        dir.flatten().any(|e| {
-            let fd: Option<std::os::fd::RawFd> =
-                e.file_name().to_str().and_then(|n| n.parse().ok());
-            match (fd, fs::read_link(e.path())) {
-                // flock(2) on a descriptor whose open file already holds
-                // the lock succeeds at once; on one that does not, it
-                // fails (EWOULDBLOCK) while another process holds it.
-                // The descriptor is borrowed, not owned: nothing closes or
-                // unlocks it (hence the raw-fd form of the call).
-                (Some(fd), Ok(target)) if target == want => {
-                    #[allow(deprecated)]
-                    let ok =
-                        nix::fcntl::flock(fd, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok();
-                    ok
-                }
-                _ => false,
-            }
-        })
-    })
-}
-
-impl BenchLock {
-    /// Take the lock, calling `waiting` once if someone else holds it.
-    /// `$EVD_BENCH_LOCK` names another lock file (tests use a private one).
-    pub fn take(waiting: impl FnOnce()) -> anyhow::Result<BenchLock> {
-        use nix::fcntl::{Flock, FlockArg};
-        let path = lock_path();
-        let path = path.as_str();
-        if inherited_lock_held(path) {
-            return Ok(BenchLock(None));
-        }
-        let open = || {
-            fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(path)
-                .with_context(|| format!("cannot open {path}"))
-        };
-        match Flock::lock(open()?, FlockArg::LockExclusiveNonblock) {
-            Ok(l) => Ok(BenchLock(Some(l))),
-            Err(_) => {
-                waiting();
-                Flock::lock(open()?, FlockArg::LockExclusive)
-                    .map(|l| BenchLock(Some(l)))
-                    .map_err(|(_, e)| anyhow!("cannot lock {path}: {e}"))
-            }
-        }
-    }
 }

@@ -3,22 +3,31 @@
 //! `index.html` with SVG charts, and `summary.md`, with a verdict on each of
 //! the seeds' claims computed from the data.
 //!
-//! The pieces: [`scenario::SCENARIOS`] (one module per experiment under
-//! `scenarios/`), [`drive`] and [`contracts`] (running `evdispatch bench`,
-//! `serve` and `load`, and reading their output), [`child`] (no process
-//! outlives the study), [`results`], [`claims`] and [`report`].
+//! The pieces, in layers (a module imports only those below it; the test
+//! `layers` checks there is no circle):
+//! - [`results`] (the records) and [`env`] (the machine, the peers) at the
+//!   bottom; [`report::figure`] (what a figure is) on them;
+//! - [`claims`]: verdict types, helpers and the evaluation;
+//! - [`spec`]: what the layers share — profiles, a scenario's definition,
+//!   [`spec::Caps`], the server and load specs;
+//! - [`contracts`] (command lines and output parsing), then [`drive`]
+//!   (running `evdispatch bench`, `serve` and `load`; every child process in
+//!   `evdispatch-harness`'s registry, so none outlives the study), then
+//!   [`web`] (one server + load run);
+//! - [`scenarios`]: one folder per experiment (its run and its claims) and
+//!   the list [`scenarios::SCENARIOS`];
+//! - [`report`] and this module's runner on top.
 
 #![deny(missing_docs)]
 
-pub mod child;
 pub mod claims;
 pub mod contracts;
 pub mod drive;
 pub mod env;
 pub mod report;
 pub mod results;
-pub mod scenario;
 pub mod scenarios;
+pub mod spec;
 pub mod web;
 
 use std::fs;
@@ -29,9 +38,10 @@ use anyhow::{bail, Context as _};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 
-use drive::{BenchLock, Caps, Unavailable};
+use evdispatch_harness::BenchLock;
 use results::{load_record, write_json_atomic, Results, ScenarioRecord, Skip, Status, SCHEMA};
-use scenario::{Ctx, Plan, Profile, Scenario, SCENARIOS};
+use scenarios::SCENARIOS;
+use spec::{Caps, Ctx, Plan, Profile, Scenario, Unavailable};
 
 /// Command-line arguments of `evdispatch study`.
 #[derive(Debug, clap::Args)]
@@ -84,7 +94,7 @@ fn evdispatch_exe() -> anyhow::Result<PathBuf> {
 
 fn write_documents(www: &Path) -> anyhow::Result<()> {
     fs::create_dir_all(www)?;
-    for (name, size) in scenarios::DOCUMENTS {
+    for (name, size) in scenarios::common::DOCUMENTS {
         // Printable, deterministic content of the exact size.
         let body: Vec<u8> = (0..*size)
             .map(|i| b"abcdefghijklmnopqrstuvwxyz0123456789\n"[i % 37])
@@ -230,7 +240,7 @@ fn write_report(
         profile: profile.name().into(),
         environment: env::environment(),
         peers: env::peers_json(peers),
-        claims: claims::evaluate(&scenarios),
+        claims: claims::evaluate(scenarios::claims(), &scenarios),
         scenarios,
     };
     write_json_atomic(&out.join("results.json"), &res)?;
@@ -249,9 +259,9 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     } else {
         let mut v = Vec::new();
         for id in &args.only {
-            match scenario::find(id) {
+            match scenarios::find(id) {
                 Some(s) => v.push(s),
-                None => bail!("unknown scenario '{id}'; choose from: {}", scenario::ids()),
+                None => bail!("unknown scenario '{id}'; choose from: {}", scenarios::ids()),
             }
         }
         v
@@ -267,7 +277,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         );
         for s in SCENARIOS {
             let named = args.only.iter().any(|o| o == s.id);
-            let plan = scenario::plan_for(s, args.profile, &caps, named);
+            let plan = s.plan_for(args.profile, &caps, named);
             println!(
                 "{:<3} {:<14} {:>7.0}s {:>6}  {} ({}){}",
                 s.number,
@@ -301,7 +311,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     write_documents(&www)?;
     {
         let out = out.clone();
-        child::install_interrupt_handler(move || {
+        evdispatch_harness::on_interrupt(move || {
             eprintln!("\ninterrupted: every server and load process stopped; completed scenarios are kept in {}", out.display());
         })?;
     }
@@ -327,7 +337,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             continue;
         }
         let named = args.only.iter().any(|o| o == s.id);
-        todo.push((s, scenario::plan_for(s, args.profile, &caps, named)));
+        todo.push((s, s.plan_for(args.profile, &caps, named)));
     }
     let total_ms: u64 = todo.iter().map(|(_, p)| (p.est_s() * 1000.0) as u64).sum();
     eprintln!(

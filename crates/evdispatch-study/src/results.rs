@@ -6,7 +6,8 @@
 //! ([`ScenarioRecord::select`]) and a change in a tool's output format touches
 //! only [`crate::contracts`].
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::Path;
 
@@ -46,16 +47,19 @@ impl Point {
 
     /// A metric, if measured.
     pub fn metric(&self, name: &str) -> Option<f64> {
+        note_read(name);
         self.metrics.get(name).copied().filter(|v| v.is_finite())
     }
 
     /// A configuration value as a number.
     pub fn num(&self, key: &str) -> Option<f64> {
+        note_read(key);
         self.config.get(key).and_then(Value::as_f64)
     }
 
     /// A configuration value as a string.
     pub fn str(&self, key: &str) -> Option<&str> {
+        note_read(key);
         self.config.get(key).and_then(Value::as_str)
     }
 
@@ -63,6 +67,7 @@ impl Point {
     /// (`series` matches the series name).
     pub fn matches(&self, filter: &[(&str, Value)]) -> bool {
         filter.iter().all(|(k, v)| {
+            note_read(k);
             if *k == "series" {
                 return Some(self.series.as_str()) == v.as_str();
             }
@@ -74,6 +79,34 @@ impl Point {
             }
         })
     }
+}
+
+thread_local! {
+    /// The names read through [`Point`]'s accessors while [`reading_keys`]
+    /// runs on this thread.
+    static READS: RefCell<Option<BTreeSet<String>>> = const { RefCell::new(None) };
+}
+
+fn note_read(name: &str) {
+    READS.with(|r| {
+        if let Some(set) = r.borrow_mut().as_mut() {
+            if !set.contains(name) {
+                set.insert(name.to_string());
+            }
+        }
+    });
+}
+
+/// Run `f` and return, beside its result, every configuration key and
+/// metric name it read from points ([`Point::metric`], [`Point::num`],
+/// [`Point::str`], filters): what a claim looks for in its scenario's data,
+/// so a renamed figure is caught (see [`ScenarioRecord::missing_keys`])
+/// instead of reading as "not measured".
+pub fn reading_keys<T>(f: impl FnOnce() -> T) -> (T, BTreeSet<String>) {
+    let outer = READS.with(|r| r.borrow_mut().replace(BTreeSet::new()));
+    let out = f();
+    let read = READS.with(|r| std::mem::replace(&mut *r.borrow_mut(), outer));
+    (out, read.unwrap_or_default())
 }
 
 /// Something a scenario did not measure, and why.
@@ -102,7 +135,7 @@ pub enum Status {
 /// Everything one scenario produced.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ScenarioRecord {
-    /// The scenario's id (its row of [`crate::scenario::SCENARIOS`]).
+    /// The scenario's id (its row of [`crate::scenarios::SCENARIOS`]).
     pub id: String,
     /// How far it got.
     pub status: Status,
@@ -169,6 +202,22 @@ impl ScenarioRecord {
             .collect();
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
         v
+    }
+
+    /// Of `names` (config keys and metric names something read), those no
+    /// point of this record has, neither in its configuration nor among its
+    /// metrics (`series` is every point's).
+    pub fn missing_keys(&self, names: &BTreeSet<String>) -> Vec<String> {
+        names
+            .iter()
+            .filter(|n| {
+                n.as_str() != "series"
+                    && !self.points.iter().any(|p| {
+                        p.config.contains_key(n.as_str()) || p.metrics.contains_key(n.as_str())
+                    })
+            })
+            .cloned()
+            .collect()
     }
 
     /// Distinct values of config `key` among the points, in first-seen order.

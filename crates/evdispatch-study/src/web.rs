@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::contracts;
-use crate::drive::{self, LoadSpec, ServerSpec};
+use crate::drive;
 use crate::results::Point;
-use crate::scenario::{Ctx, Job, Plan};
+use crate::spec::{Ctx, Job, LoadSpec, Plan, ServerSpec};
 
 /// One server + load run. Its serialization (flattened) is the point's
 /// configuration; scenario-specific keys may sit beside it.
@@ -68,7 +68,7 @@ impl WebJob {
 /// Plan `job` if its server can run here, else record why not.
 pub fn plan_web(
     plan: &mut Plan,
-    caps: &drive::Caps,
+    caps: &crate::spec::Caps,
     label: String,
     job: WebJob,
     extra: Map<String, Value>,

@@ -10,7 +10,8 @@ use evdispatch_harness::{
     docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_listening_program,
     start_ours, start_peer, Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
 };
-use evdispatch_http::Model;
+use evdispatch_http::{cmdline::ServeCommand, Model};
+use evdispatch_load::{cmdline::LoadCommand, Rate};
 use evdispatch_proc::{clock_ticks_per_sec, open_fds_sum, resident_sum, sample_sum, ProcSample};
 use serde::Serialize;
 use serde_json::Value;
@@ -195,29 +196,26 @@ impl<'a> Bench<'a> {
             }
             Contestant::Floor(floor) => start_listening_program(
                 &p.binary,
-                &[
-                    "bench".into(),
+                "bench",
+                vec![
                     "floor-server".into(),
                     "--mechanism".into(),
                     floor.mechanism().into(),
                     "--body-size".into(),
-                    p.file_size.to_string(),
+                    p.file_size.to_string().into(),
                 ],
                 &[p.server_cpu],
             ),
             Contestant::Ours(model, log) => {
-                let mut args = self.serve_args(model.name(), p.server_cpu, timeout_s);
-                if log {
-                    args.push("--access-log".into());
-                    args.push(self.access_log(c).display().to_string());
-                }
-                if model == Model::Threads {
-                    args.extend(["--threads".into(), most.to_string()]);
-                }
-                args.extend(p.serve_args.iter().cloned());
+                let serve = ServeCommand {
+                    threads: (model == Model::Threads).then_some(most as usize),
+                    extra: p.serve_args.iter().map(Into::into).collect(),
+                    access_log: log.then(|| self.access_log(c)),
+                    ..self.serve_command(model.name(), p.server_cpu, timeout_s)
+                };
                 start_ours(&OursConfig {
                     binary: p.binary.clone(),
-                    args,
+                    serve,
                     cpus: vec![p.server_cpu],
                     stats_json: false,
                     idle: false,
@@ -226,24 +224,17 @@ impl<'a> Bench<'a> {
         }
     }
 
-    /// `evdispatch serve` arguments: the bench's document root on an
-    /// ephemeral loopback port, `mechanism` pinned to `cpu`, idle and header
-    /// timeouts of `timeout_s`.
-    fn serve_args(&self, mechanism: &str, cpu: usize, timeout_s: u32) -> Vec<String> {
-        vec![
-            "--root".into(),
-            self.root.path().display().to_string(),
-            "--listen".into(),
-            "127.0.0.1:0".into(),
-            "--mechanism".into(),
-            mechanism.into(),
-            "--cpu".into(),
-            cpu.to_string(),
-            "--idle-timeout".into(),
-            format!("{timeout_s}s"),
-            "--header-timeout".into(),
-            format!("{timeout_s}s"),
-        ]
+    /// `evdispatch serve`: the bench's document root on an ephemeral
+    /// loopback port, `mechanism` pinned to `cpu`, idle and header timeouts
+    /// of `timeout_s`.
+    fn serve_command(&self, mechanism: &str, cpu: usize, timeout_s: u32) -> ServeCommand {
+        let timeout = Some(Duration::from_secs(timeout_s.into()));
+        ServeCommand {
+            cpu: vec![cpu],
+            idle_timeout: timeout,
+            header_timeout: timeout,
+            ..ServeCommand::loopback(self.root.path(), mechanism)
+        }
     }
 
     /// The sink of the control phase: our epoll server on the client CPU,
@@ -253,7 +244,7 @@ impl<'a> Bench<'a> {
         let p = self.plan;
         start_ours(&OursConfig {
             binary: p.binary.clone(),
-            args: self.serve_args("epoll", p.client_cpu, HOLD_TIMEOUT_S),
+            serve: self.serve_command("epoll", p.client_cpu, HOLD_TIMEOUT_S),
             cpus: vec![p.client_cpu],
             stats_json: false,
             idle: false,
@@ -353,22 +344,18 @@ impl<'a> Bench<'a> {
         let p = self.plan;
         let fds_before = open_fds_sum(pids)?;
         let rss_before = resident_sum(pids).total_bytes;
-        let args: Vec<String> = vec![
-            url.to_string(),
-            "--idle".into(),
-            target.to_string(),
-            "--duration".into(),
-            "3600".into(),
-            "--timeout".into(),
-            "60".into(),
-            "--cpu".into(),
-            p.client_cpu.to_string(),
+        let load = LoadCommand {
+            idle: Some(target),
+            duration: Some(Duration::from_secs(3600)),
+            timeout: Some(Duration::from_secs(60)),
+            cpu: vec![p.client_cpu],
             // At SCHED_IDLE: the holder shares the client CPU with the
             // measured generator and must never delay it (its connects are
             // done before the measurement; then it only sleeps).
-            "--background".into(),
-        ];
-        let mut holder = spawn_evdispatch_load(&p.binary, &args, &[p.client_cpu])?;
+            background: true,
+            ..LoadCommand::new(url)
+        };
+        let mut holder = spawn_evdispatch_load(&p.binary, &load, &[p.client_cpu])?;
         let t0 = Instant::now();
         let mut last = (fds_before, Instant::now());
         loop {
@@ -445,22 +432,16 @@ impl<'a> Bench<'a> {
     /// The open loop: `--rate` requests/s over `--persistent` connections.
     fn open_loop(&self, url: &str) -> anyhow::Result<Value> {
         let p = self.plan;
-        let args: Vec<String> = vec![
-            url.to_string(),
-            "--rate".into(),
-            p.rate.to_string(),
-            "--persistent".into(),
-            p.persistent.to_string(),
-            "--duration".into(),
-            p.duration_s.to_string(),
-            "--warmup".into(),
-            p.warmup_s.to_string(),
-            "--timeout".into(),
-            "5".into(),
-            "--cpu".into(),
-            p.client_cpu.to_string(),
-        ];
-        run_evdispatch_load(&p.binary, &args, &[p.client_cpu])
+        let load = LoadCommand {
+            rate: Some(Rate::PerSecond(p.rate)),
+            persistent: Some(p.persistent),
+            duration: Some(Duration::from_secs_f64(p.duration_s)),
+            warmup: Some(Duration::from_secs_f64(p.warmup_s)),
+            timeout: Some(Duration::from_secs(5)),
+            cpu: vec![p.client_cpu],
+            ..LoadCommand::new(url)
+        };
+        run_evdispatch_load(&p.binary, &load, &[p.client_cpu])
     }
 
     /// Throughput, CPU per request and open-loop latency, labelled `label`.

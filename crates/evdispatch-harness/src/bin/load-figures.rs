@@ -16,6 +16,7 @@ use anyhow::{bail, Context};
 use evdispatch_harness::{
     docroot, median, run_evdispatch_load, run_wrk, start_peer, Peer, PeerConfig, WrkArgs,
 };
+use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::{json, Value};
 
 const USAGE: &str =
@@ -65,19 +66,14 @@ fn capacity(o: &Opts) -> anyhow::Result<Value> {
         })?;
         let ours = run_evdispatch_load(
             &o.evdispatch,
-            &[
-                url.clone(),
-                "--rate".into(),
-                "max".into(),
-                "--connections".into(),
-                conns.to_string(),
-                "--duration".into(),
-                o.seconds.to_string(),
-                "--warmup".into(),
-                "0.5".into(),
-                "--server-pid".into(),
-                nginx.pid().to_string(),
-            ],
+            &LoadCommand {
+                rate: Some(Rate::Max),
+                connections: Some(conns.into()),
+                duration: Some(Duration::from_secs_f64(o.seconds)),
+                warmup: Some(Duration::from_millis(500)),
+                server_pid: vec![nginx.pid()],
+                ..LoadCommand::new(&url)
+            },
             &[1],
         )?;
         let rps = f(&ours, "/reply_rate");
@@ -144,13 +140,11 @@ fn idle(o: &Opts) -> anyhow::Result<Value> {
     for round in 0..o.rounds {
         let v = run_evdispatch_load(
             &o.evdispatch,
-            &[
-                nginx.url("/index.html"),
-                "--idle".into(),
-                n.to_string(),
-                "--duration".into(),
-                o.seconds.to_string(),
-            ],
+            &LoadCommand {
+                idle: Some(n),
+                duration: Some(Duration::from_secs_f64(o.seconds)),
+                ..LoadCommand::new(nginx.url("/index.html"))
+            },
             &[1],
         )?;
         let pct = f(&v, "/generator_cpu_pct");
@@ -186,23 +180,16 @@ fn scale(o: &Opts) -> anyhow::Result<Value> {
     let nginx = start_peer(Peer::Nginx, &cfg)?;
     let v = run_evdispatch_load(
         &o.evdispatch,
-        &[
-            nginx.url("/index.html"),
-            "--inactive".into(),
-            "29000".into(),
-            "--persistent".into(),
-            "1000".into(),
-            "--rate".into(),
-            "2000".into(),
-            "--procs".into(),
-            "2".into(),
-            "--source-addrs".into(),
-            "2".into(),
-            "--duration".into(),
-            o.seconds.to_string(),
-            "--server-pid".into(),
-            nginx.pid().to_string(),
-        ],
+        &LoadCommand {
+            inactive: Some(29_000),
+            persistent: Some(1000),
+            rate: Some(Rate::PerSecond(2000.0)),
+            procs: Some(2),
+            source_addrs: Some(2),
+            duration: Some(Duration::from_secs_f64(o.seconds)),
+            server_pid: vec![nginx.pid()],
+            ..LoadCommand::new(nginx.url("/index.html"))
+        },
         &[],
     )?;
     let c = &v["connections"];

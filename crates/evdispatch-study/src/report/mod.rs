@@ -11,7 +11,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use crate::results::{Results, ScenarioRecord, Status};
-use crate::scenario::SCENARIOS;
+use crate::scenarios::SCENARIOS;
 use figure::{fmt_num, Body, Figure};
 use svg::esc;
 
@@ -431,9 +431,9 @@ pub fn markdown(res: &Results) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::drive::Caps;
     use crate::results::{Point, Status};
-    use crate::scenario::Profile;
+    use crate::spec::Caps;
+    use crate::spec::Profile;
     use serde_json::json;
 
     /// Every figure function finds the points its scenario's plan produces:
@@ -555,10 +555,19 @@ mod tests {
             profile: "tiny".into(),
             environment: json!({"kernel": "test"}),
             peers: crate::env::peers_json(&[]),
-            claims: crate::claims::evaluate(&records),
+            claims: crate::claims::evaluate(crate::scenarios::claims(), &records),
             scenarios: records,
         };
         let page = html(&res);
+        // Every scenario and every claim is shown (the test-only `example`
+        // scenario among them: registered by one line, it reaches the report).
+        for sc in SCENARIOS {
+            assert!(page.contains(&esc(sc.title)), "{} not shown", sc.id);
+        }
+        for (_, c) in crate::scenarios::claims() {
+            assert!(page.contains(&esc(c.text)), "claim {} not shown", c.id);
+        }
+        assert!(page.contains("Example (tests only)"));
         assert!(
             page.matches("<svg").count() >= 20,
             "{} charts",

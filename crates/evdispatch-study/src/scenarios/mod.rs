@@ -1,120 +1,190 @@
-//! One module per experiment of the seeds; each exports a `SCENARIO` row for
-//! [`crate::scenario::SCENARIOS`].
+//! Every experiment of the seeds, one folder each: `<name>/mod.rs` exports
+//! its `SCENARIO` (plan, run, figures) and `<name>/claims.rs` the claims its
+//! data decide. [`SCENARIOS`] lists them in the order they run and appear in
+//! the report; the CLI (`--only`, `--list`), the runner, the claims'
+//! evaluation and the report all read it.
+//!
+//! Adding a scenario with its claims touches only its folder and one line
+//! of the list below (the test-only `example` scenario is registered that
+//! way, and its test checks it reaches the claims and the report).
 
-pub mod hostile;
-pub mod hybrid;
-pub mod loadcheck;
-pub mod overhead;
-pub mod poll_vs_epoll;
-pub mod poller;
-pub mod rtsig_latency;
-pub mod table1;
-pub mod throughput;
-pub mod today;
+pub mod common;
 
-use serde_json::{json, Value};
+use crate::claims::Claim;
+use crate::spec::Scenario;
 
-use crate::drive::{Caps, LoadSpec, ServerSpec, MODELS};
-use crate::report::figure::{lines, Chart, Figure, Metrics};
-use crate::results::ScenarioRecord;
-use crate::web::WebJob;
+/// Declares each scenario's module and lists its `SCENARIO`, in order: one
+/// line per scenario.
+macro_rules! scenarios {
+    ($($(#[$attr:meta])* $name:ident),* $(,)?) => {
+        $($(#[$attr])* pub mod $name;)*
 
-/// The documents every scenario may request, written into the document root
-/// by the runner: name and size in bytes (seed 000's 6 KB index.html, seed
-/// 004's 1-byte and 92-byte replies).
-pub const DOCUMENTS: &[(&str, usize)] = &[
-    ("6k.html", 6144),
-    ("1b.txt", 1),
-    ("92b.html", 92),
-    ("index.html", 6144),
-];
-
-/// Every readiness mechanism of the library's table (`evdispatch::MECHANISMS`,
-/// except the edge-triggered epoll variant, which dispatches as epoll does)
-/// followed by the server's other models: "every mechanism and model".
-/// Mechanisms this kernel lacks stay in the list, so the report says why
-/// they were not measured.
-pub fn all_dispatch() -> Vec<String> {
-    evdispatch::MECHANISMS
-        .iter()
-        .map(|m| m.name)
-        .filter(|m| *m != "epoll-et")
-        .chain(MODELS.iter().copied())
-        .map(String::from)
-        .collect()
-}
-
-/// Whether `mechanism` can watch `fds` descriptors (select: below 1024).
-pub fn fd_limit(caps: &Caps, mechanism: &str, fds: u32) -> Result<(), String> {
-    match caps.max_fd.get(mechanism) {
-        Some(&max) if fds as i64 + 32 > max => Err(format!(
-            "{mechanism} watches descriptors below {max} only; {fds} descriptors needed (the seeds' select had a raised FD_SETSIZE)"
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// A chart with one line per series: config `x` against `m`, for points
-/// matching `filter`.
-#[allow(clippy::too_many_arguments)]
-pub fn chart(
-    rec: &ScenarioRecord,
-    filter: &[(&str, Value)],
-    x: &str,
-    x_label: &str,
-    m: Metrics<'_>,
-    y_label: &str,
-    logs: (bool, bool),
-    title: String,
-    caption: &str,
-) -> Figure {
-    Figure::chart(
-        title,
-        caption,
-        Chart {
-            x_label: x_label.into(),
-            y_label: y_label.into(),
-            x_log: logs.0,
-            y_log: logs.1,
-            series: lines(rec, filter, x, m),
-        },
-    )
-}
-
-/// `json!(v)` shorthand for filters.
-pub fn j<T: serde::Serialize>(v: T) -> Value {
-    json!(v)
-}
-
-/// The session workload several scenarios sweep: new connections at
-/// `rate`, one request each for `document`, with `inactive` and `idle`
-/// connections held, against `server` (its timeouts long enough that the
-/// held connections stay).
-pub fn session_job(
-    server: ServerSpec,
-    rate: f64,
-    duration_s: f64,
-    inactive: u32,
-    idle: u32,
-    document: &str,
-) -> WebJob {
-    let server = if server.server == "ours" {
-        ServerSpec {
-            idle_timeout_s: Some(600.0),
-            header_timeout_s: Some(600.0),
-            ..server
-        }
-    } else {
-        server
+        /// Every scenario, in the order they run and appear in the report.
+        pub static SCENARIOS: &[Scenario] = &[$($(#[$attr])* $name::SCENARIO,)*];
     };
-    WebJob {
-        series: server.series(),
-        server,
-        load: LoadSpec {
-            inactive,
-            idle,
-            ..LoadSpec::sessions(document, rate, duration_s)
-        },
-        then: vec![],
+}
+
+scenarios! {
+    poller,
+    poll_vs_epoll,
+    rtsig_latency,
+    overhead,
+    throughput,
+    table1,
+    hybrid,
+    today,
+    loadcheck,
+    hostile,
+    #[cfg(test)]
+    example,
+}
+
+/// The scenario with `id`.
+pub fn find(id: &str) -> Option<&'static Scenario> {
+    SCENARIOS.iter().find(|s| s.id == id)
+}
+
+/// The ids, comma-separated, for error messages.
+pub fn ids() -> String {
+    SCENARIOS
+        .iter()
+        .map(|s| s.id)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every claim with the id of the scenario whose data decide it, in the
+/// order the report lists them (the scenarios' order, then each one's).
+pub fn claims() -> impl Iterator<Item = (&'static str, &'static Claim)> {
+    SCENARIOS
+        .iter()
+        .flat_map(|s| s.claims.iter().map(move |c| (s.id, c)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::testkit::{pt, rec};
+    use crate::spec::{Caps, Profile};
+    use serde_json::json;
+
+    #[test]
+    fn ids_unique_numbers_in_order() {
+        for (i, s) in SCENARIOS.iter().enumerate() {
+            assert_eq!(s.number as usize, i + 1, "{}", s.id);
+            assert_eq!(SCENARIOS.iter().filter(|t| t.id == s.id).count(), 1);
+            assert!(find(s.id).is_some());
+        }
+        assert!(
+            SCENARIOS.len() >= 9,
+            "the issue's 8 and the load cross-check"
+        );
+    }
+
+    /// With every piece and peer present, the scenarios a profile runs by
+    /// default (the opt-in ones aside) fit its budget less the time kept
+    /// for the opt-in ones (the estimate is the sum of the jobs' durations
+    /// plus their start/stop overhead, calibrated on real runs, so this
+    /// checks the profile tables).
+    #[test]
+    fn profiles_fit_their_budgets_when_everything_is_present() {
+        let caps = Caps::everything();
+        for p in [Profile::Tiny, Profile::Quick, Profile::Full] {
+            let regular = || SCENARIOS.iter().filter(|s| !s.opt_in);
+            let total: f64 = regular().map(|s| (s.plan)(p, &caps).est_s()).sum();
+            for s in regular() {
+                let plan = (s.plan)(p, &caps);
+                eprintln!(
+                    "{} {}: {} jobs, {:.0} s",
+                    p.name(),
+                    s.id,
+                    plan.jobs.len(),
+                    plan.est_s()
+                );
+            }
+            let room = p.budget_s() - p.opt_in_reserve_s();
+            assert!(
+                total <= room,
+                "{}: planned {total:.0} s > {room:.0} s (budget {} s less {} s kept for opt-in scenarios)",
+                p.name(),
+                p.budget_s(),
+                p.opt_in_reserve_s()
+            );
+            for s in regular() {
+                let plan = (s.plan)(p, &caps);
+                assert!(
+                    !plan.jobs.is_empty(),
+                    "{} plans no job under {}",
+                    s.id,
+                    p.name()
+                );
+                if p == Profile::Tiny {
+                    assert!(
+                        plan.est_s() <= 20.0,
+                        "{}: tiny plans {:.0} s",
+                        s.id,
+                        plan.est_s()
+                    );
+                }
+            }
+        }
+    }
+
+    /// The opt-in scenarios a profile runs by default fit the time kept for
+    /// them, so the whole profile fits its budget.
+    #[test]
+    fn opt_in_scenarios_fit_the_time_kept_for_them() {
+        let caps = Caps::everything();
+        for p in [Profile::Tiny, Profile::Quick, Profile::Full] {
+            let opt_in: f64 = SCENARIOS
+                .iter()
+                .filter(|s| s.opt_in && s.runs_by_default(p))
+                .map(|s| (s.plan)(p, &caps).est_s())
+                .sum();
+            assert!(
+                opt_in <= p.opt_in_reserve_s(),
+                "{}: opt-in scenarios plan {opt_in:.0} s > {} s kept for them",
+                p.name(),
+                p.opt_in_reserve_s()
+            );
+        }
+    }
+
+    /// With nothing built, every scenario says why it measures nothing.
+    #[test]
+    fn nothing_available_means_reasons_not_silence() {
+        let caps = Caps::nothing();
+        for s in SCENARIOS {
+            let plan = (s.plan)(Profile::Quick, &caps);
+            assert!(
+                plan.jobs.is_empty(),
+                "{} planned jobs with nothing available",
+                s.id
+            );
+            assert!(!plan.skipped.is_empty(), "{} gives no reason", s.id);
+        }
+    }
+
+    /// One line in the list puts the test-only `example` scenario in the
+    /// list (last, numbered in order) and its claim among every claim and in
+    /// the evaluation (the report's test draws it and shows its claim).
+    #[test]
+    fn the_example_scenario_is_registered_by_one_line() {
+        assert_eq!(find("example").map(|s| s.number), Some(11));
+        assert_eq!(SCENARIOS.last().map(|s| s.id), Some("example"));
+        assert!(ids().ends_with(", example"));
+        assert_eq!(
+            claims().last().map(|(s, c)| (s, c.id)),
+            Some(("example", "example-replies"))
+        );
+        let records = vec![rec(
+            "example",
+            vec![pt("example", json!({"n": 1}), json!({"reply_rate": 5.0}))],
+        )];
+        let claims = crate::claims::evaluate(claims(), &records);
+        let ours = claims.last().expect("claims");
+        assert_eq!(ours["id"], "example-replies");
+        assert_eq!(ours["scenario"], "example");
+        assert_eq!(ours["verdict"], "holds");
     }
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::{args, start_nginx, start_or_skip, stop, Run, ScenarioReport};
+use evdispatch_http::cmdline::ServeCommand;
+
+use super::{start_nginx, start_or_skip, stop, Run, ScenarioReport};
 use crate::corpus::{corpus, Attack};
 use crate::probe::{judge, send, Limits, Observed};
 use crate::site::Site;
@@ -86,10 +88,11 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         })
         .collect();
     for model in &env.models {
-        let ours = args(&[
-            ("--header-timeout", format!("{HEADER_S}s")),
-            ("--idle-timeout", format!("{IDLE_S}s")),
-        ]);
+        let ours = ServeCommand {
+            header_timeout: Some(Duration::from_secs(HEADER_S)),
+            idle_timeout: Some(Duration::from_secs(IDLE_S)),
+            ..ServeCommand::default()
+        };
         let Some(mut server) = start_or_skip(env, &site, &mut rep, model, &ours) else {
             continue;
         };

@@ -21,11 +21,13 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
 use super::{
-    args, cpu_pct_over, fds_of, load, p99_ms, start_target, stop, targets, wait_for,
-    workload_errors, Baseline, Run, ScenarioReport,
+    cpu_pct_over, fds_of, load, p99_ms, start_target, stop, targets, wait_for, workload_errors,
+    Baseline, Run, ScenarioReport,
 };
 use crate::site::Site;
 use crate::{num, Env};
@@ -51,11 +53,12 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         // speaks: a header timeout shorter than that would rightly close
         // the waiting connections the server had accepted, which is not
         // what this scenario measures.
-        let ours = args(&[
-            ("--rlimit-nofile", limit.to_string()),
-            ("--threads", (limit * 2).to_string()),
-            ("--header-timeout", format!("{HEADER_TIMEOUT_S}s")),
-        ]);
+        let ours = ServeCommand {
+            rlimit_nofile: Some(limit),
+            threads: Some(limit as usize * 2),
+            header_timeout: Some(Duration::from_secs(HEADER_TIMEOUT_S)),
+            ..ServeCommand::default()
+        };
         let Some((server, name, label)) = start_target(env, &site, &mut rep, &target, &ours, |c| {
             c.max_connections = limit as u32 - 16;
             c.request_timeout_s = HEADER_TIMEOUT_S as u32;
@@ -68,18 +71,21 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             label
         };
         env.say(format!("exhaustion {name} {label}: baseline {window} s"));
-        let load_args = args(&[
-            ("--persistent", clients.to_string()),
-            ("--rate", rate.to_string()),
-            ("--duration", window.to_string()),
-        ]);
+        let load_args = LoadCommand {
+            persistent: Some(clients),
+            rate: Some(Rate::PerSecond(rate as f64)),
+            duration: Some(Duration::from_secs_f64(window)),
+            ..LoadCommand::default()
+        };
         let fds_idle = fds_of(&server.pids());
         let base = load(env, &server, "/six.txt", &load_args)?;
         env.say(format!(
             "exhaustion {name} {label}: {crowd_n} connections against a limit of {limit}"
         ));
-        let mut during_args = load_args.clone();
-        during_args.extend(args(&[("--warmup", "2".into())]));
+        let during_args = LoadCommand {
+            warmup: Some(Duration::from_secs(2)),
+            ..load_args.clone()
+        };
         let addr = server.addr();
         let (during, crowd) = std::thread::scope(|s| {
             let h = s.spawn(|| load(env, &server, "/six.txt", &during_args));

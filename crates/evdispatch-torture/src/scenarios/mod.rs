@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use evdispatch_harness::{OursConfig, Peer, PeerConfig, ServerProcess};
+use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_load::cmdline::LoadCommand;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -211,33 +213,26 @@ fn fmt_value(v: &Value) -> String {
     }
 }
 
-/// Start our server on `site` with `model` and extra `serve` arguments,
-/// pinned to the server CPU, asking for its stats document.
+/// Start our server on `site` with `model` and the scenario's own `serve`
+/// settings `ours`, pinned to the server CPU, asking for its stats document.
 pub fn start_ours(
     env: &Env,
     site: &Site,
     model: &str,
-    extra: &[String],
+    ours: &ServeCommand,
 ) -> anyhow::Result<ServerProcess> {
-    spawn_ours(
-        env,
-        site,
-        model,
-        extra,
-        env.cpus().0.first().copied(),
-        false,
-    )
+    spawn_ours(env, site, model, ours, env.cpus().0.first().copied(), false)
 }
 
 /// Start a second server of ours (epoll) on the load CPU at the lowest
 /// priority: a stand-in for another machine that an attack can be pointed
 /// at instead of the measured server (a control).
-pub fn start_sink(env: &Env, site: &Site, extra: &[String]) -> anyhow::Result<ServerProcess> {
+pub fn start_sink(env: &Env, site: &Site, ours: &ServeCommand) -> anyhow::Result<ServerProcess> {
     spawn_ours(
         env,
         site,
         "epoll",
-        extra,
+        ours,
         env.cpus().1.first().copied(),
         true,
     )
@@ -247,29 +242,25 @@ fn spawn_ours(
     env: &Env,
     site: &Site,
     model: &str,
-    extra: &[String],
+    ours: &ServeCommand,
     cpu: Option<usize>,
     idle: bool,
 ) -> anyhow::Result<ServerProcess> {
-    let mut args: Vec<String> = [
-        "--root",
-        site.root.to_str().unwrap_or("."),
-        "--listen",
-        "127.0.0.1:0",
-        "--mechanism",
-        model,
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend_from_slice(extra);
-    if let Some(c) = cpu {
-        args.push("--cpu".into());
-        args.push(c.to_string());
-    }
+    let ServeCommand {
+        root,
+        listen,
+        mechanism,
+        ..
+    } = ServeCommand::loopback(&site.root, model);
     evdispatch_harness::start_ours(&OursConfig {
         binary: env.exe.clone(),
-        args,
+        serve: ServeCommand {
+            root,
+            listen,
+            mechanism,
+            cpu: cpu.into_iter().collect(),
+            ..ours.clone()
+        },
         cpus: Vec::new(),
         stats_json: true,
         idle,
@@ -295,37 +286,21 @@ pub fn start_nginx(
     evdispatch_harness::start_peer(Peer::Nginx, &cfg).map_err(|e| format!("{e:#}"))
 }
 
-/// Run `evdispatch load URL ARGS --json` pinned to the load CPU, sampling
-/// `server`'s CPU.
+/// Run `evdispatch load URL ARGS --json` (`load` without its URL) pinned
+/// to the load CPU, sampling `server`'s CPU.
 pub fn load(
     env: &Env,
     server: &ServerProcess,
     path: &str,
-    args: &[String],
+    load: &LoadCommand,
 ) -> anyhow::Result<Value> {
-    let mut a = vec![server.url(path)];
-    a.extend_from_slice(args);
-    let pids: Vec<String> = server.pids().iter().map(u32::to_string).collect();
-    a.push("--server-pid".into());
-    a.push(pids.join(","));
-    let (_, cpus) = env.cpus();
-    if let Some(c) = cpus.first() {
-        a.push("--cpu".into());
-        a.push(c.to_string());
-    }
-    evdispatch_harness::run_evdispatch_load(&env.exe, &a, &[])
-}
-
-/// `["--flag", "value", …]` from pairs.
-pub fn args(pairs: &[(&str, String)]) -> Vec<String> {
-    let mut v = Vec::new();
-    for (k, val) in pairs {
-        v.push((*k).to_string());
-        if !val.is_empty() {
-            v.push(val.clone());
-        }
-    }
-    v
+    let load = LoadCommand {
+        url: server.url(path),
+        server_pid: server.pids(),
+        cpu: env.cpus().1.first().copied().into_iter().collect(),
+        ..load.clone()
+    };
+    evdispatch_harness::run_evdispatch_load(&env.exe, &load, &[])
 }
 
 /// Stop a server and return its stats document (`Null` for nginx).
@@ -517,16 +492,16 @@ pub fn targets(env: &Env) -> Vec<Option<String>> {
         .collect()
 }
 
-/// Start our `model` with `extra` arguments; when it cannot start, record
+/// Start our `model` with the settings `ours`; when it cannot start, record
 /// why in `rep` and return `None`.
 pub fn start_or_skip(
     env: &Env,
     site: &Site,
     rep: &mut ScenarioReport,
     model: &str,
-    extra: &[String],
+    ours: &ServeCommand,
 ) -> Option<ServerProcess> {
-    match start_ours(env, site, model, extra) {
+    match start_ours(env, site, model, ours) {
         Ok(s) => Some(s),
         Err(e) => {
             rep.skip(model, format!("cannot start: {e:#}"));
@@ -544,7 +519,7 @@ pub fn start_target(
     site: &Site,
     rep: &mut ScenarioReport,
     target: &Option<String>,
-    ours: &[String],
+    ours: &ServeCommand,
     nginx: impl FnOnce(&mut PeerConfig),
 ) -> Option<(ServerProcess, &'static str, String)> {
     match target {

@@ -24,11 +24,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use evdispatch_harness::{median, median_interval, ServerProcess};
+use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::{json, Value};
 
 use super::{
-    args, load, p99_ms, start_sink, start_target, stop, targets, unstolen, wait_for,
-    workload_errors, Baseline, Run, ScenarioReport, Unstolen,
+    load, p99_ms, start_sink, start_target, stop, targets, unstolen, wait_for, workload_errors,
+    Baseline, Run, ScenarioReport, Unstolen,
 };
 use crate::site::Site;
 use crate::{num, Env};
@@ -69,7 +71,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         match start_sink(
             env,
             &site,
-            &args(&[("--header-timeout", format!("{header_s}s"))]),
+            &ServeCommand {
+                header_timeout: Some(Duration::from_secs(header_s)),
+                ..ServeCommand::default()
+            },
         ) {
             Ok(s) => Some(s),
             Err(e) => {
@@ -81,22 +86,26 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         None
     };
     for target in targets(env) {
-        let ours = args(&[
-            ("--header-timeout", format!("{header_s}s")),
-            ("--threads", (slow + 2 * clients + 64).to_string()),
-        ]);
+        let ours = ServeCommand {
+            header_timeout: Some(Duration::from_secs(header_s)),
+            threads: Some((slow + 2 * clients + 64) as usize),
+            ..ServeCommand::default()
+        };
         let Some((server, name, label)) = start_target(env, &site, &mut rep, &target, &ours, |c| {
             c.max_connections = (slow + clients + 1024) as u32;
             c.request_timeout_s = header_s as u32;
         }) else {
             continue;
         };
-        let normal = args(&[
-            ("--persistent", clients.to_string()),
-            ("--rate", rate.to_string()),
-        ]);
-        let mut base_args = normal.clone();
-        base_args.extend(args(&[("--duration", base_s.to_string())]));
+        let normal = LoadCommand {
+            persistent: Some(clients),
+            rate: Some(Rate::PerSecond(rate as f64)),
+            ..LoadCommand::default()
+        };
+        let base_args = LoadCommand {
+            duration: Some(Duration::from_secs_f64(base_s)),
+            ..normal.clone()
+        };
         let fds_idle = super::fds_of(&server.pids());
         let who = format!("slowloris {name} {label}");
         // Every measured window goes through `unstolen`; what it dropped is
@@ -357,7 +366,7 @@ fn attack_round(
     env: &Env,
     server: &ServerProcess,
     attacked: &ServerProcess,
-    normal: &[String],
+    normal: &LoadCommand,
     slow: u64,
     header_s: u64,
     warmup_s: f64,
@@ -367,11 +376,11 @@ fn attack_round(
     // The slow clients come from a load process of their own, as from
     // other machines: the normal clients' latency is then the server's
     // doing, not their generator's busy with 5,000 reconnects.
-    let mut attack_args = normal.to_vec();
-    attack_args.extend(args(&[
-        ("--warmup", warmup_s.to_string()),
-        ("--duration", attack_s.to_string()),
-    ]));
+    let attack_args = LoadCommand {
+        warmup: Some(Duration::from_secs_f64(warmup_s)),
+        duration: Some(Duration::from_secs_f64(attack_s)),
+        ..normal.clone()
+    };
     // At the lowest priority on the shared load CPU: the attackers stand
     // for other machines and must not delay the measured clients'
     // generator (the server's cost of them is what counts). They arrive
@@ -379,14 +388,15 @@ fn attack_round(
     // one burst, all 5,000 would time out and reconnect together every
     // header timeout, a connection flood rather than slowloris (and an
     // artefact of one generator).
-    let slow_args = args(&[
-        ("--background", String::new()),
-        ("--slow", slow.to_string()),
-        ("--slow-bytes", "1".into()),
-        ("--slow-interval", "1s".into()),
-        ("--slow-ramp", format!("{header_s}s")),
-        ("--duration", (warmup_s + attack_s + 1.0).to_string()),
-    ]);
+    let slow_args = LoadCommand {
+        background: true,
+        slow: Some(slow),
+        slow_bytes: Some(1),
+        slow_interval: Some(Duration::from_secs(1)),
+        slow_ramp: Some(Duration::from_secs(header_s)),
+        duration: Some(Duration::from_secs_f64(warmup_s + attack_s + 1.0)),
+        ..LoadCommand::default()
+    };
     let addr = attacked.addr();
     std::thread::scope(|s| {
         let hs = s.spawn(|| load(env, attacked, "/six.txt", &slow_args));

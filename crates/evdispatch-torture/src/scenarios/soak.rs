@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
-use super::{
-    args, fds_of, load, start_or_skip, stop, wait_for, workload_errors, Run, ScenarioReport,
-};
+use super::{fds_of, load, start_or_skip, stop, wait_for, workload_errors, Run, ScenarioReport};
 use crate::site::Site;
 use crate::{num, Env};
 use evdispatch_harness::ServerProcess;
@@ -41,11 +41,12 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     // soak looks for leaks (memory, descriptors, errors) over a long run,
     // not for speed, so the models share the machine and the full
     // profile's 30 minutes stay 30 minutes whatever the number of models.
-    let ours = args(&[
-        ("--header-timeout", "3s".into()),
-        ("--idle-timeout", "5s".into()),
-        ("--threads", "2048".into()),
-    ]);
+    let ours = ServeCommand {
+        header_timeout: Some(Duration::from_secs(3)),
+        idle_timeout: Some(Duration::from_secs(5)),
+        threads: Some(2048),
+        ..ServeCommand::default()
+    };
     let servers: Vec<(String, ServerProcess)> = env
         .models
         .iter()
@@ -55,19 +56,20 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         "soak {}: {duration} s of mixed load each, side by side ({rate}/s persistent + {rate} sessions/s × 2 calls, 500 idle, 200 inactive, 50 slow)",
         servers.iter().map(|(m, _)| m.as_str()).collect::<Vec<_>>().join(", ")
     ));
-    let load_args = args(&[
-        ("--persistent", "50".into()),
-        ("--rate", rate.to_string()),
-        ("--sessions", "0".into()),
-        ("--calls", "2".into()),
-        ("--idle", "500".into()),
-        ("--inactive", "200".into()),
-        ("--slow", "50".into()),
-        ("--slow-bytes", "4".into()),
-        ("--slow-interval", "200ms".into()),
-        ("--duration", duration.to_string()),
-        ("--interval", (duration / 60.0).max(1.0).to_string()),
-    ]);
+    let load_args = LoadCommand {
+        persistent: Some(50),
+        rate: Some(Rate::PerSecond(rate as f64)),
+        sessions: Some(0),
+        calls: Some(2),
+        idle: Some(500),
+        inactive: Some(200),
+        slow: Some(50),
+        slow_bytes: Some(4),
+        slow_interval: Some(Duration::from_millis(200)),
+        duration: Some(Duration::from_secs_f64(duration)),
+        interval: Some(Duration::from_secs_f64((duration / 60.0).max(1.0))),
+        ..LoadCommand::default()
+    };
     let soaked: Vec<Soaked> = std::thread::scope(|s| {
         let handles: Vec<_> = servers
             .iter()
@@ -206,7 +208,7 @@ struct Soaked {
 }
 
 /// Soak `server` with `load_args` while sampling its memory and descriptors.
-fn soak_one(env: &Env, server: &ServerProcess, load_args: &[String], duration: f64) -> Soaked {
+fn soak_one(env: &Env, server: &ServerProcess, load_args: &LoadCommand, duration: f64) -> Soaked {
     let pids = server.pids();
     let fds_before = fds_of(&pids);
     let samples: Mutex<Vec<Sample>> = Mutex::new(Vec::new());

@@ -7,9 +7,13 @@
 //! replies; a stall is a run of empty 0.25 s reply intervals, or a reply
 //! slower than the limit from its actual send.
 
+use std::time::Duration;
+
+use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
-use super::{args, load, longest_gap_s, start_or_skip, stop, Run, ScenarioReport};
+use super::{load, longest_gap_s, start_or_skip, stop, Run, ScenarioReport};
 use crate::site::Site;
 use crate::{num, Env, SIGNAL_MODELS};
 
@@ -53,7 +57,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         env.say(format!(
             "storm {model}: finding the knee ({calibrate} s closed loop)"
         ));
-        let ours = args(&[("--rlimit-sigpending", SIGPENDING.to_string())]);
+        let ours = ServeCommand {
+            rlimit_sigpending: Some(SIGPENDING),
+            ..ServeCommand::default()
+        };
         let Some(server) = start_or_skip(env, &site, &mut rep, &model, &ours) else {
             continue;
         };
@@ -61,11 +68,12 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             env,
             &server,
             "/index.html",
-            &args(&[
-                ("--rate", "max".into()),
-                ("--connections", conns.to_string()),
-                ("--duration", calibrate.to_string()),
-            ]),
+            &LoadCommand {
+                rate: Some(Rate::Max),
+                connections: Some(conns),
+                duration: Some(Duration::from_secs_f64(calibrate)),
+                ..LoadCommand::default()
+            },
         )?;
         let knee_rate = num(&knee, "reply_rate");
         let offered = (knee_rate * 1.25).max(100.0).round();
@@ -76,16 +84,17 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             env,
             &server,
             "/index.html",
-            &args(&[
-                ("--persistent", conns.to_string()),
-                ("--rate", offered.to_string()),
-                ("--duration", duration.to_string()),
-                ("--interval", "0.25".into()),
+            &LoadCommand {
+                persistent: Some(conns),
+                rate: Some(Rate::PerSecond(offered)),
+                duration: Some(Duration::from_secs_f64(duration)),
+                interval: Some(Duration::from_millis(250)),
                 // Above the knee the generator's backlog grows all run
                 // long; the drain must outlast it, or the requests in
                 // flight when it ends would count as lost.
-                ("--timeout", duration.max(10.0).to_string()),
-            ]),
+                timeout: Some(Duration::from_secs_f64(duration.max(10.0))),
+                ..LoadCommand::default()
+            },
         )?;
         let stats = stop(server)?;
         let mut run = Run::new("evdispatch", &model);

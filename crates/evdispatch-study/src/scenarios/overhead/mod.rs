@@ -6,14 +6,15 @@
 //! Points: [`WebJob`] config (`persistent` is the x axis); metrics
 //! `server_cpu_pct`, `p50_us`, `mean_us`, `reply_rate`, `cpu_us_per_reply`.
 
+mod claims;
+
 use serde_json::{json, Map};
 
-use super::{all_dispatch, chart, fd_limit};
-use crate::drive::{Caps, LoadSpec, ServerSpec};
+use crate::scenarios::common::{all_dispatch, chart, fd_limit};
+use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenario::{Plan, Profile, Scenario};
 use crate::web::{plan_web, run_web, WebJob};
 
 /// The row in the scenario table.
@@ -27,6 +28,7 @@ pub const SCENARIO: Scenario = Scenario {
     run: run_web,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 fn plan(p: Profile, caps: &Caps) -> Plan {
@@ -37,7 +39,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         vec![250, 500, 1000, 2000, 3000, 6000, 10000, 15000],
     );
     let duration = p.pick(0.5, 1.5, 3.0);
-    let mechs = p.sample(all_dispatch(), &["poll", "epoll", "rtsig"]);
+    let mechs = p.sample(all_dispatch(), &["poll", "epoll", "uring", "rtsig"]);
     let mut plan = Plan {
         params: json!({"rates_req_per_s": rates, "connections": conns, "duration_s": duration, "document": "92b.html", "mechanisms": mechs}),
         ..Plan::default()

@@ -8,14 +8,15 @@
 //! Points: [`WebJob`] config; metrics `p50_us`, `p99_us`, `reply_rate`,
 //! `overflows`, `connections_peak`…
 
+mod claims;
+
 use serde_json::{json, Map};
 
-use super::{chart, session_job};
-use crate::drive::{Caps, ServerSpec};
+use crate::scenarios::common::{chart, session_job};
+use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenario::{Plan, Profile, Scenario};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.
@@ -29,6 +30,7 @@ pub const SCENARIO: Scenario = Scenario {
     run: run_web,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 /// The mechanisms compared.

@@ -9,13 +9,15 @@
 //! (`closed loop` or `open loop`), the server; metrics `reply_rate`,
 //! `mean_us`, `p50_us` (wrk and ours), `generator_cpu_pct`, `errors`.
 
+mod claims;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::drive::{self, Caps, LoadSpec, Rate, ServerSpec, Unavailable};
+use crate::drive;
+use crate::spec::{Caps, Ctx, Job, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, Unavailable};
 use crate::report::figure::{fmt_num, Figure, Table};
 use crate::results::{Point, ScenarioRecord};
-use crate::scenario::{Ctx, Job, Plan, Profile, Scenario};
 use crate::web::{run_web, WebJob};
 
 /// The row in the scenario table.
@@ -29,6 +31,7 @@ pub const SCENARIO: Scenario = Scenario {
     run,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 /// One cross-check run.

@@ -7,14 +7,15 @@
 //! Points: [`WebJob`] config plus `reply_bytes`; metrics `reply_rate`,
 //! `server_cpu_pct`, `mean_us`/`p50_us`.
 
+mod claims;
+
 use serde_json::{json, Map};
 
-use super::{all_dispatch, chart, fd_limit, j, session_job};
-use crate::drive::{Caps, ServerSpec, PEER_SERVERS};
+use crate::scenarios::common::{all_dispatch, chart, fd_limit, j, session_job};
+use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec, PEER_SERVERS};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenario::{Plan, Profile, Scenario};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.
@@ -28,13 +29,17 @@ pub const SCENARIO: Scenario = Scenario {
     run: run_web,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 /// The servers compared: select with one accept per report and with
 /// multi-accept, then every mechanism and model, then the peers.
 fn servers(p: Profile) -> Vec<ServerSpec> {
     let mut servers: Vec<ServerSpec> = Vec::new();
-    for m in p.sample(all_dispatch(), &["select", "epoll", "rtsig", "rtsig-batch"]) {
+    for m in p.sample(
+        all_dispatch(),
+        &["select", "poll", "epoll", "rtsig", "rtsig-batch", "uring-completion"],
+    ) {
         if m == "select" {
             servers.push(ServerSpec {
                 accept: Some("one".into()),

@@ -10,14 +10,15 @@
 //! generator (`reply_rate`, `reply_rate_stddev|min|max`, `error_pct`,
 //! `p50_us`…) and the server (`server_cpu_pct`, `waits`, `events`).
 
+mod claims;
+
 use serde_json::{json, Map};
 
-use super::{chart, fd_limit, session_job};
-use crate::drive::{Caps, ServerSpec};
+use crate::scenarios::common::{chart, fd_limit, session_job};
+use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenario::{Plan, Profile, Scenario};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.
@@ -31,6 +32,7 @@ pub const SCENARIO: Scenario = Scenario {
     run: run_web,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 /// Inactive-connection counts for our server, by profile.

@@ -10,13 +10,14 @@
 //! `worker_accepts`, `wakeups_per_accept`; `rss_per_conn_bytes`,
 //! `tcp_kernel_per_conn_bytes`.
 
+mod claims;
+
 use serde_json::{json, Map, Value};
 
-use super::{all_dispatch, fd_limit, j};
-use crate::drive::{Caps, LoadSpec, Rate, ServerSpec, PEER_SERVERS};
+use crate::scenarios::common::{all_dispatch, fd_limit, j};
+use crate::spec::{Caps, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, PEER_SERVERS};
 use crate::report::figure::{fmt_num, Figure, Table};
 use crate::results::ScenarioRecord;
-use crate::scenario::{Plan, Profile, Scenario};
 use crate::web::{plan_web, run_web, WebJob};
 
 /// The row in the scenario table.
@@ -30,6 +31,7 @@ pub const SCENARIO: Scenario = Scenario {
     run: run_web,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 /// How the two workers share the port: (name, listener, wake-one). `shared

@@ -12,15 +12,17 @@
 //! points: config `bench` = `overflow`, `mechanism`, `fds`, `queue_limit`;
 //! metric `ns_per_item` and `recover_median_us`.
 
+mod claims;
+
 use serde_json::{json, Map, Value};
 
-use super::{chart, j, session_job};
+use crate::scenarios::common::{chart, j, session_job};
 use crate::contracts;
-use crate::drive::{self, Caps, ServerSpec};
+use crate::drive;
+use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{fmt_num, Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::{Point, ScenarioRecord};
-use crate::scenario::{Ctx, Job, Plan, Profile, Scenario};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.
@@ -34,6 +36,7 @@ pub const SCENARIO: Scenario = Scenario {
     run,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 /// The queue limit given to the server process.

@@ -6,7 +6,7 @@
 //!
 //! Too long for the tiny and quick profiles' budgets: it runs in `full`, or
 //! in any profile when named (`study --only hostile`); see
-//! [`crate::scenario::Scenario::opt_in`].
+//! [`crate::spec::Scenario::opt_in`].
 //!
 //! Points: one per server run, series = the model (or `nginx`), config
 //! `part` (storm, exhaustion, slowloris, attacks, soak), `server`,
@@ -14,12 +14,13 @@
 //! and `checks_passed`/`checks`. The attacks part adds one point of series
 //! `corpus` whose `raw` holds the per-attack table.
 
+mod claims;
+
 use serde_json::{json, Map, Value};
 
-use crate::drive::Caps;
+use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
 use crate::report::figure::{fmt_num, Figure, Table};
 use crate::results::{Point, ScenarioRecord};
-use crate::scenario::{Ctx, Job, Plan, Profile, Scenario};
 use evdispatch_torture::{Env, Which};
 
 /// The row in the scenario table.
@@ -33,6 +34,7 @@ pub const SCENARIO: Scenario = Scenario {
     run,
     figures,
     opt_in: true,
+    claims: claims::CLAIMS,
 };
 
 /// The models measured (the storm keeps the signal mechanisms among them
@@ -160,7 +162,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
             .map(|s| format!("{}: {}", s.what, s.why))
             .collect();
         return Err(
-            crate::drive::Unavailable(format!("nothing measured: {}", why.join("; "))).into(),
+            crate::spec::Unavailable(format!("nothing measured: {}", why.join("; "))).into(),
         );
     }
     Ok(points)
@@ -349,154 +351,6 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         }
     }
     figs
-}
-
-// ---- claims (rows in crate::claims::CLAIMS) ----
-
-use crate::claims::{Outcome, Verdict};
-
-fn ours<'a>(rec: &'a ScenarioRecord, part: &str) -> Vec<&'a Point> {
-    rec.select(&[("part", json!(part)), ("server", json!("evdispatch"))])
-        .collect()
-}
-
-fn verdict(outcome: Outcome, numbers: Vec<(String, f64)>, why: String) -> Verdict {
-    Verdict {
-        outcome,
-        numbers: numbers.into_iter().map(|(k, v)| (k, fmt_num(v))).collect(),
-        why,
-    }
-}
-
-fn not_measured(part: &str) -> Verdict {
-    Verdict {
-        outcome: Outcome::NotMeasured,
-        numbers: vec![],
-        why: format!("no {part} run of our server in this study"),
-    }
-}
-
-/// Seed 000: RT-signal queue overflow must be recovered (or the server
-/// hangs, phhttpd's meltdown): every signal model loses nothing, stalls
-/// less than a second, and recovers every overflow.
-pub fn v_overflow_no_hang(rec: &ScenarioRecord) -> Verdict {
-    let pts = ours(rec, "storm");
-    if pts.is_empty() {
-        return not_measured("storm");
-    }
-    let mut numbers = Vec::new();
-    let (mut clean, mut stalled) = (0, 0);
-    for p in &pts {
-        let m = |k: &str| p.metric(k).unwrap_or(f64::NAN);
-        numbers.push((format!("{} lost", p.series), m("lost")));
-        numbers.push((format!("{} longest stall s", p.series), m("longest_gap_s")));
-        numbers.push((format!("{} overflows", p.series), m("overflows")));
-        let stormed = m("overflows") > 0.0 || m("mode_switches") > 0.0;
-        let no_loss = m("lost") == 0.0 && m("errors") == 0.0 && m("recoveries") == m("overflows");
-        let no_stall = m("longest_gap_s") < 1.0 && m("latency_uncorrected_max_ms") < 1000.0;
-        if stormed && no_loss && no_stall {
-            clean += 1;
-        } else if stormed && no_loss {
-            stalled += 1;
-        }
-    }
-    let n = pts.len();
-    let outcome = if clean == n {
-        Outcome::Holds
-    } else if clean + stalled == n {
-        Outcome::Partly
-    } else {
-        Outcome::Fails
-    };
-    verdict(
-        outcome,
-        numbers,
-        format!("{clean} of {n} signal mechanisms overflowed, recovered every overflow, lost nothing and never stalled 1 s ({stalled} lost nothing but stalled); holds when all do"),
-    )
-}
-
-/// Seed 000 §5.1: inactive (here: slow) connections must not starve the
-/// active ones: the normal clients' p99 within 2× their baseline, no
-/// errors, on every model.
-pub fn v_slow_do_not_starve(rec: &ScenarioRecord) -> Verdict {
-    let pts = ours(rec, "slowloris");
-    if pts.is_empty() {
-        return not_measured("slowloris");
-    }
-    let mut numbers = Vec::new();
-    let (mut within2, mut within4) = (0, 0);
-    for p in &pts {
-        let ratio = p.metric("p99_ratio").unwrap_or(f64::INFINITY);
-        let errors = p.metric("normal_errors").unwrap_or(f64::NAN);
-        numbers.push((format!("{} p99 ratio", p.series), ratio));
-        numbers.push((format!("{} normal errors", p.series), errors));
-        if let Some(e) = p.metric("p99_ratio_elsewhere") {
-            numbers.push((format!("{} p99 ratio, attack elsewhere", p.series), e));
-        }
-        if errors == 0.0 && ratio <= 2.0 {
-            within2 += 1;
-        }
-        if errors == 0.0 && ratio <= 4.0 {
-            within4 += 1;
-        }
-    }
-    let n = pts.len();
-    verdict(
-        if within2 == n {
-            Outcome::Holds
-        } else if within4 == n {
-            Outcome::Partly
-        } else {
-            Outcome::Fails
-        },
-        numbers,
-        format!("normal clients' p99 stayed within 2× of their baseline on {within2} of {n} models, within 4× on {within4}, with slow clients beside them (holds when all within 2× without errors; partly within 4×)"),
-    )
-}
-
-/// Seed 000 §5.1 (error rates that climbed to 60%): more connections than
-/// descriptors must not break the server: clients keep their p99 within 2×,
-/// no CPU spent spinning at the limit, accepting resumes.
-pub fn v_exhaustion_graceful(rec: &ScenarioRecord) -> Verdict {
-    let pts = ours(rec, "exhaustion");
-    if pts.is_empty() {
-        return not_measured("exhaustion");
-    }
-    let mut numbers = Vec::new();
-    let (mut all, mut functional) = (0, 0);
-    for p in &pts {
-        let m = |k: &str| p.metric(k).unwrap_or(f64::NAN);
-        numbers.push((format!("{} p99 ratio", p.series), m("p99_ratio")));
-        numbers.push((
-            format!("{} CPU idle at limit %", p.series),
-            m("server_cpu_idle_at_limit_pct"),
-        ));
-        numbers.push((
-            format!("{} unserved after freeing", p.series),
-            m("crowd_waiting") - m("crowd_served_after_free"),
-        ));
-        let works = m("keepalive_errors") == 0.0
-            && m("crowd_served_after_free") == m("crowd_waiting")
-            && m("server_cpu_idle_at_limit_pct") < 5.0;
-        if works {
-            functional += 1;
-            if m("p99_ratio") <= 2.0 {
-                all += 1;
-            }
-        }
-    }
-    let n = pts.len();
-    verdict(
-        if all == n {
-            Outcome::Holds
-        } else if functional == n {
-            Outcome::Partly
-        } else {
-            Outcome::Fails
-        },
-        numbers,
-        format!("{functional} of {n} models kept their clients without errors, did not spin at the limit and served every waiting connection once descriptors freed; {all} also kept p99 within 2× (holds when all do)"),
-    )
 }
 
 #[cfg(test)]

@@ -8,16 +8,18 @@
 //! `near_median_us`, `second_alloc_far_median_us`, …; pairs:
 //! `open_us_per_pair`, `close_us_per_pair`).
 
+mod claims;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::j;
+use crate::scenarios::common::j;
 use crate::contracts;
-use crate::drive::{self, Caps};
+use crate::drive;
+use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
 use crate::report::figure::{fmt_num, lines, Chart, Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::{Point, ScenarioRecord};
-use crate::scenario::{Ctx, Job, Plan, Profile, Scenario};
 
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
@@ -30,6 +32,7 @@ pub const SCENARIO: Scenario = Scenario {
     run,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 /// One `evdispatch bench` invocation.

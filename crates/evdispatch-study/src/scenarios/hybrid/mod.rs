@@ -9,14 +9,15 @@
 //! `signal_mode_ns`, `poll_mode_ns`, `poll_mode_pct`; step points also
 //! `phase2_…` (the light phase).
 
+mod claims;
+
 use serde_json::{json, Map, Value};
 
-use super::{chart, j, session_job};
-use crate::drive::{Caps, LoadSpec, ServerSpec};
+use crate::scenarios::common::{chart, j, session_job};
+use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{fmt_num, Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenario::{Plan, Profile, Scenario};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.
@@ -30,6 +31,7 @@ pub const SCENARIO: Scenario = Scenario {
     run: run_web,
     figures,
     opt_in: false,
+    claims: claims::CLAIMS,
 };
 
 /// The mechanisms compared.
@@ -73,7 +75,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         // never fills it, so the heavy phase would not push the hybrid
         // into polling and there would be nothing to switch back from.
         let step_server = ServerSpec {
-            rlimit_sigpending: Some(super::table1::SIGPENDING),
+            rlimit_sigpending: Some(crate::scenarios::table1::SIGPENDING),
             ..server(m)
         };
         let mut job = session_job(step_server, heavy, duration, 251, 0, "6k.html");

@@ -1,0 +1,120 @@
+//! The claims scenario `hybrid` decides, each with the seed and section it
+//! comes from and the function that computes its verdict from the
+//! scenario's record (see [`crate::claims`] for the verdicts and helpers).
+
+
+use crate::claims::*;
+use crate::results::ScenarioRecord;
+
+/// The claims this scenario's data decide, in the order the report lists them.
+pub static CLAIMS: &[Claim] = &[
+    Claim { id: "hybrid-best-of-both", seed: "000", section: "§4, §6, §7", text: "a hybrid server gets RT-signal latency at light load and polling throughput at heavy load", verdict: v_hybrid_best_of_both },
+    Claim { id: "hybrid-switches-back", seed: "000", section: "§6", text: "with the poll interest set maintained alongside, the hybrid returns to signals when load subsides", verdict: v_hybrid_switches_back },
+];
+
+fn v_hybrid_best_of_both(rec: &ScenarioRecord) -> Verdict {
+    let sweep = ("part", j("sweep"));
+    let Some(r0) = smallest(rec, &[s("hybrid"), sweep.clone()], "rate") else {
+        return missing("hybrid");
+    };
+    let p50 = |m: &str| at(rec, &[s(m), sweep.clone(), ("rate", j(r0))], "p50_us");
+    let (Some(h), Some(r)) = (p50("hybrid"), p50("rtsig")) else {
+        return missing("hybrid and rtsig at the lowest rate");
+    };
+    let (Some(hb), Some(eb)) = (
+        peak(rec, &[s("hybrid"), sweep.clone()], "reply_rate"),
+        peak(rec, &[s("epoll"), sweep.clone()], "reply_rate"),
+    ) else {
+        return missing("hybrid and epoll throughput");
+    };
+    let a = h <= 1.15 * r;
+    let b = hb >= 0.95 * eb;
+    verdict(
+        both(a, b),
+        vec![("hybrid median µs (light)", h), ("rtsig median µs (light)", r), ("hybrid best replies/s", hb), ("epoll best replies/s", eb)],
+        format!("light-load latency within ×1.15 of rtsig's: {a}; peak throughput ≥ 0.95 × epoll's: {b}"),
+    )
+}
+
+fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Verdict {
+    let Some(p) = rec.select(&[("part", j("step")), s("hybrid")]).next() else {
+        return missing("the hybrid's load step");
+    };
+    let (Some(sw), Some(l50)) = (p.metric("mode_switches"), p.metric("phase2_p50_us")) else {
+        return missing("the hybrid's mode switches and light-phase latency");
+    };
+    let fresh = p.num("light_rate").and_then(|l| {
+        at(
+            rec,
+            &[("part", j("sweep")), s("hybrid"), ("rate", j(l))],
+            "p50_us",
+        )
+    });
+    let Some(fresh) = fresh else {
+        return missing("a fresh hybrid at the light rate");
+    };
+    if sw == 0.0 {
+        return nm("the heavy phase never drove the hybrid out of signal mode");
+    }
+    // Switches alternate, polling first: two or more mean it came back to
+    // signals at least once. (The count cannot say where it ended: the
+    // generator closes every held connection at once when it exits, a
+    // burst that may send the hybrid to polling just before it stops.)
+    let back = sw >= 2.0;
+    let recovered = l50 <= 1.5 * fresh + 200.0;
+    verdict(
+        both(back, recovered),
+        vec![("mode switches", sw), ("light-phase median µs", l50), ("fresh server's median µs", fresh)],
+        format!("the hybrid returned from polling to signals at least once (2 or more switches): {back}; its light-phase median was within ×1.5 (+200 µs) of a fresh server's: {recovered}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::testkit::*;
+    
+    use serde_json::json;
+
+    #[test]
+fn hybrid_claims() {
+    let sweep = |m: &str, r: f64, p50: f64, y: f64| {
+        pt(
+            m,
+            json!({"part": "sweep", "rate": r}),
+            json!({"p50_us": p50, "reply_rate": y}),
+        )
+    };
+    let step = |sw: f64, p50: f64| {
+        pt(
+            "hybrid",
+            json!({"part": "step", "rate": 9000.0, "light_rate": 1000.0}),
+            json!({"mode_switches": sw, "phase2_p50_us": p50}),
+        )
+    };
+    let good = rec(
+        "hybrid",
+        vec![
+            sweep("hybrid", 1000.0, 100.0, 1000.0),
+            sweep("hybrid", 9000.0, 900.0, 9000.0),
+            sweep("rtsig", 1000.0, 95.0, 1000.0),
+            sweep("epoll", 9000.0, 800.0, 9000.0),
+            step(4.0, 120.0),
+        ],
+    );
+    let bad = rec(
+        "hybrid",
+        vec![
+            sweep("hybrid", 1000.0, 300.0, 1000.0),
+            sweep("hybrid", 9000.0, 9000.0, 5000.0),
+            sweep("rtsig", 1000.0, 95.0, 1000.0),
+            sweep("epoll", 9000.0, 800.0, 9000.0),
+            step(1.0, 5000.0),
+        ],
+    );
+    for id in ["hybrid-best-of-both", "hybrid-switches-back"] {
+        check(CLAIMS, id, &good, Outcome::Holds);
+        check(CLAIMS, id, &bad, Outcome::Fails);
+    }
+}
+}
