@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 pub const SCHEMA: &str = "evdispatch-study/1";
 
 /// One measured data point.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Point {
     /// The line or bar it belongs to in the figures (`poll`, `epoll`, `nginx`…).
     pub series: String,
@@ -110,7 +110,7 @@ pub fn reading_keys<T>(f: impl FnOnce() -> T) -> (T, BTreeSet<String>) {
 }
 
 /// Something a scenario did not measure, and why.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Skip {
     /// What was not measured (a series, a configuration).
     pub what: String,
@@ -119,7 +119,7 @@ pub struct Skip {
 }
 
 /// How far a scenario got.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     /// Every planned point was measured.
@@ -133,7 +133,7 @@ pub enum Status {
 }
 
 /// Everything one scenario produced.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ScenarioRecord {
     /// The scenario's id (its row of [`crate::scenarios::SCENARIOS`]).
     pub id: String,
@@ -170,7 +170,7 @@ pub struct ScenarioRecord {
 }
 
 /// How long one job took.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct JobTiming {
     /// The job's label.
     pub label: String,
@@ -240,7 +240,7 @@ impl ScenarioRecord {
 }
 
 /// The whole `results.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Results {
     /// [`SCHEMA`].
     pub schema: String,
@@ -255,6 +255,12 @@ pub struct Results {
     pub scenarios: Vec<ScenarioRecord>,
     /// Every claim of the seeds with its verdict from this data.
     pub claims: Vec<Value>,
+}
+
+/// The JSON Schema of `results.json`, generated from [`Results`] (the file
+/// `results.schema.json` at the crate's root; a test keeps it current).
+pub fn schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(Results)).expect("a schema is JSON")
 }
 
 /// Write `value` as pretty JSON to `path` atomically (temporary file + rename),
