@@ -228,6 +228,27 @@ fn tiny_profile_end_to_end_and_resume() {
         &std::fs::read_to_string(out.join("index.html")).unwrap(),
         &doc,
     );
+    // A CSV per scenario beside results.json: a header, a row per point.
+    for r in doc["scenarios"].as_array().unwrap() {
+        let id = r["id"].as_str().unwrap();
+        let csv = std::fs::read_to_string(out.join(format!("{id}.csv"))).unwrap();
+        assert!(csv.starts_with("series"), "{id}.csv: {csv}");
+        let rows = csv::Reader::from_reader(csv.as_bytes()).records().count();
+        assert_eq!(rows, r["points"].as_array().unwrap().len(), "{id}.csv");
+    }
+    // A run compared with itself: nothing moved.
+    let diff = Command::new(EXE)
+        .args(["study", "diff"])
+        .arg(&out)
+        .arg(out.join("results.json"))
+        .output()
+        .unwrap();
+    assert!(diff.status.success());
+    let text = String::from_utf8_lossy(&diff.stdout);
+    assert!(
+        text.contains("0 verdict(s) changed, 0 claim(s) with figures that moved"),
+        "{text}"
+    );
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("## Claims") && md.contains("## Environment"));
     // Re-run without --fresh: every scenario is kept (nothing landed in between).

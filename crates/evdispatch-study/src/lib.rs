@@ -16,12 +16,14 @@
 //!   [`web`] (one server + load run);
 //! - [`scenarios`]: one folder per experiment (its run and its claims) and
 //!   the list [`scenarios::SCENARIOS`];
-//! - [`report`] and this module's runner on top.
+//! - [`report`] and this module's runner on top; [`diff`] (comparing two
+//!   runs' `results.json`) beside them.
 
 #![deny(missing_docs)]
 
 pub mod claims;
 pub mod contracts;
+pub mod diff;
 pub mod drive;
 pub mod env;
 pub mod report;
@@ -63,6 +65,18 @@ pub struct StudyArgs {
     /// List the scenarios, what each would run here and for how long, and exit.
     #[arg(long)]
     pub list: bool,
+    /// Instead of running the study: `diff A B` compares two runs.
+    #[command(subcommand)]
+    pub command: Option<StudyCommand>,
+}
+
+/// What `evdispatch study` does besides running the study.
+#[derive(Debug, clap::Subcommand)]
+pub enum StudyCommand {
+    /// List the claims whose verdicts or figures moved between two runs (A,
+    /// B: study output directories or results.json files), with both values
+    /// and whether each move is beyond the noise.
+    Diff(diff::DiffArgs),
 }
 
 /// A line for the user: above the progress bar, or on standard error when
@@ -224,8 +238,9 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
     rec
 }
 
-/// Assemble and write `results.json`, `index.html` and `summary.md` from
-/// every saved scenario record in `out`.
+/// Assemble and write `results.json`, a CSV per scenario beside it
+/// (`ID.csv`), `index.html` and `summary.md` from every saved scenario
+/// record in `out`.
 fn write_report(
     out: &Path,
     profile: Profile,
@@ -244,6 +259,9 @@ fn write_report(
         scenarios,
     };
     write_json_atomic(&out.join("results.json"), &res)?;
+    for rec in &res.scenarios {
+        results::write_csv(rec, &out.join(format!("{}.csv", rec.id)))?;
+    }
     fs::write(out.join("index.html"), report::html(&res))?;
     fs::write(out.join("summary.md"), report::markdown(&res))?;
     Ok(res)
@@ -251,6 +269,9 @@ fn write_report(
 
 /// Run the command.
 pub fn run(args: StudyArgs) -> anyhow::Result<()> {
+    if let Some(StudyCommand::Diff(d)) = &args.command {
+        return diff::run(d);
+    }
     let selected: Vec<&'static Scenario> = if args.only.is_empty() {
         SCENARIOS
             .iter()

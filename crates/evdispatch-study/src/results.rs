@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 pub const SCHEMA: &str = "evdispatch-study/1";
 
 /// One measured data point.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Point {
     /// The line or bar it belongs to in the figures (`poll`, `epoll`, `nginx`…).
     pub series: String,
@@ -110,7 +110,7 @@ pub fn reading_keys<T>(f: impl FnOnce() -> T) -> (T, BTreeSet<String>) {
 }
 
 /// Something a scenario did not measure, and why.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Skip {
     /// What was not measured (a series, a configuration).
     pub what: String,
@@ -119,7 +119,7 @@ pub struct Skip {
 }
 
 /// How far a scenario got.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Status {
     /// Every planned point was measured.
@@ -133,7 +133,7 @@ pub enum Status {
 }
 
 /// Everything one scenario produced.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ScenarioRecord {
     /// The scenario's id (its row of [`crate::scenarios::SCENARIOS`]).
     pub id: String,
@@ -170,7 +170,7 @@ pub struct ScenarioRecord {
 }
 
 /// How long one job took.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct JobTiming {
     /// The job's label.
     pub label: String,
@@ -240,7 +240,7 @@ impl ScenarioRecord {
 }
 
 /// The whole `results.json`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Results {
     /// [`SCHEMA`].
     pub schema: String,
@@ -257,6 +257,12 @@ pub struct Results {
     pub claims: Vec<Value>,
 }
 
+/// The JSON Schema of `results.json`, generated from [`Results`] (the file
+/// `results.schema.json` at the crate's root; a test keeps it current).
+pub fn schema() -> Value {
+    serde_json::to_value(schemars::schema_for!(Results)).expect("a schema is JSON")
+}
+
 /// Write `value` as pretty JSON to `path` atomically (temporary file + rename),
 /// so an interrupted run never leaves half a file.
 pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result<()> {
@@ -264,6 +270,54 @@ pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> anyhow::Result
     let text = serde_json::to_string_pretty(value)?;
     fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
     fs::rename(&tmp, path).with_context(|| format!("renaming {} into place", tmp.display()))?;
+    Ok(())
+}
+
+/// Write `rec` as CSV to `path`: one row per point; the columns are
+/// `series`, every configuration key any point has (in the order the points
+/// first have them),
+/// then every metric name (sorted; one also used as a configuration key is
+/// written `NAME (metric)`). Strings and numbers as they are, other
+/// configuration values (lists, objects) as JSON, an absent value empty.
+pub fn write_csv(rec: &ScenarioRecord, path: &Path) -> anyhow::Result<()> {
+    let mut config: Vec<&str> = Vec::new();
+    let mut metrics: BTreeSet<&str> = BTreeSet::new();
+    for p in &rec.points {
+        for k in p.config.keys() {
+            if !config.contains(&k.as_str()) {
+                config.push(k);
+            }
+        }
+        metrics.extend(p.metrics.keys().map(String::as_str));
+    }
+    let mut w =
+        csv::Writer::from_path(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let header = std::iter::once("series".to_string())
+        .chain(config.iter().map(|k| k.to_string()))
+        .chain(metrics.iter().map(|m| {
+            if config.contains(m) || *m == "series" {
+                format!("{m} (metric)")
+            } else {
+                m.to_string()
+            }
+        }));
+    w.write_record(header)?;
+    for p in &rec.points {
+        let row = std::iter::once(p.series.clone())
+            .chain(config.iter().map(|k| match p.config.get(*k) {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+            }))
+            .chain(
+                metrics
+                    .iter()
+                    .map(|m| p.metrics.get(*m).map(|v| v.to_string()).unwrap_or_default()),
+            );
+        w.write_record(row)?;
+    }
+    w.flush()
+        .with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 
@@ -287,6 +341,50 @@ macro_rules! config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One row per point, the configuration then the metrics as columns,
+    /// absent values empty, commas and quotes quoted.
+    #[test]
+    fn csv_has_a_row_per_point_and_a_column_per_key() {
+        let mut a = Point::new(
+            "epoll",
+            crate::config![("rate", 1000), ("cmd", "load -r 1,000 \"x\"")],
+        );
+        a.metrics.insert("p50_us".into(), 120.5);
+        a.metrics.insert("rate".into(), 990.0);
+        let mut b = Point::new(
+            "poll",
+            crate::config![("rate", 2000), ("fds", json!([1, 2]))],
+        );
+        b.metrics.insert("p50_us".into(), 300.0);
+        let rec = ScenarioRecord {
+            id: "t".into(),
+            status: Status::Complete,
+            profile: "tiny".into(),
+            params: json!({}),
+            started_unix: 0,
+            duration_s: 0.0,
+            git_commit: "t".into(),
+            capabilities: vec![],
+            points: vec![a, b],
+            skipped: vec![],
+            failures: vec![],
+            timings: vec![],
+            lock_wait_s: 0.0,
+        };
+        let path = std::env::temp_dir().join(format!("evd-csv-{}.csv", std::process::id()));
+        write_csv(&rec, &path).unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        let _ = fs::remove_file(&path);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "series,cmd,rate,fds,p50_us,rate (metric)");
+        assert_eq!(
+            lines[1],
+            "epoll,\"load -r 1,000 \"\"x\"\"\",1000,,120.5,990"
+        );
+        assert_eq!(lines[2], "poll,,2000,\"[1,2]\",300,");
+        assert_eq!(lines.len(), 3);
+    }
     use serde_json::json;
 
     #[test]
