@@ -68,6 +68,18 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
          we ignore it (200, as for any header we cannot use), nginx rejects it (416)",
     ),
     (
+        "ius-junk",
+        "status",
+        "RFC 9110 §13.1.4: a recipient MUST ignore an If-Unmodified-Since that is \
+         not a valid HTTP-date; we do (200), nginx fails the condition (412)",
+    ),
+    (
+        "im-match-ius-older",
+        "status",
+        "RFC 9110 §13.2.2 step 2: If-Unmodified-Since is evaluated only when \
+         If-Match is absent; the tag matches, so 200 here, nginx tests both (412)",
+    ),
+    (
         "gz-range",
         "status",
         "RFC 9110 §14.1, §8.4: ranges apply to the selected representation, the \
@@ -298,6 +310,63 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
             &[
                 ("If-Range", "Sun, 06 Nov 1994 08:49:37 GMT"),
                 ("Range", "bytes=0-1"),
+            ],
+        ),
+        case("im-match", "GET", "/six.txt", &[("If-Match", etag)]),
+        case("im-star", "GET", "/six.txt", &[("If-Match", "*")]),
+        case("im-list", "GET", "/six.txt", &[("If-Match", &list)]),
+        case("im-weak", "GET", "/six.txt", &[("If-Match", &weak)]),
+        case("im-nope", "GET", "/six.txt", &[("If-Match", "\"nope\"")]),
+        case("im-head", "HEAD", "/six.txt", &[("If-Match", "\"nope\"")]),
+        case(
+            "im-before-inm",
+            "GET",
+            "/six.txt",
+            &[("If-Match", "\"nope\""), ("If-None-Match", etag)],
+        ),
+        case(
+            "im-range",
+            "GET",
+            "/six.txt",
+            &[("If-Match", etag), ("Range", "bytes=0-1")],
+        ),
+        case(
+            "im-variant",
+            "GET",
+            "/app.js",
+            &[("If-Match", etag), ("Accept-Encoding", "gzip")],
+        ),
+        case(
+            "ius-equal",
+            "GET",
+            "/six.txt",
+            &[("If-Unmodified-Since", lm)],
+        ),
+        case(
+            "ius-older",
+            "GET",
+            "/six.txt",
+            &[("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")],
+        ),
+        case(
+            "ius-older-head",
+            "HEAD",
+            "/six.txt",
+            &[("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")],
+        ),
+        case(
+            "ius-junk",
+            "GET",
+            "/six.txt",
+            &[("If-Unmodified-Since", "garbage")],
+        ),
+        case(
+            "im-match-ius-older",
+            "GET",
+            "/six.txt",
+            &[
+                ("If-Match", etag),
+                ("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT"),
             ],
         ),
         case("gz-none", "GET", "/app.js", &[]),

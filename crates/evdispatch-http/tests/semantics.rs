@@ -199,6 +199,53 @@ fn validators_and_preconditions() {
             );
             assert_eq!(r.status, 304, "{model} {path}");
             assert!(r.header("content-range").is_none());
+            // If-Match (strong), else If-Unmodified-Since: 412 when false,
+            // before If-None-Match and Range; the connection stays open.
+            let old = "Sun, 06 Nov 1994 08:49:37 GMT";
+            let later = "Fri, 01 Jan 2100 00:00:00 GMT";
+            for (headers, status) in [
+                (vec![("If-Match", &etag[..])], 200),
+                (vec![("If-Match", "*")], 200),
+                (vec![("If-Match", &list[..])], 200),
+                (vec![("If-Match", &weak[..])], 412),
+                (vec![("If-Match", "\"nope\"")], 412),
+                (vec![("If-Match", "garbage")], 412),
+                (vec![("If-Unmodified-Since", &lm[..])], 200),
+                (vec![("If-Unmodified-Since", later)], 200),
+                (vec![("If-Unmodified-Since", old)], 412),
+                (vec![("If-Unmodified-Since", "garbage")], 200),
+                (
+                    vec![("If-Match", &etag[..]), ("If-Unmodified-Since", old)],
+                    200,
+                ),
+                (
+                    vec![("If-Match", "\"nope\""), ("If-None-Match", &etag[..])],
+                    412,
+                ),
+                (
+                    vec![("If-Match", &etag[..]), ("If-None-Match", &etag[..])],
+                    304,
+                ),
+                (
+                    vec![("If-Unmodified-Since", old), ("Range", "bytes=0-1")],
+                    412,
+                ),
+                (vec![("If-Match", &etag[..]), ("Range", "bytes=0-1")], 206),
+            ] {
+                for method in ["GET", "HEAD"] {
+                    let r = ask(&mut c, method, path, &headers);
+                    assert_eq!(r.status, status, "{model} {path} {method} {headers:?}");
+                    if status == 412 {
+                        assert!(r.header("content-range").is_none());
+                        let len = if method == "GET" { r.body.len() } else { 24 };
+                        assert_eq!(
+                            r.header("content-length"),
+                            Some(len.to_string().as_str()),
+                            "{model} {path} {method} {headers:?}"
+                        );
+                    }
+                }
+            }
             // If-Range: a strong match or the exact date applies the range.
             for (if_range, status) in [
                 (&etag[..], 206),
