@@ -70,8 +70,10 @@
 //!   encoded bytes. Every answer for a file that has a variant (identity and
 //!   304 included) carries `Vary: Accept-Encoding`. Variants are looked for
 //!   when a file enters the cache and on its once-a-second revalidation (for
-//!   large files, in a small per-path memo with the same period); a
-//!   directory's `index.html` has none.
+//!   large files, in a small per-path memo with the same period). A
+//!   directory answers as its `index.html` does, variants included
+//!   (`/dir/` with `index.html.gz` beside the index: `Content-Encoding`,
+//!   `Vary`), as nginx's `gzip_static` does for the index it redirects to.
 //! * **Paths.** A directory named without its slash answers 301 with
 //!   `Location:` the path as sent (percent-encoding kept, leading slashes
 //!   collapsed to one) plus `/`, query kept. `--dotfiles deny` (default):

@@ -543,7 +543,7 @@ impl Responder {
         let mut body = body;
         if coding != Coding::Identity {
             let len = self.path.len();
-            self.path.extend_from_slice(coding.suffix());
+            crate::files::push_variant_name(&mut self.path, coding);
             match self
                 .store
                 .lookup(&self.path, self.now_sec)

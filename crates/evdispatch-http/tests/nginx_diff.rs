@@ -107,6 +107,21 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
         "as gz-accepted (RFC 9110 §14.3)",
     ),
     (
+        "dir-index-gz",
+        "accept-ranges",
+        "as gz-accepted (RFC 9110 §14.3): the directory's index.html.gz",
+    ),
+    (
+        "dir-index-gz-head",
+        "accept-ranges",
+        "as gz-accepted (RFC 9110 §14.3)",
+    ),
+    (
+        "dir-index-gz-direct",
+        "accept-ranges",
+        "as gz-accepted (RFC 9110 §14.3)",
+    ),
+    (
         "dir-encoded-no-slash",
         "location",
         "RFC 3986 §6.2.2.2: %64 and d are the same URI; we keep the client's \
@@ -431,6 +446,30 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
         case("dir-head-no-slash", "HEAD", "/docs", &[]),
         case("dir-index", "GET", "/docs/", &[]),
         case("dir-listing", "GET", "/list/", &[]),
+        case(
+            "dir-index-gz",
+            "GET",
+            "/docs/",
+            &[("Accept-Encoding", "gzip")],
+        ),
+        case(
+            "dir-index-gz-head",
+            "HEAD",
+            "/docs/",
+            &[("Accept-Encoding", "gzip")],
+        ),
+        case(
+            "dir-index-gz-direct",
+            "GET",
+            "/docs/index.html",
+            &[("Accept-Encoding", "gzip")],
+        ),
+        case(
+            "dir-index-gz-refused",
+            "GET",
+            "/docs/",
+            &[("Accept-Encoding", "gzip;q=0")],
+        ),
         case("missing", "GET", "/nope.txt", &[]),
         case("file-as-dir", "GET", "/six.txt/", &[]),
     ]
@@ -517,6 +556,11 @@ fn agrees_with_nginx_where_it_matters() {
     std::fs::write(r.join(".git/config"), "[core]\n").unwrap();
     std::fs::create_dir_all(r.join(".well-known")).unwrap();
     std::fs::write(r.join(".well-known/security.txt"), "Contact: x\n").unwrap();
+    std::fs::write(
+        r.join("docs/index.html.gz"),
+        b"\x1f\x8bGZ-BYTES-OF-docs-index",
+    )
+    .unwrap();
     std::fs::create_dir_all(r.join("list")).unwrap();
     std::fs::write(r.join("list/a.txt"), "a").unwrap();
 

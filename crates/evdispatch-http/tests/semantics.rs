@@ -19,7 +19,8 @@ fn ask(c: &mut Client, method: &str, path: &str, headers: &[(&str, &str)]) -> Re
     c.response(method == "HEAD").expect("a response")
 }
 
-/// The extra files: precompressed variants (small and large), dotfiles, a
+/// The extra files: precompressed variants (small and large, and of two
+/// directory indexes), dotfiles, a
 /// `.well-known` file and a directory without an index.
 fn extend(site: &Site) {
     let r = &site.root;
@@ -36,6 +37,8 @@ fn extend(site: &Site) {
     std::fs::write(r.join(".well-known/security.txt"), "Contact: x\n").unwrap();
     std::fs::write(r.join("empty/a <b>.txt"), "12345").unwrap();
     std::fs::write(r.join("empty/.hidden"), "h").unwrap();
+    std::fs::write(r.join("docs/index.html.gz"), b"GZ-DOCS-INDEX").unwrap();
+    std::fs::write(r.join("index.html.br"), b"BR-HOME").unwrap();
 }
 
 #[test]
@@ -345,6 +348,40 @@ fn precompressed_variants() {
         assert_eq!(r.status, 206, "{model}");
         assert_eq!(r.header("content-encoding"), Some("gzip"));
         assert!(r.body == site.large[299_000..300_000], "{model}");
+        // A directory answers as its index.html, variants included.
+        for (dir, index, ae, enc, body) in [
+            (
+                "/docs/",
+                "/docs/index.html",
+                "gzip",
+                "gzip",
+                &b"GZ-DOCS-INDEX"[..],
+            ),
+            ("/", "/index.html", "br, gzip", "br", b"BR-HOME"),
+        ] {
+            let direct = ask(&mut c, "GET", index, &[("Accept-Encoding", ae)]);
+            for method in ["GET", "HEAD"] {
+                let r = ask(&mut c, method, dir, &[("Accept-Encoding", ae)]);
+                let what = format!("{model} {method} {dir} {ae}");
+                assert_eq!(r.status, 200, "{what}");
+                assert_eq!(r.header("content-encoding"), Some(enc), "{what}");
+                assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{what}");
+                assert_eq!(r.header("etag"), direct.header("etag"), "{what}");
+                assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+                assert_eq!(
+                    r.header("content-length"),
+                    Some(body.len().to_string().as_str())
+                );
+                if method == "GET" {
+                    assert_eq!(r.body, body, "{what}");
+                }
+            }
+            // Without the coding: the identity index, with Vary.
+            let r = ask(&mut c, "GET", dir, &[]);
+            assert!(r.header("content-encoding").is_none(), "{model} {dir}");
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{model} {dir}");
+            assert!(r.body.starts_with(b"<"), "{model} {dir}");
+        }
         // A file without variants has no Vary.
         assert!(
             ask(&mut c, "GET", "/six.txt", &[("Accept-Encoding", "gzip")])
