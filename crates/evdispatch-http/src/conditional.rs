@@ -1,5 +1,6 @@
 //! Validators and preconditions (RFC 9110 §8.8, §13): the entity tag of a
-//! file, `If-None-Match`, `If-Modified-Since` and `If-Range`. Pure
+//! file, `If-Match`, `If-Unmodified-Since`, `If-None-Match`,
+//! `If-Modified-Since` and `If-Range`. Pure
 //! functions over the raw header values; nothing allocates.
 //!
 //! The entity tag is strong and built as nginx builds its own, from the
@@ -8,7 +9,11 @@
 //! shares the identity one's tag, §8.8.3). It comes from the metadata the file
 //! cache already holds: no `stat` per request.
 //!
-//! The order is §13.2.2's: `If-None-Match` when present (weak comparison,
+//! The order is §13.2.2's: first `If-Match` when present (strong
+//! comparison: a weak tag never matches; `*` matches any file; garbage
+//! matches nothing), else `If-Unmodified-Since` (an invalid date is
+//! ignored, §13.1.4); either false gives 412. Then `If-None-Match` when
+//! present (weak comparison,
 //! `*` matches any file; a list element that is not an entity tag is
 //! skipped, so a garbage header matches nothing), else `If-Modified-Since`
 //! (an unparsable date is ignored); a match gives 304 for GET and HEAD.
@@ -117,20 +122,49 @@ impl ETag {
 /// What the preconditions of a GET or HEAD decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precondition {
+    /// Answer 412: `If-Match` or `If-Unmodified-Since` does not hold.
+    Failed,
     /// Answer 304.
     NotModified,
     /// Answer normally.
     Proceed,
 }
 
-/// Evaluate `If-None-Match` / `If-Modified-Since` in RFC 9110 §13.2.2 order.
-pub fn evaluate(
-    if_none_match: Option<&[u8]>,
-    if_modified_since: Option<&[u8]>,
-    etag: &ETag,
-    mtime: i64,
-) -> Precondition {
-    let not_modified = match (if_none_match, if_modified_since) {
+/// The raw values of a request's precondition headers (RFC 9110 §13.1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Conditions<'a> {
+    /// `If-Match`.
+    pub if_match: Option<&'a [u8]>,
+    /// `If-Unmodified-Since`.
+    pub if_unmodified_since: Option<&'a [u8]>,
+    /// `If-None-Match`.
+    pub if_none_match: Option<&'a [u8]>,
+    /// `If-Modified-Since`.
+    pub if_modified_since: Option<&'a [u8]>,
+}
+
+impl Conditions<'_> {
+    /// True when the request has none of them.
+    pub fn is_empty(&self) -> bool {
+        *self == Conditions::default()
+    }
+}
+
+/// Evaluate the preconditions of a GET or HEAD in RFC 9110 §13.2.2 order:
+/// `If-Match` (strong comparison, `*` matches any file), else
+/// `If-Unmodified-Since` (true when the file is not newer than the date; an
+/// invalid date is ignored, §13.1.4), either false: 412; then
+/// `If-None-Match`, else `If-Modified-Since`, either false: 304.
+pub fn evaluate(c: &Conditions<'_>, etag: &ETag, mtime: i64) -> Precondition {
+    let holds = match (c.if_match, c.if_unmodified_since) {
+        (Some(im), _) => lists_tag(im, etag, false),
+        (None, Some(ius)) => parse_date(ius).is_none_or(|until| mtime <= until),
+        (None, None) => true,
+    };
+    if !holds {
+        return Precondition::Failed;
+    }
+    let not_modified = match (c.if_none_match, c.if_modified_since) {
         (Some(inm), _) => none_match_fails(inm, etag),
         (None, Some(ims)) => parse_date(ims).is_some_and(|since| mtime <= since),
         (None, None) => false,
@@ -145,6 +179,14 @@ pub fn evaluate(
 /// True when `If-None-Match: value` names the current representation (the
 /// condition is false: 304). Weak comparison; `*` matches.
 pub fn none_match_fails(value: &[u8], etag: &ETag) -> bool {
+    lists_tag(value, etag, true)
+}
+
+/// True when the list of entity tags `value` (or `*`) names `etag`: with
+/// the weak comparison (§8.8.3.2) if `weak`, else the strong one (a weak tag
+/// never matches). Elements that are not entity tags are skipped, so a
+/// garbage value names nothing.
+fn lists_tag(value: &[u8], etag: &ETag, weak: bool) -> bool {
     let value = crate::range::trim_ows(value);
     if value == b"*" {
         return true;
@@ -161,10 +203,13 @@ pub fn none_match_fails(value: &[u8], etag: &ETag) -> bool {
         if rest.is_empty() {
             return false;
         }
-        let tag = rest.strip_prefix(b"W/").unwrap_or(rest);
+        let (tag, is_weak) = match rest.strip_prefix(b"W/") {
+            Some(t) => (t, true),
+            None => (rest, false),
+        };
         if tag.first() == Some(&b'"') {
             if let Some(close) = tag[1..].iter().position(|&b| b == b'"') {
-                if &tag[1..1 + close] == ours {
+                if &tag[1..1 + close] == ours && (weak || !is_weak) {
                     return true;
                 }
                 rest = &tag[close + 2..];
@@ -257,24 +302,62 @@ mod tests {
     #[test]
     fn precondition_order() {
         let t = tag();
+        const TAG: &[u8] = b"\"2ebc98a1-1800\"";
+        assert_eq!(t.as_bytes(), TAG);
         let nm = Precondition::NotModified;
         let go = Precondition::Proceed;
-        assert_eq!(evaluate(None, Some(LM.as_bytes()), &t, MT), nm);
-        assert_eq!(evaluate(None, Some(LM.as_bytes()), &t, MT + 1), go);
-        assert_eq!(evaluate(None, Some(b"garbage"), &t, MT), go);
+        let no = Precondition::Failed;
+        let inm_ims = |inm: Option<&'static [u8]>, ims: Option<&'static [u8]>| Conditions {
+            if_none_match: inm,
+            if_modified_since: ims,
+            ..Conditions::default()
+        };
+        let e = |c: Conditions<'_>, mtime| evaluate(&c, &t, mtime);
+        let lm = Some(LM.as_bytes());
+        assert_eq!(e(inm_ims(None, lm), MT), nm);
+        assert_eq!(e(inm_ims(None, lm), MT + 1), go);
+        assert_eq!(e(inm_ims(None, Some(b"garbage")), MT), go);
         // If-None-Match present: If-Modified-Since is not looked at.
-        assert_eq!(evaluate(Some(b"\"nope\""), Some(LM.as_bytes()), &t, MT), go);
-        assert_eq!(evaluate(Some(b"garbage"), Some(LM.as_bytes()), &t, MT), go);
-        assert_eq!(
-            evaluate(
-                Some(t.as_bytes()),
-                Some(b"Sun, 06 Nov 1980 08:49:37 GMT"),
-                &t,
-                MT
-            ),
-            nm
-        );
-        assert_eq!(evaluate(None, None, &t, MT), go);
+        assert_eq!(e(inm_ims(Some(b"\"nope\""), lm), MT), go);
+        assert_eq!(e(inm_ims(Some(b"garbage"), lm), MT), go);
+        let old = Some(&b"Sun, 06 Nov 1980 08:49:37 GMT"[..]);
+        assert_eq!(e(inm_ims(Some(TAG), old), MT), nm);
+        assert_eq!(e(Conditions::default(), MT), go);
+        assert!(Conditions::default().is_empty());
+        assert!(!inm_ims(None, lm).is_empty());
+
+        // If-Match, else If-Unmodified-Since, before the others.
+        let im_ius = |im: Option<&'static [u8]>, ius: Option<&'static [u8]>| Conditions {
+            if_match: im,
+            if_unmodified_since: ius,
+            ..Conditions::default()
+        };
+        assert_eq!(e(im_ius(Some(TAG), None), MT), go);
+        assert_eq!(e(im_ius(Some(b"*"), None), MT), go);
+        assert_eq!(e(im_ius(Some(b"\"x\", \"2ebc98a1-1800\""), None), MT), go);
+        assert_eq!(e(im_ius(Some(b"W/\"2ebc98a1-1800\""), None), MT), no);
+        assert_eq!(e(im_ius(Some(b"\"x\""), None), MT), no);
+        assert_eq!(e(im_ius(Some(b"garbage"), None), MT), no);
+        assert_eq!(e(im_ius(None, lm), MT), go);
+        assert_eq!(e(im_ius(None, lm), MT - 1), go);
+        assert_eq!(e(im_ius(None, lm), MT + 1), no);
+        assert_eq!(e(im_ius(None, Some(b"garbage")), MT + 1), go);
+        // If-Match present: If-Unmodified-Since is not looked at.
+        assert_eq!(e(im_ius(Some(TAG), lm), MT + 1), go);
+        assert_eq!(e(im_ius(Some(b"\"x\""), lm), MT), no);
+        // 412 comes before 304.
+        let both = Conditions {
+            if_match: Some(b"\"x\""),
+            if_none_match: Some(TAG),
+            ..Conditions::default()
+        };
+        assert_eq!(e(both, MT), no);
+        let both = Conditions {
+            if_match: Some(TAG),
+            if_none_match: Some(TAG),
+            ..Conditions::default()
+        };
+        assert_eq!(e(both, MT), nm);
     }
 
     #[test]
@@ -298,6 +381,7 @@ mod tests {
         crate::each_word(&pieces, 5, |h| {
             let whole = h.contains("\"2ebc98a1-1800\"");
             assert!(!none_match_fails(h.as_bytes(), &t) || whole, "{h}");
+            assert!(!lists_tag(h.as_bytes(), &t, false) || whole, "{h}");
             assert!(
                 !if_range_holds(h.as_bytes(), &t, MT) || h.trim() == "\"2ebc98a1-1800\"",
                 "{h}"

@@ -373,18 +373,19 @@ impl FileStore {
     }
 
     /// Which precompressed variants (`rel.br`, `rel.gz`, regular files
-    /// beneath the root) sit beside `rel`. None for a directory's index and
-    /// for a file that is itself a variant.
+    /// beneath the root) sit beside `rel` (for a directory, beside its
+    /// `index.html`: see [`push_variant_name`]). None for a file that is
+    /// itself a variant.
     fn probe_variants(&mut self, rel: &[u8]) -> u8 {
-        if rel.is_empty() || rel.ends_with(b"/") || rel.ends_with(b".gz") || rel.ends_with(b".br") {
+        if rel.ends_with(b".gz") || rel.ends_with(b".br") {
             return 0;
         }
         let mut bits = 0;
-        let mut name = Vec::with_capacity(rel.len() + 3);
+        let mut name = Vec::with_capacity(rel.len() + 13);
         for coding in [Coding::Br, Coding::Gzip] {
             name.clear();
             name.extend_from_slice(rel);
-            name.extend_from_slice(coding.suffix());
+            push_variant_name(&mut name, coding);
             if let Ok(fd) = self.open_rel(self.root.as_raw_fd(), &name) {
                 if sys::fstat(fd.as_raw_fd()).is_ok_and(|m| m.regular) {
                     bits |= coding.bit();
@@ -454,6 +455,17 @@ impl FileStore {
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
         sys::open_plain(libc::AT_FDCWD, &c)
     }
+}
+
+/// Turn `path`, a path [`FileStore::lookup`] takes, into the path of its
+/// precompressed variant `coding`: the suffix appended, after `index.html`
+/// for a directory (empty, or ending in `/`), whose answer is its index's
+/// (as nginx's `gzip_static` applies to the index it redirects to).
+pub(crate) fn push_variant_name(path: &mut Vec<u8>, coding: Coding) {
+    if path.is_empty() || path.ends_with(b"/") {
+        path.extend_from_slice(b"index.html");
+    }
+    path.extend_from_slice(coding.suffix());
 }
 
 /// What opening a path gave.

@@ -32,13 +32,16 @@
 //!   `Last-Modified` and a strong `ETag` built as nginx builds it,
 //!   `"mtime-size"` in hex (`-gz`/`-br` appended for a precompressed
 //!   variant), from the metadata the cache holds: no `stat` per request.
-//! * **Preconditions** in §13.2.2 order: `If-None-Match` (a list, `*`, weak
-//!   comparison; elements that are not entity tags are skipped) and, only
-//!   when it is absent, `If-Modified-Since` (not modified when the file is
-//!   not newer than the date, §13.1.3; an unparsable date is ignored). A
-//!   match answers 304 with `ETag`, `Last-Modified`, `Vary` when the file has
-//!   variants, and no body. `If-Match`/`If-Unmodified-Since` are not
-//!   implemented (they matter for unsafe methods, which are refused).
+//! * **Preconditions** in §13.2.2 order: `If-Match` (a list or `*`, strong
+//!   comparison: a weak tag never matches, §13.1.1) and, only when it is
+//!   absent, `If-Unmodified-Since` (holds when the file is not newer than
+//!   the date; an invalid date is ignored, §13.1.4): either false answers
+//!   412 (with `Vary` when the file has variants; GET and HEAD alike, as
+//!   nginx). Then `If-None-Match` (a list, `*`, weak comparison; elements
+//!   that are not entity tags are skipped) and, only when it is absent,
+//!   `If-Modified-Since` (not modified when the file is not newer than the
+//!   date, §13.1.3; an unparsable date is ignored). A match answers 304 with
+//!   `ETag`, `Last-Modified`, `Vary` when the file has variants, and no body.
 //! * **Ranges.** `Accept-Ranges: bytes` on every 200 of a file. One range
 //!   (`a-b`, `a-`, `-n`) answers 206 with `Content-Range: bytes a-b/LEN`;
 //!   none satisfiable 416 with `Content-Range: bytes */LEN`; overlapping or
@@ -67,8 +70,10 @@
 //!   encoded bytes. Every answer for a file that has a variant (identity and
 //!   304 included) carries `Vary: Accept-Encoding`. Variants are looked for
 //!   when a file enters the cache and on its once-a-second revalidation (for
-//!   large files, in a small per-path memo with the same period); a
-//!   directory's `index.html` has none.
+//!   large files, in a small per-path memo with the same period). A
+//!   directory answers as its `index.html` does, variants included
+//!   (`/dir/` with `index.html.gz` beside the index: `Content-Encoding`,
+//!   `Vary`), as nginx's `gzip_static` does for the index it redirects to.
 //! * **Paths.** A directory named without its slash answers 301 with
 //!   `Location:` the path as sent (percent-encoding kept, leading slashes
 //!   collapsed to one) plus `/`, query kept. `--dotfiles deny` (default):
@@ -85,7 +90,10 @@
 //! byte, boundaries aside). Deliberate differences, each allowed by the
 //! clause named: overlapping ranges (one coalesced range here, where nginx
 //! sends them as separate parts; §14.2, §15.3.7.2); an invalid range such as `bytes=a-b` (ignored here, 416
-//! there; §14.2); ranges of a precompressed variant (served here with
+//! there; §14.2); an invalid `If-Unmodified-Since` date (ignored here, 412
+//! there; §13.1.4 says ignore); `If-Unmodified-Since` beside a matching
+//! `If-Match` (not evaluated here, 412 there; §13.2.2); ranges of a
+//! precompressed variant (served here with
 //! `Accept-Ranges`, not by `gzip_static`; §14.1, §14.3); the `Location` of a
 //! percent-encoded directory name (kept as sent here, decoded there;
 //! RFC 3986 §6.2.2.2); and `/%2e%2e/…` (403 here, 400 there; both refuse it).

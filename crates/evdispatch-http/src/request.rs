@@ -47,6 +47,10 @@ pub struct Request<'a> {
     pub if_modified_since: Option<&'a [u8]>,
     /// The raw `If-None-Match` value, if any (the first line when repeated).
     pub if_none_match: Option<&'a [u8]>,
+    /// The raw `If-Match` value, if any (the first line when repeated).
+    pub if_match: Option<&'a [u8]>,
+    /// The raw `If-Unmodified-Since` value, if any.
+    pub if_unmodified_since: Option<&'a [u8]>,
     /// The raw `Range` value; `None` when absent or repeated (two ranges
     /// headers are ambiguous, and a server may ignore Range: RFC 9110 §14.2).
     pub range: Option<&'a [u8]>,
@@ -128,6 +132,8 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     let mut ranges = 0;
     let mut if_range = None;
     let mut accept_encoding = None;
+    let mut if_match = None;
+    let mut ius = None;
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -159,6 +165,10 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             if_range = Some(trim(h.value));
         } else if name.eq_ignore_ascii_case(b"accept-encoding") {
             accept_encoding.get_or_insert(trim(h.value));
+        } else if name.eq_ignore_ascii_case(b"if-match") {
+            if_match.get_or_insert(trim(h.value));
+        } else if name.eq_ignore_ascii_case(b"if-unmodified-since") {
+            ius = Some(trim(h.value));
         }
     }
     if ranges > 1 {
@@ -194,6 +204,8 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         keep_alive,
         if_modified_since: ims,
         if_none_match: inm,
+        if_match,
+        if_unmodified_since: ius,
         range,
         if_range,
         accept_encoding,

@@ -589,8 +589,13 @@ impl Responder {
             Body::Cached(c) => (c.variants(), c.content_type),
             Body::Large(l) => (l.variants, l.content_type),
         };
-        let plain =
-            req.if_none_match.is_none() && req.if_modified_since.is_none() && req.range.is_none();
+        let conditions = conditional::Conditions {
+            if_match: req.if_match,
+            if_unmodified_since: req.if_unmodified_since,
+            if_none_match: req.if_none_match,
+            if_modified_since: req.if_modified_since,
+        };
+        let plain = conditions.is_empty() && req.range.is_none();
         if let (Body::Cached(c), true, 0) = (&body, plain, variants) {
             // The keep-alive hot path: prebuilt headers and the cached bytes.
             let start = self.start(out, Status::Ok);
@@ -610,7 +615,7 @@ impl Responder {
         let mut body = body;
         if coding != Coding::Identity {
             let len = self.path.len();
-            self.path.extend_from_slice(coding.suffix());
+            crate::files::push_variant_name(&mut self.path, coding);
             match self
                 .store
                 .lookup(&self.path, self.now_sec)
@@ -624,14 +629,22 @@ impl Responder {
         let (size, mtime) = body.meta();
         let etag = ETag::new(mtime, size, coding);
         let vary = variants != 0;
-        if conditional::evaluate(req.if_none_match, req.if_modified_since, &etag, mtime)
-            == Precondition::NotModified
-        {
-            let start = self.start(out, Status::NotModified);
-            validator_headers(&mut out.head, mtime, &etag);
-            Self::variant_headers(out, Coding::Identity, vary);
-            Self::finish(out, start, keep, req.version);
-            return Status::NotModified;
+        match conditional::evaluate(&conditions, &etag, mtime) {
+            Precondition::Proceed => {}
+            Precondition::NotModified => {
+                let start = self.start(out, Status::NotModified);
+                validator_headers(&mut out.head, mtime, &etag);
+                Self::variant_headers(out, Coding::Identity, vary);
+                Self::finish(out, start, keep, req.version);
+                return Status::NotModified;
+            }
+            Precondition::Failed => {
+                let st = Status::PreconditionFailed;
+                let start = self.start(out, st);
+                Self::variant_headers(out, Coding::Identity, vary);
+                self.error_tail(st, out, start, keep, req.version, head_only);
+                return st;
+            }
         }
         let answer = match req.range {
             Some(r)

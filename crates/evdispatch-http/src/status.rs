@@ -22,6 +22,8 @@ pub enum Status {
     MethodNotAllowed,
     /// 408: the request headers did not arrive in time.
     RequestTimeout,
+    /// 412: `If-Match` or `If-Unmodified-Since` does not hold.
+    PreconditionFailed,
     /// 413: the request carries a body.
     PayloadTooLarge,
     /// 414: the request target is too long.
@@ -40,7 +42,7 @@ pub enum Status {
 
 impl Status {
     /// Every status, in code order (the order of the stats counters).
-    pub const ALL: [Status; 16] = [
+    pub const ALL: [Status; 17] = [
         Status::Ok,
         Status::PartialContent,
         Status::MovedPermanently,
@@ -50,6 +52,7 @@ impl Status {
         Status::NotFound,
         Status::MethodNotAllowed,
         Status::RequestTimeout,
+        Status::PreconditionFailed,
         Status::PayloadTooLarge,
         Status::UriTooLong,
         Status::RangeNotSatisfiable,
@@ -71,6 +74,7 @@ impl Status {
             Status::NotFound => 404,
             Status::MethodNotAllowed => 405,
             Status::RequestTimeout => 408,
+            Status::PreconditionFailed => 412,
             Status::PayloadTooLarge => 413,
             Status::UriTooLong => 414,
             Status::RangeNotSatisfiable => 416,
@@ -98,6 +102,7 @@ impl Status {
             Status::NotFound => b"HTTP/1.1 404 Not Found\r\n",
             Status::MethodNotAllowed => b"HTTP/1.1 405 Method Not Allowed\r\n",
             Status::RequestTimeout => b"HTTP/1.1 408 Request Timeout\r\n",
+            Status::PreconditionFailed => b"HTTP/1.1 412 Precondition Failed\r\n",
             Status::PayloadTooLarge => b"HTTP/1.1 413 Content Too Large\r\n",
             Status::UriTooLong => b"HTTP/1.1 414 URI Too Long\r\n",
             Status::RangeNotSatisfiable => b"HTTP/1.1 416 Range Not Satisfiable\r\n",
@@ -118,6 +123,7 @@ impl Status {
             Status::NotFound => b"404 not found\n",
             Status::MethodNotAllowed => b"405 only GET and HEAD are served\n",
             Status::RequestTimeout => b"408 request headers not received in time\n",
+            Status::PreconditionFailed => b"412 precondition failed\n",
             Status::PayloadTooLarge => b"413 request bodies are not accepted\n",
             Status::UriTooLong => b"414 request target too long\n",
             Status::RangeNotSatisfiable => b"416 range not satisfiable\n",
@@ -138,6 +144,7 @@ impl Status {
                 | Status::MovedPermanently
                 | Status::NotModified
                 | Status::RangeNotSatisfiable
+                | Status::PreconditionFailed
                 | Status::NotFound
                 | Status::Forbidden
         )

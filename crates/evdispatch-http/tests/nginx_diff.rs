@@ -68,6 +68,18 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
          we ignore it (200, as for any header we cannot use), nginx rejects it (416)",
     ),
     (
+        "ius-junk",
+        "status",
+        "RFC 9110 §13.1.4: a recipient MUST ignore an If-Unmodified-Since that is \
+         not a valid HTTP-date; we do (200), nginx fails the condition (412)",
+    ),
+    (
+        "im-match-ius-older",
+        "status",
+        "RFC 9110 §13.2.2 step 2: If-Unmodified-Since is evaluated only when \
+         If-Match is absent; the tag matches, so 200 here, nginx tests both (412)",
+    ),
+    (
         "gz-range",
         "status",
         "RFC 9110 §14.1, §8.4: ranges apply to the selected representation, the \
@@ -91,6 +103,21 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
     ),
     (
         "gz-head",
+        "accept-ranges",
+        "as gz-accepted (RFC 9110 §14.3)",
+    ),
+    (
+        "dir-index-gz",
+        "accept-ranges",
+        "as gz-accepted (RFC 9110 §14.3): the directory's index.html.gz",
+    ),
+    (
+        "dir-index-gz-head",
+        "accept-ranges",
+        "as gz-accepted (RFC 9110 §14.3)",
+    ),
+    (
+        "dir-index-gz-direct",
         "accept-ranges",
         "as gz-accepted (RFC 9110 §14.3)",
     ),
@@ -300,6 +327,63 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
                 ("Range", "bytes=0-1"),
             ],
         ),
+        case("im-match", "GET", "/six.txt", &[("If-Match", etag)]),
+        case("im-star", "GET", "/six.txt", &[("If-Match", "*")]),
+        case("im-list", "GET", "/six.txt", &[("If-Match", &list)]),
+        case("im-weak", "GET", "/six.txt", &[("If-Match", &weak)]),
+        case("im-nope", "GET", "/six.txt", &[("If-Match", "\"nope\"")]),
+        case("im-head", "HEAD", "/six.txt", &[("If-Match", "\"nope\"")]),
+        case(
+            "im-before-inm",
+            "GET",
+            "/six.txt",
+            &[("If-Match", "\"nope\""), ("If-None-Match", etag)],
+        ),
+        case(
+            "im-range",
+            "GET",
+            "/six.txt",
+            &[("If-Match", etag), ("Range", "bytes=0-1")],
+        ),
+        case(
+            "im-variant",
+            "GET",
+            "/app.js",
+            &[("If-Match", etag), ("Accept-Encoding", "gzip")],
+        ),
+        case(
+            "ius-equal",
+            "GET",
+            "/six.txt",
+            &[("If-Unmodified-Since", lm)],
+        ),
+        case(
+            "ius-older",
+            "GET",
+            "/six.txt",
+            &[("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")],
+        ),
+        case(
+            "ius-older-head",
+            "HEAD",
+            "/six.txt",
+            &[("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")],
+        ),
+        case(
+            "ius-junk",
+            "GET",
+            "/six.txt",
+            &[("If-Unmodified-Since", "garbage")],
+        ),
+        case(
+            "im-match-ius-older",
+            "GET",
+            "/six.txt",
+            &[
+                ("If-Match", etag),
+                ("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT"),
+            ],
+        ),
         case("gz-none", "GET", "/app.js", &[]),
         case(
             "gz-accepted",
@@ -362,6 +446,30 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
         case("dir-head-no-slash", "HEAD", "/docs", &[]),
         case("dir-index", "GET", "/docs/", &[]),
         case("dir-listing", "GET", "/list/", &[]),
+        case(
+            "dir-index-gz",
+            "GET",
+            "/docs/",
+            &[("Accept-Encoding", "gzip")],
+        ),
+        case(
+            "dir-index-gz-head",
+            "HEAD",
+            "/docs/",
+            &[("Accept-Encoding", "gzip")],
+        ),
+        case(
+            "dir-index-gz-direct",
+            "GET",
+            "/docs/index.html",
+            &[("Accept-Encoding", "gzip")],
+        ),
+        case(
+            "dir-index-gz-refused",
+            "GET",
+            "/docs/",
+            &[("Accept-Encoding", "gzip;q=0")],
+        ),
         case("missing", "GET", "/nope.txt", &[]),
         case("file-as-dir", "GET", "/six.txt/", &[]),
     ]
@@ -448,6 +556,11 @@ fn agrees_with_nginx_where_it_matters() {
     std::fs::write(r.join(".git/config"), "[core]\n").unwrap();
     std::fs::create_dir_all(r.join(".well-known")).unwrap();
     std::fs::write(r.join(".well-known/security.txt"), "Contact: x\n").unwrap();
+    std::fs::write(
+        r.join("docs/index.html.gz"),
+        b"\x1f\x8bGZ-BYTES-OF-docs-index",
+    )
+    .unwrap();
     std::fs::create_dir_all(r.join("list")).unwrap();
     std::fs::write(r.join("list/a.txt"), "a").unwrap();
 

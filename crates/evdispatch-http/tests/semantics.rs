@@ -19,7 +19,8 @@ fn ask(c: &mut Client, method: &str, path: &str, headers: &[(&str, &str)]) -> Re
     c.response(method == "HEAD").expect("a response")
 }
 
-/// The extra files: precompressed variants (small and large), dotfiles, a
+/// The extra files: precompressed variants (small and large, and of two
+/// directory indexes), dotfiles, a
 /// `.well-known` file and a directory without an index.
 fn extend(site: &Site) {
     let r = &site.root;
@@ -36,6 +37,8 @@ fn extend(site: &Site) {
     std::fs::write(r.join(".well-known/security.txt"), "Contact: x\n").unwrap();
     std::fs::write(r.join("empty/a <b>.txt"), "12345").unwrap();
     std::fs::write(r.join("empty/.hidden"), "h").unwrap();
+    std::fs::write(r.join("docs/index.html.gz"), b"GZ-DOCS-INDEX").unwrap();
+    std::fs::write(r.join("index.html.br"), b"BR-HOME").unwrap();
 }
 
 #[test]
@@ -199,6 +202,53 @@ fn validators_and_preconditions() {
             );
             assert_eq!(r.status, 304, "{model} {path}");
             assert!(r.header("content-range").is_none());
+            // If-Match (strong), else If-Unmodified-Since: 412 when false,
+            // before If-None-Match and Range; the connection stays open.
+            let old = "Sun, 06 Nov 1994 08:49:37 GMT";
+            let later = "Fri, 01 Jan 2100 00:00:00 GMT";
+            for (headers, status) in [
+                (vec![("If-Match", &etag[..])], 200),
+                (vec![("If-Match", "*")], 200),
+                (vec![("If-Match", &list[..])], 200),
+                (vec![("If-Match", &weak[..])], 412),
+                (vec![("If-Match", "\"nope\"")], 412),
+                (vec![("If-Match", "garbage")], 412),
+                (vec![("If-Unmodified-Since", &lm[..])], 200),
+                (vec![("If-Unmodified-Since", later)], 200),
+                (vec![("If-Unmodified-Since", old)], 412),
+                (vec![("If-Unmodified-Since", "garbage")], 200),
+                (
+                    vec![("If-Match", &etag[..]), ("If-Unmodified-Since", old)],
+                    200,
+                ),
+                (
+                    vec![("If-Match", "\"nope\""), ("If-None-Match", &etag[..])],
+                    412,
+                ),
+                (
+                    vec![("If-Match", &etag[..]), ("If-None-Match", &etag[..])],
+                    304,
+                ),
+                (
+                    vec![("If-Unmodified-Since", old), ("Range", "bytes=0-1")],
+                    412,
+                ),
+                (vec![("If-Match", &etag[..]), ("Range", "bytes=0-1")], 206),
+            ] {
+                for method in ["GET", "HEAD"] {
+                    let r = ask(&mut c, method, path, &headers);
+                    assert_eq!(r.status, status, "{model} {path} {method} {headers:?}");
+                    if status == 412 {
+                        assert!(r.header("content-range").is_none());
+                        let len = if method == "GET" { r.body.len() } else { 24 };
+                        assert_eq!(
+                            r.header("content-length"),
+                            Some(len.to_string().as_str()),
+                            "{model} {path} {method} {headers:?}"
+                        );
+                    }
+                }
+            }
             // If-Range: a strong match or the exact date applies the range.
             for (if_range, status) in [
                 (&etag[..], 206),
@@ -298,6 +348,40 @@ fn precompressed_variants() {
         assert_eq!(r.status, 206, "{model}");
         assert_eq!(r.header("content-encoding"), Some("gzip"));
         assert!(r.body == site.large[299_000..300_000], "{model}");
+        // A directory answers as its index.html, variants included.
+        for (dir, index, ae, enc, body) in [
+            (
+                "/docs/",
+                "/docs/index.html",
+                "gzip",
+                "gzip",
+                &b"GZ-DOCS-INDEX"[..],
+            ),
+            ("/", "/index.html", "br, gzip", "br", b"BR-HOME"),
+        ] {
+            let direct = ask(&mut c, "GET", index, &[("Accept-Encoding", ae)]);
+            for method in ["GET", "HEAD"] {
+                let r = ask(&mut c, method, dir, &[("Accept-Encoding", ae)]);
+                let what = format!("{model} {method} {dir} {ae}");
+                assert_eq!(r.status, 200, "{what}");
+                assert_eq!(r.header("content-encoding"), Some(enc), "{what}");
+                assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{what}");
+                assert_eq!(r.header("etag"), direct.header("etag"), "{what}");
+                assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+                assert_eq!(
+                    r.header("content-length"),
+                    Some(body.len().to_string().as_str())
+                );
+                if method == "GET" {
+                    assert_eq!(r.body, body, "{what}");
+                }
+            }
+            // Without the coding: the identity index, with Vary.
+            let r = ask(&mut c, "GET", dir, &[]);
+            assert!(r.header("content-encoding").is_none(), "{model} {dir}");
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{model} {dir}");
+            assert!(r.body.starts_with(b"<"), "{model} {dir}");
+        }
         // A file without variants has no Vary.
         assert!(
             ask(&mut c, "GET", "/six.txt", &[("Accept-Encoding", "gzip")])
