@@ -153,9 +153,17 @@ struct Head {
 }
 
 fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
-    let mut headers = [httparse::EMPTY_HEADER; 48];
-    let mut resp = httparse::Response::new(&mut headers);
-    let len = match resp.parse(buf) {
+    // Left uninitialised: httparse writes the headers it finds, and only
+    // those are read back (zeroing 48 headers per reply cost more than
+    // parsing some of them).
+    let mut headers = [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; 48];
+    let mut resp = httparse::Response::new(&mut []);
+    let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
+        &mut resp,
+        buf,
+        &mut headers,
+    );
+    let len = match parsed {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             if buf.len() > MAX_HEAD {
