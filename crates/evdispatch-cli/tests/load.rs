@@ -99,12 +99,21 @@ fn the_human_summary_reads_like_httperf() {
 #[test]
 fn bad_input_is_refused_before_the_run() {
     let cases: [(&[&str], &str); 4] = [
-        (&["htp:/nowhere", "--idle", "1"], "only http://"),
+        (
+            &["htp:/nowhere", "--idle", "1"],
+            "only http:// and https://",
+        ),
         (&["http://127.0.0.1:1/", "--inactive", "30000"], "--procs 2"),
         (&["http://127.0.0.1:1/", "--sessions", "10"], "need --rate"),
         (
-            &["http://10.1.2.3/", "--idle", "1"],
-            "not a loopback address",
+            &[
+                "http://127.0.0.1:1/",
+                "--idle",
+                "1",
+                "--body",
+                "/nonexistent/body",
+            ],
+            "--body: cannot read '/nonexistent/body'",
         ),
     ];
     for (args, want) in cases {
@@ -122,4 +131,102 @@ fn bad_input_is_refused_before_the_run() {
         !out.status.success() && err.contains("cannot connect"),
         "{err}"
     );
+}
+
+#[test]
+fn a_malformed_session_log_names_its_line() {
+    let f = std::env::temp_dir().join(format!("evd-wsesslog-{}.log", std::process::id()));
+    std::fs::write(&f, "/a\n\t/b method=\n").unwrap();
+    let arg = format!("1,0,{}", f.display());
+    let out = load(&["http://127.0.0.1:1/", "--rate", "1", "--wsesslog", &arg]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let want = format!("{}:2: expected a method token", f.display());
+    let _ = std::fs::remove_file(&f);
+    assert!(!out.status.success() && err.contains(&want), "{err}");
+}
+
+#[test]
+fn an_unresolvable_name_is_an_error() {
+    // In a network namespace of its own (no interface up, so no DNS query
+    // leaves the machine) the lookup fails whatever the resolver is.
+    let probe = Command::new("unshare").args(["-n", "true"]).status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `unshare -n` is not available here (needs root or user namespaces); an unresolvable-name test must not send a DNS query off the machine");
+        return;
+    }
+    let out = Command::new("unshare")
+        .arg("-n")
+        .arg(env!("CARGO_BIN_EXE_evdispatch"))
+        .args(["load", "http://no-such-host.invalid/", "--idle", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("cannot resolve host 'no-such-host.invalid'"),
+        "{err}"
+    );
+}
+
+#[test]
+fn https_with_worker_processes_against_nginx() {
+    use evdispatch_harness::{docroot, skip_reason, start_peer, Peer, PeerConfig, PeerTls, Tool};
+    if let Some(why) = skip_reason(Tool::Nginx) {
+        eprintln!("{why}");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("evd-tls-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_pem, cert.pem()).unwrap();
+    std::fs::write(&key_pem, key.serialize_pem()).unwrap();
+    let root = docroot(256, &[]).unwrap();
+    let mut cfg = PeerConfig::new(root.path());
+    cfg.tls = Some(PeerTls {
+        cert: cert_pem.clone(),
+        key: key_pem,
+        protocols: "TLSv1.2 TLSv1.3".into(),
+    });
+    let server = start_peer(Peer::Nginx, &cfg).unwrap();
+    let url = format!("https://127.0.0.1:{}/index.html", server.addr().port());
+    let ca = cert_pem.display().to_string();
+    let out = load(&[
+        &url,
+        "--persistent",
+        "4",
+        "--rate",
+        "100",
+        "--idle",
+        "4",
+        "--procs",
+        "2",
+        "--duration",
+        "1",
+        "--cacert",
+        &ca,
+        "--json",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["errors_total"], 0, "{}", v["errors"]);
+    assert!(v["replies"].as_u64().unwrap() >= 90, "{}", v["replies"]);
+    assert_eq!(v["config"]["tls"]["server_name"], "127.0.0.1");
+    assert_eq!(
+        v["config"]["target"],
+        format!("127.0.0.1:{}", server.addr().port())
+    );
+    assert!(v["tls_handshake_us"].is_object());
+    // The same server without its CA: the certificate is not trusted.
+    let out = load(&[&url, "--idle", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("unknown issuer"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -45,7 +45,7 @@ mod tools;
 
 pub use peers::{
     docroot, find, first_version, start_ours, start_peer, LighttpdEvents, NotInstalled, OursConfig,
-    Peer, PeerConfig, Program, Tool,
+    Peer, PeerConfig, PeerTls, Program, Tool,
 };
 pub use process::{free_port, wait_until_listening, Background, BenchLock, ServerProcess};
 pub use testserver::{TestServer, TestServerConfig, TestStats};

@@ -202,6 +202,19 @@ pub struct PeerConfig {
     /// `listen … deferred` (its own timeout); lighttpd:
     /// `server.defer-accept`; h2o sets 1 s itself and cannot turn it off.
     pub defer_accept_s: u32,
+    /// Serve HTTPS (nginx only; `None`: plain HTTP).
+    pub tls: Option<PeerTls>,
+}
+
+/// HTTPS for a peer (nginx's `listen … ssl`).
+#[derive(Debug, Clone)]
+pub struct PeerTls {
+    /// PEM certificate chain.
+    pub cert: PathBuf,
+    /// PEM private key.
+    pub key: PathBuf,
+    /// nginx's `ssl_protocols`, e.g. `"TLSv1.2 TLSv1.3"`.
+    pub protocols: String,
 }
 
 impl PeerConfig {
@@ -219,6 +232,7 @@ impl PeerConfig {
             request_timeout_s: 60,
             lighttpd_events: LighttpdEvents::LinuxSysepoll,
             defer_accept_s: 0,
+            tls: None,
         }
     }
 
@@ -308,6 +322,18 @@ fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
     } else {
         ""
     };
+    let (ssl, ssl_conf) = match &c.tls {
+        Some(t) => (
+            " ssl",
+            format!(
+                "ssl_certificate {};\n        ssl_certificate_key {};\n        ssl_protocols {};\n        ssl_session_cache shared:SSL:1m;",
+                t.cert.display(),
+                t.key.display(),
+                t.protocols
+            ),
+        ),
+        None => ("", String::new()),
+    };
     format!(
         "{user}daemon off;
 master_process on;
@@ -336,7 +362,8 @@ http {{
     types {{ text/html html; text/plain txt; }}
     default_type application/octet-stream;
     server {{
-        listen 127.0.0.1:{port} backlog=4096{reuseport}{deferred};
+        listen 127.0.0.1:{port}{ssl} backlog=4096{reuseport}{deferred};
+        {ssl_conf}
         root {root};
         index index.html;
     }}

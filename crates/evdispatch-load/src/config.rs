@@ -2,12 +2,17 @@
 //! [`Config`], every problem found before any connection is made, and the
 //! per-process share ([`WorkerSpec`]) each worker receives.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context};
+use anyhow::{anyhow, bail};
+use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use crate::target::{self, WeightedUrl};
+use crate::tls::TlsSettings;
+use crate::wsesslog::{Session, SessionLog};
 use crate::LoadArgs;
 
 /// Connections of the default load (`evdispatch load URL` alone, or with
@@ -56,8 +61,33 @@ pub enum InactiveSend {
 pub struct Config {
     /// The URL as given.
     pub url: String,
-    /// The address connected to.
+    /// The address connected to: the first of `addresses` that accepted
+    /// the pre-flight connect (the first resolved before it).
     pub target: SocketAddr,
+    /// Every address the URL's host resolved to, in the order tried.
+    #[serde(default)]
+    pub addresses: Vec<SocketAddr>,
+    /// TLS of an `https://` URL (`null` for `http://`).
+    #[serde(default)]
+    pub tls: Option<TlsSettings>,
+    /// Request method (`--method`).
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// `--body`: the file sent as every request's body (`-`: standard input).
+    #[serde(default)]
+    pub body_file: Option<String>,
+    /// Length of that body, bytes.
+    #[serde(default)]
+    pub body_bytes: Option<u64>,
+    /// The body itself (travels to worker processes in [`WorkerSpec`]).
+    #[serde(skip)]
+    pub body: Option<Arc<Vec<u8>>>,
+    /// `--urls`: paths requested, picked by weight (empty: `path` only).
+    #[serde(default)]
+    pub urls: Vec<WeightedUrl>,
+    /// `--wsesslog`: httperf's session log (the sessions workload plays it).
+    #[serde(default)]
+    pub wsesslog: Option<SessionLog>,
     /// `Host` header value.
     pub host: String,
     /// Path and query requested.
@@ -122,9 +152,26 @@ pub struct Config {
     pub connect_burst: u64,
 }
 
+fn default_method() -> String {
+    "GET".into()
+}
+
+/// What a worker process needs that the JSON `config` leaves out: the
+/// request body (base64) and the session log's sessions.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Payload {
+    /// `--body`, base64.
+    pub body_base64: Option<String>,
+    /// `--wsesslog`'s sessions.
+    pub sessions: Vec<Session>,
+}
+
 /// One worker's share of the run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerSpec {
+    /// Body and session log, restored into `config` by [`WorkerSpec::restore`].
+    #[serde(default)]
+    pub payload: Payload,
     /// Index of this worker, 0-based.
     pub index: u32,
     /// The whole run's configuration.
@@ -200,41 +247,6 @@ pub fn source_addr(k: u32) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(127, (k >> 8) as u8, k as u8, 1))
 }
 
-fn resolve(url: &url::Url) -> anyhow::Result<(SocketAddr, String)> {
-    if url.scheme() != "http" {
-        bail!(
-            "URL '{url}': only http:// is supported (scheme '{}' given)",
-            url.scheme()
-        );
-    }
-    let host = url
-        .host_str()
-        .ok_or_else(|| anyhow!("URL '{url}' has no host"))?;
-    let port = url.port_or_known_default().unwrap_or(80);
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let addrs: Vec<SocketAddr> = (bare, port)
-        .to_socket_addrs()
-        .with_context(|| format!("cannot resolve host '{host}' of URL '{url}'"))?
-        .collect();
-    let addr = addrs
-        .iter()
-        .find(|a| a.is_ipv4())
-        .or(addrs.first())
-        .copied()
-        .ok_or_else(|| anyhow!("host '{host}' resolves to no address"))?;
-    if !addr.ip().is_loopback() {
-        bail!(
-            "{addr} (from URL '{url}') is not a loopback address: evdispatch load only targets \
-             127.0.0.0/8 or ::1, the machines it runs on have no other network"
-        );
-    }
-    let host_header = match url.port() {
-        Some(p) => format!("{host}:{p}"),
-        None => host.to_string(),
-    };
-    Ok((addr, host_header))
-}
-
 #[derive(clap::Parser)]
 #[command(name = "evdispatch load", no_binary_name = true)]
 struct CommandLine {
@@ -269,14 +281,37 @@ impl Config {
                 "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
             )
         })?;
-        let (target, host) = resolve(&url)?;
-        let mut path = url.path().to_string();
-        if let Some(q) = url.query() {
-            path.push('?');
-            path.push_str(q);
+        let resolved = target::resolve(&url, &a.net)?;
+        let (target, host, path) = (
+            resolved.addresses[0],
+            resolved.host_header.clone(),
+            resolved.path.clone(),
+        );
+        target::check_method(&a.net.method)?;
+        let wsesslog = target::session_log(&a.net)?;
+        let urls = match &a.net.urls {
+            Some(f) => target::read_urls(f, &url)?,
+            None => Vec::new(),
+        };
+        let body = a
+            .net
+            .body
+            .as_deref()
+            .map(target::read_body)
+            .transpose()?
+            .map(Arc::new);
+        let mut sessions = a.sessions;
+        if let Some(log) = &wsesslog {
+            if a.sessions.is_some() {
+                bail!("--wsesslog N,X,FILE gives the number of sessions (N): leave out --sessions");
+            }
+            if a.calls != 1 || !urls.is_empty() || body.is_some() {
+                bail!("--wsesslog's file says what each session requests: leave out --calls, --urls and --body");
+            }
+            sessions = Some(log.sessions);
         }
 
-        let no_workload = a.sessions.is_none()
+        let no_workload = sessions.is_none()
             && a.persistent.is_none()
             && a.inactive.is_none()
             && a.idle.is_none()
@@ -285,7 +320,7 @@ impl Config {
             // The default load (wrk's): closed loop, over -c connections
             // (DEFAULT_CONNECTIONS without -c), for the default 10 s.
             None if no_workload => Some(Rate::Max),
-            None if a.connections.is_some() && a.sessions.is_none() && a.persistent.is_none() => {
+            None if a.connections.is_some() && sessions.is_none() && a.persistent.is_none() => {
                 Some(Rate::Max)
             }
             None => None,
@@ -308,7 +343,7 @@ impl Config {
             (c, _) => c,
         };
         if let (Some(c), Some(Rate::PerSecond(_))) = (connections, rate) {
-            if a.sessions.is_some() {
+            if sessions.is_some() {
                 bail!("--connections with an open-loop --rate are persistent connections; sessions open their own (leave out --connections, or use --rate max)");
             }
             if a.persistent.is_some() && a.persistent != Some(c) {
@@ -324,7 +359,7 @@ impl Config {
             }
             persistent = c;
         }
-        let active = a.sessions.is_some() || persistent > 0;
+        let active = sessions.is_some() || persistent > 0;
         match rate {
             None if active => bail!(
                 "--sessions and --persistent need --rate (requests per second, or 'max' for closed loop)"
@@ -335,7 +370,7 @@ impl Config {
                 }
                 bail!("--rate applies to --sessions or --persistent; the idle, inactive and slow workloads have no rate")
             }
-            Some(Rate::Max) if a.sessions.is_some() && a.persistent.is_some() => {
+            Some(Rate::Max) if sessions.is_some() && a.persistent.is_some() => {
                 bail!("--rate max runs one closed loop: give --sessions (with --connections for how many at once) or --persistent, not both")
             }
             _ => {}
@@ -351,7 +386,7 @@ impl Config {
         if a.procs == 0 {
             bail!("--procs must be at least 1");
         }
-        let duration_s = match (&a.duration, a.sessions, rate) {
+        let duration_s = match (&a.duration, sessions, rate) {
             (Some(d), _, _) => parse_secs("--duration", d)?,
             (None, Some(n), Some(Rate::PerSecond(r))) if n > 0 => n as f64 / r,
             _ => 10.0,
@@ -419,8 +454,8 @@ impl Config {
         if a.source_addrs == 0 {
             bail!("--source-addrs must be at least 1");
         }
-        if a.source_addrs > 1 && !target.is_ipv4() {
-            bail!("--source-addrs spreads over 127.0.0.0/8 and needs an IPv4 target");
+        if a.source_addrs > 1 && !(target.is_ipv4() && target.ip().is_loopback()) {
+            bail!("--source-addrs spreads the connections over 127.0.0.0/8: it needs an IPv4 loopback target ({target} given)");
         }
         if !a.results.source_addr.is_empty() && a.source_addrs > 1 {
             bail!("give --source-addr ADDR (repeatable) or --source-addrs N, not both");
@@ -443,6 +478,14 @@ impl Config {
         let cfg = Config {
             url: url_text,
             target,
+            addresses: resolved.addresses,
+            tls: resolved.tls,
+            method: a.net.method.clone(),
+            body_file: a.net.body.clone(),
+            body_bytes: body.as_ref().map(|b| b.len() as u64),
+            body,
+            urls,
+            wsesslog,
             host,
             path,
             rate,
@@ -450,7 +493,7 @@ impl Config {
             duration_s,
             warmup_s,
             timeout_s,
-            sessions: a.sessions,
+            sessions,
             calls: a.calls,
             persistent,
             inactive: a.inactive.unwrap_or(0),
@@ -522,18 +565,24 @@ impl Config {
         Ok(())
     }
 
-    /// Connect once to the target (with the run's timeout, at most 5 s), so
-    /// an unreachable server is an error before the run, not a run of errors.
-    pub fn check_reachable(&self) -> anyhow::Result<()> {
+    /// The pre-flight check: connect to each resolved address in turn (with
+    /// the run's timeout, at most 5 s) and, for https, complete one TLS
+    /// handshake; the run uses the first address that accepts. An
+    /// unreachable server or a TLS failure is one clear error before the
+    /// run, not a run of errors.
+    pub fn preflight(&self) -> anyhow::Result<Config> {
         let t = Duration::from_secs_f64(self.timeout_s.min(5.0));
-        std::net::TcpStream::connect_timeout(&self.target, t).map_err(|e| {
-            anyhow!(
-                "cannot connect to {} ({}): {e} — is the server running and listening there?",
-                self.target,
-                self.url
-            )
-        })?;
-        Ok(())
+        let addresses = if self.addresses.is_empty() {
+            vec![self.target]
+        } else {
+            self.addresses.clone()
+        };
+        let target = target::first_reachable(&addresses, self.tls.as_ref(), &self.url, t)?;
+        Ok(Config {
+            target,
+            addresses,
+            ..self.clone()
+        })
     }
 
     /// The share of worker `index`.
@@ -556,6 +605,17 @@ impl Config {
             _ => 0.0,
         };
         WorkerSpec {
+            payload: Payload {
+                body_base64: self
+                    .body
+                    .as_ref()
+                    .map(|b| base64::engine::general_purpose::STANDARD.encode(b.as_slice())),
+                sessions: self
+                    .wsesslog
+                    .as_ref()
+                    .map(|l| l.log.clone())
+                    .unwrap_or_default(),
+            },
             index,
             config: self.clone(),
             rate: self.rate,
@@ -575,6 +635,24 @@ impl Config {
                 Some(self.cpus[index as usize % self.cpus.len()])
             },
         }
+    }
+}
+
+impl WorkerSpec {
+    /// Put the payload back into `config` (in a worker process, after the
+    /// spec crossed the pipe as JSON).
+    pub fn restore(&mut self) -> anyhow::Result<()> {
+        let p = std::mem::take(&mut self.payload);
+        if let Some(b) = p.body_base64 {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b)
+                .map_err(|e| anyhow!("a worker's request body is not valid base64: {e}"))?;
+            self.config.body = Some(Arc::new(bytes));
+        }
+        if let Some(log) = &mut self.config.wsesslog {
+            log.log = p.sessions;
+        }
+        Ok(())
     }
 }
 
@@ -605,7 +683,10 @@ mod tests {
     fn bad_input_is_refused_with_a_reason() {
         let e = |a: &str| cfg(a).unwrap_err().to_string();
         assert!(e("not-a-url --idle 1").contains("malformed URL"));
-        assert!(e("https://127.0.0.1/ --idle 1").contains("only http://"));
+        assert!(e("ftp://127.0.0.1/ --idle 1").contains("only http:// and https://"));
+        assert!(e("http://127.0.0.1/ --idle 1 --insecure").contains("for https://"));
+        assert!(e("http://127.0.0.1/ --idle 1 --method A/B").contains("--method"));
+        assert!(e("http://127.0.0.1/ --idle 1 --body /nonexistent/b").contains("cannot read"));
         assert!(e("http://127.0.0.1:1/ --sessions 5").contains("need --rate"));
         assert!(e("http://127.0.0.1:1/ --persistent 2 -c 3 --rate 10").contains("not both"));
         assert!(e("http://127.0.0.1:1/ --source-addr ::1 --idle 1").contains("family"));
@@ -628,6 +709,44 @@ mod tests {
         assert_eq!(w.session_rate, 50.0);
         assert_eq!(w.sessions, Some(125));
         assert_eq!(w.phase_s, 0.01);
+    }
+
+    #[test]
+    fn any_host_ipv6_and_https() {
+        let c = cfg("https://[::1]:8443/a?b --idle 1 --insecure").unwrap();
+        assert_eq!(c.target, "[::1]:8443".parse().unwrap());
+        assert_eq!((c.host.as_str(), c.path.as_str()), ("[::1]:8443", "/a?b"));
+        let tls = c.tls.unwrap();
+        assert_eq!((tls.server_name.as_str(), tls.insecure), ("::1", true));
+        let c = cfg("http://localhost:1/ --idle 1").unwrap();
+        assert!(!c.addresses.is_empty() && c.addresses.iter().all(|a| a.ip().is_loopback()));
+        assert!(c.tls.is_none());
+        // Not loopback: accepted now (nothing is sent by the configuration).
+        assert_eq!(cfg("http://192.0.2.1/ --idle 1").unwrap().target.port(), 80);
+        let e = cfg("http://192.0.2.1/ --idle 1 --source-addrs 2").unwrap_err();
+        assert!(e.to_string().contains("loopback target"), "{e}");
+    }
+
+    #[test]
+    fn the_payload_crosses_to_workers() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = dir.path().join("b");
+        std::fs::write(&body, b"\x00\x01hello").unwrap();
+        let c = cfg(&format!(
+            "http://127.0.0.1:1/ --rate 1 --sessions 1 --method PUT --body {}",
+            body.display()
+        ))
+        .unwrap();
+        assert_eq!(c.body_bytes, Some(7));
+        let text = serde_json::to_string(&c.worker_spec(0)).unwrap();
+        let mut w: WorkerSpec = serde_json::from_str(&text).unwrap();
+        assert!(w.config.body.is_none());
+        w.restore().unwrap();
+        assert_eq!(
+            w.config.body.as_deref().map(|b| b.as_slice()),
+            Some(&b"\x00\x01hello"[..])
+        );
+        assert_eq!(w.config.method, "PUT");
     }
 
     #[test]

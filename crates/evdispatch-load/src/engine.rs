@@ -17,14 +17,19 @@ use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use evdispatch::{Config as PollerConfig, Events, Interest, Mechanism, Poller, Token};
+use rand::distr::weighted::WeightedIndex;
+use rand::{rngs::SmallRng, SeedableRng};
+use rand_distr::Distribution;
+use rustls::ClientConnection;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::config::{InactiveSend, Rate, WorkerSpec};
-use crate::http::{build_request, Feed, ResponseParser};
+use crate::config::{Config, InactiveSend, Rate, WorkerSpec};
+use crate::http::{build_request, Feed, Request, ResponseParser};
 use crate::interval::{unix_s, IntervalReport};
 use crate::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
 use crate::schedule::{missed, Arrivals, RoundRobin};
 use crate::sys;
+use crate::tls::TlsClient;
 
 const STDIN_TOKEN: usize = usize::MAX;
 const TIMER_TOKEN: usize = usize::MAX - 1;
@@ -88,6 +93,8 @@ enum St {
     /// Waiting out the retry delay after a failed connect.
     Backoff,
     Connecting,
+    /// TCP connected, TLS handshake under way.
+    Handshaking,
     Sending,
     Receiving,
     /// Connected, no request outstanding (persistent, closed loop).
@@ -114,7 +121,26 @@ struct Conn {
     calls_left: u32,
     queue: VecDeque<(Instant, bool)>,
     established: bool,
+    /// The TLS session of an https:// connection.
+    tls: Option<Box<ClientConnection>>,
+    /// When the TCP connect completed (the handshake's start).
+    t_tcp: Instant,
+    /// Index of the request being sent (in the engine's table).
+    req: usize,
+    /// Where a `--wsesslog` session is in its script.
+    script: Option<ScriptPos>,
 }
+
+/// A session log's session in progress: session, burst, request.
+#[derive(Debug, Clone, Copy)]
+struct ScriptPos {
+    session: usize,
+    burst: usize,
+    pos: usize,
+}
+
+/// A session of the log as request indices: bursts and their think times.
+type Script = Vec<(Vec<usize>, f64)>;
 
 impl Conn {
     fn new(role: Role, now: Instant) -> Conn {
@@ -134,6 +160,10 @@ impl Conn {
             calls_left: 0,
             queue: VecDeque::new(),
             established: false,
+            tls: None,
+            t_tcp: now,
+            req: 0,
+            script: None,
         }
     }
 
@@ -144,8 +174,19 @@ impl Conn {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
-    SlowStep { slot: usize, gen: u32 },
-    Retry { slot: usize, gen: u32 },
+    SlowStep {
+        slot: usize,
+        gen: u32,
+    },
+    Retry {
+        slot: usize,
+        gen: u32,
+    },
+    /// A session log's think time is over.
+    Think {
+        slot: usize,
+        gen: u32,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,8 +212,16 @@ pub struct Engine<'h> {
     slab: Vec<Conn>,
     free: Vec<usize>,
     timers: BinaryHeap<Reverse<(Instant, Timer)>>,
-    request: Vec<u8>,
-    partial_len: usize,
+    /// Every request this worker sends, built once.
+    requests: Vec<Request>,
+    /// `--urls` weights and the seeded generator that picks by them.
+    pick: Option<(WeightedIndex<f64>, SmallRng)>,
+    /// `--wsesslog` sessions; the next one a session plays.
+    scripts: Vec<Script>,
+    next_script: usize,
+    /// TLS for https:// targets.
+    tls: Option<TlsClient>,
+    tls_warned: bool,
     buf: Vec<u8>,
     rec: Recorder,
     edge: bool,
@@ -238,12 +287,16 @@ impl<'h> Engine<'h> {
         let mechanism: Mechanism = c.mechanism.parse()?;
         let poller = Poller::with_config(PollerConfig::new(mechanism))
             .with_context(|| format!("cannot create a {} poller", c.mechanism))?;
-        let request = build_request(&c.host, &c.path, &c.headers);
-        // An inactive connection sends everything but the final CRLF.
-        let partial_len = match c.inactive_send {
-            InactiveSend::None => 0,
-            InactiveSend::Partial => request.len() - 2,
+        let (requests, scripts) = build_requests(c);
+        let pick = if c.urls.len() > 1 {
+            let w = WeightedIndex::new(c.urls.iter().map(|u| u.weight))
+                .map_err(|e| anyhow!("--urls weights: {e}"))?;
+            let seed = c.seed.wrapping_add(spec.index as u64) ^ 0x5851_f42d_4c95_7f2d;
+            Some((w, SmallRng::seed_from_u64(seed)))
+        } else {
+            None
         };
+        let tls = c.tls.as_ref().map(TlsClient::new).transpose()?;
         let now = Instant::now();
         let mut to_open = VecDeque::new();
         let closed_sessions = match (spec.rate, spec.sessions) {
@@ -291,8 +344,12 @@ impl<'h> Engine<'h> {
             slab: Vec::new(),
             free: Vec::new(),
             timers: BinaryHeap::new(),
-            request,
-            partial_len,
+            requests,
+            pick,
+            scripts,
+            next_script: spec.index as usize,
+            tls,
+            tls_warned: false,
             buf: vec![0; READ_BUF],
             rec,
             target: SockAddr::from(c.target),
@@ -477,6 +534,12 @@ impl<'h> Engine<'h> {
                             continue;
                         }
                     }
+                    St::Handshaking => {
+                        // Reads, processes and flushes whatever the
+                        // handshake needs, for either readiness.
+                        self.on_readable(token);
+                        continue;
+                    }
                     St::Sending if ev.is_writable() => {
                         self.write_request(token);
                         if self.slab[token].gen != gen {
@@ -499,8 +562,10 @@ impl<'h> Engine<'h> {
 
     fn outstanding(&self, c: &Conn) -> bool {
         matches!(c.role, Role::Session | Role::Persistent | Role::Closed)
-            && (matches!(c.st, St::Connecting | St::Sending | St::Receiving)
-                || (!c.queue.is_empty() && c.st != St::Backoff))
+            && (matches!(
+                c.st,
+                St::Connecting | St::Handshaking | St::Sending | St::Receiving
+            ) || (!c.queue.is_empty() && c.st != St::Backoff))
     }
 
     fn error_summary(&self) -> String {
@@ -654,7 +719,40 @@ impl<'h> Engine<'h> {
         c.intended = intended;
         c.measured = intended >= self.t_ms && intended < self.t_me;
         c.calls_left = self.spec.config.calls;
+        c.script = None;
+        if !self.scripts.is_empty() {
+            let session = self.next_script % self.scripts.len();
+            self.next_script += 1;
+            c.script = Some(ScriptPos {
+                session,
+                burst: 0,
+                pos: 0,
+            });
+            c.req = self.scripts[session][0].0[0];
+        }
         self.connect(slot, now);
+    }
+
+    /// Move a session log's session to its next request: `Some(None)` to
+    /// send it now, `Some(Some(think))` after a think time, `None` when
+    /// the session is over.
+    fn script_advance(&mut self, slot: usize) -> Option<Option<Duration>> {
+        let c = &mut self.slab[slot];
+        let p = c.script.as_mut()?;
+        let script = &self.scripts[p.session];
+        if p.pos + 1 < script[p.burst].0.len() {
+            p.pos += 1;
+            c.req = script[p.burst].0[p.pos];
+            return Some(None);
+        }
+        if p.burst + 1 < script.len() {
+            let think = script[p.burst].1;
+            p.burst += 1;
+            p.pos = 0;
+            c.req = script[p.burst].0[0];
+            return Some(Some(Duration::from_secs_f64(think)));
+        }
+        None
     }
 
     // ---- connections ---------------------------------------------------
@@ -781,6 +879,7 @@ impl<'h> Engine<'h> {
         c.t_connect = now;
         c.deadline = Some(now + self.timeout);
         c.established = false;
+        c.tls = None;
         c.parser.reset();
         self.connecting += 1;
         self.note_open(now, 1);
@@ -819,6 +918,54 @@ impl<'h> Engine<'h> {
         if in_window {
             let _ = self.rec.connect.record(elapsed_us(c.t_connect, now).max(1));
         }
+        if let Some(client) = &self.tls {
+            // The handshake counts as part of connecting (the connect burst
+            // and the setup wait for it).
+            self.connecting += 1;
+            c.st = St::Handshaking;
+            c.t_tcp = now;
+            c.deadline = Some(now + self.timeout);
+            match client.connection() {
+                Ok(t) => c.tls = Some(Box::new(t)),
+                Err(e) => return self.tls_failed(slot, &e, now),
+            }
+            return self.on_readable(slot);
+        }
+        self.ready(slot, now);
+    }
+
+    /// The TLS handshake of `slot` is complete.
+    fn handshake_done(&mut self, slot: usize, now: Instant) {
+        self.connecting -= 1;
+        let in_window = self.phase == Phase::Run && self.in_window(now);
+        let c = &mut self.slab[slot];
+        c.deadline = None;
+        if in_window {
+            let _ = self
+                .rec
+                .tls_handshake
+                .record(elapsed_us(c.t_tcp, now).max(1));
+        }
+        self.ready(slot, now);
+    }
+
+    /// A TLS failure: counted as `tls`, explained once in the warnings.
+    fn tls_failed(&mut self, slot: usize, e: &rustls::Error, now: Instant) {
+        if !self.tls_warned {
+            self.tls_warned = true;
+            self.warnings.push(format!(
+                "TLS failure with {}: {}",
+                self.spec.config.target,
+                crate::tls::explain(e)
+            ));
+        }
+        self.fail(slot, Cause::Tls, now);
+    }
+
+    /// The connection (with its TLS handshake, if any) is ready: start what
+    /// its role does.
+    fn ready(&mut self, slot: usize, now: Instant) {
+        let c = &mut self.slab[slot];
         match c.role {
             Role::Session => {
                 let (intended, measured) = (c.intended, c.measured);
@@ -838,6 +985,9 @@ impl<'h> Engine<'h> {
             Role::Inactive => {
                 c.st = St::Sending;
                 c.woff = 0;
+                if let Some((w, rng)) = &mut self.pick {
+                    c.req = w.sample(rng);
+                }
                 self.write_request(slot);
             }
             Role::Idle => {
@@ -846,6 +996,10 @@ impl<'h> Engine<'h> {
             Role::Slow => {
                 c.st = St::Dribbling;
                 c.woff = 0;
+                if let Some((w, rng)) = &mut self.pick {
+                    c.req = w.sample(rng);
+                }
+                c.parser.expect_no_body(self.requests[c.req].head);
                 c.sent = now;
                 c.intended = now;
                 // Each slow client dribbles at its own phase of the
@@ -881,6 +1035,12 @@ impl<'h> Engine<'h> {
         c.woff = 0;
         c.deadline = Some(now + self.timeout);
         c.st = St::Sending;
+        if c.script.is_none() {
+            if let Some((w, rng)) = &mut self.pick {
+                c.req = w.sample(rng);
+            }
+        }
+        c.parser.expect_no_body(self.requests[c.req].head);
         if measured {
             self.rec.counts.requests += 1;
         }
@@ -891,24 +1051,47 @@ impl<'h> Engine<'h> {
     /// connections).
     fn write_request(&mut self, slot: usize) {
         let c = &mut self.slab[slot];
-        let end = if c.role == Role::Inactive {
-            self.partial_len
-        } else {
-            self.request.len()
+        let req = &self.requests[c.req];
+        let end = match (c.role, self.spec.config.inactive_send) {
+            // An inactive connection sends everything but the final CRLF.
+            (Role::Inactive, InactiveSend::Partial) => req.head_len - 2,
+            (Role::Inactive, InactiveSend::None) => 0,
+            _ => req.bytes.len(),
         };
-        while c.woff < end {
-            let mut sock = c.sock.as_ref().expect("a sending connection has a socket");
-            match sock.write(&self.request[c.woff..end]) {
-                Ok(n) => {
-                    c.woff += n;
-                    self.rec.counts.bytes_sent += n as u64;
+        let sock = c.sock.as_ref().expect("a sending connection has a socket");
+        if let Some(tls) = c.tls.as_deref_mut() {
+            loop {
+                if c.woff < end {
+                    match tls.writer().write(&req.bytes[c.woff..end]) {
+                        Ok(n) => c.woff += n,
+                        Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+                    }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.set_interest(slot, Interest::BOTH);
-                    return;
+                match tls_flush(tls, sock, &mut self.rec.counts.bytes_sent) {
+                    Ok(true) if c.woff >= end => break,
+                    Ok(true) => {}
+                    Ok(false) => {
+                        self.set_interest(slot, Interest::BOTH);
+                        return;
+                    }
+                    Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
                 }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+            }
+        } else {
+            while c.woff < end {
+                let mut sock = sock;
+                match sock.write(&req.bytes[c.woff..end]) {
+                    Ok(n) => {
+                        c.woff += n;
+                        self.rec.counts.bytes_sent += n as u64;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.set_interest(slot, Interest::BOTH);
+                        return;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+                }
             }
         }
         if c.role == Role::Inactive {
@@ -923,21 +1106,41 @@ impl<'h> Engine<'h> {
     fn slow_step(&mut self, slot: usize, now: Instant) {
         let step = self.spec.config.slow_bytes;
         let c = &mut self.slab[slot];
-        let end = (c.woff + step).min(self.request.len());
+        let bytes = &self.requests[c.req].bytes;
+        let end = (c.woff + step).min(bytes.len());
         let mut sock = c.sock.as_ref().expect("a slow client has a socket");
-        match sock.write(&self.request[c.woff..end]) {
-            Ok(n) => {
+        let mut flushed = true;
+        if let Some(tls) = c.tls.as_deref_mut() {
+            // One TLS record per step, as a slow client over TLS sends.
+            let res = tls.writer().write(&bytes[c.woff..end]).and_then(|n| {
                 c.woff += n;
-                self.rec.counts.bytes_sent += n as u64;
+                tls_flush(tls, sock, &mut self.rec.counts.bytes_sent)
+            });
+            match res {
+                Ok(all) => flushed = all,
+                Err(e) => return self.fail(slot, Cause::of(&e), now),
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(e) => return self.fail(slot, Cause::of(&e), now),
+        } else {
+            match sock.write(&bytes[c.woff..end]) {
+                Ok(n) => {
+                    c.woff += n;
+                    self.rec.counts.bytes_sent += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(e) => return self.fail(slot, Cause::of(&e), now),
+            }
         }
-        if c.woff >= self.request.len() {
-            c.st = St::Receiving;
+        if c.woff >= bytes.len() {
             c.sent = now;
             c.deadline = Some(now + self.timeout);
-            self.set_interest(slot, Interest::READABLE);
+            if flushed {
+                c.st = St::Receiving;
+                self.set_interest(slot, Interest::READABLE);
+            } else {
+                // The last records wait for the socket: finish as a request.
+                c.st = St::Sending;
+                self.set_interest(slot, Interest::BOTH);
+            }
         } else {
             let gen = c.gen;
             let at = now + Duration::from_secs_f64(self.spec.config.slow_interval_s);
@@ -950,6 +1153,9 @@ impl<'h> Engine<'h> {
     }
 
     fn on_readable(&mut self, slot: usize) {
+        if self.slab[slot].tls.is_some() {
+            return self.on_readable_tls(slot);
+        }
         let mut buf = std::mem::take(&mut self.buf);
         let gen = self.slab[slot].gen;
         loop {
@@ -984,6 +1190,105 @@ impl<'h> Engine<'h> {
                     }
                     break;
                 }
+            }
+        }
+        self.buf = buf;
+    }
+
+    /// Read TLS records, decrypt, hand the plaintext to the parser; drive
+    /// the handshake and send what rustls wants to send (handshake
+    /// messages, alerts).
+    fn on_readable_tls(&mut self, slot: usize) {
+        let mut buf = std::mem::take(&mut self.buf);
+        let gen = self.slab[slot].gen;
+        loop {
+            let c = &mut self.slab[slot];
+            let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_deref_mut()) else {
+                break;
+            };
+            if c.gen != gen {
+                break;
+            }
+            let mut eof = false;
+            let mut drained = false;
+            let mut r: &Socket = sock;
+            match tls.read_tls(&mut r) {
+                Ok(0) => eof = true,
+                Ok(n) => self.rec.counts.bytes_received += n as u64,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => drained = true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    let now = Instant::now();
+                    if matches!(c.st, St::Holding | St::Waiting) {
+                        self.server_closed_quietly(slot, now);
+                    } else {
+                        self.fail(slot, Cause::of(&e), now);
+                    }
+                    break;
+                }
+            }
+            if let Err(e) = tls.process_new_packets() {
+                // Send the alert rustls queued, then give up.
+                let _ = tls_flush(tls, sock, &mut self.rec.counts.bytes_sent);
+                self.tls_failed(slot, &e, Instant::now());
+                break;
+            }
+            // The plaintext, to the parser.
+            loop {
+                let c = &mut self.slab[slot];
+                let Some(tls) = c.tls.as_deref_mut().filter(|_| c.gen == gen) else {
+                    break;
+                };
+                match tls.reader().read(&mut buf) {
+                    Ok(0) => {
+                        eof = true; // close_notify
+                        break;
+                    }
+                    Ok(n) => self.on_data(slot, &buf[..n]),
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        eof = true; // closed without close_notify
+                        break;
+                    }
+                }
+            }
+            let c = &mut self.slab[slot];
+            let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_deref_mut()) else {
+                break;
+            };
+            if c.gen != gen {
+                break;
+            }
+            let handshaking = c.st == St::Handshaking;
+            let now = Instant::now();
+            match tls_flush(tls, sock, &mut self.rec.counts.bytes_sent) {
+                Err(e) => {
+                    self.fail(slot, Cause::of(&e), now);
+                    break;
+                }
+                Ok(all) if handshaking => {
+                    if !tls.is_handshaking() && all {
+                        self.handshake_done(slot, now);
+                        if self.slab[slot].gen != gen {
+                            break;
+                        }
+                    } else {
+                        let want = if all {
+                            Interest::READABLE
+                        } else {
+                            Interest::BOTH
+                        };
+                        self.set_interest(slot, want);
+                    }
+                }
+                Ok(_) => {}
+            }
+            if eof {
+                self.on_eof(slot, Instant::now());
+                break;
+            }
+            if drained {
+                break;
             }
         }
         self.buf = buf;
@@ -1029,6 +1334,17 @@ impl<'h> Engine<'h> {
                     self.after_loss(slot, now, false);
                 }
             },
+            St::Handshaking => {
+                if !self.tls_warned {
+                    self.tls_warned = true;
+                    self.warnings.push(format!(
+                        "TLS failure with {}: the server closed the connection during the \
+                         handshake — is it speaking TLS on this port?",
+                        self.spec.config.target
+                    ));
+                }
+                self.fail(slot, Cause::Tls, now)
+            }
             _ => self.server_closed_quietly(slot, now),
         }
     }
@@ -1094,10 +1410,27 @@ impl<'h> Engine<'h> {
         }
         match role {
             Role::Session => {
-                c.calls_left = c.calls_left.saturating_sub(1);
-                if c.calls_left > 0 {
-                    let m = self.in_window(now);
-                    self.start_request(slot, now, m, now);
+                let next = if c.script.is_some() {
+                    self.script_advance(slot)
+                } else {
+                    c.calls_left = c.calls_left.saturating_sub(1);
+                    (c.calls_left > 0).then_some(None)
+                };
+                if let Some(think) = next {
+                    match think {
+                        Some(t) if !t.is_zero() => {
+                            let c = &mut self.slab[slot];
+                            c.st = St::Waiting;
+                            let gen = c.gen;
+                            self.timers
+                                .push(Reverse((now + t, Timer::Think { slot, gen })));
+                            self.set_interest(slot, Interest::READABLE);
+                        }
+                        _ => {
+                            let m = self.in_window(now);
+                            self.start_request(slot, now, m, now);
+                        }
+                    }
                 } else {
                     self.rec.counts.conn_closed_by_client += 1;
                     self.close(slot, now);
@@ -1165,6 +1498,15 @@ impl<'h> Engine<'h> {
             self.close(slot, now);
             return self.connect_failed(slot, cause, now);
         }
+        if c.st == St::Handshaking {
+            // Established, then the handshake failed: closed by the
+            // generator, and retried after a pause like a failed connect.
+            self.connecting -= 1;
+            self.rec.error(role, cause);
+            self.rec.counts.conn_closed_by_client += 1;
+            self.close(slot, now);
+            return self.after_loss(slot, now, true);
+        }
         self.rec.error(role, cause);
         if matches!(cause, Cause::Reset | Cause::ServerClosed) {
             self.rec.counts.conn_closed_by_server += 1;
@@ -1182,6 +1524,14 @@ impl<'h> Engine<'h> {
         c.deadline = None;
         c.st = St::Free;
         c.parser.reset();
+        if let (Some(mut tls), Some(sock)) = (c.tls.take(), had.as_ref()) {
+            if !tls.is_handshaking() {
+                tls.send_close_notify();
+                let mut sent = 0;
+                let _ = tls_flush(&mut tls, sock, &mut sent);
+                self.rec.counts.bytes_sent += sent;
+            }
+        }
         if let Some(sock) = had {
             let _ = self.poller.deregister(sock.as_raw_fd());
             drop(sock);
@@ -1227,6 +1577,13 @@ impl<'h> Engine<'h> {
                     let c = &self.slab[slot];
                     if c.gen == gen && c.st == St::Dribbling {
                         self.slow_step(slot, now);
+                    }
+                }
+                Timer::Think { slot, gen } => {
+                    let c = &self.slab[slot];
+                    if c.gen == gen && c.st == St::Waiting && self.phase == Phase::Run {
+                        let m = self.in_window(now);
+                        self.start_request(slot, now, m, now);
                     }
                 }
                 Timer::Retry { slot, gen } => {
@@ -1392,6 +1749,65 @@ impl<'h> Engine<'h> {
         report.interrupted = self.interrupted;
         Ok(report)
     }
+}
+
+/// Write rustls' pending records to the socket: `Ok(true)` when all are
+/// out, `Ok(false)` when the socket is full.
+fn tls_flush(tls: &mut ClientConnection, sock: &Socket, sent: &mut u64) -> io::Result<bool> {
+    while tls.wants_write() {
+        let mut w: &Socket = sock;
+        match tls.write_tls(&mut w) {
+            Ok(n) => *sent += n as u64,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// The requests of a run, built once: one per `--urls` entry (or the URL's
+/// path), or every request of the session log with the sessions as index
+/// scripts.
+fn build_requests(c: &Config) -> (Vec<Request>, Vec<Script>) {
+    if let Some(log) = &c.wsesslog {
+        let mut requests = Vec::new();
+        let scripts = log
+            .log
+            .iter()
+            .map(|session| {
+                session
+                    .iter()
+                    .map(|burst| {
+                        let idx = burst
+                            .requests
+                            .iter()
+                            .map(|r| {
+                                requests.push(build_request(
+                                    &r.method,
+                                    &c.host,
+                                    &r.uri,
+                                    &c.headers,
+                                    r.contents.as_deref().map(str::as_bytes),
+                                ));
+                                requests.len() - 1
+                            })
+                            .collect();
+                        (idx, burst.think_s)
+                    })
+                    .collect()
+            })
+            .collect();
+        return (requests, scripts);
+    }
+    let body = c.body.as_deref().map(|b| b.as_slice());
+    let one = |path: &str| build_request(&c.method, &c.host, path, &c.headers, body);
+    let requests = if c.urls.is_empty() {
+        vec![one(&c.path)]
+    } else {
+        c.urls.iter().map(|u| one(&u.path)).collect()
+    };
+    (requests, Vec::new())
 }
 
 /// Run one worker in this process and return its report.

@@ -1,4 +1,4 @@
-//! The HTTP/1.1 the generator speaks: one request built once, and an
+//! The HTTP/1.1 the generator speaks: requests built once, and an
 //! incremental response parser (headers by `httparse`, bodies delimited by
 //! `Content-Length`, chunked encoding or the end of the connection).
 
@@ -7,18 +7,80 @@ use std::fmt;
 /// Largest response head accepted; a longer one is a malformed response.
 const MAX_HEAD: usize = 64 * 1024;
 
-/// Build the request bytes for `GET path` with a `Host` header and the
-/// caller's extra headers.
-pub fn build_request(host: &str, path: &str, headers: &[(String, String)]) -> Vec<u8> {
-    let mut r = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: evdispatch-load\r\n");
+/// The headers every request carries unless the user's own (`--header`)
+/// replace them: `Host` (the URL's) and `User-Agent`.
+pub const DEFAULT_HEADERS: [&str; 2] = ["Host", "User-Agent"];
+
+/// One request, built once and sent as is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The bytes on the wire: head, then the body if any.
+    pub bytes: Vec<u8>,
+    /// Length of the head (through its final blank line).
+    pub head_len: usize,
+    /// `HEAD`: the reply has no body whatever its `Content-Length` says.
+    pub head: bool,
+}
+
+/// Build `METHOD path HTTP/1.1` with `Host` and `User-Agent`, the user's
+/// headers (one whose name matches a default, case-insensitively, replaces
+/// it in place; one with an empty value removes it, as curl's `-H 'Name:'`
+/// does), and `Content-Length` with the body when there is one (unless the
+/// user gave their own).
+pub fn build_request(
+    method: &str,
+    host: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+) -> Request {
+    let mut list: Vec<(&str, &str)> = vec![("Host", host), ("User-Agent", "evdispatch-load")];
     for (name, value) in headers {
+        match list
+            .iter()
+            .position(|(n, _)| n.eq_ignore_ascii_case(name))
+            .filter(|&i| i < DEFAULT_HEADERS.len())
+        {
+            Some(i) => list[i] = (name, value),
+            None => list.push((name, value)),
+        }
+    }
+    let mut r = format!("{method} {path} HTTP/1.1\r\n");
+    for (name, value) in &list {
+        if value.is_empty() {
+            continue;
+        }
         r.push_str(name);
         r.push_str(": ");
         r.push_str(value);
         r.push_str("\r\n");
     }
+    if let Some(b) = body {
+        if !list
+            .iter()
+            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+        {
+            r.push_str(&format!("Content-Length: {}\r\n", b.len()));
+        }
+    }
     r.push_str("\r\n");
-    r.into_bytes()
+    let head_len = r.len();
+    let mut bytes = r.into_bytes();
+    if let Some(b) = body {
+        bytes.extend_from_slice(b);
+    }
+    Request {
+        bytes,
+        head_len,
+        head: method.eq_ignore_ascii_case("HEAD"),
+    }
+}
+
+/// True when `s` is an HTTP token (a method name, a header name).
+pub fn is_token(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Why a response could not be parsed.
@@ -67,6 +129,8 @@ pub struct ResponseParser {
     pending: Vec<u8>,
     status: u16,
     close: bool,
+    /// The request was `HEAD`: the reply has no body.
+    no_body: bool,
 }
 
 impl Default for ResponseParser {
@@ -76,6 +140,7 @@ impl Default for ResponseParser {
             pending: Vec::new(),
             status: 0,
             close: false,
+            no_body: false,
         }
     }
 }
@@ -87,7 +152,7 @@ struct Head {
     body: State,
 }
 
-fn parse_head(buf: &[u8]) -> Result<Option<Head>, Malformed> {
+fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
     let mut headers = [httparse::EMPTY_HEADER; 48];
     let mut resp = httparse::Response::new(&mut headers);
     let len = match resp.parse(buf) {
@@ -128,7 +193,7 @@ fn parse_head(buf: &[u8]) -> Result<Option<Head>, Malformed> {
             }
         }
     }
-    let body = if status < 200 || status == 204 || status == 304 {
+    let body = if no_body || status < 200 || status == 204 || status == 304 {
         State::Body(0)
     } else if chunked {
         State::ChunkSize
@@ -150,6 +215,12 @@ impl ResponseParser {
     /// True when no byte of a response has been seen yet.
     pub fn is_idle(&self) -> bool {
         self.state == State::Head && self.pending.is_empty()
+    }
+
+    /// Say whether the next response answers a `HEAD` request (no body).
+    #[inline]
+    pub fn expect_no_body(&mut self, head: bool) {
+        self.no_body = head;
     }
 
     /// Forget any partial response.
@@ -191,7 +262,7 @@ impl ResponseParser {
             match self.state {
                 State::Head => {
                     let head = if self.pending.is_empty() {
-                        match parse_head(&data[pos..])? {
+                        match parse_head(&data[pos..], self.no_body)? {
                             Some(h) => {
                                 pos += h.len;
                                 h
@@ -204,7 +275,7 @@ impl ResponseParser {
                     } else {
                         let before = self.pending.len();
                         self.pending.extend_from_slice(&data[pos..]);
-                        match parse_head(&self.pending)? {
+                        match parse_head(&self.pending, self.no_body)? {
                             Some(h) => {
                                 pos += h.len - before;
                                 self.pending.clear();
@@ -379,9 +450,43 @@ mod tests {
 
     #[test]
     fn request_has_host_and_headers() {
-        let r = build_request("h:1", "/a?b", &[("X-A".into(), "1".into())]);
-        let s = String::from_utf8(r).unwrap();
+        let r = build_request("GET", "h:1", "/a?b", &[("X-A".into(), "1".into())], None);
+        let s = String::from_utf8(r.bytes).unwrap();
         assert!(s.starts_with("GET /a?b HTTP/1.1\r\nHost: h:1\r\n"));
         assert!(s.ends_with("X-A: 1\r\n\r\n"));
+        assert_eq!((r.head_len, r.head), (s.len(), false));
+    }
+
+    #[test]
+    fn user_headers_replace_the_defaults_and_bodies_have_a_length() {
+        let h = |n: &str, v: &str| (n.to_string(), v.to_string());
+        let r = build_request(
+            "POST",
+            "h",
+            "/",
+            &[
+                h("host", "example.org"),
+                h("User-Agent", ""),
+                h("Accept", "*/*"),
+            ],
+            Some(b"abc"),
+        );
+        let s = String::from_utf8(r.bytes).unwrap();
+        assert_eq!(
+            s,
+            "POST / HTTP/1.1\r\nhost: example.org\r\nAccept: */*\r\nContent-Length: 3\r\n\r\nabc"
+        );
+        assert_eq!(r.head_len, s.len() - 3);
+        assert!(build_request("HEAD", "h", "/", &[], None).head);
+    }
+
+    #[test]
+    fn head_replies_have_no_body() {
+        let r = b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\n";
+        let mut p = ResponseParser::default();
+        p.expect_no_body(true);
+        assert!(matches!(p.feed(r).unwrap(), Feed::Done { used, .. } if used == r.len()));
+        p.expect_no_body(false);
+        assert_eq!(p.feed(r).unwrap(), Feed::More);
     }
 }

@@ -1,7 +1,8 @@
 //! # evdispatch load — the load generator
 //!
-//! `evdispatch load URL` offers HTTP/1.1 load to a server on this machine
-//! with the workloads of the seeds, combinable in one run:
+//! `evdispatch load URL` offers HTTP/1.1 load, plain or over TLS
+//! (`https://`), to any server a user names, with the workloads of the
+//! seeds, combinable in one run:
 //!
 //! | workload | flags | what each client does |
 //! |---|---|---|
@@ -11,6 +12,18 @@
 //! | inactive | `--inactive I [--inactive-send partial\|none]` | connect, send the request without its final blank line (or nothing), never finish it; reopened when the server closes it (seed 000 §5, httperf's idleconn) |
 //! | idle | `--idle I` | one request, then silence on the open connection; reopened when the server closes it (seed 004 §4.1) |
 //! | slow | `--slow S --slow-bytes B --slow-interval T [--slow-ramp R]` | sends the request `B` bytes every `T`, reads the reply, starts over |
+//!
+//! ## Targets, HTTPS and request mixes
+//!
+//! The URL's host goes through the system resolver; every address is tried
+//! in the resolver's order by a pre-flight connect and the run uses the
+//! first that accepts (see [`target`]). `https://` runs TLS 1.2 or 1.3 with
+//! rustls inside the same non-blocking loop ([`tls`]): SNI from the host,
+//! ALPN `http/1.1`, the system's roots, `--cacert FILE` or `--insecure`;
+//! the handshake time is reported apart from the connect time. Requests use
+//! `--method`, `--body FILE` and `--header` (which replaces a default of the
+//! same name), pick their path by weight from `--urls FILE`, or play
+//! httperf's session log with `--wsesslog N,X,FILE` ([`wsesslog`]).
 //!
 //! ## Open loop and coordinated omission
 //!
@@ -50,7 +63,7 @@
 //! | field | type | meaning |
 //! |---|---|---|
 //! | `schema` | string | `"evdispatch-load/1"` |
-//! | `config` | object | the full configuration ([`Config`]): `url`, `target`, `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s`, `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
+//! | `config` | object | the full configuration ([`Config`]): `url`, `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s`, `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
 //! | `duration_s` | number | length of the measured window |
 //! | `requests` | integer | requests of the active workloads whose slot fell in the window and that were sent |
 //! | `replies` | integer | complete replies to those requests (including ones that arrived in the drain after the window) |
@@ -59,10 +72,11 @@
 //! | `rate_intervals` | object | `interval_s`, `samples` (replies/s of each full interval), `min`, `avg`, `max`, `stddev` (as httperf's "Reply rate") |
 //! | `latency_us` | object | corrected latency, µs: `count`, `min`, `mean`, `stddev`, `p50`, `p90`, `p99`, `p999`, `max` (all 0 when `count` is 0), and `percentiles`: `[{"percentile": 50.0, "us": …}, …]` at 50, 75, 90, 99, 99.9, 99.99, 99.999 and 100 (empty when `count` is 0) |
 //! | `latency_uncorrected_us` | object | the same from the actual send time |
-//! | `connect_us` | object | the same for connects completed in the window |
+//! | `connect_us` | object | the same for TCP connects completed in the window |
+//! | `tls_handshake_us` | object | the same for TLS handshakes completed in the window (from the TCP connect to the handshake's end; `count` 0 for http) |
 //! | `missed_slots` | integer | slots whose request could not go out on time |
 //! | `unsent_at_end` | integer | measured slots never sent (queued when the run ended) |
-//! | `errors` | object | cause → count, every cause present: `refused`, `reset`, `timeout`, `client_fd` (generator out of descriptors), `client_port` (out of source ports), `malformed`, `server_closed` (closed with a request outstanding), `other` |
+//! | `errors` | object | cause → count, every cause present: `refused`, `reset`, `timeout`, `client_fd` (generator out of descriptors), `client_port` (out of source ports), `malformed`, `server_closed` (closed with a request outstanding), `tls` (a TLS handshake or record failed), `other` |
 //! | `errors_total` | integer | sum of `errors` |
 //! | `errors_by_workload` | object | workload (`sessions`, `persistent`, `closed_loop`, `inactive`, `idle`, `slow`) → cause → count |
 //! | `status` | object | `1xx` … `5xx`, `other` → replies |
@@ -135,6 +149,9 @@ pub mod report;
 pub mod runner;
 pub mod schedule;
 mod sys;
+pub mod target;
+pub mod tls;
+pub mod wsesslog;
 
 pub use config::{Arrival, Config, InactiveSend, Rate, WorkerSpec};
 pub use report::{Latency, Summary};
@@ -147,7 +164,8 @@ pub struct LoadArgs {
     /// `merge`: combine the `--json` outputs of several runs.
     #[command(subcommand)]
     pub command: Option<LoadCommand>,
-    /// The URL to load, e.g. http://127.0.0.1:8080/index.html (loopback only).
+    /// The URL to load: http:// or https://, any host (names through the
+    /// system resolver, IPv4 or IPv6), e.g. https://example.org/index.html.
     /// Alone, it runs the default load: closed loop over 10 connections for
     /// 10 s (as `--rate max -c 10 -d 10s`).
     #[arg(required_unless_present = "worker")]
@@ -226,7 +244,8 @@ pub struct LoadArgs {
     /// Give up on a connect or a reply after this long (e.g. 5, 500ms).
     #[arg(long, default_value = "5")]
     pub timeout: String,
-    /// Extra request header (repeatable).
+    /// Request header (repeatable); one named like a default (Host,
+    /// User-Agent) replaces it, an empty value removes it.
     #[arg(long, short = 'H', value_name = "NAME:VALUE")]
     pub header: Vec<String>,
     /// Source addresses spread over 127.0.0.0/8 (bound with IP_BIND_ADDRESS_NO_PORT).
@@ -247,6 +266,9 @@ pub struct LoadArgs {
     /// Connects in flight at once per worker while opening the long-lived connections.
     #[arg(long, default_value_t = 256)]
     pub connect_burst: u64,
+    /// Target, TLS and request-mix options.
+    #[command(flatten)]
+    pub net: target::NetArgs,
     /// Internal: run as a worker process of `evdispatch load --procs N`.
     #[arg(long, hide = true)]
     pub worker: bool,

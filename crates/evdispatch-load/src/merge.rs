@@ -92,6 +92,7 @@ fn as_report(i: usize, s: &Summary) -> WorkerReport {
         latency_hist: s.histograms.latency.clone(),
         latency_uncorrected_hist: s.histograms.latency_uncorrected.clone(),
         connect_hist: s.histograms.connect.clone(),
+        tls_handshake_hist: s.histograms.tls_handshake.clone(),
         interval_replies: s
             .rate_intervals
             .samples

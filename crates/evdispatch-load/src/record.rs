@@ -38,12 +38,14 @@ pub enum Cause {
     Malformed,
     /// The server closed the connection while a request was outstanding.
     ServerClosed,
+    /// A TLS handshake or record failed (certificate, protocol, alert).
+    Tls,
     /// Anything else.
     Other,
 }
 
 /// Every cause, in the order of [`Cause`]'s variants.
-pub const CAUSES: [Cause; 8] = [
+pub const CAUSES: [Cause; 9] = [
     Cause::Refused,
     Cause::Reset,
     Cause::Timeout,
@@ -51,6 +53,7 @@ pub const CAUSES: [Cause; 8] = [
     Cause::ClientPort,
     Cause::Malformed,
     Cause::ServerClosed,
+    Cause::Tls,
     Cause::Other,
 ];
 
@@ -65,6 +68,7 @@ impl Cause {
             Cause::ClientPort => "client_port",
             Cause::Malformed => "malformed",
             Cause::ServerClosed => "server_closed",
+            Cause::Tls => "tls",
             Cause::Other => "other",
         }
     }
@@ -204,6 +208,8 @@ pub struct Recorder {
     pub latency_uncorrected: Histogram<u64>,
     /// Connect time of connections established in the window, µs.
     pub connect: Histogram<u64>,
+    /// TLS handshake time of handshakes completed in the window, µs.
+    pub tls_handshake: Histogram<u64>,
     /// Counters.
     pub counts: Counts,
     /// Errors, indexed `[role][cause]`.
@@ -222,6 +228,7 @@ impl Default for Recorder {
             latency: new_histogram(),
             latency_uncorrected: new_histogram(),
             connect: new_histogram(),
+            tls_handshake: new_histogram(),
             counts: Counts::default(),
             errors: [[0; CAUSES.len()]; ROLES.len()],
             status: [0; 6],
@@ -294,6 +301,9 @@ pub struct WorkerReport {
     pub latency_uncorrected_hist: String,
     /// Connect-time histogram.
     pub connect_hist: String,
+    /// TLS-handshake-time histogram (empty string: none).
+    #[serde(default)]
+    pub tls_handshake_hist: String,
     /// Replies per interval.
     pub interval_replies: Vec<u64>,
     /// Peak open connections per interval.
@@ -354,6 +364,7 @@ impl WorkerReport {
             latency_hist: encode(&rec.latency)?,
             latency_uncorrected_hist: encode(&rec.latency_uncorrected)?,
             connect_hist: encode(&rec.connect)?,
+            tls_handshake_hist: encode(&rec.tls_handshake)?,
             interval_replies: rec.interval_replies.clone(),
             interval_peak_conns: rec.interval_peak_conns.clone(),
             cpu_s,
@@ -377,6 +388,8 @@ pub struct Merged {
     pub latency_uncorrected: Histogram<u64>,
     /// Connect time, µs.
     pub connect: Histogram<u64>,
+    /// TLS handshake time, µs.
+    pub tls_handshake: Histogram<u64>,
     /// Summed counters (`conn_peak` is recomputed from the intervals).
     pub counts: Counts,
     /// errors by role, then cause.
@@ -416,6 +429,7 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
         latency: new_histogram(),
         latency_uncorrected: new_histogram(),
         connect: new_histogram(),
+        tls_handshake: new_histogram(),
         counts: Counts::default(),
         errors: BTreeMap::new(),
         status: BTreeMap::new(),
@@ -437,6 +451,9 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
         add(&mut m.latency, &r.latency_hist)?;
         add(&mut m.latency_uncorrected, &r.latency_uncorrected_hist)?;
         add(&mut m.connect, &r.connect_hist)?;
+        if !r.tls_handshake_hist.is_empty() {
+            add(&mut m.tls_handshake, &r.tls_handshake_hist)?;
+        }
         m.counts.add(&r.counts);
         peak_sum += r.counts.conn_peak;
         for (role, causes) in &r.errors {

@@ -99,6 +99,9 @@ pub struct Histograms {
     pub latency_uncorrected: String,
     /// Connect time, µs.
     pub connect: String,
+    /// TLS handshake time, µs (empty in outputs of versions without TLS).
+    #[serde(default)]
+    pub tls_handshake: String,
 }
 
 /// One `--fail-if` threshold, checked after the run.
@@ -191,6 +194,10 @@ pub struct Summary {
     pub latency_uncorrected_us: Latency,
     /// Connect time of connections established in the window, µs.
     pub connect_us: Latency,
+    /// TLS handshake time of handshakes completed in the window, µs (`count`
+    /// 0 for http).
+    #[serde(default)]
+    pub tls_handshake_us: Latency,
     /// Slots whose request could not go out on time.
     pub missed_slots: u64,
     /// Measured slots never sent (still queued at the end).
@@ -297,6 +304,7 @@ impl Summary {
             latency: crate::record::encode(&m.latency).unwrap_or_default(),
             latency_uncorrected: crate::record::encode(&m.latency_uncorrected).unwrap_or_default(),
             connect: crate::record::encode(&m.connect).unwrap_or_default(),
+            tls_handshake: crate::record::encode(&m.tls_handshake).unwrap_or_default(),
         };
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
@@ -366,6 +374,7 @@ impl Summary {
             latency_us: Latency::of(&m.latency),
             latency_uncorrected_us: Latency::of(&m.latency_uncorrected),
             connect_us: Latency::of(&m.connect),
+            tls_handshake_us: Latency::of(&m.tls_handshake),
             missed_slots: c.missed_slots,
             unsent_at_end: c.unsent_at_end,
             errors,
@@ -561,6 +570,18 @@ impl Summary {
             ms(l.max),
             l.count
         );
+        if c.tls.is_some() {
+            let l = &self.tls_handshake_us;
+            let _ = writeln!(
+                o,
+                "TLS handshake [ms]: min {:.3} avg {:.3} p99 {:.3} max {:.3} ({} in the window)",
+                ms(l.min),
+                l.mean / 1000.0,
+                ms(l.p99),
+                ms(l.max),
+                l.count
+            );
+        }
         let _ = writeln!(
             o,
             "Requests: {} sent, {} replies; missed slots {}, unsent at end {}",

@@ -213,7 +213,7 @@ impl Hooks for InProcess<'_> {
 
 /// Run the load described by `cfg` and return the merged summary.
 pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
-    cfg.check_reachable()?;
+    let cfg = &cfg.preflight()?;
     let line = ProgressLine::new(opts.progress);
     let (reports, server) = if cfg.procs == 1 {
         let mut hooks = InProcess {
@@ -239,7 +239,13 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
     };
     line.done();
     let merged = merge(&reports)?;
-    Ok(Summary::new(cfg, merged, server))
+    let mut summary = Summary::new(cfg, merged, server);
+    if cfg.tls.as_ref().is_some_and(|t| t.insecure) {
+        summary
+            .warnings
+            .push("--insecure: the server's certificate and name were NOT verified".to_string());
+    }
+    Ok(summary)
 }
 
 /// Worker children, killed if the parent gives up on them.
@@ -427,8 +433,9 @@ pub fn worker_main() -> anyhow::Result<()> {
         .lock()
         .read_line(&mut first)
         .context("a worker reads its share from standard input")?;
-    let spec: WorkerSpec = serde_json::from_str(&first)
+    let mut spec: WorkerSpec = serde_json::from_str(&first)
         .context("`load --worker` is started by `evdispatch load --procs N`, not by hand")?;
+    spec.restore()?;
     match run_worker(spec, Start::Stdin, &mut StdoutHooks) {
         Ok(r) => {
             say(&WorkerMsg::Report(Box::new(r)));

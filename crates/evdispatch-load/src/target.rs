@@ -1,0 +1,285 @@
+//! What is loaded and how it is reached: the command-line options of the
+//! target ([`NetArgs`]), the URL resolved by the system resolver, the
+//! pre-flight connect that picks the address, and the request mix
+//! (`--method`, `--body`, `--urls`, `--wsesslog`).
+//!
+//! ## Addresses
+//!
+//! The URL's host is resolved once with the system resolver
+//! (`getaddrinfo`, so `/etc/hosts`, DNS, IPv4 and IPv6, in the order the
+//! resolver ranks them). Before the run a pre-flight connect tries each
+//! address in that order and the run uses the first that accepts
+//! (`config.target`); `config.addresses` lists them all. With `https://`
+//! the pre-flight also completes one TLS handshake, so a certificate or
+//! protocol problem is one clear error before the run.
+//!
+//! ## `--urls FILE`
+//!
+//! One request target per line: `URL [WEIGHT]`, where URL is a path (`/a?b=1`,
+//! on the command line's server) or a whole URL on the same scheme, host and
+//! port as the command line's (one run loads one server); WEIGHT is a
+//! positive number, 1 when absent; blank lines and lines starting with `#`
+//! are skipped. Each request picks its URL at random in proportion to the
+//! weights, from the seeded generator (`--seed`), so a run is repeatable.
+
+use std::io::Read;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::tls::{TlsClient, TlsSettings};
+use crate::wsesslog::SessionLog;
+
+/// The options of `evdispatch load` that say what is requested and how the
+/// server is reached (flattened into [`crate::LoadArgs`]).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct NetArgs {
+    /// Trust the certificates of this PEM bundle instead of the system's
+    /// roots (https:// URLs).
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// Accept any server certificate and name (https:// URLs); the output
+    /// says so.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Request method (any token: GET, HEAD, POST, PUT, …).
+    #[arg(long, default_value = "GET", value_name = "M")]
+    pub method: String,
+    /// Send this file as the request body, with its Content-Length (`-`:
+    /// standard input).
+    #[arg(long, value_name = "FILE")]
+    pub body: Option<String>,
+    /// Request the URLs of this file, one per line `URL [WEIGHT]`, picked
+    /// by weight (see the crate docs).
+    #[arg(long, value_name = "FILE")]
+    pub urls: Option<PathBuf>,
+    /// httperf's session log: N sessions (at --rate per second) cycling
+    /// through FILE's sessions, X the default think time in seconds.
+    #[arg(long, value_name = "N,X,FILE")]
+    pub wsesslog: Option<String>,
+}
+
+/// One entry of `--urls`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WeightedUrl {
+    /// Path and query requested.
+    pub path: String,
+    /// Relative weight.
+    pub weight: f64,
+}
+
+/// The URL's host resolved.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// Every address of the host, in the resolver's order.
+    pub addresses: Vec<SocketAddr>,
+    /// `Host` header value (with the port when the URL gives one).
+    pub host_header: String,
+    /// Path and query, exactly as given.
+    pub path: String,
+    /// TLS settings for `https://`.
+    pub tls: Option<TlsSettings>,
+}
+
+/// Resolve `url` (http:// or https://) with the system resolver.
+pub fn resolve(url: &url::Url, net: &NetArgs) -> anyhow::Result<Resolved> {
+    let https = match url.scheme() {
+        "http" => false,
+        "https" => true,
+        other => {
+            bail!("URL '{url}': only http:// and https:// are supported (scheme '{other}' given)")
+        }
+    };
+    if !https && (net.insecure || net.cacert.is_some()) {
+        bail!("--insecure and --cacert are for https:// URLs; '{url}' is plain http://");
+    }
+    let host = url
+        .host_str()
+        .ok_or_else(|| anyhow!("URL '{url}' has no host"))?;
+    let port = url
+        .port_or_known_default()
+        .unwrap_or(if https { 443 } else { 80 });
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let addresses: Vec<SocketAddr> = (bare, port)
+        .to_socket_addrs()
+        .map_err(|e| {
+            anyhow!("cannot resolve host '{bare}' of URL '{url}': {e} — check the name, or give an IP address")
+        })?
+        .collect();
+    if addresses.is_empty() {
+        bail!("host '{bare}' of URL '{url}' resolves to no address");
+    }
+    let host_header = match url.port() {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_string(),
+    };
+    Ok(Resolved {
+        addresses,
+        host_header,
+        path: path_of(url),
+        tls: https.then(|| TlsSettings {
+            server_name: bare.to_string(),
+            insecure: net.insecure,
+            cacert: net.cacert.clone(),
+        }),
+    })
+}
+
+/// Path and query of a URL, as given.
+fn path_of(url: &url::Url) -> String {
+    let mut path = url.path().to_string();
+    if let Some(q) = url.query() {
+        path.push('?');
+        path.push_str(q);
+    }
+    path
+}
+
+/// Try each address in order; return the first that accepts (and, for
+/// https, completes a TLS handshake). The error names every address tried
+/// and why it failed.
+pub fn first_reachable(
+    addresses: &[SocketAddr],
+    tls: Option<&TlsSettings>,
+    url: &str,
+    timeout: Duration,
+) -> anyhow::Result<SocketAddr> {
+    let client = tls.map(TlsClient::new).transpose()?;
+    let mut why = Vec::new();
+    for &addr in addresses {
+        match std::net::TcpStream::connect_timeout(&addr, timeout) {
+            Ok(s) => drop(s),
+            Err(e) => {
+                why.push(format!("{addr}: {e}"));
+                continue;
+            }
+        }
+        if let Some(c) = &client {
+            // A TLS failure is the server's answer, not an unreachable
+            // address: report it rather than trying the next one.
+            c.check(addr, timeout)?;
+        }
+        return Ok(addr);
+    }
+    bail!(
+        "cannot connect to {url}: {} — is the server running and listening there?",
+        why.join("; ")
+    )
+}
+
+/// Read `--urls FILE` against the command line's URL `base`.
+pub fn read_urls(file: &Path, base: &url::Url) -> anyhow::Result<Vec<WeightedUrl>> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| anyhow!("--urls: cannot read '{}': {e}", file.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let at = format!("{}:{}", file.display(), i + 1);
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let target = words.next().unwrap_or_default();
+        let weight = match words.next() {
+            None => 1.0,
+            Some(w) => w
+                .parse::<f64>()
+                .ok()
+                .filter(|w| w.is_finite() && *w > 0.0)
+                .ok_or_else(|| {
+                    anyhow!("{at}: expected URL [WEIGHT] with a positive weight, found '{w}'")
+                })?,
+        };
+        if let Some(extra) = words.next() {
+            bail!("{at}: expected URL [WEIGHT], found more: '{extra}'");
+        }
+        let path = if target.starts_with('/') {
+            target.to_string()
+        } else {
+            let u = url::Url::parse(target).map_err(|e| {
+                anyhow!("{at}: expected a path (/a?b) or a URL, found '{target}' ({e})")
+            })?;
+            if (u.scheme(), u.host_str(), u.port_or_known_default())
+                != (base.scheme(), base.host_str(), base.port_or_known_default())
+            {
+                bail!("{at}: expected a URL on {}://{} as the command line's (one run loads one server), found '{target}'", base.scheme(), base.host_str().unwrap_or(""));
+            }
+            path_of(&u)
+        };
+        out.push(WeightedUrl { path, weight });
+    }
+    if out.is_empty() {
+        bail!(
+            "{}: expected at least one line URL [WEIGHT]",
+            file.display()
+        );
+    }
+    Ok(out)
+}
+
+/// Read `--body FILE` (`-`: standard input).
+pub fn read_body(name: &str) -> anyhow::Result<Vec<u8>> {
+    if name == "-" {
+        let mut b = Vec::new();
+        std::io::stdin()
+            .read_to_end(&mut b)
+            .map_err(|e| anyhow!("--body -: cannot read standard input: {e}"))?;
+        return Ok(b);
+    }
+    std::fs::read(name).map_err(|e| anyhow!("--body: cannot read '{name}': {e}"))
+}
+
+/// Check `--method`: an HTTP token.
+pub fn check_method(m: &str) -> anyhow::Result<()> {
+    if !crate::http::is_token(m) {
+        bail!("--method '{m}' is not an HTTP method token (e.g. GET, POST, HEAD)");
+    }
+    Ok(())
+}
+
+/// Parse `--wsesslog`.
+pub fn session_log(net: &NetArgs) -> anyhow::Result<Option<SessionLog>> {
+    net.wsesslog
+        .as_deref()
+        .map(SessionLog::from_option)
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("u.txt");
+        let base = url::Url::parse("http://127.0.0.1:8080/").unwrap();
+        std::fs::write(
+            &f,
+            "# comment\n/a 3\n\nhttp://127.0.0.1:8080/b?x=1\n  /c  0.5 \n",
+        )
+        .unwrap();
+        let u = read_urls(&f, &base).unwrap();
+        let got: Vec<_> = u.iter().map(|w| (w.path.as_str(), w.weight)).collect();
+        assert_eq!(got, [("/a", 3.0), ("/b?x=1", 1.0), ("/c", 0.5)]);
+        std::fs::write(&f, "/a\nhttp://127.0.0.2:8080/b\n").unwrap();
+        let e = read_urls(&f, &base).unwrap_err().to_string();
+        assert!(
+            e.contains("u.txt:2: expected a URL on http://127.0.0.1"),
+            "{e}"
+        );
+        std::fs::write(&f, "/a -1\n").unwrap();
+        let e = read_urls(&f, &base).unwrap_err().to_string();
+        assert!(e.contains("u.txt:1: expected URL [WEIGHT]"), "{e}");
+    }
+
+    #[test]
+    fn methods_are_tokens() {
+        assert!(check_method("PROPFIND").is_ok());
+        assert!(check_method("GET /").is_err());
+        assert!(check_method("").is_err());
+    }
+}

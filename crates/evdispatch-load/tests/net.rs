@@ -1,0 +1,566 @@
+//! Targets, HTTPS and request mixes against a recording server made here
+//! (plain or rustls, certificate made at run time with rcgen), and HTTPS
+//! against nginx when it is installed. Loopback only.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use evdispatch_harness::{docroot, skip_reason, start_peer, Peer, PeerConfig, PeerTls, Tool};
+use evdispatch_load::{execute, Config, RunOptions, Summary};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+/// A CA and a server certificate it signed, written as PEM files.
+struct Certs {
+    dir: tempfile::TempDir,
+}
+
+impl Certs {
+    fn new(names: &[&str]) -> Certs {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let key = KeyPair::generate().unwrap();
+        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        let leaf = CertificateParams::new(names)
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        std::fs::write(dir.path().join("ca.pem"), ca.pem()).unwrap();
+        std::fs::write(dir.path().join("cert.pem"), leaf.pem()).unwrap();
+        std::fs::write(dir.path().join("key.pem"), key.serialize_pem()).unwrap();
+        Certs { dir }
+    }
+    fn path(&self, f: &str) -> PathBuf {
+        self.dir.path().join(f)
+    }
+    fn ca(&self) -> String {
+        self.path("ca.pem").display().to_string()
+    }
+}
+
+/// What the recording server saw.
+#[derive(Default)]
+struct Seen {
+    connections: AtomicU64,
+    handshakes: AtomicU64,
+    /// Handshakes that resumed an earlier session.
+    resumed: AtomicU64,
+    /// Complete requests: head text and body.
+    requests: Mutex<Vec<(String, Vec<u8>)>>,
+}
+
+/// A thread-per-connection HTTP/1.1 server that records every request and
+/// answers `ok` (keep-alive), over TLS when given a configuration.
+struct Recorder {
+    addr: SocketAddr,
+    seen: Arc<Seen>,
+}
+
+impl Recorder {
+    fn start(bind: &str, tls: Option<Arc<rustls::ServerConfig>>) -> Recorder {
+        let l = TcpListener::bind(bind).unwrap();
+        let addr = l.local_addr().unwrap();
+        let seen = Arc::new(Seen::default());
+        let s = seen.clone();
+        std::thread::spawn(move || {
+            for sock in l.incoming() {
+                let Ok(sock) = sock else { return };
+                let (s, tls) = (s.clone(), tls.clone());
+                s.connections.fetch_add(1, Ordering::Relaxed);
+                std::thread::spawn(move || {
+                    let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
+                    match tls {
+                        None => serve(sock, &s),
+                        Some(cfg) => {
+                            let conn = rustls::ServerConnection::new(cfg).unwrap();
+                            let mut stream = rustls::StreamOwned::new(conn, sock);
+                            while stream.conn.is_handshaking() {
+                                if stream.conn.complete_io(&mut stream.sock).is_err() {
+                                    return;
+                                }
+                            }
+                            s.handshakes.fetch_add(1, Ordering::Relaxed);
+                            if stream.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
+                            {
+                                s.resumed.fetch_add(1, Ordering::Relaxed);
+                            }
+                            serve(stream, &s)
+                        }
+                    }
+                });
+            }
+        });
+        Recorder { addr, seen }
+    }
+    fn url(&self, path: &str) -> String {
+        format!("https://{}{path}", self.addr)
+    }
+    fn http(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+    fn requests(&self) -> Vec<(String, Vec<u8>)> {
+        self.seen.requests.lock().unwrap().clone()
+    }
+}
+
+fn serve<S: Read + Write>(stream: S, seen: &Seen) {
+    let mut r = BufReader::new(stream);
+    loop {
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            match r.read_line(&mut line) {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+            head.push_str(&line);
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                let (n, v) = l.split_once(':')?;
+                n.eq_ignore_ascii_case("content-length")
+                    .then(|| v.trim().parse().ok())?
+            })
+            .unwrap_or(0);
+        let mut body = vec![0; len];
+        if r.read_exact(&mut body).is_err() {
+            return;
+        }
+        let is_head = head.starts_with("HEAD ");
+        seen.requests.lock().unwrap().push((head, body));
+        let reply: &[u8] = if is_head {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n"
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        };
+        if r.get_mut()
+            .write_all(reply)
+            .and_then(|_| r.get_mut().flush())
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+fn server_config(
+    certs: &Certs,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Arc<rustls::ServerConfig> {
+    let chain = CertificateDer::pem_file_iter(certs.path("cert.pem"))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = PrivateKeyDer::from_pem_file(certs.path("key.pem")).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut c = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    c.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(c)
+}
+
+fn config(url: &str, args: &str) -> Config {
+    Config::from_command_line(std::iter::once(url).chain(args.split_whitespace()))
+        .expect("valid configuration")
+}
+
+fn run(url: &str, args: &str) -> anyhow::Result<Summary> {
+    execute(&config(url, args), &RunOptions::default())
+}
+
+fn all_versions() -> Vec<&'static rustls::SupportedProtocolVersion> {
+    vec![&rustls::version::TLS13, &rustls::version::TLS12]
+}
+
+#[test]
+fn every_workload_runs_over_tls() {
+    let certs = Certs::new(&["localhost", "127.0.0.1"]);
+    let server = Recorder::start("127.0.0.1:0", Some(server_config(&certs, &all_versions())));
+    let ca = certs.ca();
+    let s = run(
+        &server.url("/x"),
+        &format!(
+            "--sessions 20 --calls 2 --persistent 2 --rate 40 --idle 2 --inactive 2 --slow 2 \
+             --slow-interval 5ms --duration 0.5 --cacert {ca}"
+        ),
+    )
+    .unwrap();
+    eprintln!("{:?} {:?}", s.errors, s.tls_handshake_us);
+    assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
+    assert!(
+        s.requests >= 18 && s.replies == s.requests,
+        "{} {}",
+        s.requests,
+        s.replies
+    );
+    assert!(s.slow_replies > 0, "slow clients complete over TLS");
+    assert!(s.tls_handshake_us.count > 0 && s.connect_us.count > 0);
+    // Every connection was a handshake: 20 sessions, 2 persistent, 2 idle,
+    // 2 inactive, the slow ones once per request, and the pre-flight.
+    let hs = server.seen.handshakes.load(Ordering::Relaxed);
+    let want = 20 + 2 + 2 + 2 + 2 + 1;
+    assert!(hs >= want, "{hs} handshakes, want {want}");
+    // Reconnects resume their session (the sessions' connections at least).
+    let resumed = server.seen.resumed.load(Ordering::Relaxed);
+    assert!(resumed >= 10, "{resumed} of {hs} handshakes resumed");
+    // The inactive connections' partial requests never complete, so the
+    // server saw exactly the replies of every other kind.
+    let complete = server.requests().len() as u64;
+    assert_eq!(
+        complete,
+        s.replies + s.slow_replies + s.unmeasured_replies,
+        "requests the server completed vs replies"
+    );
+    assert!(server
+        .requests()
+        .iter()
+        .all(|(h, _)| h.starts_with("GET /x HTTP/1.1\r\n")));
+
+    // Closed loop too.
+    let s = run(
+        &format!("https://localhost:{}/", server.addr.port()),
+        &format!("--rate max --connections 2 --duration 0.3 --cacert {ca}"),
+    )
+    .unwrap();
+    assert!(
+        s.replies > 10 && s.errors_total == 0,
+        "{} {:?}",
+        s.replies,
+        s.errors
+    );
+}
+
+#[test]
+fn tls_failures_are_named() {
+    let certs = Certs::new(&["localhost", "127.0.0.1"]);
+    let server = Recorder::start("127.0.0.1:0", Some(server_config(&certs, &all_versions())));
+    let err = |url: &str, args: &str| format!("{:#}", run(url, args).unwrap_err());
+    let e = err(&server.url("/"), "--idle 1");
+    assert!(
+        e.contains("unknown issuer") && e.contains("--cacert"),
+        "{e}"
+    );
+    // A certificate issued for other names.
+    let other = Certs::new(&["other.example"]);
+    let wrong = Recorder::start("127.0.0.1:0", Some(server_config(&other, &all_versions())));
+    let e = err(
+        &wrong.url("/"),
+        &format!("--idle 1 --cacert {}", other.ca()),
+    );
+    assert!(e.contains("name mismatch"), "{e}");
+    // --insecure accepts it, and says so.
+    let s = run(
+        &wrong.url("/"),
+        "--persistent 1 --rate 20 --duration 0.3 --insecure",
+    )
+    .unwrap();
+    assert!(s.replies > 0 && s.errors_total == 0);
+    assert!(
+        s.warnings.iter().any(|w| w.contains("--insecure")),
+        "{:?}",
+        s.warnings
+    );
+    // Plain HTTP on the port: not TLS.
+    let plain = Recorder::start("127.0.0.1:0", None);
+    let e = err(&plain.url("/"), "--idle 1 --insecure");
+    assert!(e.contains("TLS handshake"), "{e}");
+    // A bad --cacert.
+    let e = err(&server.url("/"), "--idle 1 --cacert /nonexistent/ca.pem");
+    assert!(e.contains("--cacert"), "{e}");
+}
+
+#[test]
+fn tls_1_2_only_and_1_3_only_servers() {
+    let certs = Certs::new(&["127.0.0.1"]);
+    for v in [&rustls::version::TLS12, &rustls::version::TLS13] {
+        let server = Recorder::start("127.0.0.1:0", Some(server_config(&certs, &[v])));
+        let s = run(
+            &server.url("/"),
+            &format!("--sessions 5 --rate 50 --cacert {}", certs.ca()),
+        )
+        .unwrap();
+        assert_eq!(
+            (s.replies, s.errors_total),
+            (5, 0),
+            "{v:?}: {:?}",
+            s.warnings
+        );
+    }
+}
+
+#[test]
+fn localhost_and_ipv6_and_the_first_address_refusing() {
+    let three = |url: String| {
+        let s = run(&url, "--sessions 3 --rate 50").unwrap();
+        assert_eq!(s.replies, 3, "{url}");
+        s
+    };
+    let v4 = Recorder::start("127.0.0.1:0", None);
+    let s = three(format!("http://localhost:{}/", v4.addr.port()));
+    assert!(s.config.addresses.iter().any(|a| a.ip().is_loopback()));
+    if let Ok(l) = TcpListener::bind("[::1]:0") {
+        drop(l);
+        let v6 = Recorder::start("[::1]:0", None);
+        three(format!("http://[::1]:{}/", v6.addr.port()));
+        assert!(v6.requests()[0]
+            .0
+            .contains(&format!("Host: [::1]:{}", v6.addr.port())));
+    } else {
+        eprintln!("IPv6 part skipped: no ::1 on this machine");
+    }
+    // Two addresses, the first refusing: the run uses the second.
+    let dead: SocketAddr = format!("127.0.0.1:{}", evdispatch_harness::free_port().unwrap())
+        .parse()
+        .unwrap();
+    let mut cfg = config(&v4.http("/"), "--sessions 2 --rate 50");
+    cfg.addresses = vec![dead, v4.addr];
+    cfg.target = dead;
+    let s = execute(&cfg, &RunOptions::default()).unwrap();
+    assert_eq!((s.config.target, s.replies), (v4.addr, 2));
+    assert_eq!(s.config.addresses, vec![dead, v4.addr]);
+    // All refusing: one error naming them.
+    cfg.addresses = vec![dead];
+    let e = format!("{:#}", execute(&cfg, &RunOptions::default()).unwrap_err());
+    assert!(
+        e.contains("cannot connect") && e.contains(&dead.to_string()),
+        "{e}"
+    );
+}
+
+#[test]
+fn method_body_and_headers_that_replace_the_defaults() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, b"hello\r\nworld").unwrap();
+    let cfg = Config::from_command_line([
+        server.http("/p?q=1").as_str(),
+        "--sessions",
+        "4",
+        "--rate",
+        "100",
+        "--method",
+        "PUT",
+        "--body",
+        body.to_str().unwrap(),
+        "-H",
+        "host: example.org",
+        "--header",
+        "X-Test: 1",
+    ])
+    .unwrap();
+    let s = execute(&cfg, &RunOptions::default()).unwrap();
+    assert_eq!(s.replies, 4);
+    for (head, got) in server.requests() {
+        assert!(head.starts_with("PUT /p?q=1 HTTP/1.1\r\n"), "{head}");
+        let hosts: Vec<_> = head
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("host:"))
+            .collect();
+        assert_eq!(hosts, ["host: example.org"], "{head}");
+        assert!(head.contains("Content-Length: 12\r\n") && head.contains("X-Test: 1\r\n"));
+        assert_eq!(got, b"hello\r\nworld");
+    }
+    // HEAD replies have no body: the parser must not wait for one.
+    let s = run(
+        &server.http("/"),
+        "--persistent 1 --rate 50 --duration 0.3 --method HEAD --timeout 1",
+    )
+    .unwrap();
+    assert!(s.replies > 0 && s.errors_total == 0, "{:?}", s.errors);
+}
+
+#[test]
+fn url_weights_are_respected() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("urls");
+    std::fs::write(&f, format!("# two paths\n/a 3\n{} 1\n", server.http("/b"))).unwrap();
+    let s = run(
+        &server.http("/"),
+        &format!(
+            "--rate max --connections 1 --sessions 400 --urls {}",
+            f.display()
+        ),
+    )
+    .unwrap();
+    let reqs = server.requests();
+    let a = reqs
+        .iter()
+        .filter(|(h, _)| h.starts_with("GET /a "))
+        .count();
+    let b = reqs
+        .iter()
+        .filter(|(h, _)| h.starts_with("GET /b "))
+        .count();
+    assert_eq!(a + b, reqs.len());
+    assert!(s.replies >= 100, "{}", s.replies);
+    let share = a as f64 / (a + b) as f64;
+    assert!(
+        (0.65..0.85).contains(&share),
+        "/a share {share} of {} (weight 3:1)",
+        a + b
+    );
+}
+
+#[test]
+fn a_session_log_plays_bursts_in_order() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.log");
+    std::fs::write(
+        &f,
+        "# session 1\n/foo.html think=0.05\n\t/pict1.gif\n\t/pict2.gif\n/foo2.html method=POST contents='Post data'\n\n# session 2\n/foo3.html method=HEAD\n",
+    )
+    .unwrap();
+    let s = run(
+        &server.http("/"),
+        &format!("--rate 20 --wsesslog 2,0,{}", f.display()),
+    )
+    .unwrap();
+    assert_eq!((s.replies, s.errors_total), (5, 0), "{:?}", s.errors);
+    let heads: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|(h, b)| {
+            format!(
+                "{} {}",
+                h.lines().next().unwrap(),
+                String::from_utf8_lossy(b)
+            )
+        })
+        .collect();
+    let first: Vec<&str> = heads
+        .iter()
+        .filter(|h| !h.contains("foo3"))
+        .map(|s| s.as_str())
+        .collect();
+    assert_eq!(
+        first,
+        [
+            "GET /foo.html HTTP/1.1 ",
+            "GET /pict1.gif HTTP/1.1 ",
+            "GET /pict2.gif HTTP/1.1 ",
+            "POST /foo2.html HTTP/1.1 Post data"
+        ]
+    );
+    assert!(heads.iter().any(|h| h.starts_with("HEAD /foo3.html")));
+    // A malformed log: FILE:LINE.
+    std::fs::write(&f, "/a\n/b think=x\n").unwrap();
+    let e = Config::from_command_line([
+        server.http("/").as_str(),
+        "--rate",
+        "1",
+        "--wsesslog",
+        &format!("1,0,{}", f.display()),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains(&format!("{}:2: expected think=", f.display())),
+        "{e}"
+    );
+}
+
+// ---- nginx -------------------------------------------------------------
+
+fn nginx_tls(
+    certs: &Certs,
+    protocols: &str,
+) -> Option<(tempfile::TempDir, evdispatch_harness::ServerProcess)> {
+    if let Some(why) = skip_reason(Tool::Nginx) {
+        eprintln!("{why}");
+        return None;
+    }
+    let root = docroot(512, &[]).unwrap();
+    let mut cfg = PeerConfig::new(root.path());
+    cfg.keepalive_timeout_s = 1;
+    cfg.request_timeout_s = 1;
+    cfg.tls = Some(PeerTls {
+        cert: certs.path("cert.pem"),
+        key: certs.path("key.pem"),
+        protocols: protocols.into(),
+    });
+    let server = start_peer(Peer::Nginx, &cfg).unwrap();
+    Some((root, server))
+}
+
+fn nginx_url(server: &evdispatch_harness::ServerProcess, host: &str) -> String {
+    format!("https://{host}:{}/index.html", server.addr().port())
+}
+
+#[test]
+fn nginx_over_tls() {
+    let certs = Certs::new(&["localhost", "127.0.0.1"]);
+    let Some((_root, server)) = nginx_tls(&certs, "TLSv1.2 TLSv1.3") else {
+        return;
+    };
+    let ca = certs.ca();
+    let url = nginx_url(&server, "localhost");
+    let s = run(
+        &url,
+        &format!("--sessions 10 --calls 2 --persistent 2 --rate 40 --slow 1 --slow-bytes 20 --slow-interval 5ms --duration 0.5 --cacert {ca}"),
+    )
+    .unwrap();
+    assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
+    assert!(s.replies == s.requests && s.replies >= 28 && s.slow_replies > 0);
+    assert_eq!(
+        s.status.get("2xx").copied().unwrap_or(0),
+        s.replies + s.slow_replies + s.unmeasured_replies
+    );
+    // nginx closes idle and inactive connections after 1 s: reopened over TLS.
+    let s = run(
+        &url,
+        &format!("--idle 2 --inactive 2 --duration 2.5 --cacert {ca}"),
+    )
+    .unwrap();
+    assert!(s.reopens >= 4, "reopens {}: {:?}", s.reopens, s.errors);
+    // Without --cacert: unknown issuer, a non-zero exit for the CLI.
+    let e = format!("{:#}", run(&url, "--idle 1").unwrap_err());
+    assert!(e.contains("unknown issuer"), "{e}");
+    let e = format!(
+        "{:#}",
+        run(
+            &nginx_url(&server, "127.0.0.2"),
+            &format!("--idle 1 --cacert {ca}")
+        )
+        .unwrap_err()
+    );
+    assert!(
+        e.contains("name mismatch") || e.contains("cannot connect"),
+        "{e}"
+    );
+    let s = run(&url, "--rate max --connections 2 --duration 0.3 --insecure").unwrap();
+    assert!(s.replies > 0 && s.errors_total == 0);
+}
+
+#[test]
+fn nginx_tls_1_2_only_and_1_3_only() {
+    let certs = Certs::new(&["127.0.0.1"]);
+    for p in ["TLSv1.2", "TLSv1.3"] {
+        let Some((_root, server)) = nginx_tls(&certs, p) else {
+            return;
+        };
+        let s = run(
+            &nginx_url(&server, "127.0.0.1"),
+            &format!("--sessions 5 --rate 50 --cacert {}", certs.ca()),
+        )
+        .unwrap();
+        assert_eq!((s.replies, s.errors_total), (5, 0), "{p}: {:?}", s.warnings);
+    }
+}
