@@ -117,7 +117,15 @@ fn fail_if_thresholds_pass_or_exit_99_and_bad_ones_stop_before_the_run() {
 
 #[test]
 fn ctrl_c_stops_the_workers_and_reports_what_was_measured() {
+    // In this process (-t 1) and in two worker processes (-t 2).
+    for procs in [1usize, 2] {
+        interrupt_a_run(procs);
+    }
+}
+
+fn interrupt_a_run(procs: usize) {
     let server = TestServer::start(TestServerConfig::default()).unwrap();
+    let t = procs.to_string();
     let child = bin()
         .args([
             &server.url(),
@@ -126,7 +134,7 @@ fn ctrl_c_stops_the_workers_and_reports_what_was_measured() {
             "-c",
             "4",
             "-t",
-            "2",
+            &t,
             "-d",
             "60s",
             "--json",
@@ -157,7 +165,7 @@ fn ctrl_c_stops_the_workers_and_reports_what_was_measured() {
     assert_eq!(v["latency_us"]["count"].as_u64().unwrap(), replies);
     assert_eq!(
         v["generator_cpu_per_process_pct"].as_array().unwrap().len(),
-        2
+        procs
     );
     assert!(text(&out.stderr).contains("interrupted"));
 }

@@ -449,25 +449,26 @@ impl Summary {
         {
             let _ = writeln!(o, "  Latency Distribution (HdrHistogram - {title})");
             for p in &l.percentiles {
-                let _ = writeln!(o, "{:>7.3}%  {:>9}", p.percentile, fmt_us(p.us as f64));
+                let _ = writeln!(o, "{:>7.3}%{:>10}", p.percentile, fmt_us(p.us as f64));
             }
             if let Some(h) = hists.as_ref().map(|h| &h[i]).filter(|h| !h.is_empty()) {
                 let _ = writeln!(o, "\n  Detailed Percentile spectrum:");
                 let _ = writeln!(
                     o,
-                    "{:>12} {:>14} {:>10} {:>14}\n",
+                    "{:>12} {:>12} {:>12} {:>16}\n",
                     "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
                 );
                 for v in h.iter_quantiles(5) {
                     let q = v.quantile_iterated_to();
+                    // The last row, at 100%, has no 1/(1-Percentile).
                     let inv = if q < 1.0 {
-                        format!("{:>14.2}", 1.0 / (1.0 - q))
+                        format!(" {:>12.2}", 1.0 / (1.0 - q))
                     } else {
-                        format!("{:>14}", "inf")
+                        String::new()
                     };
                     let _ = writeln!(
                         o,
-                        "{:>12.3} {:>14.6} {:>10} {inv}",
+                        "{:>12.3} {:>12.6} {:>12}{inv}",
                         v.value_iterated_to() as f64 / 1000.0,
                         q,
                         (v.quantile() * h.len() as f64).round() as u64,
