@@ -757,6 +757,19 @@ mod tests {
     }
 
     #[test]
+    fn the_flags_do_not_clash() {
+        // clap checks names, short flags and subcommands only in debug
+        // builds: ask it here, whatever the profile.
+        use clap::{CommandFactory, Parser};
+        CommandLine::command().debug_assert();
+        let merge = CommandLine::try_parse_from(["merge", "a.json", "b.json", "--json"]).unwrap();
+        assert!(matches!(
+            merge.args.command,
+            Some(crate::LoadCommand::Merge(_))
+        ));
+    }
+
+    #[test]
     fn a_url_alone_runs_the_default_load_and_wrk_flags_map() {
         // wrk: closed loop over 10 connections for 10 s.
         let c = cfg("http://127.0.0.1:1/").unwrap();
