@@ -13,12 +13,17 @@
 //!   (server CPU per request and per connection, idle connections held,
 //!   memory per idle connection), the figures of issue 4. See [`server`].
 //!
+//! * `bench generator`: `evdispatch load` against `wrk -t1`, requests per
+//!   generator CPU-second, plain HTTP and HTTPS (issue 17). See
+//!   [`generator`].
+//!
 //! Each prints a table for people and, with `--json`, one document for
 //! programs (the study reads it).
 
 #![deny(missing_docs)]
 
 pub mod fdalloc;
+pub mod generator;
 pub mod overflow;
 pub mod poller;
 pub mod server;
@@ -57,6 +62,9 @@ pub enum BenchCommand {
     /// (keep-alive) and per connection (Connection: close), idle
     /// connections held, memory per idle connection.
     Server(server::ServerArgs),
+    /// The load generator's capacity against `wrk -t1`: requests per
+    /// generator CPU-second, closed loop, keep-alive, HTTP and HTTPS.
+    Generator(generator::GeneratorArgs),
     /// Internal: the writer helper `bench poller` starts (control socket on
     /// standard input).
     #[command(name = "poller-writer", hide = true)]
@@ -70,6 +78,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Fdalloc(a) => fdalloc::run(a),
         BenchCommand::Overflow(a) => overflow::run(a),
         BenchCommand::Server(a) => server::run(a),
+        BenchCommand::Generator(a) => generator::run(a),
         BenchCommand::PollerWriter(a) => poller::writer_main(a),
     }
 }

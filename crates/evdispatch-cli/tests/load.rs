@@ -13,6 +13,13 @@ fn load(args: &[&str]) -> std::process::Output {
         .expect("the binary runs")
 }
 
+/// Run `cmd`, which must fail with `want` in its standard error.
+fn fails_saying(cmd: &mut Command, want: &str) {
+    let out = cmd.output().expect("the command runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains(want), "{err}");
+}
+
 #[test]
 fn worker_processes_are_merged_into_one_summary() {
     let server = TestServer::start(TestServerConfig::default()).unwrap();
@@ -154,16 +161,12 @@ fn an_unresolvable_name_is_an_error() {
         eprintln!("skipped: `unshare -n` is not available here (needs root or user namespaces); an unresolvable-name test must not send a DNS query off the machine");
         return;
     }
-    let out = Command::new("unshare")
-        .arg("-n")
-        .arg(env!("CARGO_BIN_EXE_evdispatch"))
-        .args(["load", "http://no-such-host.invalid/", "--idle", "1"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("cannot resolve host 'no-such-host.invalid'"),
-        "{err}"
+    fails_saying(
+        Command::new("unshare")
+            .arg("-n")
+            .arg(env!("CARGO_BIN_EXE_evdispatch"))
+            .args(["load", "http://no-such-host.invalid/", "--idle", "1"]),
+        "cannot resolve host 'no-such-host.invalid'",
     );
 }
 
@@ -229,4 +232,46 @@ fn https_with_worker_processes_against_nginx() {
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_session_log_is_shared_by_worker_processes() {
+    let server = TestServer::start(TestServerConfig::default()).unwrap();
+    let f = std::env::temp_dir().join(format!("evd-wsesslog-procs-{}.log", std::process::id()));
+    // Two sessions: a burst of three requests, then a single request.
+    std::fs::write(&f, "/a think=0.01\n\t/b\n\t/c\n\n/d\n").unwrap();
+    let arg = format!("4,0,{}", f.display());
+    let out = load(&[
+        &server.url(),
+        "--rate",
+        "20",
+        "--wsesslog",
+        &arg,
+        "--procs",
+        "2",
+        "--json",
+    ]);
+    let _ = std::fs::remove_file(&f);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Each worker plays two sessions, one of each: 2 × (3 + 1) requests.
+    assert_eq!(v["replies"], 8, "{}", v["errors"]);
+    assert_eq!(v["config"]["wsesslog"]["sessions"], 4);
+    assert_eq!(v["connections"]["attempted"], 4);
+}
+
+#[test]
+fn no_trusted_roots_is_a_clear_error() {
+    // rustls-native-certs reads only these when they are set.
+    fails_saying(
+        Command::new(env!("CARGO_BIN_EXE_evdispatch"))
+            .args(["load", "https://127.0.0.1:1/", "--idle", "1"])
+            .env("SSL_CERT_FILE", "/nonexistent/roots.pem")
+            .env("SSL_CERT_DIR", "/nonexistent/roots"),
+        "no trusted root certificates",
+    );
 }

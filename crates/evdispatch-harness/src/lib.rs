@@ -50,8 +50,8 @@ pub use peers::{
 pub use process::{free_port, wait_until_listening, Background, BenchLock, ServerProcess};
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
-    parse_httperf, parse_wrk, run_evdispatch_load, run_httperf, run_wrk, spawn_evdispatch_load,
-    HttperfArgs, HttperfResult, WrkArgs, WrkResult,
+    parse_httperf, parse_wrk, run_evdispatch_load, run_evdispatch_load_measured, run_httperf,
+    run_wrk, spawn_evdispatch_load, HttperfArgs, HttperfResult, WrkArgs, WrkResult,
 };
 
 /// The hard limit of open files of this process (servers are configured

@@ -416,13 +416,8 @@ fn run_measured(
     Ok((text, cpu))
 }
 
-/// Run `BINARY load ARGS --json` and return its JSON summary (the contract
-/// documented in the `evdispatch-load` crate), pinned to `cpus` if given.
-pub fn run_evdispatch_load(
-    binary: &Path,
-    args: &[String],
-    cpus: &[usize],
-) -> anyhow::Result<serde_json::Value> {
+/// `BINARY load ARGS --json`, after checking that the binary exists.
+fn load_json_command(binary: &Path, args: &[String]) -> anyhow::Result<Command> {
     if !binary.is_file() {
         bail!(
             "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
@@ -431,6 +426,26 @@ pub fn run_evdispatch_load(
     }
     let mut cmd = Command::new(binary);
     cmd.arg("load").args(args).arg("--json");
+    Ok(cmd)
+}
+
+fn load_json(stdout: &[u8]) -> anyhow::Result<serde_json::Value> {
+    serde_json::from_slice(stdout).map_err(|e| {
+        anyhow!(
+            "evdispatch load printed no JSON ({e}): {}",
+            String::from_utf8_lossy(stdout)
+        )
+    })
+}
+
+/// Run `BINARY load ARGS --json` and return its JSON summary (the contract
+/// documented in the `evdispatch-load` crate), pinned to `cpus` if given.
+pub fn run_evdispatch_load(
+    binary: &Path,
+    args: &[String],
+    cpus: &[usize],
+) -> anyhow::Result<serde_json::Value> {
+    let mut cmd = load_json_command(binary, args)?;
     cmd.stdin(Stdio::null());
     sys::prepare(&mut cmd, cpus)?;
     let out = cmd.output().context("cannot run evdispatch load")?;
@@ -445,12 +460,21 @@ pub fn run_evdispatch_load(
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    serde_json::from_slice(&out.stdout).map_err(|e| {
-        anyhow!(
-            "evdispatch load printed no JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    load_json(&out.stdout)
+}
+
+/// [`run_evdispatch_load`], measured as [`run_wrk`] measures wrk: also the
+/// CPU seconds of the whole process (its children's rusage), stopped as
+/// hung after `limit_s`.
+pub fn run_evdispatch_load_measured(
+    binary: &Path,
+    args: &[String],
+    cpus: &[usize],
+    limit_s: f64,
+) -> anyhow::Result<(serde_json::Value, f64)> {
+    let cmd = load_json_command(binary, args)?;
+    let (out, cpu_s) = run_measured(cmd, cpus, "evdispatch load", limit_s)?;
+    Ok((load_json(out.as_bytes())?, cpu_s))
 }
 
 /// Start `BINARY load ARGS` in the background, pinned to `cpus` if given,

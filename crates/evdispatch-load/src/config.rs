@@ -270,7 +270,7 @@ impl Config {
 
     /// Check and resolve the command line. Everything that can be known
     /// before the run is checked here; reachability is checked by
-    /// [`Config::check_reachable`].
+    /// [`Config::preflight`] (which also picks the address).
     pub fn from_args(a: &LoadArgs) -> anyhow::Result<Config> {
         let url_text = a
             .url
@@ -281,7 +281,23 @@ impl Config {
                 "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
             )
         })?;
-        let resolved = target::resolve(&url, &a.net)?;
+        let mut resolved = target::resolve(&url_text, &url, &a.net)?;
+        if a.source_addrs > 1 {
+            // Sources in 127.0.0.0/8 reach only IPv4 loopback addresses.
+            let all = std::mem::take(&mut resolved.addresses);
+            resolved.addresses = all
+                .iter()
+                .copied()
+                .filter(|t| t.is_ipv4() && t.ip().is_loopback())
+                .collect();
+            if resolved.addresses.is_empty() {
+                bail!(
+                    "--source-addrs spreads the connections over 127.0.0.0/8: it needs an IPv4 \
+                     loopback target ({} resolved to {all:?})",
+                    url.host_str().unwrap_or("")
+                );
+            }
+        }
         let (target, host, path) = (
             resolved.addresses[0],
             resolved.host_header.clone(),
@@ -305,8 +321,8 @@ impl Config {
             if a.sessions.is_some() {
                 bail!("--wsesslog N,X,FILE gives the number of sessions (N): leave out --sessions");
             }
-            if a.calls != 1 || !urls.is_empty() || body.is_some() {
-                bail!("--wsesslog's file says what each session requests: leave out --calls, --urls and --body");
+            if a.calls != 1 || !urls.is_empty() || body.is_some() || a.net.method != "GET" {
+                bail!("--wsesslog's file says what each session requests: leave out --calls, --urls, --body and --method");
             }
             sessions = Some(log.sessions);
         }
@@ -453,9 +469,6 @@ impl Config {
             .map_err(|e: evdispatch::UnknownMechanism| anyhow!("--mechanism: {e}"))?;
         if a.source_addrs == 0 {
             bail!("--source-addrs must be at least 1");
-        }
-        if a.source_addrs > 1 && !(target.is_ipv4() && target.ip().is_loopback()) {
-            bail!("--source-addrs spreads the connections over 127.0.0.0/8: it needs an IPv4 loopback target ({target} given)");
         }
         if !a.results.source_addr.is_empty() && a.source_addrs > 1 {
             bail!("give --source-addr ADDR (repeatable) or --source-addrs N, not both");
@@ -725,6 +738,8 @@ mod tests {
         assert_eq!(cfg("http://192.0.2.1/ --idle 1").unwrap().target.port(), 80);
         let e = cfg("http://192.0.2.1/ --idle 1 --source-addrs 2").unwrap_err();
         assert!(e.to_string().contains("loopback target"), "{e}");
+        let c = cfg("http://localhost:1/ --idle 1 --source-addrs 2").unwrap();
+        assert_eq!(c.target, "127.0.0.1:1".parse().unwrap());
     }
 
     #[test]

@@ -38,6 +38,8 @@ const TICK: Duration = Duration::from_millis(100);
 /// Wait before re-trying a long-lived connection whose connect failed.
 const RETRY: Duration = Duration::from_millis(100);
 const READ_BUF: usize = 64 * 1024;
+/// What rustls' `read_tls` asks of the socket at a time.
+const TLS_READ: usize = 4096;
 
 /// How the worker learns that it may start the run.
 #[derive(Debug, Clone, Copy)]
@@ -1214,7 +1216,14 @@ impl<'h> Engine<'h> {
             let mut r: &Socket = sock;
             match tls.read_tls(&mut r) {
                 Ok(0) => eof = true,
-                Ok(n) => self.rec.counts.bytes_received += n as u64,
+                Ok(n) => {
+                    self.rec.counts.bytes_received += n as u64;
+                    // rustls reads up to 4 KiB at a time: a shorter read
+                    // emptied the socket, and a level-triggered poller
+                    // reports it again if more comes (saves the read that
+                    // would say EAGAIN, as the plain path does).
+                    drained = n < TLS_READ && !self.edge;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => drained = true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {

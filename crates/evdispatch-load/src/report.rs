@@ -519,6 +519,27 @@ impl Summary {
                 self.duration_s
             );
         }
+        let _ = writeln!(
+            o,
+            "Target: {}{}{}",
+            c.target,
+            if c.addresses.len() > 1 {
+                format!(" (first to accept of {} resolved)", c.addresses.len())
+            } else {
+                String::new()
+            },
+            match &c.tls {
+                None => String::new(),
+                Some(t) if t.insecure => "; TLS, certificate NOT verified (--insecure)".into(),
+                Some(t) => format!(
+                    "; TLS, certificate verified for '{}' against {}",
+                    t.server_name,
+                    t.cacert
+                        .as_ref()
+                        .map_or("the system's roots".into(), |p| p.display().to_string())
+                ),
+            }
+        );
         let mut w = Vec::new();
         let rate = match c.rate {
             Some(Rate::PerSecond(r)) => format!("{r}/s {:?}", c.arrival).to_lowercase(),

@@ -84,8 +84,9 @@ pub struct Resolved {
     pub tls: Option<TlsSettings>,
 }
 
-/// Resolve `url` (http:// or https://) with the system resolver.
-pub fn resolve(url: &url::Url, net: &NetArgs) -> anyhow::Result<Resolved> {
+/// Resolve `url` (http:// or https://, `text` as the user wrote it) with
+/// the system resolver.
+pub fn resolve(text: &str, url: &url::Url, net: &NetArgs) -> anyhow::Result<Resolved> {
     let https = match url.scheme() {
         "http" => false,
         "https" => true,
@@ -119,7 +120,7 @@ pub fn resolve(url: &url::Url, net: &NetArgs) -> anyhow::Result<Resolved> {
     Ok(Resolved {
         addresses,
         host_header,
-        path: path_of(url),
+        path: raw_path(text)?,
         tls: https.then(|| TlsSettings {
             server_name: bare.to_string(),
             insecure: net.insecure,
@@ -128,14 +129,26 @@ pub fn resolve(url: &url::Url, net: &NetArgs) -> anyhow::Result<Resolved> {
     })
 }
 
-/// Path and query of a URL, as given.
-fn path_of(url: &url::Url) -> String {
-    let mut path = url.path().to_string();
-    if let Some(q) = url.query() {
-        path.push('?');
-        path.push_str(q);
+/// Path and query of a URL exactly as written (no dot-segment removal, no
+/// re-encoding, as wrk sends them), without the fragment; `/` when empty.
+pub fn raw_path(text: &str) -> anyhow::Result<String> {
+    let after_scheme = text.split_once("://").map_or(text, |(_, rest)| rest);
+    let rest = match after_scheme.find(['/', '?', '#']) {
+        Some(i) => &after_scheme[i..],
+        None => "",
+    };
+    let rest = rest.split('#').next().unwrap_or("");
+    if let Some(b) = rest.bytes().find(|b| *b <= b' ' || *b == 0x7f) {
+        bail!(
+            "URL '{text}': its path holds the byte {b:#04x}, which a request line cannot carry; \
+             percent-encode it (a space is %20)"
+        );
     }
-    path
+    Ok(match rest {
+        "" => "/".to_string(),
+        r if r.starts_with('?') => format!("/{r}"),
+        r => r.to_string(),
+    })
 }
 
 /// Try each address in order; return the first that accepts (and, for
@@ -207,7 +220,7 @@ pub fn read_urls(file: &Path, base: &url::Url) -> anyhow::Result<Vec<WeightedUrl
             {
                 bail!("{at}: expected a URL on {}://{} as the command line's (one run loads one server), found '{target}'", base.scheme(), base.host_str().unwrap_or(""));
             }
-            path_of(&u)
+            raw_path(target)?
         };
         out.push(WeightedUrl { path, weight });
     }
@@ -274,6 +287,16 @@ mod tests {
         std::fs::write(&f, "/a -1\n").unwrap();
         let e = read_urls(&f, &base).unwrap_err().to_string();
         assert!(e.contains("u.txt:1: expected URL [WEIGHT]"), "{e}");
+    }
+
+    #[test]
+    fn paths_are_sent_as_written() {
+        let p = |t: &str| raw_path(t).unwrap();
+        assert_eq!(p("http://h:1/a/../b?x=%zz&y=/#frag"), "/a/../b?x=%zz&y=/");
+        assert_eq!(p("https://[::1]:8443"), "/");
+        assert_eq!(p("http://h?q=1"), "/?q=1");
+        assert_eq!(p("http://user@h/%7Euser/"), "/%7Euser/");
+        assert!(raw_path("http://h/a b").is_err());
     }
 
     #[test]

@@ -140,6 +140,11 @@ pub fn explain(e: &rustls::Error) -> String {
             "unknown issuer: the server's certificate does not chain to a trusted root ({e}); \
              give its CA with --cacert FILE, or --insecure"
         ),
+        E::InvalidCertificate(C::BadSignature) => format!(
+            "unknown issuer: the certificate's signature does not verify against the trusted \
+             root of the name it gives as issuer ({e}); give its own CA with --cacert FILE, or \
+             --insecure"
+        ),
         E::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
             format!("certificate expired ({e}); --insecure accepts it anyway")
         }

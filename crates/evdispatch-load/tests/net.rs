@@ -219,30 +219,36 @@ fn every_workload_runs_over_tls() {
     let resumed = server.seen.resumed.load(Ordering::Relaxed);
     assert!(resumed >= 10, "{resumed} of {hs} handshakes resumed");
     // The inactive connections' partial requests never complete, so the
-    // server saw exactly the replies of every other kind.
+    // server saw the replies of every other kind, and at most one more
+    // request per slow client (finished as the run ended, its reply never
+    // read: the run does not wait for slow clients).
     let complete = server.requests().len() as u64;
-    assert_eq!(
-        complete,
-        s.replies + s.slow_replies + s.unmeasured_replies,
-        "requests the server completed vs replies"
+    let replies = s.replies + s.slow_replies + s.unmeasured_replies;
+    assert!(
+        (replies..=replies + 2).contains(&complete),
+        "{complete} requests completed by the server, {replies} replies"
     );
     assert!(server
         .requests()
         .iter()
         .all(|(h, _)| h.starts_with("GET /x HTTP/1.1\r\n")));
 
-    // Closed loop too.
-    let s = run(
-        &format!("https://localhost:{}/", server.addr.port()),
-        &format!("--rate max --connections 2 --duration 0.3 --cacert {ca}"),
-    )
-    .unwrap();
-    assert!(
-        s.replies > 10 && s.errors_total == 0,
-        "{} {:?}",
-        s.replies,
-        s.errors
-    );
+    // Closed loop too, on a level- and an edge-triggered poller.
+    for mechanism in ["epoll", "epoll-et", "poll"] {
+        let s = run(
+            &format!("https://localhost:{}/", server.addr.port()),
+            &format!(
+                "--rate max --connections 2 --duration 0.3 --cacert {ca} --mechanism {mechanism}"
+            ),
+        )
+        .unwrap();
+        assert!(
+            s.replies > 10 && s.errors_total == 0,
+            "{mechanism}: {} {:?}",
+            s.replies,
+            s.errors
+        );
+    }
 }
 
 #[test]
@@ -394,7 +400,7 @@ fn url_weights_are_respected() {
     let s = run(
         &server.http("/"),
         &format!(
-            "--rate max --connections 1 --sessions 400 --urls {}",
+            "--rate max --connections 1 --sessions 400 --duration 2 --urls {}",
             f.display()
         ),
     )
@@ -487,7 +493,8 @@ fn nginx_tls(
         eprintln!("{why}");
         return None;
     }
-    let root = docroot(512, &[]).unwrap();
+    // Larger than a TLS record: replies span records and reads.
+    let root = docroot(70_000, &[]).unwrap();
     let mut cfg = PeerConfig::new(root.path());
     cfg.keepalive_timeout_s = 1;
     cfg.request_timeout_s = 1;
@@ -550,7 +557,7 @@ fn nginx_over_tls() {
 }
 
 #[test]
-fn nginx_tls_1_2_only_and_1_3_only() {
+fn nginx_tls_1_2_only_1_3_only_and_too_old() {
     let certs = Certs::new(&["127.0.0.1"]);
     for p in ["TLSv1.2", "TLSv1.3"] {
         let Some((_root, server)) = nginx_tls(&certs, p) else {
@@ -563,4 +570,14 @@ fn nginx_tls_1_2_only_and_1_3_only() {
         .unwrap();
         assert_eq!((s.replies, s.errors_total), (5, 0), "{p}: {:?}", s.warnings);
     }
+    // A server that only speaks versions older than 1.2.
+    let Some((_root, server)) = nginx_tls(&certs, "TLSv1 TLSv1.1") else {
+        return;
+    };
+    let url = nginx_url(&server, "127.0.0.1");
+    let e = format!(
+        "{:#}",
+        run(&url, &format!("--idle 1 --cacert {}", certs.ca())).unwrap_err()
+    );
+    assert!(e.contains("protocol version"), "{e}");
 }
