@@ -15,6 +15,10 @@ use crate::tls::TlsSettings;
 use crate::wsesslog::{Session, SessionLog};
 use crate::LoadArgs;
 
+/// Connections of the default load (`evdispatch load URL` alone, or with
+/// only `-R`), as wrk's default `-c 10`.
+pub const DEFAULT_CONNECTIONS: u64 = 10;
+
 /// Descriptors a worker keeps for itself (poller, pipes, stdio, files) on
 /// top of its connections.
 pub const FD_OVERHEAD: u64 = 64;
@@ -323,7 +327,18 @@ impl Config {
             sessions = Some(log.sessions);
         }
 
+        let no_workload = sessions.is_none()
+            && a.persistent.is_none()
+            && a.inactive.is_none()
+            && a.idle.is_none()
+            && a.slow.is_none();
         let rate = match a.rate.as_deref() {
+            // The default load (wrk's): closed loop, over -c connections
+            // (DEFAULT_CONNECTIONS without -c), for the default 10 s.
+            None if no_workload => Some(Rate::Max),
+            None if a.connections.is_some() && sessions.is_none() && a.persistent.is_none() => {
+                Some(Rate::Max)
+            }
             None => None,
             Some("max") => Some(Rate::Max),
             Some(r) => {
@@ -337,7 +352,21 @@ impl Config {
             }
         };
         let mut persistent = a.persistent.unwrap_or(0);
-        if let Some(c) = a.connections {
+        let connections = match (a.connections, rate) {
+            (None, Some(Rate::Max)) if no_workload => Some(DEFAULT_CONNECTIONS),
+            // -R R -c C, as wrk2: R requests/s over C persistent connections.
+            (None, Some(Rate::PerSecond(_))) if no_workload => Some(DEFAULT_CONNECTIONS),
+            (c, _) => c,
+        };
+        if let (Some(c), Some(Rate::PerSecond(_))) = (connections, rate) {
+            if sessions.is_some() {
+                bail!("--connections with an open-loop --rate are persistent connections; sessions open their own (leave out --connections, or use --rate max)");
+            }
+            if a.persistent.is_some() && a.persistent != Some(c) {
+                bail!("give --connections or --persistent with an open-loop --rate, not both");
+            }
+            persistent = c;
+        } else if let Some(c) = connections {
             if rate != Some(Rate::Max) {
                 bail!("--connections is for --rate max (closed loop); for an open-loop rate over persistent connections use --persistent");
             }
@@ -441,7 +470,20 @@ impl Config {
         if a.source_addrs == 0 {
             bail!("--source-addrs must be at least 1");
         }
-        let source_addrs = if a.source_addrs > 1 {
+        if !a.results.source_addr.is_empty() && a.source_addrs > 1 {
+            bail!("give --source-addr ADDR (repeatable) or --source-addrs N, not both");
+        }
+        if let Some(bad) = a
+            .results
+            .source_addr
+            .iter()
+            .find(|s| s.is_ipv4() != target.is_ipv4())
+        {
+            bail!("--source-addr {bad}: the target {target} is of the other address family");
+        }
+        let source_addrs = if !a.results.source_addr.is_empty() {
+            a.results.source_addr.clone()
+        } else if a.source_addrs > 1 {
             (0..a.source_addrs).map(source_addr).collect()
         } else {
             Vec::new()
@@ -659,8 +701,8 @@ mod tests {
         assert!(e("http://127.0.0.1/ --idle 1 --method A/B").contains("--method"));
         assert!(e("http://127.0.0.1/ --idle 1 --body /nonexistent/b").contains("cannot read"));
         assert!(e("http://127.0.0.1:1/ --sessions 5").contains("need --rate"));
-        assert!(e("http://127.0.0.1:1/").contains("no workload"));
-        assert!(e("http://127.0.0.1:1/ --rate 10").contains("no workload"));
+        assert!(e("http://127.0.0.1:1/ --persistent 2 -c 3 --rate 10").contains("not both"));
+        assert!(e("http://127.0.0.1:1/ --source-addr ::1 --idle 1").contains("family"));
         assert!(e("http://127.0.0.1:1/ --rate x --sessions 1").contains("--rate 'x'"));
         assert!(e("http://127.0.0.1:1/ --idle 1 --header bad").contains("NAME:VALUE"));
         let fd = e("http://127.0.0.1:1/ --inactive 30000");
@@ -727,7 +769,43 @@ mod tests {
         let c = cfg("http://127.0.0.1:1/ --rate max --connections 4 --sessions 0").unwrap();
         assert_eq!((c.persistent, c.long_lived()), (4, 4));
         assert!(cfg("http://127.0.0.1:1/ --rate max --persistent 4 --sessions 0").is_err());
-        assert!(cfg("http://127.0.0.1:1/ --rate 10 --connections 4").is_err());
+    }
+
+    #[test]
+    fn the_flags_do_not_clash() {
+        // clap checks names, short flags and subcommands only in debug
+        // builds: ask it here, whatever the profile.
+        use clap::{CommandFactory, Parser};
+        CommandLine::command().debug_assert();
+        let merge = CommandLine::try_parse_from(["merge", "a.json", "b.json", "--json"]).unwrap();
+        assert!(matches!(
+            merge.args.command,
+            Some(crate::LoadCommand::Merge(_))
+        ));
+    }
+
+    #[test]
+    fn a_url_alone_runs_the_default_load_and_wrk_flags_map() {
+        // wrk: closed loop over 10 connections for 10 s.
+        let c = cfg("http://127.0.0.1:1/").unwrap();
+        assert_eq!(
+            (c.rate, c.persistent, c.duration_s),
+            (Some(Rate::Max), 10, 10.0)
+        );
+        let c = cfg("http://127.0.0.1:1/ -c 50 -d 1m -t 2 -H X-A:1").unwrap();
+        assert_eq!(
+            (c.rate, c.persistent, c.duration_s, c.procs),
+            (Some(Rate::Max), 50, 60.0, 2)
+        );
+        assert_eq!(c.headers, [("X-A".to_string(), "1".to_string())]);
+        // wrk2: -R spreads the rate over the -c connections (10 by default).
+        let c = cfg("http://127.0.0.1:1/ -R 1000 -c 4").unwrap();
+        assert_eq!((c.rate, c.persistent), (Some(Rate::PerSecond(1000.0)), 4));
+        let c = cfg("http://127.0.0.1:1/ -R 1000").unwrap();
+        assert_eq!(c.persistent, 10);
+        // Another workload given: no default connections are added.
+        let c = cfg("http://127.0.0.1:1/ --idle 3").unwrap();
+        assert_eq!((c.rate, c.persistent, c.idle), (None, 0, 3));
     }
 
     #[test]

@@ -13,19 +13,21 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use evdispatch::{Config as PollerConfig, Events, Interest, Mechanism, Poller, Token};
 use rand::distr::weighted::WeightedIndex;
 use rand::{rngs::SmallRng, SeedableRng};
-use rand_distr::{Distribution, Exp};
+use rand_distr::Distribution;
 use rustls::ClientConnection;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::config::{Arrival, Config, InactiveSend, Rate, WorkerSpec};
+use crate::config::{Config, InactiveSend, Rate, WorkerSpec};
 use crate::http::{build_request, Feed, Request, ResponseParser};
-use crate::record::{Cause, Recorder, Role, WorkerReport};
+use crate::interval::{unix_s, IntervalReport};
+use crate::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
+use crate::schedule::{missed, Arrivals, RoundRobin};
 use crate::sys;
 use crate::tls::TlsClient;
 
@@ -47,6 +49,9 @@ pub enum Start {
     /// When a line `go` arrives on standard input (worker processes); the
     /// end of standard input aborts the worker.
     Stdin,
+    /// At this wall-clock time (`--start-at`), or as soon as the
+    /// long-lived connections are open if it is already past.
+    At(SystemTime),
 }
 
 /// A progress sample (one JSON line from a worker process).
@@ -76,6 +81,8 @@ pub trait Hooks {
     fn go(&mut self, _t0: Instant) {}
     /// A progress sample, about once per interval.
     fn progress(&mut self, _p: &Progress) {}
+    /// A sampling interval of the measured window is over.
+    fn interval(&mut self, _r: &IntervalReport) {}
 }
 
 /// Hooks that do nothing.
@@ -184,47 +191,6 @@ enum Timer {
     },
 }
 
-/// Planned arrival times.
-struct Arrivals {
-    base: Instant,
-    rate: f64,
-    k: u64,
-    poisson: Option<(SmallRng, Exp<f64>, f64)>,
-}
-
-impl Arrivals {
-    fn new(base: Instant, rate: f64, arrival: Arrival, seed: u64) -> Arrivals {
-        let poisson = match arrival {
-            Arrival::Uniform => None,
-            Arrival::Poisson => Some((
-                SmallRng::seed_from_u64(seed),
-                Exp::new(rate).expect("positive rate"),
-                0.0,
-            )),
-        };
-        Arrivals {
-            base,
-            rate,
-            k: 0,
-            poisson,
-        }
-    }
-
-    /// The next planned instant (computed from the start, so no drift).
-    fn next(&mut self) -> Instant {
-        let offset = match &mut self.poisson {
-            None => self.k as f64 / self.rate,
-            Some((rng, exp, acc)) => {
-                let now = *acc;
-                *acc += exp.sample(rng);
-                now
-            }
-        };
-        self.k += 1;
-        self.base + Duration::from_secs_f64(offset)
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Setup,
@@ -289,12 +255,25 @@ pub struct Engine<'h> {
     session_arrivals: Option<Arrivals>,
     next_session: Option<Instant>,
     persistent_slots: Vec<usize>,
-    persistent_rr: usize,
+    persistent_rr: RoundRobin,
     persistent_arrivals: Option<Arrivals>,
     next_persistent: Option<Instant>,
     closed_sessions: u64,
     setup_s: f64,
     warnings: Vec<String>,
+    /// The instant `Start::At` names, once the connections are open.
+    go_at: Option<Instant>,
+    /// The sampling interval being recorded.
+    iv_index: u32,
+    /// Its corrected and uncorrected latencies.
+    iv_latency: hdrhistogram::Histogram<u64>,
+    iv_latency_uncorrected: hdrhistogram::Histogram<u64>,
+    /// Requests and errors counted before it began (None: window not begun).
+    iv_base: Option<(u64, u64)>,
+    /// Wall-clock start of the measured window, Unix seconds.
+    window_start_unix_s: f64,
+    /// Ctrl-C stopped the run.
+    interrupted: bool,
 }
 
 fn elapsed_us(from: Instant, to: Instant) -> u64 {
@@ -401,12 +380,19 @@ impl<'h> Engine<'h> {
             session_arrivals: None,
             next_session: None,
             persistent_slots: Vec::new(),
-            persistent_rr: 0,
+            persistent_rr: RoundRobin::default(),
             persistent_arrivals: None,
             next_persistent: None,
             closed_sessions,
             setup_s: 0.0,
             warnings: Vec::new(),
+            go_at: None,
+            iv_index: 0,
+            iv_latency: new_histogram(),
+            iv_latency_uncorrected: new_histogram(),
+            iv_base: None,
+            window_start_unix_s: 0.0,
+            interrupted: false,
             start,
             hooks,
             spec,
@@ -431,6 +417,20 @@ impl<'h> Engine<'h> {
             + self.timeout;
         loop {
             let now = Instant::now();
+            if crate::interrupt::requested() && !self.interrupted {
+                self.interrupted = true;
+                match self.phase {
+                    Phase::Setup | Phase::WaitGo => return self.finish(now),
+                    Phase::Run => {
+                        // The window ends now (it is empty if still warming up).
+                        self.t_ms = self.t_ms.min(now);
+                        self.t_me = now;
+                        self.end_window(now)?;
+                    }
+                    Phase::Drain => {}
+                }
+                self.drain_end = now;
+            }
             self.fire_timers(now);
             match self.phase {
                 Phase::Setup => {
@@ -448,6 +448,11 @@ impl<'h> Engine<'h> {
                         match self.start {
                             Start::Now => self.go(now),
                             Start::Stdin => self.phase = Phase::WaitGo,
+                            Start::At(t) => {
+                                let wait = t.duration_since(SystemTime::now()).unwrap_or_default();
+                                self.go_at = Some(Instant::now() + wait);
+                                self.phase = Phase::WaitGo;
+                            }
                         }
                         continue;
                     }
@@ -465,13 +470,22 @@ impl<'h> Engine<'h> {
                         self.emit_progress(now, "setup");
                     }
                 }
-                Phase::WaitGo => {}
+                Phase::WaitGo => {
+                    if self.go_at.is_some_and(|t| now >= t) {
+                        self.go(now);
+                        continue;
+                    }
+                }
                 Phase::Run => {
                     self.pump_opens(now);
                     self.arrivals(now);
                     if now >= self.t_ms && self.cpu.is_none() && self.cpu_use.is_none() {
                         self.cpu = Some(evdispatch_proc::CpuMeter::start(0)?);
                     }
+                    if now >= self.t_ms && self.iv_base.is_none() {
+                        self.iv_base = Some((self.rec.counts.requests, self.rec.errors_total()));
+                    }
+                    self.flush_intervals(now)?;
                     if now >= self.t_me {
                         self.end_window(now)?;
                     }
@@ -592,7 +606,11 @@ impl<'h> Engine<'h> {
             consider(Some(self.t_me));
         }
         if self.phase == Phase::WaitGo {
-            return None;
+            // Wake at least every tick, to see Ctrl-C.
+            return Some(self.go_at.map_or(self.next_tick, |g| g.min(self.next_tick)));
+        }
+        if self.phase == Phase::Run && (self.iv_index as usize) < self.n_intervals {
+            consider(Some(self.interval_end(self.iv_index)));
         }
         t
     }
@@ -623,13 +641,14 @@ impl<'h> Engine<'h> {
         self.t0 = now;
         self.t_ms = now + Duration::from_secs_f64(c.warmup_s);
         self.t_me = self.t_ms + Duration::from_secs_f64(c.duration_s);
+        self.window_start_unix_s = unix_s(SystemTime::now()) + c.warmup_s;
         self.next_progress = now + self.interval;
         self.hooks.go(now);
         let base = now + Duration::from_secs_f64(self.spec.phase_s);
         let seed = c.seed.wrapping_add(self.spec.index as u64);
         if self.spec.sessions.is_some() && self.spec.session_rate > 0.0 {
             let mut a = Arrivals::new(base, self.spec.session_rate, c.arrival, seed);
-            self.next_session = Some(a.next());
+            self.next_session = Some(a.next_instant());
             self.session_arrivals = Some(a);
         }
         if !self.persistent_slots.is_empty() && self.spec.persistent_rate > 0.0 {
@@ -639,7 +658,7 @@ impl<'h> Engine<'h> {
                 c.arrival,
                 seed ^ 0x9e37_79b9_7f4a_7c15,
             );
-            self.next_persistent = Some(a.next());
+            self.next_persistent = Some(a.next_instant());
             self.persistent_arrivals = Some(a);
         }
         if self.spec.rate == Some(Rate::Max) {
@@ -669,33 +688,30 @@ impl<'h> Engine<'h> {
             if let Some(n) = &mut self.sessions_left {
                 *n -= 1;
             }
-            if self.in_window(t) && now.duration_since(t) > self.tolerance {
+            if self.in_window(t) && missed(true, t, now, self.tolerance) {
                 self.rec.counts.missed_slots += 1;
             }
             self.start_session(t, now);
-            self.next_session = self.session_arrivals.as_mut().map(|a| a.next());
+            self.next_session = self.session_arrivals.as_mut().map(|a| a.next_instant());
         }
         while let Some(t) = self.next_persistent.filter(|&t| t <= now) {
             if t >= self.t_me {
                 self.next_persistent = None;
                 break;
             }
-            let slot = self.persistent_slots[self.persistent_rr];
-            self.persistent_rr = (self.persistent_rr + 1) % self.persistent_slots.len();
+            let slot = self.persistent_slots[self.persistent_rr.deal(self.persistent_slots.len())];
             let measured = self.in_window(t);
             let c = &mut self.slab[slot];
-            if c.st == St::Waiting && c.queue.is_empty() {
-                if measured && now.duration_since(t) > self.tolerance {
-                    self.rec.counts.missed_slots += 1;
-                }
+            let ready = c.st == St::Waiting && c.queue.is_empty();
+            if measured && missed(ready, t, now, self.tolerance) {
+                self.rec.counts.missed_slots += 1;
+            }
+            if ready {
                 self.start_request(slot, t, measured, now);
             } else {
                 c.queue.push_back((t, measured));
-                if measured {
-                    self.rec.counts.missed_slots += 1;
-                }
             }
-            self.next_persistent = self.persistent_arrivals.as_mut().map(|a| a.next());
+            self.next_persistent = self.persistent_arrivals.as_mut().map(|a| a.next_instant());
         }
     }
 
@@ -1369,14 +1385,14 @@ impl<'h> Engine<'h> {
         let role = c.role;
         if c.measured {
             self.rec.counts.replies += 1;
-            let _ = self
-                .rec
-                .latency
-                .record(elapsed_us(c.intended, now).clamp(1, crate::record::MAX_US));
-            let _ = self
-                .rec
-                .latency_uncorrected
-                .record(elapsed_us(c.sent, now).clamp(1, crate::record::MAX_US));
+            let corrected = elapsed_us(c.intended, now).clamp(1, crate::record::MAX_US);
+            let uncorrected = elapsed_us(c.sent, now).clamp(1, crate::record::MAX_US);
+            let _ = self.rec.latency.record(corrected);
+            let _ = self.rec.latency_uncorrected.record(uncorrected);
+            if in_window {
+                let _ = self.iv_latency.record(corrected);
+                let _ = self.iv_latency_uncorrected.record(uncorrected);
+            }
         } else if role == Role::Slow {
             self.rec.counts.slow_replies += 1;
         } else {
@@ -1633,7 +1649,45 @@ impl<'h> Engine<'h> {
         self.hooks.progress(&p);
     }
 
+    /// The end of sampling interval `i` (the last one runs to the end of the window).
+    fn interval_end(&self, i: u32) -> Instant {
+        if i as usize + 1 >= self.n_intervals {
+            self.t_me
+        } else {
+            (self.t_ms + self.interval * (i + 1)).min(self.t_me)
+        }
+    }
+
+    /// Report the sampling intervals that are over at `now`.
+    fn flush_intervals(&mut self, now: Instant) -> anyhow::Result<()> {
+        while (self.iv_index as usize) < self.n_intervals
+            && self.t_ms + self.interval * self.iv_index < self.t_me
+            && now >= self.interval_end(self.iv_index)
+        {
+            let i = self.iv_index;
+            let (requests, errors) = (self.rec.counts.requests, self.rec.errors_total());
+            let (base_requests, base_errors) = self.iv_base.unwrap_or((requests, errors));
+            let r = IntervalReport {
+                index: i,
+                start_s: (self.interval * i).as_secs_f64(),
+                end_s: self.interval_end(i).duration_since(self.t_ms).as_secs_f64(),
+                requests: requests - base_requests,
+                replies: self.iv_latency.len(),
+                errors: errors - base_errors,
+                latency_hist: encode(&self.iv_latency)?,
+                latency_uncorrected_hist: encode(&self.iv_latency_uncorrected)?,
+            };
+            self.iv_base = Some((requests, errors));
+            self.iv_latency.reset();
+            self.iv_latency_uncorrected.reset();
+            self.iv_index += 1;
+            self.hooks.interval(&r);
+        }
+        Ok(())
+    }
+
     fn end_window(&mut self, now: Instant) -> anyhow::Result<()> {
+        self.flush_intervals(now.max(self.t_me))?;
         if let Some(m) = self.cpu.take() {
             self.cpu_use = Some(m.read()?);
         } else if self.cpu_use.is_none() {
@@ -1653,7 +1707,7 @@ impl<'h> Engine<'h> {
             let unsent = c.queue.iter().filter(|(_, m)| *m).count() as u64;
             self.rec.counts.unsent_at_end += unsent;
             c.queue.clear();
-            if matches!(c.st, St::Sending | St::Receiving) && c.measured {
+            if matches!(c.st, St::Sending | St::Receiving) && c.measured && !self.interrupted {
                 // Still outstanding after the drain: it timed out.
                 let role = c.role;
                 self.rec.error(role, Cause::Timeout);
@@ -1685,14 +1739,24 @@ impl<'h> Engine<'h> {
                 cpu.pct_of_core
             ));
         }
-        WorkerReport::new(
+        let window_s = self.t_me.saturating_duration_since(self.t_ms).as_secs_f64();
+        if self.interrupted {
+            // Only the intervals the window covered in full give a rate.
+            let full = ((window_s / self.interval.as_secs_f64()) + 1e-9).floor() as usize;
+            self.rec.interval_replies.truncate(full);
+        }
+        let mut report = WorkerReport::new(
             self.spec.index,
             &self.rec,
             cpu.cpu_s,
             cpu.pct_of_core,
             self.setup_s,
             std::mem::take(&mut self.warnings),
-        )
+        )?;
+        report.window_s = window_s;
+        report.window_start_unix_s = self.window_start_unix_s;
+        report.interrupted = self.interrupted;
+        Ok(report)
     }
 }
 

@@ -70,7 +70,7 @@
 //! | `replies_in_window` | integer | replies received inside the window |
 //! | `reply_rate` | number | `replies_in_window / duration_s`, replies/s |
 //! | `rate_intervals` | object | `interval_s`, `samples` (replies/s of each full interval), `min`, `avg`, `max`, `stddev` (as httperf's "Reply rate") |
-//! | `latency_us` | object | corrected latency, µs: `count`, `min`, `mean`, `stddev`, `p50`, `p90`, `p99`, `p999`, `max` (all 0 when `count` is 0) |
+//! | `latency_us` | object | corrected latency, µs: `count`, `min`, `mean`, `stddev`, `p50`, `p90`, `p99`, `p999`, `max` (all 0 when `count` is 0), and `percentiles`: `[{"percentile": 50.0, "us": …}, …]` at 50, 75, 90, 99, 99.9, 99.99, 99.999 and 100 (empty when `count` is 0) |
 //! | `latency_uncorrected_us` | object | the same from the actual send time |
 //! | `connect_us` | object | the same for TCP connects completed in the window |
 //! | `tls_handshake_us` | object | the same for TLS handshakes completed in the window (from the TCP connect to the handshake's end; `count` 0 for http) |
@@ -97,19 +97,58 @@
 //! | `server_cpu` | object or null | `pids`, `cpu_s`, `pct` |
 //! | `setup_s` | number | time to open the long-lived connections before the run |
 //! | `warnings` | array | strings the reader must see |
+//! | `interrupted` | bool | Ctrl-C stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
+//! | `window_start_unix_s`, `window_end_unix_s` | number | the measured window in wall-clock time, Unix seconds (0 when none began) |
+//! | `histograms` | object | `latency`, `latency_uncorrected`, `connect`: the histograms (µs) in HdrHistogram's V2 serialization, base64, what `load merge` adds up |
+//! | `checks` | array | the `--fail-if` thresholds: `expr`, `measured`, `limit` (in the expression's unit: µs for latencies), `pass` |
+//!
+//! ## Scripts, CI and several machines
+//!
+//! `evdispatch load URL` alone runs the default load: closed loop over
+//! [`config::DEFAULT_CONNECTIONS`] (10, as wrk) connections for 10 s. wrk's
+//! short flags work: `-c` connections (closed loop without `-R`; with
+//! `-R R`, wrk2's open loop of `R` requests/s dealt over them), `-d`
+//! duration, `-R` rate, `-H` header, `-t` worker processes (each one
+//! single-threaded loop, as a wrk thread), `--latency` the percentile
+//! tables as wrk2 prints them.
+//!
+//! Exit status: 0; 1 on bad input, or when no reply succeeded (no reply, or
+//! only 4xx/5xx; a line on standard error says which); 99 when a
+//! `--fail-if` threshold ([`check`] has the grammar) is broken; 130 after
+//! Ctrl-C, which stops the run (worker processes too), prints the results
+//! so far marked as interrupted and writes the interval files up to then.
+//!
+//! Per `--interval` ([`interval`]): `--json-stream` prints one JSON line
+//! (the sum over the workers) as each ends, with `interval`, `start_s`,
+//! `end_s` (from the window's start), `time_unix_s`, `requests`, `replies`,
+//! `errors`, `reply_rate`, `latency_us` and `latency_uncorrected_us` (as in
+//! the summary); `--csv FILE` one row (columns
+//! in `--help`); `--hdr-log FILE` an HdrHistogram interval log (V2
+//! compressed, tags `corrected` and `uncorrected`, values in µs: give
+//! HistogramLogProcessor `-outputValueUnitRatio 1000` for ms).
+//!
+//! `--start-at TIME` opens the connections, then starts the run at that
+//! time, so generators on several machines measure the same window;
+//! `evdispatch load merge A.json B.json …` ([`merge`]) combines their
+//! `--json` outputs losslessly into one report (itself mergeable).
 //!
 //! The human summary (without `--json`) shows the same figures in httperf's
 //! manner; a progress line runs on standard error while it works.
 
 #![deny(missing_docs)]
 
+pub mod check;
 pub mod cmdline;
 pub mod config;
 pub mod engine;
 pub mod http;
+pub mod interrupt;
+pub mod interval;
+pub mod merge;
 pub mod record;
 pub mod report;
 pub mod runner;
+pub mod schedule;
 mod sys;
 pub mod target;
 pub mod tls;
@@ -121,18 +160,25 @@ pub use runner::{execute, RunOptions};
 
 /// Command-line arguments of `evdispatch load`.
 #[derive(Debug, Clone, clap::Args)]
+#[command(args_conflicts_with_subcommands = true, subcommand_negates_reqs = true)]
 pub struct LoadArgs {
+    /// `merge`: combine the `--json` outputs of several runs.
+    #[command(subcommand)]
+    pub command: Option<LoadCommand>,
     /// The URL to load: http:// or https://, any host (names through the
     /// system resolver, IPv4 or IPv6), e.g. https://example.org/index.html.
+    /// Alone, it runs the default load: closed loop over 10 connections for
+    /// 10 s (as `--rate max -c 10 -d 10s`).
     #[arg(required_unless_present = "worker")]
     pub url: Option<String>,
     /// Offered rate of the active workloads, requests (or sessions) per
-    /// second, or `max` for closed loop.
-    #[arg(long, value_name = "R|max")]
+    /// second, or `max` for closed loop. With `-c C` and no other workload,
+    /// `-R R` spreads R requests/s over C persistent connections (wrk2).
+    #[arg(long, short = 'R', value_name = "R|max")]
     pub rate: Option<String>,
-    /// Length of the measured window (e.g. 10, 10s, 500ms). Default 10 s, or
+    /// Length of the measured window (e.g. 10, 10s, 500ms, 1m). Default 10 s, or
     /// sessions ÷ rate when --sessions N is given with a rate.
-    #[arg(long)]
+    #[arg(long, short = 'd')]
     pub duration: Option<String>,
     /// Unmeasured time before the window.
     #[arg(long, default_value = "0")]
@@ -147,8 +193,10 @@ pub struct LoadArgs {
     /// Persistent connections sharing --rate (each sends periodically).
     #[arg(long, value_name = "C")]
     pub persistent: Option<u64>,
-    /// Connections of the closed loop (--rate max).
-    #[arg(long, value_name = "C")]
+    /// Connections of the closed loop (--rate max, or no --rate: closed
+    /// loop, as wrk), or with an open-loop --rate the persistent connections
+    /// sharing it (as wrk2 -c with -R).
+    #[arg(long, short = 'c', value_name = "C")]
     pub connections: Option<u64>,
     /// Inactive connections: connect, never complete a request, reopen when closed.
     #[arg(long, value_name = "I")]
@@ -173,8 +221,9 @@ pub struct LoadArgs {
     /// `--connect-burst` allows).
     #[arg(long, default_value = "0s", value_name = "T")]
     pub slow_ramp: String,
-    /// Worker processes (each holds its share of every workload).
-    #[arg(long, default_value_t = 1, value_name = "P")]
+    /// Worker processes (each holds its share of every workload; `-t` as
+    /// wrk's threads: each worker is one single-threaded event loop).
+    #[arg(long, short = 't', default_value_t = 1, value_name = "P")]
     pub procs: u32,
     /// Server process(es) whose CPU (with their children's) is sampled over the window.
     #[arg(long, value_name = "PID[,PID…]")]
@@ -224,27 +273,132 @@ pub struct LoadArgs {
     /// Internal: run as a worker process of `evdispatch load --procs N`.
     #[arg(long, hide = true)]
     pub worker: bool,
+    /// Results: thresholds, percentile tables, interval outputs, start time.
+    #[command(flatten)]
+    pub results: ResultsArgs,
 }
 
-/// Run the command.
+/// What `evdispatch load` does with its results, and when it starts.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct ResultsArgs {
+    /// Fail (exit 99) unless this holds after the run, e.g. `p99<5ms`,
+    /// `p99.9<=20ms`, `errors<0.1%`, `reply_rate>=0.99*rate`, `replies>1000`
+    /// (repeatable; grammar in `evdispatch_load::check`). Each is printed
+    /// with its measured value.
+    #[arg(long, value_name = "EXPR")]
+    pub fail_if: Vec<String>,
+    /// Print the percentile tables (50 … 99.999, 100) of the corrected and
+    /// uncorrected latency with their detailed spectrum, as wrk2 --latency.
+    #[arg(long)]
+    pub latency: bool,
+    /// Write an HdrHistogram interval log (V2 compressed, tags `corrected`
+    /// and `uncorrected`, values in µs) with one histogram per --interval.
+    #[arg(long, value_name = "FILE")]
+    pub hdr_log: Option<std::path::PathBuf>,
+    /// Write one CSV row per --interval: interval, start_s, end_s,
+    /// time_unix_s, requests, replies, errors, reply_rate, p50_us, p75_us,
+    /// p90_us, p99_us, p99_9_us, p99_99_us, max_us, then the same
+    /// percentiles uncorrected (uncorrected_p50_us … uncorrected_max_us).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Print one JSON line per --interval on standard output as the run
+    /// goes (the sum over the worker processes).
+    #[arg(long)]
+    pub json_stream: bool,
+    /// Start the run at this time (RFC 3339, e.g. 2026-11-24T08:00:00Z, or
+    /// @UNIX_SECONDS) once the long-lived connections are open, so that
+    /// generators on several machines measure the same window.
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// Bind the connections to these source addresses, round-robin
+    /// (repeatable; instead of --source-addrs N).
+    #[arg(long, value_name = "ADDR")]
+    pub source_addr: Vec<std::net::IpAddr>,
+}
+
+/// Subcommands of `evdispatch load`.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum LoadCommand {
+    /// Combine the `--json` outputs of several runs (say, generators on
+    /// several machines) into one: histograms added, counters summed, rates
+    /// over the common window. The result is itself mergeable.
+    Merge(merge::MergeArgs),
+}
+
+/// Exit status of a run whose `--fail-if` thresholds were not all met.
+pub const EXIT_CHECK_FAILED: i32 = 99;
+/// Exit status of a run stopped by Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit status of a run in which no reply succeeded.
+pub const EXIT_NO_REPLY: i32 = 1;
+
+/// Run the command. Besides errors (exit 1 from the caller), the run ends
+/// the process with [`EXIT_NO_REPLY`], [`EXIT_CHECK_FAILED`] or
+/// [`EXIT_INTERRUPTED`] after printing its results.
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     if args.worker {
         return runner::worker_main();
+    }
+    if let Some(LoadCommand::Merge(m)) = &args.command {
+        return exit_with(merge::run(m)?);
     }
     if args.background {
         anyhow::Context::context(evdispatch_proc::set_idle_priority(), "--background")?;
     }
     let cfg = Config::from_args(&args)?;
+    let r = &args.results;
+    let checks = check::parse_all(&r.fail_if, &cfg)?;
+    let start_at = r
+        .start_at
+        .as_deref()
+        .map(|t| parse_start_at(t, std::time::SystemTime::now()))
+        .transpose()?;
+    let sinks = interval::Sinks::open(r.json_stream, r.csv.as_deref(), r.hdr_log.as_deref())?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let writer = std::thread::spawn(move || sinks.run(rx));
+    interrupt::catch()?;
+    if let Some(t) = start_at {
+        eprintln!(
+            "evdispatch load: starting at {} (in {:.1} s), once the connections are open",
+            humantime::format_rfc3339_millis(t),
+            t.duration_since(std::time::SystemTime::now())
+                .unwrap_or_default()
+                .as_secs_f64()
+        );
+    }
     let summary = execute(
         &cfg,
         &RunOptions {
             progress: true,
             worker_exe: None,
+            start_at,
+            intervals: Some(tx),
         },
-    )?;
-    if args.json {
+    );
+    // The sender went with the options: the writer ends with the last interval.
+    writer
+        .join()
+        .map_err(|_| anyhow::anyhow!("the interval writer failed"))??;
+    let mut summary = summary?;
+    let status = report(&mut summary, &checks, args.json, r.latency)?;
+    exit_with(status)
+}
+
+/// Evaluate the checks, print the summary (JSON or text, the percentile
+/// tables on demand, the checks) and say which exit status the run earns.
+pub fn report(
+    summary: &mut Summary,
+    checks: &[check::Check],
+    json: bool,
+    latency: bool,
+) -> anyhow::Result<i32> {
+    let passed = check::evaluate_all(checks, summary)?;
+    if json {
         println!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
+        if latency {
+            print!("{}", summary.latency_tables());
+        }
         print!("{}", summary.human());
     }
     for w in &summary.warnings {
@@ -252,5 +406,107 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
             eprintln!("evdispatch load: WARNING: {w}");
         }
     }
+    // The text report lists the checks; with --json they go to stderr too.
+    for k in summary.checks.iter().filter(|_| json) {
+        eprintln!(
+            "evdispatch load: --fail-if {}: measured {} — {}",
+            k.expr,
+            check::fmt_measured(&k.expr, k.measured),
+            if k.pass { "pass" } else { "FAIL" }
+        );
+    }
+    let succeeded: u64 = ["1xx", "2xx", "3xx"]
+        .iter()
+        .filter_map(|k| summary.status.get(*k))
+        .sum();
+    let expects_replies =
+        summary.config.rate.is_some() || summary.config.idle > 0 || summary.config.slow > 0;
+    Ok(if summary.interrupted {
+        eprintln!("evdispatch load: interrupted (Ctrl-C): results so far above");
+        EXIT_INTERRUPTED
+    } else if expects_replies && succeeded == 0 {
+        let total: u64 = summary.status.values().sum();
+        if total == 0 {
+            eprintln!(
+                "evdispatch load: no reply succeeded: no reply at all ({} errors: {})",
+                summary.errors_total,
+                summary
+                    .errors
+                    .iter()
+                    .filter(|(_, v)| **v > 0)
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        } else {
+            eprintln!(
+                "evdispatch load: no reply succeeded: all {total} replies were 4xx, 5xx or unknown"
+            );
+        }
+        EXIT_NO_REPLY
+    } else if !passed {
+        EXIT_CHECK_FAILED
+    } else {
+        0
+    })
+}
+
+fn exit_with(status: i32) -> anyhow::Result<()> {
+    if status != 0 {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        std::process::exit(status);
+    }
     Ok(())
+}
+
+/// The most `--start-at` may lie ahead.
+pub const START_AT_MAX_AHEAD: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// Read `--start-at`: RFC 3339 (`2026-11-24T08:00:00Z`, fractions allowed)
+/// or `@UNIX_SECONDS`; refused when more than a second before `now` or more
+/// than [`START_AT_MAX_AHEAD`] after it.
+pub fn parse_start_at(
+    text: &str,
+    now: std::time::SystemTime,
+) -> anyhow::Result<std::time::SystemTime> {
+    use anyhow::bail;
+    let t = if let Some(secs) = text.strip_prefix('@') {
+        let s: f64 = secs.parse().map_err(|_| {
+            anyhow::anyhow!("--start-at '{text}': after '@' give Unix seconds, e.g. @1795000000")
+        })?;
+        if !s.is_finite() || s < 0.0 {
+            bail!("--start-at '{text}': Unix seconds must be a non-negative number");
+        }
+        interval::from_unix_s(s)
+    } else {
+        humantime::parse_rfc3339_weak(text).map_err(|e| {
+            anyhow::anyhow!(
+                "--start-at '{text}': {e}; give RFC 3339 (e.g. 2026-11-24T08:00:00Z) or @UNIX_SECONDS"
+            )
+        })?
+    };
+    let fmt = |t| humantime::format_rfc3339_millis(t);
+    if let Ok(late) = now.duration_since(t) {
+        if late > std::time::Duration::from_secs(1) {
+            bail!(
+                "--start-at {}: that is {:.1} s ago (now {}); give a time in the future",
+                fmt(t),
+                late.as_secs_f64(),
+                fmt(now)
+            );
+        }
+    }
+    if let Ok(ahead) = t.duration_since(now) {
+        if ahead > START_AT_MAX_AHEAD {
+            bail!(
+                "--start-at {}: that is {} from now (now {}); at most {} ahead is accepted — is the date or the clock wrong?",
+                fmt(t),
+                humantime::format_duration(std::time::Duration::from_secs(ahead.as_secs())),
+                fmt(now),
+                humantime::format_duration(START_AT_MAX_AHEAD)
+            );
+        }
+    }
+    Ok(t)
 }

@@ -261,7 +261,9 @@ impl Recorder {
     }
 }
 
-fn encode(h: &Histogram<u64>) -> anyhow::Result<String> {
+/// A histogram in HdrHistogram's V2 serialization, base64: how histograms
+/// travel from the workers and appear in the `--json` output.
+pub fn encode(h: &Histogram<u64>) -> anyhow::Result<String> {
     let mut buf = Vec::new();
     V2Serializer::new()
         .serialize(h, &mut buf)
@@ -269,7 +271,8 @@ fn encode(h: &Histogram<u64>) -> anyhow::Result<String> {
     Ok(base64::engine::general_purpose::STANDARD.encode(buf))
 }
 
-fn decode(s: &str) -> anyhow::Result<Histogram<u64>> {
+/// The histogram [`encode`] wrote.
+pub fn decode(s: &str) -> anyhow::Result<Histogram<u64>> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(s)
         .context("a worker's histogram is not valid base64")?;
@@ -313,6 +316,15 @@ pub struct WorkerReport {
     pub setup_s: f64,
     /// Things the worker noticed that the reader should know.
     pub warnings: Vec<String>,
+    /// Length of its measured window, seconds (shorter than asked when interrupted).
+    #[serde(default)]
+    pub window_s: f64,
+    /// Wall-clock start of its measured window, Unix seconds.
+    #[serde(default)]
+    pub window_start_unix_s: f64,
+    /// Ctrl-C stopped it.
+    #[serde(default)]
+    pub interrupted: bool,
 }
 
 /// Names of the status classes, in the order of [`Recorder::status`].
@@ -359,6 +371,9 @@ impl WorkerReport {
             cpu_pct,
             setup_s,
             warnings,
+            window_s: 0.0,
+            window_start_unix_s: 0.0,
+            interrupted: false,
         })
     }
 }
@@ -391,6 +406,12 @@ pub struct Merged {
     pub setup_s: f64,
     /// All warnings.
     pub warnings: Vec<String>,
+    /// Longest measured window of a worker, seconds.
+    pub window_s: f64,
+    /// Earliest start of a worker's window, Unix seconds (0: none started).
+    pub window_start_unix_s: f64,
+    /// A worker was stopped by Ctrl-C.
+    pub interrupted: bool,
 }
 
 fn add_vec(into: &mut Vec<u64>, from: &[u64]) {
@@ -417,6 +438,9 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
         cpu_pct: Vec::new(),
         setup_s: 0.0,
         warnings: Vec::new(),
+        window_s: 0.0,
+        window_start_unix_s: 0.0,
+        interrupted: false,
     };
     let mut peak_sum = 0;
     for r in reports {
@@ -446,6 +470,13 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
         m.cpu_pct.push(r.cpu_pct);
         m.setup_s = m.setup_s.max(r.setup_s);
         m.warnings.extend(r.warnings.iter().cloned());
+        m.window_s = m.window_s.max(r.window_s);
+        if r.window_start_unix_s > 0.0
+            && (m.window_start_unix_s == 0.0 || r.window_start_unix_s < m.window_start_unix_s)
+        {
+            m.window_start_unix_s = r.window_start_unix_s;
+        }
+        m.interrupted |= r.interrupted;
     }
     // The peak of the sum is at most the sum of the peaks; within one
     // interval the summed per-interval peaks bound it, so take the larger of

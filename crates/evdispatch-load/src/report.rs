@@ -34,7 +34,22 @@ pub struct Latency {
     pub p999: u64,
     /// Largest.
     pub max: u64,
+    /// The percentile table (the `--latency` one): [`PERCENTILES`], in order.
+    #[serde(default)]
+    pub percentiles: Vec<Percentile>,
 }
+
+/// One row of the percentile table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Percentile {
+    /// The percentile, 0–100 (100 is the largest value).
+    pub percentile: f64,
+    /// The value there, µs.
+    pub us: u64,
+}
+
+/// The percentiles of the table, as wrk2 `--latency` prints them.
+pub const PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
 impl Latency {
     /// Summarise a histogram (all zero when it is empty).
@@ -52,8 +67,55 @@ impl Latency {
             p99: h.value_at_quantile(0.99),
             p999: h.value_at_quantile(0.999),
             max: h.max(),
+            percentiles: PERCENTILES
+                .iter()
+                .map(|&p| Percentile {
+                    percentile: p,
+                    us: h.value_at_quantile(p / 100.0),
+                })
+                .collect(),
         }
     }
+}
+
+/// A duration in µs the way wrk prints one: `850.00us`, `1.21ms`, `2.03s`.
+pub fn fmt_us(us: f64) -> String {
+    if us < 1000.0 {
+        format!("{us:.2}us")
+    } else if us < 1_000_000.0 {
+        format!("{:.2}ms", us / 1000.0)
+    } else {
+        format!("{:.2}s", us / 1_000_000.0)
+    }
+}
+
+/// The histograms of the run, each in HdrHistogram's V2 serialization,
+/// base64 (what `evdispatch load merge` adds up).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Histograms {
+    /// Corrected latency, µs.
+    pub latency: String,
+    /// Uncorrected latency, µs.
+    pub latency_uncorrected: String,
+    /// Connect time, µs.
+    pub connect: String,
+    /// TLS handshake time, µs (empty in outputs of versions without TLS).
+    #[serde(default)]
+    pub tls_handshake: String,
+}
+
+/// One `--fail-if` threshold, checked after the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    /// The expression as given.
+    pub expr: String,
+    /// The value measured (in the unit of the expression: µs for latencies,
+    /// % for `errors` given in %, replies/s for `reply_rate`, else a count).
+    pub measured: f64,
+    /// The value it was compared with, in the same unit.
+    pub limit: f64,
+    /// True when the measured value meets the threshold.
+    pub pass: bool,
 }
 
 /// Reply rate per interval, as httperf reports it.
@@ -185,6 +247,22 @@ pub struct Summary {
     pub setup_s: f64,
     /// Anything the reader must know (generator saturation first).
     pub warnings: Vec<String>,
+    /// Ctrl-C stopped the run: the figures cover the window up to that moment.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Wall-clock start of the measured window, Unix seconds (0 when no
+    /// window began).
+    #[serde(default)]
+    pub window_start_unix_s: f64,
+    /// Its end, Unix seconds (`window_start_unix_s + duration_s`).
+    #[serde(default)]
+    pub window_end_unix_s: f64,
+    /// The histograms themselves, so that runs merge without loss.
+    #[serde(default)]
+    pub histograms: Histograms,
+    /// The `--fail-if` thresholds and how they came out.
+    #[serde(default)]
+    pub checks: Vec<CheckResult>,
 }
 
 fn rate_intervals(replies: &[u64], interval_s: f64) -> RateIntervals {
@@ -216,7 +294,18 @@ impl Summary {
     /// Build the summary from the merged worker records.
     pub fn new(config: &Config, m: Merged, server_cpu: Option<ServerCpu>) -> Summary {
         let c = &m.counts;
-        let d = config.duration_s;
+        let d = if m.interrupted {
+            m.window_s
+        } else {
+            config.duration_s
+        };
+        let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
+        let histograms = Histograms {
+            latency: crate::record::encode(&m.latency).unwrap_or_default(),
+            latency_uncorrected: crate::record::encode(&m.latency_uncorrected).unwrap_or_default(),
+            connect: crate::record::encode(&m.connect).unwrap_or_default(),
+            tls_handshake: crate::record::encode(&m.tls_handshake).unwrap_or_default(),
+        };
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
             for (k, v) in causes {
@@ -280,7 +369,7 @@ impl Summary {
             requests: c.requests,
             replies: c.replies,
             replies_in_window: c.replies_in_window,
-            reply_rate: c.replies_in_window as f64 / d,
+            reply_rate: per_s(c.replies_in_window),
             rate_intervals: rate_intervals(&m.interval_replies, config.interval_s),
             latency_us: Latency::of(&m.latency),
             latency_uncorrected_us: Latency::of(&m.latency_uncorrected),
@@ -298,7 +387,7 @@ impl Summary {
             connections,
             reopens: c.reopens,
             reopens_in_window: c.reopens_in_window,
-            reopen_rate: c.reopens_in_window as f64 / d,
+            reopen_rate: per_s(c.reopens_in_window),
             reconnects: c.reconnects,
             slow_replies: c.slow_replies,
             unmeasured_replies: c.unmeasured_replies,
@@ -310,7 +399,107 @@ impl Summary {
             server_cpu,
             setup_s: m.setup_s,
             warnings,
+            interrupted: m.interrupted,
+            window_start_unix_s: m.window_start_unix_s,
+            window_end_unix_s: if m.window_start_unix_s > 0.0 {
+                m.window_start_unix_s + d
+            } else {
+                0.0
+            },
+            histograms,
+            checks: Vec::new(),
         }
+    }
+
+    /// The histograms carried in `histograms`, decoded: corrected,
+    /// uncorrected, connect.
+    pub fn decode_histograms(&self) -> anyhow::Result<[Histogram<u64>; 3]> {
+        let h = &self.histograms;
+        if h.latency.is_empty() {
+            anyhow::bail!(
+                "this summary carries no histograms (written by an older evdispatch load): \
+                 run it again with this version"
+            );
+        }
+        Ok([
+            crate::record::decode(&h.latency)?,
+            crate::record::decode(&h.latency_uncorrected)?,
+            crate::record::decode(&h.connect)?,
+        ])
+    }
+
+    /// The percentile tables of `--latency`, as wrk2 prints them: corrected
+    /// then uncorrected, each followed by its detailed percentile spectrum
+    /// (HdrHistogram's own layout, values in ms).
+    pub fn latency_tables(&self) -> String {
+        let mut o = String::new();
+        let hists = self.decode_histograms().ok();
+        for (i, (title, l)) in [
+            (
+                "Recorded Latency, from the intended send time",
+                &self.latency_us,
+            ),
+            (
+                "Uncorrected Latency, from the actual send (coordinated omission not corrected)",
+                &self.latency_uncorrected_us,
+            ),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let _ = writeln!(o, "  Latency Distribution (HdrHistogram - {title})");
+            for p in &l.percentiles {
+                let _ = writeln!(o, "{:>7.3}%{:>10}", p.percentile, fmt_us(p.us as f64));
+            }
+            if let Some(h) = hists.as_ref().map(|h| &h[i]).filter(|h| !h.is_empty()) {
+                let _ = writeln!(o, "\n  Detailed Percentile spectrum:");
+                let _ = writeln!(
+                    o,
+                    "{:>12} {:>12} {:>12} {:>16}\n",
+                    "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
+                );
+                for v in h.iter_quantiles(5) {
+                    let q = v.quantile_iterated_to();
+                    // The last row, at 100%, has no 1/(1-Percentile).
+                    let inv = if q < 1.0 {
+                        format!(" {:>12.2}", 1.0 / (1.0 - q))
+                    } else {
+                        String::new()
+                    };
+                    let _ = writeln!(
+                        o,
+                        "{:>12.3} {:>12.6} {:>12}{inv}",
+                        v.value_iterated_to() as f64 / 1000.0,
+                        q,
+                        (v.quantile() * h.len() as f64).round() as u64,
+                    );
+                }
+                let _ = writeln!(
+                    o,
+                    "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+                    h.mean() / 1000.0,
+                    h.stdev() / 1000.0
+                );
+                let _ = writeln!(
+                    o,
+                    "#[Max     = {:>12.3}, Total count    = {:>12}]",
+                    h.max() as f64 / 1000.0,
+                    h.len()
+                );
+                let _ = writeln!(
+                    o,
+                    "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
+                    h.buckets(),
+                    // counts = (buckets + 1) × half the sub-buckets
+                    2 * h.distinct_values() / (h.buckets() as usize + 1)
+                );
+            }
+            let _ = writeln!(
+                o,
+                "----------------------------------------------------------"
+            );
+        }
+        o
     }
 
     /// The human summary, in httperf's spirit.
@@ -323,6 +512,13 @@ impl Summary {
             "evdispatch load {} — {:.1} s measured after {:.1} s warm-up; {} process(es) on {}",
             c.url, self.duration_s, c.warmup_s, c.procs, c.mechanism
         );
+        if self.interrupted {
+            let _ = writeln!(
+                o,
+                "INTERRUPTED (Ctrl-C): the figures cover the {:.1} s measured before it",
+                self.duration_s
+            );
+        }
         let _ = writeln!(
             o,
             "Target: {}{}{}",
@@ -477,6 +673,15 @@ impl Summary {
         );
         for w in &self.warnings {
             let _ = writeln!(o, "WARNING: {w}");
+        }
+        for k in &self.checks {
+            let _ = writeln!(
+                o,
+                "Check {}: measured {} — {}",
+                k.expr,
+                crate::check::fmt_measured(&k.expr, k.measured),
+                if k.pass { "pass" } else { "FAIL" }
+            );
         }
         o
     }

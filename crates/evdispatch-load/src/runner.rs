@@ -8,13 +8,14 @@ use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, WorkerSpec};
 use crate::engine::{run_worker, Hooks, Progress, Start};
+use crate::interval::{Interval, IntervalJoin, IntervalReport};
 use crate::record::{merge, WorkerReport};
 use crate::report::{ServerCpu, Summary};
 
@@ -26,6 +27,54 @@ pub struct RunOptions {
     /// The binary to re-execute as `load --worker` when `procs > 1`
     /// (default: this process's own executable).
     pub worker_exe: Option<PathBuf>,
+    /// Start the run (after opening the long-lived connections) at this
+    /// wall-clock time (`--start-at`).
+    pub start_at: Option<SystemTime>,
+    /// Where each sampling interval, summed over the workers, is sent as
+    /// soon as every worker has reported it.
+    pub intervals: Option<mpsc::Sender<Interval>>,
+}
+
+/// Sums the workers' intervals and passes each complete one on.
+struct Intervals {
+    join: Option<IntervalJoin>,
+    tx: Option<mpsc::Sender<Interval>>,
+    workers: usize,
+}
+
+impl Intervals {
+    fn new(tx: Option<mpsc::Sender<Interval>>, workers: usize) -> Intervals {
+        Intervals {
+            join: None,
+            tx,
+            workers,
+        }
+    }
+
+    /// The run starts now: its window starts after the warm-up.
+    fn go(&mut self, warmup_s: f64) {
+        let start = SystemTime::now() + Duration::from_secs_f64(warmup_s);
+        self.join = Some(IntervalJoin::new(self.workers, start));
+    }
+
+    fn add(&mut self, r: &IntervalReport) -> anyhow::Result<()> {
+        let (Some(join), Some(tx)) = (&mut self.join, &self.tx) else {
+            return Ok(());
+        };
+        if let Some(iv) = join.add(r)? {
+            let _ = tx.send(iv);
+        }
+        Ok(())
+    }
+
+    /// Pass on what some workers did not finish (a worker stopped early).
+    fn finish(&mut self) {
+        if let (Some(join), Some(tx)) = (self.join.take(), &self.tx) {
+            for iv in join.rest() {
+                let _ = tx.send(iv);
+            }
+        }
+    }
 }
 
 /// A line from a worker process.
@@ -36,6 +85,8 @@ pub enum WorkerMsg {
     Ready,
     /// A progress sample.
     Progress(Progress),
+    /// A sampling interval of the measured window is over.
+    Interval(IntervalReport),
     /// The final report.
     Report(Box<WorkerReport>),
     /// The worker failed.
@@ -136,6 +187,8 @@ struct InProcess<'a> {
     line: &'a ProgressLine,
     sampler: Option<ServerSampler>,
     cfg: &'a Config,
+    intervals: Intervals,
+    error: Option<anyhow::Error>,
 }
 
 impl Hooks for InProcess<'_> {
@@ -146,9 +199,15 @@ impl Hooks for InProcess<'_> {
             Duration::from_secs_f64(self.cfg.warmup_s),
             Duration::from_secs_f64(self.cfg.duration_s),
         ));
+        self.intervals.go(self.cfg.warmup_s);
     }
     fn progress(&mut self, p: &Progress) {
         self.line.show(std::slice::from_ref(p));
+    }
+    fn interval(&mut self, r: &IntervalReport) {
+        if let Err(e) = self.intervals.add(r) {
+            self.error.get_or_insert(e);
+        }
     }
 }
 
@@ -161,9 +220,19 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
             line: &line,
             sampler: None,
             cfg,
+            intervals: Intervals::new(opts.intervals.clone(), 1),
+            error: None,
         };
-        let report = run_worker(cfg.worker_spec(0), Start::Now, &mut hooks);
+        let start = match opts.start_at {
+            Some(t) => Start::At(t),
+            None => Start::Now,
+        };
+        let report = run_worker(cfg.worker_spec(0), start, &mut hooks);
         let server = hooks.sampler.take().and_then(|s| s.finish());
+        if let Some(e) = hooks.error.take() {
+            return Err(e);
+        }
+        hooks.intervals.finish();
         (vec![report?], server)
     } else {
         run_processes(cfg, opts, &line)?
@@ -256,14 +325,39 @@ fn run_processes(
     let mut reports: Vec<Option<WorkerReport>> = vec![None; n];
     let mut sampler = None;
     let mut got = 0;
+    let mut intervals = Intervals::new(opts.intervals.clone(), n);
+    let mut forwarded = false;
+    let mut silent = Duration::ZERO;
     while got < n {
-        let (i, msg) = rx
-            .recv_timeout(Duration::from_secs(3600))
-            .map_err(|_| anyhow!("the workers stopped talking"))?;
+        if crate::interrupt::requested() && !forwarded {
+            // Ctrl-C at a terminal reaches the workers too; a SIGINT sent
+            // to this process alone must reach them as well.
+            forwarded = true;
+            for c in &workers.children {
+                let _ = crate::sys::interrupt(c.id());
+            }
+        }
+        let (i, msg) = match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(m) => m,
+            Err(mpsc::RecvTimeoutError::Timeout) if silent < Duration::from_secs(3600) => {
+                silent += Duration::from_millis(100);
+                continue;
+            }
+            Err(_) => bail!("the workers stopped talking"),
+        };
+        silent = Duration::ZERO;
         match msg? {
             WorkerMsg::Ready => {
                 ready += 1;
                 if ready == n {
+                    if let Some(t) = opts.start_at {
+                        wait_until(t);
+                    }
+                    if crate::interrupt::requested() {
+                        // Not started: the workers stop on the SIGINT
+                        // forwarded above and report nothing measured.
+                        continue;
+                    }
                     for s in &mut workers.stdins {
                         s.write_all(b"go\n")
                             .and_then(|_| s.flush())
@@ -275,8 +369,10 @@ fn run_processes(
                         Duration::from_secs_f64(cfg.warmup_s),
                         Duration::from_secs_f64(cfg.duration_s),
                     ));
+                    intervals.go(cfg.warmup_s);
                 }
             }
+            WorkerMsg::Interval(r) => intervals.add(&r)?,
             WorkerMsg::Progress(p) => {
                 progress[i] = p;
                 line.show(&progress);
@@ -288,6 +384,7 @@ fn run_processes(
             WorkerMsg::Error(e) => bail!("worker {i}: {e}"),
         }
     }
+    intervals.finish();
     let server = sampler.and_then(|s| s.finish());
     drop(workers);
     Ok((reports.into_iter().flatten().collect(), server))
@@ -310,11 +407,27 @@ impl Hooks for StdoutHooks {
     fn progress(&mut self, p: &Progress) {
         say(&WorkerMsg::Progress(p.clone()));
     }
+    fn interval(&mut self, r: &IntervalReport) {
+        say(&WorkerMsg::Interval(r.clone()));
+    }
+}
+
+/// Sleep until the wall-clock time `t` (or until Ctrl-C).
+fn wait_until(t: SystemTime) {
+    while !crate::interrupt::requested() {
+        match t.duration_since(SystemTime::now()) {
+            Ok(left) if !left.is_zero() => thread::sleep(left.min(Duration::from_millis(100))),
+            _ => return,
+        }
+    }
 }
 
 /// The worker process: read its share (one JSON line) from standard input,
 /// run, answer on standard output.
 pub fn worker_main() -> anyhow::Result<()> {
+    // Ctrl-C at a terminal reaches the whole process group: a worker stops
+    // with its results, as the parent does.
+    crate::interrupt::catch()?;
     let mut first = String::new();
     std::io::stdin()
         .lock()

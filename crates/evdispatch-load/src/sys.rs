@@ -102,3 +102,14 @@ pub fn tight_timer_slack() -> io::Result<()> {
         Err(io::Error::last_os_error())
     }
 }
+
+/// Send `SIGINT` to process `pid` (a worker, so that it stops with its
+/// results when the parent was interrupted).
+pub fn interrupt(pid: u32) -> io::Result<()> {
+    // SAFETY: kill takes no pointers; a gone process yields ESRCH.
+    if unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -1,0 +1,383 @@
+//! One sampling interval (`--interval`) of the measured window: what a
+//! worker sends as the interval ends ([`IntervalReport`]), the sum over the
+//! workers that the parent builds ([`IntervalJoin`] → [`Interval`]), and
+//! the three ways it leaves the program while the run goes on: a JSON line
+//! (`--json-stream`), a CSV row (`--csv`) and two histograms of an
+//! HdrHistogram interval log (`--hdr-log`).
+//!
+//! A reply belongs to the interval in which the worker's loop received it;
+//! requests to the interval in which they were sent; errors to the one in
+//! which they were counted. Replies that arrive in the drain after the
+//! window are in the run's totals, not in any interval.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{anyhow, Context};
+use hdrhistogram::serialization::interval_log::{IntervalLogWriterBuilder, Tag};
+use hdrhistogram::serialization::V2DeflateSerializer;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use crate::record::{decode, new_histogram};
+use crate::report::Latency;
+
+/// One worker's interval, as sent to the parent.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IntervalReport {
+    /// Interval number, 0 at the start of the window.
+    pub index: u32,
+    /// Its start, seconds from the start of the window.
+    pub start_s: f64,
+    /// Its end, seconds from the start of the window (shorter than
+    /// `--interval` for the last one of an interrupted run).
+    pub end_s: f64,
+    /// Measured requests sent in it.
+    pub requests: u64,
+    /// Measured replies received in it.
+    pub replies: u64,
+    /// Errors counted in it.
+    pub errors: u64,
+    /// Corrected latency of its replies (V2 serialization, base64).
+    pub latency_hist: String,
+    /// Uncorrected latency of its replies.
+    pub latency_uncorrected_hist: String,
+}
+
+/// An interval summed over all workers, histograms decoded.
+#[derive(Debug, Clone)]
+pub struct Interval {
+    /// Interval number.
+    pub index: u32,
+    /// Start, seconds from the start of the window.
+    pub start_s: f64,
+    /// End, seconds from the start of the window.
+    pub end_s: f64,
+    /// Wall-clock start of the window (all intervals count from it).
+    pub window_start: SystemTime,
+    /// Measured requests sent in it.
+    pub requests: u64,
+    /// Measured replies received in it.
+    pub replies: u64,
+    /// Errors counted in it.
+    pub errors: u64,
+    /// Corrected latency, µs.
+    pub latency: Histogram<u64>,
+    /// Uncorrected latency, µs.
+    pub latency_uncorrected: Histogram<u64>,
+}
+
+impl Interval {
+    fn empty(index: u32, window_start: SystemTime) -> Interval {
+        Interval {
+            index,
+            start_s: f64::MAX,
+            end_s: 0.0,
+            window_start,
+            requests: 0,
+            replies: 0,
+            errors: 0,
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+        }
+    }
+
+    fn add(&mut self, r: &IntervalReport) -> anyhow::Result<()> {
+        self.start_s = self.start_s.min(r.start_s);
+        self.end_s = self.end_s.max(r.end_s);
+        self.requests += r.requests;
+        self.replies += r.replies;
+        self.errors += r.errors;
+        for (h, s) in [
+            (&mut self.latency, &r.latency_hist),
+            (&mut self.latency_uncorrected, &r.latency_uncorrected_hist),
+        ] {
+            h.add(decode(s)?)
+                .map_err(|e| anyhow!("cannot add an interval histogram: {e:?}"))?;
+        }
+        Ok(())
+    }
+
+    /// Replies per second over the interval.
+    pub fn reply_rate(&self) -> f64 {
+        let d = self.end_s - self.start_s;
+        if d > 0.0 {
+            self.replies as f64 / d
+        } else {
+            0.0
+        }
+    }
+
+    /// The `--json-stream` line (without its newline).
+    pub fn json_line(&self) -> String {
+        let line = StreamLine {
+            head: self.head(),
+            latency_us: Latency::of(&self.latency),
+            latency_uncorrected_us: Latency::of(&self.latency_uncorrected),
+        };
+        serde_json::to_string(&line).unwrap_or_default()
+    }
+
+    fn head(&self) -> Head {
+        Head {
+            interval: self.index,
+            start_s: self.start_s,
+            end_s: self.end_s,
+            time_unix_s: unix_s(self.window_start + Duration::from_secs_f64(self.start_s)),
+            requests: self.requests,
+            replies: self.replies,
+            errors: self.errors,
+            reply_rate: self.reply_rate(),
+        }
+    }
+}
+
+/// What the `--json-stream` line and the `--csv` row begin with.
+#[derive(Debug, Serialize)]
+struct Head {
+    /// Interval number, from 0.
+    interval: u32,
+    /// Start and end, seconds from the start of the window.
+    start_s: f64,
+    end_s: f64,
+    /// Wall-clock start, Unix seconds.
+    time_unix_s: f64,
+    requests: u64,
+    replies: u64,
+    errors: u64,
+    /// Replies per second over the interval.
+    reply_rate: f64,
+}
+
+impl Head {
+    /// The field names, in order: the first `--csv` columns.
+    const NAMES: [&'static str; 8] = [
+        "interval",
+        "start_s",
+        "end_s",
+        "time_unix_s",
+        "requests",
+        "replies",
+        "errors",
+        "reply_rate",
+    ];
+
+    /// The fields' values, in the order of [`Head::NAMES`].
+    fn cells(&self) -> [String; 8] {
+        [
+            self.interval.to_string(),
+            self.start_s.to_string(),
+            self.end_s.to_string(),
+            format!("{:.6}", self.time_unix_s),
+            self.requests.to_string(),
+            self.replies.to_string(),
+            self.errors.to_string(),
+            self.reply_rate.to_string(),
+        ]
+    }
+}
+
+/// One `--json-stream` line: an interval summed over the workers.
+#[derive(Debug, Serialize)]
+struct StreamLine {
+    #[serde(flatten)]
+    head: Head,
+    latency_us: Latency,
+    latency_uncorrected_us: Latency,
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_s(t: SystemTime) -> f64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
+/// The instant `s` seconds after the Unix epoch.
+pub fn from_unix_s(s: f64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs_f64(s.max(0.0))
+}
+
+/// Sums the workers' reports of each interval; an interval is complete
+/// when every worker has sent it (each sends them in order, so they
+/// complete in order).
+#[derive(Debug)]
+pub struct IntervalJoin {
+    workers: usize,
+    window_start: SystemTime,
+    partial: BTreeMap<u32, (usize, Interval)>,
+}
+
+impl IntervalJoin {
+    /// A join over `workers` workers whose window started at `window_start`.
+    pub fn new(workers: usize, window_start: SystemTime) -> IntervalJoin {
+        IntervalJoin {
+            workers,
+            window_start,
+            partial: BTreeMap::new(),
+        }
+    }
+
+    /// Add one worker's report; the sum when it was the last one missing.
+    pub fn add(&mut self, r: &IntervalReport) -> anyhow::Result<Option<Interval>> {
+        let ws = self.window_start;
+        let (n, iv) = self
+            .partial
+            .entry(r.index)
+            .or_insert_with(|| (0, Interval::empty(r.index, ws)));
+        iv.add(r)?;
+        *n += 1;
+        if *n < self.workers {
+            return Ok(None);
+        }
+        Ok(self.partial.remove(&r.index).map(|(_, iv)| iv))
+    }
+
+    /// The intervals not every worker sent (a worker stopped early), in order.
+    pub fn rest(self) -> Vec<Interval> {
+        self.partial.into_values().map(|(_, iv)| iv).collect()
+    }
+}
+
+/// The percentile columns of `--csv`, after the [`Head`] ones (each also
+/// with `uncorrected_` before it).
+const CSV_PERCENTILES: [&str; 7] = [
+    "p50_us",
+    "p75_us",
+    "p90_us",
+    "p99_us",
+    "p99_9_us",
+    "p99_99_us",
+    "max_us",
+];
+
+/// Where the intervals go while the run goes on.
+pub struct Sinks {
+    stream: bool,
+    csv: Option<(csv::Writer<std::fs::File>, bool)>,
+    hdr: Option<(std::fs::File, String)>,
+}
+
+fn quantiles(h: &Histogram<u64>) -> [u64; 7] {
+    if h.is_empty() {
+        return [0; 7];
+    }
+    let q = |x: f64| h.value_at_quantile(x);
+    [
+        q(0.5),
+        q(0.75),
+        q(0.9),
+        q(0.99),
+        q(0.999),
+        q(0.9999),
+        h.max(),
+    ]
+}
+
+impl Sinks {
+    /// Open the files named (created or truncated now, so that a bad path
+    /// fails before the run).
+    pub fn open(
+        stream: bool,
+        csv_path: Option<&std::path::Path>,
+        hdr_path: Option<&std::path::Path>,
+    ) -> anyhow::Result<Sinks> {
+        let csv = csv_path
+            .map(|p| {
+                csv::WriterBuilder::new()
+                    .has_headers(false)
+                    .from_path(p)
+                    .map(|w| (w, false))
+                    .with_context(|| format!("--csv: cannot create {}", p.display()))
+            })
+            .transpose()?;
+        let hdr = hdr_path
+            .map(|p| {
+                std::fs::File::create(p)
+                    .with_context(|| format!("--hdr-log: cannot create {}", p.display()))
+                    .map(|f| (f, p.display().to_string()))
+            })
+            .transpose()?;
+        Ok(Sinks { stream, csv, hdr })
+    }
+
+    /// Write every interval that arrives on `rx` until the sender goes away.
+    /// The HdrHistogram log's header needs the window's start: it is written
+    /// when the first interval comes.
+    pub fn run(self, rx: std::sync::mpsc::Receiver<Interval>) -> anyhow::Result<()> {
+        let Sinks {
+            stream,
+            mut csv,
+            mut hdr,
+        } = self;
+        let Ok(first) = rx.recv() else {
+            return Ok(());
+        };
+        let mut ser = V2DeflateSerializer::new();
+        let hdr_name = hdr.as_ref().map(|(_, n)| n.clone()).unwrap_or_default();
+        let hdr_err = || format!("--hdr-log: cannot write {hdr_name}");
+        let mut log = match &mut hdr {
+            Some((f, _)) => Some(
+                IntervalLogWriterBuilder::new()
+                    .add_comment("[Logged with evdispatch load: values in microseconds, max column in milliseconds]")
+                    .add_comment("[Histogram log format version 1.3]")
+                    .add_comment("[Tags: corrected (from the intended send time), uncorrected (from the actual send)]")
+                    .with_start_time(first.window_start)
+                    .with_base_time(first.window_start)
+                    .with_max_value_divisor(1000.0)
+                    .begin_log_with(f, &mut ser)
+                    .with_context(hdr_err)?,
+            ),
+            None => None,
+        };
+        for iv in std::iter::once(first).chain(rx.iter()) {
+            if stream {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", iv.json_line());
+                let _ = out.flush();
+            }
+            if let Some((w, headed)) = &mut csv {
+                write_csv(w, headed, &iv).context("--csv: cannot write")?;
+            }
+            if let Some(w) = &mut log {
+                // Timestamps in seconds since the BaseTime (the window's start).
+                let start = Duration::from_secs_f64(iv.start_s);
+                let len = Duration::from_secs_f64((iv.end_s - iv.start_s).max(0.0));
+                for (h, tag) in [
+                    (&iv.latency, "corrected"),
+                    (&iv.latency_uncorrected, "uncorrected"),
+                ] {
+                    w.write_histogram(h, start, len, Tag::new(tag))
+                        .map_err(|e| anyhow!("{e:?}"))
+                        .with_context(hdr_err)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One `--csv` row: the [`Head`] columns, then the percentiles corrected and
+/// uncorrected; the header row before the first.
+fn write_csv(
+    w: &mut csv::Writer<std::fs::File>,
+    headed: &mut bool,
+    iv: &Interval,
+) -> anyhow::Result<()> {
+    if !*headed {
+        *headed = true;
+        let names = Head::NAMES.iter().map(|p| p.to_string());
+        let pct = CSV_PERCENTILES.iter().map(|p| p.to_string());
+        let upct = CSV_PERCENTILES.iter().map(|p| format!("uncorrected_{p}"));
+        w.write_record(names.chain(pct).chain(upct))?;
+    }
+    let cells = iv.head().cells().into_iter();
+    let q = quantiles(&iv.latency)
+        .into_iter()
+        .chain(quantiles(&iv.latency_uncorrected))
+        .map(|v| v.to_string());
+    w.write_record(cells.chain(q))?;
+    w.flush()?;
+    Ok(())
+}
