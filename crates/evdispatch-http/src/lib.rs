@@ -733,29 +733,6 @@ fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
     Ok(v)
 }
 
-/// A duration such as `10s`, `500ms`, `2m` or `1.5` (seconds).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let s = s.trim();
-    let (num, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
-        Some(i) => (&s[..i], s[i..].trim()),
-        None => (s, "s"),
-    };
-    let v: f64 = num
-        .parse()
-        .map_err(|_| format!("'{s}' is not a duration (examples: 10s, 500ms, 2m)"))?;
-    let secs = match unit {
-        "ms" => v / 1000.0,
-        "s" => v,
-        "m" | "min" => v * 60.0,
-        "h" => v * 3600.0,
-        _ => return Err(format!("'{s}': unknown unit '{unit}' (use ms, s, m or h)")),
-    };
-    if !secs.is_finite() || secs < 0.0 {
-        return Err(format!("'{s}' is not a valid duration"));
-    }
-    Ok(Duration::from_secs_f64(secs))
-}
-
 /// Command-line arguments of `evdispatch serve`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ServeArgs {
@@ -782,10 +759,10 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_exclusive: bool,
     /// Close a keep-alive connection idle this long (also: a client not reading).
-    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = evdispatch_proc::parse_duration)]
     pub idle_timeout: Duration,
     /// Close a connection whose request headers take longer than this.
-    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = evdispatch_proc::parse_duration)]
     pub header_timeout: Duration,
     /// CPUs to pin workers to, e.g. `0`, `0,1`, `0-3`.
     #[arg(long)]
@@ -835,7 +812,7 @@ pub struct ServeArgs {
     /// TCP_DEFER_ACCEPT on the listener: accept a connection only once its
     /// request has begun to arrive, or after about this long for a silent
     /// client (whole seconds; 0: off, accept at the handshake).
-    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = evdispatch_proc::parse_duration)]
     pub defer_accept: Duration,
     // HTTP semantics (issue 18 items 1-3): keep these flags together.
     /// Files and directories whose name starts with `.`: `deny` answers 404
@@ -1011,13 +988,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10s").unwrap(), Duration::from_secs(10));
-        assert_eq!(parse_duration("250ms").unwrap(), Duration::from_millis(250));
-        assert_eq!(parse_duration("1.5").unwrap(), Duration::from_millis(1500));
-        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
-        assert!(parse_duration("x").is_err());
-        assert!(parse_duration("5y").is_err());
+    fn durations_in_the_one_grammar() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Serve {
+            #[command(flatten)]
+            args: ServeArgs,
+        }
+        let a = Serve::try_parse_from([
+            "serve",
+            "--idle-timeout",
+            "1min",
+            "--header-timeout",
+            "500us",
+        ])
+        .unwrap()
+        .args;
+        assert_eq!(a.idle_timeout, Duration::from_secs(60));
+        assert_eq!(a.header_timeout, Duration::from_micros(500));
+        assert!(Serve::try_parse_from(["serve", "--idle-timeout", "5q"]).is_err());
     }
 
     #[test]

@@ -310,7 +310,7 @@ fn command_line_contract() {
         vec!["--mechanism", "kqueue"],
         vec!["--poller-opt", "nope=1"],
         vec!["--root", "/definitely/not/here"],
-        vec!["--idle-timeout", "5y"],
+        vec!["--idle-timeout", "5q"],
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
             .args(["--listen", "127.0.0.1:0"])

@@ -9,7 +9,8 @@
 //! ```
 //!
 //! A latency (corrected unless `uncorrected_`; `connect_` is the connect
-//! time) takes a duration with its unit, read by `humantime`: `5ms`,
+//! time) takes a duration with its unit, in the one grammar of every flag
+//! ([`evdispatch_proc::parse_duration`]): `5ms`, `1.5ms`,
 //! `250us`, `1s`, `1s 500ms`. `errors` takes a count, or a percentage of the
 //! attempts (`errors<0.1%`: errors ÷ (replies + errors)). `reply_rate`
 //! takes replies/s, or a factor of the offered rate (`reply_rate>=0.99*rate`,
@@ -151,11 +152,17 @@ impl Check {
         };
         let limit = match metric {
             Metric::Latency(..) => {
-                let d = humantime::parse_duration(value).map_err(|e| {
-                    bad(format!(
-                        "'{value}' is not a duration ({e}); give its unit: 5ms, 250us, 1s"
-                    ))
-                })?;
+                // A latency limit names its unit: a bare number is refused.
+                let d = value
+                    .trim()
+                    .ends_with(|c: char| c.is_ascii_alphabetic())
+                    .then(|| evdispatch_proc::parse_duration(value).ok())
+                    .flatten()
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "'{value}' is not a duration; give its unit: 5ms, 1.5ms, 250us, 1s"
+                        ))
+                    })?;
                 d.as_secs_f64() * 1e6
             }
             Metric::Errors { percent: true } => {

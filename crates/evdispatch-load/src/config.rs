@@ -205,26 +205,9 @@ fn share(total: u64, procs: u32, i: u32) -> u64 {
 }
 
 fn parse_secs(what: &str, text: &str) -> anyhow::Result<f64> {
-    let t = text.trim();
-    let (num, mult) = if let Some(v) = t.strip_suffix("ms") {
-        (v, 0.001)
-    } else if let Some(v) = t.strip_suffix("us") {
-        (v, 0.000_001)
-    } else if let Some(v) = t.strip_suffix('s') {
-        (v, 1.0)
-    } else if let Some(v) = t.strip_suffix('m') {
-        (v, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = num
-        .trim()
-        .parse()
-        .map_err(|_| anyhow!("{what}: '{text}' is not a duration (e.g. 10, 10s, 250ms, 2m)"))?;
-    if !v.is_finite() || v < 0.0 {
-        bail!("{what}: '{text}' must be a non-negative duration");
-    }
-    Ok(v * mult)
+    evdispatch_proc::parse_duration(text)
+        .map(|d| d.as_secs_f64())
+        .map_err(|e| anyhow!("{what}: {e}"))
 }
 
 /// The first port and count of the ephemeral range
