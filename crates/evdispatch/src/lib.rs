@@ -95,10 +95,11 @@
 //! ## Nesting
 //!
 //! A `Poller` on `epoll`, `epoll-et`, `uring` or `rtsig-batch` waits on one
-//! descriptor, which [`Poller::as_fd_opt`] returns and
-//! [`NestablePoller`] exposes through `AsFd`/`AsRawFd`, so that another event
-//! loop (another `Poller`, tokio's `AsyncFd`, async-io) can watch it;
-//! `select`, `poll`, `rtsig` and `hybrid` have none.
+//! descriptor, so that another event loop (another `Poller`, tokio's
+//! `AsyncFd`, async-io) can watch it: `Poller` implements `AsFd`/`AsRawFd`
+//! with it, [`Poller::as_fd_opt`] returns it or `None`, and
+//! [`NestablePoller`] is a poller checked once to have one. `select`, `poll`,
+//! `rtsig` and `hybrid` have none (there the traits panic, as documented).
 //!
 //! ## Statistics
 //!

@@ -234,9 +234,10 @@ impl Poller {
     /// after `register`, `modify` or `deregister` call `wait` once with a
     /// zero timeout before the outer loop sleeps; and, as for any nested
     /// poller, when the outer loop reports the descriptor, call `wait` with a
-    /// zero timeout (the report is a hint, like every event). Use
-    /// [`into_nestable`](Poller::into_nestable) for a type that implements
-    /// [`AsFd`] and [`AsRawFd`].
+    /// zero timeout (the report is a hint, like every event). `Poller`
+    /// implements [`AsFd`] and [`AsRawFd`] with this descriptor (they panic
+    /// for the mechanisms without one); [`into_nestable`](Poller::into_nestable)
+    /// checks once and gives a type whose `as_fd` cannot fail.
     pub fn as_fd_opt(&self) -> Option<BorrowedFd<'_>> {
         self.backend.wait_fd()
     }
@@ -384,6 +385,34 @@ impl Poller {
     }
 }
 
+/// The descriptor of [`Poller::as_fd_opt`], for nesting a poller in another
+/// event loop (as mio's `Poll` and polling's `Poller` expose theirs).
+///
+/// # Panics
+///
+/// For the mechanisms that wait on no single descriptor (`select`, `poll`,
+/// `rtsig`, `hybrid`): call [`as_fd_opt`](Poller::as_fd_opt) where the
+/// mechanism is not known, or [`into_nestable`](Poller::into_nestable) to
+/// check once and get a type whose `as_fd` cannot fail.
+impl AsFd for Poller {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.as_fd_opt().unwrap_or_else(|| {
+            panic!(
+                "a {} poller waits on no single descriptor (use Poller::as_fd_opt, or epoll, \
+                 epoll-et, uring or rtsig-batch)",
+                self.info.name
+            )
+        })
+    }
+}
+
+/// [`AsFd`] for [`Poller`] as a raw descriptor; it panics where that does.
+impl AsRawFd for Poller {
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
+    }
+}
+
 /// A [`Poller`] whose mechanism waits on one descriptor (epoll, epoll-et,
 /// uring, rtsig-batch), which it exposes through [`AsFd`] and [`AsRawFd`] so
 /// that another event loop can watch it. Made by
@@ -414,15 +443,14 @@ impl DerefMut for NestablePoller {
 
 impl AsFd for NestablePoller {
     fn as_fd(&self) -> BorrowedFd<'_> {
-        self.0
-            .as_fd_opt()
-            .expect("a NestablePoller's mechanism has a descriptor, checked by into_nestable")
+        // into_nestable checked that the mechanism has one.
+        self.0.as_fd()
     }
 }
 
 impl AsRawFd for NestablePoller {
     fn as_raw_fd(&self) -> RawFd {
-        self.as_fd().as_raw_fd()
+        self.0.as_raw_fd()
     }
 }
 

@@ -804,6 +804,9 @@ fn which_mechanisms_have_a_descriptor() {
     for (m, has) in expected {
         let Some(p) = poller(m) else { continue };
         assert_eq!(p.as_fd_opt().is_some(), has, "{m}");
+        // `Poller`'s own AsRawFd: the same descriptor, or a panic without one.
+        let by_trait = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| p.as_raw_fd()));
+        assert_eq!(by_trait.ok(), p.as_raw_fd_opt(), "{m}");
         match p.into_nestable() {
             Ok(n) => assert!(has && n.as_raw_fd() >= 0, "{m}"),
             Err(e) => {
