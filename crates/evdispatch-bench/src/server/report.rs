@@ -153,6 +153,14 @@ pub const TARGETS: &[Target] = &[
         bound: Bound::AtMost(0.9),
     },
     Target {
+        id: "keepalive-cpu-85",
+        what: "keep-alive, access log off: server CPU per request <= 0.85 x the best peer's (issue 18, for the best model)",
+        scenarios: &[Scenario::Keepalive],
+        figure: "cpu_us_per_request",
+        against: Against::BestPeer,
+        bound: Bound::AtMost(0.85),
+    },
+    Target {
         id: "keepalive-floor",
         what: "keep-alive: server CPU per request <= 1.10 x the lower floor's (issue 18, for the best model)",
         scenarios: &[Scenario::Keepalive],
