@@ -98,171 +98,188 @@ impl<'a> Summary<'a> {
 
     /// The summary as the opening section of `index.html`.
     pub fn html(&self) -> String {
-        let mut h = String::from("<section id=\"summary\" class=\"summary\"><h2>Summary</h2>");
-        let _ = write!(
-            h,
-            "<p>Of {} claims of the papers and of today, judged on this run: <b>{}</b> hold, <b>{}</b> fail, <b>{}</b> hold in part, <b>{}</b> are undecided or not measured. Each name links to the claim's row, with its numbers and rule.</p>",
-            self.total,
-            self.holds.len(),
-            self.fails.len(),
-            self.partly.len(),
-            self.open_count()
-        );
-        let links = |cs: &[&Value]| -> String {
-            cs.iter()
-                .map(|c| {
-                    format!(
-                        "<a href=\"#{}\">{}</a>",
-                        esc(&anchor(c)),
-                        esc(&str_of(&c["id"]))
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if !self.holds.is_empty() {
-            let _ = write!(
-                h,
-                "<p class=\"holds-list\"><b>Holds today ({}):</b> {}.</p>",
-                self.holds.len(),
-                links(&self.holds)
-            );
-        }
-        if !self.fails.is_empty() {
-            let _ = write!(
-                h,
-                "<p><b>Changed since the papers: fails today ({}).</b></p><ul class=\"fails-list\">",
-                self.fails.len()
-            );
-            for c in &self.fails {
-                let today = if c["seed"].as_str() == Some("today") {
-                    " (a question of today, answered no)"
-                } else {
-                    ""
-                };
-                let _ = write!(
-                    h,
-                    "<li>{}: {}{} <span class=\"params\">— {}</span></li>",
-                    links(&[*c]),
-                    esc(&str_of(&c["claim"])),
-                    today,
-                    esc(&numbers_of(c).join("; "))
-                );
-            }
-            h.push_str("</ul>");
-        }
-        if !self.partly.is_empty() {
-            let _ = write!(
-                h,
-                "<p class=\"partly-list\"><b>Holds in part ({}):</b> {}.</p>",
-                self.partly.len(),
-                links(&self.partly)
-            );
-        }
-        if !self.open.is_empty() {
-            let _ = write!(
-                h,
-                "<p><b>Undecided or not measured on this machine ({}), and why.</b></p><ul class=\"open-list\">",
-                self.open_count()
-            );
-            for (verdict, why, group) in &self.open {
-                let nums: Vec<String> = group.iter().flat_map(|c| numbers_of(c)).collect();
-                let nums = if nums.is_empty() {
-                    String::new()
-                } else {
-                    format!(" <span class=\"params\">— {}</span>", esc(&nums.join("; ")))
-                };
-                let _ = write!(
-                    h,
-                    "<li>{} <i>{}</i>: {}{}</li>",
-                    links(group),
-                    esc(verdict),
-                    esc(why),
-                    nums
-                );
-            }
-            h.push_str("</ul>");
-        }
-        h.push_str("</section>");
-        h
+        self.render(Markup::Html)
     }
 
     /// The summary as the opening section of `summary.md`.
     pub fn markdown(&self) -> String {
-        let mut m = format!(
-            "## Summary\n\nOf {} claims judged on this run: **{}** hold, **{}** fail, **{}** hold in part, **{}** are undecided or not measured.\n",
-            self.total,
-            self.holds.len(),
-            self.fails.len(),
-            self.partly.len(),
-            self.open_count()
-        );
-        let ids = |cs: &[&Value]| -> String {
-            cs.iter()
-                .map(|c| format!("`{}`", str_of(&c["id"])))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        self.render(Markup::Markdown)
+    }
+
+    fn render(&self, m: Markup) -> String {
+        let mut out = String::from(match m {
+            Markup::Html => "<section id=\"summary\" class=\"summary\"><h2>Summary</h2>",
+            Markup::Markdown => "## Summary\n",
+        });
+        out.push_str(&m.para(
+            "counts",
+            "",
+            &format!(
+                "Of {} claims of the papers and of today, judged on this run: {} hold, {} fail, {} hold in part, {} are undecided or not measured.{}",
+                self.total,
+                m.bold(self.holds.len()),
+                m.bold(self.fails.len()),
+                m.bold(self.partly.len()),
+                m.bold(self.open_count()),
+                match m {
+                    Markup::Html => " Each name links to the claim's row, with its numbers and rule.",
+                    Markup::Markdown => "",
+                }
+            ),
+        ));
         if !self.holds.is_empty() {
-            let _ = writeln!(
-                m,
-                "\n**Holds today ({}):** {}.",
-                self.holds.len(),
-                ids(&self.holds)
-            );
+            out.push_str(&m.para(
+                "holds-list",
+                &format!("Holds today ({}):", self.holds.len()),
+                &format!("{}.", m.names(&self.holds)),
+            ));
         }
         if !self.fails.is_empty() {
-            let _ = writeln!(
-                m,
-                "\n**Changed since the papers: fails today ({}).**\n",
-                self.fails.len()
-            );
-            for c in &self.fails {
-                let _ = writeln!(
-                    m,
-                    "- {}: {}{} — {}",
-                    ids(&[*c]),
-                    str_of(&c["claim"]),
-                    if c["seed"].as_str() == Some("today") {
+            let items: Vec<String> = self
+                .fails
+                .iter()
+                .map(|c| {
+                    let today = if c["seed"].as_str() == Some("today") {
                         " (a question of today, answered no)"
                     } else {
                         ""
-                    },
-                    numbers_of(c).join("; ")
-                );
-            }
+                    };
+                    format!(
+                        "{}: {}{today}{}",
+                        m.names(&[*c]),
+                        m.text(&str_of(&c["claim"])),
+                        m.aside(&numbers_of(c).join("; "))
+                    )
+                })
+                .collect();
+            out.push_str(&m.list(
+                "fails-list",
+                &format!(
+                    "Changed since the papers: fails today ({}).",
+                    self.fails.len()
+                ),
+                &items,
+            ));
         }
         if !self.partly.is_empty() {
-            let _ = writeln!(
-                m,
-                "\n**Holds in part ({}):** {}.",
-                self.partly.len(),
-                ids(&self.partly)
-            );
+            out.push_str(&m.para(
+                "partly-list",
+                &format!("Holds in part ({}):", self.partly.len()),
+                &format!("{}.", m.names(&self.partly)),
+            ));
         }
         if !self.open.is_empty() {
-            let _ = writeln!(
-                m,
-                "\n**Undecided or not measured on this machine ({}), and why.**\n",
-                self.open_count()
-            );
-            for (verdict, why, group) in &self.open {
-                let nums: Vec<String> = group.iter().flat_map(|c| numbers_of(c)).collect();
-                let _ = writeln!(
-                    m,
-                    "- {} *{}*: {}{}",
-                    ids(group),
-                    verdict,
-                    why,
-                    if nums.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" — {}", nums.join("; "))
-                    }
-                );
-            }
+            let items: Vec<String> = self
+                .open
+                .iter()
+                .map(|(verdict, why, group)| {
+                    let nums: Vec<String> = group.iter().flat_map(|c| numbers_of(c)).collect();
+                    format!(
+                        "{} {}: {}{}",
+                        m.names(group),
+                        m.verdict(verdict),
+                        m.text(why),
+                        m.aside(&nums.join("; "))
+                    )
+                })
+                .collect();
+            out.push_str(&m.list(
+                "open-list",
+                &format!(
+                    "Undecided or not measured on this machine ({}), and why.",
+                    self.open_count()
+                ),
+                &items,
+            ));
         }
-        m
+        if m == Markup::Html {
+            out.push_str("</section>");
+        }
+        out
+    }
+}
+
+/// How the summary is written: HTML for `index.html` (escaped, claims
+/// linked to their rows), Markdown for `summary.md`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Markup {
+    Html,
+    Markdown,
+}
+
+impl Markup {
+    fn text(self, s: &str) -> String {
+        match self {
+            Markup::Html => esc(s),
+            Markup::Markdown => s.to_string(),
+        }
+    }
+
+    fn bold(self, n: usize) -> String {
+        match self {
+            Markup::Html => format!("<b>{n}</b>"),
+            Markup::Markdown => format!("**{n}**"),
+        }
+    }
+
+    fn verdict(self, v: &str) -> String {
+        match self {
+            Markup::Html => format!("<i>{}</i>", esc(v)),
+            Markup::Markdown => format!("*{v}*"),
+        }
+    }
+
+    /// The claims' ids, each linked to its row.
+    fn names(self, cs: &[&Value]) -> String {
+        cs.iter()
+            .map(|c| {
+                let id = str_of(&c["id"]);
+                match self {
+                    Markup::Html => format!("<a href=\"#{}\">{}</a>", esc(&anchor(c)), esc(&id)),
+                    Markup::Markdown => format!("`{id}`"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Numbers set aside after a dash; nothing when there are none.
+    fn aside(self, nums: &str) -> String {
+        match (self, nums.is_empty()) {
+            (_, true) => String::new(),
+            (Markup::Html, false) => format!(" <span class=\"params\">— {}</span>", esc(nums)),
+            (Markup::Markdown, false) => format!(" — {nums}"),
+        }
+    }
+
+    /// A paragraph: `lead` in bold (when any), then `rest` (already marked up).
+    fn para(self, class: &str, lead: &str, rest: &str) -> String {
+        let lead = match (self, lead.is_empty()) {
+            (_, true) => String::new(),
+            (Markup::Html, false) => format!("<b>{lead}</b> "),
+            (Markup::Markdown, false) => format!("**{lead}** "),
+        };
+        match self {
+            Markup::Html => format!("<p class=\"{class}\">{lead}{rest}</p>"),
+            Markup::Markdown => format!("\n{lead}{rest}\n"),
+        }
+    }
+
+    /// `lead` in bold, then `items` (already marked up) as a list.
+    fn list(self, class: &str, lead: &str, items: &[String]) -> String {
+        match self {
+            Markup::Html => format!(
+                "<p><b>{lead}</b></p><ul class=\"{class}\">{}</ul>",
+                items
+                    .iter()
+                    .map(|i| format!("<li>{i}</li>"))
+                    .collect::<String>()
+            ),
+            Markup::Markdown => format!(
+                "\n**{lead}**\n\n{}",
+                items.iter().map(|i| format!("- {i}\n")).collect::<String>()
+            ),
+        }
     }
 }
 
