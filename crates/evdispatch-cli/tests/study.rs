@@ -257,6 +257,12 @@ fn tiny_profile_end_to_end_and_resume() {
     );
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("## Claims") && md.contains("## Environment"));
+    // summary.md opens with the summary, before the claims table.
+    assert!(
+        md.find("## Summary")
+            .is_some_and(|s| s < md.find("## Claims").unwrap()),
+        "summary.md does not open with its summary"
+    );
     // Re-run without --fresh: every scenario is kept (nothing landed in between).
     let again = study(&out, &[]);
     let err = String::from_utf8_lossy(&again.stderr);
