@@ -1,7 +1,9 @@
 //! `evdispatch study` end to end: the tiny profile on whatever this build
 //! has (results.json against its schema, every chart with data, the HTML
-//! well-formed, a verdict for every claim, resume), and Ctrl-C leaving no
-//! process behind.
+//! well-formed, a verdict for every claim, resume; then the same page in
+//! headless Chromium, see `browser/`), and Ctrl-C leaving no process behind.
+
+mod browser;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -228,6 +230,10 @@ fn tiny_profile_end_to_end_and_resume() {
         &std::fs::read_to_string(out.join("index.html")).unwrap(),
         &doc,
     );
+    // The same page as a reader sees it, in headless Chromium.
+    let scratch = tmpdir("browser");
+    browser::check_report(&out.join("index.html"), &doc, &scratch);
+    let _ = std::fs::remove_dir_all(&scratch);
     // A CSV per scenario beside results.json: a header, a row per point.
     for r in doc["scenarios"].as_array().unwrap() {
         let id = r["id"].as_str().unwrap();
@@ -251,6 +257,12 @@ fn tiny_profile_end_to_end_and_resume() {
     );
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("## Claims") && md.contains("## Environment"));
+    // summary.md opens with the summary, before the claims table.
+    assert!(
+        md.find("## Summary")
+            .is_some_and(|s| s < md.find("## Claims").unwrap()),
+        "summary.md does not open with its summary"
+    );
     // Re-run without --fresh: every scenario is kept (nothing landed in between).
     let again = study(&out, &[]);
     let err = String::from_utf8_lossy(&again.stderr);

@@ -4,6 +4,7 @@
 
 pub mod figure;
 pub mod reading;
+pub mod summary;
 pub mod svg;
 
 use std::fmt::Write as _;
@@ -13,6 +14,7 @@ use serde_json::Value;
 use crate::results::{Results, ScenarioRecord, Status};
 use crate::scenarios::SCENARIOS;
 use figure::{fmt_num, Body, Figure};
+use summary::{anchor, numbers_of, str_of, Summary};
 use svg::esc;
 
 fn status_word(s: Status) -> &'static str {
@@ -35,18 +37,10 @@ fn figures_of(rec: &ScenarioRecord) -> Vec<Figure> {
         .collect()
 }
 
-fn str_of(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "–".into(),
-        other => other.to_string(),
-    }
-}
-
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}\
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.l,th.l{text-align:left}.holds{background:#dff3df}.fails{background:#f8dada}\
-.partly{background:#fbf0cc}.not-measured{background:#eee;color:#555}figure{margin:1.4em 0}figcaption{font-size:.88em;color:#444;max-width:760px}\
+.partly{background:#fbf0cc}.summary{border-top:none;margin-top:0}.summary ul{margin:.3em 0;padding-left:1.4em}.summary li,.summary p{margin:.25em 0}.not-measured{background:#eee;color:#555}.undecided{background:#e4ecf7}figure{margin:1.4em 0}figcaption{font-size:.88em;color:#444;max-width:760px}\
 p.reading{font-size:.9em;max-width:760px;background:#f6f8fa;border-left:3px solid #0072b2;padding:.3em .6em}\
 .skip{color:#8a4b00}code{background:#f4f4f4;padding:0 3px}section{border-top:1px solid #ddd;margin-top:2em}.params{font-size:.85em;color:#444}";
 
@@ -69,14 +63,27 @@ fn verdict_counts(res: &Results) -> String {
             .filter(|c| c["verdict"].as_str() == Some(w))
             .count()
     };
-    format!(
-        "{} claims: {} hold, {} partly, {} fail, {} not measured",
-        res.claims.len(),
-        count("holds"),
-        count("partly"),
-        count("fails"),
-        count("not measured")
-    )
+    let mut words = vec!["holds", "partly", "fails", "undecided", "not measured"];
+    for c in &res.claims {
+        if let Some(w) = c["verdict"].as_str() {
+            if !words.contains(&w) {
+                words.push(w);
+            }
+        }
+    }
+    let counts: Vec<String> = words
+        .into_iter()
+        .filter_map(|w| {
+            let n = count(w);
+            match w {
+                "undecided" if n == 0 => None,
+                "holds" => Some(format!("{n} hold")),
+                "fails" => Some(format!("{n} fail")),
+                _ => Some(format!("{n} {w}")),
+            }
+        })
+        .collect();
+    format!("{} claims: {}", res.claims.len(), counts.join(", "))
 }
 
 /// Render `index.html`.
@@ -93,6 +100,7 @@ pub fn html(res: &Results) -> String {
         esc(&str_of(&env["cpu_model"])),
         esc(&res.profile)
     );
+    h.push_str(&Summary::of(&res.claims).html());
     // Claims.
     let _ = write!(
         h,
@@ -101,21 +109,11 @@ pub fn html(res: &Results) -> String {
     );
     for c in &res.claims {
         let verdict = str_of(&c["verdict"]);
-        let nums: Vec<String> = c["numbers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|n| {
-                format!(
-                    "{} = {}",
-                    esc(&str_of(&n["name"])),
-                    esc(&str_of(&n["value"]))
-                )
-            })
-            .collect();
+        let nums: Vec<String> = numbers_of(c).iter().map(|n| esc(n)).collect();
         let _ = write!(
             h,
-            "<tr><td>{} {}</td><td class=\"l\">{} <a href=\"#{}\">[{}]</a></td><td class=\"{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            "<tr id=\"{}\"><td>{} {}</td><td class=\"l\">{} <a href=\"#{}\">[{}]</a></td><td class=\"{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            esc(&anchor(c)),
             esc(&str_of(&c["seed"])),
             esc(&str_of(&c["section"])),
             esc(&str_of(&c["claim"])),
@@ -266,18 +264,14 @@ pub fn markdown(res: &Results) -> String {
         str_of(&env["cpus_online"]),
         str_of(&env["cpu_model"])
     );
+    let _ = writeln!(m, "{}", Summary::of(&res.claims).markdown());
     let _ = writeln!(
         m,
         "## Claims\n\n{}.\n\n| seed | claim | verdict | numbers | why |\n|---|---|---|---|---|",
         verdict_counts(res)
     );
     for c in &res.claims {
-        let nums: Vec<String> = c["numbers"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|n| format!("{} = {}", str_of(&n["name"]), str_of(&n["value"])))
-            .collect();
+        let nums = numbers_of(c);
         let _ = writeln!(
             m,
             "| {} {} | {} | **{}** | {} | {} |",

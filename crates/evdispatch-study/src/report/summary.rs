@@ -1,0 +1,329 @@
+//! The report's opening summary, one screen long: what holds today, what
+//! changed since the papers (the claims that fail today), what holds only
+//! in part, and what is undecided or not measured on this machine, with
+//! the reason each of those claims carries. Computed from the claims'
+//! verdicts in `results.json` alone; rendered for `index.html` and for
+//! `summary.md` from the same [`Summary`].
+
+use std::fmt::Write as _;
+
+use serde_json::Value;
+
+use super::figure::fmt_num;
+use super::svg::esc;
+
+/// `"–"` for null, the text of a string, the JSON of anything else.
+pub fn str_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "–".into(),
+        other => other.to_string(),
+    }
+}
+
+/// One number behind a verdict as the report prints it: `name = value`,
+/// and its interval where the number carries one (`lo` and `hi`).
+pub fn number_text(n: &Value) -> String {
+    let mut t = format!("{} = {}", str_of(&n["name"]), str_of(&n["value"]));
+    if let (Some(lo), Some(hi)) = (n["lo"].as_f64(), n["hi"].as_f64()) {
+        let _ = write!(t, " (interval {} – {})", fmt_num(lo), fmt_num(hi));
+    }
+    t
+}
+
+/// Every number of a claim, as [`number_text`] prints them.
+pub fn numbers_of(claim: &Value) -> Vec<String> {
+    claim["numbers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(number_text)
+        .collect()
+}
+
+/// The anchor of a claim's row in the claims table.
+pub fn anchor(claim: &Value) -> String {
+    format!("claim-{}", str_of(&claim["id"]))
+}
+
+/// The claims of a run, sorted by what a reader should take from them.
+#[derive(Debug, Default)]
+pub struct Summary<'a> {
+    /// How many claims were judged.
+    pub total: usize,
+    /// Claims that hold today.
+    pub holds: Vec<&'a Value>,
+    /// Claims that fail today: what changed since the papers (or, for a
+    /// question of today, the answer no).
+    pub fails: Vec<&'a Value>,
+    /// Claims that hold in part.
+    pub partly: Vec<&'a Value>,
+    /// Every other verdict (undecided, not measured), grouped by verdict
+    /// and reason, in the order the claims come: `(verdict, why, claims)`.
+    pub open: Vec<(String, String, Vec<&'a Value>)>,
+}
+
+impl<'a> Summary<'a> {
+    /// Sort `claims` (the `claims` of `results.json`) by verdict.
+    pub fn of(claims: &'a [Value]) -> Summary<'a> {
+        let mut s = Summary {
+            total: claims.len(),
+            ..Summary::default()
+        };
+        for c in claims {
+            match c["verdict"].as_str() {
+                Some("holds") => s.holds.push(c),
+                Some("fails") => s.fails.push(c),
+                Some("partly") => s.partly.push(c),
+                _ => {
+                    let (verdict, why) = (str_of(&c["verdict"]), str_of(&c["why"]));
+                    match s
+                        .open
+                        .iter()
+                        .position(|(v, w, _)| *v == verdict && *w == why)
+                    {
+                        Some(i) => s.open[i].2.push(c),
+                        None => s.open.push((verdict, why, vec![c])),
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    /// How many claims are neither decided one way nor the other.
+    pub fn open_count(&self) -> usize {
+        self.open.iter().map(|(_, _, g)| g.len()).sum()
+    }
+
+    /// The summary as the opening section of `index.html`.
+    pub fn html(&self) -> String {
+        self.render(Markup::Html)
+    }
+
+    /// The summary as the opening section of `summary.md`.
+    pub fn markdown(&self) -> String {
+        self.render(Markup::Markdown)
+    }
+
+    fn render(&self, m: Markup) -> String {
+        let mut out = String::from(match m {
+            Markup::Html => "<section id=\"summary\" class=\"summary\"><h2>Summary</h2>",
+            Markup::Markdown => "## Summary\n",
+        });
+        out.push_str(&m.para(
+            "counts",
+            "",
+            &format!(
+                "Of {} claims of the papers and of today, judged on this run: {} hold, {} fail, {} hold in part, {} are undecided or not measured.{}",
+                self.total,
+                m.bold(self.holds.len()),
+                m.bold(self.fails.len()),
+                m.bold(self.partly.len()),
+                m.bold(self.open_count()),
+                match m {
+                    Markup::Html => " Each name links to the claim's row, with its numbers and rule.",
+                    Markup::Markdown => "",
+                }
+            ),
+        ));
+        if !self.holds.is_empty() {
+            out.push_str(&m.para(
+                "holds-list",
+                &format!("Holds today ({}):", self.holds.len()),
+                &format!("{}.", m.names(&self.holds)),
+            ));
+        }
+        if !self.fails.is_empty() {
+            let items: Vec<String> = self
+                .fails
+                .iter()
+                .map(|c| {
+                    let today = if c["seed"].as_str() == Some("today") {
+                        " (a question of today, answered no)"
+                    } else {
+                        ""
+                    };
+                    format!(
+                        "{}: {}{today}{}",
+                        m.names(&[*c]),
+                        m.text(&str_of(&c["claim"])),
+                        m.aside(&numbers_of(c).join("; "))
+                    )
+                })
+                .collect();
+            out.push_str(&m.list(
+                "fails-list",
+                &format!(
+                    "Changed since the papers: fails today ({}).",
+                    self.fails.len()
+                ),
+                &items,
+            ));
+        }
+        if !self.partly.is_empty() {
+            out.push_str(&m.para(
+                "partly-list",
+                &format!("Holds in part ({}):", self.partly.len()),
+                &format!("{}.", m.names(&self.partly)),
+            ));
+        }
+        if !self.open.is_empty() {
+            let items: Vec<String> = self
+                .open
+                .iter()
+                .map(|(verdict, why, group)| {
+                    let nums: Vec<String> = group.iter().flat_map(|c| numbers_of(c)).collect();
+                    format!(
+                        "{} {}: {}{}",
+                        m.names(group),
+                        m.verdict(verdict),
+                        m.text(why),
+                        m.aside(&nums.join("; "))
+                    )
+                })
+                .collect();
+            out.push_str(&m.list(
+                "open-list",
+                &format!(
+                    "Undecided or not measured on this machine ({}), and why.",
+                    self.open_count()
+                ),
+                &items,
+            ));
+        }
+        if m == Markup::Html {
+            out.push_str("</section>");
+        }
+        out
+    }
+}
+
+/// How the summary is written: HTML for `index.html` (escaped, claims
+/// linked to their rows), Markdown for `summary.md`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Markup {
+    Html,
+    Markdown,
+}
+
+impl Markup {
+    fn text(self, s: &str) -> String {
+        match self {
+            Markup::Html => esc(s),
+            Markup::Markdown => s.to_string(),
+        }
+    }
+
+    fn bold(self, n: usize) -> String {
+        match self {
+            Markup::Html => format!("<b>{n}</b>"),
+            Markup::Markdown => format!("**{n}**"),
+        }
+    }
+
+    fn verdict(self, v: &str) -> String {
+        match self {
+            Markup::Html => format!("<i>{}</i>", esc(v)),
+            Markup::Markdown => format!("*{v}*"),
+        }
+    }
+
+    /// The claims' ids, each linked to its row.
+    fn names(self, cs: &[&Value]) -> String {
+        cs.iter()
+            .map(|c| {
+                let id = str_of(&c["id"]);
+                match self {
+                    Markup::Html => format!("<a href=\"#{}\">{}</a>", esc(&anchor(c)), esc(&id)),
+                    Markup::Markdown => format!("`{id}`"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Numbers set aside after a dash; nothing when there are none.
+    fn aside(self, nums: &str) -> String {
+        match (self, nums.is_empty()) {
+            (_, true) => String::new(),
+            (Markup::Html, false) => format!(" <span class=\"params\">— {}</span>", esc(nums)),
+            (Markup::Markdown, false) => format!(" — {nums}"),
+        }
+    }
+
+    /// A paragraph: `lead` in bold (when any), then `rest` (already marked up).
+    fn para(self, class: &str, lead: &str, rest: &str) -> String {
+        let lead = match (self, lead.is_empty()) {
+            (_, true) => String::new(),
+            (Markup::Html, false) => format!("<b>{lead}</b> "),
+            (Markup::Markdown, false) => format!("**{lead}** "),
+        };
+        match self {
+            Markup::Html => format!("<p class=\"{class}\">{lead}{rest}</p>"),
+            Markup::Markdown => format!("\n{lead}{rest}\n"),
+        }
+    }
+
+    /// `lead` in bold, then `items` (already marked up) as a list.
+    fn list(self, class: &str, lead: &str, items: &[String]) -> String {
+        match self {
+            Markup::Html => format!(
+                "<p><b>{lead}</b></p><ul class=\"{class}\">{}</ul>",
+                items
+                    .iter()
+                    .map(|i| format!("<li>{i}</li>"))
+                    .collect::<String>()
+            ),
+            Markup::Markdown => format!(
+                "\n**{lead}**\n\n{}",
+                items.iter().map(|i| format!("- {i}\n")).collect::<String>()
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn claim(id: &str, seed: &str, verdict: &str, why: &str) -> Value {
+        json!({"id": id, "seed": seed, "section": "§1", "claim": format!("text of {id} <&>"),
+               "scenario": "s", "verdict": verdict, "why": why,
+               "numbers": [{"name": "ratio", "value": "1.2", "lo": 1.05, "hi": 1.4}]})
+    }
+
+    /// Every claim lands in the group of its verdict; open claims sharing a
+    /// reason are listed once under it; text is escaped; intervals shown.
+    #[test]
+    fn groups_by_verdict_and_reason() {
+        let claims = vec![
+            claim("a", "000", "holds", "x"),
+            claim("b", "001", "fails", "y"),
+            claim("c", "today", "fails", "y"),
+            claim("d", "002", "partly", "z"),
+            claim("e", "003", "not measured", "nginx: absent & missing"),
+            claim("f", "003", "undecided", "interval straddles 1"),
+            claim("g", "004", "not measured", "nginx: absent & missing"),
+        ];
+        let s = Summary::of(&claims);
+        assert_eq!(
+            (s.total, s.holds.len(), s.fails.len(), s.partly.len()),
+            (7, 1, 2, 1)
+        );
+        assert_eq!(s.open.len(), 2, "{:?}", s.open);
+        assert_eq!(s.open[0].2.len(), 2);
+        assert_eq!(s.open_count(), 3);
+        let h = s.html();
+        assert!(h.contains("<b>1</b> hold, <b>2</b> fail, <b>1</b> hold in part, <b>3</b> are"));
+        assert!(h.contains("text of b &lt;&amp;&gt;"));
+        assert!(!h.contains("<&>"));
+        assert!(h.contains("<a href=\"#claim-e\">e</a>, <a href=\"#claim-g\">g</a> <i>not measured</i>: nginx: absent &amp; missing"));
+        assert!(h.contains("a question of today"));
+        assert!(h.contains("ratio = 1.2 (interval 1.05 – 1.40)"), "{h}");
+        let m = s.markdown();
+        assert!(m.contains("**Holds today (1):** `a`."));
+        assert!(m.contains("- `e`, `g` *not measured*: nginx: absent & missing"));
+    }
+}
