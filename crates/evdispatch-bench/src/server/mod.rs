@@ -433,22 +433,10 @@ pub struct Outcome {
     pub skipped: Vec<Skipped>,
     /// Every measurement: round, scenario, server, figures.
     pub runs: Vec<Run>,
-    /// Per scenario, server and figure: median and range over rounds.
-    pub summary: Vec<SummaryRow>,
-    /// Our servers ÷ the best peer, paired within rounds.
-    pub ratios: Vec<RatioRow>,
-    /// Every server's keep-alive CPU per request ÷ the lower floor of the
-    /// same round (`best_peer` names that floor here).
-    pub floor_multiples: Vec<RatioRow>,
-    /// Every server's `range` CPU per request ÷ its `whole`, paired within
-    /// rounds (`best_peer` names the `whole` run here).
-    pub range_over_whole: Vec<RatioRow>,
-    /// What each `NAME+log` adds to `NAME`'s keep-alive CPU per request.
-    pub access_log_costs: Vec<LogCostRow>,
-    /// Our servers' added cost ÷ nginx's, paired within rounds.
-    pub log_cost_vs_nginx: Vec<RatioRow>,
-    /// The targets, judged.
-    pub targets: Vec<Verdict>,
+    /// What the runs say: the summary, the ratios and the targets judged
+    /// (the fields of `report::Analysis`, at the top level of the JSON).
+    #[serde(flatten)]
+    pub analysis: report::Analysis,
 }
 
 /// Run `evdispatch bench server`.
@@ -542,15 +530,7 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         }
     }
     bar.finish_and_clear();
-    let report::Analysis {
-        summary,
-        ratios,
-        floor_multiples,
-        range_over_whole,
-        access_log_costs,
-        log_cost_vs_nginx,
-        targets,
-    } = report::analyse(&plan, &runs);
+    let analysis = report::analyse(&plan, &runs);
     Ok(Outcome {
         schema: "evdispatch-bench-server/1",
         machine: crate::machine(),
@@ -558,12 +538,6 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         servers,
         skipped,
         runs,
-        summary,
-        ratios,
-        floor_multiples,
-        range_over_whole,
-        access_log_costs,
-        log_cost_vs_nginx,
-        targets,
+        analysis,
     })
 }

@@ -271,14 +271,25 @@ fn stats(values: &[f64]) -> (f64, f64, f64) {
     )
 }
 
-/// What [`analyse`] finds.
-pub(super) struct Analysis {
+/// What [`analyse`] finds: the figures of `bench server`'s JSON after its
+/// runs.
+#[derive(Debug, Serialize)]
+pub struct Analysis {
+    /// Per scenario, server and figure: median and range over rounds.
     pub summary: Vec<SummaryRow>,
+    /// Our servers ÷ the best peer, paired within rounds.
     pub ratios: Vec<RatioRow>,
+    /// Every server's keep-alive CPU per request ÷ the lower floor of the
+    /// same round (`best_peer` names that floor here).
     pub floor_multiples: Vec<RatioRow>,
+    /// Every server's `range` CPU per request ÷ its `whole`, paired within
+    /// rounds (`best_peer` names the `whole` run here).
     pub range_over_whole: Vec<RatioRow>,
+    /// What each `NAME+log` adds to `NAME`'s keep-alive CPU per request.
     pub access_log_costs: Vec<LogCostRow>,
+    /// Our servers' added cost ÷ nginx's, paired within rounds.
     pub log_cost_vs_nginx: Vec<RatioRow>,
+    /// The issue's targets, judged.
     pub targets: Vec<Verdict>,
 }
 
@@ -726,6 +737,7 @@ pub(super) fn print(o: &Outcome) {
         println!();
         for server in &p.servers {
             let rows: Vec<&SummaryRow> = o
+                .analysis
                 .summary
                 .iter()
                 .filter(|r| r.scenario == scenario && &r.server == server)
@@ -762,10 +774,10 @@ pub(super) fn print(o: &Outcome) {
             }
         }
     }
-    if !o.ratios.is_empty() {
+    if !o.analysis.ratios.is_empty() {
         println!();
         println!("ours / best peer, paired within rounds: median [min-max] (best peer per round)");
-        for r in &o.ratios {
+        for r in &o.analysis.ratios {
             let best: Vec<&str> = r.rounds.iter().map(|x| x.best_peer.as_str()).collect();
             println!(
                 "  {:<10} {:<24} {:<18} {} [{}-{}] ({})",
@@ -779,12 +791,12 @@ pub(super) fn print(o: &Outcome) {
             );
         }
     }
-    if !o.floor_multiples.is_empty() {
+    if !o.analysis.floor_multiples.is_empty() {
         println!();
         println!(
             "keep-alive CPU per request / the lower floor, paired within rounds: median [min-max] (floor per round)"
         );
-        for r in &o.floor_multiples {
+        for r in &o.analysis.floor_multiples {
             let floors: Vec<&str> = r.rounds.iter().map(|x| x.best_peer.as_str()).collect();
             println!(
                 "  {:<18} {} [{}-{}] ({})",
@@ -796,10 +808,10 @@ pub(super) fn print(o: &Outcome) {
             );
         }
     }
-    if !o.range_over_whole.is_empty() {
+    if !o.analysis.range_over_whole.is_empty() {
         println!();
         println!("range / whole CPU per request, paired within rounds: median [min-max]");
-        for r in &o.range_over_whole {
+        for r in &o.analysis.range_over_whole {
             println!(
                 "  {:<18} {} [{}-{}]",
                 r.server,
@@ -809,10 +821,10 @@ pub(super) fn print(o: &Outcome) {
             );
         }
     }
-    if !o.access_log_costs.is_empty() {
+    if !o.analysis.access_log_costs.is_empty() {
         println!();
         println!("keep-alive CPU us per request added by the access log (NAME+log - NAME), paired within rounds: median [min-max]");
-        for c in &o.access_log_costs {
+        for c in &o.analysis.access_log_costs {
             println!(
                 "  {:<18} {} [{}-{}]",
                 c.server,
@@ -821,7 +833,7 @@ pub(super) fn print(o: &Outcome) {
                 fmt(c.max_added_us)
             );
         }
-        for r in &o.log_cost_vs_nginx {
+        for r in &o.analysis.log_cost_vs_nginx {
             println!(
                 "  {:<18} / nginx's: {} [{}-{}]",
                 r.server,
@@ -831,12 +843,12 @@ pub(super) fn print(o: &Outcome) {
             );
         }
     }
-    if !o.targets.is_empty() {
+    if !o.analysis.targets.is_empty() {
         println!();
         println!(
             "targets (issues 4 and 18): judged on the median; 'every round' when no round misses"
         );
-        for v in &o.targets {
+        for v in &o.analysis.targets {
             let verdict = match (v.met, v.every_round) {
                 (None, _) => "not measured".to_string(),
                 (Some(true), true) => "met, every round".to_string(),
