@@ -6,6 +6,7 @@
 //! flock /tmp/evd-bench.lock target/release/load-figures capacity
 //! flock /tmp/evd-bench.lock target/release/load-figures idle
 //! flock /tmp/evd-bench.lock target/release/load-figures scale
+//! flock /tmp/evd-bench.lock target/release/load-figures latency
 //! target/release/load-figures nginx        # hold an nginx for manual runs
 //! ```
 
@@ -14,7 +15,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use evdispatch_harness::{
-    docroot, median, run_evdispatch_load, run_wrk, start_peer, Peer, PeerConfig, WrkArgs,
+    docroot, median, median_interval, run_evdispatch_load, run_wrk, start_peer, Peer, PeerConfig,
+    TestServer, TestServerConfig, WrkArgs,
 };
 use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::{json, Value};
@@ -27,6 +29,9 @@ const USAGE: &str =
   idle      CPU cost of 10,000 idle connections held by the generator
   scale     30,000 concurrent connections in one run (2 nginx workers,
             --procs 2 --source-addrs 2), every one accounted for
+  latency   corrected latency against the truth: a server that stalls 200 ms of
+            every second (wrk2's stall test), then a quiet server at a low rate
+            (what the correction adds when nothing stalls)
   nginx     start an nginx (1 worker, CPU 0) and wait, for manual runs
 
 Run the measurements under `flock /tmp/evd-bench.lock`.";
@@ -210,6 +215,124 @@ fn scale(o: &Opts) -> anyhow::Result<Value> {
     Ok(json!({"figure": "scale", "summary": v}))
 }
 
+/// The percentiles the latency figure compares.
+const TRUTH_PCTS: [f64; 6] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99];
+
+/// `percentile` (e.g. 99.9) of a run's `latency_us` or
+/// `latency_uncorrected_us` table, µs.
+fn pct_us(v: &Value, table: &str, percentile: f64) -> f64 {
+    v[table]["percentiles"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["percentile"].as_f64() == Some(percentile))
+        .and_then(|p| p["us"].as_f64())
+        .unwrap_or(f64::NAN)
+}
+
+/// What an open-loop client must see, µs, at `percentile` when the server
+/// answers in `base_us` but stops answering for `stall` of every `period`:
+/// a request due `t` into a stall waits `stall − t`, so the share of requests
+/// waiting more than `x` is `(stall − x) / period` for `x < stall`.
+fn stall_truth_us(percentile: f64, period: Duration, stall: Duration, base_us: f64) -> f64 {
+    let above = (100.0 - percentile) / 100.0 * period.as_secs_f64();
+    let wait = (stall.as_secs_f64() - above).max(0.0);
+    wait * 1e6 + base_us
+}
+
+/// wrk2's stall test, and the correction's cost when nothing stalls.
+fn latency(o: &Opts) -> anyhow::Result<Value> {
+    let (period, stall) = (Duration::from_secs(1), Duration::from_millis(200));
+    let (rate, conns) = (1000.0, 20u64);
+    let run = |server: &TestServer, rate: f64| {
+        run_evdispatch_load(
+            &o.evdispatch,
+            &LoadCommand {
+                rate: Some(Rate::PerSecond(rate)),
+                connections: Some(conns),
+                duration: Some(Duration::from_secs_f64(o.seconds)),
+                warmup: Some(Duration::from_millis(500)),
+                ..LoadCommand::new(server.url())
+            },
+            &[1],
+        )
+    };
+    let mut rounds = Vec::new();
+    // Per percentile: corrected ÷ truth under stalls; corrected − uncorrected
+    // at a low rate without stalls.
+    let mut ratio: Vec<Vec<f64>> = vec![Vec::new(); TRUTH_PCTS.len()];
+    let mut omitted: Vec<Vec<f64>> = vec![Vec::new(); TRUTH_PCTS.len()];
+    let mut added: Vec<Vec<f64>> = vec![Vec::new(); TRUTH_PCTS.len()];
+    for round in 0..o.rounds {
+        let quiet = TestServer::start(TestServerConfig::default())?;
+        let low = run(&quiet, 100.0)?;
+        drop(quiet);
+        let stalling = TestServer::start(TestServerConfig {
+            stall: Some((period, stall)),
+            ..TestServerConfig::default()
+        })?;
+        let stalled = run(&stalling, rate)?;
+        drop(stalling);
+        // The service time when nothing stalls, from the quiet run.
+        let base = pct_us(&low, "latency_uncorrected_us", 50.0);
+        let mut rows = Vec::new();
+        for (i, &p) in TRUTH_PCTS.iter().enumerate() {
+            let truth = stall_truth_us(p, period, stall, base);
+            let c = pct_us(&stalled, "latency_us", p);
+            let u = pct_us(&stalled, "latency_uncorrected_us", p);
+            let (lc, lu) = (
+                pct_us(&low, "latency_us", p),
+                pct_us(&low, "latency_uncorrected_us", p),
+            );
+            ratio[i].push(c / truth);
+            omitted[i].push(u / truth);
+            added[i].push(lc - lu);
+            rows.push(
+                json!({"percentile": p, "truth_us": truth, "corrected_us": c,
+                "uncorrected_us": u, "low_rate_corrected_us": lc, "low_rate_uncorrected_us": lu}),
+            );
+        }
+        eprintln!(
+            "round {round}: stall p99 truth {:.0} µs corrected {:.0} uncorrected {:.0}; low rate p99 corrected − uncorrected {:.0} µs",
+            rows[4]["truth_us"].as_f64().unwrap_or(f64::NAN),
+            rows[4]["corrected_us"].as_f64().unwrap_or(f64::NAN),
+            rows[4]["uncorrected_us"].as_f64().unwrap_or(f64::NAN),
+            added[4][round]
+        );
+        rounds.push(json!({"stalled": {"reply_rate": stalled["reply_rate"], "replies": stalled["replies"], "errors_total": stalled["errors_total"]},
+            "low_rate": {"reply_rate": low["reply_rate"], "replies": low["replies"]}, "percentiles": rows}));
+    }
+    println!(
+        "latency: open loop {rate}/s over {conns} connections, {} s runs, {} rounds; the server stops answering {} ms of every {} s",
+        o.seconds,
+        o.rounds,
+        stall.as_millis(),
+        period.as_secs()
+    );
+    println!("  (truth: a request due t into a stall waits 200 ms − t, plus the quiet run's median service time; median [90% interval] of the rounds)");
+    println!("  percentile  truth ms   corrected ÷ truth      uncorrected ÷ truth    low rate: corrected − uncorrected µs");
+    let mut table = Vec::new();
+    for (i, &p) in TRUTH_PCTS.iter().enumerate() {
+        let truth = rounds[0]["percentiles"][i]["truth_us"]
+            .as_f64()
+            .unwrap_or(f64::NAN)
+            / 1e3;
+        let (rl, rm, rh) = median_interval(&mut ratio[i], 0.9);
+        let (ul, um, uh) = median_interval(&mut omitted[i], 0.9);
+        let (al, am, ah) = median_interval(&mut added[i], 0.9);
+        println!("  p{p:<9} {truth:>8.1}   {rm:>6.3} [{rl:.3}, {rh:.3}]   {um:>6.3} [{ul:.3}, {uh:.3}]   {am:>6.0} [{al:.0}, {ah:.0}]");
+        table.push(
+            json!({"percentile": p, "truth_ms": truth, "corrected_over_truth": [rl, rm, rh],
+            "uncorrected_over_truth": [ul, um, uh], "added_at_low_rate_us": [al, am, ah]}),
+        );
+    }
+    Ok(
+        json!({"figure": "latency", "rate": rate, "connections": conns,
+        "stall_ms": stall.as_millis() as u64, "period_s": period.as_secs(),
+        "table": table, "rounds": rounds}),
+    )
+}
+
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let what = args.next().unwrap_or_default();
@@ -241,6 +364,10 @@ fn main() -> anyhow::Result<()> {
         "scale" => {
             o.seconds = o.seconds.max(5.0);
             scale(&o)?
+        }
+        "latency" => {
+            o.seconds = o.seconds.max(10.0);
+            latency(&o)?
         }
         "nginx" => {
             let root = docroot(100, &[])?;
