@@ -19,11 +19,12 @@
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use evdispatch::{Events, Interest, Mechanism, Poller, Token};
+use evdispatch_harness::ChildGroup;
 use serde::{Deserialize, Serialize};
 
 /// Arguments of `evdispatch bench overflow`.
@@ -123,11 +124,13 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
                     "\rbench overflow: {}/{total}: {m} N={n} Q={q}        ",
                     cells.len() + 1
                 );
-                let out = Command::new(&exe)
-                    .args(&argv)
+                let mut cmd = Command::new(&exe);
+                cmd.args(&argv)
                     .env(CHILD, format!("{m},{n},{q},{}", args.reps))
-                    .output()
-                    .context("starting the child")?;
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                let out = ChildGroup::spawn(cmd, "the child")?.wait_output()?;
                 if !out.status.success() {
                     bail!(
                         "{m} N={n} Q={q}: the child failed ({}): {}",

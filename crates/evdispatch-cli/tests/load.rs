@@ -1,16 +1,31 @@
 //! `evdispatch load` as a program: worker processes merged into one JSON
 //! summary, source addresses, and bad input refused before the run.
 
+use std::ffi::OsString;
 use std::process::Command;
+use std::time::Duration;
 
 use evdispatch_harness::{TestServer, TestServerConfig};
+use evdispatch_load::cmdline::LoadCommand;
+use evdispatch_load::config::Rate;
 
-fn load(args: &[&str]) -> std::process::Output {
+/// `evdispatch load ARGS`: raw arguments where a test checks how the
+/// command line itself is read, [`LoadCommand::args`] elsewhere.
+fn load<S: Into<OsString>>(args: impl IntoIterator<Item = S>) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_evdispatch"))
         .arg("load")
-        .args(args)
+        .args(args.into_iter().map(Into::into))
         .output()
         .expect("the binary runs")
+}
+
+/// One idle connection to `url` (a run that fails before it starts).
+fn idle(url: impl Into<String>) -> Vec<OsString> {
+    LoadCommand {
+        idle: Some(1),
+        ..LoadCommand::new(url)
+    }
+    .args()
 }
 
 /// Run `cmd`, which must fail with `want` in its standard error.
@@ -24,22 +39,19 @@ fn fails_saying(cmd: &mut Command, want: &str) {
 fn worker_processes_are_merged_into_one_summary() {
     let server = TestServer::start(TestServerConfig::default()).unwrap();
     let url = server.url();
-    let out = load(&[
-        &url,
-        "--persistent",
-        "10",
-        "--rate",
-        "200",
-        "--idle",
-        "40",
-        "--procs",
-        "2",
-        "--source-addrs",
-        "2",
-        "--duration",
-        "1.5",
-        "--json",
-    ]);
+    let out = load(
+        LoadCommand {
+            persistent: Some(10),
+            rate: Some(Rate::PerSecond(200.0)),
+            idle: Some(40),
+            procs: Some(2),
+            source_addrs: Some(2),
+            duration: Some(Duration::from_secs_f64(1.5)),
+            json: true,
+            ..LoadCommand::new(url)
+        }
+        .args(),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -85,7 +97,14 @@ fn worker_processes_are_merged_into_one_summary() {
 #[test]
 fn the_human_summary_reads_like_httperf() {
     let server = TestServer::start(TestServerConfig::default()).unwrap();
-    let out = load(&[&server.url(), "--sessions", "50", "--rate", "100"]);
+    let out = load(
+        LoadCommand {
+            sessions: Some(50),
+            rate: Some(Rate::PerSecond(100.0)),
+            ..LoadCommand::new(server.url())
+        }
+        .args(),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -124,7 +143,7 @@ fn bad_input_is_refused_before_the_run() {
         ),
     ];
     for (args, want) in cases {
-        let out = load(args);
+        let out = load(args.iter().copied());
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
             !out.status.success() && err.contains(want),
@@ -132,7 +151,7 @@ fn bad_input_is_refused_before_the_run() {
         );
     }
     let port = evdispatch_harness::free_port().unwrap();
-    let out = load(&[&format!("http://127.0.0.1:{port}/"), "--idle", "1"]);
+    let out = load(idle(format!("http://127.0.0.1:{port}/")));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("cannot connect"),
@@ -145,7 +164,7 @@ fn a_malformed_session_log_names_its_line() {
     let f = std::env::temp_dir().join(format!("evd-wsesslog-{}.log", std::process::id()));
     std::fs::write(&f, "/a\n\t/b method=\n").unwrap();
     let arg = format!("1,0,{}", f.display());
-    let out = load(&["http://127.0.0.1:1/", "--rate", "1", "--wsesslog", &arg]);
+    let out = load(["http://127.0.0.1:1/", "--rate", "1", "--wsesslog", &arg]);
     let err = String::from_utf8_lossy(&out.stderr);
     let want = format!("{}:2: expected a method token", f.display());
     let _ = std::fs::remove_file(&f);
@@ -196,23 +215,19 @@ fn https_with_worker_processes_against_nginx() {
     });
     let server = start_peer(Peer::Nginx, &cfg).unwrap();
     let url = format!("https://127.0.0.1:{}/index.html", server.addr().port());
-    let ca = cert_pem.display().to_string();
-    let out = load(&[
-        &url,
-        "--persistent",
-        "4",
-        "--rate",
-        "100",
-        "--idle",
-        "4",
-        "--procs",
-        "2",
-        "--duration",
-        "1",
-        "--cacert",
-        &ca,
-        "--json",
-    ]);
+    let out = load(
+        LoadCommand {
+            persistent: Some(4),
+            rate: Some(Rate::PerSecond(100.0)),
+            idle: Some(4),
+            procs: Some(2),
+            duration: Some(Duration::from_secs(1)),
+            cacert: Some(cert_pem.clone()),
+            json: true,
+            ..LoadCommand::new(&url)
+        }
+        .args(),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -225,7 +240,7 @@ fn https_with_worker_processes_against_nginx() {
     );
     assert!(v["tls_handshake_us"].is_object());
     // The same server without its CA: the certificate is not trusted.
-    let out = load(&[&url, "--idle", "1"]);
+    let out = load(idle(&url));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         !out.status.success() && err.contains("unknown issuer"),
@@ -241,7 +256,7 @@ fn a_session_log_is_shared_by_worker_processes() {
     // Two sessions: a burst of three requests, then a single request.
     std::fs::write(&f, "/a think=0.01\n\t/b\n\t/c\n\n/d\n").unwrap();
     let arg = format!("4,0,{}", f.display());
-    let out = load(&[
+    let out = load([
         &server.url(),
         "--rate",
         "20",

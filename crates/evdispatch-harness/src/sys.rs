@@ -1,7 +1,7 @@
 //! The system calls of the harness: the child set-up between fork and exec,
 //! signals to process groups, and the CPU time of reaped children. The only
-//! `unsafe` of the crate lives here; the calls themselves go through `nix`
-//! and `evdispatch-proc`.
+//! `unsafe` of the crate lives here; the calls themselves go through `nix`,
+//! `rustix` and `evdispatch-proc`.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -65,17 +65,18 @@ pub fn children_cpu_s() -> f64 {
     tv(usage.user_time()) + tv(usage.system_time())
 }
 
-/// Try once to take an exclusive `flock` on `fd` without blocking.
+/// Try once to take an exclusive `flock` on `fd` without blocking (through
+/// rustix: nix's `flock` is deprecated for an owning wrapper, and `fd` may be
+/// one this process inherited and must not close).
 pub fn try_flock(fd: std::os::fd::RawFd) -> io::Result<bool> {
-    // SAFETY: flock takes no pointers; an invalid fd yields EBADF.
-    if unsafe { libc::flock(fd, libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        return Ok(true);
-    }
-    let e = io::Error::last_os_error();
-    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
-        Ok(false)
-    } else {
-        Err(e)
+    use rustix::fs::{flock, FlockOperation};
+    // SAFETY: the descriptor is borrowed for this one call; a number that is
+    // not open yields EBADF, and nothing closes it.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    match flock(fd, FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(e.into()),
     }
 }
 

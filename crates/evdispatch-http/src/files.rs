@@ -198,7 +198,7 @@ impl FileStore {
                 "document root contains a NUL byte",
             )
         })?;
-        let fd = sys::open_plain(libc::AT_FDCWD, &c)?;
+        let fd = sys::open_plain(&c)?;
         if !sys::fstat(fd.as_raw_fd())?.dir {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -453,7 +453,7 @@ impl FileStore {
         }
         let c = CString::new(full.as_os_str().as_bytes())
             .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
-        sys::open_plain(libc::AT_FDCWD, &c)
+        sys::open_plain(&c)
     }
 }
 

@@ -1,69 +1,49 @@
-//! The system calls of the server. Every `unsafe` block of the crate is here,
-//! each with the reason it is sound.
+//! The system calls of the server, through `nix` and `socket2`. Every
+//! `unsafe` block of the crate is here, each with the reason it is sound.
+//! By hand still: `TCP_DEFER_ACCEPT` (neither crate has the option), the
+//! io_uring parts below, and the adoption of descriptors io_uring returns.
 
 use std::ffi::CStr;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
+use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
+use nix::sys::signal::{SigSet, Signal};
 use nix::sys::socket::{MsgFlags, SockFlag, SockaddrStorage};
+use nix::sys::stat::Mode;
+use socket2::{Domain, SockRef, Socket, Type};
 
-fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
+/// `fd` as a borrowed descriptor, for the crates' calls.
+#[inline]
+fn borrowed<'a>(fd: RawFd) -> BorrowedFd<'a> {
+    // SAFETY: every descriptor this module is handed belongs to a live
+    // connection, listener, file or ring of the caller, which stays open for
+    // the duration of the call the borrow is made for (it is never kept).
+    unsafe { BorrowedFd::borrow_raw(fd) }
 }
 
-fn cvt_size(ret: libc::ssize_t) -> io::Result<usize> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret as usize)
-    }
-}
+/// The flags every file the server opens gets: `O_NONBLOCK` so that a FIFO in
+/// the tree cannot block the server (the caller refuses non-regular files).
+const OPEN_FLAGS: OFlag = OFlag::O_RDONLY
+    .union(OFlag::O_NONBLOCK)
+    .union(OFlag::O_CLOEXEC)
+    .union(OFlag::O_NOCTTY);
 
 /// `openat2(dir, path, O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_NOCTTY,
 /// RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS)`: open `path` only if it resolves
-/// beneath `dir` (symlinks included). `O_NONBLOCK` so that a FIFO in the tree
-/// cannot block the server; the caller refuses non-regular files.
+/// beneath `dir` (symlinks included).
 pub fn open_beneath(dir: RawFd, path: &CStr) -> io::Result<OwnedFd> {
-    // SAFETY: open_how is plain data; all-zero is a valid value.
-    let mut how: libc::open_how = unsafe { std::mem::zeroed() };
-    how.flags = (libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY) as u64;
-    how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_MAGICLINKS;
-    // SAFETY: `path` is NUL-terminated, `how` is a valid open_how whose size
-    // is passed; the kernel only reads both.
-    let fd = unsafe {
-        libc::syscall(
-            libc::SYS_openat2,
-            dir,
-            path.as_ptr(),
-            &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: the call succeeded, so `fd` is a new descriptor we alone own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    let how = OpenHow::new()
+        .flags(OPEN_FLAGS)
+        .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    Ok(nix::fcntl::openat2(borrowed(dir), path, how)?)
 }
 
-/// `openat(dir, path, O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_NOCTTY)` without
-/// confinement: only for the fallback that checks the canonical path itself.
-pub fn open_plain(dir: RawFd, path: &CStr) -> io::Result<OwnedFd> {
-    // SAFETY: `path` is NUL-terminated; no other pointer is passed.
-    let fd = cvt(unsafe {
-        libc::openat(
-            dir,
-            path.as_ptr(),
-            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOCTTY,
-        )
-    })?;
-    // SAFETY: the call succeeded, so `fd` is a new descriptor we alone own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+/// `open(path, O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_NOCTTY)` without confinement:
+/// for the root itself and the fallback that checks the canonical path.
+pub fn open_plain(path: &CStr) -> io::Result<OwnedFd> {
+    Ok(nix::fcntl::open(path, OPEN_FLAGS, Mode::empty())?)
 }
 
 /// What the server needs from `fstat`.
@@ -87,10 +67,7 @@ pub struct Meta {
 
 /// `fstat(fd)`.
 pub fn fstat(fd: RawFd) -> io::Result<Meta> {
-    // SAFETY: `stat` is plain data; zeroed is a valid value for the kernel to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid, writable stat buffer.
-    cvt(unsafe { libc::fstat(fd, &mut st) })?;
+    let st = nix::sys::stat::fstat(borrowed(fd))?;
     let fmt = st.st_mode & libc::S_IFMT;
     Ok(Meta {
         regular: fmt == libc::S_IFREG,
@@ -112,37 +89,25 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 
 /// `pread(2)` at `offset`.
 pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    // SAFETY: the pointer and length describe `buf`, writable for its whole length.
-    cvt_size(unsafe {
-        libc::pread(
-            fd,
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            offset as libc::off_t,
-        )
-    })
+    Ok(nix::sys::uio::pread(
+        borrowed(fd),
+        buf,
+        offset as libc::off_t,
+    )?)
 }
 
 /// `sendmsg(fd, iov, MSG_NOSIGNAL | more?MSG_MORE)`: a gathered write that
-/// never raises `SIGPIPE`.
+/// never raises `SIGPIPE` (through socket2: nix's `MsgFlags` has no `MSG_MORE`).
 #[inline]
 pub fn send_vectored(fd: RawFd, iov: &[IoSlice<'_>], more: bool) -> io::Result<usize> {
-    // Not through nix: its `MsgFlags` has no `MSG_MORE`.
-    // SAFETY: msghdr is plain data; zeroed means no name and no control data.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    // IoSlice is guaranteed ABI-compatible with struct iovec on Unix.
-    msg.msg_iov = iov.as_ptr() as *mut libc::iovec;
-    msg.msg_iovlen = iov.len() as _;
     let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
-    // SAFETY: `msg` points at `iov`, which stays borrowed (and so valid) for the call.
-    cvt_size(unsafe { libc::sendmsg(fd, &msg, flags) })
+    SockRef::from(&borrowed(fd)).send_vectored_with_flags(iov, flags)
 }
 
 /// `sendfile(out, file, &offset, count)`; advances `offset`.
 pub fn sendfile(out: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::Result<usize> {
-    let mut off = *offset as libc::off_t;
-    // SAFETY: `off` is a valid off_t the kernel updates; descriptors are plain ints.
-    let n = cvt_size(unsafe { libc::sendfile(out, file, &mut off, count) })?;
+    let mut off = *offset as libc::off64_t;
+    let n = nix::sys::sendfile::sendfile64(borrowed(out), borrowed(file), Some(&mut off), count)?;
     *offset = off as u64;
     Ok(n)
 }
@@ -155,9 +120,7 @@ pub fn accept(listener: RawFd, blocking: bool) -> io::Result<OwnedFd> {
     if !blocking {
         flags |= SockFlag::SOCK_NONBLOCK;
     }
-    let fd = nix::sys::socket::accept4(listener, flags)?;
-    // SAFETY: the call succeeded, so `fd` is a new descriptor we alone own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    Ok(owned_fd(nix::sys::socket::accept4(listener, flags)?))
 }
 
 /// The IP address of the peer of socket `fd` (`getpeername`), if it has
@@ -182,25 +145,6 @@ pub fn shutdown(fd: RawFd, how: libc::c_int) {
     let _ = nix::sys::socket::shutdown(fd, how);
 }
 
-fn set_int_opt(
-    fd: RawFd,
-    level: libc::c_int,
-    name: libc::c_int,
-    value: libc::c_int,
-) -> io::Result<()> {
-    // SAFETY: the pointer and length describe `value`, a live c_int.
-    cvt(unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&value as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    })
-    .map(|_| ())
-}
-
 /// A listening TCP socket on `addr` (non-blocking unless `blocking`), with
 /// `SO_REUSEADDR`, `SO_REUSEPORT` when `reuseport`, and `TCP_NODELAY` (which
 /// accepted sockets inherit, so no per-connection `setsockopt` is needed).
@@ -216,9 +160,8 @@ pub fn listen(
     defer_accept_s: u32,
 ) -> io::Result<OwnedFd> {
     let sock = bound(addr, reuseport, blocking, defer_accept_s)?;
-    // SAFETY: no pointers.
-    cvt(unsafe { libc::listen(sock.as_raw_fd(), backlog) })?;
-    Ok(sock)
+    sock.listen(backlog)?;
+    Ok(sock.into())
 }
 
 /// Bind `addr` without `SO_REUSEPORT` (but with `SO_REUSEADDR`, as the
@@ -236,65 +179,35 @@ fn bound(
     reuseport: bool,
     blocking: bool,
     defer_accept_s: u32,
-) -> io::Result<OwnedFd> {
-    let family = match addr {
-        SocketAddr::V4(_) => libc::AF_INET,
-        SocketAddr::V6(_) => libc::AF_INET6,
+) -> io::Result<Socket> {
+    let ty = if blocking {
+        Type::STREAM
+    } else {
+        Type::STREAM.nonblocking()
     };
-    let nb = if blocking { 0 } else { libc::SOCK_NONBLOCK };
-    // SAFETY: no pointers.
-    let fd = cvt(unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC | nb, 0) })?;
-    // SAFETY: the call succeeded, so `fd` is a new descriptor we alone own.
-    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    set_int_opt(fd, libc::SOL_SOCKET, libc::SO_REUSEADDR, 1)?;
+    let sock = Socket::new(Domain::for_address(addr), ty.cloexec(), None)?;
+    sock.set_reuse_address(true)?;
     if reuseport {
-        set_int_opt(fd, libc::SOL_SOCKET, libc::SO_REUSEPORT, 1)?;
+        sock.set_reuse_port(true)?;
     }
-    set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1)?;
+    sock.set_tcp_nodelay(true)?;
     if defer_accept_s > 0 {
         let secs = defer_accept_s.min(i32::MAX as u32) as libc::c_int;
-        set_int_opt(fd, libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, secs)?;
+        // SAFETY: the pointer and length describe `secs`, a live c_int.
+        let r = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_DEFER_ACCEPT,
+                (&secs as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
     }
-    // SAFETY: sockaddr_storage is plain data; zeroed is valid.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    let len = match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(a.ip().octets()),
-                },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
-            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin) };
-            std::mem::size_of::<libc::sockaddr_in>()
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
-            unsafe { std::ptr::write((&mut storage as *mut libc::sockaddr_storage).cast(), sin6) };
-            std::mem::size_of::<libc::sockaddr_in6>()
-        }
-    };
-    // SAFETY: `storage` holds a valid sockaddr of `len` bytes.
-    cvt(unsafe {
-        libc::bind(
-            sock.as_raw_fd(),
-            (&storage as *const libc::sockaddr_storage).cast(),
-            len as libc::socklen_t,
-        )
-    })
-    .map_err(|e| {
+    sock.bind(&addr.into()).map_err(|e| {
         if e.raw_os_error() == Some(libc::EADDRINUSE) {
             io::Error::new(
                 e.kind(),
@@ -310,63 +223,43 @@ fn bound(
     Ok(sock)
 }
 
+/// The signal set of `signals` (numbers that are not signals are skipped).
+fn sigset(signals: &[libc::c_int]) -> SigSet {
+    let mut set = SigSet::empty();
+    for s in signals.iter().filter_map(|&s| Signal::try_from(s).ok()) {
+        set.add(s);
+    }
+    set
+}
+
 /// Block `signals` in the calling thread (threads it spawns inherit the mask).
 pub fn block_signals(signals: &[libc::c_int]) -> io::Result<()> {
-    // SAFETY: sigset_t is plain data; sigemptyset initialises it.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid sigset_t.
-    unsafe { libc::sigemptyset(&mut set) };
-    for &s in signals {
-        // SAFETY: `set` is a valid, initialised sigset_t.
-        unsafe { libc::sigaddset(&mut set, s) };
-    }
-    // SAFETY: `set` is initialised; the old mask is not wanted (null).
-    let r = unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
-    if r != 0 {
-        return Err(io::Error::from_raw_os_error(r));
-    }
-    Ok(())
+    Ok(sigset(signals).thread_block()?)
 }
 
 /// Wait for one of `signals` (which must be blocked) and return its number.
 pub fn wait_signal(signals: &[libc::c_int]) -> io::Result<libc::c_int> {
-    // SAFETY: as in `block_signals`.
-    let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `set` is a valid sigset_t.
-    unsafe { libc::sigemptyset(&mut set) };
-    for &s in signals {
-        // SAFETY: `set` is a valid, initialised sigset_t.
-        unsafe { libc::sigaddset(&mut set, s) };
-    }
-    let mut sig: libc::c_int = 0;
-    // SAFETY: both pointers are valid for the call.
-    let r = unsafe { libc::sigwait(&set, &mut sig) };
-    if r != 0 {
-        return Err(io::Error::from_raw_os_error(r));
-    }
-    Ok(sig)
+    Ok(sigset(signals).wait()? as libc::c_int)
 }
 
 /// A non-blocking `eventfd` (the completion model's waker).
 pub fn eventfd() -> io::Result<OwnedFd> {
-    // SAFETY: no pointers.
-    let fd = cvt(unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) })?;
-    // SAFETY: the call succeeded, so `fd` is a new descriptor we alone own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    use nix::sys::eventfd::{EfdFlags, EventFd};
+    let fd = EventFd::from_flags(EfdFlags::EFD_NONBLOCK | EfdFlags::EFD_CLOEXEC)?;
+    Ok(fd.into())
 }
 
 /// Add one to an eventfd (wakes whoever reads it); errors are of no interest.
 pub fn eventfd_signal(fd: RawFd) {
-    let one: u64 = 1;
-    // SAFETY: the pointer and length describe `one`, a live u64.
-    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+    let _ = nix::unistd::write(borrowed(fd), &1u64.to_ne_bytes());
 }
 
-/// Own a descriptor the kernel just returned in an io_uring completion.
+/// Own a descriptor the kernel just returned (an `accept4`, or an io_uring
+/// completion).
 pub fn owned_fd(fd: i32) -> OwnedFd {
     assert!(fd >= 0);
-    // SAFETY: a non-negative accept completion is a new descriptor that
-    // nothing else in the process refers to; it is owned exactly once here.
+    // SAFETY: a non-negative accept result is a new descriptor that nothing
+    // else in the process refers to; it is owned exactly once here.
     unsafe { OwnedFd::from_raw_fd(fd) }
 }
 
@@ -376,29 +269,13 @@ pub fn empty_msghdr() -> libc::msghdr {
     unsafe { std::mem::zeroed() }
 }
 
-/// The symbolic name of an errno value (`EMFILE`), or `E<n>`.
+/// The symbolic name of an errno value (`EMFILE`), or `E<n>` for a number
+/// the C library does not name.
 pub fn errno_name(errno: i32) -> String {
-    let name = match errno {
-        libc::EMFILE => "EMFILE",
-        libc::ENFILE => "ENFILE",
-        libc::ENOBUFS => "ENOBUFS",
-        libc::ENOMEM => "ENOMEM",
-        libc::ECONNABORTED => "ECONNABORTED",
-        libc::EPERM => "EPERM",
-        libc::EPROTO => "EPROTO",
-        libc::EINTR => "EINTR",
-        libc::EINVAL => "EINVAL",
-        libc::EBADF => "EBADF",
-        libc::ENOTSOCK => "ENOTSOCK",
-        libc::EOPNOTSUPP => "EOPNOTSUPP",
-        libc::ECONNRESET => "ECONNRESET",
-        libc::ETIMEDOUT => "ETIMEDOUT",
-        libc::EHOSTUNREACH => "EHOSTUNREACH",
-        libc::ENETUNREACH => "ENETUNREACH",
-        libc::EAGAIN => "EAGAIN",
-        _ => return format!("E{errno}"),
-    };
-    name.to_string()
+    match nix::errno::Errno::from_raw(errno) {
+        nix::errno::Errno::UnknownErrno => format!("E{errno}"),
+        e => format!("{e:?}"),
+    }
 }
 
 pub mod uring {

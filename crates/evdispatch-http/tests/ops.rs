@@ -10,6 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{on_every_model, site, spawn, start, Client};
+use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_http::ListenerMode;
 
 fn bad<T>(line: &str) -> T {
     panic!("not a combined log line: {line:?}")
@@ -111,6 +113,15 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// `--root ROOT --listen 127.0.0.1:0`, the default mechanism.
+fn on_loopback(root: &str) -> ServeCommand {
+    ServeCommand {
+        root: Some(root.into()),
+        listen: Some("127.0.0.1:0".into()),
+        ..ServeCommand::default()
+    }
+}
+
 /// logrotate's way: rename the file, SIGHUP, and the next lines go to a new
 /// file of the old name; the server serves on, and its statistics are
 /// written at the stop as before. Without an access log SIGHUP is ignored.
@@ -122,18 +133,11 @@ fn sighup_reopens_the_access_log_and_never_stops_the_server() {
     let stats = site.dir.path().join("stats.json");
     for mechanism in ["epoll", "threads"] {
         let _ = std::fs::remove_file(&log);
-        let mut s = spawn(&[
-            "--root",
-            root,
-            "--listen",
-            "127.0.0.1:0",
-            "--mechanism",
-            mechanism,
-            "--access-log",
-            log.to_str().unwrap(),
-            "--stats-json",
-            stats.to_str().unwrap(),
-        ]);
+        let mut s = spawn(&ServeCommand {
+            access_log: Some(log.clone()),
+            stats_json: Some(stats.clone()),
+            ..ServeCommand::loopback(root, mechanism)
+        });
         let mut c = Client::connect(s.addr);
         assert_eq!(c.get("/six.txt").status, 200);
         let rotated = site.dir.path().join("access.log.1");
@@ -160,7 +164,7 @@ fn sighup_reopens_the_access_log_and_never_stops_the_server() {
         std::fs::remove_file(&stats).unwrap();
     }
     // No access log: SIGHUP changes nothing.
-    let mut s = spawn(&["--root", root, "--listen", "127.0.0.1:0"]);
+    let mut s = spawn(&on_loopback(root));
     signal(&s.child, "-HUP");
     std::thread::sleep(Duration::from_millis(200));
     assert!(s.child.try_wait().unwrap().is_none(), "SIGHUP stopped it");
@@ -174,17 +178,27 @@ fn sighup_reopens_the_access_log_and_never_stops_the_server() {
 fn an_address_in_use_fails_start_up() {
     let site = site();
     let root = site.root.to_str().unwrap();
-    let first = spawn(&["--root", root, "--listen", "127.0.0.1:0"]);
+    let first = spawn(&on_loopback(root));
     let other = TcpListener::bind("127.0.0.1:0").unwrap();
     let taken = [first.addr, other.local_addr().unwrap()];
     for addr in taken {
-        for extra in [
-            &["--listener", "reuseport", "--workers", "2"][..],
-            &["--mechanism", "threads"],
+        let at = ServeCommand {
+            listen: Some(addr.to_string()),
+            ..on_loopback(root)
+        };
+        for cmd in [
+            ServeCommand {
+                listener: Some(ListenerMode::Reuseport),
+                workers: Some(2),
+                ..at.clone()
+            },
+            ServeCommand {
+                mechanism: Some("threads".into()),
+                ..at.clone()
+            },
         ] {
             let mut child = Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
-                .args(["--root", root, "--listen", &addr.to_string()])
-                .args(extra)
+                .args(cmd.args())
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
@@ -198,10 +212,10 @@ fn an_address_in_use_fails_start_up() {
             let _ = child.kill();
             let out = child.wait_with_output().unwrap();
             let err = String::from_utf8_lossy(&out.stderr);
-            assert!(!out.status.success(), "{addr} {extra:?}: started: {err}");
+            assert!(!out.status.success(), "{addr} {cmd}: started: {err}");
             assert!(
                 err.contains("address already in use") && err.contains(&addr.to_string()),
-                "{addr} {extra:?}: {err}"
+                "{addr} {cmd}: {err}"
             );
             assert!(
                 String::from_utf8_lossy(&out.stdout).is_empty(),

@@ -11,6 +11,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::*;
+use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_http::{ListenerMode, Model};
 
 /// Idle connections held at once (fewer where the mechanism cannot watch that many).
@@ -150,29 +151,23 @@ fn sigterm(child: &mut Child) {
 }
 
 /// Start `evdispatch-serve` as a child on `site` with `model`, writing its
-/// stats to `stats`, with `extra` arguments; `None` when the model is not
-/// available here (looked at in-process first: the child would fail).
+/// stats to `stats`, with `tweak` applied to its command line; `None` when
+/// the model is not available here (looked at in-process first: the child
+/// would fail).
 fn spawn_model(
     site: &Site,
     model: Model,
     stats: &std::path::Path,
-    extra: &[&str],
+    tweak: impl FnOnce(&mut ServeCommand),
 ) -> Option<Served> {
     let probe = start(model, &site.root, |_| {})?;
     probe.stop().unwrap();
-    let root = site.root.to_str().unwrap().to_string();
-    let mut args = vec![
-        "--root",
-        &root,
-        "--listen",
-        "127.0.0.1:0",
-        "--mechanism",
-        model.name(),
-        "--stats-json",
-        stats.to_str().unwrap(),
-    ];
-    args.extend_from_slice(extra);
-    Some(spawn(&args))
+    let mut cmd = ServeCommand {
+        stats_json: Some(stats.into()),
+        ..ServeCommand::loopback(&site.root, model.name())
+    };
+    tweak(&mut cmd);
+    Some(spawn(&cmd))
 }
 
 fn cpu_seconds(pid: u32) -> f64 {
@@ -184,24 +179,16 @@ fn descriptor_exhaustion_in_a_child_process() {
     let site = site();
     for model in Model::all() {
         let stats = site.dir.path().join(format!("stats-{}.json", model.name()));
-        let Some(mut server) = spawn_model(
-            &site,
-            model,
-            &stats,
-            &[
-                "--rlimit-nofile",
-                "48",
-                // No cap below the limit: this exercises the EMFILE backstop
-                // (the cap itself: connection_cap_holds_below_the_descriptor_limit).
-                "--fd-reserve",
-                "0",
-                "--threads",
-                "96",
-                // The silent crowd must reach accept at once, not after a second.
-                "--defer-accept",
-                "0",
-            ],
-        ) else {
+        let Some(mut server) = spawn_model(&site, model, &stats, |c| {
+            c.rlimit_nofile = Some(48);
+            c.threads = Some(96);
+            // No cap below the limit: this exercises the EMFILE backstop
+            // (the cap itself: connection_cap_holds_below_the_descriptor_limit).
+            // The silent crowd must reach accept at once, not after a second.
+            c.extra = ["--fd-reserve", "0", "--defer-accept", "0"]
+                .map(Into::into)
+                .into();
+        }) else {
             continue;
         };
         let addr = server.addr;
@@ -271,25 +258,17 @@ fn descriptor_exhaustion_in_a_child_process() {
 fn command_line_contract() {
     let site = site();
     let stats = site.dir.path().join("stats.json");
-    let root = site.root.to_str().unwrap().to_string();
-    let mut server = spawn(&[
-        "--root",
-        &root,
-        "--listen",
-        "127.0.0.1:0",
-        "--workers",
-        "2",
-        "--cpu",
-        "0",
-        "--poller-opt",
-        "initial_events=16",
-        "--idle-timeout",
-        "5s",
-        "--header-timeout",
-        "2s",
-        "--stats-json",
-        stats.to_str().unwrap(),
-    ]);
+    let mut server = spawn(&ServeCommand {
+        root: Some(site.root.clone()),
+        listen: Some("127.0.0.1:0".into()),
+        workers: Some(2),
+        cpu: vec![0],
+        poller_opt: vec!["initial_events=16".into()],
+        idle_timeout: Some(Duration::from_secs(5)),
+        header_timeout: Some(Duration::from_secs(2)),
+        stats_json: Some(stats.clone()),
+        ..ServeCommand::default()
+    });
     assert_ne!(server.addr.port(), 0);
     let mut c = Client::connect(server.addr);
     assert_eq!(c.get("/six.txt").status, 200);
@@ -413,19 +392,11 @@ fn connection_cap_holds_below_the_descriptor_limit() {
     let site = site();
     for model in Model::all() {
         let stats = site.dir.path().join(format!("cap-{}.json", model.name()));
-        let Some(mut server) = spawn_model(
-            &site,
-            model,
-            &stats,
-            &[
-                "--rlimit-nofile",
-                "96",
-                "--threads",
-                "200",
-                "--defer-accept",
-                "0",
-            ],
-        ) else {
+        let Some(mut server) = spawn_model(&site, model, &stats, |c| {
+            c.rlimit_nofile = Some(96);
+            c.threads = Some(200);
+            c.extra = ["--defer-accept", "0"].map(Into::into).into();
+        }) else {
             continue;
         };
         let addr = server.addr;

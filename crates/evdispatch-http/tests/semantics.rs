@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use evdispatch_http::{Dotfiles, Model, MAX_RANGES};
+use evdispatch_http::{Dotfiles, Model, ServerConfig, MAX_RANGES};
 
 /// One request on `c` with extra header lines; HEAD reads no body.
 fn ask(c: &mut Client, method: &str, path: &str, headers: &[(&str, &str)]) -> Resp {
@@ -17,6 +17,20 @@ fn ask(c: &mut Client, method: &str, path: &str, headers: &[(&str, &str)]) -> Re
     raw.push_str("\r\n");
     c.send(raw.as_bytes());
     c.response(method == "HEAD").expect("a response")
+}
+
+/// Run `test` with a client of a server on each model this machine has,
+/// serving `site` configured with `tweak`.
+fn each_model(site: &Site, tweak: impl Fn(&mut ServerConfig), test: impl Fn(Model, &mut Client)) {
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, &tweak) else {
+            continue;
+        };
+        let mut c = Client::connect(server.local_addr());
+        test(model, &mut c);
+        drop(c);
+        server.stop().unwrap();
+    }
 }
 
 /// The extra files: precompressed variants (small and large, and of two
@@ -44,481 +58,460 @@ fn extend(site: &Site) {
 #[test]
 fn ranges_of_cached_and_large_files() {
     let site = site();
-    for model in Model::all() {
-        let Some(server) = start(model, &site.root, |_| {}) else {
-            continue;
-        };
-        let mut c = Client::connect(server.local_addr());
-        for (path, body) in [("/six.txt", &site.small), ("/large.bin", &site.large)] {
-            let len = body.len();
-            let r = ask(&mut c, "GET", path, &[]);
-            assert_eq!(r.header("accept-ranges"), Some("bytes"), "{model} {path}");
-            for (range, from, to) in [
-                ("bytes=0-4", 0, 5),
-                ("bytes=100-", 100, len),
-                ("bytes=-300", len - 300, len),
-                ("bytes=5000-99999999", 5000, len),
-                ("bytes=10-20,15-30", 10, 31),
-                ("bytes=-1", len - 1, len),
-            ] {
-                let r = ask(&mut c, "GET", path, &[("Range", range)]);
-                let what = format!("{model} {path} {range}");
-                assert_eq!(r.status, 206, "{what}");
-                assert_eq!(
-                    r.header("content-range"),
-                    Some(format!("bytes {from}-{}/{len}", to - 1).as_str()),
-                    "{what}"
-                );
-                assert!(r.body == body[from..to], "{what}: wrong bytes");
-                // HEAD: the same headers, no body.
-                let h = ask(&mut c, "HEAD", path, &[("Range", range)]);
-                assert_eq!(h.status, 206, "{what}");
-                assert_eq!(h.header("content-length"), r.header("content-length"));
-                assert_eq!(h.header("content-range"), r.header("content-range"));
-            }
-            for range in ["bytes=99999999-", "bytes=-0", &format!("bytes={len}-")] {
-                let r = ask(&mut c, "GET", path, &[("Range", range)]);
-                assert_eq!(r.status, 416, "{model} {path} {range}");
-                assert_eq!(
-                    r.header("content-range"),
-                    Some(format!("bytes */{len}").as_str())
-                );
-                let h = ask(&mut c, "HEAD", path, &[("Range", range)]);
-                assert_eq!(h.status, 416, "{model} {path} HEAD {range}");
-            }
-            let many: Vec<String> = (0..=MAX_RANGES)
-                .map(|i| format!("{}-{}", i * 10, i * 10))
-                .collect();
-            let c_type = |p: &str| match p {
-                "/six.txt" => "text/plain; charset=utf-8",
-                _ => "application/octet-stream",
-            };
-            // Several disjoint ranges: multipart/byteranges, the parts in
-            // the order asked for (overlapping ones coalesced), the exact
-            // Content-Length; HEAD the same head.
-            let at = |n: usize| n.min(len - 1);
-            let (a, b2) = (at(5000), at(200_000));
-            for (range, spans) in [
-                ("bytes=0-1,10-20".to_string(), vec![(0, 2), (10, 21)]),
-                ("bytes=-3,0-0".to_string(), vec![(len - 3, len), (0, 1)]),
-                (
-                    format!("bytes={b2}-,100-199,{a}-{a},150-300,99999999-"),
-                    vec![(b2, len), (100, 301), (a, a + 1)],
-                ),
-                (
-                    format!("bytes={}", many[..MAX_RANGES].join(",")),
-                    (0..MAX_RANGES).map(|i| (i * 10, i * 10 + 1)).collect(),
-                ),
-            ] {
-                let what = format!("{model} {path} {range}");
-                let r = ask(&mut c, "GET", path, &[("Range", &range)]);
-                assert_eq!(r.status, 206, "{what}");
-                assert_eq!(r.header("content-range"), None, "{what}");
-                assert!(r.header("etag").is_some(), "{what}");
-                assert_eq!(
-                    r.header("content-length"),
-                    Some(r.body.len().to_string().as_str()),
-                    "{what}"
-                );
-                let parts = byte_parts(&r);
-                let want: Vec<BytePart> = spans
-                    .iter()
-                    .map(|&(f, t)| BytePart {
-                        content_type: c_type(path).into(),
-                        content_range: format!("bytes {f}-{}/{len}", t - 1),
-                        bytes: body[f..t].to_vec(),
-                    })
+    each_model(
+        &site,
+        |_| {},
+        |model, c| {
+            for (path, body) in [("/six.txt", &site.small), ("/large.bin", &site.large)] {
+                let len = body.len();
+                let r = ask(c, "GET", path, &[]);
+                assert_eq!(r.header("accept-ranges"), Some("bytes"), "{model} {path}");
+                for (range, from, to) in [
+                    ("bytes=0-4", 0, 5),
+                    ("bytes=100-", 100, len),
+                    ("bytes=-300", len - 300, len),
+                    ("bytes=5000-99999999", 5000, len),
+                    ("bytes=10-20,15-30", 10, 31),
+                    ("bytes=-1", len - 1, len),
+                ] {
+                    let r = ask(c, "GET", path, &[("Range", range)]);
+                    let what = format!("{model} {path} {range}");
+                    assert_eq!(r.status, 206, "{what}");
+                    assert_eq!(
+                        r.header("content-range"),
+                        Some(format!("bytes {from}-{}/{len}", to - 1).as_str()),
+                        "{what}"
+                    );
+                    assert!(r.body == body[from..to], "{what}: wrong bytes");
+                    // HEAD: the same headers, no body.
+                    let h = ask(c, "HEAD", path, &[("Range", range)]);
+                    assert_eq!(h.status, 206, "{what}");
+                    assert_eq!(h.header("content-length"), r.header("content-length"));
+                    assert_eq!(h.header("content-range"), r.header("content-range"));
+                }
+                for range in ["bytes=99999999-", "bytes=-0", &format!("bytes={len}-")] {
+                    let r = ask(c, "GET", path, &[("Range", range)]);
+                    assert_eq!(r.status, 416, "{model} {path} {range}");
+                    assert_eq!(
+                        r.header("content-range"),
+                        Some(format!("bytes */{len}").as_str())
+                    );
+                    let h = ask(c, "HEAD", path, &[("Range", range)]);
+                    assert_eq!(h.status, 416, "{model} {path} HEAD {range}");
+                }
+                let many: Vec<String> = (0..=MAX_RANGES)
+                    .map(|i| format!("{}-{}", i * 10, i * 10))
                     .collect();
-                assert!(parts == want, "{what}: wrong parts");
-                let h = ask(&mut c, "HEAD", path, &[("Range", &range)]);
-                assert_eq!(h.status, 206, "{what}");
-                assert_eq!(h.header("content-length"), r.header("content-length"));
-                assert!(boundary(&h).is_some(), "{what}");
+                let c_type = |p: &str| match p {
+                    "/six.txt" => "text/plain; charset=utf-8",
+                    _ => "application/octet-stream",
+                };
+                // Several disjoint ranges: multipart/byteranges, the parts in
+                // the order asked for (overlapping ones coalesced), the exact
+                // Content-Length; HEAD the same head.
+                let at = |n: usize| n.min(len - 1);
+                let (a, b2) = (at(5000), at(200_000));
+                for (range, spans) in [
+                    ("bytes=0-1,10-20".to_string(), vec![(0, 2), (10, 21)]),
+                    ("bytes=-3,0-0".to_string(), vec![(len - 3, len), (0, 1)]),
+                    (
+                        format!("bytes={b2}-,100-199,{a}-{a},150-300,99999999-"),
+                        vec![(b2, len), (100, 301), (a, a + 1)],
+                    ),
+                    (
+                        format!("bytes={}", many[..MAX_RANGES].join(",")),
+                        (0..MAX_RANGES).map(|i| (i * 10, i * 10 + 1)).collect(),
+                    ),
+                ] {
+                    let what = format!("{model} {path} {range}");
+                    let r = ask(c, "GET", path, &[("Range", &range)]);
+                    assert_eq!(r.status, 206, "{what}");
+                    assert_eq!(r.header("content-range"), None, "{what}");
+                    assert!(r.header("etag").is_some(), "{what}");
+                    assert_eq!(
+                        r.header("content-length"),
+                        Some(r.body.len().to_string().as_str()),
+                        "{what}"
+                    );
+                    let parts = byte_parts(&r);
+                    let want: Vec<BytePart> = spans
+                        .iter()
+                        .map(|&(f, t)| BytePart {
+                            content_type: c_type(path).into(),
+                            content_range: format!("bytes {f}-{}/{len}", t - 1),
+                            bytes: body[f..t].to_vec(),
+                        })
+                        .collect();
+                    assert!(parts == want, "{what}: wrong parts");
+                    let h = ask(c, "HEAD", path, &[("Range", &range)]);
+                    assert_eq!(h.status, 206, "{what}");
+                    assert_eq!(h.header("content-length"), r.header("content-length"));
+                    assert!(boundary(&h).is_some(), "{what}");
+                }
+                // Malformed or too many ranges: the whole file.
+                for range in [
+                    "bytes=5-1",
+                    "bytes=x-y",
+                    "items=0-1",
+                    &format!("bytes={}", many.join(",")),
+                ] {
+                    let r = ask(c, "GET", path, &[("Range", range)]);
+                    assert_eq!(r.status, 200, "{model} {path} {range}");
+                    assert!(r.body == *body, "{model} {path} {range}");
+                }
             }
-            // Malformed or too many ranges: the whole file.
-            for range in [
-                "bytes=5-1",
-                "bytes=x-y",
-                "items=0-1",
-                &format!("bytes={}", many.join(",")),
-            ] {
-                let r = ask(&mut c, "GET", path, &[("Range", range)]);
-                assert_eq!(r.status, 200, "{model} {path} {range}");
-                assert!(r.body == *body, "{model} {path} {range}");
-            }
-        }
-        // The connection stayed usable through all of it.
-        assert_eq!(c.get("/six.txt").status, 200, "{model}");
-        drop(c);
-        server.stop().unwrap();
-    }
+            // The connection stayed usable through all of it.
+            assert_eq!(c.get("/six.txt").status, 200, "{model}");
+        },
+    );
 }
 
 #[test]
 fn validators_and_preconditions() {
     let site = site();
-    for model in Model::all() {
-        let Some(server) = start(model, &site.root, |_| {}) else {
-            continue;
-        };
-        let mut c = Client::connect(server.local_addr());
-        for path in ["/six.txt", "/large.bin"] {
-            let r = ask(&mut c, "GET", path, &[]);
-            let etag = r.header("etag").expect("ETag").to_string();
-            let lm = r.header("last-modified").unwrap().to_string();
-            assert!(etag.starts_with('"') && etag.ends_with('"'), "{etag}");
-            // The tag is stable.
-            assert_eq!(
-                ask(&mut c, "GET", path, &[]).header("etag"),
-                Some(&etag[..])
-            );
-            let weak = format!("W/{etag}");
-            let list = format!("\"nope\", {etag}");
-            for inm in [&etag[..], "*", &weak, &list] {
-                for method in ["GET", "HEAD"] {
-                    let r = ask(&mut c, method, path, &[("If-None-Match", inm)]);
-                    assert_eq!(r.status, 304, "{model} {path} {method} {inm}");
-                    assert_eq!(r.header("etag"), Some(&etag[..]));
-                    assert_eq!(r.header("last-modified"), Some(&lm[..]));
-                    assert!(r.body.is_empty() && r.header("content-length").is_none());
-                }
-            }
-            // If-None-Match takes precedence over If-Modified-Since.
-            for inm in ["\"nope\"", "garbage, ,", "W/"] {
-                let r = ask(
-                    &mut c,
-                    "GET",
-                    path,
-                    &[("If-None-Match", inm), ("If-Modified-Since", &lm)],
-                );
-                assert_eq!(r.status, 200, "{model} {path} {inm}");
-            }
-            // Conditionals before ranges: a 304 carries no range.
-            let r = ask(
-                &mut c,
-                "GET",
-                path,
-                &[("If-None-Match", &etag), ("Range", "bytes=0-1")],
-            );
-            assert_eq!(r.status, 304, "{model} {path}");
-            assert!(r.header("content-range").is_none());
-            // If-Match (strong), else If-Unmodified-Since: 412 when false,
-            // before If-None-Match and Range; the connection stays open.
-            let old = "Sun, 06 Nov 1994 08:49:37 GMT";
-            let later = "Fri, 01 Jan 2100 00:00:00 GMT";
-            for (headers, status) in [
-                (vec![("If-Match", &etag[..])], 200),
-                (vec![("If-Match", "*")], 200),
-                (vec![("If-Match", &list[..])], 200),
-                (vec![("If-Match", &weak[..])], 412),
-                (vec![("If-Match", "\"nope\"")], 412),
-                (vec![("If-Match", "garbage")], 412),
-                (vec![("If-Unmodified-Since", &lm[..])], 200),
-                (vec![("If-Unmodified-Since", later)], 200),
-                (vec![("If-Unmodified-Since", old)], 412),
-                (vec![("If-Unmodified-Since", "garbage")], 200),
-                (
-                    vec![("If-Match", &etag[..]), ("If-Unmodified-Since", old)],
-                    200,
-                ),
-                (
-                    vec![("If-Match", "\"nope\""), ("If-None-Match", &etag[..])],
-                    412,
-                ),
-                (
-                    vec![("If-Match", &etag[..]), ("If-None-Match", &etag[..])],
-                    304,
-                ),
-                (
-                    vec![("If-Unmodified-Since", old), ("Range", "bytes=0-1")],
-                    412,
-                ),
-                (vec![("If-Match", &etag[..]), ("Range", "bytes=0-1")], 206),
-            ] {
-                for method in ["GET", "HEAD"] {
-                    let r = ask(&mut c, method, path, &headers);
-                    assert_eq!(r.status, status, "{model} {path} {method} {headers:?}");
-                    if status == 412 {
-                        assert!(r.header("content-range").is_none());
-                        let len = if method == "GET" { r.body.len() } else { 24 };
-                        assert_eq!(
-                            r.header("content-length"),
-                            Some(len.to_string().as_str()),
-                            "{model} {path} {method} {headers:?}"
-                        );
+    each_model(
+        &site,
+        |_| {},
+        |model, c| {
+            for path in ["/six.txt", "/large.bin"] {
+                let r = ask(c, "GET", path, &[]);
+                let etag = r.header("etag").expect("ETag").to_string();
+                let lm = r.header("last-modified").unwrap().to_string();
+                assert!(etag.starts_with('"') && etag.ends_with('"'), "{etag}");
+                // The tag is stable.
+                assert_eq!(ask(c, "GET", path, &[]).header("etag"), Some(&etag[..]));
+                let weak = format!("W/{etag}");
+                let list = format!("\"nope\", {etag}");
+                for inm in [&etag[..], "*", &weak, &list] {
+                    for method in ["GET", "HEAD"] {
+                        let r = ask(c, method, path, &[("If-None-Match", inm)]);
+                        assert_eq!(r.status, 304, "{model} {path} {method} {inm}");
+                        assert_eq!(r.header("etag"), Some(&etag[..]));
+                        assert_eq!(r.header("last-modified"), Some(&lm[..]));
+                        assert!(r.body.is_empty() && r.header("content-length").is_none());
                     }
                 }
-            }
-            // If-Range: a strong match or the exact date applies the range.
-            for (if_range, status) in [
-                (&etag[..], 206),
-                (&lm[..], 206),
-                (&weak[..], 200),
-                ("\"other\"", 200),
-                ("Sun, 06 Nov 1994 08:49:37 GMT", 200),
-                ("garbage", 200),
-            ] {
+                // If-None-Match takes precedence over If-Modified-Since.
+                for inm in ["\"nope\"", "garbage, ,", "W/"] {
+                    let r = ask(
+                        c,
+                        "GET",
+                        path,
+                        &[("If-None-Match", inm), ("If-Modified-Since", &lm)],
+                    );
+                    assert_eq!(r.status, 200, "{model} {path} {inm}");
+                }
+                // Conditionals before ranges: a 304 carries no range.
                 let r = ask(
-                    &mut c,
+                    c,
                     "GET",
                     path,
-                    &[("Range", "bytes=1-2"), ("If-Range", if_range)],
+                    &[("If-None-Match", &etag), ("Range", "bytes=0-1")],
                 );
-                assert_eq!(r.status, status, "{model} {path} If-Range {if_range}");
+                assert_eq!(r.status, 304, "{model} {path}");
+                assert!(r.header("content-range").is_none());
+                // If-Match (strong), else If-Unmodified-Since: 412 when false,
+                // before If-None-Match and Range; the connection stays open.
+                let old = "Sun, 06 Nov 1994 08:49:37 GMT";
+                let later = "Fri, 01 Jan 2100 00:00:00 GMT";
+                for (headers, status) in [
+                    (vec![("If-Match", &etag[..])], 200),
+                    (vec![("If-Match", "*")], 200),
+                    (vec![("If-Match", &list[..])], 200),
+                    (vec![("If-Match", &weak[..])], 412),
+                    (vec![("If-Match", "\"nope\"")], 412),
+                    (vec![("If-Match", "garbage")], 412),
+                    (vec![("If-Unmodified-Since", &lm[..])], 200),
+                    (vec![("If-Unmodified-Since", later)], 200),
+                    (vec![("If-Unmodified-Since", old)], 412),
+                    (vec![("If-Unmodified-Since", "garbage")], 200),
+                    (
+                        vec![("If-Match", &etag[..]), ("If-Unmodified-Since", old)],
+                        200,
+                    ),
+                    (
+                        vec![("If-Match", "\"nope\""), ("If-None-Match", &etag[..])],
+                        412,
+                    ),
+                    (
+                        vec![("If-Match", &etag[..]), ("If-None-Match", &etag[..])],
+                        304,
+                    ),
+                    (
+                        vec![("If-Unmodified-Since", old), ("Range", "bytes=0-1")],
+                        412,
+                    ),
+                    (vec![("If-Match", &etag[..]), ("Range", "bytes=0-1")], 206),
+                ] {
+                    for method in ["GET", "HEAD"] {
+                        let r = ask(c, method, path, &headers);
+                        assert_eq!(r.status, status, "{model} {path} {method} {headers:?}");
+                        if status == 412 {
+                            assert!(r.header("content-range").is_none());
+                            let len = if method == "GET" { r.body.len() } else { 24 };
+                            assert_eq!(
+                                r.header("content-length"),
+                                Some(len.to_string().as_str()),
+                                "{model} {path} {method} {headers:?}"
+                            );
+                        }
+                    }
+                }
+                // If-Range: a strong match or the exact date applies the range.
+                for (if_range, status) in [
+                    (&etag[..], 206),
+                    (&lm[..], 206),
+                    (&weak[..], 200),
+                    ("\"other\"", 200),
+                    ("Sun, 06 Nov 1994 08:49:37 GMT", 200),
+                    ("garbage", 200),
+                ] {
+                    let r = ask(
+                        c,
+                        "GET",
+                        path,
+                        &[("Range", "bytes=1-2"), ("If-Range", if_range)],
+                    );
+                    assert_eq!(r.status, status, "{model} {path} If-Range {if_range}");
+                }
             }
-        }
-        drop(c);
-        server.stop().unwrap();
-    }
+        },
+    );
 }
 
 #[test]
 fn precompressed_variants() {
     let site = site();
     extend(&site);
-    for model in Model::all() {
-        let Some(server) = start(model, &site.root, |_| {}) else {
-            continue;
-        };
-        let mut c = Client::connect(server.local_addr());
-        let plain = ask(&mut c, "GET", "/app.js", &[]);
-        assert_eq!(plain.body, b"console.log('identity');\n", "{model}");
-        assert_eq!(plain.header("vary"), Some("Accept-Encoding"), "{model}");
-        assert!(plain.header("content-encoding").is_none());
-        let ctype = plain.header("content-type").unwrap().to_string();
-        let identity_tag = plain.header("etag").unwrap().to_string();
-        for (ae, enc, body) in [
-            ("gzip", Some("gzip"), &b"GZ-BYTES-OF-app.js"[..]),
-            ("gzip, deflate, br", Some("br"), b"BR-BYTES"),
-            ("br;q=0.5, gzip", Some("gzip"), b"GZ-BYTES-OF-app.js"),
-            ("br;q=0, gzip;q=0", None, b"console.log('identity');\n"),
-            ("gzip;q=junk", None, b"console.log('identity');\n"),
-            ("*", Some("br"), b"BR-BYTES"),
-            ("deflate", None, b"console.log('identity');\n"),
-        ] {
-            let r = ask(&mut c, "GET", "/app.js", &[("Accept-Encoding", ae)]);
-            assert_eq!(r.status, 200, "{model} {ae}");
-            assert_eq!(r.header("content-encoding"), enc, "{model} {ae}");
-            assert_eq!(r.body, body, "{model} {ae}");
-            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{model} {ae}");
-            assert_eq!(r.header("content-type"), Some(&ctype[..]), "{model} {ae}");
-            let tag = r.header("etag").unwrap();
-            assert_eq!(tag == identity_tag, enc.is_none(), "{model} {ae}: {tag}");
-        }
-        // The variant's own validator gives 304, with Vary.
-        let gz = ask(&mut c, "GET", "/app.js", &[("Accept-Encoding", "gzip")]);
-        let gz_tag = gz.header("etag").unwrap().to_string();
-        let r = ask(
-            &mut c,
-            "GET",
-            "/app.js",
-            &[("Accept-Encoding", "gzip"), ("If-None-Match", &gz_tag)],
-        );
-        assert_eq!(r.status, 304, "{model}");
-        assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{model}");
-        // Ranges apply to the encoded body.
-        let r = ask(
-            &mut c,
-            "GET",
-            "/app.js",
-            &[("Accept-Encoding", "gzip"), ("Range", "bytes=3-7")],
-        );
-        assert_eq!(r.status, 206, "{model}");
-        assert_eq!(r.body, b"BYTES", "{model}");
-        assert_eq!(r.header("content-range"), Some("bytes 3-7/18"), "{model}");
-        // Only a .gz beside it; br asked first still gets gzip.
-        let r = ask(
-            &mut c,
-            "GET",
-            "/only-gz.css",
-            &[("Accept-Encoding", "br, gzip")],
-        );
-        assert_eq!(
-            (r.header("content-encoding"), &r.body[..]),
-            (Some("gzip"), &b"GZ-CSS"[..]),
-            "{model}"
-        );
-        // A large file's variant goes through the large path, ranges too.
-        let r = ask(
-            &mut c,
-            "GET",
-            "/large.bin",
-            &[("Accept-Encoding", "gzip"), ("Range", "bytes=-1000")],
-        );
-        assert_eq!(r.status, 206, "{model}");
-        assert_eq!(r.header("content-encoding"), Some("gzip"));
-        assert!(r.body == site.large[299_000..300_000], "{model}");
-        // A directory answers as its index.html, variants included.
-        for (dir, index, ae, enc, body) in [
-            (
-                "/docs/",
-                "/docs/index.html",
-                "gzip",
-                "gzip",
-                &b"GZ-DOCS-INDEX"[..],
-            ),
-            ("/", "/index.html", "br, gzip", "br", b"BR-HOME"),
-        ] {
-            let direct = ask(&mut c, "GET", index, &[("Accept-Encoding", ae)]);
-            for method in ["GET", "HEAD"] {
-                let r = ask(&mut c, method, dir, &[("Accept-Encoding", ae)]);
-                let what = format!("{model} {method} {dir} {ae}");
-                assert_eq!(r.status, 200, "{what}");
-                assert_eq!(r.header("content-encoding"), Some(enc), "{what}");
-                assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{what}");
-                assert_eq!(r.header("etag"), direct.header("etag"), "{what}");
-                assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
-                assert_eq!(
-                    r.header("content-length"),
-                    Some(body.len().to_string().as_str())
-                );
-                if method == "GET" {
-                    assert_eq!(r.body, body, "{what}");
-                }
+    each_model(
+        &site,
+        |_| {},
+        |model, c| {
+            let plain = ask(c, "GET", "/app.js", &[]);
+            assert_eq!(plain.body, b"console.log('identity');\n", "{model}");
+            assert_eq!(plain.header("vary"), Some("Accept-Encoding"), "{model}");
+            assert!(plain.header("content-encoding").is_none());
+            let ctype = plain.header("content-type").unwrap().to_string();
+            let identity_tag = plain.header("etag").unwrap().to_string();
+            for (ae, enc, body) in [
+                ("gzip", Some("gzip"), &b"GZ-BYTES-OF-app.js"[..]),
+                ("gzip, deflate, br", Some("br"), b"BR-BYTES"),
+                ("br;q=0.5, gzip", Some("gzip"), b"GZ-BYTES-OF-app.js"),
+                ("br;q=0, gzip;q=0", None, b"console.log('identity');\n"),
+                ("gzip;q=junk", None, b"console.log('identity');\n"),
+                ("*", Some("br"), b"BR-BYTES"),
+                ("deflate", None, b"console.log('identity');\n"),
+            ] {
+                let r = ask(c, "GET", "/app.js", &[("Accept-Encoding", ae)]);
+                assert_eq!(r.status, 200, "{model} {ae}");
+                assert_eq!(r.header("content-encoding"), enc, "{model} {ae}");
+                assert_eq!(r.body, body, "{model} {ae}");
+                assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{model} {ae}");
+                assert_eq!(r.header("content-type"), Some(&ctype[..]), "{model} {ae}");
+                let tag = r.header("etag").unwrap();
+                assert_eq!(tag == identity_tag, enc.is_none(), "{model} {ae}: {tag}");
             }
-            // Without the coding: the identity index, with Vary.
-            let r = ask(&mut c, "GET", dir, &[]);
-            assert!(r.header("content-encoding").is_none(), "{model} {dir}");
-            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{model} {dir}");
-            assert!(r.body.starts_with(b"<"), "{model} {dir}");
-        }
-        // A file without variants has no Vary.
-        assert!(
-            ask(&mut c, "GET", "/six.txt", &[("Accept-Encoding", "gzip")])
+            // The variant's own validator gives 304, with Vary.
+            let gz = ask(c, "GET", "/app.js", &[("Accept-Encoding", "gzip")]);
+            let gz_tag = gz.header("etag").unwrap().to_string();
+            let r = ask(
+                c,
+                "GET",
+                "/app.js",
+                &[("Accept-Encoding", "gzip"), ("If-None-Match", &gz_tag)],
+            );
+            assert_eq!(r.status, 304, "{model}");
+            assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{model}");
+            // Ranges apply to the encoded body.
+            let r = ask(
+                c,
+                "GET",
+                "/app.js",
+                &[("Accept-Encoding", "gzip"), ("Range", "bytes=3-7")],
+            );
+            assert_eq!(r.status, 206, "{model}");
+            assert_eq!(r.body, b"BYTES", "{model}");
+            assert_eq!(r.header("content-range"), Some("bytes 3-7/18"), "{model}");
+            // Only a .gz beside it; br asked first still gets gzip.
+            let r = ask(c, "GET", "/only-gz.css", &[("Accept-Encoding", "br, gzip")]);
+            assert_eq!(
+                (r.header("content-encoding"), &r.body[..]),
+                (Some("gzip"), &b"GZ-CSS"[..]),
+                "{model}"
+            );
+            // A large file's variant goes through the large path, ranges too.
+            let r = ask(
+                c,
+                "GET",
+                "/large.bin",
+                &[("Accept-Encoding", "gzip"), ("Range", "bytes=-1000")],
+            );
+            assert_eq!(r.status, 206, "{model}");
+            assert_eq!(r.header("content-encoding"), Some("gzip"));
+            assert!(r.body == site.large[299_000..300_000], "{model}");
+            // A directory answers as its index.html, variants included.
+            for (dir, index, ae, enc, body) in [
+                (
+                    "/docs/",
+                    "/docs/index.html",
+                    "gzip",
+                    "gzip",
+                    &b"GZ-DOCS-INDEX"[..],
+                ),
+                ("/", "/index.html", "br, gzip", "br", b"BR-HOME"),
+            ] {
+                let direct = ask(c, "GET", index, &[("Accept-Encoding", ae)]);
+                for method in ["GET", "HEAD"] {
+                    let r = ask(c, method, dir, &[("Accept-Encoding", ae)]);
+                    let what = format!("{model} {method} {dir} {ae}");
+                    assert_eq!(r.status, 200, "{what}");
+                    assert_eq!(r.header("content-encoding"), Some(enc), "{what}");
+                    assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{what}");
+                    assert_eq!(r.header("etag"), direct.header("etag"), "{what}");
+                    assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+                    assert_eq!(
+                        r.header("content-length"),
+                        Some(body.len().to_string().as_str())
+                    );
+                    if method == "GET" {
+                        assert_eq!(r.body, body, "{what}");
+                    }
+                }
+                // Without the coding: the identity index, with Vary.
+                let r = ask(c, "GET", dir, &[]);
+                assert!(r.header("content-encoding").is_none(), "{model} {dir}");
+                assert_eq!(r.header("vary"), Some("Accept-Encoding"), "{model} {dir}");
+                assert!(r.body.starts_with(b"<"), "{model} {dir}");
+            }
+            // A file without variants has no Vary.
+            assert!(ask(c, "GET", "/six.txt", &[("Accept-Encoding", "gzip")])
                 .header("vary")
-                .is_none()
-        );
-        drop(c);
-        server.stop().unwrap();
-    }
+                .is_none());
+        },
+    );
 }
 
 #[test]
 fn dotfiles_redirects_and_listings() {
     let site = site();
     extend(&site);
-    for model in Model::all() {
-        let Some(server) = start(model, &site.root, |_| {}) else {
-            continue;
-        };
-        let mut c = Client::connect(server.local_addr());
-        for p in [
-            "/.env",
-            "/%2eenv",
-            "/.git/config",
-            "/.git/",
-            "/empty/.hidden",
-            "/.well-known/../.env",
-        ] {
-            let st = c.get(p).status;
-            assert!(
-                st == 404 || (st == 403 && p.contains("..")),
-                "{model} {p}: {st}"
-            );
-        }
-        assert_eq!(c.get("/.well-known/security.txt").status, 200, "{model}");
-        for (target, location) in [
-            ("/docs", "/docs/"),
-            ("/docs?x=1&y=%20", "/docs/?x=1&y=%20"),
-            ("/%64ocs", "/%64ocs/"),
-            ("//docs", "/docs/"),
-        ] {
-            let r = c.get(target);
+    each_model(
+        &site,
+        |_| {},
+        |model, c| {
+            for p in [
+                "/.env",
+                "/%2eenv",
+                "/.git/config",
+                "/.git/",
+                "/empty/.hidden",
+                "/.well-known/../.env",
+            ] {
+                let st = c.get(p).status;
+                assert!(
+                    st == 404 || (st == 403 && p.contains("..")),
+                    "{model} {p}: {st}"
+                );
+            }
+            assert_eq!(c.get("/.well-known/security.txt").status, 200, "{model}");
+            for (target, location) in [
+                ("/docs", "/docs/"),
+                ("/docs?x=1&y=%20", "/docs/?x=1&y=%20"),
+                ("/%64ocs", "/%64ocs/"),
+                ("//docs", "/docs/"),
+            ] {
+                let r = c.get(target);
+                assert_eq!(
+                    (r.status, r.header("location")),
+                    (301, Some(location)),
+                    "{model} {target}"
+                );
+            }
             assert_eq!(
-                (r.status, r.header("location")),
-                (301, Some(location)),
-                "{model} {target}"
+                c.get("/empty/").status,
+                403,
+                "{model}: no listing by default"
             );
-        }
-        assert_eq!(
-            c.get("/empty/").status,
-            403,
-            "{model}: no listing by default"
-        );
-        drop(c);
-        server.stop().unwrap();
-
-        let Some(server) = start(model, &site.root, |cfg| {
+        },
+    );
+    each_model(
+        &site,
+        |cfg| {
             cfg.site.listing = true;
             cfg.site.dotfiles = Dotfiles::Allow;
-        }) else {
-            continue;
-        };
-        let mut c = Client::connect(server.local_addr());
-        assert_eq!(c.get("/.env").body, b"SECRET=1\n", "{model}");
-        let r = c.get("/empty/");
-        assert_eq!(r.status, 200, "{model}");
-        assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
-        let page = String::from_utf8(r.body).unwrap();
-        assert!(
-            page.contains("href=\"a%20%3Cb%3E.txt\">a &lt;b&gt;.txt</a>"),
-            "{page}"
-        );
-        assert!(
-            page.contains(".hidden"),
-            "{model}: dotfiles shown when allowed"
-        );
-        assert!(page.contains("<title>Index of /empty/</title>"), "{page}");
-        // A directory with an index is still served by it.
-        assert_eq!(c.get("/docs/").body, b"<p>docs</p>\n", "{model}");
-        // Nothing outside the root, listing or not.
-        for p in ["/up/", "/up/secret.txt", "/abs-link.txt", "/rel-link.txt"] {
-            let r = c.get(p);
-            assert!(matches!(r.status, 403 | 404), "{model} {p}: {}", r.status);
-            assert!(!String::from_utf8_lossy(&r.body).contains("secret"));
-        }
-        drop(c);
-        server.stop().unwrap();
-    }
+        },
+        |model, c| {
+            assert_eq!(c.get("/.env").body, b"SECRET=1\n", "{model}");
+            let r = c.get("/empty/");
+            assert_eq!(r.status, 200, "{model}");
+            assert_eq!(r.header("content-type"), Some("text/html; charset=utf-8"));
+            let page = String::from_utf8(r.body).unwrap();
+            assert!(
+                page.contains("href=\"a%20%3Cb%3E.txt\">a &lt;b&gt;.txt</a>"),
+                "{page}"
+            );
+            assert!(
+                page.contains(".hidden"),
+                "{model}: dotfiles shown when allowed"
+            );
+            assert!(page.contains("<title>Index of /empty/</title>"), "{page}");
+            // A directory with an index is still served by it.
+            assert_eq!(c.get("/docs/").body, b"<p>docs</p>\n", "{model}");
+            // Nothing outside the root, listing or not.
+            for p in ["/up/", "/up/secret.txt", "/abs-link.txt", "/rel-link.txt"] {
+                let r = c.get(p);
+                assert!(matches!(r.status, 403 | 404), "{model} {p}: {}", r.status);
+                assert!(!String::from_utf8_lossy(&r.body).contains("secret"));
+            }
+        },
+    );
 }
 
 #[test]
 fn head_answers_exactly_the_headers_of_get() {
     let site = site();
     extend(&site);
-    for model in Model::all() {
-        let Some(server) = start(model, &site.root, |cfg| cfg.site.listing = true) else {
-            continue;
-        };
-        let mut c = Client::connect(server.local_addr());
-        let etag = c.get("/six.txt").header("etag").unwrap().to_string();
-        let without_date = |r: &Resp| -> Vec<(String, String)> {
-            let mut h: Vec<_> = r
-                .headers
-                .iter()
-                .filter(|(n, _)| !n.eq_ignore_ascii_case("date"))
-                .cloned()
-                .collect();
-            h.sort();
-            h
-        };
-        for (path, headers) in [
-            ("/six.txt", vec![]),
-            ("/large.bin", vec![]),
-            ("/six.txt", vec![("Range", "bytes=10-19")]),
-            ("/large.bin", vec![("Range", "bytes=-5")]),
-            ("/six.txt", vec![("Range", "bytes=9999-")]),
-            ("/six.txt", vec![("If-None-Match", etag.as_str())]),
-            ("/app.js", vec![("Accept-Encoding", "br")]),
-            ("/app.js", vec![]),
-            ("/docs?q", vec![]),
-            ("/empty/", vec![]),
-            ("/.env", vec![]),
-            ("/nope", vec![]),
-        ] {
-            let get = ask(&mut c, "GET", path, &headers);
-            let head = ask(&mut c, "HEAD", path, &headers);
-            assert_eq!(get.status, head.status, "{model} {path} {headers:?}");
-            assert_eq!(
-                without_date(&get),
-                without_date(&head),
-                "{model} {path} {headers:?}"
-            );
-            assert!(head.body.is_empty());
-        }
-        drop(c);
-        server.stop().unwrap();
-    }
+    each_model(
+        &site,
+        |cfg| cfg.site.listing = true,
+        |model, c| {
+            let etag = c.get("/six.txt").header("etag").unwrap().to_string();
+            let without_date = |r: &Resp| -> Vec<(String, String)> {
+                let mut h: Vec<_> = r
+                    .headers
+                    .iter()
+                    .filter(|(n, _)| !n.eq_ignore_ascii_case("date"))
+                    .cloned()
+                    .collect();
+                h.sort();
+                h
+            };
+            for (path, headers) in [
+                ("/six.txt", vec![]),
+                ("/large.bin", vec![]),
+                ("/six.txt", vec![("Range", "bytes=10-19")]),
+                ("/large.bin", vec![("Range", "bytes=-5")]),
+                ("/six.txt", vec![("Range", "bytes=9999-")]),
+                ("/six.txt", vec![("If-None-Match", etag.as_str())]),
+                ("/app.js", vec![("Accept-Encoding", "br")]),
+                ("/app.js", vec![]),
+                ("/docs?q", vec![]),
+                ("/empty/", vec![]),
+                ("/.env", vec![]),
+                ("/nope", vec![]),
+            ] {
+                let get = ask(c, "GET", path, &headers);
+                let head = ask(c, "HEAD", path, &headers);
+                assert_eq!(get.status, head.status, "{model} {path} {headers:?}");
+                assert_eq!(
+                    without_date(&get),
+                    without_date(&head),
+                    "{model} {path} {headers:?}"
+                );
+                assert!(head.body.is_empty());
+            }
+        },
+    );
 }
 
 #[test]

@@ -12,11 +12,14 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
 use evdispatch::{Config as PollerConfig, Events, Interest, Mechanism, Poller, Token};
+use nix::fcntl::{fcntl, FcntlArg, OFlag};
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
 use rand::distr::weighted::WeightedIndex;
 use rand::{rngs::SmallRng, SeedableRng};
 use rand_distr::Distribution;
@@ -28,7 +31,6 @@ use crate::http::{build_request, Feed, Request, ResponseParser};
 use crate::interval::{unix_s, IntervalReport};
 use crate::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
 use crate::schedule::{missed, Arrivals, RoundRobin};
-use crate::sys;
 use crate::tls::TlsClient;
 
 const STDIN_TOKEN: usize = usize::MAX;
@@ -209,7 +211,7 @@ pub struct Engine<'h> {
     /// Wakes the loop at the next planned instant with nanosecond
     /// precision (epoll's timeout has milliseconds: a slot would be late by
     /// up to 1 ms).
-    timer: std::os::fd::OwnedFd,
+    timer: TimerFd,
     armed: Option<Instant>,
     slab: Vec<Conn>,
     free: Vec<usize>,
@@ -332,10 +334,20 @@ impl<'h> Engine<'h> {
             interval_peak_conns: vec![0; n_intervals],
             ..Default::default()
         };
-        let timer = sys::timerfd().context("cannot create a timerfd")?;
+        // CLOCK_MONOTONIC is the clock of `Instant`; the timerfd has nanosecond
+        // resolution where a poller's timeout has only milliseconds.
+        let timer = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )
+        .context("cannot create a timerfd")?;
         let mut poller = poller;
         poller
-            .register(timer.as_raw_fd(), Token(TIMER_TOKEN), Interest::READABLE)
+            .register(
+                timer.as_fd().as_raw_fd(),
+                Token(TIMER_TOKEN),
+                Interest::READABLE,
+            )
             .context("cannot watch the timerfd")?;
         Ok(Engine {
             edge: poller.info().trigger == evdispatch::Trigger::Edge,
@@ -404,9 +416,13 @@ impl<'h> Engine<'h> {
         if let Some(cpu) = self.spec.cpu {
             evdispatch_proc::pin_current_thread(&[cpu])?;
         }
-        sys::tight_timer_slack().context("cannot set the timer slack")?;
+        // The default slack lets the kernel fire timers up to 50 µs late.
+        nix::sys::prctl::set_timerslack(1).context("cannot set the timer slack")?;
         if matches!(self.start, Start::Stdin) {
-            sys::set_nonblocking(0).context("cannot make standard input non-blocking")?;
+            let stdin = io::stdin();
+            let flags = OFlag::from_bits_retain(fcntl(&stdin, FcntlArg::F_GETFL)?);
+            fcntl(&stdin, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))
+                .context("cannot make standard input non-blocking")?;
             self.poller
                 .register(0, Token(STDIN_TOKEN), Interest::READABLE)
                 .context("cannot watch standard input")?;
@@ -504,7 +520,14 @@ impl<'h> Engine<'h> {
             let now = Instant::now();
             if let Some(t) = wake {
                 if self.armed != Some(t) {
-                    sys::timerfd_arm(self.timer.as_raw_fd(), t.saturating_duration_since(now))?;
+                    // At least 1 ns: a zero expiry would disarm the timer.
+                    let after = t
+                        .saturating_duration_since(now)
+                        .max(Duration::from_nanos(1));
+                    self.timer.set(
+                        Expiration::OneShot(TimeSpec::from_duration(after)),
+                        TimerSetTimeFlags::empty(),
+                    )?;
                     self.armed = Some(t);
                 }
             }
@@ -520,7 +543,7 @@ impl<'h> Engine<'h> {
                 }
                 if token == TIMER_TOKEN {
                     let mut b = [0u8; 8];
-                    let _ = sys::read(self.timer.as_raw_fd(), &mut b);
+                    let _ = nix::unistd::read(&self.timer, &mut b);
                     self.armed = None;
                     continue;
                 }
@@ -618,7 +641,7 @@ impl<'h> Engine<'h> {
     fn on_stdin(&mut self) -> anyhow::Result<()> {
         let mut b = [0u8; 64];
         loop {
-            match sys::read(0, &mut b) {
+            match nix::unistd::read(io::stdin(), &mut b).map_err(io::Error::from) {
                 Ok(0) => bail!(
                     "worker {}: the parent process went away (standard input closed)",
                     self.spec.index
@@ -844,7 +867,11 @@ impl<'h> Engine<'h> {
         if !srcs.is_empty() {
             let src = srcs[self.src_rr % srcs.len()];
             self.src_rr = self.src_rr.wrapping_add(1);
-            sys::bind_address_no_port(s.as_raw_fd())?;
+            nix::sys::socket::setsockopt(
+                &s,
+                nix::sys::socket::sockopt::IpBindAddressNoPort,
+                &true,
+            )?;
             s.bind(&SockAddr::from(SocketAddr::new(src, 0)))?;
         }
         Ok(s)

@@ -136,6 +136,7 @@
 //! manner; a progress line runs on standard error while it works.
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod check;
 pub mod cmdline;
@@ -149,7 +150,6 @@ pub mod record;
 pub mod report;
 pub mod runner;
 pub mod schedule;
-mod sys;
 pub mod target;
 pub mod tls;
 pub mod wsesslog;

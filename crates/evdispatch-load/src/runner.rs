@@ -334,7 +334,8 @@ fn run_processes(
             // to this process alone must reach them as well.
             forwarded = true;
             for c in &workers.children {
-                let _ = crate::sys::interrupt(c.id());
+                let pid = nix::unistd::Pid::from_raw(c.id() as i32);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
             }
         }
         let (i, msg) = match rx.recv_timeout(Duration::from_millis(100)) {

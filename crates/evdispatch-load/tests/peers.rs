@@ -11,7 +11,8 @@ use evdispatch_harness::{
     docroot, median_interval, run_httperf, run_wrk, skip_reason, start_peer, BenchLock,
     HttperfArgs, Peer, PeerConfig, Tool, WrkArgs,
 };
-use evdispatch_load::{execute, Config, RunOptions, Summary};
+use evdispatch_load::cmdline::LoadCommand;
+use evdispatch_load::{execute, Config, Rate, RunOptions, Summary};
 
 /// The comparisons must not overlap each other.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -30,8 +31,8 @@ fn skip(tools: &[Tool]) -> bool {
     false
 }
 
-fn ours(url: &str, args: &[&str]) -> Summary {
-    let cfg = Config::from_command_line(std::iter::once(url).chain(args.iter().copied())).unwrap();
+fn ours(cmd: &LoadCommand) -> Summary {
+    let cfg = Config::from_command_line(cmd.args()).unwrap();
     // The run pins the calling thread; do it in a thread of its own.
     let h = std::thread::spawn(move || execute(&cfg, &RunOptions::default()));
     h.join().unwrap().unwrap()
@@ -65,10 +66,12 @@ fn reply_rate_agrees_with_httperf() {
         cpus: vec![1],
     })
     .unwrap();
-    let s = ours(
-        &server.url("/index.html"),
-        &["--rate", "400", "--sessions", "1200", "--cpu", "1"],
-    );
+    let s = ours(&LoadCommand {
+        rate: Some(Rate::PerSecond(rate)),
+        sessions: Some(conns),
+        cpu: vec![1],
+        ..LoadCommand::new(server.url("/index.html"))
+    });
     let theirs = h.replies_per_sec();
     eprintln!(
         "httperf {theirs:.1} replies/s ({} replies in {:.3} s); evdispatch {:.1} replies/s",
@@ -114,21 +117,14 @@ fn saturation_agrees_with_wrk() {
         .requests_per_sec
     };
     let evd = || {
-        let s = ours(
-            &url,
-            &[
-                "--rate",
-                "max",
-                "--connections",
-                "16",
-                "--duration",
-                "1",
-                "--warmup",
-                "0.1",
-                "--cpu",
-                "1",
-            ],
-        );
+        let s = ours(&LoadCommand {
+            rate: Some(Rate::Max),
+            connections: Some(16),
+            duration: Some(Duration::from_secs(1)),
+            warmup: Some(Duration::from_millis(100)),
+            cpu: vec![1],
+            ..LoadCommand::new(&url)
+        });
         assert_eq!(s.errors_total, 0, "{:?}", s.errors);
         s.reply_rate
     };

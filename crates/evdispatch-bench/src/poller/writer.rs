@@ -13,10 +13,11 @@
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
+use evdispatch_harness::ChildGroup;
 use nix::sys::socket::{
     recv, recvmsg, send, sendmsg, socketpair, AddressFamily, ControlMessage, ControlMessageOwned,
     MsgFlags, SockFlag, SockType,
@@ -165,7 +166,7 @@ fn write_touched(fds: &[OwnedFd], t: Touch) -> anyhow::Result<(Duration, usize)>
 /// The parent's handle on the helper process.
 pub struct Helper {
     control: Option<OwnedFd>,
-    child: Child,
+    child: ChildGroup,
     held: usize,
 }
 
@@ -186,11 +187,8 @@ impl Helper {
         if let Some(c) = cpu {
             cmd.arg("--cpu").arg(c.to_string());
         }
-        let child = cmd
-            .stdin(Stdio::from(theirs))
-            .stdout(Stdio::null())
-            .spawn()
-            .with_context(|| format!("starting the writer helper {}", exe.display()))?;
+        cmd.stdin(Stdio::from(theirs)).stdout(Stdio::null());
+        let child = ChildGroup::spawn(cmd, &format!("the writer helper {}", exe.display()))?;
         let mut w = Helper {
             control: Some(ours),
             child,
@@ -231,7 +229,10 @@ impl Helper {
             }
         };
         if n == 0 {
-            let status = self.child.try_wait().ok().flatten();
+            let status = self
+                .child
+                .child_mut()
+                .and_then(|c| c.try_wait().ok().flatten());
             bail!("the writer helper exited ({status:?})");
         }
         decode(&b[..n]).context("malformed reply from the writer helper")
@@ -294,9 +295,12 @@ impl Helper {
 
 impl Drop for Helper {
     fn drop(&mut self) {
-        // Closing the control socket ends the helper; reap it.
+        // Closing the control socket ends the helper; reap it (dropping
+        // the group then finds nothing left to kill).
         self.control = None;
-        let _ = self.child.wait();
+        if let Some(c) = self.child.child_mut() {
+            let _ = c.wait();
+        }
     }
 }
 

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_http::{Model, Server, ServerConfig};
 
 /// Serialises the tests that open thousands of descriptors (20,000 per process).
@@ -189,10 +190,11 @@ impl Drop for Served {
     }
 }
 
-/// Start `evdispatch-serve ARGS` and wait for its `listening on` line.
-pub fn spawn(args: &[&str]) -> Served {
+/// Start `evdispatch-serve` with `cmd`'s arguments and wait for its
+/// `listening on` line.
+pub fn spawn(cmd: &ServeCommand) -> Served {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
-        .args(args)
+        .args(cmd.args())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()

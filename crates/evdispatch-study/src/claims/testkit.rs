@@ -63,6 +63,19 @@ pub fn check(claims: &[Claim], id: &str, r: &ScenarioRecord, want: Outcome) {
     assert!(!v.why.is_empty(), "{id} says nothing");
 }
 
+/// Each claim of `ids` holds on `good` and fails on `bad`.
+pub fn holds_and_fails(
+    claims: &[Claim],
+    ids: &[&str],
+    good: &ScenarioRecord,
+    bad: &ScenarioRecord,
+) {
+    for id in ids {
+        check(claims, id, good, Outcome::Holds);
+        check(claims, id, bad, Outcome::Fails);
+    }
+}
+
 /// A record of scenario `id` without points.
 pub fn empty(id: &str) -> ScenarioRecord {
     rec(id, vec![])

@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::report::figure::{lines, Chart, Figure, Metrics};
+use crate::report::figure::{fmt_num, lines, Chart, Figure, Metrics};
 use crate::results::ScenarioRecord;
 use crate::spec::{Caps, LoadSpec, ServerSpec, MODELS};
 use crate::web::WebJob;
@@ -69,6 +69,12 @@ pub fn chart(
             series: lines(rec, filter, x, m),
         },
     )
+}
+
+/// A table cell: the number as the report writes numbers, `–` when there
+/// is none.
+pub fn cell(v: Option<f64>) -> String {
+    v.map(fmt_num).unwrap_or_else(|| "–".into())
 }
 
 /// `json!(v)` shorthand for filters.

@@ -19,8 +19,9 @@ mod claims;
 use serde_json::{json, Map, Value};
 
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
-use crate::report::figure::{fmt_num, Figure, Table};
+use crate::report::figure::{Figure, Table};
 use crate::results::{Point, ScenarioRecord};
+use crate::scenarios::common;
 use evdispatch_torture::{Env, Which};
 
 /// The row in the scenario table.
@@ -169,7 +170,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
 }
 
 fn cell(p: &Point, k: &str) -> String {
-    p.metric(k).map(fmt_num).unwrap_or_else(|| "–".into())
+    common::cell(p.metric(k))
 }
 
 fn verdict_cell(p: &Point) -> String {

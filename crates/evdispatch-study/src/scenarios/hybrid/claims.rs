@@ -112,9 +112,6 @@ fn hybrid_claims() {
             step(1.0, 5000.0),
         ],
     );
-    for id in ["hybrid-best-of-both", "hybrid-switches-back"] {
-        check(CLAIMS, id, &good, Outcome::Holds);
-        check(CLAIMS, id, &bad, Outcome::Fails);
-    }
+    holds_and_fails(CLAIMS, &["hybrid-best-of-both", "hybrid-switches-back"], &good, &bad);
 }
 }

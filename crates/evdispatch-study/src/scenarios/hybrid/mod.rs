@@ -13,9 +13,9 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{chart, j, session_job};
+use crate::scenarios::common::{cell, chart, j, session_job};
 use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
-use crate::report::figure::{fmt_num, Figure, Metrics, Table};
+use crate::report::figure::{Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
 use crate::web::{plan_web, run_web};
@@ -155,7 +155,6 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     ];
     let steps: Vec<_> = rec.select(&[("part", j("step"))]).collect();
     if !steps.is_empty() {
-        let show = |v: Option<f64>| v.map(fmt_num).unwrap_or_else(|| "–".into());
         let mut t = Table {
             columns: vec![
                 "server".into(),
@@ -182,14 +181,14 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             });
             t.rows.push(vec![
                 p.series.clone(),
-                show(p.num("rate")),
-                show(p.metric("reply_rate")),
-                show(light),
-                show(p.metric("phase2_reply_rate")),
-                show(p.metric("phase2_p50_us")),
-                show(fresh),
-                show(p.metric("mode_switches")),
-                show(p.metric("poll_mode_pct")),
+                cell(p.num("rate")),
+                cell(p.metric("reply_rate")),
+                cell(light),
+                cell(p.metric("phase2_reply_rate")),
+                cell(p.metric("phase2_p50_us")),
+                cell(fresh),
+                cell(p.metric("mode_switches")),
+                cell(p.metric("poll_mode_pct")),
             ]);
         }
         figs.push(Figure::table(

@@ -122,9 +122,6 @@ fn loadcheck_claims() {
             p("httperf", "open loop", json!(2000.0), 1990.0),
         ],
     );
-    for id in ["loadgen-vs-wrk", "loadgen-vs-httperf"] {
-        check(CLAIMS, id, &good, Outcome::Holds);
-        check(CLAIMS, id, &bad, Outcome::Fails);
-    }
+    holds_and_fails(CLAIMS, &["loadgen-vs-wrk", "loadgen-vs-httperf"], &good, &bad);
 }
 }

@@ -16,8 +16,9 @@ use serde_json::{json, Value};
 
 use crate::drive;
 use crate::spec::{Caps, Ctx, Job, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, Unavailable};
-use crate::report::figure::{fmt_num, Figure, Table};
+use crate::report::figure::{Figure, Table};
 use crate::results::{Point, ScenarioRecord};
+use crate::scenarios::common::cell;
 use crate::web::{run_web, WebJob};
 
 /// The row in the scenario table.
@@ -241,7 +242,6 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
 }
 
 fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
-    let show = |v: Option<f64>| v.map(fmt_num).unwrap_or_else(|| "–".into());
     let mut t = Table {
         columns: vec![
             "workload".into(),
@@ -262,15 +262,15 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             p.str("series").map(str::to_string).unwrap_or_default(),
             match p.config.get("rate") {
                 Some(Value::String(s)) => s.clone(),
-                Some(v) => show(v.as_f64()),
+                Some(v) => cell(v.as_f64()),
                 None => "–".into(),
             },
             p.str("tool").unwrap_or_default().to_string(),
-            show(p.metric("reply_rate")),
-            show(p.metric("mean_us")),
-            show(p.metric("p50_us")),
-            show(p.metric("generator_cpu_pct")),
-            show(p.metric("errors")),
+            cell(p.metric("reply_rate")),
+            cell(p.metric("mean_us")),
+            cell(p.metric("p50_us")),
+            cell(p.metric("generator_cpu_pct")),
+            cell(p.metric("errors")),
         ]);
     }
     vec![Figure::table(

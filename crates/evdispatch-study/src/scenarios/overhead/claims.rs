@@ -160,16 +160,13 @@ fn overhead_claims() {
         ("uring", 250, 7.0, 300.0),
         ("uring", 10000, 7.0, 300.0),
     ]);
-    for id in [
+    holds_and_fails(CLAIMS, &[
         "rtsig-cpu-flat",
         "poll-cpu-grows",
         "rtsig-response-flat",
         "rtsig-cpu-lowest",
         "update-and-wait-one-call",
-    ] {
-        check(CLAIMS, id, &flat, Outcome::Holds);
-        check(CLAIMS, id, &growing, Outcome::Fails);
-    }
+    ], &flat, &growing);
     check(CLAIMS, "inactive-hurt-rtsig", &growing, Outcome::Holds);
     check(CLAIMS, "inactive-hurt-rtsig", &flat, Outcome::Fails);
 }

@@ -252,16 +252,13 @@ fn poll_vs_epoll_claims() {
         ("lighttpd (poll)", 9000, 1000.0, 1000.0, 0.0, 12.0),
         ("lighttpd (linux-sysepoll)", 9000, 1000.0, 1000.0, 0.0, 12.0),
     ]);
-    for id in [
+    holds_and_fails(CLAIMS, &[
         "devpoll-keeps-up",
         "poll-breaks-at-501",
         "poll-cpu-with-inactive",
         "devpoll-no-errors",
         "peer-poll-costs-too",
-    ] {
-        check(CLAIMS, id, &good, Outcome::Holds);
-        check(CLAIMS, id, &bad, Outcome::Fails);
-    }
+    ], &good, &bad);
     // Both keep up at every offered rate: the sweep says nothing of a knee.
     let unloaded = pve(&[
         ("poll", 15000, 5000.0, 4990.0, 0.0, 90.0),

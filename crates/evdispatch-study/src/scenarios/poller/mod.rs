@@ -13,7 +13,7 @@ mod claims;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::scenarios::common::j;
+use crate::scenarios::common::{cell, j};
 use crate::contracts;
 use crate::drive;
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
@@ -218,10 +218,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             let mut row = vec![name, kind];
             for n in &fds {
                 row.push(
-                    xy.iter()
-                        .find(|(x, _)| x == n)
-                        .map(|(_, y)| fmt_num(*y))
-                        .unwrap_or_else(|| "–".into()),
+                    cell(xy.iter().find(|(x, _)| x == n).map(|(_, y)| *y)),
                 );
             }
             let growth = match (xy.first(), xy.last()) {
@@ -304,12 +301,8 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         for p in rec.select(&pairs) {
             t.rows.push(vec![
                 p.num("fds").map(fmt_num).unwrap_or_default(),
-                p.metric("open_us_per_pair")
-                    .map(fmt_num)
-                    .unwrap_or_else(|| "–".into()),
-                p.metric("close_us_per_pair")
-                    .map(fmt_num)
-                    .unwrap_or_else(|| "–".into()),
+                cell(p.metric("open_us_per_pair")),
+                cell(p.metric("close_us_per_pair")),
             ]);
         }
         figs.push(Figure::table(

@@ -125,14 +125,11 @@ fn rtsig_latency_claims() {
         ("epoll", 1000.0, 100.0, 1000.0),
         ("epoll", 9000.0, 120.0, 9000.0),
     ]);
-    for id in [
+    holds_and_fails(CLAIMS, &[
         "rtsig-faster-low-load",
         "rtsig-latency-jumps",
         "batch-dequeue-helps",
-    ] {
-        check(CLAIMS, id, &good, Outcome::Holds);
-        check(CLAIMS, id, &bad, Outcome::Fails);
-    }
+    ], &good, &bad);
     let unloaded = lat(&[
         ("rtsig", 1000.0, 80.0, 1000.0),
         ("rtsig", 9000.0, 90.0, 9000.0),

@@ -213,15 +213,12 @@ fn table1_claims() {
         json!({"overflows": 8.0, "lost": 3.0}),
     ));
     let bad = rec("table1", bad);
-    for id in [
+    holds_and_fails(CLAIMS, &[
         "overflow-past-knee",
         "per-fd-no-overflow",
         "overflow-tailspin",
         "recovery-loses-nothing",
-    ] {
-        check(CLAIMS, id, &good, Outcome::Holds);
-        check(CLAIMS, id, &bad, Outcome::Fails);
-    }
+    ], &good, &bad);
     // The held connections' connects and closes overflow a 64-entry queue at
     // every rate: the floor run says how much, and only the excess counts.
     let mut floored = t1(&[

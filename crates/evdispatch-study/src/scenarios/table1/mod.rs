@@ -16,7 +16,7 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{chart, j, session_job};
+use crate::scenarios::common::{cell, chart, j, session_job};
 use crate::contracts;
 use crate::drive;
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, ServerSpec};
@@ -198,7 +198,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         if idles.iter().any(|i| floor("rtsig", i).is_some()) {
             let mut row = vec![format!("floor ({}/s)", fmt_num(FLOOR_RATE))];
             for i in &idles {
-                let show = |m: &str| floor(m, i).map(fmt_num).unwrap_or_else(|| "–".into());
+                let show = |m: &str| cell(floor(m, i));
                 row.extend([
                     "–".into(),
                     "–".into(),
@@ -220,11 +220,11 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             let mut row = vec![fmt_num(*r)];
             for i in &idles {
                 let get = |m: &str, k: &str| {
-                    rec.select(&[("series", j(m)), ("idle", i.clone()), ("rate", j(r))])
-                        .filter(|p| p.str("part") != Some("floor"))
-                        .find_map(|p| p.metric(k))
-                        .map(fmt_num)
-                        .unwrap_or_else(|| "–".into())
+                    cell(
+                        rec.select(&[("series", j(m)), ("idle", i.clone()), ("rate", j(r))])
+                            .filter(|p| p.str("part") != Some("floor"))
+                            .find_map(|p| p.metric(k)),
+                    )
                 };
                 row.push(get("rtsig", "reply_rate"));
                 row.push(get("rtsig", "signals_dequeued"));
@@ -290,16 +290,15 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             ],
             rows: vec![],
         };
-        let show = |v: Option<f64>| v.map(fmt_num).unwrap_or_else(|| "–".into());
         for p in bench {
             t.rows.push(vec![
                 p.series.clone(),
-                show(p.num("fds")),
-                show(p.num("queue_limit")),
-                show(p.metric("recover_median_us")),
-                show(p.metric("ns_per_item")),
-                show(p.metric("switch_back_median_us")),
-                show(p.metric("lost")),
+                cell(p.num("fds")),
+                cell(p.num("queue_limit")),
+                cell(p.metric("recover_median_us")),
+                cell(p.metric("ns_per_item")),
+                cell(p.metric("switch_back_median_us")),
+                cell(p.metric("lost")),
             ]);
         }
         figs.push(Figure::table(

@@ -226,7 +226,7 @@ fn throughput_claims() {
         ("rtsig", 6000, 2000.0, 2000.0, 60.0),
         ("poll", 6000, 2000.0, 2000.0, 60.0),
     ]);
-    for id in [
+    holds_and_fails(CLAIMS, &[
         "multi-accept-select",
         "multi-accept-like-rtsig",
         "devpoll-collapses",
@@ -234,10 +234,7 @@ fn throughput_claims() {
         "per-fd-higher-load",
         "completion-cheaper",
         "ours-like-nginx",
-    ] {
-        check(CLAIMS, id, &good, Outcome::Holds);
-        check(CLAIMS, id, &bad, Outcome::Fails);
-    }
+    ], &good, &bad);
     // A sweep that overloads nobody decides no comparison of peaks.
     let unloaded = thr(&[
         ("select", 252, 4000.0, 3990.0, 50.0),

@@ -143,14 +143,11 @@ fn today_claims() {
             mem("nginx", 200.0),
         ],
     );
-    for id in [
+    holds_and_fails(CLAIMS, &[
         "no-thundering-herd",
         "wake-one-available",
         "threads-memory",
         "memory-like-peers",
-    ] {
-        check(CLAIMS, id, &good, Outcome::Holds);
-        check(CLAIMS, id, &bad, Outcome::Fails);
-    }
+    ], &good, &bad);
 }
 }

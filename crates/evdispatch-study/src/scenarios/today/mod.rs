@@ -14,7 +14,7 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{all_dispatch, fd_limit, j};
+use crate::scenarios::common::{all_dispatch, cell, fd_limit, j};
 use crate::spec::{Caps, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, PEER_SERVERS};
 use crate::report::figure::{fmt_num, Figure, Table};
 use crate::results::ScenarioRecord;
@@ -172,8 +172,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
 
 fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     let mut figs = Vec::new();
-    let cell = |f: &[(&str, Value)], k: &str| rec.select(f).find_map(|p| p.metric(k));
-    let show = |v: Option<f64>| v.map(fmt_num).unwrap_or_else(|| "–".into());
+    let metric = |f: &[(&str, Value)], k: &str| rec.select(f).find_map(|p| p.metric(k));
     // (a)
     let mut t = Table {
         columns: vec![
@@ -197,20 +196,20 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             ("series", s.clone()),
             ("workers", j(2)),
         ];
-        let (r1, r2) = (cell(&f1, "reply_rate"), cell(&f2, "reply_rate"));
+        let (r1, r2) = (metric(&f1, "reply_rate"), metric(&f2, "reply_rate"));
         if r1.is_none() && r2.is_none() {
             continue;
         }
         t.rows.push(vec![
             s.as_str().unwrap_or_default().into(),
-            show(r1),
-            show(r2),
+            cell(r1),
+            cell(r2),
             match (r1, r2) {
                 (Some(a), Some(b)) if a > 0.0 => format!("×{}", fmt_num(b / a)),
                 _ => "–".into(),
             },
-            show(cell(&f1, "server_cpu_pct")),
-            show(cell(&f2, "server_cpu_pct")),
+            cell(metric(&f1, "server_cpu_pct")),
+            cell(metric(&f2, "server_cpu_pct")),
         ]);
     }
     figs.push(Figure::table("One worker vs two", "Closed-loop load over 100 keep-alive connections, 6 KB document. The machine has two cores: with two workers the server's second worker shares the load generator's core, so the speed-up measures how well each server uses a contended core rather than a free one.", t));
@@ -229,10 +228,10 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         for p in rec.select(&[("part", j("herd")), ("listener_mode", j(name))]) {
             t.rows.push(vec![
                 name.to_string(),
-                show(p.num("rate")),
-                show(p.metric("server_accepted")),
-                show(p.metric("listener_events")),
-                show(p.metric("wakeups_per_accept")),
+                cell(p.num("rate")),
+                cell(p.metric("server_accepted")),
+                cell(p.metric("listener_events")),
+                cell(p.metric("wakeups_per_accept")),
             ]);
         }
     }
@@ -252,11 +251,11 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     for p in rec.select(&[("part", j("memory"))]) {
         t.rows.push(vec![
             p.series.clone(),
-            show(p.num("idle")),
-            show(p.metric("server_rss_start_bytes").map(|b| b / 1024.0)),
-            show(p.metric("server_rss_max_bytes").map(|b| b / 1024.0)),
-            show(p.metric("rss_per_conn_bytes")),
-            show(p.metric("tcp_kernel_per_conn_bytes")),
+            cell(p.num("idle")),
+            cell(p.metric("server_rss_start_bytes").map(|b| b / 1024.0)),
+            cell(p.metric("server_rss_max_bytes").map(|b| b / 1024.0)),
+            cell(p.metric("rss_per_conn_bytes")),
+            cell(p.metric("tcp_kernel_per_conn_bytes")),
         ]);
     }
     figs.push(Figure::table("Memory per idle connection", "Growth of the server's resident memory (its whole process tree) while the idle connections are held, divided by their number; kernel TCP memory from /proc/net/sockstat counts both ends of each loopback connection.", t));
