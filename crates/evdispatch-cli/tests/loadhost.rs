@@ -248,6 +248,12 @@ fn study_with_the_load_on_a_second_host_over_ssh() {
     assert!(!host["kernel"].as_str().unwrap_or("").is_empty(), "{host}");
     assert!(host["cpus_online"].as_u64().unwrap_or(0) >= 1, "{host}");
     assert_eq!(host["servers_reached_at"], "127.0.0.1");
+    // The report's environment section shows it too.
+    let html = fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(
+        html.contains("<td>load_host</td>"),
+        "no load host in the report"
+    );
 
     // Second run: the copy is this binary; nothing is copied.
     let modified = fs::metadata(&remote_exe).unwrap().modified().unwrap();

@@ -58,12 +58,12 @@ pub struct LoadHostArgs {
     pub load_ssh: String,
     /// Directory on the load host for the evdispatch binary (copied there
     /// when it is absent or another build) [default: ~/.cache/evdispatch/VERSION].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "load_host")]
     pub load_dir: Option<String>,
     /// Address the load host reaches this machine's servers at; the servers
     /// listen on it (0.0.0.0: on every interface) instead of 127.0.0.1.
     /// [default: the source address of this machine's route to the load host]
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", requires = "load_host")]
     pub server_addr: Option<IpAddr>,
 }
 
@@ -588,6 +588,7 @@ impl LoadHost {
     pub fn adjust_peers(&self, peers: &mut [crate::env::PeerStatus]) {
         for p in peers.iter_mut() {
             if let Some(v) = self.probe.peers.get(p.name) {
+                p.role = "load generator, on the load host";
                 p.version = v.clone();
                 p.install = format!(
                     "on the load host {}: apt-get install -y {}",
