@@ -263,6 +263,9 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
             }
             Ok(())
         })();
+        if let (Some(h), Some(Value::String(c))) = (&ctx.load_host, p.config.get_mut("cmd_load")) {
+            c.push_str(&format!(" (on the load host {})", h.dest));
+        }
         let stats = server.stop();
         outcome?;
         stats?;
