@@ -175,6 +175,8 @@ pub fn route_source(host: &str) -> anyhow::Result<IpAddr> {
 /// own standard input (the ssh connection) closes, and after its output
 /// prints the load host's `/proc/stat` CPU lines before and after, the
 /// shell's `times` (the generator's rusage) and its exit status.
+/// The shell itself exits with 0, so that ssh's own status 255 means ssh
+/// failed.
 fn runner_script(program: &str) -> String {
     format!(
         r#"exec 3<&0 </dev/null
@@ -191,7 +193,6 @@ S1=$(grep '^cpu[0-9]' /proc/stat 2>/dev/null)
 printf '\n{MARK}stat0\n%s\n{MARK}stat1\n%s\n{MARK}times\n' "$S0" "$S1"
 times
 printf '{MARK}end %s\n' "$rc"
-exit $rc
 "#
     )
 }
@@ -648,6 +649,41 @@ mod tests {
         // Busy 300 of 600 ticks, over both CPUs.
         assert!((r.host_cpu_pct.unwrap() - 50.0).abs() < 1e-9);
         assert!(parse_run("partial output").is_err());
+    }
+
+    /// The runner, run here by `sh` without ssh: the program's output,
+    /// status and CPU come back; closing its standard input (what a dead
+    /// ssh connection does) kills the program.
+    #[test]
+    fn the_runner_reports_and_stops_with_its_input() {
+        use std::process::Stdio;
+        let sh = |program: &str| {
+            let mut c = Command::new("sh");
+            c.arg("-c")
+                .arg(runner_script(program))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null());
+            c.spawn().unwrap()
+        };
+        // Its input held open for the run, as the study holds ssh's.
+        let mut done = sh("echo hello; exit 3");
+        let stdin = done.stdin.take();
+        let out = done.wait_with_output().unwrap();
+        drop(stdin);
+        assert!(out.status.success());
+        let r = parse_run(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        assert_eq!(r.stdout, "hello\n");
+        assert_eq!(r.status, Some(3));
+        assert!(r.generator_cpu_s.is_some());
+        assert!(r.host_cpu_pct.is_some_and(|p| (0.0..=100.0).contains(&p)));
+        // Killed (SIGKILL: 128 + 9) once its input closes, long before the
+        // sleep would end.
+        let mut cut = sh("sleep 600");
+        drop(cut.stdin.take());
+        let out = cut.wait_with_output().unwrap();
+        let r = parse_run(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        assert_eq!(r.status, Some(137));
     }
 
     #[test]
