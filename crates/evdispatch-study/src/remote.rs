@@ -686,6 +686,36 @@ mod tests {
         assert_eq!(r.status, Some(137));
     }
 
+    /// The generators are the load host's: one missing there is absent,
+    /// with the command that installs it there, whatever this machine has.
+    #[test]
+    fn generators_are_the_load_hosts() {
+        let host = LoadHost {
+            dest: "lab@client".into(),
+            ssh: vec!["ssh".into()],
+            ssh_shown: "ssh".into(),
+            dir: "/tmp/x".into(),
+            bind: IpAddr::from([10, 0, 0, 1]),
+            connect: IpAddr::from([10, 0, 0, 1]),
+            probe: parse_probe("peer.wrk=\npeer.httperf=yes httperf: httperf-0.9.0\n"),
+            copied: false,
+        };
+        let mut peers = crate::env::find_peers(&Default::default());
+        let nginx = peers.iter().find(|p| p.name == "nginx").cloned();
+        host.adjust_peers(&mut peers);
+        let get = |n: &str| peers.iter().find(|p| p.name == n).unwrap().clone();
+        assert_eq!(get("wrk").version, None);
+        assert!(get("wrk")
+            .absent_note()
+            .contains("on the load host lab@client: apt-get install -y wrk"));
+        assert_eq!(get("httperf").version.as_deref(), Some("0.9.0"));
+        assert_eq!(get("nginx"), nginx.unwrap(), "servers stay this machine's");
+        assert_eq!(
+            host.url(SocketAddr::from(([0, 0, 0, 0], 8080))),
+            "http://10.0.0.1:8080"
+        );
+    }
+
     #[test]
     fn remote_words_are_quoted_and_secrets_hidden() {
         assert_eq!(remote_dir("~/.cache/e v"), "\"$HOME\"'/.cache/e v'");
