@@ -54,8 +54,9 @@ pub use process::{
 pub use sys::children_cpu_s;
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
-    parse_httperf, parse_wrk, run_evdispatch_load, run_evdispatch_load_measured, run_httperf,
-    run_wrk, spawn_evdispatch_load, HttperfArgs, HttperfResult, WrkArgs, WrkResult,
+    httperf_args, httperf_limit_s, parse_httperf, parse_wrk, run_bounded, run_evdispatch_load,
+    run_evdispatch_load_measured, run_httperf, run_wrk, spawn_evdispatch_load, wrk_args,
+    wrk_limit_s, HttperfArgs, HttperfResult, WrkArgs, WrkResult,
 };
 
 /// The hard limit of open files of this process (servers are configured

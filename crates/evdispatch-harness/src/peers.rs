@@ -6,7 +6,7 @@
 use std::fmt;
 use std::fs;
 use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -51,11 +51,23 @@ impl Tool {
         self.command()
     }
 
-    fn version_args(self) -> &'static [&'static str] {
+    /// The arguments that make it print its version.
+    pub fn version_args(self) -> &'static [&'static str] {
         match self {
             Tool::Httperf => &["--version"],
             _ => &["-v"],
         }
+    }
+
+    /// Its version in what [`version_args`](Self::version_args) made it
+    /// print, or "unknown".
+    pub fn version_in(self, text: &str) -> String {
+        // The version is on a line naming the program (h2o also prints
+        // OpenSSL's; httperf may warn about its file limit first).
+        text.lines()
+            .filter(|l| l.to_lowercase().contains(self.command()))
+            .find_map(first_version)
+            .unwrap_or_else(|| "unknown".into())
     }
 }
 
@@ -145,12 +157,7 @@ pub fn find(tool: Tool) -> Result<Program, NotInstalled> {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    // The version is on the line naming the program (h2o also prints OpenSSL's).
-    let line = text
-        .lines()
-        .find(|l| l.to_lowercase().contains(tool.command()))
-        .unwrap_or("");
-    let version = first_version(line).unwrap_or_else(|| "unknown".into());
+    let version = tool.version_in(&text);
     Ok(Program {
         tool,
         path,
@@ -182,7 +189,10 @@ impl LighttpdEvents {
 pub struct PeerConfig {
     /// Directory served.
     pub docroot: PathBuf,
-    /// Port on 127.0.0.1 (0: a free one is picked).
+    /// Address the server listens on (default 127.0.0.1; `0.0.0.0` for
+    /// every interface, e.g. when the load comes from another host).
+    pub bind: IpAddr,
+    /// Port on [`bind`](Self::bind) (0: a free one is picked).
     pub port: u16,
     /// Worker processes (nginx) or threads (h2o); lighttpd always runs one.
     pub workers: u32,
@@ -233,6 +243,7 @@ impl PeerConfig {
     pub fn new(docroot: impl Into<PathBuf>) -> PeerConfig {
         PeerConfig {
             docroot: docroot.into(),
+            bind: IpAddr::from([127, 0, 0, 1]),
             port: 0,
             workers: 1,
             cpus: Vec::new(),
@@ -325,6 +336,7 @@ fn nginx_usable_connections(c: &PeerConfig) -> u32 {
 }
 
 fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
+    let listen = SocketAddr::new(c.bind, port);
     let user = if is_root() { "user root;\n" } else { "" };
     let d = dir.display();
     let reuseport = if c.workers > 1 { " reuseport" } else { "" };
@@ -377,7 +389,7 @@ http {{
     types {{ text/html html; text/plain txt; }}
     default_type application/octet-stream;
     server {{
-        listen 127.0.0.1:{port}{ssl} backlog=4096{reuseport}{deferred};
+        listen {listen}{ssl} backlog=4096{reuseport}{deferred};
         {ssl_conf}
         root {root};
         index index.html;
@@ -399,9 +411,10 @@ fn lighttpd_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
     // lighttpd refuses server.username = root and, without one, keeps the
     // user it was started as: nothing to set.
     let (fds, conns) = lighttpd_limits(c);
+    let bind = c.bind;
     format!(
         "server.document-root = \"{root}\"
-server.bind = \"127.0.0.1\"
+server.bind = \"{bind}\"
 server.port = {port}
 server.event-handler = \"{ev}\"
 server.max-connections = {conns}
@@ -437,10 +450,11 @@ mimetype.assign = (\".html\" => \"text/html\", \".txt\" => \"text/plain\", \"\" 
 }
 
 fn h2o_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
+    let bind = c.bind;
     let user = if is_root() { "user: root\n" } else { "" };
     format!(
         "listen:
-  host: 127.0.0.1
+  host: {bind}
   port: {port}
 num-threads: {threads}
 max-connections: {conns}
@@ -535,7 +549,7 @@ fn start_once(
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     sys::prepare(&mut cmd, &cfg.cpus)?;
     let mut group = ChildGroup::spawn(cmd, &program.path.display().to_string())?;
-    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let addr = SocketAddr::new(cfg.bind, port);
     let name = program.tool.command();
     let waited = wait_listening(&mut group, addr, Duration::from_secs(10), name, Some(&log));
     let server = ServerProcess {
@@ -708,6 +722,14 @@ mod tests {
             Some("4.1.0")
         );
         assert_eq!(first_version("no digits here"), None);
+        // httperf may warn before its banner.
+        assert_eq!(
+            Tool::Httperf.version_in(
+                "httperf: warning: open file limit > FD_SETSIZE\nhttperf: httperf-0.9.0 compiled\n"
+            ),
+            "0.9.0"
+        );
+        assert_eq!(Tool::Wrk.version_in("Usage: nothing"), "unknown");
     }
 
     #[test]

@@ -145,25 +145,37 @@ pub fn parse_wrk(text: &str) -> anyhow::Result<WrkResult> {
     Ok(r)
 }
 
+/// wrk's arguments for `a` (after the program name), as [`run_wrk`] runs it.
+pub fn wrk_args(a: &WrkArgs) -> Vec<String> {
+    let mut v: Vec<String> = vec![
+        "-t".into(),
+        a.threads.to_string(),
+        "-c".into(),
+        a.connections.to_string(),
+        "-d".into(),
+        format!("{}s", a.duration_s.ceil().max(1.0) as u64),
+        "--timeout".into(),
+        format!("{}s", a.timeout_s),
+        "--latency".into(),
+    ];
+    for h in &a.headers {
+        v.extend(["-H".into(), h.clone()]);
+    }
+    v.push(a.url.clone());
+    v
+}
+
+/// Seconds a wrk run may take before it is stopped as hung.
+pub fn wrk_limit_s(a: &WrkArgs) -> f64 {
+    a.duration_s.ceil().max(1.0) + a.timeout_s + GRACE_S
+}
+
 /// Run wrk and parse what it prints.
 pub fn run_wrk(a: &WrkArgs) -> anyhow::Result<WrkResult> {
     let p = find(Tool::Wrk)?;
     let mut cmd = Command::new(&p.path);
-    cmd.arg("-t")
-        .arg(a.threads.to_string())
-        .arg("-c")
-        .arg(a.connections.to_string())
-        .arg("-d")
-        .arg(format!("{}s", a.duration_s.ceil().max(1.0) as u64))
-        .arg("--timeout")
-        .arg(format!("{}s", a.timeout_s))
-        .arg("--latency");
-    for h in &a.headers {
-        cmd.arg("-H").arg(h);
-    }
-    cmd.arg(&a.url);
-    let limit = a.duration_s.ceil().max(1.0) + a.timeout_s + GRACE_S;
-    let (out, cpu_s) = run_measured(cmd, &a.cpus, "wrk", limit)?;
+    cmd.args(wrk_args(a));
+    let (out, cpu_s) = run_measured(cmd, &a.cpus, "wrk", wrk_limit_s(a))?;
     let mut r = parse_wrk(&out)?;
     r.cpu_s = cpu_s;
     Ok(r)
@@ -325,37 +337,44 @@ pub fn parse_httperf(text: &str) -> anyhow::Result<HttperfResult> {
     Ok(r)
 }
 
-/// Run httperf (with `--hog`, so it may use every ephemeral port) and parse
-/// what it prints.
-pub fn run_httperf(a: &HttperfArgs) -> anyhow::Result<HttperfResult> {
-    let p = find(Tool::Httperf)?;
-    let mut cmd = Command::new(&p.path);
-    cmd.arg("--hog")
-        .arg("--server")
-        .arg(&a.server)
-        .arg("--port")
-        .arg(a.port.to_string())
-        .arg("--uri")
-        .arg(&a.uri)
-        .arg("--num-conns")
-        .arg(a.num_conns.to_string())
-        .arg("--num-calls")
-        .arg(a.num_calls.to_string())
-        .arg("--timeout")
-        .arg(a.timeout_s.to_string());
-    if let Some(rate) = a.rate {
-        cmd.arg("--rate").arg(rate.to_string());
+/// httperf's arguments for `a` (after the program name), as
+/// [`run_httperf`] runs it: with `--hog`, so it may use every ephemeral port.
+pub fn httperf_args(a: &HttperfArgs) -> Vec<String> {
+    let mut v = vec!["--hog".to_string()];
+    for (flag, value) in [
+        ("--server", Some(a.server.clone())),
+        ("--port", Some(a.port.to_string())),
+        ("--uri", Some(a.uri.clone())),
+        ("--num-conns", Some(a.num_conns.to_string())),
+        ("--num-calls", Some(a.num_calls.to_string())),
+        ("--timeout", Some(a.timeout_s.to_string())),
+        ("--rate", a.rate.map(|r| r.to_string())),
+    ] {
+        if let Some(value) = value {
+            v.extend([flag.to_string(), value]);
+        }
     }
-    // Its planned length (connections at the rate, or one timeout per
-    // connection in turn without a rate), then the grace: httperf never
-    // gives up by itself when it runs out of local ports (it retries bind
-    // for ever), so a run that outlives this is stopped and reported.
+    v
+}
+
+/// Seconds an httperf run may take before it is stopped as hung: its
+/// planned length (connections at the rate, or one timeout per connection
+/// in turn without a rate), then the grace. httperf never gives up by
+/// itself when it runs out of local ports (it retries bind for ever).
+pub fn httperf_limit_s(a: &HttperfArgs) -> f64 {
     let planned = match a.rate {
         Some(r) if r > 0.0 => a.num_conns as f64 / r,
         _ => a.num_conns as f64 * a.timeout_s,
     };
-    let limit = planned + a.timeout_s * a.num_calls.max(1) as f64 + GRACE_S;
-    let (out, _) = run_measured(cmd, &a.cpus, "httperf", limit)?;
+    planned + a.timeout_s * a.num_calls.max(1) as f64 + GRACE_S
+}
+
+/// Run httperf ([`httperf_args`]) and parse what it prints.
+pub fn run_httperf(a: &HttperfArgs) -> anyhow::Result<HttperfResult> {
+    let p = find(Tool::Httperf)?;
+    let mut cmd = Command::new(&p.path);
+    cmd.args(httperf_args(a));
+    let (out, _) = run_measured(cmd, &a.cpus, "httperf", httperf_limit_s(a))?;
     parse_httperf(&out)
 }
 
@@ -372,36 +391,12 @@ fn run_measured(
     name: &str,
     limit_s: f64,
 ) -> anyhow::Result<(String, f64)> {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    cmd.stdin(Stdio::null());
     sys::prepare(&mut cmd, cpus)?;
     let before = sys::children_cpu_s();
-    let child = ChildGroup::spawn(cmd, name)?;
-    let pid = child.pid();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let waiter = std::thread::spawn(move || {
-        let _ = tx.send(child.wait_output());
-    });
-    let limit = std::time::Duration::from_secs_f64(limit_s.max(1.0));
-    let (got, hung) = match rx.recv_timeout(limit) {
-        Ok(r) => (Some(r), false),
-        Err(_) => {
-            // The tool leads its own process group (sys::prepare).
-            let _ = sys::kill_group(pid, libc::SIGKILL);
-            (None, true)
-        }
-    };
-    let _ = waiter.join();
-    let out = got
-        .or_else(|| rx.try_recv().ok())
-        .ok_or_else(|| anyhow!("{name}: lost its output"))?
-        .with_context(|| format!("cannot run {name}"))?;
+    let out = run_bounded(cmd, name, limit_s, false)?;
     let cpu = sys::children_cpu_s() - before;
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if hung {
-        bail!("{name} was still running after {limit_s:.0} s and was stopped (hung)");
-    }
     if !out.status.success() {
         bail!(
             "{name} failed ({}): {}{}",
@@ -411,6 +406,53 @@ fn run_measured(
         );
     }
     Ok((text, cpu))
+}
+
+/// Run `cmd` to completion as its own process group ([`ChildGroup`]),
+/// collecting its standard output and error (unless the caller redirected
+/// them), for at most `limit_s` seconds: a program still running then is
+/// killed with its whole group and reported as hung. With `hold_stdin`, its
+/// standard input is a pipe held open until it exits (a program that waits
+/// for end-of-file there — e.g. a remote shell watching its ssh connection —
+/// sees it only when this side goes away); otherwise the caller sets it.
+/// The exit status is returned as it is, not judged.
+pub fn run_bounded(
+    mut cmd: Command,
+    name: &str,
+    limit_s: f64,
+    hold_stdin: bool,
+) -> anyhow::Result<std::process::Output> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    if hold_stdin {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = ChildGroup::spawn(cmd, name)?;
+    // Taken out so that waiting (which would close it) leaves it open.
+    let stdin = child.child_mut().and_then(|c| c.stdin.take());
+    let pid = child.pid();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = tx.send(child.wait_output());
+    });
+    let limit = std::time::Duration::from_secs_f64(limit_s.max(1.0));
+    let (got, hung) = match rx.recv_timeout(limit) {
+        Ok(r) => (Some(r), false),
+        Err(_) => {
+            // The program leads its own process group (ChildGroup::spawn).
+            let _ = sys::kill_group(pid, libc::SIGKILL);
+            (None, true)
+        }
+    };
+    let _ = waiter.join();
+    drop(stdin);
+    let out = got
+        .or_else(|| rx.try_recv().ok())
+        .ok_or_else(|| anyhow!("{name}: lost its output"))?
+        .with_context(|| format!("cannot run {name}"))?;
+    if hung {
+        bail!("{name} was still running after {limit_s:.0} s and was stopped (hung)");
+    }
+    Ok(out)
 }
 
 fn load_json(stdout: &[u8]) -> anyhow::Result<serde_json::Value> {

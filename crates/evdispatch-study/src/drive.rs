@@ -101,6 +101,20 @@ impl RunningServer {
         self.proc_.pid()
     }
 
+    /// Where it listens.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.proc_.addr()
+    }
+
+    /// The base URL the load generator uses: [`url`](Self::url) here, the
+    /// address the load host reaches this machine at with `--load-host`.
+    pub fn load_url(&self, ctx: &Ctx) -> String {
+        match &ctx.load_host {
+            Some(h) => h.url(self.addr()),
+            None => self.url.clone(),
+        }
+    }
+
     /// Stop it (SIGTERM, then SIGKILL after 10 s) and return our server's
     /// stats document (`None` for peers).
     pub fn stop(self) -> anyhow::Result<Option<Value>> {
@@ -119,7 +133,10 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         .map_err(|why| anyhow!(Unavailable(why)))?;
     let (cpus, _) = ctx.caps.cpu_plan(spec.workers);
     let (proc_, cmdline) = if spec.server == "ours" {
-        let serve = contracts::serve_command(spec, &ctx.www, &cpus)?;
+        let mut serve = contracts::serve_command(spec, &ctx.www, &cpus)?;
+        if let Some(h) = &ctx.load_host {
+            serve.listen = Some(std::net::SocketAddr::new(h.bind, 0).to_string());
+        }
         let cmdline = format!("evdispatch serve {serve}");
         let p = start_ours(&OursConfig {
             binary: ctx.exe.clone(),
@@ -138,6 +155,9 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
             other => bail!("unknown peer server '{other}'"),
         };
         let mut cfg = PeerConfig::new(&ctx.www);
+        if let Some(h) = &ctx.load_host {
+            cfg.bind = h.bind;
+        }
         cfg.workers = spec.workers;
         cfg.cpus = cpus.clone();
         // Room for the held connections and the sessions in flight, within
@@ -222,6 +242,14 @@ fn tree_ticks(pids: &[u32]) -> u64 {
 /// machine). `generator_limited` is 1 when the generator said it was
 /// saturated or its core was ≥ 95% busy: the figure may then be the
 /// generator's limit.
+///
+/// With a load host (`ctx.load_host`) the generator runs there, with the
+/// same command line but neither pinned nor sampling the server (the server
+/// is here): `server_cpu_pct` is then the server's CPU here over the whole
+/// run divided by the generator's measured window, the load core is the
+/// load host's (`load_host_cpu_pct`: its whole machine's busy share; no
+/// `load_core_busy_pct`), and `generator_cpu_s` is the generator's own CPU
+/// there (its rusage).
 pub fn run_load(
     ctx: &Ctx,
     spec: &LoadSpec,
@@ -233,15 +261,47 @@ pub fn run_load(
     }
     let (_, load_cpu) = ctx.caps.cpu_plan(1);
     let pids = server.pids();
-    let load = contracts::load_command(spec, &server.url, &pids, load_cpu);
+    let remote = ctx.load_host.as_ref();
+    let mut load = contracts::load_command(spec, &server.load_url(ctx), &pids, load_cpu);
+    if let Some(h) = remote {
+        load.cpu.clear();
+        load.server_pid.clear();
+        // Spreading over 127.0.0.0/8 only works towards a loopback address.
+        if !h.connect.is_loopback() {
+            load.source_addrs = None;
+        }
+    }
     let log_path = ctx.logs.join(format!("{tag}.load.log"));
-    let mut cmd = Command::new(&ctx.exe);
-    cmd.arg("load")
-        .args(load.args())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(File::create(&log_path)?);
-    let cmdline = format!("evdispatch load {load}");
+    let cmdline = match remote {
+        Some(h) => format!("evdispatch load {load} (on the load host {})", h.dest),
+        None => format!("evdispatch load {load}"),
+    };
+    let run = || -> anyhow::Result<(Vec<u8>, Option<crate::remote::RemoteRun>)> {
+        if let Some(h) = remote {
+            let args: Vec<String> = std::iter::once("load".to_string())
+                .chain(load.args().iter().map(|a| a.to_string_lossy().into_owned()))
+                .collect();
+            // The generator bounds its own run; this bounds a dead link.
+            let limit = spec.duration_s + spec.timeout_s + 120.0 + spec.held() as f64 / 1000.0;
+            let r = h.run_ours(&args, limit, &log_path)?;
+            return Ok((r.stdout.clone().into_bytes(), Some(r)));
+        }
+        let mut cmd = Command::new(&ctx.exe);
+        cmd.arg("load")
+            .args(load.args())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(File::create(&log_path)?);
+        let out = ChildGroup::spawn(cmd, "the load generator")?.wait_output()?;
+        if !out.status.success() {
+            let log = log_tail(Some(&log_path), 20);
+            bail!(
+                "the load generator failed ({}): {cmdline}\n{log}",
+                out.status
+            );
+        }
+        Ok((out.stdout, None))
+    };
     let rss0 = tree_rss(&pids);
     let tcp0 = tcp_kernel_bytes();
     let (cpu0, srv0, kids0, t0) = (
@@ -264,7 +324,7 @@ pub fn run_load(
             (rss_max, tcp_max)
         })
     };
-    let out = ChildGroup::spawn(cmd, "the load generator").and_then(ChildGroup::wait_output);
+    let out = run();
     let (cpu1, srv1, kids1, wall) = (
         evdispatch_proc::cpu_times(),
         tree_ticks(&pids),
@@ -273,17 +333,19 @@ pub fn run_load(
     );
     stop.store(true, Ordering::Relaxed);
     let (rss_max, tcp_max) = sampler.join().unwrap_or((0, 0));
-    let out = out?;
-    if !out.status.success() {
-        let log = log_tail(Some(&log_path), 20);
-        bail!(
-            "the load generator failed ({}): {cmdline}\n{log}",
-            out.status
-        );
-    }
-    let raw: Value = serde_json::from_slice(&out.stdout)
+    let (stdout, remote_run) = out?;
+    let raw: Value = serde_json::from_slice(&stdout)
         .with_context(|| format!("`{cmdline}` did not print JSON on stdout"))?;
     let mut metrics = contracts::parse_load(&raw)?;
+    let hz = evdispatch_proc::clock_ticks_per_sec() as f64;
+    if let Some(r) = &remote_run {
+        r.record(&mut metrics);
+        let window = raw.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
+        if window > 0.0 {
+            let server_s = srv1.saturating_sub(srv0) as f64 / hz;
+            metrics.insert("server_cpu_pct".into(), 100.0 * server_s / window);
+        }
+    }
     metrics.insert("server_rss_start_bytes".into(), rss0 as f64);
     metrics.insert("server_rss_max_bytes".into(), rss_max.max(rss0) as f64);
     if let (Some(t0), true) = (tcp0, tcp_max > 0) {
@@ -292,7 +354,6 @@ pub fn run_load(
             tcp_max.saturating_sub(t0) as f64,
         );
     }
-    let hz = evdispatch_proc::clock_ticks_per_sec() as f64;
     if cpu0.len() == cpu1.len() && !cpu0.is_empty() && wall > 0.0 {
         // Busy is what processes are charged (user, nice, system) plus
         // steal; interrupts are counted beside it for a core's busy share.
@@ -307,7 +368,10 @@ pub fn run_load(
         if let (Some(&sc), Some(lc)) = (server_cpus.first(), load_cpu) {
             if let (Some(a), Some(b)) = (core(sc), core(lc)) {
                 metrics.insert("server_core_busy_pct".into(), a);
-                metrics.insert("load_core_busy_pct".into(), b);
+                // With a load host, this machine's load core runs no load.
+                if remote.is_none() {
+                    metrics.insert("load_core_busy_pct".into(), b);
+                }
             }
         }
         let busy_s = d.iter().map(busy).sum::<u64>() as f64 / hz;
@@ -318,9 +382,9 @@ pub fn run_load(
         );
     }
     let limited = metrics.get("generator_saturated") == Some(&1.0)
-        || metrics
-            .get("load_core_busy_pct")
-            .is_some_and(|b| *b >= 95.0);
+        || ["load_core_busy_pct", "load_host_cpu_pct"]
+            .iter()
+            .any(|k| metrics.get(*k).is_some_and(|b| *b >= 95.0));
     metrics.insert("generator_limited".into(), if limited { 1.0 } else { 0.0 });
     Ok(LoadResult {
         metrics,

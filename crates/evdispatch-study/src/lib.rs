@@ -26,6 +26,7 @@ pub mod contracts;
 pub mod diff;
 pub mod drive;
 pub mod env;
+pub mod remote;
 pub mod report;
 pub mod results;
 pub mod scenarios;
@@ -65,6 +66,9 @@ pub struct StudyArgs {
     /// List the scenarios, what each would run here and for how long, and exit.
     #[arg(long)]
     pub list: bool,
+    /// The load on a second host (--load-host and its options).
+    #[command(flatten)]
+    pub load: remote::LoadHostArgs,
     /// Instead of running the study: `diff A B` compares two runs.
     #[command(subcommand)]
     pub command: Option<StudyCommand>,
@@ -245,15 +249,20 @@ fn write_report(
     out: &Path,
     profile: Profile,
     peers: &[env::PeerStatus],
+    load_host: Option<&remote::LoadHost>,
 ) -> anyhow::Result<Results> {
     let scenarios: Vec<ScenarioRecord> = SCENARIOS
         .iter()
         .filter_map(|s| load_record(&record_path(out, s.id)))
         .collect();
+    let mut environment = env::environment();
+    if let Some(h) = load_host {
+        environment["load_host"] = h.describe();
+    }
     let res = Results {
         schema: SCHEMA.into(),
         profile: profile.name().into(),
-        environment: env::environment(),
+        environment,
         peers: env::peers_json(peers),
         claims: claims::evaluate(scenarios::claims(), &scenarios),
         scenarios,
@@ -289,7 +298,24 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     };
     let exe = evdispatch_exe()?;
     let mut caps = Caps::probe(&exe);
-    let peers = env::find_peers(&caps.poller_rows);
+    let mut peers = env::find_peers(&caps.poller_rows);
+    let load_host = if args.list {
+        None
+    } else {
+        remote::LoadHost::connect(&args.load, &exe)?
+    };
+    if let Some(h) = &load_host {
+        h.adjust_peers(&mut peers);
+        eprintln!(
+            "load host {}: {} ({} CPUs); evdispatch in {}{}; servers listen on {}",
+            h.dest,
+            h.probe.uname,
+            h.probe.cpus.map_or("?".into(), |c| c.to_string()),
+            h.dir,
+            if h.copied { " (copied)" } else { "" },
+            h.bind
+        );
+    }
     caps.set_peers(&peers);
     if args.list {
         println!(
@@ -343,6 +369,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         logs: out.join("logs"),
         exe,
         caps: caps.clone(),
+        load_host,
     };
     // Decide what runs.
     let mut todo: Vec<(&Scenario, Plan)> = Vec::new();
@@ -398,10 +425,10 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             rec.lock_wait_s
         ));
         write_json_atomic(&record_path(&out, s.id), &rec)?;
-        write_report(&out, args.profile, &peers)?;
+        write_report(&out, args.profile, &peers, ctx.load_host.as_ref())?;
     }
     bar.finish_and_clear();
-    let res = write_report(&out, args.profile, &peers)?;
+    let res = write_report(&out, args.profile, &peers, ctx.load_host.as_ref())?;
     eprintln!(
         "wall time {:.0} s for {} scenario(s)",
         t_start.elapsed().as_secs_f64(),

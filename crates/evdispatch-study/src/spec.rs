@@ -150,6 +150,9 @@ pub struct Ctx {
     pub exe: PathBuf,
     /// What is available.
     pub caps: Caps,
+    /// The second host the load generators run on (`--load-host`), `None`:
+    /// here.
+    pub load_host: Option<crate::remote::LoadHost>,
 }
 
 /// One experiment. To add one: write a folder `scenarios/<name>/` whose

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::drive;
+use crate::remote::RemoteRun;
 use crate::spec::{Caps, Ctx, Job, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, Unavailable};
 use crate::report::figure::{Figure, Table};
 use crate::results::{Point, ScenarioRecord};
@@ -132,7 +133,10 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
 }
 
 fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
-    use evdispatch_harness::{run_httperf, run_wrk, HttperfArgs, WrkArgs};
+    use evdispatch_harness::{
+        httperf_args, httperf_limit_s, parse_httperf, parse_wrk, run_httperf, run_wrk, wrk_args,
+        wrk_limit_s, HttperfArgs, WrkArgs,
+    };
     let spec: CheckJob = serde_json::from_value(Value::Object(job.config.clone()))?;
     let mut point = if spec.tool == OURS {
         run_web(ctx, job)?.remove(0)
@@ -143,16 +147,28 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
         let load = &spec.web.load;
         let server = drive::start_server(ctx, &spec.web.server, load.held())?;
         let (_, cpu) = ctx.caps.cpu_plan(1);
-        let cpus: Vec<usize> = cpu.into_iter().collect();
-        let url = format!("{}/{}", server.url, load.document);
+        // On a load host the tool is not pinned (the CPUs are this machine's).
+        let cpus: Vec<usize> = cpu.into_iter().filter(|_| ctx.load_host.is_none()).collect();
+        let base = server.load_url(ctx);
+        let url = format!("{base}/{}", load.document);
         let mut p = Point::new(spec.web.series.clone(), job.config.clone());
+        // With a load host: run `tool ARGS` there, `None` here.
+        let log = ctx
+            .logs
+            .join(format!("{}.{}.log", crate::web::tag(&job.label), spec.tool));
+        let remote = |args: Vec<String>, limit_s: f64| -> anyhow::Result<Option<RemoteRun>> {
+            ctx.load_host
+                .as_ref()
+                .map(|h| h.run_tool(&spec.tool, &args, limit_s, &log))
+                .transpose()
+        };
         p.config
             .insert("cmd_server".into(), json!(server.cmdline.clone()));
         let outcome: anyhow::Result<()> = (|| {
             if spec.tool == "wrk" {
                 // wrk takes whole seconds.
                 let secs = load.duration_s.ceil().max(1.0);
-                let r = run_wrk(&WrkArgs {
+                let args = WrkArgs {
                     url: url.clone(),
                     threads: 1,
                     connections: load.connections,
@@ -160,7 +176,16 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
                     timeout_s: load.timeout_s,
                     cpus: cpus.clone(),
                     headers: vec![],
-                })?;
+                };
+                let r = match remote(wrk_args(&args), wrk_limit_s(&args))? {
+                    Some(run) => {
+                        let mut r = parse_wrk(&run.stdout)?;
+                        r.cpu_s = run.generator_cpu_s.unwrap_or(0.0);
+                        run.record(&mut p.metrics);
+                        r
+                    }
+                    None => run_wrk(&args)?,
+                };
                 p.config.insert(
                     "cmd_load".into(),
                     json!(format!(
@@ -188,10 +213,10 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
             } else {
                 let rate = load.rate.per_sec().unwrap_or(1000.0);
                 let n = (rate * load.duration_s).round() as u64;
-                let addr = server.url.trim_start_matches("http://").to_string();
+                let addr = base.trim_start_matches("http://").to_string();
                 let (host, port) = addr.rsplit_once(':').unwrap_or((&addr, "80"));
-                let r = run_httperf(&HttperfArgs {
-                    server: host.to_string(),
+                let args = HttperfArgs {
+                    server: host.trim_start_matches('[').trim_end_matches(']').to_string(),
                     port: port.parse().unwrap_or(80),
                     uri: format!("/{}", load.document),
                     rate: Some(rate),
@@ -199,7 +224,14 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
                     num_calls: 1,
                     timeout_s: load.timeout_s,
                     cpus: cpus.clone(),
-                })?;
+                };
+                let r = match remote(httperf_args(&args), httperf_limit_s(&args))? {
+                    Some(run) => {
+                        run.record(&mut p.metrics);
+                        parse_httperf(&run.stdout)?
+                    }
+                    None => run_httperf(&args)?,
+                };
                 p.config.insert(
                     "cmd_load".into(),
                     json!(format!("httperf --hog --server {host} --port {port} --uri /{} --rate {rate} --num-conns {n} --num-calls 1 --timeout {}", load.document, load.timeout_s)),
@@ -232,6 +264,9 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
             }
             Ok(())
         })();
+        if let (Some(h), Some(Value::String(c))) = (&ctx.load_host, p.config.get_mut("cmd_load")) {
+            c.push_str(&format!(" (on the load host {})", h.dest));
+        }
         let stats = server.stop();
         outcome?;
         stats?;
