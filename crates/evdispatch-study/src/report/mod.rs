@@ -523,6 +523,7 @@ mod tests {
                 failures: vec![],
                 timings: vec![],
                 lock_wait_s: 0.0,
+                rounds: 1,
             });
             assert!(!figs.is_empty(), "{} draws no figure", sc.id);
             for f in &figs {
@@ -542,6 +543,7 @@ mod tests {
                 failures: vec![],
                 timings: vec![],
                 lock_wait_s: 0.0,
+                rounds: 1,
             });
         }
         let res = Results {
