@@ -436,10 +436,11 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             .count()
     };
     eprintln!(
-        "claims: {} hold, {} partly, {} fail, {} not measured",
+        "claims: {} hold, {} partly, {} fail, {} undecided, {} not measured",
         count("holds"),
         count("partly"),
         count("fails"),
+        count("undecided"),
         count("not measured")
     );
     println!("{}", out.join("index.html").display());

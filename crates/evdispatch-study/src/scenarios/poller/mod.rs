@@ -62,6 +62,9 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     let budget = p.pick(0.3, 0.8, 3.0);
     let mut plan = Plan {
         params: json!({"fds": fds, "active": active, "placement": "rotating", "iterations": iterations, "rounds": rounds, "cell_budget_s": budget, "writer": "helper process"}),
+        // Two rounds in tiny (cheap here), so the smoke test carries
+        // intervals and merged chart points end to end; else the profile's.
+        rounds: p.pick(2, 0, 0),
         ..Plan::default()
     };
     if !caps.bench {
