@@ -135,9 +135,26 @@ fn check_results(doc: &Value) {
     for c in claims {
         let v = c["verdict"].as_str().unwrap();
         assert!(
-            ["holds", "partly", "fails", "not measured"].contains(&v),
+            ["holds", "partly", "fails", "undecided", "not measured"].contains(&v),
             "{v}"
         );
+        // A claim with data was judged on its rounds: one (flagged), or
+        // several with an interval on every number that is a number.
+        if v != "not measured" {
+            let rounds = c["rounds"].as_u64().unwrap();
+            if rounds == 1 {
+                assert_eq!(c["one_round"], true, "{c}");
+            } else {
+                assert!(rounds >= 2, "{c}");
+                for n in c["numbers"].as_array().unwrap() {
+                    if n["rounds"].as_u64().unwrap() >= 2
+                        && n["value"].as_str().unwrap().parse::<f64>().is_ok()
+                    {
+                        assert!(n["lo"].is_f64() && n["hi"].is_f64(), "{c}");
+                    }
+                }
+            }
+        }
         assert!(!c["why"].as_str().unwrap().is_empty(), "{c}");
         assert!(!c["seed"].as_str().unwrap().is_empty());
         assert!(!c["section"].as_str().unwrap().is_empty());
@@ -226,6 +243,27 @@ fn tiny_profile_end_to_end_and_resume() {
     let doc: Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     check_results(&doc);
+    // The poller runs two rounds in tiny: its points come from both, and
+    // its claims carry intervals across them.
+    let poller = doc["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == "poller")
+        .unwrap();
+    if !poller["points"].as_array().unwrap().is_empty() {
+        assert_eq!(poller["rounds"], 2);
+        for r in [1, 2] {
+            assert!(
+                poller["points"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|p| p["config"]["round"] == r),
+                "no poller point of round {r}"
+            );
+        }
+    }
     check_html(
         &std::fs::read_to_string(out.join("index.html")).unwrap(),
         &doc,
@@ -239,6 +277,13 @@ fn tiny_profile_end_to_end_and_resume() {
         let id = r["id"].as_str().unwrap();
         let csv = std::fs::read_to_string(out.join(format!("{id}.csv"))).unwrap();
         assert!(csv.starts_with("series"), "{id}.csv: {csv}");
+        // Every point says which round measured it.
+        if !r["points"].as_array().unwrap().is_empty() {
+            assert!(
+                csv.lines().next().unwrap().split(',').any(|c| c == "round"),
+                "{id}.csv has no round column"
+            );
+        }
         let rows = csv::Reader::from_reader(csv.as_bytes()).records().count();
         assert_eq!(rows, r["points"].as_array().unwrap().len(), "{id}.csv");
     }

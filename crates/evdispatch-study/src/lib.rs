@@ -168,11 +168,25 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
         failures: vec![],
         timings: vec![],
         lock_wait_s: 0.0,
+        rounds: 1,
     };
-    let n = plan.jobs.len();
+    let rounds = plan.rounds.max(1);
+    rec.rounds = rounds;
+    // Round r runs every job once, in the plan's order: the points of one
+    // round are measured close in time, so the claims compare them as pairs
+    // and judge each round apart (see `claims::evaluate`).
+    let work: Vec<(u32, &spec::Job)> = (1..=rounds)
+        .flat_map(|r| plan.jobs.iter().map(move |j| (r, j)))
+        .collect();
+    let n = work.len();
     let mut retries_left = n / 4;
-    for (i, job) in plan.jobs.iter().enumerate() {
-        bar.set_message(format!("{} [{}/{}] {}", sc.id, i + 1, n, job.label));
+    for (i, (round, job)) in work.into_iter().enumerate() {
+        let label = if rounds > 1 {
+            format!("{} (round {round}/{rounds})", job.label)
+        } else {
+            job.label.clone()
+        };
+        bar.set_message(format!("{} [{}/{}] {}", sc.id, i + 1, n, label));
         let tw = Instant::now();
         let lock = BenchLock::take(|| {
             bar.set_message(format!(
@@ -196,7 +210,7 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
                             sc.id,
                             i + 1,
                             n,
-                            job.label,
+                            label,
                             d
                         ));
                         if let Ok(again) = (sc.run)(ctx, job) {
@@ -212,19 +226,27 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
         };
         rec.timings.push(results::JobTiming {
             label: job.label.clone(),
+            round,
             est_s: job.est_s,
             actual_s: tj.elapsed().as_secs_f64(),
             runs,
         });
         match outcome {
-            Ok(points) => rec.points.extend(points),
+            Ok(points) => rec.points.extend(points.into_iter().map(|mut p| {
+                p.config
+                    .entry(results::ROUND)
+                    .or_insert_with(|| json!(round));
+                p
+            })),
+            // A job that cannot run here cannot in any round: said once.
             Err(e) => match e.downcast_ref::<Unavailable>() {
+                Some(_) if rec.skipped.iter().any(|s| s.what == job.label) => {}
                 Some(u) => rec.skipped.push(Skip {
                     what: job.label.clone(),
                     why: u.0.clone(),
                 }),
                 None => rec.failures.push(Skip {
-                    what: job.label.clone(),
+                    what: label.clone(),
                     why: format!("{e:#}"),
                 }),
             },
@@ -441,10 +463,11 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             .count()
     };
     eprintln!(
-        "claims: {} hold, {} partly, {} fail, {} not measured",
+        "claims: {} hold, {} partly, {} fail, {} undecided, {} not measured",
         count("holds"),
         count("partly"),
         count("fails"),
+        count("undecided"),
         count("not measured")
     );
     println!("{}", out.join("index.html").display());

@@ -18,6 +18,11 @@ use serde_json::{Map, Value};
 /// The version of the `results.json` layout; bumped on incompatible changes.
 pub const SCHEMA: &str = "evdispatch-study/1";
 
+/// The configuration key holding the round a point was measured in (1,
+/// 2, …): the study runs every job of a scenario once per round, so the
+/// points of one round are paired (see [`ScenarioRecord::rounds`]).
+pub const ROUND: &str = "round";
+
 /// One measured data point.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct Point {
@@ -167,6 +172,14 @@ pub struct ScenarioRecord {
     /// the machine), included in `duration_s`.
     #[serde(default)]
     pub lock_wait_s: f64,
+    /// How many rounds the plan ran (every job once per round; each point's
+    /// `round` says which); 1 for records written before rounds existed.
+    #[serde(default = "one_round")]
+    pub rounds: u32,
+}
+
+fn one_round() -> u32 {
+    1
 }
 
 /// How long one job took.
@@ -174,6 +187,9 @@ pub struct ScenarioRecord {
 pub struct JobTiming {
     /// The job's label.
     pub label: String,
+    /// The round it ran in (1, 2, …).
+    #[serde(default = "one_round")]
+    pub round: u32,
     /// Planned seconds.
     pub est_s: f64,
     /// Measured seconds (waiting for the benchmark lock excluded).
@@ -202,6 +218,55 @@ impl ScenarioRecord {
             .collect();
         v.sort_by(|a, b| a.0.total_cmp(&b.0));
         v
+    }
+
+    /// The rounds its points were measured in, ascending (the points'
+    /// `round`); empty when no point carries one (one round).
+    pub fn round_ids(&self) -> Vec<u64> {
+        let ids: BTreeSet<u64> = self
+            .points
+            .iter()
+            .filter_map(|p| p.config.get(ROUND).and_then(Value::as_u64))
+            .collect();
+        ids.into_iter().collect()
+    }
+
+    /// The same record with only the points of round `r` (and those that
+    /// carry no round, measured once for every round).
+    pub fn round(&self, r: u64) -> ScenarioRecord {
+        ScenarioRecord {
+            points: self
+                .points
+                .iter()
+                .filter(|p| {
+                    p.config
+                        .get(ROUND)
+                        .and_then(Value::as_u64)
+                        .is_none_or(|x| x == r)
+                })
+                .cloned()
+                .collect(),
+            ..self.clone_without_points()
+        }
+    }
+
+    fn clone_without_points(&self) -> ScenarioRecord {
+        ScenarioRecord {
+            id: self.id.clone(),
+            status: self.status,
+            profile: self.profile.clone(),
+            params: self.params.clone(),
+            started_unix: self.started_unix,
+            duration_s: self.duration_s,
+            git_commit: self.git_commit.clone(),
+            capabilities: self.capabilities.clone(),
+            points: vec![],
+            skipped: self.skipped.clone(),
+            failures: self.failures.clone(),
+            timings: vec![],
+            lock_wait_s: self.lock_wait_s,
+            rounds: 1,
+        }
     }
 
     /// Of `names` (config keys and metric names something read), those no
@@ -239,6 +304,83 @@ impl ScenarioRecord {
     }
 }
 
+/// One claim's verdict as `results.json` holds it (its `claims`): written
+/// by `crate::claims::evaluate`, read by the report and `study diff`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimEntry {
+    /// Short id.
+    pub id: String,
+    /// Seed file number (`000`…`004`), or `today`.
+    pub seed: String,
+    /// Section, figure or table of the seed.
+    pub section: String,
+    /// The claim, in our words.
+    pub claim: String,
+    /// The scenario whose data decide it.
+    pub scenario: String,
+    /// `holds`, `partly`, `fails`, `undecided` (the rounds disagree) or
+    /// `not measured`.
+    pub verdict: String,
+    /// The numbers it was decided on: each the median across rounds, with
+    /// its interval.
+    pub numbers: Vec<NumberEntry>,
+    /// How the numbers lead to the verdict (or why nothing was measured).
+    pub why: String,
+    /// Rounds that measured something (0: none).
+    pub rounds: usize,
+    /// Each round's own verdict, when there were several rounds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_verdicts: Vec<RoundVerdict>,
+    /// Decided on one round only: no interval.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub one_round: bool,
+    /// The chance that each number's interval holds its true median (0.9
+    /// from five rounds; below, the range of the rounds covers less).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
+    /// For an undecided claim: whether more rounds would likely decide it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_rounds: Option<String>,
+    /// Keys the claim reads that no point of its scenario has (a figure
+    /// renamed or lost).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_keys: Vec<String>,
+}
+
+/// One number behind a verdict.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NumberEntry {
+    /// What it is.
+    pub name: String,
+    /// The median across rounds, formatted for the report (the rounds'
+    /// texts, `/`-separated, for a value that is not a number).
+    pub value: String,
+    /// The low end of its interval (the k-th smallest round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lo: Option<f64>,
+    /// The high end of its interval (the k-th largest round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hi: Option<f64>,
+    /// The chance the interval holds the true median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<f64>,
+    /// Rounds that gave it.
+    #[serde(default)]
+    pub rounds: usize,
+}
+
+/// One round's verdict on a claim.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RoundVerdict {
+    /// The round (1, 2, …).
+    pub round: u64,
+    /// Its verdict.
+    pub verdict: String,
+}
+
 /// The whole `results.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Results {
@@ -253,7 +395,9 @@ pub struct Results {
     pub peers: Vec<Value>,
     /// One record per scenario, in table order.
     pub scenarios: Vec<ScenarioRecord>,
-    /// Every claim of the seeds with its verdict from this data.
+    /// Every claim of the seeds with its verdict from this data (each a
+    /// [`ClaimEntry`]; kept as JSON for the report's and diff's readers).
+    #[schemars(with = "Vec<ClaimEntry>")]
     pub claims: Vec<Value>,
 }
 
@@ -371,6 +515,7 @@ mod tests {
             failures: vec![],
             timings: vec![],
             lock_wait_s: 0.0,
+            rounds: 1,
         };
         let path = std::env::temp_dir().join(format!("evd-csv-{}.csv", std::process::id()));
         write_csv(&rec, &path).unwrap();
@@ -408,6 +553,7 @@ mod tests {
             failures: vec![],
             timings: vec![],
             lock_wait_s: 0.0,
+            rounds: 1,
         };
         let f = [("series", json!("poll")), ("inactive", json!(251.0))];
         assert_eq!(

@@ -72,6 +72,15 @@ impl Profile {
         }
     }
 
+    /// How many rounds a scenario's jobs run by default under this
+    /// profile (a scenario's plan may ask for fewer, see [`Plan::rounds`]):
+    /// one in tiny (its verdicts are flagged as decided on one round), three
+    /// in quick (the least that gives a range across rounds), five in full
+    /// (the least whose range covers the median with at least 90%).
+    pub fn rounds(self) -> u32 {
+        self.pick(1, 3, 5)
+    }
+
     /// Pick one of three values by profile.
     pub fn pick<T>(self, tiny: T, quick: T, full: T) -> T {
         match self {
@@ -104,12 +113,17 @@ pub struct Plan {
     pub jobs: Vec<Job>,
     /// What cannot be measured here, and why.
     pub skipped: Vec<Skip>,
+    /// How many rounds the jobs run (round r = every job once, in order,
+    /// so one round's points are measured close in time and compare as
+    /// pairs); 0 means the profile's [`Profile::rounds`], which
+    /// [`Scenario::plan_for`] fills in.
+    pub rounds: u32,
 }
 
 impl Plan {
-    /// Estimated seconds for every job.
+    /// Estimated seconds for every job of every round.
     pub fn est_s(&self) -> f64 {
-        self.jobs.iter().map(|j| j.est_s).sum::<f64>() + 0.0
+        self.jobs.iter().map(|j| j.est_s).sum::<f64>() * f64::from(self.rounds.max(1))
     }
 
     /// Add a job whose configuration is `spec` serialized.
@@ -194,7 +208,10 @@ impl Scenario {
     /// run does not include (not named with `--only`, profile below full),
     /// no jobs and the reason.
     pub fn plan_for(&self, p: Profile, caps: &Caps, named: bool) -> Plan {
-        let plan = (self.plan)(p, caps);
+        let mut plan = (self.plan)(p, caps);
+        if plan.rounds == 0 {
+            plan.rounds = p.rounds();
+        }
         if named || self.runs_by_default(p) {
             return plan;
         }

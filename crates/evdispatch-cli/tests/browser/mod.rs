@@ -207,9 +207,31 @@ fn check_claims(dom: &str, doc: &Value) {
             "claim {id}: {claim:?} not in {text:?}"
         );
         assert!(
-            row.contains(&format!(">{verdict}</td>")),
+            row.contains(&format!(">{verdict}<")),
             "claim {id}: verdict {verdict} not shown: {text:?}"
         );
+        // Every judged claim shows its interval or says it was decided on
+        // one round.
+        if verdict != "not measured" {
+            let rounds = c["rounds"].as_u64().unwrap();
+            let want = if rounds == 1 {
+                "decided on one round".to_string()
+            } else {
+                format!("{rounds} rounds")
+            };
+            assert!(text.contains(&want), "claim {id}: {want:?} not in {text:?}");
+            if rounds > 1 && !c["numbers"].as_array().unwrap().is_empty() {
+                assert!(
+                    c["numbers"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .any(|n| n["lo"].is_f64())
+                        == text.contains("(interval "),
+                    "claim {id}: its intervals are not shown: {text:?}"
+                );
+            }
+        }
         for n in c["numbers"].as_array().unwrap() {
             let value = format!(
                 "{} = {}",

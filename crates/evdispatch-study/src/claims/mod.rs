@@ -14,86 +14,9 @@
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use crate::report::figure::fmt_num;
-use crate::results::{reading_keys, Point, ScenarioRecord};
+use crate::results::{reading_keys, ClaimEntry, Point, RoundVerdict, ScenarioRecord};
 
-/// A verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Outcome {
-    /// The data agree with the claim.
-    Holds,
-    /// Part of the claim holds.
-    Partly,
-    /// The data contradict the claim.
-    Fails,
-    /// This run has no data to decide.
-    NotMeasured,
-}
-
-impl Outcome {
-    /// The word used in the report.
-    pub fn word(self) -> &'static str {
-        match self {
-            Outcome::Holds => "holds",
-            Outcome::Partly => "partly",
-            Outcome::Fails => "fails",
-            Outcome::NotMeasured => "not measured",
-        }
-    }
-}
-
-/// A verdict with the numbers behind it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Verdict {
-    /// The outcome.
-    pub outcome: Outcome,
-    /// The numbers it was decided on, as (name, value) pairs.
-    pub numbers: Vec<(String, String)>,
-    /// How the numbers lead to the outcome (or why nothing was measured).
-    pub why: String,
-}
-
-/// `not measured`, because `why`.
-pub fn nm(why: impl Into<String>) -> Verdict {
-    Verdict {
-        outcome: Outcome::NotMeasured,
-        numbers: vec![],
-        why: why.into(),
-    }
-}
-
-/// A decided verdict on `numbers` (formatted for the report).
-pub fn verdict(outcome: Outcome, numbers: Vec<(&str, f64)>, why: impl Into<String>) -> Verdict {
-    Verdict {
-        outcome,
-        numbers: numbers
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), fmt_num(v)))
-            .collect(),
-        why: why.into(),
-    }
-}
-
-/// Two sub-claims: both → holds, one → partly, none → fails.
-pub fn both(a: bool, b: bool) -> Outcome {
-    match (a, b) {
-        (true, true) => Outcome::Holds,
-        (false, false) => Outcome::Fails,
-        _ => Outcome::Partly,
-    }
-}
-
-/// Three bands: `holds` where `good`, `partly` where `fair`, else `fails`.
-pub fn band(good: bool, fair: bool) -> Outcome {
-    if good {
-        Outcome::Holds
-    } else if fair {
-        Outcome::Partly
-    } else {
-        Outcome::Fails
-    }
-}
+pub use verdict::{band, both, nm, verdict, Outcome, Verdict};
 
 /// One claim of the seeds, listed in the `CLAIMS` of the scenario whose
 /// data decide it.
@@ -191,58 +114,121 @@ pub fn generator_bound(p: &Point) -> bool {
 /// claim with the id of the scenario whose data decide it (in report order,
 /// as `crate::scenarios::claims` gives them). A claim whose scenario did
 /// not run, or measured nothing, is `not measured` with the scenario's
-/// reasons. A claim that reads a configuration key or metric no point of
-/// its scenario has gets `missing_keys` (and says so in `why`): its figures
+/// reasons. Otherwise its verdict function runs on each round's points
+/// apart (the points of one round are paired) and [`rounds::combine`] makes
+/// one verdict of them: every number the median across rounds with its 90%
+/// interval (`lo`, `hi`, `coverage`, `rounds`), the outcome decided only
+/// when the rounds agree, else `undecided` (with `more_rounds`: whether
+/// more rounds would likely decide it). A claim that reads a configuration
+/// key or metric no point of its scenario has (in any round, or on the
+/// whole record) gets `missing_keys` (and says so in `why`): its figures
 /// were renamed or lost, which a missing peer alone never causes when the
 /// scenario skipped nothing.
 pub fn evaluate<'a>(
     claims: impl IntoIterator<Item = (&'a str, &'a Claim)>,
     records: &[ScenarioRecord],
 ) -> Vec<Value> {
+    // Each record split into its rounds once, for every claim it decides.
+    let split: Vec<Vec<(u64, ScenarioRecord)>> = records
+        .iter()
+        .map(|r| match r.round_ids().as_slice() {
+            [] | [_] => vec![],
+            ids => ids.iter().map(|&i| (i, r.round(i))).collect(),
+        })
+        .collect();
     claims
         .into_iter()
         .map(|(scenario, c)| {
             // The keys it looked for that no point of the scenario has: a
             // figure renamed or gone, not a peer or a mechanism missing.
             let mut missing = vec![];
-            let v = match records.iter().find(|r| r.id == scenario) {
-                None => nm(format!("scenario {scenario} was not run (see --only)")),
-                Some(r) if r.points.is_empty() => {
-                    let why: Vec<String> = r.skipped.iter().chain(&r.failures).map(|s| format!("{}: {}", s.what, s.why)).collect();
-                    nm(format!("scenario {scenario} measured nothing: {}", if why.is_empty() { "no data".to_string() } else { why.join("; ") }))
+            let found = records.iter().position(|r| r.id == scenario);
+            let combined = match found.map(|i| (&records[i], &split[i])) {
+                None => rounds::combine(&[(
+                    1,
+                    nm(format!("scenario {scenario} was not run (see --only)")),
+                )]),
+                Some((r, _)) if r.points.is_empty() => {
+                    let why: Vec<String> = r
+                        .skipped
+                        .iter()
+                        .chain(&r.failures)
+                        .map(|s| format!("{}: {}", s.what, s.why))
+                        .collect();
+                    rounds::combine(&[(
+                        1,
+                        nm(format!(
+                            "scenario {scenario} measured nothing: {}",
+                            if why.is_empty() {
+                                "no data".to_string()
+                            } else {
+                                why.join("; ")
+                            }
+                        )),
+                    )])
                 }
-                Some(r) => {
-                    let (v, read) = reading_keys(|| (c.verdict)(r));
+                Some((r, per_round)) => {
+                    let (whole, mut read) = reading_keys(|| (c.verdict)(r));
+                    let per: Vec<(u64, Verdict)> = if per_round.is_empty() {
+                        vec![(r.round_ids().first().copied().unwrap_or(1), whole)]
+                    } else {
+                        per_round
+                            .iter()
+                            .map(|(i, sub)| {
+                                let (v, more) = reading_keys(|| (c.verdict)(sub));
+                                read.extend(more);
+                                (*i, v)
+                            })
+                            .collect()
+                    };
                     missing = r.missing_keys(&read);
-                    v
+                    rounds::combine(&per)
                 }
             };
             let why = if missing.is_empty() {
-                v.why
+                combined.why
             } else {
                 format!(
                     "{} [keys this claim reads that no point of scenario {scenario} has: {}]",
-                    v.why,
+                    combined.why,
                     missing.join(", ")
                 )
             };
-            let mut claim = json!({
-                "id": c.id,
-                "seed": c.seed,
-                "section": c.section,
-                "claim": c.text,
-                "scenario": scenario,
-                "verdict": v.outcome.word(),
-                "numbers": v.numbers.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
-                "why": why,
-            });
-            if !missing.is_empty() {
-                claim["missing_keys"] = json!(missing);
-            }
-            claim
+            let entry = ClaimEntry {
+                id: c.id.into(),
+                seed: c.seed.into(),
+                section: c.section.into(),
+                claim: c.text.into(),
+                scenario: scenario.into(),
+                verdict: combined.outcome.word().into(),
+                numbers: combined.numbers,
+                why,
+                rounds: combined.rounds,
+                round_verdicts: if combined.round_verdicts.len() > 1 {
+                    combined
+                        .round_verdicts
+                        .iter()
+                        .map(|(r, w)| RoundVerdict {
+                            round: *r,
+                            verdict: w.to_string(),
+                        })
+                        .collect()
+                } else {
+                    vec![]
+                },
+                one_round: combined.rounds == 1,
+                coverage: (combined.rounds > 1)
+                    .then(|| (combined.coverage * 1000.0).round() / 1000.0),
+                more_rounds: combined.more_rounds,
+                missing_keys: missing,
+            };
+            json!(entry)
         })
         .collect()
 }
+
+pub mod rounds;
+pub mod verdict;
 
 #[cfg(test)]
 pub mod testkit;

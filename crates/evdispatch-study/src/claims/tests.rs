@@ -3,7 +3,7 @@
 use super::testkit::*;
 use super::*;
 use crate::scenarios;
-use serde_json::json;
+use serde_json::{json, Value};
 
 #[test]
 fn every_claim_has_a_unique_id_and_says_why_without_data() {
@@ -80,4 +80,59 @@ fn a_renamed_figure_is_a_missing_key_not_a_missing_peer() {
             .contains(&json!("inactive")),
         "{c}"
     );
+}
+
+/// A record of the example scenario measured in rounds: `rates[r]` is the
+/// reply rate of round r + 1.
+fn example_rounds(rates: &[f64]) -> Value {
+    let points = rates
+        .iter()
+        .enumerate()
+        .map(|(i, y)| {
+            pt(
+                "example",
+                json!({"n": 1, "round": i + 1}),
+                json!({"reply_rate": y}),
+            )
+        })
+        .collect();
+    let out = evaluate(scenarios::claims(), &[rec("example", points)]);
+    out.into_iter()
+        .find(|c| c["id"] == "example-replies")
+        .expect("the example claim")
+}
+
+/// The verdict function runs on each round apart: rounds that agree give
+/// the verdict with the median and the range; rounds that disagree give
+/// `undecided`, each round's verdict listed; one round is flagged. Every
+/// entry has the shape of `results::ClaimEntry` (the schema's).
+#[test]
+fn rounds_are_judged_apart_and_combined() {
+    let agree = example_rounds(&[4.0, 6.0, 5.0]);
+    assert_eq!(agree["verdict"], "holds", "{agree}");
+    assert_eq!(agree["rounds"], 3);
+    assert_eq!(agree["numbers"][0]["value"], "5");
+    assert_eq!(agree["numbers"][0]["lo"], 4.0);
+    assert_eq!(agree["numbers"][0]["hi"], 6.0);
+    assert_eq!(agree["coverage"], 0.75);
+    assert!(agree.get("one_round").is_none());
+    let split = example_rounds(&[4.0, 0.0, 5.0]);
+    assert_eq!(split["verdict"], "undecided", "{split}");
+    assert_eq!(
+        split["round_verdicts"],
+        json!([{"round": 1, "verdict": "holds"}, {"round": 2, "verdict": "fails"}, {"round": 3, "verdict": "holds"}])
+    );
+    assert!(split["more_rounds"].is_string(), "{split}");
+    assert!(split["why"].as_str().unwrap().contains("fails in round 2"));
+    let one = example_rounds(&[3.0]);
+    assert_eq!(one["verdict"], "holds");
+    assert_eq!(one["one_round"], true);
+    assert!(one["why"]
+        .as_str()
+        .unwrap()
+        .starts_with("Decided on one round"));
+    for c in [agree, split, one] {
+        serde_json::from_value::<crate::results::ClaimEntry>(c.clone())
+            .unwrap_or_else(|e| panic!("{c} is not a ClaimEntry: {e}"));
+    }
 }

@@ -66,6 +66,9 @@ pub struct Xy {
     /// Drawn hollow: the load generator was saturated at this point, so
     /// the figure may be the generator's limit rather than the server's.
     pub hollow: bool,
+    /// The lowest and highest `y` of the rounds when several rounds
+    /// measured this point (`y` is then their median), drawn as a whisker.
+    pub spread: Option<(f64, f64)>,
 }
 
 /// Rows and columns of text.
@@ -154,7 +157,10 @@ impl<'a> Metrics<'a> {
 }
 
 /// One series per distinct `series` among the points matching `filter`:
-/// config (or metric) `x` against `m`.
+/// config (or metric) `x` against `m`. Points of one series at the same
+/// `x` (one per round) become one: the median `y`, the rounds' lowest and
+/// highest as its `spread`, and the error bar and range of the round
+/// nearest the median.
 pub fn lines(
     rec: &ScenarioRecord,
     filter: &[(&str, Value)],
@@ -174,6 +180,7 @@ pub fn lines(
                 .range
                 .and_then(|(lo, hi)| Some((p.metric(lo)?, p.metric(hi)?))),
             hollow: p.metric("generator_limited") == Some(1.0),
+            spread: None,
         };
         match out.iter_mut().find(|s| s.name == p.series) {
             Some(s) => s.points.push(xy),
@@ -184,9 +191,36 @@ pub fn lines(
         }
     }
     for s in &mut out {
-        s.points.sort_by(|a, b| a.x.total_cmp(&b.x));
+        s.points
+            .sort_by(|a, b| a.x.total_cmp(&b.x).then(a.y.total_cmp(&b.y)));
+        s.points = merge_rounds(&s.points);
     }
     out
+}
+
+/// Points sorted by `x`, then `y`: those at the same `x` merged into one
+/// (see [`lines`]).
+fn merge_rounds(points: &[Xy]) -> Vec<Xy> {
+    points
+        .chunk_by(|a, b| a.x == b.x)
+        .map(|same| {
+            let n = same.len();
+            if n == 1 {
+                return same[0];
+            }
+            let y = if n % 2 == 1 {
+                same[n / 2].y
+            } else {
+                (same[n / 2 - 1].y + same[n / 2].y) / 2.0
+            };
+            Xy {
+                y,
+                spread: Some((same[0].y, same[n - 1].y)),
+                hollow: same.iter().any(|p| p.hollow),
+                ..same[(n - 1) / 2]
+            }
+        })
+        .collect()
 }
 
 /// A number for a table cell or a label: 3 significant digits, thousands
@@ -216,6 +250,30 @@ pub fn fmt_num(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Rounds at the same x become their median with the rounds' spread.
+    #[test]
+    fn rounds_merge_into_a_median_with_its_spread() {
+        use serde_json::json;
+        let pt = |series: &str, n: u32, round: u32, y: f64| json!({"series": series, "config": {"n": n, "round": round}, "metrics": {"y": y}});
+        let r: ScenarioRecord = serde_json::from_value(json!({
+            "id": "x", "status": "complete", "profile": "tiny", "params": {},
+            "started_unix": 0, "duration_s": 0.0, "git_commit": "t", "capabilities": [],
+            "skipped": [], "failures": [],
+            "points": [pt("a", 1, 1, 5.0), pt("a", 1, 2, 9.0), pt("a", 1, 3, 6.0),
+                       pt("a", 2, 1, 1.0), pt("a", 2, 2, 3.0), pt("b", 1, 1, 4.0)],
+        }))
+        .unwrap();
+        let s = lines(&r, &[], "n", Metrics::y("y"));
+        assert_eq!(s.len(), 2);
+        let a = &s[0].points;
+        assert_eq!(
+            (a.len(), a[0].x, a[0].y, a[0].spread),
+            (2, 1.0, 6.0, Some((5.0, 9.0)))
+        );
+        assert_eq!((a[1].x, a[1].y, a[1].spread), (2.0, 2.0, Some((1.0, 3.0))));
+        assert_eq!(s[1].points[0].spread, None);
+    }
 
     #[test]
     fn number_formats() {

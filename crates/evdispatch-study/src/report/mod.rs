@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::results::{Results, ScenarioRecord, Status};
 use crate::scenarios::SCENARIOS;
 use figure::{fmt_num, Body, Figure};
-use summary::{anchor, numbers_of, str_of, Summary};
+use summary::{anchor, numbers_of, rounds_text, str_of, Summary};
 use svg::esc;
 
 fn status_word(s: Status) -> &'static str {
@@ -104,7 +104,7 @@ pub fn html(res: &Results) -> String {
     // Claims.
     let _ = write!(
         h,
-        "<h2 id=\"claims\">Claims of the seeds, judged on this run</h2><p>{}. Each verdict is computed from this run's data by the rule stated in its last column; <i>today</i> marks questions the seeds could not ask.</p><table><tr><th>seed</th><th class=\"l\">claim</th><th>verdict</th><th class=\"l\">numbers</th><th class=\"l\">why</th></tr>",
+        "<h2 id=\"claims\">Claims of the seeds, judged on this run</h2><p>{}. Each verdict is computed from this run's data by the rule stated in its last column, on each round apart; a claim holds or fails only when its rounds agree (else <i>undecided</i>), and each number is the median across rounds with its interval (the range of the rounds, or from five rounds on a 90% interval of the median from order statistics; the percentage is its coverage); <i>today</i> marks questions the seeds could not ask.</p><table><tr><th>seed</th><th class=\"l\">claim</th><th>verdict</th><th class=\"l\">numbers</th><th class=\"l\">why</th></tr>",
         verdict_counts(res)
     );
     for c in &res.claims {
@@ -112,7 +112,7 @@ pub fn html(res: &Results) -> String {
         let nums: Vec<String> = numbers_of(c).iter().map(|n| esc(n)).collect();
         let _ = write!(
             h,
-            "<tr id=\"{}\"><td>{} {}</td><td class=\"l\">{} <a href=\"#{}\">[{}]</a></td><td class=\"{}\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
+            "<tr id=\"{}\"><td>{} {}</td><td class=\"l\">{} <a href=\"#{}\">[{}]</a></td><td class=\"{}\">{}{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>",
             esc(&anchor(c)),
             esc(&str_of(&c["seed"])),
             esc(&str_of(&c["section"])),
@@ -121,6 +121,10 @@ pub fn html(res: &Results) -> String {
             esc(&str_of(&c["scenario"])),
             verdict.replace(' ', "-"),
             esc(&verdict),
+            match rounds_text(c) {
+                t if t.is_empty() => String::new(),
+                t => format!("<br/><small class=\"rounds\">{}</small>", esc(&t)),
+            },
             nums.join("<br/>"),
             esc(&str_of(&c["why"]))
         );
@@ -274,11 +278,15 @@ pub fn markdown(res: &Results) -> String {
         let nums = numbers_of(c);
         let _ = writeln!(
             m,
-            "| {} {} | {} | **{}** | {} | {} |",
+            "| {} {} | {} | **{}**{} | {} | {} |",
             str_of(&c["seed"]),
             str_of(&c["section"]),
             str_of(&c["claim"]),
             str_of(&c["verdict"]),
+            match rounds_text(c) {
+                t if t.is_empty() => String::new(),
+                t => format!(" ({t})"),
+            },
             nums.join("; ").replace('|', "/"),
             str_of(&c["why"]).replace('|', "/")
         );
@@ -523,6 +531,7 @@ mod tests {
                 failures: vec![],
                 timings: vec![],
                 lock_wait_s: 0.0,
+                rounds: 1,
             });
             assert!(!figs.is_empty(), "{} draws no figure", sc.id);
             for f in &figs {
@@ -542,6 +551,7 @@ mod tests {
                 failures: vec![],
                 timings: vec![],
                 lock_wait_s: 0.0,
+                rounds: 1,
             });
         }
         let res = Results {

@@ -164,6 +164,7 @@ mod tests {
                     err: None,
                     range: None,
                     hollow: x > 9000.0,
+                    spread: None,
                 })
                 .collect(),
         }

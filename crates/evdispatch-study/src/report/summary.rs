@@ -22,11 +22,43 @@ pub fn str_of(v: &Value) -> String {
 }
 
 /// One number behind a verdict as the report prints it: `name = value`,
-/// and its interval where the number carries one (`lo` and `hi`).
+/// and its interval where the number carries one (`lo` and `hi`), with
+/// the interval's coverage and the rounds behind it where given.
 pub fn number_text(n: &Value) -> String {
     let mut t = format!("{} = {}", str_of(&n["name"]), str_of(&n["value"]));
     if let (Some(lo), Some(hi)) = (n["lo"].as_f64(), n["hi"].as_f64()) {
-        let _ = write!(t, " (interval {} – {})", fmt_num(lo), fmt_num(hi));
+        let _ = write!(t, " (interval {} – {}", fmt_num(lo), fmt_num(hi));
+        if let Some(c) = n["coverage"].as_f64() {
+            let _ = write!(t, ", {:.0}%", c * 100.0);
+        }
+        if let Some(r) = n["rounds"].as_u64() {
+            let _ = write!(t, ", {r} rounds");
+        }
+        t.push(')');
+    }
+    t
+}
+
+/// How many rounds decided a claim, as the claims tables print it beside
+/// the verdict: `decided on one round`, or `N rounds` (with each round's
+/// verdict when they disagree); empty for a claim without data.
+pub fn rounds_text(claim: &Value) -> String {
+    if claim["one_round"].as_bool() == Some(true) {
+        return "decided on one round".into();
+    }
+    let n = claim["rounds"].as_u64().unwrap_or(0);
+    if n < 2 {
+        return String::new();
+    }
+    let mut t = format!("{n} rounds");
+    if claim["verdict"].as_str() == Some("undecided") {
+        let each: Vec<String> = claim["round_verdicts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|r| format!("{}: {}", str_of(&r["round"]), str_of(&r["verdict"])))
+            .collect();
+        let _ = write!(t, " ({})", each.join(", "));
     }
     t
 }
@@ -61,6 +93,10 @@ pub struct Summary<'a> {
     /// Every other verdict (undecided, not measured), grouped by verdict
     /// and reason, in the order the claims come: `(verdict, why, claims)`.
     pub open: Vec<(String, String, Vec<&'a Value>)>,
+    /// The undecided claims (their rounds disagree).
+    pub undecided: Vec<&'a Value>,
+    /// Claims decided on one round (no interval).
+    pub one_round: Vec<&'a Value>,
 }
 
 impl<'a> Summary<'a> {
@@ -71,6 +107,12 @@ impl<'a> Summary<'a> {
             ..Summary::default()
         };
         for c in claims {
+            if c["one_round"].as_bool() == Some(true) {
+                s.one_round.push(c);
+            }
+            if c["verdict"].as_str() == Some("undecided") {
+                s.undecided.push(c);
+            }
             match c["verdict"].as_str() {
                 Some("holds") => s.holds.push(c),
                 Some("fails") => s.fails.push(c),
@@ -192,6 +234,36 @@ impl<'a> Summary<'a> {
                 &items,
             ));
         }
+        if !self.undecided.is_empty() {
+            let items: Vec<String> = self
+                .undecided
+                .iter()
+                .map(|c| format!("{}: {}", m.ids(&[*c]), m.text(&str_of(&c["more_rounds"]))))
+                .collect();
+            out.push_str(&m.list(
+                "more-rounds-list",
+                &format!(
+                    "Would more rounds decide them? ({} undecided)",
+                    self.undecided.len()
+                ),
+                &items,
+            ));
+        }
+        if !self.one_round.is_empty() {
+            let decided = self.holds.len() + self.fails.len() + self.partly.len();
+            let which = if self.one_round.len() == decided {
+                "Every verdict above".to_string()
+            } else {
+                m.ids(&self.one_round)
+            };
+            out.push_str(&m.para(
+                "one-round",
+                &format!("Decided on one round ({}):", self.one_round.len()),
+                &format!(
+                    "{which}. One round gives no interval: such a verdict may flip near its threshold (the quick and full profiles run several rounds)."
+                ),
+            ));
+        }
         if m == Markup::Html {
             out.push_str("</section>");
         }
@@ -236,6 +308,21 @@ impl Markup {
                 let id = str_of(&c["id"]);
                 match self {
                     Markup::Html => format!("<a href=\"#{}\">{}</a>", esc(&anchor(c)), esc(&id)),
+                    Markup::Markdown => format!("`{id}`"),
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The claims' ids, not linked (each claim is linked once, from the
+    /// list of its verdict).
+    fn ids(self, cs: &[&Value]) -> String {
+        cs.iter()
+            .map(|c| {
+                let id = str_of(&c["id"]);
+                match self {
+                    Markup::Html => format!("<code>{}</code>", esc(&id)),
                     Markup::Markdown => format!("`{id}`"),
                 }
             })
@@ -298,7 +385,7 @@ mod tests {
     /// reason are listed once under it; text is escaped; intervals shown.
     #[test]
     fn groups_by_verdict_and_reason() {
-        let claims = vec![
+        let mut claims = vec![
             claim("a", "000", "holds", "x"),
             claim("b", "001", "fails", "y"),
             claim("c", "today", "fails", "y"),
@@ -307,6 +394,8 @@ mod tests {
             claim("f", "003", "undecided", "interval straddles 1"),
             claim("g", "004", "not measured", "nginx: absent & missing"),
         ];
+        claims[5]["more_rounds"] = json!("about 9 rounds");
+        claims[0]["one_round"] = json!(true);
         let s = Summary::of(&claims);
         assert_eq!(
             (s.total, s.holds.len(), s.fails.len(), s.partly.len()),
@@ -322,7 +411,28 @@ mod tests {
         assert!(h.contains("<a href=\"#claim-e\">e</a>, <a href=\"#claim-g\">g</a> <i>not measured</i>: nginx: absent &amp; missing"));
         assert!(h.contains("a question of today"));
         assert!(h.contains("ratio = 1.2 (interval 1.05 – 1.40)"), "{h}");
+        assert!(h.contains("more-rounds-list"), "{h}");
+        assert!(h.contains("<code>f</code>: about 9 rounds"), "{h}");
+        assert!(
+            h.contains("Decided on one round (1):</b> <code>a</code>."),
+            "{h}"
+        );
+        // Each claim is linked once, from the list of its verdict.
+        assert_eq!(h.matches("href=\"#claim-f\"").count(), 1);
         let m = s.markdown();
+        assert!(m.contains("- `f`: about 9 rounds"), "{m}");
+        let n =
+            json!({"name": "r", "value": "2", "lo": 1.5, "hi": 2.5, "coverage": 0.75, "rounds": 3});
+        assert_eq!(
+            number_text(&n),
+            "r = 2 (interval 1.50 – 2.50, 75%, 3 rounds)"
+        );
+        assert_eq!(rounds_text(&claims[0]), "decided on one round");
+        let mut u = claims[5].clone();
+        u["rounds"] = json!(2);
+        u["round_verdicts"] =
+            json!([{"round": 1, "verdict": "holds"}, {"round": 2, "verdict": "fails"}]);
+        assert_eq!(rounds_text(&u), "2 rounds (1: holds, 2: fails)");
         assert!(m.contains("**Holds today (1):** `a`."));
         assert!(m.contains("- `e`, `g` *not measured*: nginx: absent & missing"));
     }

@@ -159,6 +159,9 @@ pub fn render(chart: &Chart, title: &str) -> String {
             if let Some((a, b)) = p.range {
                 v.extend([a, b]);
             }
+            if let Some((a, b)) = p.spread {
+                v.extend([a, b]);
+            }
             v
         })
     });
@@ -290,6 +293,19 @@ pub fn render(chart: &Chart, title: &str) -> String {
         }
         for p in &pts {
             let (x, y) = (xa.map(p.x), ya.map(p.y));
+            // The rounds' spread: a broad pale whisker from the lowest
+            // round to the highest, behind the median's mark.
+            if let Some((lo, hi)) = p
+                .spread
+                .filter(|(lo, hi)| drawable(p.x, *lo) && drawable(p.x, *hi))
+            {
+                let _ = write!(
+                    s,
+                    r#"<line class="spread" x1="{x:.1}" x2="{x:.1}" y1="{:.1}" y2="{:.1}" stroke="{c}" stroke-width="5" stroke-opacity="0.35" stroke-linecap="round"/>"#,
+                    ya.map(lo),
+                    ya.map(hi)
+                );
+            }
             if let Some(e) = p.err {
                 let (y0, y1) = (ya.map(p.y - e), ya.map(p.y + e));
                 let _ = write!(
@@ -307,6 +323,13 @@ pub fn render(chart: &Chart, title: &str) -> String {
             }
             if let Some((lo, hi)) = p.range {
                 tip += &format!(" [min {} max {}]", fmt_num(lo), fmt_num(hi));
+            }
+            if let Some((lo, hi)) = p.spread {
+                tip += &format!(
+                    " (median of rounds; rounds from {} to {})",
+                    fmt_num(lo),
+                    fmt_num(hi)
+                );
             }
             if p.hollow {
                 tip += " (load generator saturated)";
@@ -355,6 +378,7 @@ mod tests {
             err: Some(y / 10.0),
             range: Some((y * 0.5, y * 1.5)),
             hollow: false,
+            spread: None,
         }
     }
 
@@ -412,6 +436,26 @@ mod tests {
     }
 
     #[test]
+    fn the_rounds_spread_is_a_whisker() {
+        let chart = Chart {
+            series: vec![Series {
+                name: "a".into(),
+                points: vec![
+                    Xy {
+                        spread: Some((3.0, 9.0)),
+                        ..xy(1.0, 5.0)
+                    },
+                    xy(2.0, 6.0),
+                ],
+            }],
+            ..Chart::default()
+        };
+        let svg = render(&chart, "x");
+        assert_eq!(svg.matches(r#"class="spread""#).count(), 1, "{svg}");
+        assert!(svg.contains("rounds from 3 to 9"), "{svg}");
+    }
+
+    #[test]
     fn log_axes_skip_non_positive_values() {
         let chart = Chart {
             x_log: false,
@@ -425,6 +469,7 @@ mod tests {
                         err: None,
                         range: None,
                         hollow: false,
+                        spread: None,
                     },
                     Xy {
                         x: 2.0,
@@ -432,6 +477,7 @@ mod tests {
                         err: None,
                         range: None,
                         hollow: false,
+                        spread: None,
                     },
                 ],
             }],

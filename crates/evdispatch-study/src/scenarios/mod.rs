@@ -91,9 +91,9 @@ mod tests {
         let caps = Caps::everything();
         for p in [Profile::Tiny, Profile::Quick, Profile::Full] {
             let regular = || SCENARIOS.iter().filter(|s| !s.opt_in);
-            let total: f64 = regular().map(|s| (s.plan)(p, &caps).est_s()).sum();
+            let total: f64 = regular().map(|s| s.plan_for(p, &caps, true).est_s()).sum();
             for s in regular() {
-                let plan = (s.plan)(p, &caps);
+                let plan = s.plan_for(p, &caps, true);
                 eprintln!(
                     "{} {}: {} jobs, {:.0} s",
                     p.name(),
@@ -111,7 +111,7 @@ mod tests {
                 p.opt_in_reserve_s()
             );
             for s in regular() {
-                let plan = (s.plan)(p, &caps);
+                let plan = s.plan_for(p, &caps, true);
                 assert!(
                     !plan.jobs.is_empty(),
                     "{} plans no job under {}",
@@ -139,7 +139,7 @@ mod tests {
             let opt_in: f64 = SCENARIOS
                 .iter()
                 .filter(|s| s.opt_in && s.runs_by_default(p))
-                .map(|s| (s.plan)(p, &caps).est_s())
+                .map(|s| s.plan_for(p, &caps, true).est_s())
                 .sum();
             assert!(
                 opt_in <= p.opt_in_reserve_s(),

@@ -64,6 +64,12 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     let ms = models(p, caps);
     let mut plan = Plan {
         params: json!({"models": ms, "torture_profile": torture_profile(p).name()}),
+        // One round: each part already pairs its own runs inside one job
+        // (the torture suite's baseline and attack rounds against the same
+        // server, back to back), and its figures are pass/fail checks, not
+        // ratios near a threshold; its 3,380 s (a 30-minute soak among
+        // them) fill the time the full profile keeps for it.
+        rounds: 1,
         ..Plan::default()
     };
     if !caps.serve || !caps.load {
@@ -375,6 +381,7 @@ mod tests {
             failures: vec![],
             timings: vec![],
             lock_wait_s: 0.0,
+            rounds: 1,
         };
         for part in ["storm", "exhaustion", "slowloris", "attacks", "soak"] {
             let mut c = Map::new();

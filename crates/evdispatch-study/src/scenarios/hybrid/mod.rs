@@ -58,7 +58,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             500.0, 1000.0, 2500.0, 4000.0, 5500.0, 7000.0, 8500.0, 10000.0, 11500.0,
         ],
     );
-    let duration = p.pick(0.4, 1.0, 4.0);
+    let duration = p.pick(0.4, 0.5, 1.2);
     let (heavy, light) = p.pick((4000.0, 500.0), (10000.0, 1000.0), (11500.0, 1000.0));
     let mut plan = Plan {
         params: json!({"mechanisms": MECHANISMS, "rates_conn_per_s": rates, "duration_s": duration, "inactive": 251, "document": "6k.html", "rlimit_sigpending": QUEUE, "step": {"heavy": heavy, "light": light}, "eager_read": false}),

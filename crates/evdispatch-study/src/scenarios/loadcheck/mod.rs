@@ -57,7 +57,7 @@ const OURS: &str = "evdispatch load";
 const OPEN_LOOP_MAX_CONNS: f64 = 8000.0;
 
 fn plan(p: Profile, caps: &Caps) -> Plan {
-    let duration = p.pick(0.5, 1.5, 5.0);
+    let duration = p.pick(0.5, 0.8, 1.5);
     let open_rates: Vec<f64> = p.pick(
         vec![1000.0],
         vec![2000.0, 5000.0],

@@ -38,10 +38,14 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         vec![250, 1000, 4000, 10000],
         vec![250, 500, 1000, 2000, 3000, 6000, 10000, 15000],
     );
-    let duration = p.pick(0.5, 1.5, 3.0);
+    let duration = p.pick(0.5, 0.6, 0.6);
     let mechs = p.sample(all_dispatch(), &["poll", "epoll", "uring", "rtsig"]);
     let mut plan = Plan {
         params: json!({"rates_req_per_s": rates, "connections": conns, "duration_s": duration, "document": "92b.html", "mechanisms": mechs}),
+        // Two rounds in full: its sweep is too many runs a round for five
+        // to fit 2 hours less the hostile conditions; its verdicts say their
+        // range over two rounds covers the median with 50% only.
+        rounds: p.pick(0, 0, 2),
         ..Plan::default()
     };
     for m in &mechs {

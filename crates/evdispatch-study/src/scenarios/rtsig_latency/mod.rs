@@ -47,7 +47,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             10000.0, 11000.0,
         ],
     );
-    let duration = p.pick(0.4, 1.0, 4.0);
+    let duration = p.pick(0.4, 0.5, 1.2);
     let inactive = 251;
     let mut plan = Plan {
         params: json!({"mechanisms": MECHANISMS, "rates_conn_per_s": rates, "duration_s": duration, "inactive": inactive, "document": "6k.html", "rlimit_sigpending": QUEUE, "eager_read": false}),

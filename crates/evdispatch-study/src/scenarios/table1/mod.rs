@@ -55,7 +55,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             1000.0, 2500.0, 4000.0, 5500.0, 7000.0, 8500.0, 10000.0, 11500.0,
         ],
     );
-    let duration = p.pick(0.4, 0.8, 3.0);
+    let duration = p.pick(0.4, 0.4, 1.0);
     let mut plan = Plan {
         params: json!({"idle": idle, "rates_conn_per_s": rates, "duration_s": duration, "rlimit_sigpending": SIGPENDING, "mechanisms": MECHANISMS, "document": "1b.txt", "eager_read": false}),
         ..Plan::default()

@@ -52,7 +52,7 @@ fn extra(part: &str, more: &[(&str, Value)]) -> Map<String, Value> {
 }
 
 fn plan(p: Profile, caps: &Caps) -> Plan {
-    let duration = p.pick(0.4, 1.2, 4.0);
+    let duration = p.pick(0.4, 0.6, 1.2);
     let idle_n: u32 = p.pick(1000, 5000, 9000);
     let herd_rates: Vec<f64> = p.pick(
         vec![1000.0],
