@@ -147,6 +147,7 @@ pub mod interval;
 pub mod merge;
 pub mod record;
 pub mod report;
+mod ring;
 pub mod runner;
 pub mod schedule;
 mod sys;
@@ -154,7 +155,7 @@ pub mod target;
 pub mod tls;
 pub mod wsesslog;
 
-pub use config::{Arrival, Config, InactiveSend, Rate, WorkerSpec};
+pub use config::{Arrival, Config, InactiveSend, IoEngine, Rate, WorkerSpec};
 pub use report::{Latency, Summary};
 pub use runner::{execute, RunOptions};
 
@@ -255,6 +256,12 @@ pub struct LoadArgs {
     /// Readiness mechanism of the generator.
     #[arg(long, default_value = "epoll")]
     pub mechanism: String,
+    /// I/O of the plain keep-alive connections: `uring` (io_uring send and
+    /// receive completions, one system call per turn of the loop),
+    /// `readiness` (`write`/`read` on the mechanism's events), or `auto`
+    /// (`uring` where available).
+    #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
+    pub engine: IoEngine,
     /// Length of one reply-rate sample.
     #[arg(long, default_value = "1")]
     pub interval: String,
