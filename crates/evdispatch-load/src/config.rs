@@ -55,6 +55,23 @@ pub enum InactiveSend {
     Partial,
 }
 
+/// How a worker does the I/O of its keep-alive connections (`--engine`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// `uring` where the kernel allows io_uring and the mechanism has a
+    /// descriptor, `readiness` otherwise.
+    #[default]
+    Auto,
+    /// Plain-HTTP closed-loop and persistent connections send and receive
+    /// through io_uring (one `io_uring_enter` per turn of the loop);
+    /// everything else stays on the readiness mechanism.
+    Uring,
+    /// Every connection on the readiness mechanism (`write`/`read` after
+    /// each event).
+    Readiness,
+}
+
 /// The whole configuration of a run, as reported in the JSON output
 /// (`config`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -140,6 +157,9 @@ pub struct Config {
     pub source_addrs: Vec<IpAddr>,
     /// Readiness mechanism of the workers.
     pub mechanism: String,
+    /// How the workers do the I/O of their keep-alive connections.
+    #[serde(default)]
+    pub engine: IoEngine,
     /// Length of one reply-rate sample, seconds.
     pub interval_s: f64,
     /// A request sent later than its slot by more than this counts as a
@@ -505,6 +525,7 @@ impl Config {
             headers,
             source_addrs,
             mechanism: mechanism.name().to_string(),
+            engine: a.engine,
             interval_s,
             slot_tolerance_ms: a.slot_tolerance_ms,
             seed: a.seed,

@@ -26,10 +26,11 @@ use rand_distr::Distribution;
 use rustls::ClientConnection;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::config::{Config, InactiveSend, Rate, WorkerSpec};
+use crate::config::{Config, InactiveSend, IoEngine, Rate, WorkerSpec};
 use crate::http::{build_request, Feed, Request, ResponseParser};
 use crate::interval::{unix_s, IntervalReport};
 use crate::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
+use crate::ring::{self, Completion, Kind, Ring};
 use crate::schedule::{missed, Arrivals, RoundRobin};
 use crate::tls::TlsClient;
 
@@ -42,6 +43,10 @@ const RETRY: Duration = Duration::from_millis(100);
 const READ_BUF: usize = 64 * 1024;
 /// What rustls' `read_tls` asks of the socket at a time.
 const TLS_READ: usize = 4096;
+/// Receive buffer of a connection on the ring (one per such connection).
+const RING_BUF: usize = 16 * 1024;
+/// Submission slots of the ring (it grows nothing: a full queue is submitted).
+const RING_ENTRIES: u32 = 256;
 
 /// How the worker learns that it may start the run.
 #[derive(Debug, Clone, Copy)]
@@ -133,6 +138,20 @@ struct Conn {
     req: usize,
     /// Where a `--wsesslog` session is in its script.
     script: Option<ScriptPos>,
+    /// The connection does its I/O on the worker's ring (it is not
+    /// registered with the poller then).
+    ring: bool,
+    /// Identity of the connection on the ring (a completion carrying
+    /// another is for an earlier connection of the slot).
+    ring_id: u32,
+    /// The receive buffer on the ring; the slot keeps it across
+    /// connections, and the kernel owns it while `recv_inflight`.
+    rbuf: Option<Box<[u8]>>,
+    recv_inflight: bool,
+    send_inflight: bool,
+    /// A new request started while the previous send was still in flight:
+    /// send it when that completes.
+    send_again: bool,
 }
 
 /// A session log's session in progress: session, burst, request.
@@ -168,11 +187,29 @@ impl Conn {
             t_tcp: now,
             req: 0,
             script: None,
+            ring: false,
+            ring_id: 0,
+            rbuf: None,
+            recv_inflight: false,
+            send_inflight: false,
+            send_again: false,
         }
     }
 
     fn fd(&self) -> RawFd {
         self.sock.as_ref().map(|s| s.as_raw_fd()).unwrap_or(-1)
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        if self.recv_inflight {
+            // The kernel may still write into it (a worker that failed
+            // before reaping every receive): never free it.
+            if let Some(b) = self.rbuf.take() {
+                Box::leak(b);
+            }
+        }
     }
 }
 
@@ -276,6 +313,12 @@ pub struct Engine<'h> {
     window_start_unix_s: f64,
     /// Ctrl-C stopped the run.
     interrupted: bool,
+    /// The `uring` engine's ring (None: the readiness engine).
+    ring: Option<Ring>,
+    /// The poller may have events not yet taken (it is polled without
+    /// waiting before the ring sleeps).
+    poller_dirty: bool,
+    completions: Vec<Completion>,
 }
 
 fn elapsed_us(from: Instant, to: Instant) -> u64 {
@@ -349,6 +392,21 @@ impl<'h> Engine<'h> {
                 Interest::READABLE,
             )
             .context("cannot watch the timerfd")?;
+        let ring = match (c.engine, poller.as_raw_fd_opt()) {
+            (IoEngine::Readiness, _) => None,
+            (IoEngine::Auto, None) => None,
+            (IoEngine::Uring, None) => bail!(
+                "--engine uring needs a poller with a descriptor (epoll, epoll-et, uring); \
+                 --mechanism {} has none",
+                c.mechanism
+            ),
+            (IoEngine::Auto, Some(fd)) => Ring::new(RING_ENTRIES, fd).ok(),
+            (IoEngine::Uring, Some(fd)) => {
+                Some(Ring::new(RING_ENTRIES, fd).with_context(|| {
+                    "--engine uring: cannot set up an io_uring; use --engine readiness".to_string()
+                })?)
+            }
+        };
         Ok(Engine {
             edge: poller.info().trigger == evdispatch::Trigger::Edge,
             timer,
@@ -405,6 +463,9 @@ impl<'h> Engine<'h> {
             iv_base: None,
             window_start_unix_s: 0.0,
             interrupted: false,
+            ring,
+            poller_dirty: true,
+            completions: Vec::new(),
             start,
             hooks,
             spec,
@@ -533,7 +594,60 @@ impl<'h> Engine<'h> {
             }
             // The timerfd wakes the wait on time; the timeout is a backstop.
             let timeout = wake.map(|t| t.saturating_duration_since(now) + Duration::from_millis(5));
-            self.poller.wait(&mut self.events, timeout)?;
+            if self.ring.is_some() {
+                self.ring_turn(timeout)?;
+            } else {
+                self.poller.wait(&mut self.events, timeout)?;
+                self.dispatch_events()?;
+            }
+        }
+    }
+
+    /// One turn of the `uring` engine: submit the queued sends and
+    /// receives, wait for completions (not at all while the poller may hold
+    /// events), handle them, then the poller's events if it has some.
+    fn ring_turn(&mut self, timeout: Option<Duration>) -> anyhow::Result<()> {
+        let wait = if self.poller_dirty {
+            None
+        } else {
+            Some(timeout.unwrap_or(Duration::from_secs(3600)))
+        };
+        let mut done = std::mem::take(&mut self.completions);
+        self.ring
+            .as_mut()
+            .expect("ring_turn runs with a ring")
+            .turn(wait, &mut done)
+            .context("io_uring_enter failed")?;
+        for c in &done {
+            match c.kind {
+                Kind::Poller => {
+                    self.poller_dirty = true;
+                    if !c.more {
+                        if let Some(r) = self.ring.as_mut() {
+                            r.watch_poller()
+                                .context("cannot re-arm the poll on the poller")?;
+                        }
+                    }
+                }
+                Kind::Send => self.ring_sent(c.slot, c.id, c.result),
+                Kind::Recv => self.ring_received(c.slot, c.id, c.result),
+            }
+        }
+        self.completions = done;
+        if self.poller_dirty {
+            let n = self.poller.wait(&mut self.events, Some(Duration::ZERO))?;
+            // Events taken: ask again next turn, until it has none (a
+            // level-triggered descriptor left ready is reported again,
+            // while the ring's poll reports only new wake-ups).
+            self.poller_dirty = n > 0;
+            self.dispatch_events()?;
+        }
+        Ok(())
+    }
+
+    /// Handle the events of the last poller wait.
+    fn dispatch_events(&mut self) -> anyhow::Result<()> {
+        {
             let events = std::mem::take(&mut self.events);
             for ev in &events {
                 let token = ev.token().0;
@@ -579,6 +693,7 @@ impl<'h> Engine<'h> {
             }
             self.events = events;
         }
+        Ok(())
     }
 
     fn long_lived_total(&self) -> u64 {
@@ -894,6 +1009,7 @@ impl<'h> Engine<'h> {
                 return self.connect_failed(slot, cause, now);
             }
         };
+        self.poller_dirty = true;
         if let Err(e) = self
             .poller
             .register(sock.as_raw_fd(), Token(slot), Interest::BOTH)
@@ -994,6 +1110,10 @@ impl<'h> Engine<'h> {
     /// The connection (with its TLS handshake, if any) is ready: start what
     /// its role does.
     fn ready(&mut self, slot: usize, now: Instant) {
+        if matches!(self.slab[slot].role, Role::Persistent | Role::Closed) && !self.adopt(slot, now)
+        {
+            return; // failed, and already handled
+        }
         let c = &mut self.slab[slot];
         match c.role {
             Role::Session => {
@@ -1047,13 +1167,176 @@ impl<'h> Engine<'h> {
 
     fn set_interest(&mut self, slot: usize, want: Interest) {
         let c = &mut self.slab[slot];
-        if c.interest == Some(want) {
+        if c.interest == Some(want) || c.ring {
             return;
         }
         let fd = c.fd();
+        self.poller_dirty = true;
         if self.poller.modify(fd, Token(slot), want).is_ok() {
             c.interest = Some(want);
         }
+    }
+
+    // ---- the uring engine's connections -------------------------------
+
+    /// Move the plain connection of `slot` from the poller to the ring,
+    /// where a receive stays posted for as long as it is open (a reply, or
+    /// the server closing it, completes it). False when that failed (the
+    /// failure is handled: the slot is reconnecting or backing off).
+    fn adopt(&mut self, slot: usize, now: Instant) -> bool {
+        let c = &mut self.slab[slot];
+        let Some(sock) = c.sock.as_ref() else {
+            return true;
+        };
+        if self.ring.is_none() || c.tls.is_some() || c.ring {
+            return true;
+        }
+        // The ring waits for the socket itself: a blocking socket makes it
+        // poll instead of answering EAGAIN. Then the poller forgets it.
+        let fd = sock.as_raw_fd();
+        if let Err(e) = sock.set_nonblocking(false) {
+            self.fail(slot, Cause::of(&e), now);
+            return false;
+        }
+        self.poller_dirty = true;
+        if let Err(e) = self.poller.deregister(fd) {
+            self.fail(slot, Cause::of(&e), now);
+            return false;
+        }
+        let c = &mut self.slab[slot];
+        c.interest = None;
+        c.ring = true;
+        c.ring_id = ring::next_id(c.ring_id);
+        c.send_inflight = false;
+        c.send_again = false;
+        if c.rbuf.is_none() {
+            c.rbuf = Some(vec![0u8; RING_BUF].into_boxed_slice());
+        }
+        let id = c.ring_id;
+        self.ring_post_recv(slot, now);
+        let c = &self.slab[slot];
+        c.ring && c.ring_id == id
+    }
+
+    /// Post the receive of `slot`, unless its buffer is still the
+    /// kernel's (an earlier connection's receive not yet completed: its
+    /// completion posts this one).
+    fn ring_post_recv(&mut self, slot: usize, now: Instant) {
+        let c = &mut self.slab[slot];
+        let (Some(ring), Some(sock), Some(buf)) =
+            (self.ring.as_mut(), c.sock.as_ref(), c.rbuf.as_deref_mut())
+        else {
+            return;
+        };
+        if !c.ring || c.recv_inflight {
+            return;
+        }
+        // SAFETY: the buffer is the slot's, which keeps it (never frees or
+        // touches it) while `recv_inflight`, cleared only by the completion.
+        match unsafe { ring.recv(sock, buf, slot, c.ring_id) } {
+            Ok(()) => c.recv_inflight = true,
+            Err(e) => self.fail(slot, Cause::of(&e), now),
+        }
+    }
+
+    /// Queue the send of what remains of the request of `slot`.
+    fn ring_send(&mut self, slot: usize) {
+        let c = &mut self.slab[slot];
+        if c.send_inflight {
+            c.send_again = true;
+            return;
+        }
+        let (Some(ring), Some(sock)) = (self.ring.as_mut(), c.sock.as_ref()) else {
+            return;
+        };
+        let bytes = &self.requests[c.req].bytes[c.woff..];
+        // SAFETY: `requests` is built once in `new` and never changed or
+        // dropped before the engine, whose `finish` reaps every completion
+        // (or leaks what the kernel could still touch).
+        match unsafe { ring.send(sock, bytes, slot, c.ring_id) } {
+            Ok(()) if ring.quiet_sends() => {
+                // Sent whole, or its completion says it failed.
+                self.rec.counts.bytes_sent += bytes.len() as u64;
+                c.woff += bytes.len();
+                c.st = St::Receiving;
+            }
+            Ok(()) => c.send_inflight = true,
+            Err(e) => self.fail(slot, Cause::of(&e), Instant::now()),
+        }
+    }
+
+    /// A send of `slot` completed.
+    fn ring_sent(&mut self, slot: usize, id: u32, res: i32) {
+        let Some(c) = self.slab.get_mut(slot) else {
+            return;
+        };
+        if !c.ring || c.ring_id != id || c.sock.is_none() {
+            return; // an earlier connection's (adopt cleared the flag)
+        }
+        c.send_inflight = false;
+        if self.ring.as_ref().is_some_and(Ring::quiet_sends) {
+            // Quiet sends complete only when they fail or fall short (the
+            // socket broke midway): either way the request is lost.
+            let e = io::Error::from_raw_os_error(if res < 0 { -res } else { libc::EPIPE });
+            return self.fail(slot, Cause::of(&e), Instant::now());
+        }
+        if res < 0 {
+            let e = io::Error::from_raw_os_error(-res);
+            if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::WouldBlock {
+                return self.ring_send(slot);
+            }
+            return self.fail(slot, Cause::of(&e), Instant::now());
+        }
+        self.rec.counts.bytes_sent += res as u64;
+        if std::mem::take(&mut c.send_again) {
+            // The bytes were the previous request's: start the new one.
+            return self.ring_send(slot);
+        }
+        c.woff += res as usize;
+        if c.st == St::Sending {
+            if c.woff < self.requests[c.req].bytes.len() {
+                self.ring_send(slot);
+            } else {
+                c.st = St::Receiving;
+            }
+        }
+    }
+
+    /// A receive of `slot` completed: the reply's bytes, or the end.
+    fn ring_received(&mut self, slot: usize, id: u32, res: i32) {
+        let now = Instant::now();
+        let Some(c) = self.slab.get_mut(slot) else {
+            return;
+        };
+        c.recv_inflight = false;
+        if c.ring && c.ring_id == id && c.sock.is_some() {
+            match res {
+                0 => self.on_eof(slot, now),
+                n if n > 0 => {
+                    let n = n as usize;
+                    self.rec.counts.bytes_received += n as u64;
+                    let buf = c.rbuf.take().expect("a posted receive has its buffer");
+                    self.on_data(slot, &buf[..n]);
+                    self.slab[slot].rbuf = Some(buf);
+                }
+                _ => {
+                    let e = io::Error::from_raw_os_error(-res);
+                    if !matches!(
+                        e.kind(),
+                        io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                    ) {
+                        if matches!(c.st, St::Holding | St::Waiting) {
+                            self.server_closed_quietly(slot, now);
+                        } else {
+                            self.fail(slot, Cause::of(&e), now);
+                        }
+                    }
+                }
+            }
+        }
+        // The connection of the slot now (this one, or a newer one that
+        // waited for the buffer) gets its next receive.
+        self.ring_post_recv(slot, now);
     }
 
     fn start_request(&mut self, slot: usize, intended: Instant, measured: bool, now: Instant) {
@@ -1087,6 +1370,10 @@ impl<'h> Engine<'h> {
             (Role::Inactive, InactiveSend::None) => 0,
             _ => req.bytes.len(),
         };
+        if c.ring {
+            c.st = St::Sending;
+            return self.ring_send(slot);
+        }
         let sock = c.sock.as_ref().expect("a sending connection has a socket");
         if let Some(tls) = c.tls.as_deref_mut() {
             loop {
@@ -1569,7 +1856,15 @@ impl<'h> Engine<'h> {
             }
         }
         if let Some(sock) = had {
-            let _ = self.poller.deregister(sock.as_raw_fd());
+            if std::mem::take(&mut c.ring) {
+                // A receive in flight holds the socket open past `close`:
+                // shutting it down completes that receive (with 0).
+                let _ = sock.shutdown(std::net::Shutdown::Both);
+                c.send_again = false;
+            } else {
+                self.poller_dirty = true;
+                let _ = self.poller.deregister(sock.as_raw_fd());
+            }
             drop(sock);
             self.note_open(now, -1);
         }
@@ -1600,6 +1895,32 @@ impl<'h> Engine<'h> {
                 }
             }
         }
+    }
+
+    /// Reap the completions of the receives (and sends) still in flight
+    /// after every connection was closed, for at most a second (the
+    /// shutdowns complete them at once); a buffer still the kernel's after
+    /// that is leaked rather than freed (see `Drop for Conn`).
+    fn ring_drain(&mut self) -> anyhow::Result<()> {
+        let until = Instant::now() + Duration::from_secs(1);
+        let mut done = std::mem::take(&mut self.completions);
+        while let Some(ring) = self.ring.as_mut() {
+            let now = Instant::now();
+            if now >= until || !self.slab.iter().any(|c| c.recv_inflight) {
+                break;
+            }
+            ring.turn(Some(until - now), &mut done)
+                .context("io_uring_enter failed")?;
+            for c in &done {
+                match c.kind {
+                    Kind::Send => self.ring_sent(c.slot, c.id, c.result),
+                    Kind::Recv => self.ring_received(c.slot, c.id, c.result),
+                    Kind::Poller => {}
+                }
+            }
+        }
+        self.completions = done;
+        Ok(())
     }
 
     fn fire_timers(&mut self, now: Instant) {
@@ -1750,6 +2071,7 @@ impl<'h> Engine<'h> {
                 self.close(slot, now);
             }
         }
+        self.ring_drain()?;
         let cpu = self.cpu_use.unwrap_or(evdispatch_proc::CpuUse {
             wall_s: 0.0,
             cpu_s: 0.0,

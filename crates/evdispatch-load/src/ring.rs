@@ -1,0 +1,361 @@
+//! The io_uring side of the `uring` engine: one ring per worker through
+//! which the plain-HTTP keep-alive connections (closed loop and persistent)
+//! send their requests and receive their replies as completions, while the
+//! worker's [`Poller`](evdispatch::Poller) keeps everything else (connects,
+//! TLS, slow, inactive and idle clients, sessions, the timerfd, standard
+//! input) and is itself watched by a multishot poll on the ring.
+//!
+//! What it saves against the readiness engine: the `write` and `read` of
+//! every request and the `epoll_wait` of every turn become one
+//! `io_uring_enter` per turn of the loop, which submits the sends and
+//! receives queued while the turn handled its completions and waits for the
+//! next. A send is queued when its reply's completion is handled and goes
+//! out at the end of that turn, as wrk's does (it re-arms for writability
+//! and sends on the next turn): no request waits for a timer or a batch.
+//!
+//! The ring is made with `DEFER_TASKRUN` where the kernel has it (6.1): the
+//! thread is woken only when the completions it waits for are there, not
+//! once per socket event; older kernels get cooperative task running, then
+//! a plain ring.
+//!
+//! This module holds the `unsafe` of the engine's ring: entries that name
+//! memory the kernel writes (receive buffers) or reads (request bytes).
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+/// What a completion is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// The multishot poll on the worker's poller descriptor.
+    Poller,
+    /// A `send` of a connection's request.
+    Send,
+    /// A `recv` into a connection's buffer.
+    Recv,
+}
+
+/// One completion, copied out of the ring.
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    /// What it completes.
+    pub kind: Kind,
+    /// The connection's slot (0 for [`Kind::Poller`]).
+    pub slot: usize,
+    /// The connection's ring identity when the request was queued.
+    pub id: u32,
+    /// Bytes moved, a poll mask, or `-errno`.
+    pub result: i32,
+    /// A multishot request stays armed.
+    pub more: bool,
+}
+
+const ID_MASK: u64 = 0x0fff_ffff;
+/// `IORING_RECVSEND_POLL_FIRST` (uapi, Linux 5.19): a receive waits for
+/// data before trying, instead of trying once in vain first (a receive is
+/// posted right after its request is sent, before the reply can be there).
+const RECVSEND_POLL_FIRST: u16 = 1;
+
+fn user_data(kind: Kind, id: u32, slot: usize) -> u64 {
+    let k = match kind {
+        Kind::Poller => 1u64,
+        Kind::Send => 2,
+        Kind::Recv => 3,
+    };
+    (k << 60) | ((id as u64 & ID_MASK) << 32) | (slot as u64 & 0xffff_ffff)
+}
+
+fn parts(u: u64) -> Option<(Kind, u32, usize)> {
+    let kind = match u >> 60 {
+        1 => Kind::Poller,
+        2 => Kind::Send,
+        3 => Kind::Recv,
+        _ => return None,
+    };
+    Some((
+        kind,
+        ((u >> 32) & ID_MASK) as u32,
+        (u & 0xffff_ffff) as usize,
+    ))
+}
+
+/// The identities a connection's requests carry wrap at 28 bits.
+pub fn next_id(id: u32) -> u32 {
+    (id.wrapping_add(1)) & ID_MASK as u32
+}
+
+/// A worker's ring.
+pub struct Ring {
+    ring: IoUring,
+    poller_fd: RawFd,
+    /// Sends post no completion when they succeed (see [`Ring::quiet_sends`]).
+    quiet_sends: bool,
+    /// Receives wait for data before their first try (Linux 5.19).
+    poll_first: bool,
+}
+
+impl Ring {
+    /// A ring of `entries` submission slots that watches `poller_fd` (the
+    /// worker's poller) for readability. Fails where io_uring is missing,
+    /// disabled (`kernel.io_uring_disabled`, seccomp) or older than 5.11
+    /// (no timeout argument to `io_uring_enter`).
+    pub fn new(entries: u32, poller_fd: RawFd) -> io::Result<Ring> {
+        let cq = entries.saturating_mul(4);
+        let attempts: [fn(u32, u32) -> io::Result<IoUring>; 3] = [
+            |e, cq| {
+                IoUring::builder()
+                    .setup_cqsize(cq)
+                    .setup_submit_all()
+                    .setup_single_issuer()
+                    .setup_defer_taskrun()
+                    .build(e)
+            },
+            |e, cq| {
+                IoUring::builder()
+                    .setup_cqsize(cq)
+                    .setup_submit_all()
+                    .setup_coop_taskrun()
+                    .build(e)
+            },
+            |e, cq| IoUring::builder().setup_cqsize(cq).build(e),
+        ];
+        let mut last = None;
+        let mut made = None;
+        let mut poll_first = true; // the first attempt needs 6.1
+        for build in attempts {
+            match build(entries, cq) {
+                Ok(r) => {
+                    made = Some(r);
+                    break;
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                    poll_first = false;
+                    last = Some(e)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let ring = match made {
+            Some(r) => r,
+            None => return Err(last.unwrap_or_else(|| io::Error::other("io_uring setup failed"))),
+        };
+        if !ring.params().is_feature_ext_arg() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this kernel's io_uring takes no wait timeout (Linux 5.11 needed)",
+            ));
+        }
+        let quiet_sends = ring.params().is_feature_skip_cqe_on_success();
+        let mut r = Ring {
+            ring,
+            poller_fd,
+            quiet_sends,
+            poll_first,
+        };
+        r.watch_poller()?;
+        Ok(r)
+    }
+
+    /// (Re-)arm the multishot poll on the poller's descriptor.
+    pub fn watch_poller(&mut self) -> io::Result<()> {
+        let e = opcode::PollAdd::new(types::Fd(self.poller_fd), libc::POLLIN as u32)
+            .multi(true)
+            .build()
+            .user_data(user_data(Kind::Poller, 0, 0));
+        // SAFETY: a poll names a descriptor and integers, no memory of ours.
+        unsafe { self.push(&e) }
+    }
+
+    /// True when a send that succeeds posts no completion (Linux 5.17,
+    /// `IOSQE_CQE_SKIP_SUCCESS`): it is sent whole (`MSG_WAITALL`: the ring
+    /// retries short sends) or its completion reports the failure, or the
+    /// bytes sent before it, as short. Without it, every send completes
+    /// with its byte count (a completion that would end the wait of the
+    /// turn that submitted it, at once, costing a second system call).
+    pub fn quiet_sends(&self) -> bool {
+        self.quiet_sends
+    }
+
+    /// Queue a `send` of `bytes` on `sock` for connection `slot`, `id`.
+    ///
+    /// # Safety
+    /// `bytes` must stay valid and unchanged until the completion of this
+    /// send has been reaped.
+    pub unsafe fn send(
+        &mut self,
+        sock: &impl AsRawFd,
+        bytes: &[u8],
+        slot: usize,
+        id: u32,
+    ) -> io::Result<()> {
+        let len = bytes.len().min(u32::MAX as usize) as u32;
+        let mut e = opcode::Send::new(types::Fd(sock.as_raw_fd()), bytes.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+            .build()
+            .user_data(user_data(Kind::Send, id, slot));
+        if self.quiet_sends {
+            e = e.flags(squeue::Flags::SKIP_SUCCESS);
+        }
+        // SAFETY: the caller keeps `bytes` alive until the completion.
+        unsafe { self.push(&e) }
+    }
+
+    /// Queue a `recv` into `buf` on `sock` for connection `slot`, `id`.
+    ///
+    /// # Safety
+    /// `buf` must stay valid, and be neither read nor written by anyone
+    /// else, until the completion of this receive has been reaped.
+    pub unsafe fn recv(
+        &mut self,
+        sock: &impl AsRawFd,
+        buf: &mut [u8],
+        slot: usize,
+        id: u32,
+    ) -> io::Result<()> {
+        let len = buf.len().min(u32::MAX as usize) as u32;
+        let e = opcode::Recv::new(types::Fd(sock.as_raw_fd()), buf.as_mut_ptr(), len)
+            .ioprio(if self.poll_first {
+                RECVSEND_POLL_FIRST
+            } else {
+                0
+            })
+            .build()
+            .user_data(user_data(Kind::Recv, id, slot));
+        // SAFETY: the caller keeps `buf` alive and untouched until the completion.
+        unsafe { self.push(&e) }
+    }
+
+    /// Queue `e`, submitting what is queued first when the queue is full.
+    ///
+    /// # Safety
+    /// The memory `e` names must outlive its completion.
+    unsafe fn push(&mut self, e: &squeue::Entry) -> io::Result<()> {
+        loop {
+            // SAFETY: forwarded from the caller.
+            if unsafe { self.ring.submission().push(e) }.is_ok() {
+                return Ok(());
+            }
+            if self.ring.submit()? == 0 {
+                return Err(io::Error::other(
+                    "io_uring submission queue full and the kernel took none of it",
+                ));
+            }
+        }
+    }
+
+    /// One `io_uring_enter`: submit what is queued, then wait until a
+    /// completion is there or `timeout` passes (`None`: do not wait).
+    /// Returns the completions, in order, into `out`.
+    pub fn turn(&mut self, timeout: Option<Duration>, out: &mut Vec<Completion>) -> io::Result<()> {
+        let want = usize::from(timeout.is_some() && self.ring.completion().is_empty());
+        let res = match timeout {
+            Some(d) if want > 0 => {
+                let ts = types::Timespec::from(d.min(Duration::from_secs(1 << 30)));
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            // Nothing to wait for, but DEFER_TASKRUN runs completions only
+            // inside a wait: ask for none so they are reaped.
+            _ => self.ring.submitter().submit_and_wait(0),
+        };
+        match res {
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+                ) => {}
+            Err(e) => return Err(e),
+        }
+        out.clear();
+        for c in self.ring.completion() {
+            if let Some((kind, id, slot)) = parts(c.user_data()) {
+                out.push(Completion {
+                    kind,
+                    slot,
+                    id,
+                    result: c.result(),
+                    more: cqueue::more(c.flags()),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn user_data_round_trips() {
+        for (k, id, slot) in [
+            (Kind::Poller, 0, 0),
+            (Kind::Send, 0x0fff_ffff, 7),
+            (Kind::Recv, 12, 0xffff_ffff),
+        ] {
+            assert_eq!(parts(user_data(k, id, slot)), Some((k, id, slot)));
+        }
+        assert_eq!(next_id(0x0fff_ffff), 0);
+        assert_eq!(parts(0), None);
+    }
+
+    /// A send and a receive on a loopback pair complete with the bytes, and
+    /// the poll on a descriptor reports it readable.
+    #[test]
+    fn send_recv_and_poller_completions() {
+        let (pr, mut pw) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut ring = match Ring::new(8, pr.as_raw_fd()) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipped: io_uring unavailable here ({e})");
+                return;
+            }
+        };
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut server, _) = l.accept().unwrap();
+        let req = b"ping".to_vec();
+        let mut buf = vec![0u8; 64];
+        // SAFETY (test): `req` and `buf` outlive the completions reaped below.
+        unsafe {
+            ring.send(&client, &req, 3, 9).unwrap();
+            ring.recv(&client, &mut buf, 3, 9).unwrap();
+        }
+        let mut out = Vec::new();
+        let mut got = [0u8; 4];
+        let mut seen = Vec::new();
+        ring.turn(Some(Duration::from_millis(100)), &mut out)
+            .unwrap();
+        seen.extend(out.iter().map(|c| (c.kind, c.result)));
+        server.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"ping");
+        server.write_all(b"pong!").unwrap();
+        pw.write_all(b"x").unwrap();
+        let want = |seen: &[(Kind, i32)]| {
+            seen.contains(&(Kind::Recv, 5)) && seen.iter().any(|&(k, r)| k == Kind::Poller && r > 0)
+        };
+        while !want(&seen) {
+            ring.turn(Some(Duration::from_secs(5)), &mut out).unwrap();
+            assert!(!out.is_empty(), "no completion within 5 s: {seen:?}");
+            for c in &out {
+                assert_eq!(c.slot, if c.kind == Kind::Poller { 0 } else { 3 });
+                seen.push((c.kind, c.result));
+            }
+        }
+        // A quiet send succeeded without a completion (the server read it);
+        // otherwise its completion carries the byte count.
+        let sends: Vec<_> = seen.iter().filter(|(k, _)| *k == Kind::Send).collect();
+        if ring.quiet_sends() {
+            assert!(sends.is_empty(), "{seen:?}");
+        } else {
+            assert_eq!(sends, [&(Kind::Send, 4)], "{seen:?}");
+        }
+        assert_eq!(&buf[..5], b"pong!");
+    }
+}
