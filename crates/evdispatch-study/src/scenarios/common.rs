@@ -88,6 +88,14 @@ pub fn rate_chart(
     )
 }
 
+/// The reply rate, with its standard deviation over the sampling intervals
+/// as error bars.
+pub const REPLY_RATE: Metrics<'static> = Metrics {
+    y: "reply_rate",
+    err: Some("reply_rate_stddev"),
+    range: None,
+};
+
 /// A table cell: the number as the report writes numbers, `–` when there
 /// is none.
 pub fn cell(v: Option<f64>) -> String {

@@ -13,7 +13,7 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{cell, j, rate_chart, session_job};
+use crate::scenarios::common::{cell, j, rate_chart, REPLY_RATE, session_job};
 use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics, Table};
 use crate::report::reading;
@@ -113,11 +113,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         rate_chart(
             rec,
             &sweep,
-            Metrics {
-                y: "reply_rate",
-                err: Some("reply_rate_stddev"),
-                range: None,
-            },
+            REPLY_RATE,
             "throughput (replies/s)",
             (false, false),
             "Throughput: hybrid vs rtsig vs epoll".into(),

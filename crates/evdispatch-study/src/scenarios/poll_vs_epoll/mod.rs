@@ -14,7 +14,7 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::scenarios::common::{fd_limit, rate_chart, session_job};
+use crate::scenarios::common::{fd_limit, rate_chart, REPLY_RATE, session_job};
 use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
@@ -118,9 +118,8 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             rec,
             &f,
             Metrics {
-                y: "reply_rate",
-                err: Some("reply_rate_stddev"),
                 range: Some(("reply_rate_min", "reply_rate_max")),
+                ..REPLY_RATE
             },
             "reply rate (replies/s)",
             (false, false),

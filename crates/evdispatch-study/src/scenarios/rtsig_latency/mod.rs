@@ -12,7 +12,7 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::scenarios::common::{rate_chart, session_job};
+use crate::scenarios::common::{rate_chart, REPLY_RATE, session_job};
 use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
@@ -81,11 +81,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         rate_chart(
             rec,
             &[],
-            Metrics {
-                y: "reply_rate",
-                err: Some("reply_rate_stddev"),
-                range: None,
-            },
+            REPLY_RATE,
             "reply rate (replies/s)",
             (false, false),
             "Reply rate against load, 251 inactive".into(),

@@ -16,7 +16,7 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{cell, j, rate_chart, session_job};
+use crate::scenarios::common::{cell, j, rate_chart, REPLY_RATE, session_job};
 use crate::contracts;
 use crate::drive;
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, ServerSpec};
@@ -258,11 +258,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             rate_chart(
                 rec,
                 &f,
-                Metrics {
-                    y: "reply_rate",
-                    err: Some("reply_rate_stddev"),
-                    range: None,
-                },
+                REPLY_RATE,
                 "reply rate (replies/s)",
                 (false, false),
                 format!("Reply rate against load with the queue limited, {i} idle"),
