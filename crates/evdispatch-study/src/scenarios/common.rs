@@ -71,6 +71,31 @@ pub fn chart(
     )
 }
 
+/// A [`chart`] of `m` against the offered rate of new connections (the x
+/// axis of the session sweeps), for points matching `filter`.
+pub fn rate_chart(
+    rec: &ScenarioRecord,
+    filter: &[(&str, Value)],
+    m: Metrics<'_>,
+    y_label: &str,
+    logs: (bool, bool),
+    title: String,
+    caption: &str,
+) -> Figure {
+    let x_label = "request rate (new connections/s)";
+    chart(
+        rec, filter, "rate", x_label, m, y_label, logs, title, caption,
+    )
+}
+
+/// The reply rate, with its standard deviation over the sampling intervals
+/// as error bars.
+pub const REPLY_RATE: Metrics<'static> = Metrics {
+    y: "reply_rate",
+    err: Some("reply_rate_stddev"),
+    range: None,
+};
+
 /// A table cell: the number as the report writes numbers, `–` when there
 /// is none.
 pub fn cell(v: Option<f64>) -> String {

@@ -13,7 +13,7 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{cell, chart, j, session_job};
+use crate::scenarios::common::{cell, j, rate_chart, REPLY_RATE, session_job};
 use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics, Table};
 use crate::report::reading;
@@ -100,11 +100,9 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     let sweep = [("part", j("sweep"))];
     let hybrid = [("part", j("sweep")), ("series", j("hybrid"))];
     let mut figs = vec![
-        chart(
+        rate_chart(
             rec,
             &sweep,
-            "rate",
-            "request rate (new connections/s)",
             Metrics::y("p50_us"),
             "median latency (µs)",
             (false, true),
@@ -112,27 +110,19 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             "Median response time from each request's intended send time, log scale.",
         )
         .read(|c| reading::span(c, "µs")),
-        chart(
+        rate_chart(
             rec,
             &sweep,
-            "rate",
-            "request rate (new connections/s)",
-            Metrics {
-                y: "reply_rate",
-                err: Some("reply_rate_stddev"),
-                range: None,
-            },
+            REPLY_RATE,
             "throughput (replies/s)",
             (false, false),
             "Throughput: hybrid vs rtsig vs epoll".into(),
             "Average reply rate ± standard deviation over the sampling intervals.",
         )
         .read(|c| reading::knee(c, 0.95)),
-        chart(
+        rate_chart(
             rec,
             &hybrid,
-            "rate",
-            "request rate (new connections/s)",
             Metrics::y("poll_mode_pct"),
             "time in epoll mode (%)",
             (false, false),
@@ -140,11 +130,9 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             "Share of the run the hybrid spent in epoll mode (the rest in signal mode).",
         )
         .read(|c| reading::span(c, "%")),
-        chart(
+        rate_chart(
             rec,
             &hybrid,
-            "rate",
-            "request rate (new connections/s)",
             Metrics::y("mode_switches"),
             "mode switches per run",
             (false, false),

@@ -14,7 +14,7 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::scenarios::common::{chart, fd_limit, session_job};
+use crate::scenarios::common::{fd_limit, rate_chart, REPLY_RATE, session_job};
 use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
@@ -119,15 +119,12 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     });
     for i in &counts {
         let f = [("inactive", i.clone())];
-        let fig = chart(
+        let fig = rate_chart(
             rec,
             &f,
-            "rate",
-            "request rate (new connections/s)",
             Metrics {
-                y: "reply_rate",
-                err: Some("reply_rate_stddev"),
                 range: Some(("reply_rate_min", "reply_rate_max")),
+                ..REPLY_RATE
             },
             "reply rate (replies/s)",
             (false, false),
@@ -139,11 +136,9 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     // The seed's Fig. 10: errors, at the counts where there can be any.
     for i in counts.iter().filter(|i| i.as_f64().unwrap_or(0.0) >= 251.0) {
         let f = [("inactive", i.clone())];
-        let fig = chart(
+        let fig = rate_chart(
             rec,
             &f,
-            "rate",
-            "request rate (new connections/s)",
             Metrics::y("error_pct"),
             "connections with errors (%)",
             (false, false),
@@ -171,11 +166,9 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
                 "µs",
             ),
         ] {
-            let fig = chart(
+            let fig = rate_chart(
                 rec,
                 &f,
-                "rate",
-                "request rate (new connections/s)",
                 Metrics::y(metric),
                 label,
                 (false, log),

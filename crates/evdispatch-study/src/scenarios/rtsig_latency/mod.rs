@@ -12,7 +12,7 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::scenarios::common::{chart, session_job};
+use crate::scenarios::common::{rate_chart, REPLY_RATE, session_job};
 use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
@@ -68,11 +68,9 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
 
 fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     vec![
-        chart(
+        rate_chart(
             rec,
             &[],
-            "rate",
-            "request rate (new connections/s)",
             Metrics::y("p50_us"),
             "median latency (µs)",
             (false, true),
@@ -80,27 +78,19 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             "Median response time measured from each request's intended send time, log scale. phhttpd (RT signals) was 1–3 ms faster than thttpd with /dev/poll at low load, then jumped past 120 ms; thttpd stayed nearly flat.",
         )
         .read(|c| reading::span(c, "µs")),
-        chart(
+        rate_chart(
             rec,
             &[],
-            "rate",
-            "request rate (new connections/s)",
-            Metrics {
-                y: "reply_rate",
-                err: Some("reply_rate_stddev"),
-                range: None,
-            },
+            REPLY_RATE,
             "reply rate (replies/s)",
             (false, false),
             "Reply rate against load, 251 inactive".into(),
             "Where the reply rate falls below the request rate the server is past its knee; the latency jump above happens there.",
         )
         .read(|c| reading::knee(c, 0.95)),
-        chart(
+        rate_chart(
             rec,
             &[],
-            "rate",
-            "request rate (new connections/s)",
             Metrics::y("overflows"),
             "SIGIO overflows per run",
             (false, false),

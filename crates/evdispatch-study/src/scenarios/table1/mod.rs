@@ -16,7 +16,7 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{cell, chart, j, session_job};
+use crate::scenarios::common::{cell, j, rate_chart, REPLY_RATE, session_job};
 use crate::contracts;
 use crate::drive;
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, ServerSpec};
@@ -243,11 +243,9 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     for i in idles {
         let f = [("idle", i.clone()), ("part", j("sweep"))];
         figs.push(
-            chart(
+            rate_chart(
                 rec,
                 &f,
-                "rate",
-                "request rate (new connections/s)",
                 Metrics::y("overflows"),
                 "SIGIO overflows per run",
                 (false, false),
@@ -257,16 +255,10 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             .read(|c| reading::span(c, "overflows")),
         );
         figs.push(
-            chart(
+            rate_chart(
                 rec,
                 &f,
-                "rate",
-                "request rate (new connections/s)",
-                Metrics {
-                    y: "reply_rate",
-                    err: Some("reply_rate_stddev"),
-                    range: None,
-                },
+                REPLY_RATE,
                 "reply rate (replies/s)",
                 (false, false),
                 format!("Reply rate against load with the queue limited, {i} idle"),

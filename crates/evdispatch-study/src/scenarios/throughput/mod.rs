@@ -11,7 +11,7 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::scenarios::common::{all_dispatch, chart, fd_limit, j, session_job};
+use crate::scenarios::common::{all_dispatch, chart, fd_limit, j, REPLY_RATE, session_job};
 use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec, PEER_SERVERS};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
@@ -141,11 +141,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
                 &f,
                 "rate",
                 "request rate (connections/s)",
-                Metrics {
-                    y: "reply_rate",
-                    err: Some("reply_rate_stddev"),
-                    range: None,
-                },
+                REPLY_RATE,
                 "throughput (replies/s)",
                 (false, false),
                 format!("Throughput, {what} (cf. seed 004 Figs. 6a–8a)"),
