@@ -225,6 +225,23 @@ impl RemoteRun {
     }
 }
 
+/// Ticks accrued between `a` and `b` seconds in a series of `(seconds,
+/// cumulative ticks)` samples in time order, interpolated linearly between
+/// samples; `None` unless the samples cover `a..b`.
+pub fn ticks_between(series: &[(f64, u64)], a: f64, b: f64) -> Option<f64> {
+    let at = |t: f64| -> Option<f64> {
+        let i = series.iter().position(|&(s, _)| s >= t)?;
+        let (t1, v1) = series[i];
+        if i == 0 {
+            return (t1 == t).then_some(v1 as f64);
+        }
+        let (t0, v0) = series[i - 1];
+        let f = if t1 > t0 { (t - t0) / (t1 - t0) } else { 1.0 };
+        Some(v0 as f64 + f * (v1 as f64 - v0 as f64))
+    };
+    Some((at(b)? - at(a)?).max(0.0))
+}
+
 /// `1m2.500s` as seconds.
 fn minutes_seconds(s: &str) -> Option<f64> {
     let (m, rest) = s.split_once('m')?;
@@ -323,6 +340,10 @@ pub struct LoadHost {
     pub probe: Probe,
     /// Whether the study copied the binary over.
     pub copied: bool,
+    /// Seconds from starting ssh to the remote command running (an ssh
+    /// round trip of `true`, measured once): where a remote run's own
+    /// timeline begins in this machine's.
+    pub ssh_setup_s: f64,
 }
 
 /// Seconds an ssh command that does no real work (probe, check) may take.
@@ -380,8 +401,12 @@ impl LoadHost {
             connect,
             probe: Probe::default(),
             copied: false,
+            ssh_setup_s: 0.0,
         };
         host.probe = host.probe_now()?;
+        let t = std::time::Instant::now();
+        host.exec("true", "timing ssh", QUICK_S, None)?;
+        host.ssh_setup_s = t.elapsed().as_secs_f64();
         let local = local_identity(exe)?;
         if (
             host.probe.ours_version.as_deref(),
@@ -577,6 +602,7 @@ impl LoadHost {
             "dir": self.dir,
             "evdispatch_version": self.probe.ours_version,
             "binary_copied": self.copied,
+            "ssh_setup_s": self.ssh_setup_s,
             "generators": self.probe.peers,
             "servers_listen_on": self.bind.to_string(),
             "servers_reached_at": self.connect.to_string(),
@@ -699,6 +725,7 @@ mod tests {
             connect: IpAddr::from([10, 0, 0, 1]),
             probe: parse_probe("peer.wrk=\npeer.httperf=yes httperf: httperf-0.9.0\n"),
             copied: false,
+            ssh_setup_s: 0.2,
         };
         let mut peers = crate::env::find_peers(&Default::default());
         let nginx = peers.iter().find(|p| p.name == "nginx").cloned();
@@ -714,6 +741,16 @@ mod tests {
             host.url(SocketAddr::from(([0, 0, 0, 0], 8080))),
             "http://10.0.0.1:8080"
         );
+    }
+
+    #[test]
+    fn ticks_in_a_window_are_interpolated() {
+        let s = [(0.0, 0), (1.0, 100), (2.0, 300), (3.0, 300)];
+        assert_eq!(ticks_between(&s, 0.5, 1.5), Some(150.0));
+        assert_eq!(ticks_between(&s, 0.0, 3.0), Some(300.0));
+        assert_eq!(ticks_between(&s, 2.0, 3.0), Some(0.0));
+        assert_eq!(ticks_between(&s, 1.0, 3.5), None);
+        assert_eq!(ticks_between(&s, -1.0, 1.0), None);
     }
 
     #[test]
