@@ -13,7 +13,8 @@
 //!   for every interface) instead of 127.0.0.1. By default ADDR is the
 //!   source address this machine's routing picks for the load host (what
 //!   `ip route get HOST` shows as `src`), found by connecting a UDP socket
-//!   to it (no packet is sent). The load host is pointed at ADDR (or, for
+//!   to it (no packet is sent); HOST is what `ssh -G` says the destination
+//!   resolves to (aliases of `~/.ssh/config` included). The load host is pointed at ADDR (or, for
 //!   `0.0.0.0`, at that routed source address).
 //! - **Probe and copy**: before the first job the load host is probed once
 //!   (`uname -a`, CPUs, which of wrk and httperf it has, whether
@@ -379,7 +380,26 @@ impl LoadHost {
         ] {
             ssh.push(o.into());
         }
-        let routed = || route_source(host_of(&dest));
+        // The host ssh really connects to (`ssh -G` resolves aliases of
+        // ~/.ssh/config), else the destination's host part.
+        let real_host = || {
+            Command::new(&ssh[0])
+                .args(&ssh[1..])
+                .arg("-G")
+                .arg(&dest)
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .find_map(|l| l.strip_prefix("hostname ").map(str::to_string))
+                })
+                .unwrap_or_else(|| host_of(&dest).to_string())
+        };
+        let routed = || route_source(&real_host());
         let (bind, connect) = match args.server_addr {
             Some(a) if a.is_unspecified() => (a, routed()?),
             Some(a) => (a, a),
