@@ -553,6 +553,18 @@ pub(crate) fn evdispatch(
 mod tests {
     use super::*;
 
+    /// `cat` ends at once on /dev/null; with its input held open it waits
+    /// for end-of-file until the limit stops it, reported as hung.
+    #[test]
+    fn a_bounded_run_holds_its_input_and_stops_at_its_limit() {
+        let mut cat = Command::new("cat");
+        cat.stdin(Stdio::null());
+        let out = run_bounded(cat, "cat", 60.0, false).unwrap();
+        assert!(out.status.success());
+        let err = run_bounded(Command::new("cat"), "cat", 1.0, true).unwrap_err();
+        assert!(format!("{err:#}").contains("hung"), "{err:#}");
+    }
+
     #[test]
     fn a_load_without_any_reply_is_a_result_and_a_failed_one_an_error() {
         use std::os::unix::fs::PermissionsExt;

@@ -245,8 +245,11 @@ fn tree_ticks(pids: &[u32]) -> u64 {
 ///
 /// With a load host (`ctx.load_host`) the generator runs there, with the
 /// same command line but neither pinned nor sampling the server (the server
-/// is here): `server_cpu_pct` is then the server's CPU here over the whole
-/// run divided by the generator's measured window, the load core is the
+/// is here): `server_cpu_pct` is then the server's CPU here over the
+/// generator's measured window, located in this machine's time by ssh's
+/// set-up time and the generator's `setup_s` (sampled every 100 ms and
+/// interpolated; the whole run's CPU over the window when the samples do
+/// not cover it), the load core is the
 /// load host's (`load_host_cpu_pct`: its whole machine's busy share; no
 /// `load_core_busy_pct`), and `generator_cpu_s` is the generator's own CPU
 /// there (its rusage).
@@ -314,14 +317,21 @@ pub fn run_load(
     let sampler = {
         let stop = stop.clone();
         let pids = pids.clone();
+        // With a load host, the server's CPU over time too, to find the
+        // generator's window in it.
+        let ticks = remote.is_some();
         std::thread::spawn(move || {
             let (mut rss_max, mut tcp_max) = (0u64, 0u64);
+            let mut series = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 rss_max = rss_max.max(tree_rss(&pids));
                 tcp_max = tcp_max.max(tcp_kernel_bytes().unwrap_or(0));
+                if ticks {
+                    series.push((t0.elapsed().as_secs_f64(), tree_ticks(&pids)));
+                }
                 std::thread::sleep(Duration::from_millis(100));
             }
-            (rss_max, tcp_max)
+            (rss_max, tcp_max, series)
         })
     };
     let out = run();
@@ -332,7 +342,7 @@ pub fn run_load(
         t0.elapsed().as_secs_f64(),
     );
     stop.store(true, Ordering::Relaxed);
-    let (rss_max, tcp_max) = sampler.join().unwrap_or((0, 0));
+    let (rss_max, tcp_max, mut series) = sampler.join().unwrap_or((0, 0, Vec::new()));
     let (stdout, remote_run) = out?;
     let raw: Value = serde_json::from_slice(&stdout)
         .with_context(|| format!("`{cmdline}` did not print JSON on stdout"))?;
@@ -342,8 +352,17 @@ pub fn run_load(
         r.record(&mut metrics);
         let window = raw.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
         if window > 0.0 {
-            let server_s = srv1.saturating_sub(srv0) as f64 / hz;
-            metrics.insert("server_cpu_pct".into(), 100.0 * server_s / window);
+            // The window starts after ssh's set-up and the generator's own
+            // (opening the long-lived connections); without samples
+            // around it, the whole run's CPU stands for the window's.
+            let h = remote.expect("a remote run has a load host");
+            let setup = raw.get("setup_s").and_then(Value::as_f64).unwrap_or(0.0);
+            let start = h.ssh_setup_s + setup;
+            series.insert(0, (0.0, srv0));
+            series.push((wall, srv1));
+            let ticks = crate::remote::ticks_between(&series, start, start + window)
+                .unwrap_or(srv1.saturating_sub(srv0) as f64);
+            metrics.insert("server_cpu_pct".into(), 100.0 * ticks / hz / window);
         }
     }
     metrics.insert("server_rss_start_bytes".into(), rss0 as f64);

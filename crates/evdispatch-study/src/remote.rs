@@ -13,7 +13,8 @@
 //!   for every interface) instead of 127.0.0.1. By default ADDR is the
 //!   source address this machine's routing picks for the load host (what
 //!   `ip route get HOST` shows as `src`), found by connecting a UDP socket
-//!   to it (no packet is sent). The load host is pointed at ADDR (or, for
+//!   to it (no packet is sent); HOST is what `ssh -G` says the destination
+//!   resolves to (aliases of `~/.ssh/config` included). The load host is pointed at ADDR (or, for
 //!   `0.0.0.0`, at that routed source address).
 //! - **Probe and copy**: before the first job the load host is probed once
 //!   (`uname -a`, CPUs, which of wrk and httperf it has, whether
@@ -225,6 +226,23 @@ impl RemoteRun {
     }
 }
 
+/// Ticks accrued between `a` and `b` seconds in a series of `(seconds,
+/// cumulative ticks)` samples in time order, interpolated linearly between
+/// samples; `None` unless the samples cover `a..b`.
+pub fn ticks_between(series: &[(f64, u64)], a: f64, b: f64) -> Option<f64> {
+    let at = |t: f64| -> Option<f64> {
+        let i = series.iter().position(|&(s, _)| s >= t)?;
+        let (t1, v1) = series[i];
+        if i == 0 {
+            return (t1 == t).then_some(v1 as f64);
+        }
+        let (t0, v0) = series[i - 1];
+        let f = if t1 > t0 { (t - t0) / (t1 - t0) } else { 1.0 };
+        Some(v0 as f64 + f * (v1 as f64 - v0 as f64))
+    };
+    Some((at(b)? - at(a)?).max(0.0))
+}
+
 /// `1m2.500s` as seconds.
 fn minutes_seconds(s: &str) -> Option<f64> {
     let (m, rest) = s.split_once('m')?;
@@ -323,6 +341,10 @@ pub struct LoadHost {
     pub probe: Probe,
     /// Whether the study copied the binary over.
     pub copied: bool,
+    /// Seconds from starting ssh to the remote command running (an ssh
+    /// round trip of `true`, measured once): where a remote run's own
+    /// timeline begins in this machine's.
+    pub ssh_setup_s: f64,
 }
 
 /// Seconds an ssh command that does no real work (probe, check) may take.
@@ -358,7 +380,26 @@ impl LoadHost {
         ] {
             ssh.push(o.into());
         }
-        let routed = || route_source(host_of(&dest));
+        // The host ssh really connects to (`ssh -G` resolves aliases of
+        // ~/.ssh/config), else the destination's host part.
+        let real_host = || {
+            Command::new(&ssh[0])
+                .args(&ssh[1..])
+                .arg("-G")
+                .arg(&dest)
+                .stdin(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .and_then(|o| {
+                    String::from_utf8_lossy(&o.stdout)
+                        .lines()
+                        .find_map(|l| l.strip_prefix("hostname ").map(str::to_string))
+                })
+                .unwrap_or_else(|| host_of(&dest).to_string())
+        };
+        let routed = || route_source(&real_host());
         let (bind, connect) = match args.server_addr {
             Some(a) if a.is_unspecified() => (a, routed()?),
             Some(a) => (a, a),
@@ -380,8 +421,12 @@ impl LoadHost {
             connect,
             probe: Probe::default(),
             copied: false,
+            ssh_setup_s: 0.0,
         };
         host.probe = host.probe_now()?;
+        let t = std::time::Instant::now();
+        host.exec("true", "timing ssh", QUICK_S, None)?;
+        host.ssh_setup_s = t.elapsed().as_secs_f64();
         let local = local_identity(exe)?;
         if (
             host.probe.ours_version.as_deref(),
@@ -577,6 +622,7 @@ impl LoadHost {
             "dir": self.dir,
             "evdispatch_version": self.probe.ours_version,
             "binary_copied": self.copied,
+            "ssh_setup_s": self.ssh_setup_s,
             "generators": self.probe.peers,
             "servers_listen_on": self.bind.to_string(),
             "servers_reached_at": self.connect.to_string(),
@@ -699,6 +745,7 @@ mod tests {
             connect: IpAddr::from([10, 0, 0, 1]),
             probe: parse_probe("peer.wrk=\npeer.httperf=yes httperf: httperf-0.9.0\n"),
             copied: false,
+            ssh_setup_s: 0.2,
         };
         let mut peers = crate::env::find_peers(&Default::default());
         let nginx = peers.iter().find(|p| p.name == "nginx").cloned();
@@ -714,6 +761,16 @@ mod tests {
             host.url(SocketAddr::from(([0, 0, 0, 0], 8080))),
             "http://10.0.0.1:8080"
         );
+    }
+
+    #[test]
+    fn ticks_in_a_window_are_interpolated() {
+        let s = [(0.0, 0), (1.0, 100), (2.0, 300), (3.0, 300)];
+        assert_eq!(ticks_between(&s, 0.5, 1.5), Some(150.0));
+        assert_eq!(ticks_between(&s, 0.0, 3.0), Some(300.0));
+        assert_eq!(ticks_between(&s, 2.0, 3.0), Some(0.0));
+        assert_eq!(ticks_between(&s, 1.0, 3.5), None);
+        assert_eq!(ticks_between(&s, -1.0, 1.0), None);
     }
 
     #[test]
