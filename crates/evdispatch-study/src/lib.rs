@@ -315,18 +315,19 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     caps.set_peers(&peers);
     if args.list {
         println!(
-            "{:<3} {:<14} {:>8} {:>6}  title (seeds)",
-            "#", "id", "planned", "jobs"
+            "{:<3} {:<14} {:>8} {:>6} {:>6}  title (seeds)",
+            "#", "id", "planned", "jobs", "rounds"
         );
         for s in SCENARIOS {
             let named = args.only.iter().any(|o| o == s.id);
             let plan = s.plan_for(args.profile, &caps, named);
             println!(
-                "{:<3} {:<14} {:>7.0}s {:>6}  {} ({}){}",
+                "{:<3} {:<14} {:>7.0}s {:>6} {:>6}  {} ({}){}",
                 s.number,
                 s.id,
                 plan.est_s(),
                 plan.jobs.len(),
+                plan.rounds,
                 s.title,
                 s.seeds,
                 if s.runs_by_default(args.profile) {
@@ -336,7 +337,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
                 }
             );
             for skip in &plan.skipped {
-                println!("{:<34}not measured: {}: {}", "", skip.what, skip.why);
+                println!("{:<41}not measured: {}: {}", "", skip.what, skip.why);
             }
         }
         return Ok(());
