@@ -370,9 +370,13 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     // Decide what runs.
     let mut todo: Vec<(&Scenario, Plan)> = Vec::new();
     for s in &selected {
-        if let Some(saved) = load_record(&record_path(&out, s.id))
-            .filter(|r| !args.fresh && keep(r, args.profile, &caps))
-        {
+        let named = args.only.iter().any(|o| o == s.id);
+        let plan = s.plan_for(args.profile, &caps, named);
+        // A record of fewer (or more) rounds than the plan asks, e.g. one
+        // written before rounds existed, is measured again.
+        if let Some(saved) = load_record(&record_path(&out, s.id)).filter(|r| {
+            !args.fresh && keep(r, args.profile, &caps) && r.rounds == plan.rounds.max(1)
+        }) {
             eprintln!(
                 "{}: kept from an earlier run ({} points; --fresh re-runs it)",
                 s.id,
@@ -380,8 +384,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             );
             continue;
         }
-        let named = args.only.iter().any(|o| o == s.id);
-        todo.push((s, s.plan_for(args.profile, &caps, named)));
+        todo.push((s, plan));
     }
     let total_ms: u64 = todo.iter().map(|(_, p)| (p.est_s() * 1000.0) as u64).sum();
     eprintln!(
