@@ -232,6 +232,38 @@ mod tests {
         assert!(noise(&close(1.0, 2.0), &close(1.5, 3.0)).starts_with("within"));
     }
 
+    /// On the claims `evaluate` writes (medians over rounds with their
+    /// intervals): a figure whose rounds' ranges do not overlap moved
+    /// beyond the noise.
+    #[test]
+    fn works_on_the_claims_evaluate_writes() {
+        use crate::results::ScenarioRecord;
+        let run = |rates: [f64; 3]| {
+            let points: Vec<Value> = rates
+                .iter()
+                .enumerate()
+                .map(|(i, y)| json!({"series": "example", "config": {"n": 1, "round": i + 1}, "metrics": {"reply_rate": y}}))
+                .collect();
+            let rec: ScenarioRecord = serde_json::from_value(json!({
+                "id": "example", "status": "complete", "profile": "quick", "params": {},
+                "started_unix": 0, "duration_s": 0.0, "git_commit": "t", "capabilities": [],
+                "skipped": [], "failures": [], "points": points, "rounds": 3,
+            }))
+            .unwrap();
+            run_of(json!(crate::claims::evaluate(
+                crate::scenarios::claims(),
+                &[rec]
+            )))
+        };
+        let out = report(&run([4.0, 6.0, 5.0]), &run([14.0, 16.0, 15.0]), false).join("\n");
+        assert!(
+            out.contains("lowest reply rate: 5 [4, 6] → 15 [14, 16] (beyond the noise"),
+            "{out}"
+        );
+        let out = report(&run([4.0, 6.0, 5.0]), &run([5.5, 7.0, 4.5]), false).join("\n");
+        assert!(out.contains("(within the noise"), "{out}");
+    }
+
     #[test]
     fn reads_a_directory_or_a_file_and_says_what_is_wrong() {
         let dir = std::env::temp_dir().join(format!("evd-diff-{}", std::process::id()));

@@ -341,18 +341,19 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     caps.set_peers(&peers);
     if args.list {
         println!(
-            "{:<3} {:<14} {:>8} {:>6}  title (seeds)",
-            "#", "id", "planned", "jobs"
+            "{:<3} {:<14} {:>8} {:>6} {:>6}  title (seeds)",
+            "#", "id", "planned", "jobs", "rounds"
         );
         for s in SCENARIOS {
             let named = args.only.iter().any(|o| o == s.id);
             let plan = s.plan_for(args.profile, &caps, named);
             println!(
-                "{:<3} {:<14} {:>7.0}s {:>6}  {} ({}){}",
+                "{:<3} {:<14} {:>7.0}s {:>6} {:>6}  {} ({}){}",
                 s.number,
                 s.id,
                 plan.est_s(),
                 plan.jobs.len(),
+                plan.rounds,
                 s.title,
                 s.seeds,
                 if s.runs_by_default(args.profile) {
@@ -362,7 +363,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
                 }
             );
             for skip in &plan.skipped {
-                println!("{:<34}not measured: {}: {}", "", skip.what, skip.why);
+                println!("{:<41}not measured: {}: {}", "", skip.what, skip.why);
             }
         }
         return Ok(());
@@ -396,9 +397,13 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     // Decide what runs.
     let mut todo: Vec<(&Scenario, Plan)> = Vec::new();
     for s in &selected {
-        if let Some(saved) = load_record(&record_path(&out, s.id))
-            .filter(|r| !args.fresh && keep(r, args.profile, &caps))
-        {
+        let named = args.only.iter().any(|o| o == s.id);
+        let plan = s.plan_for(args.profile, &caps, named);
+        // A record of fewer (or more) rounds than the plan asks, e.g. one
+        // written before rounds existed, is measured again.
+        if let Some(saved) = load_record(&record_path(&out, s.id)).filter(|r| {
+            !args.fresh && keep(r, args.profile, &caps) && r.rounds == plan.rounds.max(1)
+        }) {
             eprintln!(
                 "{}: kept from an earlier run ({} points; --fresh re-runs it)",
                 s.id,
@@ -406,8 +411,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             );
             continue;
         }
-        let named = args.only.iter().any(|o| o == s.id);
-        todo.push((s, s.plan_for(args.profile, &caps, named)));
+        todo.push((s, plan));
     }
     let total_ms: u64 = todo.iter().map(|(_, p)| (p.est_s() * 1000.0) as u64).sum();
     eprintln!(

@@ -357,7 +357,9 @@ pub struct NumberEntry {
     /// The median across rounds, formatted for the report (the rounds'
     /// texts, `/`-separated, for a value that is not a number).
     pub value: String,
-    /// The low end of its interval (the k-th smallest round).
+    /// The low end of its interval (the k-th smallest round). The rounds'
+    /// figures are read back as their verdicts printed them (three
+    /// significant digits); the points themselves hold every digit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lo: Option<f64>,
     /// The high end of its interval (the k-th largest round).

@@ -123,7 +123,8 @@ pub struct Plan {
 impl Plan {
     /// Estimated seconds for every job of every round.
     pub fn est_s(&self) -> f64 {
-        self.jobs.iter().map(|j| j.est_s).sum::<f64>() * f64::from(self.rounds.max(1))
+        // `+ 0.0`: an empty sum is -0.0, which prints as "-0".
+        self.jobs.iter().map(|j| j.est_s).sum::<f64>() * f64::from(self.rounds.max(1)) + 0.0
     }
 
     /// Add a job whose configuration is `spec` serialized.
@@ -218,6 +219,7 @@ impl Scenario {
         let est_s = plan.est_s();
         let mut skip = Plan {
             params: plan.params,
+            rounds: plan.rounds,
             ..Plan::default()
         };
         skip.skip(

@@ -315,6 +315,11 @@ fn numbers(measured: &[&(u64, Verdict)]) -> Vec<(NumberEntry, Option<f64>)> {
 /// its threshold.
 pub fn more_rounds(sorted: &[Outcome]) -> String {
     let n = sorted.len();
+    if n <= 2 {
+        return format!(
+            "{n} rounds disagree: too few to tell whether it sits on its threshold; more rounds (a larger profile) would tell"
+        );
+    }
     let mid = sorted[n / 2];
     let below = sorted.iter().filter(|o| rank(**o) < rank(mid)).count();
     let above = sorted.iter().filter(|o| rank(**o) > rank(mid)).count();
@@ -436,6 +441,8 @@ mod tests {
             Outcome::Holds,
         ]);
         assert!(even.starts_with("on the threshold"), "{even}");
+        let two = more_rounds(&[Outcome::Fails, Outcome::Holds]);
+        assert!(two.contains("too few to tell"), "{two}");
     }
 
     /// From eight rounds on, an outlying round outside the interval does

@@ -26,15 +26,30 @@ fn status_word(s: Status) -> &'static str {
     }
 }
 
+/// A scenario's figures. Over several rounds, charts draw every round
+/// (merged into medians with their spread); a table, whose rows are the
+/// points as they come, shows the first round's (said in its caption).
 fn figures_of(rec: &ScenarioRecord) -> Vec<Figure> {
-    SCENARIOS
-        .iter()
-        .find(|s| s.id == rec.id)
-        .map(|s| (s.figures)(rec))
-        .unwrap_or_default()
-        .into_iter()
-        .filter(Figure::has_data)
-        .collect()
+    let Some(sc) = SCENARIOS.iter().find(|s| s.id == rec.id) else {
+        return vec![];
+    };
+    let mut figs = (sc.figures)(rec);
+    let rounds = rec.round_ids();
+    if rounds.len() > 1 {
+        let first = (sc.figures)(&rec.round(rounds[0]));
+        for f in figs.iter_mut().filter(|f| matches!(f.body, Body::Table(_))) {
+            if let Some(g) = first.iter().find(|g| g.title == f.title) {
+                f.body = g.body.clone();
+                f.caption = format!(
+                    "{} Round {} of {} shown; every round's figures are in results.json and the scenario's CSV.",
+                    f.caption,
+                    rounds[0],
+                    rounds.len()
+                );
+            }
+        }
+    }
+    figs.into_iter().filter(Figure::has_data).collect()
 }
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
