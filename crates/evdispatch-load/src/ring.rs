@@ -269,14 +269,10 @@ impl Ring {
             // inside a wait: ask for none so they are reaped.
             _ => self.ring.submitter().submit_and_wait(0),
         };
-        match res {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                ) => {}
-            Err(e) => return Err(e),
+        if let Err(e) = res {
+            if !ends_wait(&e) {
+                return Err(e);
+            }
         }
         out.clear();
         for c in self.ring.completion() {
@@ -292,6 +288,16 @@ impl Ring {
         }
         Ok(())
     }
+}
+
+/// The errors of `io_uring_enter` that only end its wait: the timeout
+/// passed, a signal came, or completions backed up behind a full ring
+/// (reaping makes room).
+fn ends_wait(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+    )
 }
 
 #[cfg(test)]
