@@ -22,7 +22,7 @@ use evdispatch_harness::{
     docroot, median_interval, run_evdispatch_load_measured, run_wrk, skip_reason, start_peer, Peer,
     PeerConfig, PeerTls, Tool, WrkArgs,
 };
-use evdispatch_load::{cmdline::LoadCommand, Rate};
+use evdispatch_load::{cmdline::LoadCommand, IoEngine, Rate};
 use serde::Serialize;
 
 /// `evdispatch bench generator`'s options.
@@ -43,6 +43,9 @@ pub struct GeneratorArgs {
     /// The `evdispatch` binary whose `load` is measured (default: this one).
     #[arg(long)]
     pub binary: Option<PathBuf>,
+    /// `--engine` of the measured `load` (default: its own default, `auto`).
+    #[arg(long, value_enum)]
+    pub engine: Option<IoEngine>,
     /// CPU of the nginx worker.
     #[arg(long, default_value_t = 0)]
     pub server_cpu: usize,
@@ -202,6 +205,7 @@ pub fn run(a: GeneratorArgs) -> anyhow::Result<()> {
             connections: Some(a.connections.into()),
             duration: Some(Duration::from_secs_f64(d)),
             cacert: (scheme == Scheme::Https).then(|| cert.clone()),
+            engine: a.engine,
             ..LoadCommand::new(url.clone())
         };
         let wrk_args = WrkArgs {

@@ -5,7 +5,7 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::time::Duration;
 
-use crate::Rate;
+use crate::{IoEngine, Rate};
 
 /// The arguments after `evdispatch load`: the URL, then each field as the
 /// flag of the same name, left out when `None`, empty or `false` (the
@@ -58,6 +58,8 @@ pub struct LoadCommand {
     pub json: bool,
     /// `--cacert`: the PEM roots an `https://` target is verified against.
     pub cacert: Option<std::path::PathBuf>,
+    /// `--engine`.
+    pub engine: Option<IoEngine>,
 }
 
 impl LoadCommand {
@@ -108,6 +110,7 @@ impl LoadCommand {
                 "--cacert",
                 self.cacert.as_ref().map(|p| p.display().to_string()),
             ),
+            ("--engine", self.engine.map(|e| e.name().to_string())),
         ] {
             a.extend(value.into_iter().flat_map(|v| [flag.into(), v.into()]));
         }
@@ -169,9 +172,11 @@ mod tests {
             cpu: vec![1],
             server_pid: vec![42, 43],
             json: true,
+            engine: Some(IoEngine::Readiness),
             ..LoadCommand::new("http://127.0.0.1:9/six.txt")
         };
         let c = parse(&open);
+        assert_eq!(c.engine, IoEngine::Readiness);
         assert_eq!(c.rate, Some(Rate::PerSecond(2500.0)));
         assert_eq!((c.duration_s, c.warmup_s), (1.5, 0.5));
         let text = open.to_string();

@@ -43,8 +43,12 @@ const RETRY: Duration = Duration::from_millis(100);
 const READ_BUF: usize = 64 * 1024;
 /// What rustls' `read_tls` asks of the socket at a time.
 const TLS_READ: usize = 4096;
-/// Receive buffer of a connection on the ring (one per such connection).
+/// Receive buffer of a connection on the ring (one per such connection),
+/// and its size for workers with more than `RING_MANY` such connections
+/// (30,000 persistent connections then hold 120 MB, not 480).
 const RING_BUF: usize = 16 * 1024;
+const RING_BUF_SMALL: usize = 4 * 1024;
+const RING_MANY: u64 = 1024;
 /// Submission slots of the ring (it grows nothing: a full queue is submitted).
 const RING_ENTRIES: u32 = 256;
 
@@ -629,7 +633,8 @@ impl<'h> Engine<'h> {
                         }
                     }
                 }
-                Kind::Send => self.ring_sent(c.slot, c.id, c.result),
+                Kind::Send => self.ring_sent(c.slot, c.id, c.result, false),
+                Kind::QuietSend => self.ring_sent(c.slot, c.id, c.result, true),
                 Kind::Recv => self.ring_received(c.slot, c.id, c.result),
             }
         }
@@ -1210,7 +1215,12 @@ impl<'h> Engine<'h> {
         c.send_inflight = false;
         c.send_again = false;
         if c.rbuf.is_none() {
-            c.rbuf = Some(vec![0u8; RING_BUF].into_boxed_slice());
+            let size = if self.spec.persistent > RING_MANY {
+                RING_BUF_SMALL
+            } else {
+                RING_BUF
+            };
+            c.rbuf = Some(vec![0u8; size].into_boxed_slice());
         }
         let id = c.ring_id;
         self.ring_post_recv(slot, now);
@@ -1254,19 +1264,19 @@ impl<'h> Engine<'h> {
         // dropped before the engine, whose `finish` reaps every completion
         // (or leaks what the kernel could still touch).
         match unsafe { ring.send(sock, bytes, slot, c.ring_id) } {
-            Ok(()) if ring.quiet_sends() => {
+            Ok(true) => {
                 // Sent whole, or its completion says it failed.
                 self.rec.counts.bytes_sent += bytes.len() as u64;
                 c.woff += bytes.len();
                 c.st = St::Receiving;
             }
-            Ok(()) => c.send_inflight = true,
+            Ok(false) => c.send_inflight = true,
             Err(e) => self.fail(slot, Cause::of(&e), Instant::now()),
         }
     }
 
     /// A send of `slot` completed.
-    fn ring_sent(&mut self, slot: usize, id: u32, res: i32) {
+    fn ring_sent(&mut self, slot: usize, id: u32, res: i32, quiet: bool) {
         let Some(c) = self.slab.get_mut(slot) else {
             return;
         };
@@ -1274,7 +1284,7 @@ impl<'h> Engine<'h> {
             return; // an earlier connection's (adopt cleared the flag)
         }
         c.send_inflight = false;
-        if self.ring.as_ref().is_some_and(Ring::quiet_sends) {
+        if quiet {
             // Quiet sends complete only when they fail or fall short (the
             // socket broke midway): either way the request is lost.
             let e = io::Error::from_raw_os_error(if res < 0 { -res } else { libc::EPIPE });
@@ -1913,7 +1923,8 @@ impl<'h> Engine<'h> {
                 .context("io_uring_enter failed")?;
             for c in &done {
                 match c.kind {
-                    Kind::Send => self.ring_sent(c.slot, c.id, c.result),
+                    Kind::Send => self.ring_sent(c.slot, c.id, c.result, false),
+                    Kind::QuietSend => self.ring_sent(c.slot, c.id, c.result, true),
                     Kind::Recv => self.ring_received(c.slot, c.id, c.result),
                     Kind::Poller => {}
                 }

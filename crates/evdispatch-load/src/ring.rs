@@ -34,6 +34,8 @@ pub enum Kind {
     Poller,
     /// A `send` of a connection's request.
     Send,
+    /// A quiet send (see [`Ring::send`]) that failed or fell short.
+    QuietSend,
     /// A `recv` into a connection's buffer.
     Recv,
 }
@@ -58,12 +60,17 @@ const ID_MASK: u64 = 0x0fff_ffff;
 /// data before trying, instead of trying once in vain first (a receive is
 /// posted right after its request is sent, before the reply can be there).
 const RECVSEND_POLL_FIRST: u16 = 1;
+/// Sends up to this long are quiet where the kernel allows: far below any
+/// socket's send buffer, so with one request outstanding per connection
+/// such a send cannot be left half done when the next one is queued.
+const QUIET_MAX: usize = 4096;
 
 fn user_data(kind: Kind, id: u32, slot: usize) -> u64 {
     let k = match kind {
         Kind::Poller => 1u64,
         Kind::Send => 2,
         Kind::Recv => 3,
+        Kind::QuietSend => 4,
     };
     (k << 60) | ((id as u64 & ID_MASK) << 32) | (slot as u64 & 0xffff_ffff)
 }
@@ -73,6 +80,7 @@ fn parts(u: u64) -> Option<(Kind, u32, usize)> {
         1 => Kind::Poller,
         2 => Kind::Send,
         3 => Kind::Recv,
+        4 => Kind::QuietSend,
         _ => return None,
     };
     Some((
@@ -169,17 +177,14 @@ impl Ring {
         unsafe { self.push(&e) }
     }
 
-    /// True when a send that succeeds posts no completion (Linux 5.17,
-    /// `IOSQE_CQE_SKIP_SUCCESS`): it is sent whole (`MSG_WAITALL`: the ring
-    /// retries short sends) or its completion reports the failure, or the
-    /// bytes sent before it, as short. Without it, every send completes
-    /// with its byte count (a completion that would end the wait of the
-    /// turn that submitted it, at once, costing a second system call).
-    pub fn quiet_sends(&self) -> bool {
-        self.quiet_sends
-    }
-
     /// Queue a `send` of `bytes` on `sock` for connection `slot`, `id`.
+    /// Returns true when the send is *quiet*: up to [`QUIET_MAX`] bytes on a
+    /// kernel with `IOSQE_CQE_SKIP_SUCCESS` (5.17), it posts no completion
+    /// when it succeeds; it is sent whole (`MSG_WAITALL`: the ring retries
+    /// short sends) or completes as [`Kind::QuietSend`] with the error, or
+    /// the bytes sent before it, as short. Otherwise the send completes as
+    /// [`Kind::Send`] with its byte count (a completion that ends, at once,
+    /// the wait of the turn that submitted it: a second system call).
     ///
     /// # Safety
     /// `bytes` must stay valid and unchanged until the completion of this
@@ -190,17 +195,20 @@ impl Ring {
         bytes: &[u8],
         slot: usize,
         id: u32,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
         let len = bytes.len().min(u32::MAX as usize) as u32;
+        let quiet = self.quiet_sends && bytes.len() <= QUIET_MAX;
+        let kind = if quiet { Kind::QuietSend } else { Kind::Send };
         let mut e = opcode::Send::new(types::Fd(sock.as_raw_fd()), bytes.as_ptr(), len)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
             .build()
-            .user_data(user_data(Kind::Send, id, slot));
-        if self.quiet_sends {
+            .user_data(user_data(kind, id, slot));
+        if quiet {
             e = e.flags(squeue::Flags::SKIP_SUCCESS);
         }
         // SAFETY: the caller keeps `bytes` alive until the completion.
-        unsafe { self.push(&e) }
+        unsafe { self.push(&e) }?;
+        Ok(quiet)
     }
 
     /// Queue a `recv` into `buf` on `sock` for connection `slot`, `id`.
@@ -261,14 +269,10 @@ impl Ring {
             // inside a wait: ask for none so they are reaped.
             _ => self.ring.submitter().submit_and_wait(0),
         };
-        match res {
-            Ok(_) => {}
-            Err(e)
-                if matches!(
-                    e.raw_os_error(),
-                    Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-                ) => {}
-            Err(e) => return Err(e),
+        if let Err(e) = res {
+            if !ends_wait(&e) {
+                return Err(e);
+            }
         }
         out.clear();
         for c in self.ring.completion() {
@@ -284,6 +288,16 @@ impl Ring {
         }
         Ok(())
     }
+}
+
+/// The errors of `io_uring_enter` that only end its wait: the timeout
+/// passed, a signal came, or completions backed up behind a full ring
+/// (reaping makes room).
+fn ends_wait(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+    )
 }
 
 #[cfg(test)]
@@ -321,10 +335,11 @@ mod tests {
         let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut server, _) = l.accept().unwrap();
         let req = b"ping".to_vec();
+        let quiet;
         let mut buf = vec![0u8; 64];
         // SAFETY (test): `req` and `buf` outlive the completions reaped below.
         unsafe {
-            ring.send(&client, &req, 3, 9).unwrap();
+            quiet = ring.send(&client, &req, 3, 9).unwrap();
             ring.recv(&client, &mut buf, 3, 9).unwrap();
         }
         let mut out = Vec::new();
@@ -350,8 +365,11 @@ mod tests {
         }
         // A quiet send succeeded without a completion (the server read it);
         // otherwise its completion carries the byte count.
-        let sends: Vec<_> = seen.iter().filter(|(k, _)| *k == Kind::Send).collect();
-        if ring.quiet_sends() {
+        let sends: Vec<_> = seen
+            .iter()
+            .filter(|(k, _)| matches!(k, Kind::Send | Kind::QuietSend))
+            .collect();
+        if quiet {
             assert!(sends.is_empty(), "{seen:?}");
         } else {
             assert_eq!(sends, [&(Kind::Send, 4)], "{seen:?}");
