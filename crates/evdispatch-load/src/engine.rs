@@ -1231,6 +1231,7 @@ impl<'h> Engine<'h> {
     /// Post the receive of `slot`, unless its buffer is still the
     /// kernel's (an earlier connection's receive not yet completed: its
     /// completion posts this one).
+    #[allow(unsafe_code)]
     fn ring_post_recv(&mut self, slot: usize, now: Instant) {
         let c = &mut self.slab[slot];
         let (Some(ring), Some(sock), Some(buf)) =
@@ -1250,6 +1251,7 @@ impl<'h> Engine<'h> {
     }
 
     /// Queue the send of what remains of the request of `slot`.
+    #[allow(unsafe_code)]
     fn ring_send(&mut self, slot: usize) {
         let c = &mut self.slab[slot];
         if c.send_inflight {
