@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag};
-use nix::sys::signal::{SigSet, Signal};
+use nix::sys::signal::SigSet;
 use nix::sys::socket::{MsgFlags, SockFlag, SockaddrStorage};
 use nix::sys::stat::Mode;
 use socket2::{Domain, SockRef, Socket, Type};
@@ -223,13 +223,19 @@ fn bound(
     Ok(sock)
 }
 
-/// The signal set of `signals` (numbers that are not signals are skipped).
+/// The signal set of `signals`, real-time signals included (nix's `Signal`
+/// names only the classic ones, so the set is filled through libc).
 fn sigset(signals: &[libc::c_int]) -> SigSet {
-    let mut set = SigSet::empty();
-    for s in signals.iter().filter_map(|&s| Signal::try_from(s).ok()) {
-        set.add(s);
+    // SAFETY: `sigemptyset` initialises the set; `sigaddset` only writes
+    // inside it (and refuses numbers that are not signals).
+    unsafe {
+        let mut raw = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigemptyset(raw.as_mut_ptr());
+        for &s in signals {
+            libc::sigaddset(raw.as_mut_ptr(), s);
+        }
+        SigSet::from_sigset_t_unchecked(raw.assume_init())
     }
-    set
 }
 
 /// Block `signals` in the calling thread (threads it spawns inherit the mask).
@@ -405,5 +411,36 @@ pub mod uring {
             // SAFETY: the mapping was made in `new` with this length.
             unsafe { libc::munmap(self.ring.cast(), self.ring_bytes) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The thread's blocked mask, from `/proc/thread-self/status`.
+    fn blocked_mask() -> u64 {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("SigBlk:")).unwrap();
+        u64::from_str_radix(line["SigBlk:".len()..].trim(), 16).unwrap()
+    }
+
+    #[test]
+    fn block_signals_blocks_real_time_signals_too() {
+        // In a thread of its own: the mask is the thread's.
+        std::thread::spawn(|| {
+            let rt: Vec<libc::c_int> = (libc::SIGRTMIN()..=libc::SIGRTMAX()).collect();
+            let bit = |s: libc::c_int| 1u64 << (s - 1);
+            assert_eq!(blocked_mask() & bit(libc::SIGRTMIN() + 1), 0);
+            block_signals(&[libc::SIGIO]).unwrap();
+            block_signals(&rt).unwrap();
+            let m = blocked_mask();
+            assert_ne!(m & bit(libc::SIGIO), 0, "SIGIO blocked");
+            for s in rt {
+                assert_ne!(m & bit(s), 0, "signal {s} blocked (mask {m:x})");
+            }
+        })
+        .join()
+        .unwrap();
     }
 }

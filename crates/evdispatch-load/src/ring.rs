@@ -119,6 +119,7 @@ impl Ring {
                     .setup_submit_all()
                     .setup_single_issuer()
                     .setup_defer_taskrun()
+                    .setup_taskrun_flag()
                     .build(e)
             },
             |e, cq| {
@@ -126,6 +127,7 @@ impl Ring {
                     .setup_cqsize(cq)
                     .setup_submit_all()
                     .setup_coop_taskrun()
+                    .setup_taskrun_flag()
                     .build(e)
             },
             |e, cq| IoUring::builder().setup_cqsize(cq).build(e),
@@ -265,8 +267,9 @@ impl Ring {
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(1, &args)
             }
-            // Nothing to wait for, but DEFER_TASKRUN runs completions only
-            // inside a wait: ask for none so they are reaped.
+            // Nothing to wait for. DEFER_TASKRUN runs completions only inside
+            // a wait: with TASKRUN_FLAG the kernel flags pending work, and
+            // `submit_and_wait(0)` then enters with GETEVENTS to reap it.
             _ => self.ring.submitter().submit_and_wait(0),
         };
         if let Err(e) = res {

@@ -292,12 +292,13 @@ fn latency(o: &Opts) -> anyhow::Result<Value> {
                 "uncorrected_us": u, "low_rate_corrected_us": lc, "low_rate_uncorrected_us": lu}),
             );
         }
+        let i99 = TRUTH_PCTS.iter().position(|&p| p == 99.0).unwrap_or(0);
         eprintln!(
             "round {round}: stall p99 truth {:.0} µs corrected {:.0} uncorrected {:.0}; low rate p99 corrected − uncorrected {:.0} µs",
-            rows[4]["truth_us"].as_f64().unwrap_or(f64::NAN),
-            rows[4]["corrected_us"].as_f64().unwrap_or(f64::NAN),
-            rows[4]["uncorrected_us"].as_f64().unwrap_or(f64::NAN),
-            added[4][round]
+            rows[i99]["truth_us"].as_f64().unwrap_or(f64::NAN),
+            rows[i99]["corrected_us"].as_f64().unwrap_or(f64::NAN),
+            rows[i99]["uncorrected_us"].as_f64().unwrap_or(f64::NAN),
+            added[i99][round]
         );
         rounds.push(json!({"stalled": {"reply_rate": stalled["reply_rate"], "replies": stalled["replies"], "errors_total": stalled["errors_total"]},
             "low_rate": {"reply_rate": low["reply_rate"], "replies": low["replies"]}, "percentiles": rows}));
