@@ -70,8 +70,12 @@ pub fn children_cpu_s() -> f64 {
 /// one this process inherited and must not close).
 pub fn try_flock(fd: std::os::fd::RawFd) -> io::Result<bool> {
     use rustix::fs::{flock, FlockOperation};
-    // SAFETY: the descriptor is borrowed for this one call; a number that is
-    // not open yields EBADF, and nothing closes it.
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: `fd` is not -1 (`borrow_raw`'s one requirement on the number)
+    // and is borrowed for this one call, which closes nothing; a number that
+    // is not open makes flock fail with EBADF.
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     match flock(fd, FlockOperation::NonBlockingLockExclusive) {
         Ok(()) => Ok(true),

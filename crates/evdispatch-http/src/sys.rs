@@ -16,11 +16,15 @@ use socket2::{Domain, SockRef, Socket, Type};
 
 /// `fd` as a borrowed descriptor, for the crates' calls.
 #[inline]
-fn borrowed<'a>(fd: RawFd) -> BorrowedFd<'a> {
-    // SAFETY: every descriptor this module is handed belongs to a live
-    // connection, listener, file or ring of the caller, which stays open for
-    // the duration of the call the borrow is made for (it is never kept).
-    unsafe { BorrowedFd::borrow_raw(fd) }
+fn borrowed<'a>(fd: RawFd) -> io::Result<BorrowedFd<'a>> {
+    if fd < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: `fd` is not -1 (checked above); every descriptor this module
+    // is handed belongs to a live connection, listener, file or ring of the
+    // caller, which stays open for the duration of the call the borrow is
+    // made for (it is never kept).
+    Ok(unsafe { BorrowedFd::borrow_raw(fd) })
 }
 
 /// The flags every file the server opens gets: `O_NONBLOCK` so that a FIFO in
@@ -37,7 +41,7 @@ pub fn open_beneath(dir: RawFd, path: &CStr) -> io::Result<OwnedFd> {
     let how = OpenHow::new()
         .flags(OPEN_FLAGS)
         .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
-    Ok(nix::fcntl::openat2(borrowed(dir), path, how)?)
+    Ok(nix::fcntl::openat2(borrowed(dir)?, path, how)?)
 }
 
 /// `open(path, O_RDONLY|O_NONBLOCK|O_CLOEXEC|O_NOCTTY)` without confinement:
@@ -67,7 +71,7 @@ pub struct Meta {
 
 /// `fstat(fd)`.
 pub fn fstat(fd: RawFd) -> io::Result<Meta> {
-    let st = nix::sys::stat::fstat(borrowed(fd))?;
+    let st = nix::sys::stat::fstat(borrowed(fd)?)?;
     let fmt = st.st_mode & libc::S_IFMT;
     Ok(Meta {
         regular: fmt == libc::S_IFREG,
@@ -90,7 +94,7 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 /// `pread(2)` at `offset`.
 pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     Ok(nix::sys::uio::pread(
-        borrowed(fd),
+        borrowed(fd)?,
         buf,
         offset as libc::off_t,
     )?)
@@ -101,13 +105,13 @@ pub fn pread(fd: RawFd, buf: &mut [u8], offset: u64) -> io::Result<usize> {
 #[inline]
 pub fn send_vectored(fd: RawFd, iov: &[IoSlice<'_>], more: bool) -> io::Result<usize> {
     let flags = libc::MSG_NOSIGNAL | if more { libc::MSG_MORE } else { 0 };
-    SockRef::from(&borrowed(fd)).send_vectored_with_flags(iov, flags)
+    SockRef::from(&borrowed(fd)?).send_vectored_with_flags(iov, flags)
 }
 
 /// `sendfile(out, file, &offset, count)`; advances `offset`.
 pub fn sendfile(out: RawFd, file: RawFd, offset: &mut u64, count: usize) -> io::Result<usize> {
     let mut off = *offset as libc::off64_t;
-    let n = nix::sys::sendfile::sendfile64(borrowed(out), borrowed(file), Some(&mut off), count)?;
+    let n = nix::sys::sendfile::sendfile64(borrowed(out)?, borrowed(file)?, Some(&mut off), count)?;
     *offset = off as u64;
     Ok(n)
 }
@@ -257,7 +261,9 @@ pub fn eventfd() -> io::Result<OwnedFd> {
 
 /// Add one to an eventfd (wakes whoever reads it); errors are of no interest.
 pub fn eventfd_signal(fd: RawFd) {
-    let _ = nix::unistd::write(borrowed(fd), &1u64.to_ne_bytes());
+    if let Ok(fd) = borrowed(fd) {
+        let _ = nix::unistd::write(fd, &1u64.to_ne_bytes());
+    }
 }
 
 /// Own a descriptor the kernel just returned (an `accept4`, or an io_uring
