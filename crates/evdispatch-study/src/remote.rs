@@ -268,21 +268,20 @@ pub fn parse_run(text: &str) -> anyhow::Result<RemoteRun> {
     let stat1 = evdispatch_proc::parse_cpu_times(&section("stat1").join("\n"));
     // Busy as for this machine's cores (drive::run_load): what processes
     // are charged, steal and interrupts; over every CPU.
-    let host_cpu_pct =
-        (!stat0.is_empty() && stat0.len() == stat1.len()).then(|| {
-            let (busy, total) = stat0.iter().zip(&stat1).map(|(a, b)| b.since(a)).fold(
-                (0, 0),
-                |(busy, total), d| {
-                    let b = d.user + d.nice + d.system + d.steal + d.irq + d.softirq;
-                    (busy + b, total + d.total())
-                },
-            );
-            if total == 0 {
-                0.0
-            } else {
-                100.0 * busy as f64 / total as f64
-            }
-        });
+    let host_cpu_pct = (!stat0.is_empty() && stat0.len() == stat1.len()).then(|| {
+        let (busy, total) = stat0
+            .iter()
+            .zip(&stat1)
+            .map(|(a, b)| b.since(a))
+            .fold((0, 0), |(busy, total), d| {
+                (busy + crate::drive::busy_ticks(&d), total + d.total())
+            });
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * busy as f64 / total as f64
+        }
+    });
     // `times`: the shell's own line, then its children's.
     let generator_cpu_s = section("times").get(1).and_then(|l| {
         let v: Option<Vec<f64>> = l.split_whitespace().map(minutes_seconds).collect();
