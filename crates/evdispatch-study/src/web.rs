@@ -113,7 +113,7 @@ pub fn tag(label: &str) -> String {
 /// Run a [`WebJob`] and make its point.
 pub fn run_web(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
     let spec: WebJob = serde_json::from_value(Value::Object(job.config.clone()))?;
-    let tag = tag(&job.label);
+    let tag = job.tag();
     let held = std::iter::once(&spec.load)
         .chain(&spec.then)
         .map(LoadSpec::held)

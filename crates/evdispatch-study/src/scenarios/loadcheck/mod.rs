@@ -155,7 +155,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
         // With a load host: run `tool ARGS` there, `None` here.
         let log = ctx
             .logs
-            .join(format!("{}.{}.log", crate::web::tag(&job.label), spec.tool));
+            .join(format!("{}.{}.log", job.tag(), spec.tool));
         let remote = |args: Vec<String>, limit_s: f64| -> anyhow::Result<Option<RemoteRun>> {
             ctx.load_host
                 .as_ref()
