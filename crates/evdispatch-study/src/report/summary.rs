@@ -28,8 +28,13 @@ pub fn number_text(n: &Value) -> String {
     let mut t = format!("{} = {}", str_of(&n["name"]), str_of(&n["value"]));
     if let (Some(lo), Some(hi)) = (n["lo"].as_f64(), n["hi"].as_f64()) {
         if lo == hi && n["rounds"].as_u64().is_some_and(|r| r > 1) {
-            // A setting, or a figure every round gave alike.
-            let _ = write!(t, " (the same in all {} rounds)", str_of(&n["rounds"]));
+            // A setting, or a figure every round gave alike as printed
+            // (the rounds' figures are read back at 3 significant digits).
+            let _ = write!(
+                t,
+                " (all {} rounds alike within display precision)",
+                str_of(&n["rounds"])
+            );
             return t;
         }
         let _ = write!(t, " (interval {} – {}", fmt_num(lo), fmt_num(hi));
@@ -433,7 +438,10 @@ mod tests {
             "r = 2 (interval 1.50 – 2.50, 75%, 3 rounds)"
         );
         let same = json!({"name": "N", "value": "100", "lo": 100.0, "hi": 100.0, "rounds": 2});
-        assert_eq!(number_text(&same), "N = 100 (the same in all 2 rounds)");
+        assert_eq!(
+            number_text(&same),
+            "N = 100 (all 2 rounds alike within display precision)"
+        );
         assert_eq!(rounds_text(&claims[0]), "decided on one round");
         let mut u = claims[5].clone();
         u["rounds"] = json!(2);
