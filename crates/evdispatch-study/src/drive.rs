@@ -21,6 +21,7 @@ use evdispatch_harness::{children_cpu_s, log_tail, ChildGroup};
 use serde_json::Value;
 
 use crate::contracts;
+use crate::env::{busy_ticks, charged_ticks};
 use crate::spec::{Caps, Ctx, LoadSpec, ServerSpec, Unavailable};
 
 impl Caps {
@@ -431,17 +432,6 @@ fn generator_limited(metrics: &BTreeMap<String, f64>, window_s: f64, procs: u32)
             .into_iter()
             .chain(own_pct)
             .any(|b| b >= 95.0)
-}
-
-/// CPU ticks charged to processes (user, nice, system) plus steal.
-pub(crate) fn charged_ticks(c: &evdispatch_proc::CpuTimes) -> u64 {
-    c.user + c.nice + c.system + c.steal
-}
-
-/// A CPU's busy ticks: [`charged_ticks`] plus the interrupts it served
-/// (the busy share of a core, or of a whole load host).
-pub(crate) fn busy_ticks(c: &evdispatch_proc::CpuTimes) -> u64 {
-    charged_ticks(c) + c.irq + c.softirq
 }
 
 /// Run `evdispatch bench ARGS` (ARGS include `--json`) and return its

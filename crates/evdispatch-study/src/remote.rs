@@ -274,7 +274,7 @@ pub fn parse_run(text: &str) -> anyhow::Result<RemoteRun> {
             .zip(&stat1)
             .map(|(a, b)| b.since(a))
             .fold((0, 0), |(busy, total), d| {
-                (busy + crate::drive::busy_ticks(&d), total + d.total())
+                (busy + crate::env::busy_ticks(&d), total + d.total())
             });
         if total == 0 {
             0.0

@@ -78,7 +78,7 @@ impl Profile {
     /// in quick (the least that gives a range across rounds), five in full
     /// (the least whose range covers the median with at least 90%).
     pub fn rounds(self) -> u32 {
-        self.pick(1, 3, 5)
+        self.pick(1, 3, crate::claims::rounds::FULL_ROUNDS)
     }
 
     /// Pick one of three values by profile.
@@ -107,11 +107,25 @@ pub struct Job {
     pub round: u32,
 }
 
+/// A file-name-safe version of a label.
+pub fn tag(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
 impl Job {
     /// A file-name-safe name for its logs: its label's, with `.rN` for
     /// round N when the plan has several rounds (each keeps its own logs).
     pub fn tag(&self) -> String {
-        let tag = crate::web::tag(&self.label);
+        let tag = tag(&self.label);
         match self.round {
             0 => tag,
             r => format!("{tag}.r{r}"),

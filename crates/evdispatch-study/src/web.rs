@@ -96,19 +96,7 @@ pub fn plan_web(
     }
 }
 
-/// A file-name-safe version of a label.
-pub fn tag(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
+pub use crate::spec::tag;
 
 /// Run a [`WebJob`] and make its point.
 pub fn run_web(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {

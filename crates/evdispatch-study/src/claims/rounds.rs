@@ -26,6 +26,9 @@ use crate::results::NumberEntry;
 /// The wanted coverage of an interval.
 pub const LEVEL: f64 = 0.90;
 
+/// The rounds `--profile full` runs: the fewest that give [`LEVEL`].
+pub const FULL_ROUNDS: u32 = 5;
+
 /// `P(Binomial(n, ½) < k)`.
 fn below(n: usize, k: usize) -> f64 {
     let mut c = 1.0; // C(n, 0)
@@ -330,9 +333,10 @@ fn numbers(measured: &[&(u64, Verdict)]) -> Vec<(NumberEntry, Option<f64>)> {
 /// its threshold.
 pub fn more_rounds(sorted: &[Outcome]) -> String {
     let n = sorted.len();
+    let full = FULL_ROUNDS as usize;
     if n <= 2 {
         return format!(
-            "{n} rounds disagree: too few to tell whether it sits on its threshold; more rounds (a larger profile) would tell"
+            "{n} rounds disagree: too few to tell whether it sits on its threshold; more rounds (`--profile full` runs {full}) would tell"
         );
     }
     let mid = sorted[n / 2];
@@ -343,11 +347,19 @@ pub fn more_rounds(sorted: &[Outcome]) -> String {
         let (k, _) = order_interval(m);
         share * (m as f64) <= (k - 1) as f64
     });
+    let profile = |m: usize| {
+        if m <= full {
+            format!("`--profile full` ({full} rounds) would do")
+        } else {
+            format!("more than even `--profile full` runs ({full})")
+        }
+    };
     match need {
         Some(m) => format!(
-            "more rounds would likely decide it: {} of {n} rounds left the median's side ({}); at that share about {m} rounds would put them outside the 90% interval",
+            "more rounds would likely decide it: {} of {n} rounds left the median's side ({}); at that share about {m} rounds would put them outside the 90% interval: {}",
             below.max(above),
-            mid.word()
+            mid.word(),
+            profile(m)
         ),
         None => format!(
             "on the threshold: the rounds split {} / {} around {}, so more rounds would likely not decide it",
@@ -446,6 +458,11 @@ mod tests {
         let more = c.more_rounds.unwrap();
         assert!(
             more.starts_with("more rounds would likely decide it"),
+            "{more}"
+        );
+        // One in three needs more rounds than the full profile's five.
+        assert!(
+            more.ends_with("more than even `--profile full` runs (5)"),
             "{more}"
         );
         // An even split sits on the threshold.
