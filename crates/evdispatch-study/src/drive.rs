@@ -21,6 +21,7 @@ use evdispatch_harness::{children_cpu_s, log_tail, ChildGroup};
 use serde_json::Value;
 
 use crate::contracts;
+use crate::env::{busy_ticks, charged_ticks};
 use crate::spec::{Caps, Ctx, LoadSpec, ServerSpec, Unavailable};
 
 impl Caps {
@@ -240,8 +241,9 @@ fn tree_ticks(pids: &[u32]) -> u64 {
 /// interrupts included) and how much CPU went to processes that are not
 /// ours (`foreign_cpu_pct`, % of one core: other work on this shared
 /// machine). `generator_limited` is 1 when the generator said it was
-/// saturated or its core was ≥ 95% busy: the figure may then be the
-/// generator's limit.
+/// saturated or its core was ≥ 95% busy (on a load host: its own CPU,
+/// `generator_cpu_s` over its window, was ≥ 95% of a core per process):
+/// the figure may then be the generator's limit.
 ///
 /// With a load host (`ctx.load_host`) the generator runs there, with the
 /// same command line but neither pinned nor sampling the server (the server
@@ -377,11 +379,10 @@ pub fn run_load(
         // Busy is what processes are charged (user, nice, system) plus
         // steal; interrupts are counted beside it for a core's busy share.
         let d: Vec<_> = cpu0.iter().zip(&cpu1).map(|(a, b)| b.since(a)).collect();
-        let busy = |c: &evdispatch_proc::CpuTimes| c.user + c.nice + c.system + c.steal;
         let core = |i: usize| {
             d.get(i)
                 .filter(|c| c.total() > 0)
-                .map(|c| c.pct(busy(c) + c.irq + c.softirq))
+                .map(|c| c.pct(busy_ticks(c)))
         };
         let (server_cpus, load_cpu) = ctx.caps.cpu_plan(1);
         if let (Some(&sc), Some(lc)) = (server_cpus.first(), load_cpu) {
@@ -393,23 +394,44 @@ pub fn run_load(
                 }
             }
         }
-        let busy_s = d.iter().map(busy).sum::<u64>() as f64 / hz;
+        let busy_s = d.iter().map(charged_ticks).sum::<u64>() as f64 / hz;
         let ours_s = srv1.saturating_sub(srv0) as f64 / hz + (kids1 - kids0).max(0.0);
         metrics.insert(
             "foreign_cpu_pct".into(),
             (100.0 * (busy_s - ours_s) / wall).max(0.0),
         );
     }
-    let limited = metrics.get("generator_saturated") == Some(&1.0)
-        || ["load_core_busy_pct", "load_host_cpu_pct"]
-            .iter()
-            .any(|k| metrics.get(*k).is_some_and(|b| *b >= 95.0));
+    let window = raw
+        .get("duration_s")
+        .and_then(Value::as_f64)
+        .filter(|w| *w > 0.0)
+        .unwrap_or(spec.duration_s);
+    let limited = generator_limited(&metrics, window, load.procs.unwrap_or(1));
     metrics.insert("generator_limited".into(), if limited { 1.0 } else { 0.0 });
     Ok(LoadResult {
         metrics,
         raw,
         cmdline,
     })
+}
+
+/// Whether the generator may have been the limit: it said it was
+/// saturated, its core here was ≥ 95% busy, or (on a load host) its own CPU
+/// (`generator_cpu_s` over its `window_s`) was ≥ 95% of one core for each of
+/// its `procs` processes. The load host's whole-machine share does not
+/// count: it cannot reach 95% on a multi-core host.
+fn generator_limited(metrics: &BTreeMap<String, f64>, window_s: f64, procs: u32) -> bool {
+    let own_pct = metrics
+        .get("generator_cpu_s")
+        .filter(|_| window_s > 0.0)
+        .map(|s| 100.0 * s / window_s / f64::from(procs.max(1)));
+    metrics.get("generator_saturated") == Some(&1.0)
+        || metrics
+            .get("load_core_busy_pct")
+            .copied()
+            .into_iter()
+            .chain(own_pct)
+            .any(|b| b >= 95.0)
 }
 
 /// Run `evdispatch bench ARGS` (ARGS include `--json`) and return its
@@ -437,4 +459,62 @@ pub fn run_bench(
             .with_context(|| format!("reading the output of `{cmdline}`"))?,
         cmdline,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn metrics(kv: &[(&str, f64)]) -> BTreeMap<String, f64> {
+        kv.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn a_busy_generator_on_a_multi_core_load_host_is_limited() {
+        // 9.8 s of CPU over a 10 s window: one core's worth, while the
+        // 8-core host is only an eighth busy.
+        let m = metrics(&[("generator_cpu_s", 9.8), ("load_host_cpu_pct", 12.5)]);
+        assert!(generator_limited(&m, 10.0, 1));
+        // Two processes may use two cores: half of that is not the limit.
+        assert!(!generator_limited(&m, 10.0, 2));
+        let idle = metrics(&[("generator_cpu_s", 3.0), ("load_host_cpu_pct", 99.0)]);
+        assert!(!generator_limited(&idle, 10.0, 1));
+        // Without a window, only the other signs count.
+        assert!(!generator_limited(&m, 0.0, 1));
+    }
+
+    #[test]
+    fn a_busy_local_core_or_a_saturated_generator_is_limited() {
+        assert!(generator_limited(
+            &metrics(&[("load_core_busy_pct", 96.0)]),
+            10.0,
+            1
+        ));
+        assert!(!generator_limited(
+            &metrics(&[("load_core_busy_pct", 60.0)]),
+            10.0,
+            1
+        ));
+        assert!(generator_limited(
+            &metrics(&[("generator_saturated", 1.0)]),
+            10.0,
+            1
+        ));
+    }
+
+    #[test]
+    fn busy_ticks_add_interrupts_to_the_charged_ones() {
+        let c = evdispatch_proc::CpuTimes {
+            user: 1,
+            nice: 2,
+            system: 3,
+            idle: 100,
+            iowait: 50,
+            irq: 4,
+            softirq: 5,
+            steal: 6,
+        };
+        assert_eq!(charged_ticks(&c), 12);
+        assert_eq!(busy_ticks(&c), 21);
+    }
 }

@@ -6,6 +6,17 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+/// CPU ticks charged to processes (user, nice, system) plus steal.
+pub(crate) fn charged_ticks(c: &evdispatch_proc::CpuTimes) -> u64 {
+    c.user + c.nice + c.system + c.steal
+}
+
+/// A CPU's busy ticks: [`charged_ticks`] plus the interrupts it served
+/// (the busy share of a core, or of a whole load host).
+pub(crate) fn busy_ticks(c: &evdispatch_proc::CpuTimes) -> u64 {
+    charged_ticks(c) + c.irq + c.softirq
+}
+
 /// Every peer, in the order the report lists them: the servers run beside
 /// ours, the load generators that cross-check ours, and the C event
 /// libraries of the dispatch table.

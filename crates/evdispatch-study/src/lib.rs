@@ -197,6 +197,11 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
         rec.lock_wait_s += tw.elapsed().as_secs_f64();
         let tj = Instant::now();
         let mut runs = 1;
+        // Each round's logs apart (`Job::tag`).
+        let job = &spec::Job {
+            round: if rounds > 1 { round } else { 0 },
+            ..job.clone()
+        };
         let outcome = match lock {
             Ok(_guard) => {
                 let mut out = (sc.run)(ctx, job);

@@ -268,21 +268,20 @@ pub fn parse_run(text: &str) -> anyhow::Result<RemoteRun> {
     let stat1 = evdispatch_proc::parse_cpu_times(&section("stat1").join("\n"));
     // Busy as for this machine's cores (drive::run_load): what processes
     // are charged, steal and interrupts; over every CPU.
-    let host_cpu_pct =
-        (!stat0.is_empty() && stat0.len() == stat1.len()).then(|| {
-            let (busy, total) = stat0.iter().zip(&stat1).map(|(a, b)| b.since(a)).fold(
-                (0, 0),
-                |(busy, total), d| {
-                    let b = d.user + d.nice + d.system + d.steal + d.irq + d.softirq;
-                    (busy + b, total + d.total())
-                },
-            );
-            if total == 0 {
-                0.0
-            } else {
-                100.0 * busy as f64 / total as f64
-            }
-        });
+    let host_cpu_pct = (!stat0.is_empty() && stat0.len() == stat1.len()).then(|| {
+        let (busy, total) = stat0
+            .iter()
+            .zip(&stat1)
+            .map(|(a, b)| b.since(a))
+            .fold((0, 0), |(busy, total), d| {
+                (busy + crate::env::busy_ticks(&d), total + d.total())
+            });
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * busy as f64 / total as f64
+        }
+    });
     // `times`: the shell's own line, then its children's.
     let generator_cpu_s = section("times").get(1).and_then(|l| {
         let v: Option<Vec<f64>> = l.split_whitespace().map(minutes_seconds).collect();
@@ -433,7 +432,7 @@ impl LoadHost {
             host.probe.ours_cksum.as_deref(),
         ) != (Some(local.0.as_str()), Some(local.1.as_str()))
         {
-            host.copy(exe)?;
+            host.copy(exe, &local.1)?;
             host.probe = host.probe_now()?;
             host.copied = true;
             if host.probe.ours_version.as_deref() != Some(local.0.as_str()) {
@@ -519,14 +518,13 @@ impl LoadHost {
         Ok(parse_probe(&String::from_utf8_lossy(&out.stdout)))
     }
 
-    /// Copy `exe` to `DIR/evdispatch` through ssh (`cat`), atomically.
-    fn copy(&self, exe: &Path) -> anyhow::Result<()> {
+    /// Copy `exe` to `DIR/evdispatch` through ssh (`cat`), atomically:
+    /// installed only if its `cksum` there is `cksum` (this binary's CRC and
+    /// size), so a copy cut short never replaces the binary.
+    fn copy(&self, exe: &Path, cksum: &str) -> anyhow::Result<()> {
         let size = fs::metadata(exe)?.len();
         let file = File::open(exe).with_context(|| format!("cannot read {}", exe.display()))?;
-        let script = format!(
-            "D={}\nmkdir -p \"$D\" && cat > \"$D/evdispatch.part\" && chmod 755 \"$D/evdispatch.part\" && mv -f \"$D/evdispatch.part\" \"$D/evdispatch\"",
-            remote_dir(&self.dir)
-        );
+        let script = copy_script(&remote_dir(&self.dir), cksum);
         // A slow link may take its time: 1 MB/s at the least.
         let limit = QUICK_S + size as f64 / 1e6;
         let out = self.exec(&script, "copying the evdispatch binary", limit, Some(file))?;
@@ -646,6 +644,18 @@ impl LoadHost {
     }
 }
 
+/// The load host's side of [`LoadHost::copy`]: write standard input to
+/// `DIR/evdispatch.part`, check its `cksum` against `cksum` (the local
+/// file's), and only then make it executable and move it in place.
+fn copy_script(dir: &str, cksum: &str) -> String {
+    format!(
+        "D={dir}\nP=\"$D/evdispatch.part\"\nmkdir -p \"$D\" && cat > \"$P\" || exit 1\n\
+         got=$(cksum < \"$P\")\n\
+         if [ \"$got\" != '{cksum}' ]; then rm -f \"$P\"; echo \"the copy arrived incomplete or altered (cksum $got there, {cksum} here)\" >&2; exit 1; fi\n\
+         chmod 755 \"$P\" && mv -f \"$P\" \"$D/evdispatch\"\n"
+    )
+}
+
 /// This binary's `--version` line and `cksum` output, as the probe reads
 /// them on the load host.
 fn local_identity(exe: &Path) -> anyhow::Result<(String, String)> {
@@ -671,6 +681,50 @@ fn local_identity(exe: &Path) -> anyhow::Result<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_copy_cut_short_is_not_installed() {
+        let dir = std::env::temp_dir().join(format!("evd-copy-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let src = dir.join("src");
+        fs::write(&src, b"#!/bin/sh\necho a whole binary\n").unwrap();
+        let o = Command::new("cksum")
+            .stdin(File::open(&src).unwrap())
+            .output()
+            .unwrap();
+        let sum = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let dest = dir.join("d");
+        let copy = |input: &[u8]| {
+            let script = copy_script(&remote_dir(dest.to_str().unwrap()), &sum);
+            let mut child = Command::new("sh")
+                .arg("-c")
+                .arg(script)
+                .stdin(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(input).unwrap();
+            child.wait_with_output().unwrap()
+        };
+        let whole = fs::read(&src).unwrap();
+        // Cut short: refused, nothing installed, the part removed.
+        let out = copy(&whole[..whole.len() / 2]);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("incomplete"));
+        assert!(!dest.join("evdispatch").exists());
+        assert!(!dest.join("evdispatch.part").exists());
+        // Whole: installed, executable.
+        assert!(copy(&whole).status.success());
+        assert_eq!(fs::read(dest.join("evdispatch")).unwrap(), whole);
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = fs::metadata(dest.join("evdispatch"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o755);
+        fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn probe_lines_are_read() {

@@ -327,7 +327,9 @@ pub struct ClaimEntry {
     pub numbers: Vec<NumberEntry>,
     /// How the numbers lead to the verdict (or why nothing was measured).
     pub why: String,
-    /// Rounds that measured something (0: none).
+    /// Rounds that measured something (0: none; absent from results
+    /// written before rounds existed).
+    #[serde(default)]
     pub rounds: usize,
     /// Each round's own verdict, when there were several rounds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -78,7 +78,7 @@ impl Profile {
     /// in quick (the least that gives a range across rounds), five in full
     /// (the least whose range covers the median with at least 90%).
     pub fn rounds(self) -> u32 {
-        self.pick(1, 3, 5)
+        self.pick(1, 3, crate::claims::rounds::FULL_ROUNDS)
     }
 
     /// Pick one of three values by profile.
@@ -102,6 +102,35 @@ pub struct Job {
     /// Estimated wall-clock seconds (for the progress bar's ETA and the
     /// profile budget check).
     pub est_s: f64,
+    /// The round it runs in when the plan has several (its logs are then
+    /// the round's own); 0 when the plan has one.
+    pub round: u32,
+}
+
+/// A file-name-safe version of a label.
+pub fn tag(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+impl Job {
+    /// A file-name-safe name for its logs: its label's, with `.rN` for
+    /// round N when the plan has several rounds (each keeps its own logs).
+    pub fn tag(&self) -> String {
+        let tag = tag(&self.label);
+        match self.round {
+            0 => tag,
+            r => format!("{tag}.r{r}"),
+        }
+    }
 }
 
 /// What a scenario will do under a profile, given what is available.
@@ -137,6 +166,7 @@ impl Plan {
             label: label.into(),
             config,
             est_s,
+            round: 0,
         });
     }
 
@@ -655,5 +685,25 @@ impl LoadSpec {
     /// Long-lived connections held during the run.
     pub fn held(&self) -> u32 {
         self.inactive + self.idle + self.persistent + self.connections
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_round_of_a_job_has_its_own_log_tag() {
+        let mut plan = Plan::default();
+        plan.job("epoll, 100 conns", &serde_json::json!({}), 1.0);
+        let job = plan.jobs.remove(0);
+        assert_eq!(job.tag(), "epoll--100-conns");
+        let r2 = Job {
+            round: 2,
+            ..job.clone()
+        };
+        let r3 = Job { round: 3, ..job };
+        assert_eq!(r2.tag(), "epoll--100-conns.r2");
+        assert_ne!(r2.tag(), r3.tag());
     }
 }

@@ -96,24 +96,12 @@ pub fn plan_web(
     }
 }
 
-/// A file-name-safe version of a label.
-pub fn tag(label: &str) -> String {
-    label
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '.' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
-}
+pub use crate::spec::tag;
 
 /// Run a [`WebJob`] and make its point.
 pub fn run_web(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
     let spec: WebJob = serde_json::from_value(Value::Object(job.config.clone()))?;
-    let tag = tag(&job.label);
+    let tag = job.tag();
     let held = std::iter::once(&spec.load)
         .chain(&spec.then)
         .map(LoadSpec::held)

@@ -228,7 +228,8 @@ fn check_claims(dom: &str, doc: &Value) {
                     .any(|n| n["lo"].is_f64());
                 assert_eq!(
                     with,
-                    text.contains("(interval ") || text.contains("(the same in all "),
+                    text.contains("(interval ")
+                        || text.contains(" alike within display precision)"),
                     "claim {id}: its intervals are not shown: {text:?}"
                 );
             }

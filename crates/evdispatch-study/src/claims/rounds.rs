@@ -12,11 +12,12 @@
 //! coverage, below 90% (75% with three rounds), is stated beside it.
 //!
 //! The outcome is judged the same way on the rounds' outcomes, ordered
-//! `fails` < `partly` < `holds` (a verdict function's outcome rises with
-//! its deciding figure): decided when the k-th lowest and the k-th highest
-//! outcome agree, i.e. when the interval of the deciding figure lies on one
-//! side of the claim's thresholds. Up to seven rounds, k = 1: every round
-//! must agree.
+//! `fails` < `partly` < `holds`: decided when the k-th lowest and the k-th
+//! highest outcome agree. For a claim decided by one figure against its
+//! thresholds, that is when the figure's interval lies on one side of
+//! them; a two-part claim (`both(a, b)`) has no single deciding figure, and
+//! there it is the rounds' outcomes themselves that must agree. Up to seven
+//! rounds, k = 1: every round must agree.
 
 use super::verdict::{Outcome, Verdict};
 use crate::report::figure::fmt_num;
@@ -24,6 +25,9 @@ use crate::results::NumberEntry;
 
 /// The wanted coverage of an interval.
 pub const LEVEL: f64 = 0.90;
+
+/// The rounds `--profile full` runs: the fewest that give [`LEVEL`].
+pub const FULL_ROUNDS: u32 = 5;
 
 /// `P(Binomial(n, ½) < k)`.
 fn below(n: usize, k: usize) -> f64 {
@@ -243,10 +247,24 @@ pub fn interval_words(n: usize, coverage: f64) -> String {
         )
     } else {
         format!(
-            "from the {k}th smallest to the {k}th largest of {n} rounds, a {:.1}% interval of the median",
+            "from the {} smallest to the {} largest of {n} rounds, a {:.1}% interval of the median",
+            ordinal(k),
+            ordinal(k),
             coverage * 100.0
         )
     }
+}
+
+/// `k` as an English ordinal: 1st, 2nd, 3rd, 4th, 11th, 12th, 21st…
+fn ordinal(k: usize) -> String {
+    let suffix = match (k % 10, k % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{k}{suffix}")
 }
 
 /// Every number of the rounds, in the order they first appear: the median
@@ -315,9 +333,10 @@ fn numbers(measured: &[&(u64, Verdict)]) -> Vec<(NumberEntry, Option<f64>)> {
 /// its threshold.
 pub fn more_rounds(sorted: &[Outcome]) -> String {
     let n = sorted.len();
+    let full = FULL_ROUNDS as usize;
     if n <= 2 {
         return format!(
-            "{n} rounds disagree: too few to tell whether it sits on its threshold; more rounds (a larger profile) would tell"
+            "{n} rounds disagree: too few to tell whether it sits on its threshold; more rounds (`--profile full` runs {full}) would tell"
         );
     }
     let mid = sorted[n / 2];
@@ -328,11 +347,19 @@ pub fn more_rounds(sorted: &[Outcome]) -> String {
         let (k, _) = order_interval(m);
         share * (m as f64) <= (k - 1) as f64
     });
+    let profile = |m: usize| {
+        if m <= full {
+            format!("`--profile full` ({full} rounds) would do")
+        } else {
+            format!("more than even `--profile full` runs ({full})")
+        }
+    };
     match need {
         Some(m) => format!(
-            "more rounds would likely decide it: {} of {n} rounds left the median's side ({}); at that share about {m} rounds would put them outside the 90% interval",
+            "more rounds would likely decide it: {} of {n} rounds left the median's side ({}); at that share about {m} rounds would put them outside the 90% interval: {}",
             below.max(above),
-            mid.word()
+            mid.word(),
+            profile(m)
         ),
         None => format!(
             "on the threshold: the rounds split {} / {} around {}, so more rounds would likely not decide it",
@@ -433,6 +460,11 @@ mod tests {
             more.starts_with("more rounds would likely decide it"),
             "{more}"
         );
+        // One in three needs more rounds than the full profile's five.
+        assert!(
+            more.ends_with("more than even `--profile full` runs (5)"),
+            "{more}"
+        );
         // An even split sits on the threshold.
         let even = more_rounds(&[
             Outcome::Fails,
@@ -443,6 +475,16 @@ mod tests {
         assert!(even.starts_with("on the threshold"), "{even}");
         let two = more_rounds(&[Outcome::Fails, Outcome::Holds]);
         assert!(two.contains("too few to tell"), "{two}");
+    }
+
+    #[test]
+    fn ordinals_read_as_english() {
+        let o: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22, 103].map(ordinal).into();
+        assert_eq!(
+            o,
+            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "103rd"]
+        );
+        assert!(interval_words(8, 0.93).contains("the 2nd smallest to the 2nd largest"));
     }
 
     /// From eight rounds on, an outlying round outside the interval does

@@ -2,9 +2,11 @@
 //! linear or log axes) and tables, built from its record. The HTML report
 //! renders them as inline SVG, the Markdown summary as tables.
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
-use crate::results::ScenarioRecord;
+use crate::results::{ScenarioRecord, ROUND};
 
 /// One figure of the report.
 #[derive(Debug, Clone)]
@@ -157,17 +159,20 @@ impl<'a> Metrics<'a> {
 }
 
 /// One series per distinct `series` among the points matching `filter`:
-/// config (or metric) `x` against `m`. Points of one series at the same
-/// `x` (one per round) become one: the median `y`, the rounds' lowest and
-/// highest as its `spread`, and the error bar and range of the round
-/// nearest the median.
+/// config (or metric) `x` against `m`. A point measured again in each
+/// round becomes one: the k-th point of every round at the same `x` merge
+/// into the median `y`, the rounds' lowest and highest as its `spread`, and
+/// the error bar and range of the round nearest the median. Points of one
+/// round at the same `x` (different runs) stay apart, as do all points of
+/// a record without rounds.
 pub fn lines(
     rec: &ScenarioRecord,
     filter: &[(&str, Value)],
     x: &str,
     m: Metrics<'_>,
 ) -> Vec<Series> {
-    let mut out: Vec<Series> = Vec::new();
+    // Each series' points with their round, in the record's order.
+    let mut out: Vec<(String, Vec<(u64, Xy)>)> = Vec::new();
     for p in rec.select(filter) {
         let (Some(xv), Some(yv)) = (p.num(x).or_else(|| p.metric(x)), p.metric(m.y)) else {
             continue;
@@ -182,32 +187,48 @@ pub fn lines(
             hollow: p.metric("generator_limited") == Some(1.0),
             spread: None,
         };
-        match out.iter_mut().find(|s| s.name == p.series) {
-            Some(s) => s.points.push(xy),
-            None => out.push(Series {
-                name: p.series.clone(),
-                points: vec![xy],
-            }),
+        let round = p.config.get(ROUND).and_then(Value::as_u64).unwrap_or(1);
+        match out.iter_mut().find(|(name, _)| *name == p.series) {
+            Some((_, points)) => points.push((round, xy)),
+            None => out.push((p.series.clone(), vec![(round, xy)])),
         }
     }
-    for s in &mut out {
-        s.points
-            .sort_by(|a, b| a.x.total_cmp(&b.x).then(a.y.total_cmp(&b.y)));
-        s.points = merge_rounds(&s.points);
-    }
-    out
+    out.into_iter()
+        .map(|(name, points)| {
+            let mut points = merge_rounds(&points);
+            points.sort_by(|a, b| a.x.total_cmp(&b.x).then(a.y.total_cmp(&b.y)));
+            Series { name, points }
+        })
+        .collect()
 }
 
-/// Points sorted by `x`, then `y`: those at the same `x` merged into one
-/// (see [`lines`]).
-fn merge_rounds(points: &[Xy]) -> Vec<Xy> {
-    points
-        .chunk_by(|a, b| a.x == b.x)
-        .map(|same| {
+/// Points with their round, in the record's order: the k-th point of each
+/// round at the same `x` merged into one (see [`lines`]); a group of one
+/// (a single round) is kept as it is.
+fn merge_rounds(points: &[(u64, Xy)]) -> Vec<Xy> {
+    // (x, k) -> the k-th point at x of each round.
+    let mut groups: Vec<((f64, usize), Vec<Xy>)> = Vec::new();
+    let mut seen: BTreeMap<(u64, u64), usize> = BTreeMap::new();
+    for &(round, p) in points {
+        let k = seen.entry((round, p.x.to_bits())).or_default();
+        let key = (p.x, *k);
+        *k += 1;
+        match groups
+            .iter_mut()
+            .find(|((x, i), _)| x.to_bits() == key.0.to_bits() && *i == key.1)
+        {
+            Some((_, g)) => g.push(p),
+            None => groups.push((key, vec![p])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(_, mut same)| {
             let n = same.len();
             if n == 1 {
                 return same[0];
             }
+            same.sort_by(|a, b| a.y.total_cmp(&b.y));
             let y = if n % 2 == 1 {
                 same[n / 2].y
             } else {
@@ -273,6 +294,42 @@ mod tests {
         );
         assert_eq!((a[1].x, a[1].y, a[1].spread), (2.0, 2.0, Some((1.0, 3.0))));
         assert_eq!(s[1].points[0].spread, None);
+    }
+
+    /// Two runs of one round at the same x are two points, each merged only
+    /// with its own runs of the other rounds; without rounds, nothing merges.
+    #[test]
+    fn points_of_one_round_at_the_same_x_stay_apart() {
+        use serde_json::json;
+        let pt = |k: u32, round: Option<u32>, y: f64| {
+            let mut config = json!({"n": 1, "k": k});
+            if let Some(r) = round {
+                config["round"] = json!(r);
+            }
+            json!({"series": "a", "config": config, "metrics": {"y": y}})
+        };
+        let rec = |points: Vec<Value>| -> ScenarioRecord {
+            serde_json::from_value(json!({
+                "id": "x", "status": "complete", "profile": "tiny", "params": {},
+                "started_unix": 0, "duration_s": 0.0, "git_commit": "t", "capabilities": [],
+                "skipped": [], "failures": [], "points": points,
+            }))
+            .unwrap()
+        };
+        let r = rec(vec![
+            pt(1, Some(1), 10.0),
+            pt(2, Some(1), 100.0),
+            pt(1, Some(2), 12.0),
+            pt(2, Some(2), 90.0),
+        ]);
+        let a = &lines(&r, &[], "n", Metrics::y("y"))[0].points;
+        assert_eq!(a.len(), 2);
+        assert_eq!((a[0].y, a[0].spread), (11.0, Some((10.0, 12.0))));
+        assert_eq!((a[1].y, a[1].spread), (95.0, Some((90.0, 100.0))));
+        let single = rec(vec![pt(1, None, 10.0), pt(2, None, 100.0)]);
+        let b = &lines(&single, &[], "n", Metrics::y("y"))[0].points;
+        assert_eq!(b.len(), 2);
+        assert!(b.iter().all(|p| p.spread.is_none()));
     }
 
     #[test]

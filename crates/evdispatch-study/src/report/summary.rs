@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::figure::fmt_num;
 use super::svg::esc;
+use crate::claims::rounds::LEVEL;
 
 /// `"–"` for null, the text of a string, the JSON of anything else.
 pub fn str_of(v: &Value) -> String {
@@ -28,8 +29,13 @@ pub fn number_text(n: &Value) -> String {
     let mut t = format!("{} = {}", str_of(&n["name"]), str_of(&n["value"]));
     if let (Some(lo), Some(hi)) = (n["lo"].as_f64(), n["hi"].as_f64()) {
         if lo == hi && n["rounds"].as_u64().is_some_and(|r| r > 1) {
-            // A setting, or a figure every round gave alike.
-            let _ = write!(t, " (the same in all {} rounds)", str_of(&n["rounds"]));
+            // A setting, or a figure every round gave alike as printed
+            // (the rounds' figures are read back at 3 significant digits).
+            let _ = write!(
+                t,
+                " (all {} rounds alike within display precision)",
+                str_of(&n["rounds"])
+            );
             return t;
         }
         let _ = write!(t, " (interval {} – {}", fmt_num(lo), fmt_num(hi));
@@ -44,9 +50,27 @@ pub fn number_text(n: &Value) -> String {
     t
 }
 
+/// Whether a claim has a verdict (`holds`, `partly` or `fails`).
+fn decided(claim: &Value) -> bool {
+    matches!(
+        claim["verdict"].as_str(),
+        Some("holds" | "partly" | "fails")
+    )
+}
+
+/// The coverage of a decided claim's intervals when it is below the 90%
+/// the study aims at (fewer than five rounds); `None` otherwise.
+fn low_coverage(claim: &Value) -> Option<f64> {
+    claim["coverage"]
+        .as_f64()
+        .filter(|c| decided(claim) && *c < LEVEL)
+}
+
 /// How many rounds decided a claim, as the claims tables print it beside
-/// the verdict: `decided on one round`, or `N rounds` (with each round's
-/// verdict when they disagree); empty for a claim without data.
+/// the verdict: `decided on one round`, `N rounds` (with each round's
+/// verdict when they disagree), or `all N rounds; 75% interval` for a
+/// verdict whose interval covers the median with less than 90%; empty for
+/// a claim without data.
 pub fn rounds_text(claim: &Value) -> String {
     if claim["one_round"].as_bool() == Some(true) {
         return "decided on one round".into();
@@ -54,6 +78,9 @@ pub fn rounds_text(claim: &Value) -> String {
     let n = claim["rounds"].as_u64().unwrap_or(0);
     if n < 2 {
         return String::new();
+    }
+    if let Some(c) = low_coverage(claim) {
+        return format!("all {n} rounds; {:.0}% interval", c * 100.0);
     }
     let mut t = format!("{n} rounds");
     if claim["verdict"].as_str() == Some("undecided") {
@@ -102,6 +129,11 @@ pub struct Summary<'a> {
     pub undecided: Vec<&'a Value>,
     /// Claims decided on one round (no interval).
     pub one_round: Vec<&'a Value>,
+    /// Claims decided on several rounds whose intervals reach 90%.
+    pub at_level: Vec<&'a Value>,
+    /// Claims decided on several rounds whose intervals cover less than
+    /// 90% (fewer than five rounds).
+    pub below_level: Vec<&'a Value>,
 }
 
 impl<'a> Summary<'a> {
@@ -117,6 +149,11 @@ impl<'a> Summary<'a> {
             }
             if c["verdict"].as_str() == Some("undecided") {
                 s.undecided.push(c);
+            }
+            if low_coverage(c).is_some() {
+                s.below_level.push(c);
+            } else if decided(c) && c["coverage"].as_f64().is_some() {
+                s.at_level.push(c);
             }
             match c["verdict"].as_str() {
                 Some("holds") => s.holds.push(c),
@@ -266,6 +303,26 @@ impl<'a> Summary<'a> {
                 &format!("Decided on one round ({}):", self.one_round.len()),
                 &format!(
                     "{which}. One round gives no interval: such a verdict may flip near its threshold (the quick and full profiles run several rounds)."
+                ),
+            ));
+        }
+        if !self.below_level.is_empty() {
+            let decided = self.holds.len() + self.fails.len() + self.partly.len();
+            let items: Vec<String> = self
+                .below_level
+                .iter()
+                .map(|c| format!("{} ({})", m.ids(&[*c]), rounds_text(c)))
+                .collect();
+            out.push_str(&m.para(
+                "coverage",
+                &format!(
+                    "Intervals below 90% ({} of {decided} verdicts):",
+                    self.below_level.len()
+                ),
+                &format!(
+                    "{} of {decided} verdicts rest on intervals that cover the median with 90% (five rounds or more); these rest on fewer rounds, whose range covers it with less, so a verdict near its threshold may flip: {}.",
+                    self.at_level.len(),
+                    items.join(", ")
                 ),
             ));
         }
@@ -433,8 +490,29 @@ mod tests {
             "r = 2 (interval 1.50 – 2.50, 75%, 3 rounds)"
         );
         let same = json!({"name": "N", "value": "100", "lo": 100.0, "hi": 100.0, "rounds": 2});
-        assert_eq!(number_text(&same), "N = 100 (the same in all 2 rounds)");
+        assert_eq!(
+            number_text(&same),
+            "N = 100 (all 2 rounds alike within display precision)"
+        );
         assert_eq!(rounds_text(&claims[0]), "decided on one round");
+        // A verdict on three rounds: a 75% interval, marked and counted.
+        let mut low = claims.clone();
+        low[1]["rounds"] = json!(3);
+        low[1]["coverage"] = json!(0.75);
+        low[2]["rounds"] = json!(5);
+        low[2]["coverage"] = json!(0.938);
+        assert_eq!(rounds_text(&low[1]), "all 3 rounds; 75% interval");
+        assert_eq!(rounds_text(&low[2]), "5 rounds");
+        let ls = Summary::of(&low);
+        assert_eq!((ls.below_level.len(), ls.at_level.len()), (1, 1));
+        let lm = ls.markdown();
+        assert!(
+            lm.contains("Intervals below 90% (1 of 4 verdicts):")
+                && lm.contains("1 of 4 verdicts rest on intervals that cover the median with 90%")
+                && lm.contains("`b` (all 3 rounds; 75% interval)"),
+            "{lm}"
+        );
+        assert!(!m.contains("Intervals below 90%"), "{m}");
         let mut u = claims[5].clone();
         u["rounds"] = json!(2);
         u["round_verdicts"] =

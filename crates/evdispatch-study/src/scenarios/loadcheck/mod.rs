@@ -155,7 +155,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
         // With a load host: run `tool ARGS` there, `None` here.
         let log = ctx
             .logs
-            .join(format!("{}.{}.log", crate::web::tag(&job.label), spec.tool));
+            .join(format!("{}.{}.log", job.tag(), spec.tool));
         let remote = |args: Vec<String>, limit_s: f64| -> anyhow::Result<Option<RemoteRun>> {
             ctx.load_host
                 .as_ref()
@@ -177,14 +177,18 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
                     cpus: cpus.clone(),
                     headers: vec![],
                 };
-                let r = match remote(wrk_args(&args), wrk_limit_s(&args))? {
+                // wrk's CPU: its rusage here; on a load host the remote
+                // `times` line's, left out when that was not read.
+                let (mut r, cpu_s) = match remote(wrk_args(&args), wrk_limit_s(&args))? {
                     Some(run) => {
-                        let mut r = parse_wrk(&run.stdout)?;
-                        r.cpu_s = run.generator_cpu_s.unwrap_or(0.0);
                         run.record(&mut p.metrics);
-                        r
+                        (parse_wrk(&run.stdout)?, run.generator_cpu_s)
                     }
-                    None => run_wrk(&args)?,
+                    None => {
+                        let r = run_wrk(&args)?;
+                        let cpu_s = r.cpu_s;
+                        (r, Some(cpu_s))
+                    }
                 };
                 p.config.insert(
                     "cmd_load".into(),
@@ -205,9 +209,10 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
                     "errors".into(),
                     (r.errors_connect + r.errors_read + r.errors_write + r.errors_timeout) as f64,
                 );
-                if r.duration_s > 0.0 {
+                if let (Some(cpu_s), true) = (cpu_s, r.duration_s > 0.0) {
+                    r.cpu_s = cpu_s;
                     p.metrics
-                        .insert("generator_cpu_pct".into(), 100.0 * r.cpu_s / r.duration_s);
+                        .insert("generator_cpu_pct".into(), 100.0 * cpu_s / r.duration_s);
                 }
                 p.raw = json!({"wrk": r});
             } else {

@@ -144,7 +144,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
 
 fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
     let spec: BenchJob = serde_json::from_value(Value::Object(job.config.clone()))?;
-    let (out, cmdline) = drive::run_bench(ctx, &spec.args, &crate::web::tag(&job.label))?;
+    let (out, cmdline) = drive::run_bench(ctx, &spec.args, &job.tag())?;
     let mut points: Vec<Point> = out
         .cells
         .iter()

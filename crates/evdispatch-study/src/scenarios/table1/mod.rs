@@ -124,7 +124,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
         .iter()
         .filter_map(|a| a.as_str().map(String::from))
         .collect();
-    let (out, cmdline) = drive::run_bench(ctx, &args, &crate::web::tag(&job.label))?;
+    let (out, cmdline) = drive::run_bench(ctx, &args, &job.tag())?;
     Ok(out
         .cells
         .iter()
