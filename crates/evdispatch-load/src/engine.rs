@@ -626,8 +626,14 @@ impl<'h> Engine<'h> {
                 self.poller.wait(&mut self.events, timeout)?;
                 self.dispatch_events()?;
             }
+            // Only a wake-up at or after the early instant is the timer's
+            // (one before it came from the network and says nothing of how
+            // late the timer wakes).
             if let Some(early) = self.armed_early.take() {
-                self.lead = next_lead(self.lead, Instant::now().saturating_duration_since(early));
+                let now = Instant::now();
+                if now >= early {
+                    self.lead = next_lead(self.lead, now - early);
+                }
             }
         }
     }
