@@ -2,7 +2,9 @@
 //! memory of a process read from `/proc`, CPU pinning, and resource limits.
 //!
 //! The study runs servers and load generators as separate processes, so the
-//! CPU a figure is charged to is read from `/proc/PID/stat`, never guessed.
+//! CPU a figure is charged to is read from the kernel, never guessed: the
+//! total from the process's CPU-time clock, to the nanosecond, and its
+//! user/system split from `/proc/PID/stat`, in clock ticks.
 //!
 //! A process's files (`stat`, `status`, `fd/`, the process list) are read
 //! with `procfs`. `/proc/stat` is read here: `procfs`'s `KernelStats` lists
@@ -22,13 +24,18 @@ pub use duration::{parse_duration, DurationError};
 
 pub use nix::sched::CpuSet;
 pub use sys::{
-    clock_ticks_per_sec, cpu_set, die_with_parent, get_rlimit, pin_current_thread, set_affinity,
-    set_idle_priority, set_rlimit, Resource,
+    clock_ticks_per_sec, cpu_set, die_with_parent, get_rlimit, pin_current_thread,
+    process_cpu_time, set_affinity, set_idle_priority, set_rlimit, Resource,
 };
 
 /// CPU time and memory of one process at one instant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct ProcSample {
+    /// CPU time (user + system), nanoseconds: from the process's CPU-time
+    /// clock ([`process_cpu_time`]) when sampled live, from the ticks when
+    /// parsed from text. Differences of this, not of the ticks, measure a
+    /// window: a tick is 10 ms.
+    pub cpu_ns: u64,
     /// User-mode CPU time, in clock ticks.
     pub utime_ticks: u64,
     /// Kernel-mode CPU time, in clock ticks.
@@ -46,8 +53,13 @@ pub struct ProcSample {
 impl ProcSample {
     /// Total CPU time (user + system).
     pub fn cpu(&self) -> Duration {
-        let ticks = self.utime_ticks + self.stime_ticks;
-        Duration::from_secs_f64(ticks as f64 / clock_ticks_per_sec() as f64)
+        Duration::from_nanos(self.cpu_ns)
+    }
+
+    /// CPU seconds from `self` to `later` (0 if the count went back, as it
+    /// does when a process was replaced by another of the same pid).
+    pub fn cpu_s_to(&self, later: &ProcSample) -> f64 {
+        later.cpu_ns.saturating_sub(self.cpu_ns) as f64 / 1e9
     }
 }
 
@@ -74,7 +86,9 @@ fn io_error(e: procfs::ProcError) -> io::Error {
 
 impl ProcSample {
     fn from_stat(st: &procfs::process::Stat) -> ProcSample {
+        let ticks = st.utime + st.stime;
         ProcSample {
+            cpu_ns: (ticks as u128 * 1_000_000_000 / clock_ticks_per_sec() as u128) as u64,
             utime_ticks: st.utime,
             stime_ticks: st.stime,
             threads: st.num_threads.max(0) as u64,
@@ -83,10 +97,13 @@ impl ProcSample {
     }
 }
 
-/// Read `/proc/PID/stat` (`pid` 0 means this process).
+/// Read `/proc/PID/stat` and the process's CPU-time clock (`pid` 0 means
+/// this process).
 pub fn sample(pid: u32) -> io::Result<ProcSample> {
     let st = process(pid)?.stat().map_err(io_error)?;
-    Ok(ProcSample::from_stat(&st))
+    let mut s = ProcSample::from_stat(&st);
+    s.cpu_ns = process_cpu_time(pid)?.as_nanos() as u64;
+    Ok(s)
 }
 
 /// Parse the text of a `/proc/PID/stat` file (a command name with spaces and
@@ -160,6 +177,7 @@ pub fn resident_sum(pids: &[u32]) -> Resident {
 /// CPU ticks, resident memory and threads added up. Fails if any is gone.
 pub fn sample_sum(pids: &[u32]) -> io::Result<ProcSample> {
     let mut total = ProcSample {
+        cpu_ns: 0,
         utime_ticks: 0,
         stime_ticks: 0,
         rss_bytes: 0,
@@ -167,6 +185,7 @@ pub fn sample_sum(pids: &[u32]) -> io::Result<ProcSample> {
     };
     for &pid in pids {
         let s = sample(pid)?;
+        total.cpu_ns += s.cpu_ns;
         total.utime_ticks += s.utime_ticks;
         total.stime_ticks += s.stime_ticks;
         total.rss_bytes += s.rss_bytes;
@@ -216,11 +235,12 @@ pub struct CpuMeter {
 pub struct CpuUse {
     /// Wall-clock length of the window, seconds.
     pub wall_s: f64,
-    /// CPU seconds (user + system) used in the window.
+    /// CPU seconds (user + system) used in the window, to the nanosecond.
     pub cpu_s: f64,
-    /// User-mode CPU seconds.
+    /// User-mode CPU seconds, counted in clock ticks (so it need not add up
+    /// with `system_s` to `cpu_s` exactly).
     pub user_s: f64,
-    /// Kernel-mode CPU seconds.
+    /// Kernel-mode CPU seconds, counted in clock ticks.
     pub system_s: f64,
     /// `cpu_s / wall_s × 100`: 100 is one core busy the whole time.
     pub pct_of_core: f64,
@@ -245,7 +265,7 @@ impl CpuMeter {
         let hz = clock_ticks_per_sec() as f64;
         let user_s = now.utime_ticks.saturating_sub(self.start.utime_ticks) as f64 / hz;
         let system_s = now.stime_ticks.saturating_sub(self.start.stime_ticks) as f64 / hz;
-        let cpu_s = user_s + system_s;
+        let cpu_s = self.start.cpu_s_to(&now);
         Ok(CpuUse {
             wall_s,
             cpu_s,
@@ -511,6 +531,38 @@ mod tests {
         assert!(two.rss_bytes > 0 && two.threads >= 2, "{two:?}");
         assert_eq!(open_fds_sum(&[]).unwrap(), 0);
         assert!(open_fds_sum(&[me]).unwrap() >= 3);
+    }
+
+    /// The CPU-time clock of another process is readable, agrees with the
+    /// ticks of its `/proc/PID/stat` to within the ticks' rounding, and is
+    /// gone with the process.
+    #[test]
+    fn another_process_cpu_clock_agrees_with_its_ticks() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "while :; do :; done"])
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        std::thread::sleep(Duration::from_millis(300));
+        let s = sample(pid).unwrap();
+        let _ = child.kill();
+        let _ = child.wait();
+        let hz = clock_ticks_per_sec() as f64;
+        let ticks_s = (s.utime_ticks + s.stime_ticks) as f64 / hz;
+        let clock_s = s.cpu().as_secs_f64();
+        assert!(clock_s > 0.0, "{s:?}");
+        // Read a moment apart, each rounded down to a tick.
+        assert!((clock_s - ticks_s).abs() <= 3.0 / hz, "{s:?}");
+        assert!(
+            process_cpu_time(pid).is_err(),
+            "a reaped child has no clock"
+        );
+        // This process's own clock counts a spin to the microsecond.
+        let a = sample(0).unwrap();
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_millis(3) {}
+        let b = sample(0).unwrap();
+        assert!(a.cpu_s_to(&b) > 0.0 && b.cpu_s_to(&a) == 0.0);
     }
 
     #[test]

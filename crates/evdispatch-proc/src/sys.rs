@@ -19,6 +19,25 @@ pub fn clock_ticks_per_sec() -> u64 {
     sysconf_or(SysconfVar::CLK_TCK, 100)
 }
 
+/// The CPU time (user + system, every thread, those that exited included)
+/// of process `pid` (0: this one), read from its CPU-time clock
+/// (`clock_getcpuclockid` + `clock_gettime`): the scheduler's own count in
+/// nanoseconds, where `/proc/PID/stat` rounds to clock ticks (10 ms at the
+/// usual 100 Hz, which is 1.7% of a core over a 0.6 s window).
+pub fn process_cpu_time(pid: u32) -> io::Result<std::time::Duration> {
+    use nix::time::{clock_getcpuclockid, clock_gettime, ClockId};
+    let clock = if pid == 0 {
+        ClockId::CLOCK_PROCESS_CPUTIME_ID
+    } else {
+        clock_getcpuclockid(Pid::from_raw(pid as i32)).map_err(io::Error::from)?
+    };
+    let t = clock_gettime(clock).map_err(io::Error::from)?;
+    Ok(std::time::Duration::new(
+        t.tv_sec().max(0) as u64,
+        t.tv_nsec().clamp(0, 999_999_999) as u32,
+    ))
+}
+
 pub(crate) fn page_size() -> u64 {
     sysconf_or(SysconfVar::PAGE_SIZE, 4096)
 }

@@ -225,12 +225,13 @@ pub fn tcp_kernel_bytes() -> Option<u64> {
     None
 }
 
-/// CPU ticks (user + system) of a set of processes and their children.
-fn tree_ticks(pids: &[u32]) -> u64 {
+/// CPU seconds (user + system, to the nanosecond) of a set of processes and
+/// their children.
+fn tree_cpu_s(pids: &[u32]) -> f64 {
     evdispatch_proc::with_children(pids)
         .into_iter()
-        .filter_map(|p| evdispatch_proc::sample(p).ok())
-        .map(|s| s.utime_ticks + s.stime_ticks)
+        .filter_map(|p| evdispatch_proc::process_cpu_time(p).ok())
+        .map(|t| t.as_secs_f64())
         .sum()
 }
 
@@ -311,7 +312,7 @@ pub fn run_load(
     let tcp0 = tcp_kernel_bytes();
     let (cpu0, srv0, kids0, t0) = (
         evdispatch_proc::cpu_times(),
-        tree_ticks(&pids),
+        tree_cpu_s(&pids),
         children_cpu_s(),
         std::time::Instant::now(),
     );
@@ -321,15 +322,15 @@ pub fn run_load(
         let pids = pids.clone();
         // With a load host, the server's CPU over time too, to find the
         // generator's window in it.
-        let ticks = remote.is_some();
+        let track = remote.is_some();
         std::thread::spawn(move || {
             let (mut rss_max, mut tcp_max) = (0u64, 0u64);
             let mut series = Vec::new();
             while !stop.load(Ordering::Relaxed) {
                 rss_max = rss_max.max(tree_rss(&pids));
                 tcp_max = tcp_max.max(tcp_kernel_bytes().unwrap_or(0));
-                if ticks {
-                    series.push((t0.elapsed().as_secs_f64(), tree_ticks(&pids)));
+                if track {
+                    series.push((t0.elapsed().as_secs_f64(), tree_cpu_s(&pids)));
                 }
                 std::thread::sleep(Duration::from_millis(100));
             }
@@ -339,7 +340,7 @@ pub fn run_load(
     let out = run();
     let (cpu1, srv1, kids1, wall) = (
         evdispatch_proc::cpu_times(),
-        tree_ticks(&pids),
+        tree_cpu_s(&pids),
         children_cpu_s(),
         t0.elapsed().as_secs_f64(),
     );
@@ -362,9 +363,9 @@ pub fn run_load(
             let start = h.ssh_setup_s + setup;
             series.insert(0, (0.0, srv0));
             series.push((wall, srv1));
-            let ticks = crate::remote::ticks_between(&series, start, start + window)
-                .unwrap_or(srv1.saturating_sub(srv0) as f64);
-            metrics.insert("server_cpu_pct".into(), 100.0 * ticks / hz / window);
+            let cpu_s = crate::remote::accrued_between(&series, start, start + window)
+                .unwrap_or((srv1 - srv0).max(0.0));
+            metrics.insert("server_cpu_pct".into(), 100.0 * cpu_s / window);
         }
     }
     metrics.insert("server_rss_start_bytes".into(), rss0 as f64);
@@ -395,7 +396,7 @@ pub fn run_load(
             }
         }
         let busy_s = d.iter().map(charged_ticks).sum::<u64>() as f64 / hz;
-        let ours_s = srv1.saturating_sub(srv0) as f64 / hz + (kids1 - kids0).max(0.0);
+        let ours_s = (srv1 - srv0).max(0.0) + (kids1 - kids0).max(0.0);
         metrics.insert(
             "foreign_cpu_pct".into(),
             (100.0 * (busy_s - ours_s) / wall).max(0.0),

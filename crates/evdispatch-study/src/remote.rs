@@ -226,19 +226,19 @@ impl RemoteRun {
     }
 }
 
-/// Ticks accrued between `a` and `b` seconds in a series of `(seconds,
-/// cumulative ticks)` samples in time order, interpolated linearly between
-/// samples; `None` unless the samples cover `a..b`.
-pub fn ticks_between(series: &[(f64, u64)], a: f64, b: f64) -> Option<f64> {
+/// What a counter accrued between `a` and `b` seconds in a series of
+/// `(seconds, cumulative count)` samples in time order, interpolated
+/// linearly between samples; `None` unless the samples cover `a..b`.
+pub fn accrued_between(series: &[(f64, f64)], a: f64, b: f64) -> Option<f64> {
     let at = |t: f64| -> Option<f64> {
         let i = series.iter().position(|&(s, _)| s >= t)?;
         let (t1, v1) = series[i];
         if i == 0 {
-            return (t1 == t).then_some(v1 as f64);
+            return (t1 == t).then_some(v1);
         }
         let (t0, v0) = series[i - 1];
         let f = if t1 > t0 { (t - t0) / (t1 - t0) } else { 1.0 };
-        Some(v0 as f64 + f * (v1 as f64 - v0 as f64))
+        Some(v0 + f * (v1 - v0))
     };
     Some((at(b)? - at(a)?).max(0.0))
 }
@@ -818,13 +818,13 @@ mod tests {
     }
 
     #[test]
-    fn ticks_in_a_window_are_interpolated() {
-        let s = [(0.0, 0), (1.0, 100), (2.0, 300), (3.0, 300)];
-        assert_eq!(ticks_between(&s, 0.5, 1.5), Some(150.0));
-        assert_eq!(ticks_between(&s, 0.0, 3.0), Some(300.0));
-        assert_eq!(ticks_between(&s, 2.0, 3.0), Some(0.0));
-        assert_eq!(ticks_between(&s, 1.0, 3.5), None);
-        assert_eq!(ticks_between(&s, -1.0, 1.0), None);
+    fn counts_in_a_window_are_interpolated() {
+        let s = [(0.0, 0.0), (1.0, 1.0), (2.0, 3.0), (3.0, 3.0)];
+        assert_eq!(accrued_between(&s, 0.5, 1.5), Some(1.5));
+        assert_eq!(accrued_between(&s, 0.0, 3.0), Some(3.0));
+        assert_eq!(accrued_between(&s, 2.0, 3.0), Some(0.0));
+        assert_eq!(accrued_between(&s, 1.0, 3.5), None);
+        assert_eq!(accrued_between(&s, -1.0, 1.0), None);
     }
 
     #[test]

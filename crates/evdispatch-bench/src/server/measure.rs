@@ -12,7 +12,7 @@ use evdispatch_harness::{
 };
 use evdispatch_http::{cmdline::ServeCommand, Model};
 use evdispatch_load::{cmdline::LoadCommand, Rate};
-use evdispatch_proc::{clock_ticks_per_sec, open_fds_sum, resident_sum, sample_sum, ProcSample};
+use evdispatch_proc::{open_fds_sum, resident_sum, sample_sum};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -88,13 +88,6 @@ pub(super) struct Bench<'a> {
     root: tempfile::TempDir,
     /// The access logs of the `+log` servers.
     logs: tempfile::TempDir,
-    hz: f64,
-}
-
-/// CPU seconds between two samples.
-fn cpu_s(a: &ProcSample, b: &ProcSample, hz: f64) -> f64 {
-    let t = |s: &ProcSample| (s.utime_ticks + s.stime_ticks) as f64;
-    (t(b) - t(a)).max(0.0) / hz
 }
 
 fn num(v: &Value, pointer: &str) -> anyhow::Result<f64> {
@@ -123,7 +116,6 @@ impl<'a> Bench<'a> {
             logs: tempfile::Builder::new()
                 .prefix("evd-bench-logs-")
                 .tempdir()?,
-            hz: clock_ticks_per_sec() as f64,
         })
     }
 
@@ -280,7 +272,7 @@ impl<'a> Bench<'a> {
         if w.requests == 0 {
             bail!("wrk completed no request: {w:?}");
         }
-        Ok((w, cpu_s(&before, &after, self.hz)))
+        Ok((w, before.cpu_s_to(&after)))
     }
 
     fn wrk_errors(w: &WrkResult) -> u64 {

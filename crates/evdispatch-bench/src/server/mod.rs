@@ -5,7 +5,7 @@
 //! load tool on `--client-cpu` (1), through the harness
 //! (`evdispatch-harness`), which generates the peers' configurations. The
 //! figure that ranks fast servers on two cores is the **server's CPU time**
-//! (`/proc/PID/stat`, master and workers summed) over the measured window,
+//! (each process's CPU-time clock, to the nanosecond, master and workers summed) over the measured window,
 //! divided by the work done: with one core, `wrk -t1` saturates before a
 //! good server does, so requests per second alone cannot tell them apart.
 //!

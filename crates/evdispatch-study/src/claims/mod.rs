@@ -57,6 +57,43 @@ pub fn ends(
     Some((*xy.first()?, *xy.last()?))
 }
 
+/// One half of a sweep ([`halves`]): its `(smallest, largest)` x and the
+/// mean of the metric over its points.
+pub type Half = ((f64, f64), f64);
+
+/// A trend read from every point, not from the two ends alone: the mean of
+/// `metric` over the points at the lower half of the distinct `x` values
+/// matching `f`, and over those at the upper half (the middle `x` left out
+/// when their count is odd), each beside its half's `(smallest, largest)`
+/// `x`. `None` below two distinct `x`.
+pub fn halves(
+    rec: &ScenarioRecord,
+    f: &[(&str, Value)],
+    x: &str,
+    metric: &str,
+) -> Option<(Half, Half)> {
+    let xy = rec.xy(f, x, metric);
+    let mut xs: Vec<f64> = xy.iter().map(|p| p.0).collect();
+    xs.dedup();
+    let half = xs.len() / 2;
+    if half == 0 {
+        return None;
+    }
+    let mean_over = |from: f64, to: f64| {
+        let v: Vec<f64> = xy
+            .iter()
+            .filter(|p| p.0 >= from && p.0 <= to)
+            .map(|p| p.1)
+            .collect();
+        ((from, to), v.iter().sum::<f64>() / v.len() as f64)
+    };
+    let n = xs.len();
+    Some((
+        mean_over(xs[0], xs[half - 1]),
+        mean_over(xs[n - half], xs[n - 1]),
+    ))
+}
+
 /// Largest value of `metric` among points matching `f`.
 pub fn peak(rec: &ScenarioRecord, f: &[(&str, Value)], metric: &str) -> Option<f64> {
     rec.select(f)
