@@ -257,6 +257,15 @@ fn study_with_the_load_on_a_second_host_over_ssh() {
         html.contains("<td>load_host</td>"),
         "no load host in the report"
     );
+    // The report says where the load ran, and each saved record too (a
+    // later run with the load elsewhere measures it again).
+    let summary = fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("the load generators ran on the load host root@127.0.0.1"),
+        "{}",
+        &summary[..summary.len().min(600)]
+    );
+    assert_eq!(rec["load_host"], "root@127.0.0.1");
 
     // Second run: the copy is this binary; nothing is copied.
     let modified = fs::metadata(&remote_exe).unwrap().modified().unwrap();

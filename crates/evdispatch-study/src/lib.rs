@@ -126,9 +126,12 @@ fn record_path(out: &Path, id: &str) -> PathBuf {
     out.join("scenarios").join(format!("{id}.json"))
 }
 
-/// Whether a saved record can stand for this run.
-fn keep(saved: &ScenarioRecord, profile: Profile, caps: &Caps) -> bool {
+/// Whether a saved record can stand for this run: same profile, same
+/// place for the load generators, and complete (or, if not, measured with
+/// the same capabilities).
+fn keep(saved: &ScenarioRecord, profile: Profile, caps: &Caps, load_host: Option<&str>) -> bool {
     saved.profile == profile.name()
+        && saved.load_host.as_deref() == load_host
         && match saved.status {
             Status::Complete => true,
             Status::Interrupted => false,
@@ -168,6 +171,7 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
         failures: vec![],
         timings: vec![],
         lock_wait_s: 0.0,
+        load_host: ctx.load_host.as_ref().map(|h| h.dest.clone()),
         rounds: 1,
     };
     let rounds = plan.rounds.max(1);
@@ -407,7 +411,14 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         // A record of fewer (or more) rounds than the plan asks, e.g. one
         // written before rounds existed, is measured again.
         if let Some(saved) = load_record(&record_path(&out, s.id)).filter(|r| {
-            !args.fresh && keep(r, args.profile, &caps) && r.rounds == plan.rounds.max(1)
+            !args.fresh
+                && keep(
+                    r,
+                    args.profile,
+                    &caps,
+                    ctx.load_host.as_ref().map(|h| h.dest.as_str()),
+                )
+                && r.rounds == plan.rounds.max(1)
         }) {
             eprintln!(
                 "{}: kept from an earlier run ({} points; --fresh re-runs it)",
@@ -481,4 +492,29 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     );
     println!("{}", out.join("index.html").display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A saved record stands for a run with the same profile and the load
+    /// generators in the same place: results measured with the load here
+    /// are measured again for `--load-host`, and the other way round.
+    #[test]
+    fn a_saved_record_stands_only_for_a_run_with_its_load_host() {
+        let caps = Caps::default();
+        let mut saved = claims::testkit::rec("poller", vec![]);
+        saved.profile = Profile::Quick.name().into();
+        saved.capabilities = caps.fingerprint();
+        assert!(keep(&saved, Profile::Quick, &caps, None));
+        assert!(!keep(&saved, Profile::Full, &caps, None));
+        assert!(!keep(&saved, Profile::Quick, &caps, Some("lab@client1")));
+        saved.load_host = Some("lab@client1".into());
+        assert!(keep(&saved, Profile::Quick, &caps, Some("lab@client1")));
+        assert!(!keep(&saved, Profile::Quick, &caps, Some("lab@client2")));
+        assert!(!keep(&saved, Profile::Quick, &caps, None));
+        saved.status = Status::Interrupted;
+        assert!(!keep(&saved, Profile::Quick, &caps, Some("lab@client1")));
+    }
 }

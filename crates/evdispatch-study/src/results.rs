@@ -176,6 +176,11 @@ pub struct ScenarioRecord {
     /// `round` says which); 1 for records written before rounds existed.
     #[serde(default = "one_round")]
     pub rounds: u32,
+    /// Where the load generators ran: the load host's ssh destination
+    /// (`--load-host`), absent for this machine. A saved record stands for
+    /// a later run only when this is the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_host: Option<String>,
 }
 
 fn one_round() -> u32 {
@@ -265,6 +270,7 @@ impl ScenarioRecord {
             failures: self.failures.clone(),
             timings: vec![],
             lock_wait_s: self.lock_wait_s,
+            load_host: self.load_host.clone(),
             rounds: 1,
         }
     }
@@ -519,6 +525,7 @@ mod tests {
             failures: vec![],
             timings: vec![],
             lock_wait_s: 0.0,
+            load_host: None,
             rounds: 1,
         };
         let path = std::env::temp_dir().join(format!("evd-csv-{}.csv", std::process::id()));
@@ -557,6 +564,7 @@ mod tests {
             failures: vec![],
             timings: vec![],
             lock_wait_s: 0.0,
+            load_host: None,
             rounds: 1,
         };
         let f = [("series", json!("poll")), ("inactive", json!(251.0))];

@@ -45,6 +45,7 @@ pub fn rec(id: &str, pts: Vec<Pt>) -> ScenarioRecord {
         failures: vec![],
         timings: vec![],
         lock_wait_s: 0.0,
+        load_host: None,
         rounds: 1,
     }
 }

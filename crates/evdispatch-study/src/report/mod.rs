@@ -101,6 +101,21 @@ fn verdict_counts(res: &Results) -> String {
     format!("{} claims: {}", res.claims.len(), counts.join(", "))
 }
 
+/// Where the server and the load generators ran, in words (a sentence
+/// without its full stop).
+fn placement(env: &Value) -> String {
+    match env.get("load_host").filter(|h| !h.is_null()) {
+        Some(h) => format!(
+            "The server runs here pinned to CPU 0; the load generators ran on the load host {} ({}, Linux {}, {} CPUs), over ssh",
+            str_of(&h["destination"]),
+            str_of(&h["hostname"]),
+            str_of(&h["kernel"]),
+            str_of(&h["cpus_online"])
+        ),
+        None => "The server runs pinned to CPU 0 and the load generator to the last CPU".into(),
+    }
+}
+
 /// Render `index.html`.
 pub fn html(res: &Results) -> String {
     let mut h = String::new();
@@ -109,11 +124,12 @@ pub fn html(res: &Results) -> String {
     let env = &res.environment;
     let _ = write!(
         h,
-        "<h1>evdispatch study</h1><p>The experiments of the 2000–2001 event-dispatch papers (Provos &amp; Lever; Kegel; Chandra &amp; Mosberger; CITI) re-run on this machine — Linux {}, {} × {}, profile <code>{}</code> — with today's mechanisms (epoll, io_uring) and peer servers beside them. Every number below was measured by <code>evdispatch study</code> in this run; every point's full configuration and command lines are in <code>results.json</code>. The server runs pinned to CPU 0 and the load generator to the last CPU; points drawn hollow had the generator's core saturated.</p>",
+        "<h1>evdispatch study</h1><p>The experiments of the 2000–2001 event-dispatch papers (Provos &amp; Lever; Kegel; Chandra &amp; Mosberger; CITI) re-run on this machine — Linux {}, {} × {}, profile <code>{}</code> — with today's mechanisms (epoll, io_uring) and peer servers beside them. Every number below was measured by <code>evdispatch study</code> in this run; every point's full configuration and command lines are in <code>results.json</code>. {}; points drawn hollow had the generator's core saturated.</p>",
         esc(&str_of(&env["kernel"])),
         esc(&str_of(&env["cpus_online"])),
         esc(&str_of(&env["cpu_model"])),
-        esc(&res.profile)
+        esc(&res.profile),
+        esc(&placement(env))
     );
     h.push_str(&Summary::of(&res.claims).html());
     // Claims.
@@ -277,11 +293,12 @@ pub fn markdown(res: &Results) -> String {
     let env = &res.environment;
     let _ = writeln!(
         m,
-        "# evdispatch study (profile `{}`)\n\nLinux {}, {} × {}. Server pinned to CPU 0, load generator to the last CPU; every point's configuration is in `results.json`.\n",
+        "# evdispatch study (profile `{}`)\n\nLinux {}, {} × {}. {}; every point's configuration is in `results.json`.\n",
         res.profile,
         str_of(&env["kernel"]),
         str_of(&env["cpus_online"]),
-        str_of(&env["cpu_model"])
+        str_of(&env["cpu_model"]),
+        placement(env)
     );
     let _ = writeln!(m, "{}", Summary::of(&res.claims).markdown());
     let _ = writeln!(
@@ -546,6 +563,7 @@ mod tests {
                 failures: vec![],
                 timings: vec![],
                 lock_wait_s: 0.0,
+                load_host: None,
                 rounds: 1,
             });
             assert!(!figs.is_empty(), "{} draws no figure", sc.id);
@@ -566,6 +584,7 @@ mod tests {
                 failures: vec![],
                 timings: vec![],
                 lock_wait_s: 0.0,
+                load_host: None,
                 rounds: 1,
             });
         }

@@ -381,6 +381,7 @@ mod tests {
             failures: vec![],
             timings: vec![],
             lock_wait_s: 0.0,
+            load_host: None,
             rounds: 1,
         };
         for part in ["storm", "exhaustion", "slowloris", "attacks", "soak"] {
