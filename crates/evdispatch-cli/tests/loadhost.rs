@@ -130,6 +130,11 @@ impl Sshd {
 }
 
 fn study(dir: &Path, out: &str, ssh: &str) -> Command {
+    study_at(dir, out, ssh, "127.0.0.1")
+}
+
+/// [`study`] with the servers listening on `server_addr`.
+fn study_at(dir: &Path, out: &str, ssh: &str, server_addr: &str) -> Command {
     let mut cmd = Command::new(EXE);
     cmd.args([
         "study",
@@ -144,7 +149,7 @@ fn study(dir: &Path, out: &str, ssh: &str) -> Command {
     .args(["--load-host", "root@127.0.0.1", "--load-ssh", ssh])
     .arg("--load-dir")
     .arg(dir.join("remote"))
-    .args(["--server-addr", "127.0.0.1"])
+    .args(["--server-addr", server_addr])
     .env("EVD_BENCH_LOCK", dir.join("bench.lock"))
     .stdin(Stdio::null());
     cmd
@@ -306,6 +311,18 @@ fn study_with_the_load_on_a_second_host_over_ssh() {
             "the generator on the load host outlived the interrupted study"
         );
         std::thread::sleep(Duration::from_millis(20));
+    }
+
+    // Over IPv6: the servers listen on ::1 and the load host reaches them
+    // at a bracketed URL.
+    run_ok(study_at(dir, "out6", &ssh, "::1"));
+    let rec = json(&dir.join("out6").join("scenarios").join("loadcheck.json"));
+    let points = rec["points"].as_array().unwrap();
+    assert!(!points.is_empty(), "no points over IPv6: {rec}");
+    for p in points {
+        let cmd = p["config"]["cmd_load"].to_string();
+        assert!(cmd.contains("[::1]:"), "not over IPv6: {cmd}");
+        assert!(p["metrics"]["reply_rate"].as_f64().unwrap() > 0.0, "{p}");
     }
 
     // An unreachable load host fails fast and says what to check.
