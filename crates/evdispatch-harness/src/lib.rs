@@ -33,8 +33,9 @@
 //!   that can stall every reply for a while once per period, or close idle
 //!   connections after a time.
 //! * **Figures**: the `load-figures` binary measures the load generator's
-//!   figures (capacity against wrk, cost of idle connections, 30,000
-//!   connections); see its `--help`.
+//!   figures (cost of idle connections, 30,000 connections, latency against
+//!   a stalling server); its capacity against wrk is `evdispatch bench
+//!   generator`.
 
 #![deny(missing_docs)]
 

@@ -3,7 +3,6 @@
 //!
 //! ```text
 //! cargo build --release -p evdispatch-cli -p evdispatch-harness
-//! flock /tmp/evd-bench.lock target/release/load-figures capacity
 //! flock /tmp/evd-bench.lock target/release/load-figures idle
 //! flock /tmp/evd-bench.lock target/release/load-figures scale
 //! flock /tmp/evd-bench.lock target/release/load-figures latency
@@ -15,17 +14,15 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use evdispatch_harness::{
-    docroot, median, median_interval, run_evdispatch_load, run_wrk, start_peer, Peer, PeerConfig,
-    TestServer, TestServerConfig, WrkArgs,
+    docroot, median, median_interval, run_evdispatch_load, start_peer, Peer, PeerConfig,
+    TestServer, TestServerConfig,
 };
 use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::{json, Value};
 
 const USAGE: &str =
-    "usage: load-figures capacity|idle|scale|nginx [--evdispatch PATH] [--rounds N] [--seconds S]
+    "usage: load-figures idle|scale|latency|nginx [--evdispatch PATH] [--rounds N] [--seconds S]
 
-  capacity  generator capacity on one core against wrk -t1 (same nginx, same run,
-            alternating rounds; nginx pinned to CPU 0, clients to CPU 1)
   idle      CPU cost of 10,000 idle connections held by the generator
   scale     30,000 concurrent connections in one run (2 nginx workers,
             --procs 2 --source-addrs 2), every one accounted for
@@ -33,6 +30,9 @@ const USAGE: &str =
             every second (wrk2's stall test), then a quiet server at a low rate
             (what the correction adds when nothing stalls)
   nginx     start an nginx (1 worker, CPU 0) and wait, for manual runs
+
+The generator's capacity against wrk -t1 (per CPU-second, plain HTTP and
+HTTPS, paired rounds) is `evdispatch bench generator`.
 
 Run the measurements under `flock /tmp/evd-bench.lock`.";
 
@@ -44,92 +44,6 @@ struct Opts {
 
 fn f(v: &Value, path: &str) -> f64 {
     v.pointer(path).and_then(Value::as_f64).unwrap_or(f64::NAN)
-}
-
-fn capacity(o: &Opts) -> anyhow::Result<Value> {
-    let root = docroot(100, &[])?;
-    let mut cfg = PeerConfig::new(root.path());
-    cfg.cpus = vec![0];
-    let nginx = start_peer(Peer::Nginx, &cfg)?;
-    let url = nginx.url("/index.html");
-    let conns = 32;
-    eprintln!(
-        "nginx {} on {url}, pinned to CPU 0; clients on CPU 1, {conns} connections",
-        nginx.version()
-    );
-    let (mut wrk_rps, mut ours_rps, mut wrk_eff, mut ours_eff) = (vec![], vec![], vec![], vec![]);
-    let mut rounds = Vec::new();
-    for round in 0..o.rounds {
-        let w = run_wrk(&WrkArgs {
-            url: url.clone(),
-            threads: 1,
-            connections: conns,
-            duration_s: o.seconds,
-            timeout_s: 5.0,
-            cpus: vec![1],
-            headers: Vec::new(),
-        })?;
-        let ours = run_evdispatch_load(
-            &o.evdispatch,
-            &LoadCommand {
-                rate: Some(Rate::Max),
-                connections: Some(conns.into()),
-                duration: Some(Duration::from_secs_f64(o.seconds)),
-                warmup: Some(Duration::from_millis(500)),
-                server_pid: vec![nginx.pid()],
-                ..LoadCommand::new(&url)
-            },
-            &[1],
-        )?;
-        let rps = f(&ours, "/reply_rate");
-        let cpu = f(&ours, "/generator_cpu_pct");
-        let w_cpu = w.cpu_s / w.duration_s * 100.0;
-        // Requests per second of generator CPU: the capacity of one core.
-        let (we, oe) = (w.requests_per_sec / (w_cpu / 100.0), rps / (cpu / 100.0));
-        eprintln!(
-            "round {round}: wrk {:.0} req/s ({w_cpu:.0}% CPU, {we:.0} req per CPU-s); evdispatch {rps:.0} req/s ({cpu:.0}% CPU, {oe:.0} req per CPU-s); server {:.0}% CPU",
-            w.requests_per_sec,
-            f(&ours, "/server_cpu_pct")
-        );
-        wrk_rps.push(w.requests_per_sec);
-        ours_rps.push(rps);
-        wrk_eff.push(we);
-        ours_eff.push(oe);
-        rounds.push(
-            json!({"wrk": w, "evdispatch_reply_rate": rps, "evdispatch_cpu_pct": cpu,
-            "wrk_cpu_pct": w_cpu, "server_cpu_pct": f(&ours, "/server_cpu_pct"),
-            "latency_p99_us": f(&ours, "/latency_us/p99")}),
-        );
-    }
-    let (wr, or, we, oe) = (
-        median(&mut wrk_rps),
-        median(&mut ours_rps),
-        median(&mut wrk_eff),
-        median(&mut ours_eff),
-    );
-    println!(
-        "capacity (median of {} rounds of {} s, nginx {}):",
-        o.rounds,
-        o.seconds,
-        nginx.version()
-    );
-    println!(
-        "  wrk -t1 -c{conns}:                  {wr:>10.0} req/s   {we:>10.0} req per CPU-second"
-    );
-    println!(
-        "  evdispatch load --rate max -c{conns}: {or:>10.0} req/s   {oe:>10.0} req per CPU-second"
-    );
-    println!(
-        "  ratio evdispatch/wrk:             {:>10.3}         {:>10.3}",
-        or / wr,
-        oe / we
-    );
-    Ok(
-        json!({"figure": "capacity", "nginx": nginx.version(), "connections": conns,
-        "wrk_rps_median": wr, "evdispatch_rps_median": or, "ratio_rps": or / wr,
-        "wrk_req_per_cpu_s": we, "evdispatch_req_per_cpu_s": oe, "ratio_per_cpu": oe / we,
-        "rounds": rounds}),
-    )
 }
 
 fn idle(o: &Opts) -> anyhow::Result<Value> {
@@ -355,7 +269,6 @@ fn main() -> anyhow::Result<()> {
         }
     }
     let out = match what.as_str() {
-        "capacity" => capacity(&o)?,
         "idle" => {
             if o.seconds < 10.0 {
                 o.seconds = 10.0;
