@@ -300,6 +300,25 @@ fn tiny_profile_end_to_end_and_resume() {
         text.contains("0 verdict(s) changed, 0 claim(s) with figures that moved"),
         "{text}"
     );
+    // Three runs side by side (here the same one thrice): every judged
+    // claim the same in all, a row per claim.
+    let table = Command::new(EXE)
+        .args(["study", "diff"])
+        .args([&out, &out, &out])
+        .output()
+        .unwrap();
+    assert!(table.status.success());
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(text.contains("(100%)"), "{text}");
+    assert!(
+        text.contains("| claim | scenario | run 1 | run 2 | run 3 | same in all |"),
+        "{text}"
+    );
+    assert_eq!(
+        text.lines().filter(|l| l.ends_with("| yes |")).count(),
+        r_claims(&out),
+        "{text}"
+    );
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("## Claims") && md.contains("## Environment"));
     // summary.md opens with the summary, before the claims table.
@@ -412,4 +431,11 @@ fn ctrl_c_leaves_no_process_behind() {
         "processes left behind after Ctrl-C: {left:?}"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// How many claims a study output's `results.json` has.
+fn r_claims(out: &std::path::Path) -> usize {
+    let v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("results.json")).unwrap()).unwrap();
+    v["claims"].as_array().unwrap().len()
 }

@@ -3,6 +3,11 @@
 //! verdicts that changed and figures that moved, with both values, their
 //! intervals where the results carry them (a number's `lo` and `hi`), and
 //! whether the move is beyond the noise (the two intervals do not overlap).
+//!
+//! `evdispatch study diff A B C…` (three runs or more, or `--table`): the
+//! runs' verdicts side by side, each with its rounds' verdicts, and how
+//! stable they were: how many claims got the same verdict in every run, and
+//! which held in one run and failed in another.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -13,23 +18,48 @@ use serde_json::Value;
 /// Arguments of `evdispatch study diff`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DiffArgs {
-    /// The earlier run: a study output directory or its results.json.
-    pub a: PathBuf,
-    /// The later run: a study output directory or its results.json.
-    pub b: PathBuf,
+    /// The runs, earlier first: study output directories or their
+    /// results.json. Two are compared figure by figure; three or more (or
+    /// two with --table) are shown as a table of verdicts side by side.
+    #[arg(num_args = 2.., required = true, value_name = "RUN")]
+    pub runs: Vec<PathBuf>,
     /// List every claim, the unchanged ones too.
     #[arg(long)]
     pub all: bool,
+    /// The verdicts of every run side by side (Markdown), with how many
+    /// claims got the same verdict in all of them.
+    #[arg(long)]
+    pub table: bool,
 }
 
-/// Read a run's `results.json` (`path` is the file or the directory holding it).
+/// Read a run's `results.json` (`path` is the file or the directory holding
+/// it), or its gzip-compressed `results.json.gz` as runs are kept under
+/// `results/`.
 pub fn load(path: &Path) -> anyhow::Result<Value> {
     let file = if path.is_dir() {
-        path.join("results.json")
+        let plain = path.join("results.json");
+        let gz = path.join("results.json.gz");
+        if !plain.exists() && gz.exists() {
+            gz
+        } else {
+            plain
+        }
     } else {
         path.to_path_buf()
     };
-    let text = fs::read_to_string(&file).with_context(|| {
+    let read = || -> std::io::Result<String> {
+        if file.extension().is_some_and(|e| e == "gz") {
+            let mut text = String::new();
+            std::io::Read::read_to_string(
+                &mut flate2::read::GzDecoder::new(fs::File::open(&file)?),
+                &mut text,
+            )?;
+            Ok(text)
+        } else {
+            fs::read_to_string(&file)
+        }
+    };
+    let text = read().with_context(|| {
         format!(
             "cannot read {} (give a study output directory or its results.json)",
             file.display()
@@ -168,20 +198,148 @@ fn str_of(v: &Value) -> String {
         .unwrap_or_else(|| v.to_string())
 }
 
+/// A claim's verdict in one run with its rounds' verdicts as letters
+/// (`holds (HHF)`; H holds, P partly, F fails, ? measured nothing).
+fn verdict_cell(c: &Value) -> String {
+    let v = str_of(&c["verdict"]);
+    let rounds: String = c["round_verdicts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|r| match r["verdict"].as_str() {
+            Some("holds") => 'H',
+            Some("partly") => 'P',
+            Some("fails") => 'F',
+            _ => '?',
+        })
+        .collect();
+    if rounds.is_empty() || v == "not measured" {
+        v
+    } else {
+        format!("{v} ({rounds})")
+    }
+}
+
+/// The verdicts of `runs` side by side, as Markdown: a count first (claims
+/// judged in some run, those with the same verdict in every run, those
+/// that held in one run and failed in another), then one row per claim of
+/// the first run (and those only in later ones).
+pub fn table(runs: &[Value]) -> Vec<String> {
+    let mut ids: Vec<(String, String)> = Vec::new();
+    for r in runs {
+        for c in r["claims"].as_array().into_iter().flatten() {
+            let id = str_of(&c["id"]);
+            if !ids.iter().any(|(i, _)| *i == id) {
+                ids.push((id, str_of(&c["scenario"])));
+            }
+        }
+    }
+    let find = |r: &Value, id: &str| -> Option<Value> {
+        r["claims"]
+            .as_array()?
+            .iter()
+            .find(|c| c["id"].as_str() == Some(id))
+            .cloned()
+    };
+    let n = runs.len();
+    let mut rows = Vec::new();
+    let (mut judged, mut same, mut same_decided) = (0, 0, 0);
+    let mut flips = Vec::new();
+    for (id, scenario) in &ids {
+        let cs: Vec<Option<Value>> = runs.iter().map(|r| find(r, id)).collect();
+        let vs: Vec<String> = cs
+            .iter()
+            .map(|c| {
+                c.as_ref()
+                    .map_or("absent".into(), |c| str_of(&c["verdict"]))
+            })
+            .collect();
+        let all_same = vs.iter().all(|v| *v == vs[0]);
+        if !vs.iter().all(|v| v == "not measured" || v == "absent") {
+            judged += 1;
+            if all_same {
+                same += 1;
+                if matches!(vs[0].as_str(), "holds" | "partly" | "fails") {
+                    same_decided += 1;
+                }
+            }
+        }
+        if vs.iter().any(|v| v == "holds") && vs.iter().any(|v| v == "fails") {
+            flips.push(id.clone());
+        }
+        let cells: Vec<String> = cs
+            .iter()
+            .map(|c| c.as_ref().map_or("absent".into(), verdict_cell))
+            .collect();
+        rows.push(format!(
+            "| {id} | {scenario} | {} | {} |",
+            cells.join(" | "),
+            if all_same { "yes" } else { "no" }
+        ));
+    }
+    let pct = if judged > 0 {
+        100.0 * same as f64 / judged as f64
+    } else {
+        0.0
+    };
+    let mut out = vec![
+        format!(
+            "- Claims judged (measured in at least one of the {n} runs): {judged}; the same verdict in all {n} (undecided included): {same} ({pct:.0}%), of which decided (holds, partly or fails): {same_decided}."
+        ),
+        format!(
+            "- Claims that hold in one run and fail in another: {}{}.",
+            flips.len(),
+            if flips.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", flips.join(", "))
+            }
+        ),
+        String::new(),
+        format!(
+            "| claim | scenario | {} | same in all |",
+            (1..=n)
+                .map(|i| format!("run {i}"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        ),
+        format!("|---|---|{}---|", "---|".repeat(n)),
+    ];
+    out.extend(rows);
+    out
+}
+
 /// Run `evdispatch study diff`.
 pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
-    let (a, b) = (load(&args.a)?, load(&args.b)?);
-    for side in [("A", &args.a, &a), ("B", &args.b, &b)] {
+    let docs: Vec<Value> = args
+        .runs
+        .iter()
+        .map(|p| load(p))
+        .collect::<anyhow::Result<_>>()?;
+    let side_by_side = args.table || docs.len() > 2;
+    for (i, (path, doc)) in args.runs.iter().zip(&docs).enumerate() {
+        let name = if side_by_side {
+            format!("run {}", i + 1)
+        } else {
+            ["A", "B"][i].to_string()
+        };
         println!(
-            "{}: {} (profile {}, commit {}, kernel {})",
-            side.0,
-            side.1.display(),
-            str_of(&side.2["profile"]),
-            str_of(&side.2["environment"]["git_commit"]),
-            str_of(&side.2["environment"]["kernel"])
+            "{name}: {} (profile {}, commit {}, kernel {})",
+            path.display(),
+            str_of(&doc["profile"]),
+            str_of(&doc["environment"]["git_commit"]),
+            str_of(&doc["environment"]["kernel"])
         );
     }
-    for line in report(&a, &b, args.all) {
+    let lines = if side_by_side {
+        println!(
+            "Verdicts side by side; in brackets each round's verdict (H holds, P partly, F fails)."
+        );
+        table(&docs)
+    } else {
+        report(&docs[0], &docs[1], args.all)
+    };
+    for line in lines {
         println!("{line}");
     }
     Ok(())
@@ -264,6 +422,56 @@ mod tests {
         assert!(out.contains("(within the noise"), "{out}");
     }
 
+    /// Three runs side by side: each verdict with its rounds, the count of
+    /// claims the same in all (undecided counts as a verdict; a claim no
+    /// run measured is not judged), and the claims that flipped.
+    #[test]
+    fn verdicts_of_several_runs_side_by_side() {
+        let c = |id: &str, v: &str, rounds: &[&str]| {
+            json!({"id": id, "scenario": "s", "verdict": v,
+                "round_verdicts": rounds.iter().enumerate().map(|(i, r)| json!({"round": i + 1, "verdict": r})).collect::<Vec<_>>()})
+        };
+        let runs = [
+            run_of(json!([
+                c("a", "holds", &["holds", "holds"]),
+                c("b", "undecided", &["holds", "fails"]),
+                c("nm", "not measured", &[]),
+                c("f", "holds", &["holds"])
+            ])),
+            run_of(json!([
+                c("a", "holds", &["holds", "holds"]),
+                c("b", "undecided", &["fails", "partly"]),
+                c("nm", "not measured", &[]),
+                c("f", "fails", &["fails"])
+            ])),
+            run_of(json!([
+                c("a", "holds", &["holds", "holds"]),
+                c("b", "fails", &["fails", "fails"]),
+                c("nm", "not measured", &[]),
+                c("f", "undecided", &["holds", "fails"])
+            ])),
+        ];
+        let out = table(&runs).join("\n");
+        assert!(out.contains("Claims judged (measured in at least one of the 3 runs): 3; the same verdict in all 3 (undecided included): 1 (33%), of which decided (holds, partly or fails): 1."), "{out}");
+        assert!(
+            out.contains("hold in one run and fail in another: 1: f."),
+            "{out}"
+        );
+        assert!(out.contains("| claim | scenario | run 1 | run 2 | run 3 | same in all |\n|---|---|---|---|---|---|"), "{out}");
+        assert!(
+            out.contains("| a | s | holds (HH) | holds (HH) | holds (HH) | yes |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| b | s | undecided (HF) | undecided (FP) | fails (FF) | no |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| nm | s | not measured | not measured | not measured | yes |"),
+            "{out}"
+        );
+    }
+
     #[test]
     fn reads_a_directory_or_a_file_and_says_what_is_wrong() {
         let dir = std::env::temp_dir().join(format!("evd-diff-{}", std::process::id()));
@@ -271,6 +479,17 @@ mod tests {
         fs::write(dir.join("results.json"), run_of(json!([])).to_string()).unwrap();
         assert!(load(&dir).is_ok());
         assert!(load(&dir.join("results.json")).is_ok());
+        // Compressed, as results/ keeps them.
+        let gz = dir.join("kept");
+        fs::create_dir_all(&gz).unwrap();
+        let mut enc = flate2::write::GzEncoder::new(
+            fs::File::create(gz.join("results.json.gz")).unwrap(),
+            flate2::Compression::default(),
+        );
+        std::io::Write::write_all(&mut enc, run_of(json!([])).to_string().as_bytes()).unwrap();
+        enc.finish().unwrap();
+        assert!(load(&gz).is_ok());
+        assert!(load(&gz.join("results.json.gz")).is_ok());
         fs::write(dir.join("other.json"), "{}").unwrap();
         let e = load(&dir.join("other.json")).unwrap_err().to_string();
         assert!(e.contains("not a study's results.json"), "{e}");
