@@ -30,7 +30,7 @@ use crate::config::{Config, InactiveSend, IoEngine, Rate, WorkerSpec};
 use crate::http::{build_request, Feed, Request, ResponseParser};
 use crate::interval::{unix_s, IntervalReport};
 use crate::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
-use crate::ring::{self, Completion, Kind, Ring};
+use crate::ring::{self, Completion, Kind, Ring, Target, Wait};
 use crate::schedule::{missed, Arrivals, RoundRobin};
 use crate::tls::TlsClient;
 
@@ -156,6 +156,9 @@ struct Conn {
     /// A new request started while the previous send was still in flight:
     /// send it when that completes.
     send_again: bool,
+    /// How the ring names the socket (its entry in the table of registered
+    /// files, or its descriptor) while `ring`.
+    target: Target,
 }
 
 /// A session log's session in progress: session, burst, request.
@@ -197,6 +200,7 @@ impl Conn {
             recv_inflight: false,
             send_inflight: false,
             send_again: false,
+            target: Target::Fd(-1),
         }
     }
 
@@ -412,12 +416,12 @@ impl<'h> Engine<'h> {
                  --mechanism {} has none",
                 c.mechanism
             ),
-            (IoEngine::Auto, Some(fd)) => Ring::new(RING_ENTRIES, fd).ok(),
-            (IoEngine::Uring, Some(fd)) => {
-                Some(Ring::new(RING_ENTRIES, fd).with_context(|| {
+            (IoEngine::Auto, Some(fd)) => Ring::new(RING_ENTRIES, fd, ring_files(&spec)).ok(),
+            (IoEngine::Uring, Some(fd)) => Some(
+                Ring::new(RING_ENTRIES, fd, ring_files(&spec)).with_context(|| {
                     "--engine uring: cannot set up an io_uring; use --engine readiness".to_string()
-                })?)
-            }
+                })?,
+            ),
         };
         Ok(Engine {
             edge: poller.info().trigger == evdispatch::Trigger::Edge,
@@ -654,10 +658,13 @@ impl<'h> Engine<'h> {
     /// receives, wait for completions (not at all while the poller may hold
     /// events), handle them, then the poller's events if it has some.
     fn ring_turn(&mut self, timeout: Option<Duration>) -> anyhow::Result<()> {
-        let wait = if self.poller_dirty {
-            None
-        } else {
-            Some(timeout.unwrap_or(Duration::from_secs(3600)))
+        let wait = match timeout {
+            _ if self.poller_dirty => Wait::No,
+            // The armed timerfd wakes the wait through the poll on the
+            // poller: no timeout (and no kernel timer per sleep) needed.
+            _ if self.armed.is_some() => Wait::Completion,
+            Some(d) => Wait::Upto(d),
+            None => Wait::Upto(Duration::from_secs(3600)),
         };
         let mut done = std::mem::take(&mut self.completions);
         self.ring
@@ -1254,6 +1261,10 @@ impl<'h> Engine<'h> {
         let c = &mut self.slab[slot];
         c.interest = None;
         c.ring = true;
+        c.target = match self.ring.as_mut() {
+            Some(r) => r.register(slot, fd),
+            None => Target::Fd(fd),
+        };
         c.ring_id = ring::next_id(c.ring_id);
         c.send_inflight = false;
         c.send_again = false;
@@ -1277,7 +1288,7 @@ impl<'h> Engine<'h> {
     #[allow(unsafe_code)]
     fn ring_post_recv(&mut self, slot: usize, now: Instant) {
         let c = &mut self.slab[slot];
-        let (Some(ring), Some(sock), Some(buf)) =
+        let (Some(ring), Some(_), Some(buf)) =
             (self.ring.as_mut(), c.sock.as_ref(), c.rbuf.as_deref_mut())
         else {
             return;
@@ -1287,7 +1298,7 @@ impl<'h> Engine<'h> {
         }
         // SAFETY: the buffer is the slot's, which keeps it (never frees or
         // touches it) while `recv_inflight`, cleared only by the completion.
-        match unsafe { ring.recv(sock, buf, slot, c.ring_id) } {
+        match unsafe { ring.recv(c.target, buf, slot, c.ring_id) } {
             Ok(()) => c.recv_inflight = true,
             Err(e) => self.fail(slot, Cause::of(&e), now),
         }
@@ -1301,14 +1312,14 @@ impl<'h> Engine<'h> {
             c.send_again = true;
             return;
         }
-        let (Some(ring), Some(sock)) = (self.ring.as_mut(), c.sock.as_ref()) else {
+        let (Some(ring), Some(_)) = (self.ring.as_mut(), c.sock.as_ref()) else {
             return;
         };
         let bytes = &self.requests[c.req].bytes[c.woff..];
         // SAFETY: `requests` is built once in `new` and never changed or
         // dropped before the engine, whose `finish` reaps every completion
         // (or leaks what the kernel could still touch).
-        match unsafe { ring.send(sock, bytes, slot, c.ring_id) } {
+        match unsafe { ring.send(c.target, bytes, slot, c.ring_id) } {
             Ok(true) => {
                 // Sent whole, or its completion says it failed.
                 self.rec.counts.bytes_sent += bytes.len() as u64;
@@ -1923,6 +1934,11 @@ impl<'h> Engine<'h> {
                 // shutting it down completes that receive (with 0).
                 let _ = sock.shutdown(std::net::Shutdown::Both);
                 c.send_again = false;
+                if let (Target::Fixed(i), Some(r)) = (c.target, self.ring.as_mut()) {
+                    // The table holds the socket open too.
+                    r.unregister(i);
+                }
+                c.target = Target::Fd(-1);
             } else {
                 self.poller_dirty = true;
                 let _ = self.poller.deregister(sock.as_raw_fd());
@@ -1971,7 +1987,7 @@ impl<'h> Engine<'h> {
             if now >= until || !self.slab.iter().any(|c| c.recv_inflight) {
                 break;
             }
-            ring.turn(Some(until - now), &mut done)
+            ring.turn(Wait::Upto(until - now), &mut done)
                 .context("io_uring_enter failed")?;
             for c in &done {
                 match c.kind {
@@ -2253,6 +2269,14 @@ impl Drop for Engine<'_> {
             std::mem::forget(std::mem::take(&mut self.requests));
         }
     }
+}
+
+/// Entries of the ring's table of registered files: one per slot a
+/// connection on the ring can take. Those connections (closed loop and
+/// persistent) are opened first, so they hold the lowest slots; a slot past
+/// the table is named by its descriptor.
+fn ring_files(spec: &WorkerSpec) -> u32 {
+    spec.persistent.clamp(1, 1 << 16) as u32
 }
 
 /// The arrival lead to start from, before any wake-up was timed.

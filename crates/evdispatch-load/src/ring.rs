@@ -18,11 +18,16 @@
 //! once per socket event; older kernels get cooperative task running, then
 //! a plain ring.
 //!
+//! The sockets on the ring are registered files where the kernel allows (a
+//! table of `files` entries, one per connection slot): a send or receive on
+//! one then skips the kernel's descriptor lookup and reference count
+//! (`fget`/`fput`) of every operation.
+//!
 //! This module holds the `unsafe` of the engine's ring: entries that name
 //! memory the kernel writes (receive buffers) or reads (request bytes).
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::time::Duration;
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
@@ -53,6 +58,44 @@ pub struct Completion {
     pub result: i32,
     /// A multishot request stays armed.
     pub more: bool,
+}
+
+/// A socket as a ring entry names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// By its descriptor.
+    Fd(RawFd),
+    /// By its index in the ring's table of registered files.
+    Fixed(u32),
+}
+
+/// How long [`Ring::turn`] waits for a completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Not at all: submit, and take the completions already there.
+    No,
+    /// Until one is there or this long has passed.
+    Upto(Duration),
+    /// Until one is there, however long (the caller has something that
+    /// completes on time, such as the poll on a poller that holds an armed
+    /// timer: the kernel then arms no timer of its own for the wait).
+    Completion,
+}
+
+/// The entry `$build` makes with `$f` bound to the socket `$t` names.
+macro_rules! on_target {
+    ($t:expr, $f:ident => $build:expr) => {
+        match $t {
+            Target::Fd(fd) => {
+                let $f = types::Fd(fd);
+                $build
+            }
+            Target::Fixed(i) => {
+                let $f = types::Fixed(i);
+                $build
+            }
+        }
+    };
 }
 
 const ID_MASK: u64 = 0x0fff_ffff;
@@ -103,14 +146,18 @@ pub struct Ring {
     quiet_sends: bool,
     /// Receives wait for data before their first try (Linux 5.19).
     poll_first: bool,
+    /// Entries of the table of registered files (0: none).
+    files: u32,
 }
 
 impl Ring {
     /// A ring of `entries` submission slots that watches `poller_fd` (the
-    /// worker's poller) for readability. Fails where io_uring is missing,
-    /// disabled (`kernel.io_uring_disabled`, seccomp) or older than 5.11
-    /// (no timeout argument to `io_uring_enter`).
-    pub fn new(entries: u32, poller_fd: RawFd) -> io::Result<Ring> {
+    /// worker's poller) for readability, with a table of `files` registered
+    /// files where the kernel allows it (5.19; [`Ring::register`] falls
+    /// back to plain descriptors otherwise). Fails where io_uring is
+    /// missing, disabled (`kernel.io_uring_disabled`, seccomp) or older
+    /// than 5.11 (no timeout argument to `io_uring_enter`).
+    pub fn new(entries: u32, poller_fd: RawFd, files: u32) -> io::Result<Ring> {
         let cq = entries.saturating_mul(4);
         let attempts: [fn(u32, u32) -> io::Result<IoUring>; 3] = [
             |e, cq| {
@@ -159,14 +206,44 @@ impl Ring {
             ));
         }
         let quiet_sends = ring.params().is_feature_skip_cqe_on_success();
+        // A sparse table (its entries empty until `register`) needs 5.19;
+        // without it every socket is named by its descriptor.
+        let files = if files > 0 && ring.submitter().register_files_sparse(files).is_ok() {
+            files
+        } else {
+            0
+        };
         let mut r = Ring {
             ring,
             poller_fd,
             quiet_sends,
             poll_first,
+            files,
         };
         r.watch_poller()?;
         Ok(r)
+    }
+
+    /// Put socket `fd` in entry `index` of the table of registered files
+    /// and return how entries should name it: by that index, or by its
+    /// descriptor where the table is missing, too small or the update
+    /// failed. The table holds the socket open until [`Ring::unregister`].
+    pub fn register(&mut self, index: usize, fd: RawFd) -> Target {
+        match u32::try_from(index) {
+            Ok(i) if i < self.files => {
+                match self.ring.submitter().register_files_update(i, &[fd]) {
+                    Ok(1) => Target::Fixed(i),
+                    _ => Target::Fd(fd),
+                }
+            }
+            _ => Target::Fd(fd),
+        }
+    }
+
+    /// Empty entry `index` of the table (the socket closes when its
+    /// descriptor and the operations still in flight let it go).
+    pub fn unregister(&mut self, index: u32) {
+        let _ = self.ring.submitter().register_files_update(index, &[-1]);
     }
 
     /// (Re-)arm the multishot poll on the poller's descriptor.
@@ -193,7 +270,7 @@ impl Ring {
     /// send has been reaped.
     pub unsafe fn send(
         &mut self,
-        sock: &impl AsRawFd,
+        sock: Target,
         bytes: &[u8],
         slot: usize,
         id: u32,
@@ -201,10 +278,10 @@ impl Ring {
         let len = bytes.len().min(u32::MAX as usize) as u32;
         let quiet = self.quiet_sends && bytes.len() <= QUIET_MAX;
         let kind = if quiet { Kind::QuietSend } else { Kind::Send };
-        let mut e = opcode::Send::new(types::Fd(sock.as_raw_fd()), bytes.as_ptr(), len)
+        let mut e = on_target!(sock, f => opcode::Send::new(f, bytes.as_ptr(), len)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build()
-            .user_data(user_data(kind, id, slot));
+            .build())
+        .user_data(user_data(kind, id, slot));
         if quiet {
             e = e.flags(squeue::Flags::SKIP_SUCCESS);
         }
@@ -220,20 +297,21 @@ impl Ring {
     /// else, until the completion of this receive has been reaped.
     pub unsafe fn recv(
         &mut self,
-        sock: &impl AsRawFd,
+        sock: Target,
         buf: &mut [u8],
         slot: usize,
         id: u32,
     ) -> io::Result<()> {
         let len = buf.len().min(u32::MAX as usize) as u32;
-        let e = opcode::Recv::new(types::Fd(sock.as_raw_fd()), buf.as_mut_ptr(), len)
-            .ioprio(if self.poll_first {
-                RECVSEND_POLL_FIRST
-            } else {
-                0
-            })
-            .build()
-            .user_data(user_data(Kind::Recv, id, slot));
+        let prio = if self.poll_first {
+            RECVSEND_POLL_FIRST
+        } else {
+            0
+        };
+        let e = on_target!(sock, f => opcode::Recv::new(f, buf.as_mut_ptr(), len)
+            .ioprio(prio)
+            .build())
+        .user_data(user_data(Kind::Recv, id, slot));
         // SAFETY: the caller keeps `buf` alive and untouched until the completion.
         unsafe { self.push(&e) }
     }
@@ -256,21 +334,28 @@ impl Ring {
         }
     }
 
-    /// One `io_uring_enter`: submit what is queued, then wait until a
-    /// completion is there or `timeout` passes (`None`: do not wait).
+    /// One `io_uring_enter`: submit what is queued, then wait as `wait`
+    /// says for a completion (not at all when one is already there).
     /// Returns the completions, in order, into `out`.
-    pub fn turn(&mut self, timeout: Option<Duration>, out: &mut Vec<Completion>) -> io::Result<()> {
-        let want = usize::from(timeout.is_some() && self.ring.completion().is_empty());
-        let res = match timeout {
-            Some(d) if want > 0 => {
+    pub fn turn(&mut self, wait: Wait, out: &mut Vec<Completion>) -> io::Result<()> {
+        let wait = if self.ring.completion().is_empty() {
+            wait
+        } else {
+            Wait::No
+        };
+        let res = match wait {
+            Wait::Upto(d) => {
                 let ts = types::Timespec::from(d.min(Duration::from_secs(1 << 30)));
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(1, &args)
             }
+            // No timeout argument: the kernel neither reads the clock nor
+            // arms (and cancels) a timer for the wait.
+            Wait::Completion => self.ring.submitter().submit_and_wait(1),
             // Nothing to wait for. DEFER_TASKRUN runs completions only inside
             // a wait: with TASKRUN_FLAG the kernel flags pending work, and
             // `submit_and_wait(0)` then enters with GETEVENTS to reap it.
-            _ => self.ring.submitter().submit_and_wait(0),
+            Wait::No => self.ring.submitter().submit_and_wait(0),
         };
         if let Err(e) = res {
             if !ends_wait(&e) {
@@ -308,6 +393,7 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn user_data_round_trips() {
@@ -322,12 +408,13 @@ mod tests {
         assert_eq!(parts(0), None);
     }
 
-    /// A send and a receive on a loopback pair complete with the bytes, and
-    /// the poll on a descriptor reports it readable.
+    /// A send and a receive on a loopback pair, the socket named through
+    /// the table of registered files, complete with the bytes, and the poll
+    /// on a descriptor reports it readable to a wait without a timeout.
     #[test]
     fn send_recv_and_poller_completions() {
         let (pr, mut pw) = std::os::unix::net::UnixStream::pair().unwrap();
-        let mut ring = match Ring::new(8, pr.as_raw_fd()) {
+        let mut ring = match Ring::new(8, pr.as_raw_fd(), 4) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("skipped: io_uring unavailable here ({e})");
@@ -337,18 +424,30 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut server, _) = l.accept().unwrap();
+        let target = ring.register(3, client.as_raw_fd());
+        if ring.files > 0 {
+            assert_eq!(target, Target::Fixed(3));
+        } else {
+            eprintln!("no table of registered files here: sockets named by descriptor");
+            assert_eq!(target, Target::Fd(client.as_raw_fd()));
+        }
+        // Past the table's end: named by descriptor.
+        assert_eq!(
+            ring.register(4, client.as_raw_fd()),
+            Target::Fd(client.as_raw_fd())
+        );
         let req = b"ping".to_vec();
         let quiet;
         let mut buf = vec![0u8; 64];
         // SAFETY (test): `req` and `buf` outlive the completions reaped below.
         unsafe {
-            quiet = ring.send(&client, &req, 3, 9).unwrap();
-            ring.recv(&client, &mut buf, 3, 9).unwrap();
+            quiet = ring.send(target, &req, 3, 9).unwrap();
+            ring.recv(target, &mut buf, 3, 9).unwrap();
         }
         let mut out = Vec::new();
         let mut got = [0u8; 4];
         let mut seen = Vec::new();
-        ring.turn(Some(Duration::from_millis(100)), &mut out)
+        ring.turn(Wait::Upto(Duration::from_millis(100)), &mut out)
             .unwrap();
         seen.extend(out.iter().map(|c| (c.kind, c.result)));
         server.read_exact(&mut got).unwrap();
@@ -359,8 +458,13 @@ mod tests {
             seen.contains(&(Kind::Recv, 5)) && seen.iter().any(|&(k, r)| k == Kind::Poller && r > 0)
         };
         while !want(&seen) {
-            ring.turn(Some(Duration::from_secs(5)), &mut out).unwrap();
-            assert!(!out.is_empty(), "no completion within 5 s: {seen:?}");
+            // Both completions are certain (the bytes were written): a wait
+            // without a timeout returns with one of them.
+            ring.turn(Wait::Completion, &mut out).unwrap();
+            assert!(
+                !out.is_empty(),
+                "a wait for a completion returned none: {seen:?}"
+            );
             for c in &out {
                 assert_eq!(c.slot, if c.kind == Kind::Poller { 0 } else { 3 });
                 seen.push((c.kind, c.result));
@@ -378,5 +482,16 @@ mod tests {
             assert_eq!(sends, [&(Kind::Send, 4)], "{seen:?}");
         }
         assert_eq!(&buf[..5], b"pong!");
+        // Emptied, the entry lets the socket go: the server sees it close.
+        ring.unregister(3);
+        drop(client);
+        let mut rest = Vec::new();
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        server
+            .read_to_end(&mut rest)
+            .expect("the socket closes once its entry is emptied");
+        assert!(rest.is_empty());
     }
 }
