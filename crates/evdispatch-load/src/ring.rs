@@ -23,6 +23,15 @@
 //! one then skips the kernel's descriptor lookup and reference count
 //! (`fget`/`fput`) of every operation.
 //!
+//! Where the kernel has multishot receives with a ring of provided buffers
+//! (6.0; used from 6.1, with `DEFER_TASKRUN`), each connection's receive
+//! is posted once and stays armed: every segment of a reply completes it
+//! into a buffer of the ring's pool, handed back as soon as the engine has
+//! parsed it. That saves the submission, and the poll armed, of a receive
+//! per completion; and the pool, shared, is far smaller than a buffer per
+//! connection. Older kernels get one receive per reply into the
+//! connection's own buffer.
+//!
 //! This module holds the `unsafe` of the engine's ring: entries that name
 //! memory the kernel writes (receive buffers) or reads (request bytes).
 
@@ -30,7 +39,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use io_uring::{cqueue, opcode, squeue, types, types::BufRingEntry, IoUring};
 
 /// What a completion is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +67,45 @@ pub struct Completion {
     pub result: i32,
     /// A multishot request stays armed.
     pub more: bool,
+    /// The pool's buffer holding a multishot receive's bytes: the engine
+    /// reads them through [`Ring::lend`] and gives it back with
+    /// [`Ring::recycle`] (every such buffer, even a stale connection's).
+    pub buf: Option<u16>,
+}
+
+/// The ring's pool of provided buffers for multishot receives.
+struct Pool {
+    /// The ring of buffer descriptors the kernel takes from (page-aligned,
+    /// `entries` of them), and the buffers (`entries` × `size` bytes).
+    /// Both are leaked, never freed: the kernel may hold them until the
+    /// ring is torn down, after the engine is gone.
+    ring: *mut BufRingEntry,
+    bufs: *mut u8,
+    entries: u16,
+    size: usize,
+    /// The tail published to the kernel.
+    tail: u16,
+}
+
+/// The buffer group of the pool.
+const POOL_GROUP: u16 = 0;
+
+/// A pool buffer the kernel filled, lent to the engine until
+/// [`Ring::recycle`] takes it back.
+pub struct Lent {
+    ptr: *const u8,
+    len: usize,
+    bid: u16,
+}
+
+impl std::ops::Deref for Lent {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the kernel handed this buffer back with its completion and
+        // takes it again only once `recycle` consumes this `Lent` (which
+        // ends every borrow of it); the pool is never freed.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
 }
 
 /// A socket as a ring entry names it.
@@ -148,6 +196,9 @@ pub struct Ring {
     poll_first: bool,
     /// Entries of the table of registered files (0: none).
     files: u32,
+    /// Provided buffers for multishot receives (None: one receive per
+    /// reply into the connection's buffer).
+    pool: Option<Pool>,
 }
 
 impl Ring {
@@ -157,7 +208,10 @@ impl Ring {
     /// back to plain descriptors otherwise). Fails where io_uring is
     /// missing, disabled (`kernel.io_uring_disabled`, seccomp) or older
     /// than 5.11 (no timeout argument to `io_uring_enter`).
-    pub fn new(entries: u32, poller_fd: RawFd, files: u32) -> io::Result<Ring> {
+    ///
+    /// `pool` is the number of buffers (a power of two, at most 32,768) and
+    /// their size for multishot receives; (0, _): none.
+    pub fn new(entries: u32, poller_fd: RawFd, files: u32, pool: (u16, usize)) -> io::Result<Ring> {
         let cq = entries.saturating_mul(4);
         let attempts: [fn(u32, u32) -> io::Result<IoUring>; 3] = [
             |e, cq| {
@@ -213,12 +267,20 @@ impl Ring {
         } else {
             0
         };
+        // Multishot receives came in 6.0: a ring with DEFER_TASKRUN (6.1)
+        // has them.
+        let pool = if poll_first && pool.0 > 0 {
+            Pool::register(&ring, pool.0, pool.1)
+        } else {
+            None
+        };
         let mut r = Ring {
             ring,
             poller_fd,
             quiet_sends,
             poll_first,
             files,
+            pool,
         };
         r.watch_poller()?;
         Ok(r)
@@ -316,6 +378,49 @@ impl Ring {
         unsafe { self.push(&e) }
     }
 
+    /// Receives are multishot into the pool ([`Ring::recv_multi`]).
+    pub fn multishot(&self) -> bool {
+        self.pool.is_some()
+    }
+
+    /// Queue a multishot `recv` on `sock` for connection `slot`, `id`: it
+    /// completes with each batch of bytes, in a pool buffer, while `more`
+    /// says it stays armed; it ends (without `more`) at end of stream, on an
+    /// error, or when the pool ran dry (`-ENOBUFS`: post it again).
+    pub fn recv_multi(&mut self, sock: Target, slot: usize, id: u32) -> io::Result<()> {
+        let e = on_target!(sock, f => opcode::RecvMulti::new(f, POOL_GROUP).build())
+            .user_data(user_data(Kind::Recv, id, slot));
+        // SAFETY: the receive writes only into the pool, which is never freed.
+        unsafe { self.push(&e) }
+    }
+
+    /// The `len` bytes the kernel put in pool buffer `bid`.
+    pub fn lend(&self, bid: u16, len: usize) -> Lent {
+        let pool = self
+            .pool
+            .as_ref()
+            .expect("a pool buffer comes from the pool");
+        let bid = bid & (pool.entries - 1);
+        Lent {
+            // SAFETY: `bid` < `entries`, the buffer lies within the pool.
+            ptr: unsafe { pool.bufs.add(bid as usize * pool.size) },
+            len: len.min(pool.size),
+            bid,
+        }
+    }
+
+    /// Give pool buffer `bid` (lent or not) back to the kernel.
+    pub fn recycle_id(&mut self, bid: u16) {
+        if let Some(pool) = self.pool.as_mut() {
+            pool.give(bid);
+        }
+    }
+
+    /// Give a lent buffer back to the kernel.
+    pub fn recycle(&mut self, lent: Lent) {
+        self.recycle_id(lent.bid);
+    }
+
     /// Queue `e`, submitting what is queued first when the queue is full.
     ///
     /// # Safety
@@ -371,10 +476,86 @@ impl Ring {
                     id,
                     result: c.result(),
                     more: cqueue::more(c.flags()),
+                    buf: cqueue::buffer_select(c.flags()),
                 });
             }
         }
         Ok(())
+    }
+}
+
+impl Pool {
+    /// Register a ring of `entries` buffers of `size` bytes with `ring`,
+    /// all of them given to the kernel. None where the kernel refuses
+    /// (before 5.19) or the memory cannot be had.
+    fn register(ring: &IoUring, entries: u16, size: usize) -> Option<Pool> {
+        if !entries.is_power_of_two() || entries > 1 << 15 || size == 0 || size > u32::MAX as usize
+        {
+            return None;
+        }
+        let ring_layout = std::alloc::Layout::from_size_align(
+            entries as usize * std::mem::size_of::<BufRingEntry>(),
+            4096,
+        )
+        .ok()?;
+        let bufs_layout = std::alloc::Layout::from_size_align(entries as usize * size, 64).ok()?;
+        // SAFETY: both layouts have a non-zero size.
+        let (ring_mem, bufs) = unsafe {
+            (
+                std::alloc::alloc_zeroed(ring_layout) as *mut BufRingEntry,
+                std::alloc::alloc(bufs_layout),
+            )
+        };
+        if ring_mem.is_null() || bufs.is_null() {
+            return None;
+        }
+        // SAFETY: the ring memory is page-aligned, zeroed (tail 0), and
+        // leaked: it outlives the registration.
+        let ok = unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(ring_mem as u64, entries, POOL_GROUP, 0)
+                .is_ok()
+        };
+        if !ok {
+            // SAFETY: allocated above with these layouts, never registered.
+            unsafe {
+                std::alloc::dealloc(ring_mem as *mut u8, ring_layout);
+                std::alloc::dealloc(bufs, bufs_layout);
+            }
+            return None;
+        }
+        let mut pool = Pool {
+            ring: ring_mem,
+            bufs,
+            entries,
+            size,
+            tail: 0,
+        };
+        for bid in 0..entries {
+            pool.give(bid);
+        }
+        Some(pool)
+    }
+
+    /// Put buffer `bid` at the tail of the ring and publish the new tail.
+    fn give(&mut self, bid: u16) {
+        let mask = self.entries - 1;
+        let bid = bid & mask;
+        // SAFETY: the index is masked into the ring; the entry at the tail
+        // is not the kernel's (it takes only up to the published tail).
+        unsafe {
+            let e = &mut *self.ring.add((self.tail & mask) as usize);
+            e.set_addr(self.bufs.add(bid as usize * self.size) as u64);
+            e.set_len(self.size as u32);
+            e.set_bid(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+        // SAFETY: the tail field of the ring's first entry, published with
+        // release ordering after the entry is written.
+        unsafe {
+            let tail = BufRingEntry::tail(self.ring) as *const std::sync::atomic::AtomicU16;
+            (*tail).store(self.tail, std::sync::atomic::Ordering::Release);
+        }
     }
 }
 
@@ -414,7 +595,7 @@ mod tests {
     #[test]
     fn send_recv_and_poller_completions() {
         let (pr, mut pw) = std::os::unix::net::UnixStream::pair().unwrap();
-        let mut ring = match Ring::new(8, pr.as_raw_fd(), 4) {
+        let mut ring = match Ring::new(8, pr.as_raw_fd(), 4, (0, 0)) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("skipped: io_uring unavailable here ({e})");
@@ -493,5 +674,67 @@ mod tests {
             .read_to_end(&mut rest)
             .expect("the socket closes once its entry is emptied");
         assert!(rest.is_empty());
+    }
+
+    /// A multishot receive into a pool of two 8-byte buffers takes 20
+    /// bytes in order: each completion lends a buffer, given back once
+    /// read; when the pool runs dry the receive ends (`ENOBUFS`, no `more`)
+    /// and, posted again, takes the rest; end of stream ends it with 0.
+    #[test]
+    fn multishot_receives_through_a_small_pool() {
+        let (pr, _pw) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut ring = match Ring::new(8, pr.as_raw_fd(), 0, (2, 8)) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipped: io_uring unavailable here ({e})");
+                return;
+            }
+        };
+        if !ring.multishot() {
+            eprintln!("skipped: no multishot receives with provided buffers here");
+            return;
+        }
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut server, _) = l.accept().unwrap();
+        let want: Vec<u8> = (0..20u8).collect();
+        server.write_all(&want).unwrap();
+        let target = Target::Fd(client.as_raw_fd());
+        ring.recv_multi(target, 5, 1).unwrap();
+        let (mut got, mut out, mut posts, mut ended) = (Vec::new(), Vec::new(), 1, false);
+        while !ended {
+            ring.turn(Wait::Upto(Duration::from_secs(5)), &mut out)
+                .unwrap();
+            assert!(!out.is_empty(), "no completion within 5 s; got {got:?}");
+            for c in out.clone() {
+                if c.kind != Kind::Recv {
+                    continue;
+                }
+                assert_eq!((c.slot, c.id), (5, 1));
+                if let Some(bid) = c.buf {
+                    let lent = ring.lend(bid, c.result as usize);
+                    assert!(lent.len() <= 8);
+                    got.extend_from_slice(&lent);
+                    ring.recycle(lent);
+                } else if c.result == 0 {
+                    ended = true;
+                } else {
+                    assert_eq!(c.result, -libc::ENOBUFS, "{c:?}");
+                }
+                if got.len() == want.len() && !ended {
+                    // All in: the end of stream ends the receive.
+                    server.shutdown(std::net::Shutdown::Write).unwrap();
+                }
+                if !c.more && !ended {
+                    ring.recv_multi(target, 5, 1).unwrap();
+                    posts += 1;
+                }
+            }
+        }
+        assert_eq!(got, want);
+        assert!(
+            posts >= 2,
+            "20 bytes cannot fit two 8-byte buffers in one go"
+        );
     }
 }
