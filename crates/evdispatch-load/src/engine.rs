@@ -1381,12 +1381,15 @@ impl<'h> Engine<'h> {
     }
 
     /// A receive of `slot` completed: the reply's bytes, or the end.
+    #[allow(unsafe_code)]
     fn ring_received(&mut self, done: &Completion) {
         let (slot, res) = (done.slot, done.result);
         let now = Instant::now();
         // A multishot receive's bytes are in a pool buffer, lent until parsed.
         let lent = match (done.buf, self.ring.as_ref()) {
-            (Some(bid), Some(r)) => Some(r.lend(bid, res.max(0) as usize)),
+            // SAFETY: given back below, before this returns; nothing here
+            // drops the ring.
+            (Some(bid), Some(r)) => Some(unsafe { r.lend(bid, res.max(0) as usize) }),
             _ => None,
         };
         let Some(c) = self.slab.get_mut(slot) else {

@@ -77,10 +77,10 @@ pub struct Completion {
 struct Pool {
     /// The ring of buffer descriptors the kernel takes from (page-aligned,
     /// `entries` of them), and the buffers (`entries` × `size` bytes).
-    /// Both are leaked, never freed: the kernel may hold them until the
-    /// ring is torn down, after the engine is gone.
+    /// Freed only once the kernel has let go of them (see `Drop for Ring`).
     ring: *mut BufRingEntry,
     bufs: *mut u8,
+    layouts: (std::alloc::Layout, std::alloc::Layout),
     entries: u16,
     size: usize,
     /// The tail published to the kernel.
@@ -103,7 +103,7 @@ impl std::ops::Deref for Lent {
     fn deref(&self) -> &[u8] {
         // SAFETY: the kernel handed this buffer back with its completion and
         // takes it again only once `recycle` consumes this `Lent` (which
-        // ends every borrow of it); the pool is never freed.
+        // ends every borrow of it); the pool outlives it (`Ring::lend`).
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
@@ -390,12 +390,17 @@ impl Ring {
     pub fn recv_multi(&mut self, sock: Target, slot: usize, id: u32) -> io::Result<()> {
         let e = on_target!(sock, f => opcode::RecvMulti::new(f, POOL_GROUP).build())
             .user_data(user_data(Kind::Recv, id, slot));
-        // SAFETY: the receive writes only into the pool, which is never freed.
+        // SAFETY: the receive writes only into the pool, which the ring frees
+        // only after unregistering it (no buffer is taken after that).
         unsafe { self.push(&e) }
     }
 
     /// The `len` bytes the kernel put in pool buffer `bid`.
-    pub fn lend(&self, bid: u16, len: usize) -> Lent {
+    ///
+    /// # Safety
+    /// The `Lent` must not outlive this ring (whose drop frees the pool):
+    /// give it back with [`Ring::recycle`] or drop it first.
+    pub unsafe fn lend(&self, bid: u16, len: usize) -> Lent {
         let pool = self
             .pool
             .as_ref()
@@ -527,6 +532,7 @@ impl Pool {
         let mut pool = Pool {
             ring: ring_mem,
             bufs,
+            layouts: (ring_layout, bufs_layout),
             entries,
             size,
             tail: 0,
@@ -556,6 +562,42 @@ impl Pool {
             let tail = BufRingEntry::tail(self.ring) as *const std::sync::atomic::AtomicU16;
             (*tail).store(self.tail, std::sync::atomic::Ordering::Release);
         }
+    }
+}
+
+impl Ring {
+    /// Unregister the pool, then free it: the kernel takes no buffer from
+    /// an unregistered ring, and fills one only inside this thread's
+    /// `io_uring_enter` (receives on sockets run as task work of the
+    /// submitter, with `DEFER_TASKRUN`), never during this call. Where the
+    /// kernel refuses, the pool is leaked rather than freed under it.
+    /// True when a pool was freed.
+    #[allow(unsafe_code)]
+    fn release_pool(&mut self) -> bool {
+        let Some(pool) = self.pool.take() else {
+            return false;
+        };
+        if self
+            .ring
+            .submitter()
+            .unregister_buf_ring(POOL_GROUP)
+            .is_err()
+        {
+            return false;
+        }
+        // SAFETY: allocated in `Pool::register` with these layouts; the
+        // kernel let go of them (unregistered above).
+        unsafe {
+            std::alloc::dealloc(pool.ring as *mut u8, pool.layouts.0);
+            std::alloc::dealloc(pool.bufs, pool.layouts.1);
+        }
+        true
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        self.release_pool();
     }
 }
 
@@ -712,7 +754,8 @@ mod tests {
                 }
                 assert_eq!((c.slot, c.id), (5, 1));
                 if let Some(bid) = c.buf {
-                    let lent = ring.lend(bid, c.result as usize);
+                    // SAFETY (test): recycled below, before the ring goes.
+                    let lent = unsafe { ring.lend(bid, c.result as usize) };
                     assert!(lent.len() <= 8);
                     got.extend_from_slice(&lent);
                     ring.recycle(lent);
@@ -736,5 +779,6 @@ mod tests {
             posts >= 2,
             "20 bytes cannot fit two 8-byte buffers in one go"
         );
+        assert!(ring.release_pool(), "the kernel let go of the pool");
     }
 }
