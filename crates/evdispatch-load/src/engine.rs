@@ -30,7 +30,7 @@ use crate::config::{Config, InactiveSend, IoEngine, Rate, WorkerSpec};
 use crate::http::{build_request, Feed, Request, ResponseParser};
 use crate::interval::{unix_s, IntervalReport};
 use crate::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
-use crate::ring::{self, Completion, Kind, Ring};
+use crate::ring::{self, Completion, Kind, Ring, Target, Wait};
 use crate::schedule::{missed, Arrivals, RoundRobin};
 use crate::tls::TlsClient;
 
@@ -43,9 +43,11 @@ const RETRY: Duration = Duration::from_millis(100);
 const READ_BUF: usize = 64 * 1024;
 /// What rustls' `read_tls` asks of the socket at a time.
 const TLS_READ: usize = 4096;
-/// Receive buffer of a connection on the ring (one per such connection),
+/// Receive buffer of the ring: one per connection on it where receives are
+/// not multishot (a pool of at most 1,024 shared by all where they are),
 /// and its size for workers with more than `RING_MANY` such connections
-/// (30,000 persistent connections then hold 120 MB, not 480).
+/// (30,000 persistent connections then hold 120 MB, not 480, without the
+/// pool; 4 MB with it).
 const RING_BUF: usize = 16 * 1024;
 const RING_BUF_SMALL: usize = 4 * 1024;
 const RING_MANY: u64 = 1024;
@@ -148,14 +150,18 @@ struct Conn {
     /// Identity of the connection on the ring (a completion carrying
     /// another is for an earlier connection of the slot).
     ring_id: u32,
-    /// The receive buffer on the ring; the slot keeps it across
-    /// connections, and the kernel owns it while `recv_inflight`.
+    /// The receive buffer on the ring (None with multishot receives, which
+    /// use the ring's pool); the slot keeps it across connections, and the
+    /// kernel owns it while `recv_inflight`.
     rbuf: Option<Box<[u8]>>,
     recv_inflight: bool,
     send_inflight: bool,
     /// A new request started while the previous send was still in flight:
     /// send it when that completes.
     send_again: bool,
+    /// How the ring names the socket (its entry in the table of registered
+    /// files, or its descriptor) while `ring`.
+    target: Target,
 }
 
 /// A session log's session in progress: session, burst, request.
@@ -197,6 +203,7 @@ impl Conn {
             recv_inflight: false,
             send_inflight: false,
             send_again: false,
+            target: Target::Fd(-1),
         }
     }
 
@@ -412,12 +419,17 @@ impl<'h> Engine<'h> {
                  --mechanism {} has none",
                 c.mechanism
             ),
-            (IoEngine::Auto, Some(fd)) => Ring::new(RING_ENTRIES, fd).ok(),
-            (IoEngine::Uring, Some(fd)) => {
-                Some(Ring::new(RING_ENTRIES, fd).with_context(|| {
-                    "--engine uring: cannot set up an io_uring; use --engine readiness".to_string()
-                })?)
+            (IoEngine::Auto, Some(fd)) => {
+                Ring::new(RING_ENTRIES, fd, ring_files(&spec), ring_pool(&spec)).ok()
             }
+            (IoEngine::Uring, Some(fd)) => Some(
+                Ring::new(RING_ENTRIES, fd, ring_files(&spec), ring_pool(&spec)).with_context(
+                    || {
+                        "--engine uring: cannot set up an io_uring; use --engine readiness"
+                            .to_string()
+                    },
+                )?,
+            ),
         };
         Ok(Engine {
             edge: poller.info().trigger == evdispatch::Trigger::Edge,
@@ -654,10 +666,13 @@ impl<'h> Engine<'h> {
     /// receives, wait for completions (not at all while the poller may hold
     /// events), handle them, then the poller's events if it has some.
     fn ring_turn(&mut self, timeout: Option<Duration>) -> anyhow::Result<()> {
-        let wait = if self.poller_dirty {
-            None
-        } else {
-            Some(timeout.unwrap_or(Duration::from_secs(3600)))
+        let wait = match timeout {
+            _ if self.poller_dirty => Wait::No,
+            // The armed timerfd wakes the wait through the poll on the
+            // poller: no timeout (and no kernel timer per sleep) needed.
+            _ if self.armed.is_some() => Wait::Completion,
+            Some(d) => Wait::Upto(d),
+            None => Wait::Upto(Duration::from_secs(3600)),
         };
         let mut done = std::mem::take(&mut self.completions);
         self.ring
@@ -678,7 +693,7 @@ impl<'h> Engine<'h> {
                 }
                 Kind::Send => self.ring_sent(c.slot, c.id, c.result, false),
                 Kind::QuietSend => self.ring_sent(c.slot, c.id, c.result, true),
-                Kind::Recv => self.ring_received(c.slot, c.id, c.result),
+                Kind::Recv => self.ring_received(c),
             }
         }
         self.completions = done;
@@ -1254,16 +1269,16 @@ impl<'h> Engine<'h> {
         let c = &mut self.slab[slot];
         c.interest = None;
         c.ring = true;
+        c.target = match self.ring.as_mut() {
+            Some(r) => r.register(slot, fd),
+            None => Target::Fd(fd),
+        };
         c.ring_id = ring::next_id(c.ring_id);
         c.send_inflight = false;
         c.send_again = false;
-        if c.rbuf.is_none() {
-            let size = if self.spec.persistent > RING_MANY {
-                RING_BUF_SMALL
-            } else {
-                RING_BUF
-            };
-            c.rbuf = Some(vec![0u8; size].into_boxed_slice());
+        let multishot = self.ring.as_ref().is_some_and(|r| r.multishot());
+        if c.rbuf.is_none() && !multishot {
+            c.rbuf = Some(vec![0u8; ring_buf_size(&self.spec)].into_boxed_slice());
         }
         let id = c.ring_id;
         self.ring_post_recv(slot, now);
@@ -1271,23 +1286,31 @@ impl<'h> Engine<'h> {
         c.ring && c.ring_id == id
     }
 
-    /// Post the receive of `slot`, unless its buffer is still the
-    /// kernel's (an earlier connection's receive not yet completed: its
-    /// completion posts this one).
+    /// Post the receive of `slot`, unless one is still in flight for the
+    /// slot (an earlier connection's, not yet completed, that may still
+    /// write the slot's buffer: its completion posts this one). A multishot
+    /// receive (into the ring's pool) stays posted until it ends.
     #[allow(unsafe_code)]
     fn ring_post_recv(&mut self, slot: usize, now: Instant) {
         let c = &mut self.slab[slot];
-        let (Some(ring), Some(sock), Some(buf)) =
-            (self.ring.as_mut(), c.sock.as_ref(), c.rbuf.as_deref_mut())
-        else {
+        let (Some(ring), Some(_)) = (self.ring.as_mut(), c.sock.as_ref()) else {
             return;
         };
         if !c.ring || c.recv_inflight {
             return;
         }
-        // SAFETY: the buffer is the slot's, which keeps it (never frees or
-        // touches it) while `recv_inflight`, cleared only by the completion.
-        match unsafe { ring.recv(sock, buf, slot, c.ring_id) } {
+        let posted = if ring.multishot() {
+            ring.recv_multi(c.target, slot, c.ring_id)
+        } else {
+            let Some(buf) = c.rbuf.as_deref_mut() else {
+                return;
+            };
+            // SAFETY: the buffer is the slot's, which keeps it (never frees
+            // or touches it) while `recv_inflight`, cleared only by the
+            // completion.
+            unsafe { ring.recv(c.target, buf, slot, c.ring_id) }
+        };
+        match posted {
             Ok(()) => c.recv_inflight = true,
             Err(e) => self.fail(slot, Cause::of(&e), now),
         }
@@ -1301,14 +1324,14 @@ impl<'h> Engine<'h> {
             c.send_again = true;
             return;
         }
-        let (Some(ring), Some(sock)) = (self.ring.as_mut(), c.sock.as_ref()) else {
+        let (Some(ring), Some(_)) = (self.ring.as_mut(), c.sock.as_ref()) else {
             return;
         };
         let bytes = &self.requests[c.req].bytes[c.woff..];
         // SAFETY: `requests` is built once in `new` and never changed or
         // dropped before the engine, whose `finish` reaps every completion
         // (or leaks what the kernel could still touch).
-        match unsafe { ring.send(sock, bytes, slot, c.ring_id) } {
+        match unsafe { ring.send(c.target, bytes, slot, c.ring_id) } {
             Ok(true) => {
                 // Sent whole, or its completion says it failed.
                 self.rec.counts.bytes_sent += bytes.len() as u64;
@@ -1358,29 +1381,51 @@ impl<'h> Engine<'h> {
     }
 
     /// A receive of `slot` completed: the reply's bytes, or the end.
-    fn ring_received(&mut self, slot: usize, id: u32, res: i32) {
+    #[allow(unsafe_code)]
+    fn ring_received(&mut self, done: &Completion) {
+        let (slot, res) = (done.slot, done.result);
         let now = Instant::now();
+        // A multishot receive's bytes are in a pool buffer, lent until parsed.
+        let lent = match (done.buf, self.ring.as_ref()) {
+            // SAFETY: given back below, before this returns; nothing here
+            // drops the ring.
+            (Some(bid), Some(r)) => Some(unsafe { r.lend(bid, res.max(0) as usize) }),
+            _ => None,
+        };
         let Some(c) = self.slab.get_mut(slot) else {
+            if let (Some(l), Some(r)) = (lent, self.ring.as_mut()) {
+                r.recycle(l);
+            }
             return;
         };
-        c.recv_inflight = false;
-        if c.ring && c.ring_id == id && c.sock.is_some() {
+        if !done.more {
+            c.recv_inflight = false;
+        }
+        if c.ring && c.ring_id == done.id && c.sock.is_some() {
             match res {
                 0 => self.on_eof(slot, now),
                 n if n > 0 => {
                     let n = n as usize;
                     self.rec.counts.bytes_received += n as u64;
-                    let buf = c.rbuf.take().expect("a posted receive has its buffer");
-                    self.on_data(slot, &buf[..n]);
-                    // A connection that replaced this one in `on_data` (the
-                    // reply closed it, the reconnect was immediate) has its
-                    // own buffer, maybe lent to the kernel already: keep it,
-                    // and let this one, no longer the kernel's, go.
-                    let c = &mut self.slab[slot];
-                    if c.rbuf.is_none() {
-                        c.rbuf = Some(buf);
+                    if let Some(l) = &lent {
+                        self.on_data(slot, l);
+                    } else {
+                        let buf = c.rbuf.take().expect("a posted receive has its buffer");
+                        self.on_data(slot, &buf[..n]);
+                        // A connection that replaced this one in `on_data`
+                        // (the reply closed it, the reconnect was immediate)
+                        // has its own buffer, maybe lent to the kernel
+                        // already: keep it, and let this one, no longer the
+                        // kernel's, go.
+                        let c = &mut self.slab[slot];
+                        if c.rbuf.is_none() {
+                            c.rbuf = Some(buf);
+                        }
                     }
                 }
+                // The pool ran dry: the bytes wait in the socket for the
+                // receive posted again below.
+                n if n == -libc::ENOBUFS && lent.is_none() && !done.more => {}
                 _ => {
                     let e = io::Error::from_raw_os_error(-res);
                     if !matches!(
@@ -1395,6 +1440,9 @@ impl<'h> Engine<'h> {
                     }
                 }
             }
+        }
+        if let (Some(l), Some(r)) = (lent, self.ring.as_mut()) {
+            r.recycle(l);
         }
         // The connection of the slot now (this one, or a newer one that
         // waited for the buffer) gets its next receive.
@@ -1923,6 +1971,11 @@ impl<'h> Engine<'h> {
                 // shutting it down completes that receive (with 0).
                 let _ = sock.shutdown(std::net::Shutdown::Both);
                 c.send_again = false;
+                if let (Target::Fixed(i), Some(r)) = (c.target, self.ring.as_mut()) {
+                    // The table holds the socket open too.
+                    r.unregister(i);
+                }
+                c.target = Target::Fd(-1);
             } else {
                 self.poller_dirty = true;
                 let _ = self.poller.deregister(sock.as_raw_fd());
@@ -1971,13 +2024,13 @@ impl<'h> Engine<'h> {
             if now >= until || !self.slab.iter().any(|c| c.recv_inflight) {
                 break;
             }
-            ring.turn(Some(until - now), &mut done)
+            ring.turn(Wait::Upto(until - now), &mut done)
                 .context("io_uring_enter failed")?;
             for c in &done {
                 match c.kind {
                     Kind::Send => self.ring_sent(c.slot, c.id, c.result, false),
                     Kind::QuietSend => self.ring_sent(c.slot, c.id, c.result, true),
-                    Kind::Recv => self.ring_received(c.slot, c.id, c.result),
+                    Kind::Recv => self.ring_received(c),
                     Kind::Poller => {}
                 }
             }
@@ -2253,6 +2306,34 @@ impl Drop for Engine<'_> {
             std::mem::forget(std::mem::take(&mut self.requests));
         }
     }
+}
+
+/// Entries of the ring's table of registered files: one per slot a
+/// connection on the ring can take. Those connections (closed loop and
+/// persistent) are opened first, so they hold the lowest slots; a slot past
+/// the table is named by its descriptor.
+fn ring_files(spec: &WorkerSpec) -> u32 {
+    spec.persistent.clamp(1, 1 << 16) as u32
+}
+
+/// Size of a receive buffer on the ring: smaller for workers with many
+/// connections on it (a buffer per connection without the pool).
+fn ring_buf_size(spec: &WorkerSpec) -> usize {
+    if spec.persistent > RING_MANY {
+        RING_BUF_SMALL
+    } else {
+        RING_BUF
+    }
+}
+
+/// The ring's pool for multishot receives: a buffer per connection on the
+/// ring up to 1,024 (a power of two), of [`ring_buf_size`]. Buffers go back
+/// as soon as a completion is parsed, so only the completions of one turn
+/// hold them; a turn that runs dry ends receives with `ENOBUFS`, posted
+/// again.
+fn ring_pool(spec: &WorkerSpec) -> (u16, usize) {
+    let n = spec.persistent.clamp(8, 1024).next_power_of_two() as u16;
+    (n, ring_buf_size(spec))
 }
 
 /// The arrival lead to start from, before any wake-up was timed.

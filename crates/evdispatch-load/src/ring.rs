@@ -18,14 +18,28 @@
 //! once per socket event; older kernels get cooperative task running, then
 //! a plain ring.
 //!
+//! The sockets on the ring are registered files where the kernel allows (a
+//! table of `files` entries, one per connection slot): a send or receive on
+//! one then skips the kernel's descriptor lookup and reference count
+//! (`fget`/`fput`) of every operation.
+//!
+//! Where the kernel has multishot receives with a ring of provided buffers
+//! (6.0; used from 6.1, with `DEFER_TASKRUN`), each connection's receive
+//! is posted once and stays armed: every segment of a reply completes it
+//! into a buffer of the ring's pool, handed back as soon as the engine has
+//! parsed it. That saves the submission, and the poll armed, of a receive
+//! per completion; and the pool, shared, is far smaller than a buffer per
+//! connection. Older kernels get one receive per reply into the
+//! connection's own buffer.
+//!
 //! This module holds the `unsafe` of the engine's ring: entries that name
 //! memory the kernel writes (receive buffers) or reads (request bytes).
 
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::RawFd;
 use std::time::Duration;
 
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use io_uring::{cqueue, opcode, squeue, types, types::BufRingEntry, IoUring};
 
 /// What a completion is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +67,83 @@ pub struct Completion {
     pub result: i32,
     /// A multishot request stays armed.
     pub more: bool,
+    /// The pool's buffer holding a multishot receive's bytes: the engine
+    /// reads them through [`Ring::lend`] and gives it back with
+    /// [`Ring::recycle`] (every such buffer, even a stale connection's).
+    pub buf: Option<u16>,
+}
+
+/// The ring's pool of provided buffers for multishot receives.
+struct Pool {
+    /// The ring of buffer descriptors the kernel takes from (page-aligned,
+    /// `entries` of them), and the buffers (`entries` × `size` bytes).
+    /// Freed only once the kernel has let go of them (see `Drop for Ring`).
+    ring: *mut BufRingEntry,
+    bufs: *mut u8,
+    layouts: (std::alloc::Layout, std::alloc::Layout),
+    entries: u16,
+    size: usize,
+    /// The tail published to the kernel.
+    tail: u16,
+}
+
+/// The buffer group of the pool.
+const POOL_GROUP: u16 = 0;
+
+/// A pool buffer the kernel filled, lent to the engine until
+/// [`Ring::recycle`] takes it back.
+pub struct Lent {
+    ptr: *const u8,
+    len: usize,
+    bid: u16,
+}
+
+impl std::ops::Deref for Lent {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the kernel handed this buffer back with its completion and
+        // takes it again only once `recycle` consumes this `Lent` (which
+        // ends every borrow of it); the pool outlives it (`Ring::lend`).
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// A socket as a ring entry names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// By its descriptor.
+    Fd(RawFd),
+    /// By its index in the ring's table of registered files.
+    Fixed(u32),
+}
+
+/// How long [`Ring::turn`] waits for a completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Not at all: submit, and take the completions already there.
+    No,
+    /// Until one is there or this long has passed.
+    Upto(Duration),
+    /// Until one is there, however long (the caller has something that
+    /// completes on time, such as the poll on a poller that holds an armed
+    /// timer: the kernel then arms no timer of its own for the wait).
+    Completion,
+}
+
+/// The entry `$build` makes with `$f` bound to the socket `$t` names.
+macro_rules! on_target {
+    ($t:expr, $f:ident => $build:expr) => {
+        match $t {
+            Target::Fd(fd) => {
+                let $f = types::Fd(fd);
+                $build
+            }
+            Target::Fixed(i) => {
+                let $f = types::Fixed(i);
+                $build
+            }
+        }
+    };
 }
 
 const ID_MASK: u64 = 0x0fff_ffff;
@@ -103,14 +194,24 @@ pub struct Ring {
     quiet_sends: bool,
     /// Receives wait for data before their first try (Linux 5.19).
     poll_first: bool,
+    /// Entries of the table of registered files (0: none).
+    files: u32,
+    /// Provided buffers for multishot receives (None: one receive per
+    /// reply into the connection's buffer).
+    pool: Option<Pool>,
 }
 
 impl Ring {
     /// A ring of `entries` submission slots that watches `poller_fd` (the
-    /// worker's poller) for readability. Fails where io_uring is missing,
-    /// disabled (`kernel.io_uring_disabled`, seccomp) or older than 5.11
-    /// (no timeout argument to `io_uring_enter`).
-    pub fn new(entries: u32, poller_fd: RawFd) -> io::Result<Ring> {
+    /// worker's poller) for readability, with a table of `files` registered
+    /// files where the kernel allows it (5.19; [`Ring::register`] falls
+    /// back to plain descriptors otherwise). Fails where io_uring is
+    /// missing, disabled (`kernel.io_uring_disabled`, seccomp) or older
+    /// than 5.11 (no timeout argument to `io_uring_enter`).
+    ///
+    /// `pool` is the number of buffers (a power of two, at most 32,768) and
+    /// their size for multishot receives; (0, _): none.
+    pub fn new(entries: u32, poller_fd: RawFd, files: u32, pool: (u16, usize)) -> io::Result<Ring> {
         let cq = entries.saturating_mul(4);
         let attempts: [fn(u32, u32) -> io::Result<IoUring>; 3] = [
             |e, cq| {
@@ -159,14 +260,52 @@ impl Ring {
             ));
         }
         let quiet_sends = ring.params().is_feature_skip_cqe_on_success();
+        // A sparse table (its entries empty until `register`) needs 5.19;
+        // without it every socket is named by its descriptor.
+        let files = if files > 0 && ring.submitter().register_files_sparse(files).is_ok() {
+            files
+        } else {
+            0
+        };
+        // Multishot receives came in 6.0: a ring with DEFER_TASKRUN (6.1)
+        // has them.
+        let pool = if poll_first && pool.0 > 0 {
+            Pool::register(&ring, pool.0, pool.1)
+        } else {
+            None
+        };
         let mut r = Ring {
             ring,
             poller_fd,
             quiet_sends,
             poll_first,
+            files,
+            pool,
         };
         r.watch_poller()?;
         Ok(r)
+    }
+
+    /// Put socket `fd` in entry `index` of the table of registered files
+    /// and return how entries should name it: by that index, or by its
+    /// descriptor where the table is missing, too small or the update
+    /// failed. The table holds the socket open until [`Ring::unregister`].
+    pub fn register(&mut self, index: usize, fd: RawFd) -> Target {
+        match u32::try_from(index) {
+            Ok(i) if i < self.files => {
+                match self.ring.submitter().register_files_update(i, &[fd]) {
+                    Ok(1) => Target::Fixed(i),
+                    _ => Target::Fd(fd),
+                }
+            }
+            _ => Target::Fd(fd),
+        }
+    }
+
+    /// Empty entry `index` of the table (the socket closes when its
+    /// descriptor and the operations still in flight let it go).
+    pub fn unregister(&mut self, index: u32) {
+        let _ = self.ring.submitter().register_files_update(index, &[-1]);
     }
 
     /// (Re-)arm the multishot poll on the poller's descriptor.
@@ -193,7 +332,7 @@ impl Ring {
     /// send has been reaped.
     pub unsafe fn send(
         &mut self,
-        sock: &impl AsRawFd,
+        sock: Target,
         bytes: &[u8],
         slot: usize,
         id: u32,
@@ -201,10 +340,10 @@ impl Ring {
         let len = bytes.len().min(u32::MAX as usize) as u32;
         let quiet = self.quiet_sends && bytes.len() <= QUIET_MAX;
         let kind = if quiet { Kind::QuietSend } else { Kind::Send };
-        let mut e = opcode::Send::new(types::Fd(sock.as_raw_fd()), bytes.as_ptr(), len)
+        let mut e = on_target!(sock, f => opcode::Send::new(f, bytes.as_ptr(), len)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
-            .build()
-            .user_data(user_data(kind, id, slot));
+            .build())
+        .user_data(user_data(kind, id, slot));
         if quiet {
             e = e.flags(squeue::Flags::SKIP_SUCCESS);
         }
@@ -220,22 +359,71 @@ impl Ring {
     /// else, until the completion of this receive has been reaped.
     pub unsafe fn recv(
         &mut self,
-        sock: &impl AsRawFd,
+        sock: Target,
         buf: &mut [u8],
         slot: usize,
         id: u32,
     ) -> io::Result<()> {
         let len = buf.len().min(u32::MAX as usize) as u32;
-        let e = opcode::Recv::new(types::Fd(sock.as_raw_fd()), buf.as_mut_ptr(), len)
-            .ioprio(if self.poll_first {
-                RECVSEND_POLL_FIRST
-            } else {
-                0
-            })
-            .build()
-            .user_data(user_data(Kind::Recv, id, slot));
+        let prio = if self.poll_first {
+            RECVSEND_POLL_FIRST
+        } else {
+            0
+        };
+        let e = on_target!(sock, f => opcode::Recv::new(f, buf.as_mut_ptr(), len)
+            .ioprio(prio)
+            .build())
+        .user_data(user_data(Kind::Recv, id, slot));
         // SAFETY: the caller keeps `buf` alive and untouched until the completion.
         unsafe { self.push(&e) }
+    }
+
+    /// Receives are multishot into the pool ([`Ring::recv_multi`]).
+    pub fn multishot(&self) -> bool {
+        self.pool.is_some()
+    }
+
+    /// Queue a multishot `recv` on `sock` for connection `slot`, `id`: it
+    /// completes with each batch of bytes, in a pool buffer, while `more`
+    /// says it stays armed; it ends (without `more`) at end of stream, on an
+    /// error, or when the pool ran dry (`-ENOBUFS`: post it again).
+    pub fn recv_multi(&mut self, sock: Target, slot: usize, id: u32) -> io::Result<()> {
+        let e = on_target!(sock, f => opcode::RecvMulti::new(f, POOL_GROUP).build())
+            .user_data(user_data(Kind::Recv, id, slot));
+        // SAFETY: the receive writes only into the pool, which the ring frees
+        // only after unregistering it (no buffer is taken after that).
+        unsafe { self.push(&e) }
+    }
+
+    /// The `len` bytes the kernel put in pool buffer `bid`.
+    ///
+    /// # Safety
+    /// The `Lent` must not outlive this ring (whose drop frees the pool):
+    /// give it back with [`Ring::recycle`] or drop it first.
+    pub unsafe fn lend(&self, bid: u16, len: usize) -> Lent {
+        let pool = self
+            .pool
+            .as_ref()
+            .expect("a pool buffer comes from the pool");
+        let bid = bid & (pool.entries - 1);
+        Lent {
+            // SAFETY: `bid` < `entries`, the buffer lies within the pool.
+            ptr: unsafe { pool.bufs.add(bid as usize * pool.size) },
+            len: len.min(pool.size),
+            bid,
+        }
+    }
+
+    /// Give pool buffer `bid` (lent or not) back to the kernel.
+    pub fn recycle_id(&mut self, bid: u16) {
+        if let Some(pool) = self.pool.as_mut() {
+            pool.give(bid);
+        }
+    }
+
+    /// Give a lent buffer back to the kernel.
+    pub fn recycle(&mut self, lent: Lent) {
+        self.recycle_id(lent.bid);
     }
 
     /// Queue `e`, submitting what is queued first when the queue is full.
@@ -256,21 +444,28 @@ impl Ring {
         }
     }
 
-    /// One `io_uring_enter`: submit what is queued, then wait until a
-    /// completion is there or `timeout` passes (`None`: do not wait).
+    /// One `io_uring_enter`: submit what is queued, then wait as `wait`
+    /// says for a completion (not at all when one is already there).
     /// Returns the completions, in order, into `out`.
-    pub fn turn(&mut self, timeout: Option<Duration>, out: &mut Vec<Completion>) -> io::Result<()> {
-        let want = usize::from(timeout.is_some() && self.ring.completion().is_empty());
-        let res = match timeout {
-            Some(d) if want > 0 => {
+    pub fn turn(&mut self, wait: Wait, out: &mut Vec<Completion>) -> io::Result<()> {
+        let wait = if self.ring.completion().is_empty() {
+            wait
+        } else {
+            Wait::No
+        };
+        let res = match wait {
+            Wait::Upto(d) => {
                 let ts = types::Timespec::from(d.min(Duration::from_secs(1 << 30)));
                 let args = types::SubmitArgs::new().timespec(&ts);
                 self.ring.submitter().submit_with_args(1, &args)
             }
+            // No timeout argument: the kernel neither reads the clock nor
+            // arms (and cancels) a timer for the wait.
+            Wait::Completion => self.ring.submitter().submit_and_wait(1),
             // Nothing to wait for. DEFER_TASKRUN runs completions only inside
             // a wait: with TASKRUN_FLAG the kernel flags pending work, and
             // `submit_and_wait(0)` then enters with GETEVENTS to reap it.
-            _ => self.ring.submitter().submit_and_wait(0),
+            Wait::No => self.ring.submitter().submit_and_wait(0),
         };
         if let Err(e) = res {
             if !ends_wait(&e) {
@@ -286,10 +481,123 @@ impl Ring {
                     id,
                     result: c.result(),
                     more: cqueue::more(c.flags()),
+                    buf: cqueue::buffer_select(c.flags()),
                 });
             }
         }
         Ok(())
+    }
+}
+
+impl Pool {
+    /// Register a ring of `entries` buffers of `size` bytes with `ring`,
+    /// all of them given to the kernel. None where the kernel refuses
+    /// (before 5.19) or the memory cannot be had.
+    fn register(ring: &IoUring, entries: u16, size: usize) -> Option<Pool> {
+        if !entries.is_power_of_two() || entries > 1 << 15 || size == 0 || size > u32::MAX as usize
+        {
+            return None;
+        }
+        let ring_layout = std::alloc::Layout::from_size_align(
+            entries as usize * std::mem::size_of::<BufRingEntry>(),
+            4096,
+        )
+        .ok()?;
+        let bufs_layout = std::alloc::Layout::from_size_align(entries as usize * size, 64).ok()?;
+        // SAFETY: both layouts have a non-zero size.
+        let (ring_mem, bufs) = unsafe {
+            (
+                std::alloc::alloc_zeroed(ring_layout) as *mut BufRingEntry,
+                std::alloc::alloc(bufs_layout),
+            )
+        };
+        if ring_mem.is_null() || bufs.is_null() {
+            return None;
+        }
+        // SAFETY: the ring memory is page-aligned, zeroed (tail 0), and
+        // leaked: it outlives the registration.
+        let ok = unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(ring_mem as u64, entries, POOL_GROUP, 0)
+                .is_ok()
+        };
+        if !ok {
+            // SAFETY: allocated above with these layouts, never registered.
+            unsafe {
+                std::alloc::dealloc(ring_mem as *mut u8, ring_layout);
+                std::alloc::dealloc(bufs, bufs_layout);
+            }
+            return None;
+        }
+        let mut pool = Pool {
+            ring: ring_mem,
+            bufs,
+            layouts: (ring_layout, bufs_layout),
+            entries,
+            size,
+            tail: 0,
+        };
+        for bid in 0..entries {
+            pool.give(bid);
+        }
+        Some(pool)
+    }
+
+    /// Put buffer `bid` at the tail of the ring and publish the new tail.
+    fn give(&mut self, bid: u16) {
+        let mask = self.entries - 1;
+        let bid = bid & mask;
+        // SAFETY: the index is masked into the ring; the entry at the tail
+        // is not the kernel's (it takes only up to the published tail).
+        unsafe {
+            let e = &mut *self.ring.add((self.tail & mask) as usize);
+            e.set_addr(self.bufs.add(bid as usize * self.size) as u64);
+            e.set_len(self.size as u32);
+            e.set_bid(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+        // SAFETY: the tail field of the ring's first entry, published with
+        // release ordering after the entry is written.
+        unsafe {
+            let tail = BufRingEntry::tail(self.ring) as *const std::sync::atomic::AtomicU16;
+            (*tail).store(self.tail, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
+
+impl Ring {
+    /// Unregister the pool, then free it: the kernel takes no buffer from
+    /// an unregistered ring, and fills one only inside this thread's
+    /// `io_uring_enter` (receives on sockets run as task work of the
+    /// submitter, with `DEFER_TASKRUN`), never during this call. Where the
+    /// kernel refuses, the pool is leaked rather than freed under it.
+    /// True when a pool was freed.
+    #[allow(unsafe_code)]
+    fn release_pool(&mut self) -> bool {
+        let Some(pool) = self.pool.take() else {
+            return false;
+        };
+        if self
+            .ring
+            .submitter()
+            .unregister_buf_ring(POOL_GROUP)
+            .is_err()
+        {
+            return false;
+        }
+        // SAFETY: allocated in `Pool::register` with these layouts; the
+        // kernel let go of them (unregistered above).
+        unsafe {
+            std::alloc::dealloc(pool.ring as *mut u8, pool.layouts.0);
+            std::alloc::dealloc(pool.bufs, pool.layouts.1);
+        }
+        true
+    }
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        self.release_pool();
     }
 }
 
@@ -308,6 +616,7 @@ mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
+    use std::os::fd::AsRawFd;
 
     #[test]
     fn user_data_round_trips() {
@@ -322,12 +631,13 @@ mod tests {
         assert_eq!(parts(0), None);
     }
 
-    /// A send and a receive on a loopback pair complete with the bytes, and
-    /// the poll on a descriptor reports it readable.
+    /// A send and a receive on a loopback pair, the socket named through
+    /// the table of registered files, complete with the bytes, and the poll
+    /// on a descriptor reports it readable to a wait without a timeout.
     #[test]
     fn send_recv_and_poller_completions() {
         let (pr, mut pw) = std::os::unix::net::UnixStream::pair().unwrap();
-        let mut ring = match Ring::new(8, pr.as_raw_fd()) {
+        let mut ring = match Ring::new(8, pr.as_raw_fd(), 4, (0, 0)) {
             Ok(r) => r,
             Err(e) => {
                 eprintln!("skipped: io_uring unavailable here ({e})");
@@ -337,18 +647,30 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (mut server, _) = l.accept().unwrap();
+        let target = ring.register(3, client.as_raw_fd());
+        if ring.files > 0 {
+            assert_eq!(target, Target::Fixed(3));
+        } else {
+            eprintln!("no table of registered files here: sockets named by descriptor");
+            assert_eq!(target, Target::Fd(client.as_raw_fd()));
+        }
+        // Past the table's end: named by descriptor.
+        assert_eq!(
+            ring.register(4, client.as_raw_fd()),
+            Target::Fd(client.as_raw_fd())
+        );
         let req = b"ping".to_vec();
         let quiet;
         let mut buf = vec![0u8; 64];
         // SAFETY (test): `req` and `buf` outlive the completions reaped below.
         unsafe {
-            quiet = ring.send(&client, &req, 3, 9).unwrap();
-            ring.recv(&client, &mut buf, 3, 9).unwrap();
+            quiet = ring.send(target, &req, 3, 9).unwrap();
+            ring.recv(target, &mut buf, 3, 9).unwrap();
         }
         let mut out = Vec::new();
         let mut got = [0u8; 4];
         let mut seen = Vec::new();
-        ring.turn(Some(Duration::from_millis(100)), &mut out)
+        ring.turn(Wait::Upto(Duration::from_millis(100)), &mut out)
             .unwrap();
         seen.extend(out.iter().map(|c| (c.kind, c.result)));
         server.read_exact(&mut got).unwrap();
@@ -359,8 +681,13 @@ mod tests {
             seen.contains(&(Kind::Recv, 5)) && seen.iter().any(|&(k, r)| k == Kind::Poller && r > 0)
         };
         while !want(&seen) {
-            ring.turn(Some(Duration::from_secs(5)), &mut out).unwrap();
-            assert!(!out.is_empty(), "no completion within 5 s: {seen:?}");
+            // Both completions are certain (the bytes were written): a wait
+            // without a timeout returns with one of them.
+            ring.turn(Wait::Completion, &mut out).unwrap();
+            assert!(
+                !out.is_empty(),
+                "a wait for a completion returned none: {seen:?}"
+            );
             for c in &out {
                 assert_eq!(c.slot, if c.kind == Kind::Poller { 0 } else { 3 });
                 seen.push((c.kind, c.result));
@@ -378,5 +705,80 @@ mod tests {
             assert_eq!(sends, [&(Kind::Send, 4)], "{seen:?}");
         }
         assert_eq!(&buf[..5], b"pong!");
+        // Emptied, the entry lets the socket go: the server sees it close.
+        ring.unregister(3);
+        drop(client);
+        let mut rest = Vec::new();
+        server
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        server
+            .read_to_end(&mut rest)
+            .expect("the socket closes once its entry is emptied");
+        assert!(rest.is_empty());
+    }
+
+    /// A multishot receive into a pool of two 8-byte buffers takes 20
+    /// bytes in order: each completion lends a buffer, given back once
+    /// read; when the pool runs dry the receive ends (`ENOBUFS`, no `more`)
+    /// and, posted again, takes the rest; end of stream ends it with 0.
+    #[test]
+    fn multishot_receives_through_a_small_pool() {
+        let (pr, _pw) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut ring = match Ring::new(8, pr.as_raw_fd(), 0, (2, 8)) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipped: io_uring unavailable here ({e})");
+                return;
+            }
+        };
+        if !ring.multishot() {
+            eprintln!("skipped: no multishot receives with provided buffers here");
+            return;
+        }
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut server, _) = l.accept().unwrap();
+        let want: Vec<u8> = (0..20u8).collect();
+        server.write_all(&want).unwrap();
+        let target = Target::Fd(client.as_raw_fd());
+        ring.recv_multi(target, 5, 1).unwrap();
+        let (mut got, mut out, mut posts, mut ended) = (Vec::new(), Vec::new(), 1, false);
+        while !ended {
+            ring.turn(Wait::Upto(Duration::from_secs(5)), &mut out)
+                .unwrap();
+            assert!(!out.is_empty(), "no completion within 5 s; got {got:?}");
+            for c in out.clone() {
+                if c.kind != Kind::Recv {
+                    continue;
+                }
+                assert_eq!((c.slot, c.id), (5, 1));
+                if let Some(bid) = c.buf {
+                    // SAFETY (test): recycled below, before the ring goes.
+                    let lent = unsafe { ring.lend(bid, c.result as usize) };
+                    assert!(lent.len() <= 8);
+                    got.extend_from_slice(&lent);
+                    ring.recycle(lent);
+                } else if c.result == 0 {
+                    ended = true;
+                } else {
+                    assert_eq!(c.result, -libc::ENOBUFS, "{c:?}");
+                }
+                if got.len() == want.len() && !ended {
+                    // All in: the end of stream ends the receive.
+                    server.shutdown(std::net::Shutdown::Write).unwrap();
+                }
+                if !c.more && !ended {
+                    ring.recv_multi(target, 5, 1).unwrap();
+                    posts += 1;
+                }
+            }
+        }
+        assert_eq!(got, want);
+        assert!(
+            posts >= 2,
+            "20 bytes cannot fit two 8-byte buffers in one go"
+        );
+        assert!(ring.release_pool(), "the kernel let go of the pool");
     }
 }
