@@ -1971,9 +1971,15 @@ impl<'h> Engine<'h> {
                 // shutting it down completes that receive (with 0).
                 let _ = sock.shutdown(std::net::Shutdown::Both);
                 c.send_again = false;
-                if let (Target::Fixed(i), Some(r)) = (c.target, self.ring.as_mut()) {
-                    // The table holds the socket open too.
-                    r.unregister(i);
+                if let Some(r) = self.ring.as_mut() {
+                    // Requests queued this turn for this connection go out
+                    // now, while its entry and descriptor still name it
+                    // (the slot may reconnect before the turn submits).
+                    let _ = r.flush();
+                    if let Target::Fixed(i) = c.target {
+                        // The table holds the socket open too.
+                        r.unregister(i);
+                    }
                 }
                 c.target = Target::Fd(-1);
             } else {

@@ -302,8 +302,22 @@ impl Ring {
         }
     }
 
+    /// Hand the kernel what is queued, without waiting. A queued request
+    /// names its socket by table entry or descriptor and is bound to a
+    /// socket only when submitted: before a connection's entry is emptied
+    /// or its descriptor closed (both may name the next connection of the
+    /// slot within the same turn), its queued requests must go out against
+    /// the socket they were meant for.
+    pub fn flush(&mut self) -> io::Result<()> {
+        if !self.ring.submission().is_empty() {
+            self.ring.submit()?;
+        }
+        Ok(())
+    }
+
     /// Empty entry `index` of the table (the socket closes when its
-    /// descriptor and the operations still in flight let it go).
+    /// descriptor and the operations still in flight let it go). Call
+    /// [`Ring::flush`] first.
     pub fn unregister(&mut self, index: u32) {
         let _ = self.ring.submitter().register_files_update(index, &[-1]);
     }
@@ -498,9 +512,15 @@ impl Pool {
         {
             return None;
         }
+        // The kernel maps the ring's entries by pages: page-aligned, of
+        // whatever size pages are here (4 KiB, or 16/64 KiB on arm64).
+        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .map_or(4096, |p| p.max(4096) as usize);
         let ring_layout = std::alloc::Layout::from_size_align(
             entries as usize * std::mem::size_of::<BufRingEntry>(),
-            4096,
+            page,
         )
         .ok()?;
         let bufs_layout = std::alloc::Layout::from_size_align(entries as usize * size, 64).ok()?;
@@ -514,8 +534,9 @@ impl Pool {
         if ring_mem.is_null() || bufs.is_null() {
             return None;
         }
-        // SAFETY: the ring memory is page-aligned, zeroed (tail 0), and
-        // leaked: it outlives the registration.
+        // SAFETY: the ring memory is page-aligned and zeroed (tail 0), and
+        // freed only after the registration ends (`Drop for Ring`), so it
+        // outlives it.
         let ok = unsafe {
             ring.submitter()
                 .register_buf_ring_with_flags(ring_mem as u64, entries, POOL_GROUP, 0)
