@@ -42,6 +42,11 @@ impl Arrivals {
         }
     }
 
+    /// Arrivals per second.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
     /// The next planned instant, computed from the start (`base + k/rate`,
     /// or the running sum of the gaps), so that no rounding accumulates.
     pub fn next_instant(&mut self) -> Instant {
