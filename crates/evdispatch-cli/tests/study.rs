@@ -319,6 +319,22 @@ fn tiny_profile_end_to_end_and_resume() {
         r_claims(&out),
         "{text}"
     );
+    // A reader that stops at once (`| head`) ends it quietly, not with a
+    // panic on the closed pipe.
+    let mut child = Command::new(EXE)
+        .args(["study", "diff"])
+        .args([&out, &out, &out])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let gone = child.wait_with_output().unwrap();
+    assert!(
+        gone.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gone.stderr)
+    );
     let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(md.contains("## Claims") && md.contains("## Environment"));
     // summary.md opens with the summary, before the claims table.

@@ -309,21 +309,25 @@ pub fn table(runs: &[Value]) -> Vec<String> {
     out
 }
 
-/// Run `evdispatch study diff`.
+/// Run `evdispatch study diff`. Its output may go to a pager or `head`: a
+/// reader that stops reading ends it quietly.
 pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
+    use std::fmt::Write as _;
     let docs: Vec<Value> = args
         .runs
         .iter()
         .map(|p| load(p))
         .collect::<anyhow::Result<_>>()?;
     let side_by_side = args.table || docs.len() > 2;
+    let mut text = String::new();
     for (i, (path, doc)) in args.runs.iter().zip(&docs).enumerate() {
         let name = if side_by_side {
             format!("run {}", i + 1)
         } else {
             ["A", "B"][i].to_string()
         };
-        println!(
+        let _ = writeln!(
+            text,
             "{name}: {} (profile {}, commit {}, kernel {})",
             path.display(),
             str_of(&doc["profile"]),
@@ -332,17 +336,21 @@ pub fn run(args: &DiffArgs) -> anyhow::Result<()> {
         );
     }
     let lines = if side_by_side {
-        println!(
-            "Verdicts side by side; in brackets each round's verdict (H holds, P partly, F fails)."
+        text.push_str(
+            "Verdicts side by side; in brackets each round's verdict (H holds, P partly, F fails).\n",
         );
         table(&docs)
     } else {
         report(&docs[0], &docs[1], args.all)
     };
     for line in lines {
-        println!("{line}");
+        text.push_str(&line);
+        text.push('\n');
     }
-    Ok(())
+    match std::io::Write::write_all(&mut std::io::stdout().lock(), text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
