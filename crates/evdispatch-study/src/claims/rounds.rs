@@ -17,7 +17,9 @@
 //! thresholds, that is when the figure's interval lies on one side of
 //! them; a two-part claim (`both(a, b)`) has no single deciding figure, and
 //! there it is the rounds' outcomes themselves that must agree. Up to seven
-//! rounds, k = 1: every round must agree.
+//! rounds, k = 1: every round must agree. A single round decides only where
+//! the profile planned one (`tiny`); when only one of several planned rounds
+//! measured something, the claim is undecided.
 
 use super::verdict::{Outcome, Verdict};
 use crate::report::figure::fmt_num;
@@ -138,7 +140,15 @@ pub fn combine(per: &[(u64, Verdict)]) -> Combined {
     let mut outcomes: Vec<Outcome> = measured.iter().map(|(_, v)| v.outcome).collect();
     outcomes.sort_by_key(|o| rank(*o));
     let (low, high) = (outcomes[k - 1], outcomes[n - k]);
-    let outcome = if low == high { low } else { Outcome::Undecided };
+    // One round decides only where one was planned (`--profile tiny`): of
+    // several planned rounds, a lone measured one has no interval to clear
+    // the threshold with.
+    let lone = n == 1 && per.len() > 1;
+    let outcome = if low == high && !lone {
+        low
+    } else {
+        Outcome::Undecided
+    };
     let numbers = numbers(&measured);
     // The round told in `why`: one of the decided outcome whose first
     // number is nearest the median (the first round when none has numbers).
@@ -162,7 +172,15 @@ pub fn combine(per: &[(u64, Verdict)]) -> Combined {
     } else {
         String::new()
     };
-    let why = if n == 1 {
+    let why = if lone {
+        format!(
+            "Undecided: only round {} of {} measured something, and one round has no interval; it said ({}): {}",
+            told.0,
+            per.len(),
+            told.1.outcome.word(),
+            told.1.why
+        )
+    } else if n == 1 {
         format!(
             "Decided on one round (round {}){gaps}: {}",
             told.0, told.1.why
@@ -218,7 +236,16 @@ pub fn combine(per: &[(u64, Verdict)]) -> Combined {
             whys.join(" | ")
         )
     };
-    let more_rounds = (outcome == Outcome::Undecided).then(|| more_rounds(&outcomes));
+    let more_rounds = (outcome == Outcome::Undecided).then(|| {
+        if lone {
+            format!(
+                "{unmeasured} of {} rounds measured nothing: more rounds that measure would decide it",
+                per.len()
+            )
+        } else {
+            more_rounds(&outcomes)
+        }
+    });
     Combined {
         outcome,
         numbers: numbers.into_iter().map(|(n, _)| n).collect(),
@@ -515,14 +542,33 @@ mod tests {
             "{}",
             c.why
         );
-        // Rounds that measured nothing are left out, and said so.
+        // Of two planned rounds, one that measured decides nothing: no
+        // interval to clear the threshold with.
         let c = combine(&rounds(vec![
             crate::claims::verdict::nm("no data"),
             v(Outcome::Holds, 2.0),
         ]));
-        assert_eq!((c.outcome, c.rounds), (Outcome::Holds, 1));
+        assert_eq!((c.outcome, c.rounds), (Outcome::Undecided, 1));
         assert!(
-            c.why.contains("1 of 2 rounds measured nothing"),
+            c.why
+                .starts_with("Undecided: only round 2 of 2 measured something"),
+            "{}",
+            c.why
+        );
+        assert!(c.why.contains("it said (holds): ratio 2"), "{}", c.why);
+        assert!(c
+            .more_rounds
+            .unwrap()
+            .starts_with("1 of 2 rounds measured nothing"));
+        // Rounds that measured nothing are left out, and said so.
+        let c = combine(&rounds(vec![
+            crate::claims::verdict::nm("no data"),
+            v(Outcome::Holds, 2.0),
+            v(Outcome::Holds, 2.2),
+        ]));
+        assert_eq!((c.outcome, c.rounds), (Outcome::Holds, 2));
+        assert!(
+            c.why.contains("1 of 3 rounds measured nothing"),
             "{}",
             c.why
         );
