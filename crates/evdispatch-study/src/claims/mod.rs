@@ -253,7 +253,9 @@ pub fn evaluate<'a>(
                 } else {
                     vec![]
                 },
-                one_round: combined.rounds == 1,
+                // Decided on its one round; a lone measured round of several
+                // planned decides nothing (undecided) and is not flagged.
+                one_round: combined.rounds == 1 && combined.outcome != Outcome::Undecided,
                 coverage: (combined.rounds > 1)
                     .then(|| (combined.coverage * 1000.0).round() / 1000.0),
                 more_rounds: combined.more_rounds,

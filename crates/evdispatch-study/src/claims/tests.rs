@@ -131,7 +131,33 @@ fn rounds_are_judged_apart_and_combined() {
         .as_str()
         .unwrap()
         .starts_with("Decided on one round"));
-    for c in [agree, split, one] {
+    // Two rounds planned, one measured: undecided, and not "decided on one
+    // round" (the report would say so of an undecided claim).
+    let lone = evaluate(
+        scenarios::claims(),
+        &[rec(
+            "example",
+            vec![
+                pt(
+                    "example",
+                    json!({"n": 1, "round": 1}),
+                    json!({"reply_rate": 5.0}),
+                ),
+                pt(
+                    "example",
+                    json!({"n": 1, "round": 2}),
+                    json!({"other": 1.0}),
+                ),
+            ],
+        )],
+    )
+    .into_iter()
+    .find(|c| c["id"] == "example-replies")
+    .expect("the example claim");
+    assert_eq!(lone["verdict"], "undecided", "{lone}");
+    assert_eq!(lone["rounds"], 1, "{lone}");
+    assert!(lone.get("one_round").is_none(), "{lone}");
+    for c in [agree, split, one, lone] {
         serde_json::from_value::<crate::results::ClaimEntry>(c.clone())
             .unwrap_or_else(|e| panic!("{c} is not a ClaimEntry: {e}"));
     }
