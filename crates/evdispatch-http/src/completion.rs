@@ -26,12 +26,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use evdispatch::uring::{self, BufRing, Issuer, Wait};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER};
 use crate::response::{OutBatch, Responder};
 use crate::stats::{Counters, TurnMeter, WorkerReport};
-use crate::sys::{self, uring::BufRing};
+use crate::sys;
 use crate::timer::TimerWheel;
 use crate::ServerConfig;
 
@@ -127,7 +128,9 @@ impl UConn {
 }
 
 pub(crate) struct Worker {
-    // Field order is drop order: the ring goes before the buffers it uses.
+    // Field order is drop order: the ring goes before the boxed buffers its
+    // entries name (`wake_buf`, the send states). The pool of receive
+    // buffers is released from the ring first (`Drop for Worker`).
     ring: IoUring,
     bufs: Option<BufRing>,
     index: usize,
@@ -161,6 +164,17 @@ pub(crate) struct Worker {
     rearm: Vec<usize>,
 }
 
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Unregistered before it is freed: the kernel then takes none of its
+        // buffers (else it is leaked, not freed under the kernel).
+        if let Some(bufs) = self.bufs.take() {
+            // SAFETY: the pool was registered with this ring (`new`).
+            unsafe { bufs.release(&self.ring) };
+        }
+    }
+}
+
 impl Worker {
     pub(crate) fn new(
         index: usize,
@@ -173,25 +187,20 @@ impl Worker {
         let entries = cfg.poller.uring_entries.max(8).next_power_of_two();
         // One thread submits and reaps (SINGLE_ISSUER), and completion work
         // runs only when it asks for completions (DEFER_TASKRUN, Linux 6.1):
-        // fewer interruptions of the loop. Older kernels get a plain ring.
-        let ring = IoUring::builder()
-            .setup_cqsize(entries * 16)
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .build(entries)
-            .or_else(|_| IoUring::builder().setup_cqsize(entries * 16).build(entries))
-            .map_err(|e| {
-                let kind = if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)) {
-                    io::ErrorKind::Unsupported
-                } else {
-                    e.kind()
-                };
-                io::Error::new(
-                    kind,
-                    format!("io_uring is not available here ({e}); use a readiness mechanism"),
-                )
-            })?;
-        let bufs = BufRing::new(&ring, BUF_COUNT, BUF_SIZE, 0).map_err(|e| {
+        // fewer interruptions of the loop. Older kernels get cooperative
+        // task running, then a plain ring.
+        let (ring, _) = uring::setup(entries, entries * 16, Issuer::Single).map_err(|e| {
+            let kind = if matches!(e.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)) {
+                io::ErrorKind::Unsupported
+            } else {
+                e.kind()
+            };
+            io::Error::new(
+                kind,
+                format!("io_uring is not available here ({e}); use a readiness mechanism"),
+            )
+        })?;
+        let bufs = BufRing::register(&ring, BUF_COUNT, BUF_SIZE, 0).map_err(|e| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
                 format!("io_uring provided-buffer rings need Linux 5.19 ({e})"),
@@ -246,7 +255,7 @@ impl Worker {
         // SAFETY: every buffer an entry points to lives in boxed state owned
         // by this worker (wake_buf, a connection's SendState, the BufRing)
         // and is kept until the operation's completion has been reaped.
-        if let Err(e) = unsafe { sys::uring::push(&mut self.ring, &entry) } {
+        if let Err(e) = unsafe { uring::push(&mut self.ring, &entry) } {
             // The submission queue could not be flushed: nothing sensible
             // remains but to report it on the next wait.
             eprintln!("evdispatch serve: io_uring submit failed: {e}");
@@ -326,7 +335,7 @@ impl Worker {
     /// buffer until it is cancelled.
     fn arm_recv(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        let bgid = self.bufs.as_ref().map_or(0, |b| b.bgid);
+        let bgid = self.bufs.as_ref().map_or(0, |b| b.group());
         let e = opcode::RecvMulti::new(types::Fd(c.fd()), bgid)
             .build()
             .user_data(ud(K_RECV, c.gen, idx));
@@ -342,7 +351,7 @@ impl Worker {
     /// connection that stays open.
     fn arm_first_recv(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        let bgid = self.bufs.as_ref().map_or(0, |b| b.bgid);
+        let bgid = self.bufs.as_ref().map_or(0, |b| b.group());
         let e = opcode::Recv::new(types::Fd(c.fd()), std::ptr::null_mut(), BUF_SIZE as u32)
             .buf_group(bgid)
             .build()
@@ -361,23 +370,13 @@ impl Worker {
             self.stats.waits += 1;
             self.stats.wait_syscalls += 1;
             let pending = self.ring.submission().len();
-            let r = match timeout {
-                None => self.ring.submit_and_wait(1),
-                Some(t) => {
-                    let ts = types::Timespec::new()
-                        .sec(t.as_secs())
-                        .nsec(t.subsec_nanos());
-                    let args = types::SubmitArgs::new().timespec(&ts);
-                    self.ring.submitter().submit_with_args(1, &args)
-                }
-            };
-            match r {
+            let wait = timeout.map_or(Wait::Completion, Wait::Upto);
+            match uring::enter(&self.ring, 1, wait) {
                 Ok(_) => self.stats.sqes_submitted += pending as u64,
                 Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
                     self.stats.sqes_submitted += pending as u64
                 }
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) if e.raw_os_error() == Some(libc::EBUSY) => {}
+                Err(e) if uring::ends_wait(&e) => {}
                 Err(e) => return Err(e),
             }
             self.now = Instant::now();
@@ -539,7 +538,9 @@ impl Worker {
         let bid = cqueue::buffer_select(flags);
         if !self.live(gen, idx) {
             if let (Some(b), Some(bufs)) = (bid, self.bufs.as_mut()) {
-                bufs.recycle(b);
+                // SAFETY: this completion handed buffer `b` over, and nothing
+                // read it.
+                unsafe { bufs.give_back(b) };
             }
             return;
         }
@@ -552,7 +553,9 @@ impl Worker {
                 return;
             };
             let bufs = self.bufs.take().expect("buffer ring");
-            let data = bufs.buf(bid, res as usize);
+            // SAFETY: this completion handed buffer `bid` over; it is given
+            // back below, after the last use of `data`.
+            let data = unsafe { bufs.buf(bid, res as usize) };
             let c = &mut self.conns[idx];
             // Lingering or closing: the data is dropped.
             if c.state == State::Open {
@@ -567,7 +570,8 @@ impl Worker {
                 c.input.extend_from_slice(data);
             }
             let mut bufs = bufs;
-            bufs.recycle(bid);
+            // SAFETY: handed over by this completion; `data` is gone.
+            unsafe { bufs.give_back(bid) };
             self.bufs = Some(bufs);
             let c = &mut self.conns[idx];
             if c.state == State::Open {
@@ -937,10 +941,7 @@ impl Worker {
         }
         let deadline = Instant::now() + Duration::from_secs(2);
         while (self.open > 0 || self.accept_armed) && Instant::now() < deadline {
-            let _ = self.ring.submit();
-            let ts = types::Timespec::new().nsec(10_000_000);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            let _ = self.ring.submitter().submit_with_args(1, &args);
+            let _ = uring::enter(&self.ring, 1, Wait::Upto(Duration::from_millis(10)));
             let cqes: Vec<_> = self
                 .ring
                 .completion()

@@ -1,7 +1,9 @@
 //! The system calls of the server, through `nix` and `socket2`. Every
-//! `unsafe` block of the crate is here, each with the reason it is sound.
-//! By hand still: `TCP_DEFER_ACCEPT` (neither crate has the option), the
-//! io_uring parts below, and the adoption of descriptors io_uring returns.
+//! `unsafe` block of the crate is here, each with the reason it is sound,
+//! except the io_uring ones in `completion.rs` (sound only beside the loop
+//! that owns their buffers; the ring itself is `evdispatch::uring`'s). By
+//! hand still: `TCP_DEFER_ACCEPT` (neither crate has the option) and the
+//! adoption of descriptors io_uring returns.
 
 use std::ffi::CStr;
 use std::io::{self, IoSlice};
@@ -287,136 +289,6 @@ pub fn errno_name(errno: i32) -> String {
     match nix::errno::Errno::from_raw(errno) {
         nix::errno::Errno::UnknownErrno => format!("E{errno}"),
         e => format!("{e:?}"),
-    }
-}
-
-pub mod uring {
-    //! The `unsafe` parts of the io_uring completion model: pushing entries
-    //! whose buffers the caller keeps alive, and the provided-buffer ring.
-
-    use io_uring::{squeue, types::BufRingEntry, IoUring};
-    use std::io;
-    use std::sync::atomic::{AtomicU16, Ordering};
-
-    /// Push `entry`; on a full submission queue, submit and retry.
-    ///
-    /// # Safety
-    /// Every buffer `entry` points to must stay valid and unmoved until its
-    /// completion is reaped (the caller keeps them in boxed per-connection
-    /// state that outlives the operation).
-    pub unsafe fn push(ring: &mut IoUring, entry: &squeue::Entry) -> io::Result<()> {
-        loop {
-            // SAFETY: forwarded to the caller's contract above.
-            if unsafe { ring.submission().push(entry) }.is_ok() {
-                return Ok(());
-            }
-            ring.submit()?;
-        }
-    }
-
-    /// A ring of provided buffers (`IORING_REGISTER_PBUF_RING`): the kernel
-    /// picks a buffer only when data arrives, so an idle connection holds
-    /// none.
-    pub struct BufRing {
-        ring: *mut BufRingEntry,
-        ring_bytes: usize,
-        bufs: Vec<u8>,
-        entries: u16,
-        buf_size: usize,
-        tail: u16,
-        /// The buffer group id given to `RecvMulti`.
-        pub bgid: u16,
-    }
-
-    // SAFETY: the raw pointer is owned by this value (an mmap'd region) and
-    // only touched through &mut self.
-    unsafe impl Send for BufRing {}
-
-    impl BufRing {
-        /// Register `entries` (a power of two) buffers of `buf_size` bytes as group `bgid`.
-        pub fn new(
-            ring: &IoUring,
-            entries: u16,
-            buf_size: usize,
-            bgid: u16,
-        ) -> io::Result<BufRing> {
-            assert!(entries.is_power_of_two());
-            let ring_bytes = entries as usize * std::mem::size_of::<BufRingEntry>();
-            // SAFETY: an anonymous private mapping; no pointer is passed in.
-            let ptr = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    ring_bytes,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_ANONYMOUS | libc::MAP_PRIVATE,
-                    -1,
-                    0,
-                )
-            };
-            if ptr == libc::MAP_FAILED {
-                return Err(io::Error::last_os_error());
-            }
-            let mut br = BufRing {
-                ring: ptr.cast(),
-                ring_bytes,
-                bufs: vec![0u8; entries as usize * buf_size],
-                entries,
-                buf_size,
-                tail: 0,
-                bgid,
-            };
-            // SAFETY: the mapping is page-aligned, `entries` long, and lives
-            // until `drop`, after the ring unregisters it (the ring is
-            // dropped first by the owner).
-            unsafe {
-                ring.submitter()
-                    .register_buf_ring_with_flags(ptr as u64, entries, bgid, 0)?
-            };
-            for bid in 0..entries {
-                br.push(bid);
-            }
-            br.publish();
-            Ok(br)
-        }
-
-        /// The bytes of buffer `bid`.
-        pub fn buf(&self, bid: u16, len: usize) -> &[u8] {
-            let start = bid as usize * self.buf_size;
-            &self.bufs[start..start + len.min(self.buf_size)]
-        }
-
-        fn push(&mut self, bid: u16) {
-            let mask = self.entries - 1;
-            let slot = (self.tail & mask) as usize;
-            // SAFETY: `slot` < entries, inside the mapping.
-            let e = unsafe { &mut *self.ring.add(slot) };
-            let addr = self.bufs.as_ptr() as u64 + bid as u64 * self.buf_size as u64;
-            e.set_addr(addr);
-            e.set_len(self.buf_size as u32);
-            e.set_bid(bid);
-            self.tail = self.tail.wrapping_add(1);
-        }
-
-        fn publish(&mut self) {
-            // SAFETY: the ring base is the first entry; its `resv` field is
-            // the shared tail, which the kernel reads atomically.
-            let tail = unsafe { BufRingEntry::tail(self.ring) } as *const AtomicU16;
-            // SAFETY: `tail` points into our mapping, aligned for u16.
-            unsafe { &*tail }.store(self.tail, Ordering::Release);
-        }
-
-        /// Give buffer `bid` back to the kernel.
-        pub fn recycle(&mut self, bid: u16) {
-            self.push(bid);
-            self.publish();
-        }
-    }
-
-    impl Drop for BufRing {
-        fn drop(&mut self) {
-            // SAFETY: the mapping was made in `new` with this length.
-            unsafe { libc::munmap(self.ring.cast(), self.ring_bytes) };
-        }
     }
 }
 

@@ -43,9 +43,11 @@
 
 use std::io;
 use std::os::fd::RawFd;
-use std::time::Duration;
 
-use io_uring::{cqueue, opcode, squeue, types, types::BufRingEntry, IoUring};
+use evdispatch::uring::{self, BufRing, Issuer, Taskrun};
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+
+pub use evdispatch::uring::Wait;
 
 /// What a completion is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,20 +81,6 @@ pub struct Completion {
     pub buf: Option<u16>,
 }
 
-/// The ring's pool of provided buffers for multishot receives.
-struct Pool {
-    /// The ring of buffer descriptors the kernel takes from (page-aligned,
-    /// `entries` of them), and the buffers (`entries` × `size` bytes).
-    /// Freed only once the kernel has let go of them (see `Drop for Ring`).
-    ring: *mut BufRingEntry,
-    bufs: *mut u8,
-    layouts: (std::alloc::Layout, std::alloc::Layout),
-    entries: u16,
-    size: usize,
-    /// The tail published to the kernel.
-    tail: u16,
-}
-
 /// The buffer group of the pool.
 const POOL_GROUP: u16 = 0;
 
@@ -121,19 +109,6 @@ pub enum Target {
     Fd(RawFd),
     /// By its index in the ring's table of registered files.
     Fixed(u32),
-}
-
-/// How long [`Ring::turn`] waits for a completion.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Wait {
-    /// Not at all: submit, and take the completions already there.
-    No,
-    /// Until one is there or this long has passed.
-    Upto(Duration),
-    /// Until one is there, however long (the caller has something that
-    /// completes on time, such as the poll on a poller that holds an armed
-    /// timer: the kernel then arms no timer of its own for the wait).
-    Completion,
 }
 
 /// The entry `$build` makes with `$f` bound to the socket `$t` names.
@@ -192,7 +167,9 @@ pub fn next_id(id: u32) -> u32 {
     (id.wrapping_add(1)) & ID_MASK as u32
 }
 
-/// A worker's ring.
+/// A worker's ring. Made with a single issuer where the kernel allows: it
+/// is used from the thread that made it (moved elsewhere, its submissions
+/// would fail with `EEXIST`).
 pub struct Ring {
     ring: IoUring,
     poller_fd: RawFd,
@@ -204,7 +181,7 @@ pub struct Ring {
     files: u32,
     /// Provided buffers for multishot receives (None: one receive per
     /// reply into the connection's buffer).
-    pool: Option<Pool>,
+    pool: Option<BufRing>,
 }
 
 impl Ring {
@@ -219,46 +196,10 @@ impl Ring {
     /// their size for multishot receives; (0, _): none.
     pub fn new(entries: u32, poller_fd: RawFd, files: u32, pool: (u16, usize)) -> io::Result<Ring> {
         let cq = entries.saturating_mul(4);
-        let attempts: [fn(u32, u32) -> io::Result<IoUring>; 3] = [
-            |e, cq| {
-                IoUring::builder()
-                    .setup_cqsize(cq)
-                    .setup_submit_all()
-                    .setup_single_issuer()
-                    .setup_defer_taskrun()
-                    .setup_taskrun_flag()
-                    .build(e)
-            },
-            |e, cq| {
-                IoUring::builder()
-                    .setup_cqsize(cq)
-                    .setup_submit_all()
-                    .setup_coop_taskrun()
-                    .setup_taskrun_flag()
-                    .build(e)
-            },
-            |e, cq| IoUring::builder().setup_cqsize(cq).build(e),
-        ];
-        let mut last = None;
-        let mut made = None;
-        let mut poll_first = true; // the first attempt needs 6.1
-        for build in attempts {
-            match build(entries, cq) {
-                Ok(r) => {
-                    made = Some(r);
-                    break;
-                }
-                Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                    poll_first = false;
-                    last = Some(e)
-                }
-                Err(e) => return Err(e),
-            }
-        }
-        let ring = match made {
-            Some(r) => r,
-            None => return Err(last.unwrap_or_else(|| io::Error::other("io_uring setup failed"))),
-        };
+        let (ring, mode) = uring::setup(entries, cq, Issuer::Single)?;
+        // Receives that wait for data first came in 5.19; a ring with
+        // DEFER_TASKRUN (6.1) has them.
+        let poll_first = mode == Taskrun::Deferred;
         if !ring.params().is_feature_ext_arg() {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
@@ -276,7 +217,7 @@ impl Ring {
         // Multishot receives came in 6.0: a ring with DEFER_TASKRUN (6.1)
         // has them.
         let pool = if poll_first && pool.0 > 0 {
-            Pool::register(&ring, pool.0, pool.1)
+            BufRing::register(&ring, pool.0, pool.1, POOL_GROUP).ok()
         } else {
             None
         };
@@ -418,32 +359,34 @@ impl Ring {
     /// The `len` bytes the kernel put in pool buffer `bid`.
     ///
     /// # Safety
-    /// The `Lent` must not outlive this ring (whose drop frees the pool):
-    /// give it back with [`Ring::recycle`] or drop it first.
+    /// `bid` and `len` come from one completion of a multishot receive
+    /// (its buffer id and result), and that buffer is lent once. The `Lent`
+    /// must not outlive this ring (whose drop frees the pool): give it back
+    /// with [`Ring::recycle`] or drop it first.
     pub unsafe fn lend(&self, bid: u16, len: usize) -> Lent {
         let pool = self
             .pool
             .as_ref()
             .expect("a pool buffer comes from the pool");
-        let bid = bid & (pool.entries - 1);
+        // SAFETY: the completion handed `bid` over; the `Lent` is given
+        // back (or dropped) before the pool goes (the caller's contract).
+        let bytes = unsafe { pool.buf(bid, len) };
         Lent {
-            // SAFETY: `bid` < `entries`, the buffer lies within the pool.
-            ptr: unsafe { pool.bufs.add(bid as usize * pool.size) },
-            len: len.min(pool.size),
+            ptr: bytes.as_ptr(),
+            len: bytes.len(),
             bid,
         }
     }
 
-    /// Give pool buffer `bid` (lent or not) back to the kernel.
-    pub fn recycle_id(&mut self, bid: u16) {
-        if let Some(pool) = self.pool.as_mut() {
-            pool.give(bid);
-        }
-    }
-
-    /// Give a lent buffer back to the kernel.
+    /// Give a lent buffer back to the kernel (also a stale connection's:
+    /// every buffer a completion hands over).
     pub fn recycle(&mut self, lent: Lent) {
-        self.recycle_id(lent.bid);
+        if let Some(pool) = self.pool.as_mut() {
+            // SAFETY: a `Lent` stands for a buffer a completion handed over
+            // (`lend`'s contract), lent once; consumed here, so no slice of
+            // it is left and it goes back once.
+            unsafe { pool.give_back(lent.bid) };
+        }
     }
 
     /// Queue `e`, submitting what is queued first when the queue is full.
@@ -451,17 +394,8 @@ impl Ring {
     /// # Safety
     /// The memory `e` names must outlive its completion.
     unsafe fn push(&mut self, e: &squeue::Entry) -> io::Result<()> {
-        loop {
-            // SAFETY: forwarded from the caller.
-            if unsafe { self.ring.submission().push(e) }.is_ok() {
-                return Ok(());
-            }
-            if self.ring.submit()? == 0 {
-                return Err(io::Error::other(
-                    "io_uring submission queue full and the kernel took none of it",
-                ));
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { uring::push(&mut self.ring, e) }.map(|_| ())
     }
 
     /// One `io_uring_enter`: submit what is queued, then wait as `wait`
@@ -473,22 +407,11 @@ impl Ring {
         } else {
             Wait::No
         };
-        let res = match wait {
-            Wait::Upto(d) => {
-                let ts = types::Timespec::from(d.min(Duration::from_secs(1 << 30)));
-                let args = types::SubmitArgs::new().timespec(&ts);
-                self.ring.submitter().submit_with_args(1, &args)
-            }
-            // No timeout argument: the kernel neither reads the clock nor
-            // arms (and cancels) a timer for the wait.
-            Wait::Completion => self.ring.submitter().submit_and_wait(1),
-            // Nothing to wait for. DEFER_TASKRUN runs completions only inside
-            // a wait: with TASKRUN_FLAG the kernel flags pending work, and
-            // `submit_and_wait(0)` then enters with GETEVENTS to reap it.
-            Wait::No => self.ring.submitter().submit_and_wait(0),
-        };
-        if let Err(e) = res {
-            if !ends_wait(&e) {
+        // Wait::No: DEFER_TASKRUN runs completions only inside a wait; with
+        // TASKRUN_FLAG the kernel flags pending work, and the enter then
+        // reaps it (GETEVENTS).
+        if let Err(e) = uring::enter(&self.ring, 1, wait) {
+            if !uring::ends_wait(&e) {
                 return Err(e);
             }
         }
@@ -509,116 +432,16 @@ impl Ring {
     }
 }
 
-impl Pool {
-    /// Register a ring of `entries` buffers of `size` bytes with `ring`,
-    /// all of them given to the kernel. None where the kernel refuses
-    /// (before 5.19) or the memory cannot be had.
-    fn register(ring: &IoUring, entries: u16, size: usize) -> Option<Pool> {
-        if !entries.is_power_of_two() || entries > 1 << 15 || size == 0 || size > u32::MAX as usize
-        {
-            return None;
-        }
-        // The kernel maps the ring's entries by pages: page-aligned, of
-        // whatever size pages are here (4 KiB, or 16/64 KiB on arm64).
-        let page = nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE)
-            .ok()
-            .flatten()
-            .map_or(4096, |p| p.max(4096) as usize);
-        let ring_layout = std::alloc::Layout::from_size_align(
-            entries as usize * std::mem::size_of::<BufRingEntry>(),
-            page,
-        )
-        .ok()?;
-        let bufs_layout = std::alloc::Layout::from_size_align(entries as usize * size, 64).ok()?;
-        // SAFETY: both layouts have a non-zero size.
-        let (ring_mem, bufs) = unsafe {
-            (
-                std::alloc::alloc_zeroed(ring_layout) as *mut BufRingEntry,
-                std::alloc::alloc(bufs_layout),
-            )
-        };
-        if ring_mem.is_null() || bufs.is_null() {
-            return None;
-        }
-        // SAFETY: the ring memory is page-aligned and zeroed (tail 0), and
-        // freed only after the registration ends (`Drop for Ring`), so it
-        // outlives it.
-        let ok = unsafe {
-            ring.submitter()
-                .register_buf_ring_with_flags(ring_mem as u64, entries, POOL_GROUP, 0)
-                .is_ok()
-        };
-        if !ok {
-            // SAFETY: allocated above with these layouts, never registered.
-            unsafe {
-                std::alloc::dealloc(ring_mem as *mut u8, ring_layout);
-                std::alloc::dealloc(bufs, bufs_layout);
-            }
-            return None;
-        }
-        let mut pool = Pool {
-            ring: ring_mem,
-            bufs,
-            layouts: (ring_layout, bufs_layout),
-            entries,
-            size,
-            tail: 0,
-        };
-        for bid in 0..entries {
-            pool.give(bid);
-        }
-        Some(pool)
-    }
-
-    /// Put buffer `bid` at the tail of the ring and publish the new tail.
-    fn give(&mut self, bid: u16) {
-        let mask = self.entries - 1;
-        let bid = bid & mask;
-        // SAFETY: the index is masked into the ring; the entry at the tail
-        // is not the kernel's (it takes only up to the published tail).
-        unsafe {
-            let e = &mut *self.ring.add((self.tail & mask) as usize);
-            e.set_addr(self.bufs.add(bid as usize * self.size) as u64);
-            e.set_len(self.size as u32);
-            e.set_bid(bid);
-        }
-        self.tail = self.tail.wrapping_add(1);
-        // SAFETY: the tail field of the ring's first entry, published with
-        // release ordering after the entry is written.
-        unsafe {
-            let tail = BufRingEntry::tail(self.ring) as *const std::sync::atomic::AtomicU16;
-            (*tail).store(self.tail, std::sync::atomic::Ordering::Release);
-        }
-    }
-}
-
 impl Ring {
-    /// Unregister the pool, then free it: the kernel takes no buffer from
-    /// an unregistered ring, and fills one only inside this thread's
-    /// `io_uring_enter` (receives on sockets run as task work of the
-    /// submitter, with `DEFER_TASKRUN`), never during this call. Where the
-    /// kernel refuses, the pool is leaked rather than freed under it.
-    /// True when a pool was freed.
-    #[allow(unsafe_code)]
+    /// Unregister the pool, then free it (see [`BufRing::release`]): the
+    /// kernel fills a buffer only inside this thread's `io_uring_enter`
+    /// (receives on sockets run as task work of the submitter, with
+    /// `DEFER_TASKRUN`), never during this call. True when a pool was freed.
     fn release_pool(&mut self) -> bool {
-        let Some(pool) = self.pool.take() else {
-            return false;
-        };
-        if self
-            .ring
-            .submitter()
-            .unregister_buf_ring(POOL_GROUP)
-            .is_err()
-        {
-            return false;
-        }
-        // SAFETY: allocated in `Pool::register` with these layouts; the
-        // kernel let go of them (unregistered above).
-        unsafe {
-            std::alloc::dealloc(pool.ring as *mut u8, pool.layouts.0);
-            std::alloc::dealloc(pool.bufs, pool.layouts.1);
-        }
-        true
+        // SAFETY: the pool was registered with this ring (`Ring::new`).
+        self.pool
+            .take()
+            .is_some_and(|p| unsafe { p.release(&self.ring) })
     }
 }
 
@@ -628,22 +451,13 @@ impl Drop for Ring {
     }
 }
 
-/// The errors of `io_uring_enter` that only end its wait: the timeout
-/// passed, a signal came, or completions backed up behind a full ring
-/// (reaping makes room).
-fn ends_wait(e: &io::Error) -> bool {
-    matches!(
-        e.raw_os_error(),
-        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::{Read, Write};
     use std::net::{TcpListener, TcpStream};
     use std::os::fd::AsRawFd;
+    use std::time::Duration;
 
     #[test]
     fn user_data_round_trips() {

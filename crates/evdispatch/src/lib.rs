@@ -101,6 +101,14 @@
 //! [`NestablePoller`] is a poller checked once to have one. `select`, `poll`,
 //! `rtsig` and `hybrid` have none (there the traits panic, as documented).
 //!
+//! ## io_uring's completion model
+//!
+//! [`uring`] holds io_uring building blocks (shared with the `uring`
+//! mechanism) for loops where the kernel does the I/O itself (the server's
+//! and the load generator's are written on them): ring set-up with
+//! fallbacks for older kernels, submission that makes room in a full
+//! queue, the wait, and a pool of provided buffers for receives.
+//!
 //! ## Statistics
 //!
 //! [`Poller::stats`] counts waits, waiting system calls, events,
@@ -115,6 +123,7 @@ mod mechanism;
 mod poller;
 mod stats;
 mod sys;
+pub mod uring;
 
 pub use event::{Event, Events, Interest, Ready, Token};
 pub use mechanism::{Mechanism, MechanismInfo, Trigger, UnknownMechanism, MECHANISMS};

@@ -1,12 +1,17 @@
-//! io_uring, through the `io-uring` crate: ring setup, the poll SQEs the
-//! `uring` mechanism uses, submission (batched, and flushed when the
-//! submission queue is full) and completion reaping in place.
+//! io_uring, through the `io-uring` crate: ring setup (with fallbacks for
+//! older kernels), submission (batched, and flushed when the submission
+//! queue is full), the wait, the ring of provided buffers, and the poll
+//! SQEs the `uring` mechanism uses with completion reaping in place. The
+//! first four are public as [`crate::uring`], for the completion-model
+//! loops of the server and the load generator.
 
+use std::alloc::Layout;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
-use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use io_uring::{cqueue, opcode, squeue, types, types::BufRingEntry, IoUring};
 
 /// `IORING_POLL_ADD_MULTI` (uapi `io_uring.h`): keep the poll armed after each
 /// completion.
@@ -53,21 +58,8 @@ impl Ring {
     /// next system call or wait), and retries without them on kernels that
     /// predate them (5.18, 5.19).
     pub fn new(entries: u32, cq_entries: u32) -> io::Result<Ring> {
-        let modern = IoUring::builder()
-            .setup_clamp()
-            .setup_cqsize(cq_entries)
-            .setup_submit_all()
-            .setup_coop_taskrun()
-            .setup_taskrun_flag()
-            .build(entries);
-        let ring = match modern {
-            Ok(r) => r,
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => IoUring::builder()
-                .setup_clamp()
-                .setup_cqsize(cq_entries)
-                .build(entries)?,
-            Err(e) => return Err(e),
-        };
+        // A Poller may move between threads: no single issuer.
+        let (ring, _) = setup(entries, cq_entries, Issuer::Any)?;
         Ok(Ring {
             skip_success: ring.params().is_feature_skip_cqe_on_success(),
             ring,
@@ -108,7 +100,8 @@ impl Ring {
     /// Queue a multishot `IORING_OP_POLL_ADD` for `fd` and `events`.
     /// Returns the SQEs submitted to make room (0 unless the queue was full).
     pub fn poll_add(&mut self, fd: RawFd, events: u32, user_data: u64) -> io::Result<usize> {
-        push(&mut self.ring, &poll_add_entry(fd, events, user_data))
+        // SAFETY: a poll SQE names a descriptor and integers, no memory.
+        unsafe { push(&mut self.ring, &poll_add_entry(fd, events, user_data)) }
     }
 
     /// Queue a poll update: the running poll `target` now waits for `events`
@@ -120,14 +113,16 @@ impl Ring {
             self.skip_success,
             poll_update_entry(target, events, user_data),
         );
-        push(&mut self.ring, &e)
+        // SAFETY: a poll update names integers only.
+        unsafe { push(&mut self.ring, &e) }
     }
 
     /// Queue the removal of the poll `target` (its CQE, under `user_data`, is
     /// skipped on success where the kernel can).
     pub fn poll_remove(&mut self, target: u64, user_data: u64) -> io::Result<usize> {
         let e = with_skip(self.skip_success, poll_remove_entry(target, user_data));
-        push(&mut self.ring, &e)
+        // SAFETY: a poll removal names integers only.
+        unsafe { push(&mut self.ring, &e) }
     }
 
     /// One `io_uring_enter`: submit what is queued and wait until `want`
@@ -137,16 +132,11 @@ impl Ring {
     /// as errors for the caller to decide.
     #[inline]
     pub fn enter(&mut self, want: usize, timeout: Option<Duration>) -> io::Result<usize> {
-        let sub = self.ring.submitter();
-        match timeout {
-            None => sub.submit_and_wait(want),
-            Some(d) => {
-                // Far beyond any real wait, and within the kernel's time_t.
-                let ts = types::Timespec::from(d.min(Duration::from_secs(1 << 40)));
-                let args = types::SubmitArgs::new().timespec(&ts);
-                sub.submit_with_args(want, &args)
-            }
-        }
+        enter(
+            &self.ring,
+            want,
+            timeout.map_or(Wait::Completion, Wait::Upto),
+        )
     }
 
     /// Hand every CQE in the ring to `f`, in place, then release them to the
@@ -285,19 +275,366 @@ fn poll_update_entry(target: u64, events: u32, user_data: u64) -> squeue::Entry 
     unsafe { std::mem::transmute::<[u8; 64], squeue::Entry>(raw) }
 }
 
-/// Queue `e`, submitting what is queued first if the submission queue is
-/// full (the only time SQEs leave before the next wait).
-fn push(ring: &mut IoUring, e: &squeue::Entry) -> io::Result<usize> {
+/// Who submits to a ring: decides the modes [`setup`] tries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Issuer {
+    /// One thread, the one that made the ring, submits and reaps: deferred
+    /// task running ([`Taskrun::Deferred`]) is tried first.
+    Single,
+    /// The ring may be used from another thread than its maker's (a
+    /// [`Poller`](crate::Poller) is `Send`).
+    Any,
+}
+
+/// How a ring set up by [`setup`] runs the kernel's completion work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Taskrun {
+    /// `SINGLE_ISSUER | DEFER_TASKRUN` (Linux 6.1): the work runs only when
+    /// the ring's thread waits for completions, so the thread is woken once
+    /// the completions it waits for are there, not once per socket event.
+    Deferred,
+    /// `COOP_TASKRUN` (5.19): a completion does not interrupt the thread
+    /// with an inter-processor interrupt; its work runs at the thread's
+    /// next system call or wait.
+    Cooperative,
+    /// An older kernel's plain ring.
+    Plain,
+}
+
+/// Set up a ring of `entries` submission and `cq_entries` completion slots
+/// (clamped to the kernel's maxima), trying the modes from the best down:
+/// [`Taskrun::Deferred`] (with [`Issuer::Single`] only), then
+/// [`Taskrun::Cooperative`], then [`Taskrun::Plain`]. The first two ask for
+/// `SUBMIT_ALL` (a failing entry does not stop the batch) and
+/// `TASKRUN_FLAG` (the kernel flags pending completion work in the
+/// submission ring). A kernel that lacks a flag refuses it with `EINVAL`
+/// and the next mode is tried; any other error (`ENOSYS` without io_uring,
+/// `EPERM` where it is disabled, `ENOMEM`) is returned as it is.
+pub fn setup(entries: u32, cq_entries: u32, issuer: Issuer) -> io::Result<(IoUring, Taskrun)> {
+    let modes: &[Taskrun] = match issuer {
+        Issuer::Single => &[Taskrun::Deferred, Taskrun::Cooperative, Taskrun::Plain],
+        Issuer::Any => &[Taskrun::Cooperative, Taskrun::Plain],
+    };
+    let mut refused = None;
+    for &mode in modes {
+        let mut b = IoUring::builder();
+        b.setup_clamp().setup_cqsize(cq_entries);
+        match mode {
+            Taskrun::Deferred => {
+                b.setup_submit_all()
+                    .setup_single_issuer()
+                    .setup_defer_taskrun()
+                    .setup_taskrun_flag();
+            }
+            Taskrun::Cooperative => {
+                b.setup_submit_all()
+                    .setup_coop_taskrun()
+                    .setup_taskrun_flag();
+            }
+            Taskrun::Plain => {}
+        }
+        match b.build(entries) {
+            Ok(ring) => return Ok((ring, mode)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => refused = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(refused.unwrap_or_else(|| io::Error::other("io_uring setup failed")))
+}
+
+/// Queue `entry` on `ring`, submitting what is queued first while the
+/// submission queue is full (the only time entries leave before the next
+/// wait). Returns the entries submitted to make room (0 unless the queue
+/// was full); an error when the kernel took none of a full queue.
+///
+/// # Safety
+/// Every buffer `entry` names must stay valid until its last completion
+/// (a multishot request's last is the one without `more`) has been
+/// reaped, and a buffer the kernel writes must be neither read nor written
+/// by anyone else until then. An entry that draws from a buffer group
+/// names that group's pool ([`BufRing`]), which must outlive it likewise.
+#[inline]
+pub unsafe fn push(ring: &mut IoUring, entry: &squeue::Entry) -> io::Result<usize> {
     let mut submitted = 0;
     loop {
-        // SAFETY: the SQEs built here (poll add, update, remove) refer to no
-        // memory of ours, only descriptor numbers and integers.
-        if unsafe { ring.submission().push(e) }.is_ok() {
+        // SAFETY: forwarded to the caller's contract above.
+        if unsafe { ring.submission().push(entry) }.is_ok() {
             return Ok(submitted);
         }
         match ring.submit()? {
             0 => return Err(full_error()),
             n => submitted += n,
+        }
+    }
+}
+
+/// How long [`enter`] waits for completions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Not at all: submit, and run the completion work already pending (a
+    /// ring with deferred task running runs it only inside a wait).
+    No,
+    /// Until the completions are there or this long has passed (the
+    /// timeout goes in the extended argument, Linux 5.11: no timeout entry
+    /// and no extra completion).
+    Upto(Duration),
+    /// Until the completions are there, however long: the kernel neither
+    /// reads the clock nor arms a timer for the wait (the caller has
+    /// something that completes on time).
+    Completion,
+}
+
+/// The longest wait [`Wait::Upto`] passes on: far beyond any real wait,
+/// and within the kernel's `time_t`.
+const MAX_WAIT: Duration = Duration::from_secs(1 << 30);
+
+/// One `io_uring_enter`: submit what is queued and wait as `wait` says for
+/// `want` completions (ignored with [`Wait::No`]). Returns the entries
+/// submitted. The ends of a wait
+/// that are not failures (the timeout passed, a signal, completions backed
+/// up behind a full ring) come back as errors that [`ends_wait`] tells
+/// apart.
+#[inline]
+pub fn enter(ring: &IoUring, want: usize, wait: Wait) -> io::Result<usize> {
+    let sub = ring.submitter();
+    match wait {
+        Wait::No => sub.submit_and_wait(0),
+        Wait::Completion => sub.submit_and_wait(want),
+        Wait::Upto(d) => {
+            let ts = types::Timespec::from(d.min(MAX_WAIT));
+            let args = types::SubmitArgs::new().timespec(&ts);
+            sub.submit_with_args(want, &args)
+        }
+    }
+}
+
+/// Whether an error of [`enter`] only ended its wait: `ETIME` (the timeout
+/// passed), `EINTR` (a signal) or `EBUSY` (completions backed up behind a
+/// full completion ring: reaping makes room).
+pub fn ends_wait(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::ETIME | libc::EINTR | libc::EBUSY)
+    )
+}
+
+/// A ring of provided buffers (`IORING_REGISTER_PBUF_RING`, Linux 5.19):
+/// a pool of buffers the kernel picks from only when data arrives, for
+/// receives posted with its group (a multishot receive, or a receive with
+/// `BUFFER_SELECT`). A receive posted on an idle connection then holds no
+/// buffer, not even in the kernel, and the pool is shared by every
+/// connection of the ring.
+///
+/// The kernel may write any buffer it holds at any time, so a buffer is
+/// read only between the completion that hands it over and
+/// [`BufRing::give_back`]. The memory is freed only by
+/// [`BufRing::release`], once the kernel has let go of it: a `BufRing`
+/// dropped while registered is leaked, never freed under the kernel.
+pub struct BufRing {
+    /// The ring of buffer descriptors the kernel takes from (page-aligned,
+    /// `entries` of them; its first entry's reserved field is the tail).
+    ring: *mut BufRingEntry,
+    /// The buffers, `entries` × `size` bytes.
+    bufs: *mut u8,
+    layouts: (Layout, Layout),
+    entries: u16,
+    size: usize,
+    /// The tail published to the kernel.
+    tail: u16,
+    group: u16,
+    /// The descriptor of the ring it was registered with.
+    ring_fd: RawFd,
+    /// The kernel may still use the memory.
+    registered: bool,
+}
+
+// SAFETY: a `BufRing` owns its memory alone, and touches it only through
+// `&self` (reads of buffers the kernel handed over) and `&mut self`.
+unsafe impl Send for BufRing {}
+
+impl BufRing {
+    /// Register with `ring`, as buffer group `group`, a pool of `entries`
+    /// buffers (a power of two, at most 32,768) of `size` bytes, every one
+    /// given to the kernel. Fails where the kernel has no provided-buffer
+    /// rings (before 5.19) or the memory cannot be had.
+    pub fn register(ring: &IoUring, entries: u16, size: usize, group: u16) -> io::Result<BufRing> {
+        let total = (entries as usize).checked_mul(size);
+        if !entries.is_power_of_two()
+            || entries > 1 << 15
+            || size == 0
+            || size > u32::MAX as usize
+            || total.is_none()
+        {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "a provided-buffer ring takes a power of two up to 32768 buffers \
+                     of 1 byte to 4 GiB - 1, not {entries} of {size}"
+                ),
+            ));
+        }
+        // The kernel maps the ring's entries by pages: page-aligned, of
+        // whatever size pages are here (4 KiB, or 16/64 KiB on arm64).
+        // SAFETY: sysconf reads a constant of the system; no memory passed.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+            .unwrap_or(4096)
+            .max(4096);
+        let too_big = |_: std::alloc::LayoutError| {
+            io::Error::new(io::ErrorKind::OutOfMemory, "provided-buffer ring too large")
+        };
+        let ring_layout =
+            Layout::from_size_align(entries as usize * std::mem::size_of::<BufRingEntry>(), page)
+                .map_err(too_big)?;
+        let bufs_layout = Layout::from_size_align(total.unwrap_or(0), 64).map_err(too_big)?;
+        // SAFETY: both layouts have a non-zero size (checked above). Zeroed,
+        // so that every byte of a buffer is initialised whatever the kernel
+        // wrote.
+        let (ring_mem, bufs) = unsafe {
+            (
+                std::alloc::alloc_zeroed(ring_layout) as *mut BufRingEntry,
+                std::alloc::alloc_zeroed(bufs_layout),
+            )
+        };
+        let mut pool = BufRing {
+            ring: ring_mem,
+            bufs,
+            layouts: (ring_layout, bufs_layout),
+            entries,
+            size,
+            tail: 0,
+            group,
+            ring_fd: ring.as_raw_fd(),
+            registered: false,
+        };
+        if ring_mem.is_null() || bufs.is_null() {
+            return Err(io::Error::new(
+                io::ErrorKind::OutOfMemory,
+                "no memory for the provided-buffer ring",
+            ));
+        }
+        // SAFETY: the ring memory is page-aligned and zeroed (tail 0), and
+        // freed only once the registration has ended (`release`), or never.
+        unsafe {
+            ring.submitter()
+                .register_buf_ring_with_flags(ring_mem as u64, entries, group, 0)?;
+        }
+        pool.registered = true;
+        for bid in 0..entries {
+            pool.put(bid);
+        }
+        pool.publish();
+        Ok(pool)
+    }
+
+    /// The buffer group id a receive names (with `BUFFER_SELECT`, or a
+    /// multishot receive) to draw from this pool.
+    pub fn group(&self) -> u16 {
+        self.group
+    }
+
+    /// The size of each buffer.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The first `len` bytes of buffer `bid` (as a completion gives it),
+    /// at most the buffer's size.
+    ///
+    /// # Safety
+    /// The buffer must be the caller's: handed over by a completion of this
+    /// pool's group and not given back since. The slice must be gone before
+    /// [`BufRing::give_back`] gives it back.
+    #[inline]
+    pub unsafe fn buf(&self, bid: u16, len: usize) -> &[u8] {
+        let bid = bid & (self.entries - 1);
+        // SAFETY: `bid` is masked below `entries`, so the buffer lies within
+        // the pool; the kernel wrote these bytes and does not touch them
+        // until the caller gives the buffer back (the caller's contract).
+        unsafe {
+            std::slice::from_raw_parts(self.bufs.add(bid as usize * self.size), len.min(self.size))
+        }
+    }
+
+    /// Give buffer `bid` back to the kernel.
+    ///
+    /// # Safety
+    /// The buffer must be the caller's (handed over by a completion of this
+    /// pool's group and not given back since), and no slice of it from
+    /// [`BufRing::buf`] may be alive: given back twice, one buffer could be
+    /// handed to two receives at once.
+    #[inline]
+    pub unsafe fn give_back(&mut self, bid: u16) {
+        self.put(bid);
+        self.publish();
+    }
+
+    /// Put buffer `bid` at the tail of the ring (not yet published).
+    fn put(&mut self, bid: u16) {
+        let mask = self.entries - 1;
+        let bid = bid & mask;
+        // SAFETY: the index is masked into the ring; the entry at the tail
+        // is not the kernel's (it takes only up to the published tail).
+        unsafe {
+            let e = &mut *self.ring.add((self.tail & mask) as usize);
+            e.set_addr(self.bufs.add(bid as usize * self.size) as u64);
+            e.set_len(self.size as u32);
+            e.set_bid(bid);
+        }
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Publish the tail, with release ordering after the entries written.
+    fn publish(&mut self) {
+        // SAFETY: the tail is the reserved field of the ring's first entry,
+        // inside our memory and aligned for a u16, which the kernel reads
+        // atomically.
+        unsafe {
+            let tail = BufRingEntry::tail(self.ring) as *const AtomicU16;
+            (*tail).store(self.tail, Ordering::Release);
+        }
+    }
+
+    /// Unregister the pool from `ring`, then free its memory: the kernel
+    /// takes no buffer from an unregistered group, and a socket receive
+    /// issued inline or from the submitter's task work picks and fills its
+    /// buffer under the ring's lock, which unregistering takes too, so none
+    /// is being filled once this returns. (A receive the kernel hands to
+    /// its worker threads, io-wq, fills its buffer outside that lock;
+    /// sockets go there only when forced, which these loops never ask.)
+    /// Where the kernel refuses, or `ring` is not the ring the pool was
+    /// registered with, the memory is leaked rather than freed under the
+    /// kernel. True when it was freed.
+    ///
+    /// # Safety
+    /// `ring` must be the ring the pool was registered with (a different
+    /// ring that reuses its descriptor number and group id would lose its
+    /// own group instead).
+    pub unsafe fn release(mut self, ring: &IoUring) -> bool {
+        if ring.as_raw_fd() == self.ring_fd
+            && ring.submitter().unregister_buf_ring(self.group).is_ok()
+        {
+            self.registered = false;
+        }
+        !self.registered
+        // Dropped here: freed unless still registered.
+    }
+}
+
+impl Drop for BufRing {
+    fn drop(&mut self) {
+        if self.registered {
+            // The kernel may still use it (never released): leaked.
+            return;
+        }
+        // SAFETY: allocated in `register` with these layouts (null where an
+        // allocation failed); the kernel never had them, or let go of them.
+        unsafe {
+            if !self.ring.is_null() {
+                std::alloc::dealloc(self.ring as *mut u8, self.layouts.0);
+            }
+            if !self.bufs.is_null() {
+                std::alloc::dealloc(self.bufs, self.layouts.1);
+            }
         }
     }
 }
