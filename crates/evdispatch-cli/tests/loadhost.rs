@@ -195,6 +195,17 @@ fn study_with_the_load_on_a_second_host_over_ssh() {
     let ssh = sshd.ssh_command();
     let remote_exe = dir.join("remote").join("evdispatch");
 
+    // --list reaches the load host and says what a run would copy, but
+    // copies nothing.
+    let mut list = study(dir, "out", &ssh);
+    list.arg("--list");
+    let err = run_ok(list);
+    assert!(
+        err.contains("load host root@127.0.0.1") && err.contains("a run copies it"),
+        "{err}"
+    );
+    assert!(!remote_exe.exists(), "--list copied the binary");
+
     // First run: the binary is copied, every load runs over ssh.
     let err = run_ok(study(dir, "out", &ssh));
     assert!(err.contains("(copied)"), "{err}");

@@ -563,11 +563,19 @@ fn nginx_over_tls() {
     let url = nginx_url(&server, "localhost");
     let s = run(
         &url,
-        &format!("--sessions 10 --calls 2 --persistent 2 --rate 40 --slow 1 --slow-bytes 20 --slow-interval 5ms --duration 0.5 --cacert {ca}"),
+        &format!("--sessions 10 --calls 2 --persistent 2 --rate 40 --slow 1 --slow-bytes 20 --slow-interval 5ms --duration 1 --cacert {ca}"),
     )
     .unwrap();
     assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
-    assert!(s.replies == s.requests && s.replies >= 28 && s.slow_replies > 0);
+    // 60 requests offered (10 sessions of 2 calls, 40 persistent at 40/s over
+    // 1 s): at least half must be answered, a margin for a loaded machine.
+    assert!(
+        s.replies == s.requests && s.replies >= 28 && s.slow_replies > 0,
+        "replies {} of {} requests, slow {}",
+        s.replies,
+        s.requests,
+        s.slow_replies
+    );
     assert_eq!(
         s.status.get("2xx").copied().unwrap_or(0),
         s.replies + s.slow_replies + s.unmeasured_replies

@@ -15,6 +15,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context as _};
 use serde_json::Value;
 
+use crate::report::summary::str_of;
+
 /// Arguments of `evdispatch study diff`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DiffArgs {
@@ -190,12 +192,6 @@ pub fn report(a: &Value, b: &Value, all: bool) -> Vec<String> {
         cb.len()
     ));
     out
-}
-
-fn str_of(v: &Value) -> String {
-    v.as_str()
-        .map(String::from)
-        .unwrap_or_else(|| v.to_string())
 }
 
 /// A claim's verdict in one run with its rounds' verdicts as letters

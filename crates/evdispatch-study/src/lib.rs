@@ -63,7 +63,8 @@ pub struct StudyArgs {
     /// Discard saved results and re-run everything selected.
     #[arg(long)]
     pub fresh: bool,
-    /// List the scenarios, what each would run here and for how long, and exit.
+    /// List the scenarios, what each would run here and for how long, and exit
+    /// (with --load-host: probe that host, copying nothing).
     #[arg(long)]
     pub list: bool,
     /// The load on a second host (--load-host and its options).
@@ -330,20 +331,27 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
     let exe = evdispatch_exe()?;
     let mut caps = Caps::probe(&exe);
     let mut peers = env::find_peers(&caps.poller_rows);
+    // --list probes the load host but copies nothing there.
     let load_host = if args.list {
-        None
+        remote::LoadHost::reach(&args.load)?
     } else {
         remote::LoadHost::connect(&args.load, &exe)?
     };
     if let Some(h) = &load_host {
         h.adjust_peers(&mut peers);
+        let binary = if h.copied {
+            " (copied)"
+        } else if args.list && !h.has_binary(&exe)? {
+            " (absent or another build: a run copies it)"
+        } else {
+            ""
+        };
         eprintln!(
-            "load host {}: {} ({} CPUs); evdispatch in {}{}; servers listen on {}",
+            "load host {}: {} ({} CPUs); evdispatch in {}{binary}; servers listen on {}",
             h.dest,
             h.probe.uname,
             h.probe.cpus.map_or("?".into(), |c| c.to_string()),
             h.dir,
-            if h.copied { " (copied)" } else { "" },
             h.bind
         );
     }

@@ -354,6 +354,47 @@ impl LoadHost {
     /// addresses, one probe, and our binary `exe` copied over when the
     /// remote one is absent or another build.
     pub fn connect(args: &LoadHostArgs, exe: &Path) -> anyhow::Result<Option<LoadHost>> {
+        let Some(mut host) = Self::reach(args)? else {
+            return Ok(None);
+        };
+        let local = local_identity(exe)?;
+        if !host.holds(&local) {
+            host.copy(exe, &local.1)?;
+            host.probe = host.probe_now()?;
+            host.copied = true;
+            if host.probe.ours_version.as_deref() != Some(local.0.as_str()) {
+                bail!(
+                    "the evdispatch binary copied to {}:{} does not run there (it printed {:?} to --version; machine {}, this one {}): build one for that host and put it there",
+                    host.dest,
+                    host.dir,
+                    host.probe.ours_version,
+                    host.probe.machine,
+                    std::env::consts::ARCH
+                );
+            }
+        }
+        Ok(Some(host))
+    }
+
+    /// Whether the load host already has our binary `exe` (the same version
+    /// and checksum) in its directory.
+    pub fn has_binary(&self, exe: &Path) -> anyhow::Result<bool> {
+        Ok(self.holds(&local_identity(exe)?))
+    }
+
+    /// Whether the probe found the binary of identity `local` (its
+    /// `--version` and `cksum`, [`local_identity`]).
+    fn holds(&self, local: &(String, String)) -> bool {
+        (
+            self.probe.ours_version.as_deref(),
+            self.probe.ours_cksum.as_deref(),
+        ) == (Some(local.0.as_str()), Some(local.1.as_str()))
+    }
+
+    /// Reach the load host of `args` (`None` without `--load-host`): the
+    /// addresses and one probe, changing nothing there (`study --list`
+    /// shows what it found; [`LoadHost::connect`] goes on to copy).
+    pub fn reach(args: &LoadHostArgs) -> anyhow::Result<Option<LoadHost>> {
         let Some(dest) = args.load_host.clone() else {
             return Ok(None);
         };
@@ -426,26 +467,6 @@ impl LoadHost {
         let t = std::time::Instant::now();
         host.exec("true", "timing ssh", QUICK_S, None)?;
         host.ssh_setup_s = t.elapsed().as_secs_f64();
-        let local = local_identity(exe)?;
-        if (
-            host.probe.ours_version.as_deref(),
-            host.probe.ours_cksum.as_deref(),
-        ) != (Some(local.0.as_str()), Some(local.1.as_str()))
-        {
-            host.copy(exe, &local.1)?;
-            host.probe = host.probe_now()?;
-            host.copied = true;
-            if host.probe.ours_version.as_deref() != Some(local.0.as_str()) {
-                bail!(
-                    "the evdispatch binary copied to {}:{} does not run there (it printed {:?} to --version; machine {}, this one {}): build one for that host and put it there",
-                    host.dest,
-                    host.dir,
-                    host.probe.ours_version,
-                    host.probe.machine,
-                    std::env::consts::ARCH
-                );
-            }
-        }
         Ok(Some(host))
     }
 
