@@ -568,7 +568,8 @@ fn nginx_over_tls() {
     .unwrap();
     assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
     // 60 requests offered (10 sessions of 2 calls, 40 persistent at 40/s over
-    // 1 s): at least half must be answered, a margin for a loaded machine.
+    // 1 s): at least 28 must be answered, under half, a margin for a loaded
+    // machine.
     assert!(
         s.replies == s.requests && s.replies >= 28 && s.slow_replies > 0,
         "replies {} of {} requests, slow {}",
