@@ -204,6 +204,32 @@ pub fn open_fds(pid: u32) -> io::Result<usize> {
     process(pid)?.fd_count().map_err(io_error)
 }
 
+/// How many distinct local TCP ports in `lo..=hi` a socket of this network
+/// namespace holds, in any state (TIME_WAIT included), on any address. A
+/// client that binds each connection to a port of its own on the wildcard
+/// address (httperf `--hog`) cannot take any of them.
+pub fn held_local_ports(lo: u16, hi: u16) -> io::Result<usize> {
+    let mut ports = std::collections::HashSet::new();
+    for (i, table) in [procfs::net::tcp(), procfs::net::tcp6()]
+        .into_iter()
+        .enumerate()
+    {
+        let entries = match table {
+            Ok(e) => e,
+            // A kernel without IPv6 has no tcp6 table.
+            Err(_) if i == 1 => continue,
+            Err(e) => return Err(io_error(e)),
+        };
+        for e in entries {
+            let port = e.local_address.port();
+            if (lo..=hi).contains(&port) {
+                ports.insert(port);
+            }
+        }
+    }
+    Ok(ports.len())
+}
+
 /// The given processes followed by their direct children (found by the
 /// parent field of every `/proc/PID/stat`), so that a master/worker server
 /// such as nginx can be measured whole.
@@ -424,6 +450,14 @@ pub fn available_cpus() -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_held_port_is_counted() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        assert_eq!(held_local_ports(port, port).unwrap(), 1);
+        assert!(held_local_ports(1, 65535).unwrap() >= 1);
+    }
+
     use super::*;
 
     #[test]

@@ -156,6 +156,10 @@ pub struct TortureArgs {
     /// Also write the JSON report to this file.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// How long the soak runs (`90s`, `15min`, `1h`), instead of the
+    /// profile's (3 min quick, 30 min full).
+    #[arg(long, value_name = "DURATION", value_parser = evdispatch_proc::parse_duration)]
+    pub soak_duration: Option<std::time::Duration>,
 }
 
 /// Everything a scenario needs.
@@ -174,6 +178,8 @@ pub struct Env {
     pub nginx: bool,
     /// Print progress lines on standard error.
     pub progress: bool,
+    /// The soak's length in seconds (`None`: the profile's).
+    pub soak_s: Option<f64>,
 }
 
 impl Env {
@@ -231,6 +237,7 @@ pub fn run(args: TortureArgs) -> anyhow::Result<()> {
         models_given: !args.mechanisms.is_empty(),
         nginx: !args.no_nginx,
         progress: true,
+        soak_s: args.soak_duration.map(|d| d.as_secs_f64()),
     };
     let which: Vec<Which> = match args.scenario {
         Which::All => Which::EACH.to_vec(),

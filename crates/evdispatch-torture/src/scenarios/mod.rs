@@ -550,6 +550,7 @@ mod tests {
             models_given: false,
             nginx: false,
             progress: false,
+            soak_s: None,
         }
     }
 

@@ -35,7 +35,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     );
     let site = Site::create()?;
     let p = env.profile;
-    let duration: f64 = p.pick(12.0, 180.0, 1800.0);
+    let duration: f64 = env.soak_s.unwrap_or(p.pick(12.0, 180.0, 1800.0));
     let rate: u64 = p.pick(200, 500, 500);
     // Every model soaks at once, each with its own load process: the
     // soak looks for leaks (memory, descriptors, errors) over a long run,
