@@ -372,10 +372,12 @@ pub fn httperf_limit_s(a: &HttperfArgs) -> f64 {
     planned + a.timeout_s * a.num_calls.max(1) as f64 + GRACE_S
 }
 
-/// The connections one httperf `--hog` run can make here from an empty
-/// socket table, less a margin: httperf 0.9.0 completed 33,263 of 40,000
-/// (its port map handed out every other port of 1,024–65,535) and then
-/// retried `bind` for ever.
+/// The local ports httperf `--hog` can count on here, less a margin.
+/// Measured at stop 21 (httperf 0.9.0, Linux 6.18): one run of 40,000
+/// connections at 8,000/s stopped making any once 33,263 ports of
+/// 1,024–65,535 were held (3,000 of them by an earlier run's TIME_WAITs),
+/// and retried `bind` for ever; back-to-back runs hung the same way at
+/// 29,500 held with 4,500 more needed, and not at 28,000 with 1,500.
 pub const HTTPERF_HOG_PORTS: u64 = 30_000;
 
 /// Wait, up to a minute (a TIME_WAIT socket keeps its port 60 s), until

@@ -39,7 +39,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context as _};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use evdispatch_harness::BenchLock;
 use results::{load_record, write_json_atomic, Results, ScenarioRecord, Skip, Status, SCHEMA};
@@ -67,6 +67,13 @@ pub struct StudyArgs {
     /// (with --load-host: probe that host, copying nothing).
     #[arg(long)]
     pub list: bool,
+    /// Let idle CPUs halt as they are configured to. By default the study
+    /// holds them in their shallowest idle state while it runs (PM QoS,
+    /// `/dev/cpu_dma_latency` = 0, as `cyclictest` does), so that waking
+    /// an idle server costs the same in every run; `results.json` says
+    /// which (`environment.cpu_idle`).
+    #[arg(long)]
+    pub allow_deep_idle: bool,
     /// The load on a second host (--load-host and its options).
     #[command(flatten)]
     pub load: remote::LoadHostArgs,
@@ -282,12 +289,14 @@ fn write_report(
     profile: Profile,
     peers: &[env::PeerStatus],
     load_host: Option<&remote::LoadHost>,
+    cpu_idle: &Value,
 ) -> anyhow::Result<Results> {
     let scenarios: Vec<ScenarioRecord> = SCENARIOS
         .iter()
         .filter_map(|s| load_record(&record_path(out, s.id)))
         .collect();
     let mut environment = env::environment();
+    environment["cpu_idle"] = cpu_idle.clone();
     if let Some(h) = load_host {
         environment["load_host"] = h.describe();
     }
@@ -306,6 +315,25 @@ fn write_report(
     fs::write(out.join("index.html"), report::html(&res))?;
     fs::write(out.join("summary.md"), report::markdown(&res))?;
     Ok(res)
+}
+
+/// Hold the CPUs in their shallowest idle state unless `allow_deep` (see
+/// `--allow-deep-idle`), and say what was done, for `results.json`.
+fn hold_idle(allow_deep: bool) -> (Option<evdispatch_proc::ShallowIdle>, Value) {
+    let (driver, governor) = evdispatch_proc::cpuidle().unzip();
+    let (hold, held) = if allow_deep {
+        (None, json!("no: --allow-deep-idle"))
+    } else {
+        match evdispatch_proc::ShallowIdle::hold() {
+            Ok(h) => (Some(h), json!("yes: PM QoS 0 µs (/dev/cpu_dma_latency)")),
+            Err(e) => {
+                eprintln!("note: idle CPUs may halt as configured (cannot hold them shallow: /dev/cpu_dma_latency: {e})");
+                (None, json!(format!("no: /dev/cpu_dma_latency: {e}")))
+            }
+        }
+    };
+    let note = json!({"driver": driver, "governor": governor, "held_shallow": held});
+    (hold, note)
 }
 
 /// Run the command.
@@ -453,6 +481,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         .expect("valid template")
         .progress_chars("=> "),
     );
+    let (idle_hold, cpu_idle) = hold_idle(args.allow_deep_idle);
     let t_start = Instant::now();
     let ran = todo.len();
     for (s, plan) in todo {
@@ -475,10 +504,23 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             rec.lock_wait_s
         ));
         write_json_atomic(&record_path(&out, s.id), &rec)?;
-        write_report(&out, args.profile, &peers, ctx.load_host.as_ref())?;
+        write_report(
+            &out,
+            args.profile,
+            &peers,
+            ctx.load_host.as_ref(),
+            &cpu_idle,
+        )?;
     }
     bar.finish_and_clear();
-    let res = write_report(&out, args.profile, &peers, ctx.load_host.as_ref())?;
+    let res = write_report(
+        &out,
+        args.profile,
+        &peers,
+        ctx.load_host.as_ref(),
+        &cpu_idle,
+    )?;
+    drop(idle_hold);
     eprintln!(
         "wall time {:.0} s for {} scenario(s)",
         t_start.elapsed().as_secs_f64(),

@@ -204,27 +204,43 @@ impl Sq<'_, '_> {
     /// Queue `e`, submitting first if the queue is full. A failure to make
     /// room is kept and reported by [`Ring::reap`] when it returns.
     fn push(&mut self, e: squeue::Entry) {
-        loop {
+        let mut parts = (self.submitter, &mut *self.sq);
+        let pushed = making_room(
+            &mut parts,
             // SAFETY: a poll SQE refers to no memory of ours (only a
             // descriptor number and integers), so nothing has to outlive it.
-            if unsafe { self.sq.push(&e) }.is_ok() {
-                return;
-            }
-            self.sq.sync();
-            match self.submitter.submit() {
-                Ok(n) if n > 0 => self.submitted += n,
-                Ok(_) => {
-                    self.error = Some(full_error());
-                    return;
-                }
-                Err(err) => {
-                    self.error = Some(err);
-                    return;
-                }
-            }
-            self.sq.sync();
+            |(_, sq)| unsafe { sq.push(&e) }.is_ok(),
+            |(submitter, sq)| {
+                sq.sync();
+                let n = submitter.submit();
+                sq.sync();
+                n
+            },
+        );
+        self.submitted += pushed.0;
+        if let Err(err) = pushed.1 {
+            self.error = Some(err);
         }
     }
+}
+
+/// Try `try_push` on `q` until it succeeds, calling `submit` to make room
+/// each time it fails. Returns the entries submitted meanwhile, and an
+/// error when a submit failed or the kernel took none of a full queue.
+fn making_room<Q>(
+    q: &mut Q,
+    mut try_push: impl FnMut(&mut Q) -> bool,
+    mut submit: impl FnMut(&mut Q) -> io::Result<usize>,
+) -> (usize, io::Result<()>) {
+    let mut submitted = 0;
+    while !try_push(q) {
+        match submit(q) {
+            Ok(0) => return (submitted, Err(full_error())),
+            Ok(n) => submitted += n,
+            Err(e) => return (submitted, Err(e)),
+        }
+    }
+    (submitted, Ok(()))
 }
 
 fn full_error() -> io::Error {
@@ -355,17 +371,13 @@ pub fn setup(entries: u32, cq_entries: u32, issuer: Issuer) -> io::Result<(IoUri
 /// names that group's pool ([`BufRing`]), which must outlive it likewise.
 #[inline]
 pub unsafe fn push(ring: &mut IoUring, entry: &squeue::Entry) -> io::Result<usize> {
-    let mut submitted = 0;
-    loop {
+    let (submitted, done) = making_room(
+        ring,
         // SAFETY: forwarded to the caller's contract above.
-        if unsafe { ring.submission().push(entry) }.is_ok() {
-            return Ok(submitted);
-        }
-        match ring.submit()? {
-            0 => return Err(full_error()),
-            n => submitted += n,
-        }
-    }
+        |ring| unsafe { ring.submission().push(entry) }.is_ok(),
+        |ring| ring.submit(),
+    );
+    done.map(|()| submitted)
 }
 
 /// How long [`enter`] waits for completions.
