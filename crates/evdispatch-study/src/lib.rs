@@ -482,6 +482,15 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         .progress_chars("=> "),
     );
     let (idle_hold, cpu_idle) = hold_idle(args.allow_deep_idle);
+    let report = || {
+        write_report(
+            &out,
+            args.profile,
+            &peers,
+            ctx.load_host.as_ref(),
+            &cpu_idle,
+        )
+    };
     let t_start = Instant::now();
     let ran = todo.len();
     for (s, plan) in todo {
@@ -504,22 +513,10 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             rec.lock_wait_s
         ));
         write_json_atomic(&record_path(&out, s.id), &rec)?;
-        write_report(
-            &out,
-            args.profile,
-            &peers,
-            ctx.load_host.as_ref(),
-            &cpu_idle,
-        )?;
+        report()?;
     }
     bar.finish_and_clear();
-    let res = write_report(
-        &out,
-        args.profile,
-        &peers,
-        ctx.load_host.as_ref(),
-        &cpu_idle,
-    )?;
+    let res = report()?;
     drop(idle_hold);
     eprintln!(
         "wall time {:.0} s for {} scenario(s)",
