@@ -422,6 +422,10 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         fs::create_dir_all(out.join(d))
             .with_context(|| format!("cannot create {}", out.join(d).display()))?;
     }
+    // Absolute from here: the peers (nginx, lighttpd) read their document
+    // root relative to their own prefix, not to our working directory.
+    let out =
+        fs::canonicalize(&out).with_context(|| format!("cannot resolve {}", out.display()))?;
     let www = out.join("www");
     write_documents(&www)?;
     {
