@@ -59,6 +59,8 @@ pub mod scenarios_consts {
     pub use crate::scenarios::storm::{MAX_STALL_S, SIGPENDING};
 }
 
+pub use scenarios::soak::duration_s as soak_duration_s;
+
 /// Models measured unless `--mechanism` is given (issue 7's list).
 pub const DEFAULT_MODELS: &[&str] = &["epoll", "uring-completion", "rtsig-batch", "hybrid"];
 

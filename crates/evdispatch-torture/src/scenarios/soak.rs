@@ -17,11 +17,17 @@ use serde_json::json;
 
 use super::{fds_of, load, start_or_skip, stop, wait_for, workload_errors, Run, ScenarioReport};
 use crate::site::Site;
-use crate::{num, Env};
+use crate::{num, Env, Profile};
 use evdispatch_harness::ServerProcess;
 
 /// Largest RSS growth after warm-up, percent.
 pub const MAX_GROWTH_PCT: f64 = 1.0;
+
+/// The soak's length in seconds: `given`, else the profile's (12 s tiny,
+/// 3 min quick, 30 min full).
+pub fn duration_s(p: Profile, given: Option<f64>) -> f64 {
+    given.unwrap_or(p.pick(12.0, 180.0, 1800.0))
+}
 
 /// Run the soak on every model.
 pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
@@ -35,7 +41,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     );
     let site = Site::create()?;
     let p = env.profile;
-    let duration: f64 = env.soak_s.unwrap_or(p.pick(12.0, 180.0, 1800.0));
+    let duration = duration_s(p, env.soak_s);
     let rate: u64 = p.pick(200, 500, 500);
     // Every model soaks at once, each with its own load process: the
     // soak looks for leaks (memory, descriptors, errors) over a long run,

@@ -79,7 +79,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         // One round: each part already pairs its own runs inside one job
         // (the torture suite's baseline and attack rounds against the same
         // server, back to back), and its figures are pass/fail checks, not
-        // ratios near a threshold; its 2,750 s (a 15-minute soak among
+        // ratios near a threshold; its 2,940 s (a 15-minute soak among
         // them) fill the time the full profile keeps for it.
         rounds: 1,
         ..Plan::default()
@@ -109,7 +109,10 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             ("slowloris", p.pick(0.0, 58.0, 281.0) * (n + 1.0)),
             ("attacks", 12.0 * (n + 1.0)),
             // The models soak side by side.
-            ("soak", soak_s(p).unwrap_or(180.0) + 12.0),
+            (
+                "soak",
+                evdispatch_torture::soak_duration_s(torture_profile(p), soak_s(p)) + 12.0,
+            ),
         ],
     };
     for (part, est) in parts {
