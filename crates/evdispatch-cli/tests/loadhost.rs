@@ -239,6 +239,16 @@ fn study_with_the_load_on_a_second_host_over_ssh() {
             assert!(m.get("load_core_busy_pct").is_none(), "{m}");
             assert!(!cmd.contains("--server-pid"), "{cmd}");
         }
+        // httperf's ports were counted on the load host (at most 61 s of
+        // waiting), and the wait is recorded.
+        if tool == "httperf" {
+            let wait = p["raw"]["httperf"]["port_wait_s"].as_f64();
+            assert!(
+                matches!(wait, Some(w) if (0.0..=62.0).contains(&w)),
+                "{}",
+                p["raw"]
+            );
+        }
         tools.push(tool);
     }
     assert!(tools.iter().any(|t| t == "evdispatch load"), "{tools:?}");

@@ -57,7 +57,7 @@ pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
     httperf_args, httperf_limit_s, parse_httperf, parse_wrk, run_bounded, run_evdispatch_load,
     run_evdispatch_load_measured, run_httperf, run_wrk, spawn_evdispatch_load, wrk_args,
-    wrk_limit_s, HttperfArgs, HttperfResult, WrkArgs, WrkResult,
+    wrk_limit_s, HttperfArgs, HttperfResult, WrkArgs, WrkResult, HTTPERF_HOG_PORTS,
 };
 
 /// The hard limit of open files of this process (servers are configured

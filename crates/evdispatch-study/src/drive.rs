@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context as _};
@@ -316,9 +315,10 @@ pub fn run_load(
         children_cpu_s(),
         std::time::Instant::now(),
     );
-    let stop = Arc::new(AtomicBool::new(false));
+    // The sampler wakes every 100 ms, and at once when the run is over
+    // (its `stop` sent or dropped): a job does not wait out its last sleep.
+    let (stop, stopped) = mpsc::channel::<()>();
     let sampler = {
-        let stop = stop.clone();
         let pids = pids.clone();
         // With a load host, the server's CPU over time too, to find the
         // generator's window in it.
@@ -326,13 +326,16 @@ pub fn run_load(
         std::thread::spawn(move || {
             let (mut rss_max, mut tcp_max) = (0u64, 0u64);
             let mut series = Vec::new();
-            while !stop.load(Ordering::Relaxed) {
+            loop {
                 rss_max = rss_max.max(tree_rss(&pids));
                 tcp_max = tcp_max.max(tcp_kernel_bytes().unwrap_or(0));
                 if track {
                     series.push((t0.elapsed().as_secs_f64(), tree_cpu_s(&pids)));
                 }
-                std::thread::sleep(Duration::from_millis(100));
+                match stopped.recv_timeout(Duration::from_millis(100)) {
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    _ => break,
+                }
             }
             (rss_max, tcp_max, series)
         })
@@ -344,7 +347,7 @@ pub fn run_load(
         children_cpu_s(),
         t0.elapsed().as_secs_f64(),
     );
-    stop.store(true, Ordering::Relaxed);
+    drop(stop);
     let (rss_max, tcp_max, mut series) = sampler.join().unwrap_or((0, 0, Vec::new()));
     let (stdout, remote_run) = out?;
     let raw: Value = serde_json::from_slice(&stdout)

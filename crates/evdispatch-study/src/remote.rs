@@ -41,7 +41,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use anyhow::{anyhow, bail, Context as _};
-use evdispatch_harness::{run_bounded, Tool};
+use evdispatch_harness::{run_bounded, Tool, HTTPERF_HOG_PORTS};
 use serde_json::{json, Value};
 
 /// The load host's command-line arguments (flattened into `evdispatch study`).
@@ -581,6 +581,41 @@ impl LoadHost {
     pub fn run_ours(&self, args: &[String], limit_s: f64, log: &Path) -> anyhow::Result<RemoteRun> {
         let exe = format!("{}/evdispatch", remote_dir(&self.dir));
         self.run(&exe, args, limit_s, log)
+    }
+
+    /// Wait on the load host until httperf `--hog` can take `needed` more
+    /// local ports, as the harness's `wait_for_httperf_ports`
+    /// does here: the distinct local TCP ports from 1024 up held there (any
+    /// state, from `/proc/net/tcp` and `tcp6`), plus `needed`, must fit in
+    /// [`HTTPERF_HOG_PORTS`]. At most 61 s; returns the seconds waited.
+    pub fn wait_for_httperf_ports(&self, needed: u64) -> anyhow::Result<f64> {
+        // The port is the field after the address's colon, 4 hex digits:
+        // from 1024 up is from "0400" up, compared as text.
+        let script = format!(
+            r#"t=0
+while :; do
+  h=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$2 ~ /:/ {{ n = split($2, a, ":"); if (a[n] >= "0400") print a[n] }}' | sort -u | wc -l)
+  if [ $((h + {needed})) -le {HTTPERF_HOG_PORTS} ] || [ $t -ge 61 ]; then echo "waited=$t held=$h"; exit 0; fi
+  sleep 1; t=$((t + 1))
+done
+"#
+        );
+        let out = self.exec(&script, "waiting for httperf's ports", 90.0, None)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let field = |k: &str| -> Option<f64> {
+            text.split_whitespace()
+                .find_map(|w| w.strip_prefix(k)?.parse().ok())
+        };
+        let waited = field("waited=")
+            .ok_or_else(|| anyhow!("the port count on {} printed {text:?}", self.dest))?;
+        if waited >= 1.0 {
+            eprintln!(
+                "httperf on {}: waited {waited:.0} s for local ports to leave TIME_WAIT ({} held, {needed} needed)",
+                self.dest,
+                field("held=").unwrap_or(0.0)
+            );
+        }
+        Ok(waited)
     }
 
     /// Run a peer tool (`wrk ARGS`) on the load host; see [`LoadHost::run`].

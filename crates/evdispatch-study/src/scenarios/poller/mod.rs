@@ -56,11 +56,19 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     // writes 1,000 bytes before every wait; the profile then overran its
     // two hours. The median of 500 waits is as steady.
     let iterations = p.pick(100, 300, 500);
-    // One bench round per study round: the study repeats the whole plan
-    // (every mechanism at every N) `p.rounds()` times, so each round's
-    // cells are paired and the claims get an interval across rounds,
-    // rather than one median the bench would take over its own rounds.
-    let rounds = 1;
+    // The study repeats the whole plan (every mechanism at every N)
+    // `p.rounds()` times, so each round's cells are paired and the claims
+    // get an interval across rounds. Within a study round, quick splits
+    // each cell's iterations into three blocks the bench interleaves with
+    // the other rows' (its `--rounds`): 300 waits of 2 µs are under a
+    // millisecond, and at stop 22 one such burst in a round (a cell 25–50%
+    // slower than in the other rounds) left three claims undecided in two
+    // of three runs. Spread over the round's seconds, a burst touches one
+    // block of a cell. It costs the set-up of every row twice more (4.4 s
+    // a round: 14.1 s against 9.7). Full, at 500 iterations, keeps one
+    // block: its cells last longer, and its two hours have no room for the
+    // set-ups.
+    let rounds = p.pick(1, 3, 1);
     // Seconds per cell at most: poll and select at N = 19,000 take about
     // 10 ms an iteration.
     let budget = p.pick(0.3, 0.8, 3.0);
@@ -123,11 +131,11 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             bench: "poller".into(),
             args,
         },
-        // Per study round (one bench round each), as measured: quick 8.6–9.0
-        // s (stop 19); full 207–232 s with 1,000 iterations (stop 20), about
-        // 40 s of it set-up that does not shrink with the iterations, so
-        // some 125 s with 500.
-        p.pick(5.0, 9.0, 125.0),
+        // Per study round, as measured: quick 8.6–9.0 s in one block (stop
+        // 19), 14.1 s in three (stop 22); full 207–232 s with 1,000
+        // iterations (stop 20), about 40 s of it set-up that does not shrink
+        // with the iterations, so some 125 s with 500.
+        p.pick(5.0, 14.0, 125.0),
     );
     let mut args = strings(&["fdalloc", "--json"]);
     match p {
