@@ -211,18 +211,46 @@ pub fn tree_rss(pids: &[u32]) -> u64 {
     evdispatch_proc::resident_sum(&evdispatch_proc::with_children(pids)).total_bytes
 }
 
-/// Kernel memory held by TCP sockets (`/proc/net/sockstat`, `TCP: … mem N`), bytes.
-pub fn tcp_kernel_bytes() -> Option<u64> {
+/// A field of the `TCP:` line of `/proc/net/sockstat` (`inuse`, `tw`, `mem`…).
+fn sockstat_tcp(field: &str) -> Option<u64> {
     let text = fs::read_to_string("/proc/net/sockstat").ok()?;
     let line = text.lines().find(|l| l.starts_with("TCP:"))?;
     let mut it = line.split_whitespace();
     while let Some(w) = it.next() {
-        if w == "mem" {
-            return it.next()?.parse::<u64>().ok().map(|pages| pages * 4096);
+        if w == field {
+            return it.next()?.parse::<u64>().ok();
         }
     }
     None
 }
+
+/// Kernel memory held by TCP sockets (`/proc/net/sockstat`, `TCP: … mem N`), bytes.
+pub fn tcp_kernel_bytes() -> Option<u64> {
+    sockstat_tcp("mem").map(|pages| pages * 4096)
+}
+
+/// Wait, at most [`QUIESCE_MAX`], until the TCP sockets in use on this
+/// machine (TIME_WAIT apart) are back to `before` (a few more allowed):
+/// the connections of the load that just ended are closed at both ends.
+/// Closing thousands of them is kernel and server work that would
+/// otherwise land in the next run's window, counted as other processes'
+/// CPU. Returns the seconds waited.
+fn quiesce(before: Option<u64>) -> f64 {
+    let t0 = std::time::Instant::now();
+    let Some(before) = before else {
+        return 0.0;
+    };
+    while t0.elapsed() < QUIESCE_MAX {
+        match sockstat_tcp("inuse") {
+            Some(n) if n > before + 8 => std::thread::sleep(Duration::from_millis(5)),
+            _ => break,
+        }
+    }
+    t0.elapsed().as_secs_f64()
+}
+
+/// The longest [`quiesce`] waits.
+const QUIESCE_MAX: Duration = Duration::from_millis(300);
 
 /// CPU seconds (user + system, to the nanosecond) of a set of processes and
 /// their children.
@@ -309,6 +337,7 @@ pub fn run_load(
     };
     let rss0 = tree_rss(&pids);
     let tcp0 = tcp_kernel_bytes();
+    let inuse0 = sockstat_tcp("inuse");
     let (cpu0, srv0, kids0, t0) = (
         evdispatch_proc::cpu_times(),
         tree_cpu_s(&pids),
@@ -349,6 +378,7 @@ pub fn run_load(
     );
     drop(stop);
     let (rss_max, tcp_max, mut series) = sampler.join().unwrap_or((0, 0, Vec::new()));
+    let settle_s = quiesce(inuse0);
     let (stdout, remote_run) = out?;
     let raw: Value = serde_json::from_slice(&stdout)
         .with_context(|| format!("`{cmdline}` did not print JSON on stdout"))?;
@@ -371,6 +401,8 @@ pub fn run_load(
             metrics.insert("server_cpu_pct".into(), 100.0 * cpu_s / window);
         }
     }
+    // Seconds waited after the run for its connections to close (`quiesce`).
+    metrics.insert("settle_s".into(), settle_s);
     metrics.insert("server_rss_start_bytes".into(), rss0 as f64);
     metrics.insert("server_rss_max_bytes".into(), rss_max.max(rss0) as f64);
     if let (Some(t0), true) = (tcp0, tcp_max > 0) {
