@@ -72,7 +72,7 @@ fn never_past_knee(pts: &[&Point], below: &str) -> Verdict {
         .map(|(i, r, y)| format!("{} idle: {} replies/s at {}/s", fmt_num(*i), fmt_num(*y), fmt_num(*r)))
         .collect();
     nm(format!(
-        "the sweep never took rtsig past its knee (every run answered ≥ 95% of the offered rate: {}), so the load that overflowed the seed's queue was not reached; the generator, not the server, set the top rate. {below}",
+        "the sweep never took rtsig past its knee (every run answered ≥ 95% of the offered rate: {}), so the load that overflowed the seed's queue was not reached. {below}",
         tops.join("; ")
     ))
 }
