@@ -231,7 +231,8 @@ pub fn tcp_kernel_bytes() -> Option<u64> {
 
 /// Wait, at most [`QUIESCE_MAX`], until the TCP sockets in use on this
 /// machine (TIME_WAIT apart) are back to `before` (a few more allowed):
-/// the connections of the load that just ended are closed at both ends.
+/// the connections of the load that just ended are closed (at both ends,
+/// or at the server's with a load host).
 /// Closing thousands of them is kernel and server work that would
 /// otherwise land in the next run's window, counted as other processes'
 /// CPU. Returns the seconds waited.

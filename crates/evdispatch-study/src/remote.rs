@@ -592,22 +592,30 @@ impl LoadHost {
         // The port is the field after the address's colon, 4 hex digits:
         // from 1024 up is from "0400" up, compared as text.
         let script = format!(
-            r#"t=0
+            r#"s=$(date +%s)
 while :; do
   h=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$2 ~ /:/ {{ n = split($2, a, ":"); if (a[n] >= "0400") print a[n] }}' | sort -u | wc -l)
+  t=$(( $(date +%s) - s ))
   if [ $((h + {needed})) -le {HTTPERF_HOG_PORTS} ] || [ $t -ge 61 ]; then echo "waited=$t held=$h"; exit 0; fi
-  sleep 1; t=$((t + 1))
+  sleep 1
 done
 "#
         );
-        let out = self.exec(&script, "waiting for httperf's ports", 90.0, None)?;
+        // The loop ends by 61 s; each count reads the TCP tables once more.
+        let out = self.exec(&script, "waiting for httperf's ports", 120.0, None)?;
         let text = String::from_utf8_lossy(&out.stdout);
         let field = |k: &str| -> Option<f64> {
             text.split_whitespace()
                 .find_map(|w| w.strip_prefix(k)?.parse().ok())
         };
-        let waited = field("waited=")
-            .ok_or_else(|| anyhow!("the port count on {} printed {text:?}", self.dest))?;
+        let waited = field("waited=").ok_or_else(|| {
+            anyhow!(
+                "the port count on {} printed {text:?} ({}): {}",
+                self.dest,
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        })?;
         if waited >= 1.0 {
             eprintln!(
                 "httperf on {}: waited {waited:.0} s for local ports to leave TIME_WAIT ({} held, {needed} needed)",

@@ -55,8 +55,9 @@ const OURS: &str = "evdispatch load";
 /// inside the ports httperf `--hog` can bind (`HTTPERF_HOG_PORTS`); across
 /// runs and rounds, httperf waits for their TIME_WAITs to drain. In quick,
 /// the scenarios before this one leave about 26,000 ports held when it
-/// starts: 2,500 more fit in without a wait (4,000 waited 31–32 s a run at
-/// stop 22), which keeps the profile within its 10 minutes.
+/// starts: with 4,000 connections at the top rate httperf waited 31–32 s a
+/// run at stop 22, with 2,500 it did not wait in six runs (the margin is
+/// thin: a wait stays possible, and is recorded).
 fn open_loop_max_conns(p: Profile) -> f64 {
     p.pick(8000.0, 2500.0, 8000.0)
 }

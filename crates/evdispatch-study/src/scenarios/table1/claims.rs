@@ -97,30 +97,33 @@ fn v_overflow_past_knee(rec: &ScenarioRecord) -> Verdict {
                 .unwrap_or(0.0)
                 .total_cmp(&b.num("rate").unwrap_or(0.0))
         });
-        let Some(lo) = xy.first() else {
-            continue;
-        };
         if xy.len() < 2 {
             continue;
         }
         measured = true;
         let floor = overflow_floor(rec, "rtsig", i);
-        quiet_below &= overflows_beyond_floor(rec, "rtsig", lo) == 0.0;
         let n = fmt_num(i);
-        let rate = |p: &Point| fmt_num(p.num("rate").unwrap_or(0.0));
         nums.push((format!("{n} idle: floor (open/close only)"), floor));
-        nums.push((
-            format!("{n} idle: overflows at {}/s", rate(lo)),
-            lo.metric("overflows").unwrap_or(0.0),
-        ));
-        // Past the knee: the highest rate, if the server fell behind there
-        // (or else at the highest rate it fell behind at).
+        // Below the knee: the lowest rate the server kept up at (with a
+        // generator that was not the limit).
+        if let Some(lo) = xy.iter().find(|p| !past_knee(p) && !generator_bound(p)) {
+            quiet_below &= overflows_beyond_floor(rec, "rtsig", lo) == 0.0;
+            nums.push((
+                format!("{n} idle: overflows at the lowest rate"),
+                lo.metric("overflows").unwrap_or(0.0),
+            ));
+        }
+        // Past the knee: the highest rate the server fell behind at.
         if let Some(hi) = xy.iter().rev().find(|p| past_knee(p)) {
             any_past = true;
             over_above |= overflows_beyond_floor(rec, "rtsig", hi) > 0.0;
             nums.push((
-                format!("{n} idle: overflows at {}/s (past the knee)", rate(hi)),
+                format!("{n} idle: overflows past the knee"),
                 hi.metric("overflows").unwrap_or(0.0),
+            ));
+            nums.push((
+                format!("{n} idle: that run's offered rate /s"),
+                hi.num("rate").unwrap_or(0.0),
             ));
         }
     }
@@ -136,7 +139,7 @@ fn v_overflow_past_knee(rec: &ScenarioRecord) -> Verdict {
     Verdict {
         outcome: both(quiet_below, over_above),
         numbers: nums.into_iter().map(|(k, v)| (k, fmt_num(v))).collect(),
-        why: format!("at the lowest rate no overflow beyond the floor (the connects and closes of the held connections alone; beyond = more than 1.5 × floor + 2) at every idle count: {quiet_below}; beyond the floor at the highest rate where the server fell behind (answered < 95% of the offered rate) at some idle count: {over_above}"),
+        why: format!("at the lowest rate the server kept up at, no overflow beyond the floor (the connects and closes of the held connections alone; beyond = more than 1.5 × floor + 2) at every idle count: {quiet_below}; beyond the floor at the highest rate where the server fell behind (answered < 95% of the offered rate) at some idle count: {over_above}"),
     }
 }
 
@@ -157,27 +160,29 @@ fn v_per_fd_no_overflow(rec: &ScenarioRecord) -> Verdict {
             "Below the knee the two mechanisms are alike, as in the seed, and the claim is about overload.",
         );
     }
-    // Both mechanisms at the configurations where rtsig fell behind.
-    let total = |m: &str| -> Option<f64> {
-        let v: Vec<f64> = web_points(rec, m)
+    // Both mechanisms at the configurations where rtsig fell behind, where
+    // both have a run.
+    let at = |m: &str, i: f64, r: f64| -> Option<f64> {
+        web_points(rec, m)
             .into_iter()
-            .filter(|p| {
-                p.metric("overflows").is_some()
-                    && over.iter().any(|&(i, r)| p.num("idle") == Some(i) && p.num("rate") == Some(r))
-            })
+            .find(|p| p.num("idle") == Some(i) && p.num("rate") == Some(r) && p.metric("overflows").is_some())
             .map(|p| overflows_beyond_floor(rec, m, p))
-            .collect();
-        (!v.is_empty()).then(|| v.iter().sum())
     };
-    let (Some(r), Some(b)) = (total("rtsig"), total("rtsig-batch")) else {
+    let pairs: Vec<(f64, f64)> = over
+        .iter()
+        .filter_map(|&(i, r)| Some((at("rtsig", i, r)?, at("rtsig-batch", i, r)?)))
+        .collect();
+    if pairs.is_empty() {
         return missing("overflow counts for rtsig and rtsig-batch past rtsig's knee");
-    };
+    }
+    let r: f64 = pairs.iter().map(|p| p.0).sum();
+    let b: f64 = pairs.iter().map(|p| p.1).sum();
     if r == 0.0 {
         return nm("rtsig did not overflow beyond its floor (the held connections' connects and closes) even where it fell behind, so the load did not stress the queue");
     }
     verdict(if b == 0.0 { Outcome::Holds } else if b < 0.5 * r { Outcome::Partly } else { Outcome::Fails },
         vec![("rtsig overflows beyond the floor, past its knee", r), ("rtsig-batch overflows beyond the floor, same runs", b)],
-        "signal-per-fd was a kernel patch that queued at most one signal per descriptor, so the queue could not overflow; mainline Linux never took it, and rtsig-batch merges per descriptor only after dequeuing (many per read). Counted at the offered rates where rtsig fell behind (answered < 95%). Holds if rtsig-batch never overflowed there, partly if it overflowed less than half as often as rtsig, fails otherwise: dequeue-side batching alone does not bound the queue.")
+        "signal-per-fd was a kernel patch that queued at most one signal per descriptor, so the queue could not overflow; mainline Linux never took it, and rtsig-batch merges per descriptor only after dequeuing (many per read). Counted at the offered rates where rtsig fell behind (answered < 95%, its generator not the limit) and both ran. Holds if rtsig-batch never overflowed there, partly if it overflowed less than half as often as rtsig, fails otherwise: dequeue-side batching alone does not bound the queue.")
 }
 
 fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
@@ -195,15 +200,15 @@ fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
     }
     // A tailspin is throughput falling away from the server's peak as the
     // offered load grows: each overflowing run's replies against the best
-    // rtsig reached at the same idle count.
-    let peak = |i: f64| {
+    // rtsig reached at the same idle count, at that offered rate or below.
+    let peak = |i: f64, rate: f64| {
         web.iter()
-            .filter(|q| q.num("idle") == Some(i))
+            .filter(|q| q.num("idle") == Some(i) && q.num("rate").is_some_and(|x| x <= rate))
             .filter_map(|q| q.metric("reply_rate"))
             .fold(0.0, f64::max)
     };
     let share = |p: &Point| -> f64 {
-        let top = peak(p.num("idle").unwrap_or(0.0));
+        let top = peak(p.num("idle").unwrap_or(0.0), p.num("rate").unwrap_or(0.0));
         if top > 0.0 {
             100.0 * p.metric("reply_rate").unwrap_or(0.0) / top
         } else {
@@ -235,7 +240,7 @@ fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
     verdict(
         band(worst < 75.0, worst < 95.0),
         nums,
-        format!("in the runs where rtsig fell behind (answered < 95% of the offered rate) and overflowed beyond its floor, it answered as little as {}% of the best reply rate it reached at that idle count (holds — recovery by polling sent it into a tailspin — below 75%; partly below 95%; fails if it held its peak while overflowing)", fmt_num(worst)),
+        format!("in the runs where rtsig fell behind (answered < 95% of the offered rate, its generator not the limit) and overflowed beyond its floor, it answered as little as {}% of the best reply rate it reached at that idle count at that offered rate or below (holds — recovery by polling sent it into a tailspin — below 75%; partly below 95%; fails if it held its peak while overflowing)", fmt_num(worst)),
     )
 }
 
