@@ -58,6 +58,7 @@ pub use tools::{
     httperf_args, httperf_limit_s, parse_httperf, parse_wrk, run_bounded, run_evdispatch_load,
     run_evdispatch_load_measured, run_httperf, run_wrk, spawn_evdispatch_load, wrk_args,
     wrk_limit_s, HttperfArgs, HttperfResult, WrkArgs, WrkResult, HTTPERF_HOG_PORTS,
+    HTTPERF_LOW_PORT, HTTPERF_PORT_WAIT_S,
 };
 
 /// The hard limit of open files of this process (servers are configured

@@ -380,18 +380,26 @@ pub fn httperf_limit_s(a: &HttperfArgs) -> f64 {
 /// 29,500 held with 4,500 more needed, and not at 28,000 with 1,500.
 pub const HTTPERF_HOG_PORTS: u64 = 30_000;
 
-/// Wait, up to a minute (a TIME_WAIT socket keeps its port 60 s), until
-/// httperf `--hog` can take `needed` more ports: until the local TCP ports
-/// held in its range, plus `needed`, fit in [`HTTPERF_HOG_PORTS`]. Back-to-
+/// The lowest port httperf `--hog` binds (its range runs to 65,535).
+pub const HTTPERF_LOW_PORT: u16 = 1024;
+
+/// The longest wait for httperf's ports, seconds: a TIME_WAIT socket keeps
+/// its port 60 s.
+pub const HTTPERF_PORT_WAIT_S: u64 = 61;
+
+/// Wait, at most [`HTTPERF_PORT_WAIT_S`], until httperf `--hog` can take
+/// `needed` more ports: until the local TCP ports held in its range, plus
+/// `needed`, fit in [`HTTPERF_HOG_PORTS`]. Back-to-
 /// back runs otherwise find their ports in TIME_WAIT and hang. Returns the
 /// seconds waited; when the ports do not come free, the run goes ahead and
 /// its time limit catches it.
 pub fn wait_for_httperf_ports(needed: u64) -> f64 {
     let t0 = std::time::Instant::now();
     loop {
-        let held = evdispatch_proc::held_local_ports(1024, 65535).unwrap_or(0) as u64;
+        let held =
+            evdispatch_proc::held_local_ports(HTTPERF_LOW_PORT, u16::MAX).unwrap_or(0) as u64;
         let waited = t0.elapsed().as_secs_f64();
-        if held + needed <= HTTPERF_HOG_PORTS || waited >= 61.0 {
+        if held + needed <= HTTPERF_HOG_PORTS || waited >= HTTPERF_PORT_WAIT_S as f64 {
             if waited >= 1.0 {
                 eprintln!("httperf: waited {waited:.0} s for local ports to leave TIME_WAIT ({held} held, {needed} needed)");
             }

@@ -41,7 +41,9 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use anyhow::{anyhow, bail, Context as _};
-use evdispatch_harness::{run_bounded, Tool, HTTPERF_HOG_PORTS};
+use evdispatch_harness::{
+    run_bounded, Tool, HTTPERF_HOG_PORTS, HTTPERF_LOW_PORT, HTTPERF_PORT_WAIT_S,
+};
 use serde_json::{json, Value};
 
 /// The load host's command-line arguments (flattened into `evdispatch study`).
@@ -587,21 +589,24 @@ impl LoadHost {
     /// local ports, as the harness's `wait_for_httperf_ports`
     /// does here: the distinct local TCP ports from 1024 up held there (any
     /// state, from `/proc/net/tcp` and `tcp6`), plus `needed`, must fit in
-    /// [`HTTPERF_HOG_PORTS`]. At most 61 s; returns the seconds waited.
+    /// [`HTTPERF_HOG_PORTS`]. At most [`HTTPERF_PORT_WAIT_S`]; returns the
+    /// seconds waited.
     pub fn wait_for_httperf_ports(&self, needed: u64) -> anyhow::Result<f64> {
-        // The port is the field after the address's colon, 4 hex digits:
-        // from 1024 up is from "0400" up, compared as text.
+        // The port is the field after the address's colon, 4 upper-case hex
+        // digits: from HTTPERF_LOW_PORT up is from its hex up, as text.
+        let low = format!("{HTTPERF_LOW_PORT:04X}");
+        let max = HTTPERF_PORT_WAIT_S;
         let script = format!(
             r#"s=$(date +%s)
 while :; do
-  h=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$2 ~ /:/ {{ n = split($2, a, ":"); if (a[n] >= "0400") print a[n] }}' | sort -u | wc -l)
+  h=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null | awk '$2 ~ /:/ {{ n = split($2, a, ":"); if (a[n] >= "{low}") print a[n] }}' | sort -u | wc -l)
   t=$(( $(date +%s) - s ))
-  if [ $((h + {needed})) -le {HTTPERF_HOG_PORTS} ] || [ $t -ge 61 ]; then echo "waited=$t held=$h"; exit 0; fi
+  if [ $((h + {needed})) -le {HTTPERF_HOG_PORTS} ] || [ $t -ge {max} ]; then echo "waited=$t held=$h"; exit 0; fi
   sleep 1
 done
 "#
         );
-        // The loop ends by 61 s; each count reads the TCP tables once more.
+        // The loop ends by `max` s; each count reads the TCP tables once more.
         let out = self.exec(&script, "waiting for httperf's ports", 120.0, None)?;
         let text = String::from_utf8_lossy(&out.stdout);
         let field = |k: &str| -> Option<f64> {
