@@ -84,7 +84,15 @@ fn mechanisms(json: bool) -> anyhow::Result<()> {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    // Bad flags exit 1, as any other bad input (and as wrk does); clap's
+    // own code would be 2. Help and version still exit 0.
+    let cli = Cli::try_parse().unwrap_or_else(|e| {
+        if !e.use_stderr() {
+            e.exit();
+        }
+        let _ = e.print();
+        std::process::exit(1);
+    });
     let result = match cli.command {
         Command::Bench(a) => evdispatch_bench::run(a),
         Command::Serve(a) => evdispatch_http::run(a),

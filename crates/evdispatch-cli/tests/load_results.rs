@@ -168,6 +168,17 @@ fn interrupt_a_run(procs: usize) {
         procs
     );
     assert!(text(&out.stderr).contains("interrupted"));
+    // Merged, it is no interrupted command: exit 0, and a warning names it.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("run.json");
+    std::fs::write(&f, &out.stdout).unwrap();
+    let m = bin()
+        .args(["merge", f.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(m.status.code(), Some(0), "{}", text(&m.stderr));
+    let w = json(&m)["warnings"].to_string();
+    assert!(w.contains("interrupted by Ctrl-C"), "{w}");
 }
 
 #[test]
@@ -277,6 +288,14 @@ fn interval_outputs_add_up_to_the_run() {
     // --hdr-log: HdrHistogram's reader finds a start time and, per interval,
     // a corrected and an uncorrected histogram with the interval's replies.
     let log = std::fs::read(&hlog).unwrap();
+    // The header ends with the column legend, as HdrHistogram's writers do.
+    assert!(
+        String::from_utf8_lossy(&log).contains(
+            "\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"
+        ),
+        "{}",
+        String::from_utf8_lossy(&log)
+    );
     let (mut start, mut corrected, mut uncorrected) = (None, Vec::new(), Vec::new());
     for e in IntervalLogIterator::new(&log) {
         match e.expect("a well-formed interval log") {

@@ -134,6 +134,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     let mut accept_encoding = None;
     let mut if_match = None;
     let mut ius = None;
+    let mut bad_host = false;
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
         if name.eq_ignore_ascii_case(b"content-length") {
@@ -145,6 +146,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             transfer_encoding = true;
         } else if name.eq_ignore_ascii_case(b"host") {
             hosts += 1;
+            bad_host |= !valid_host(trim(h.value));
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in h.value.split(|&b| b == b',') {
                 let token = trim(token);
@@ -190,7 +192,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             Some(_) => return Parsed::Reject(Status::PayloadTooLarge),
         }
     }
-    if hosts > 1 || (version == Version::Http11 && hosts == 0) {
+    if hosts > 1 || bad_host || (version == Version::Http11 && hosts == 0) {
         return Parsed::Reject(Status::BadRequest);
     }
     let keep_alive = match version {
@@ -220,6 +222,29 @@ fn limit_status(buf: &[u8], max_header: usize) -> Status {
         Status::HeaderFieldsTooLarge
     } else {
         Status::UriTooLong
+    }
+}
+
+/// RFC 9110 §2.5: a request of a later minor version of HTTP/1
+/// (`HTTP/1.2` … `HTTP/1.9`) is answered as the highest this server speaks,
+/// 1.1, as nginx does; [`parse_request`] refuses it with 505 because
+/// httparse reads only 1.0 and 1.1. When `buf` starts with such a request
+/// line, this is a copy of its head (at most `max_header` bytes) with the
+/// version rewritten to `HTTP/1.1`: the same length, so a request parsed
+/// from it spans the same bytes of `buf`.
+pub fn as_http11(buf: &[u8], max_header: usize) -> Option<Vec<u8>> {
+    let buf = &buf[..buf.len().min(max_header)];
+    let line_end = buf.iter().position(|&b| b == b'\n')?;
+    let line = &buf[..line_end];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let version = line.rsplit(|&b| b == b' ').next()?;
+    match version {
+        [b'H', b'T', b'T', b'P', b'/', b'1', b'.', b'2'..=b'9'] => {
+            let mut copy = buf.to_vec();
+            copy[line.len() - 1] = b'1';
+            Some(copy)
+        }
+        _ => None,
     }
 }
 
@@ -269,6 +294,39 @@ fn version_error(buf: &[u8], max_header: usize) -> Parsed<'_> {
         }
         None => Parsed::Reject(Status::BadRequest),
     }
+}
+
+/// A Host value as RFC 9112 §3.2 wants it: `uri-host [":" port]` (RFC 3986
+/// §3.2.2), that is a name of unreserved and sub-delim characters and
+/// %-escapes (an IPv4 address is one), or an IP literal in brackets, then
+/// digits after a colon. Empty is valid (a target without authority). A
+/// server must refuse anything else with 400: spaces, `/`, `\`, `@`,
+/// controls (nginx does too).
+fn valid_host(v: &[u8]) -> bool {
+    let (host, port) = match v.first() {
+        Some(b'[') => match v.iter().position(|&b| b == b']') {
+            Some(end) => {
+                let inside = &v[1..end];
+                let literal = |b: &u8| b.is_ascii_alphanumeric() || b":.%-_~".contains(b);
+                if inside.is_empty() || !inside.iter().all(literal) {
+                    return false;
+                }
+                (&v[..0], &v[end + 1..])
+            }
+            None => return false,
+        },
+        _ => match v.iter().rposition(|&b| b == b':') {
+            Some(colon) => (&v[..colon], &v[colon..]),
+            None => (v, &v[v.len()..]),
+        },
+    };
+    let name = |b: &u8| b.is_ascii_alphanumeric() || b"-._~%!$&'()*+,;=".contains(b);
+    let port_ok = match port.split_first() {
+        None => true,
+        Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
+        Some(_) => false,
+    };
+    host.iter().all(name) && port_ok
 }
 
 /// A non-negative decimal without sign, spaces or overflow.
@@ -417,6 +475,77 @@ mod tests {
             parse_request(b"GET / HTTP/2x\r\n\r\n", 8192),
             Parsed::Reject(Status::BadRequest)
         );
+    }
+
+    #[test]
+    fn host_values_are_checked() {
+        for ok in [
+            "t",
+            "example.com",
+            "example.com.",
+            "127.0.0.1:8080",
+            "[::1]",
+            "[::1]:443",
+            "xn--bcher-kva.example",
+            "a_b~c%41:",
+            "",
+        ] {
+            assert!(valid_host(ok.as_bytes()), "{ok:?}");
+        }
+        for bad in [
+            "a b",
+            "a/b",
+            "a\\b",
+            "user@host",
+            "host:80:80",
+            "host:8o",
+            "[::1",
+            "[]",
+            "[::1]x",
+            "h\tx",
+            "h\u{7f}",
+            "h\u{e9}",
+        ] {
+            assert!(!valid_host(bad.as_bytes()), "{bad:?}");
+        }
+        assert_eq!(
+            status("GET / HTTP/1.1\r\nHost: a b\r\n\r\n"),
+            Status::BadRequest
+        );
+        assert_eq!(
+            status("GET / HTTP/1.0\r\nHost: a/b\r\n\r\n"),
+            Status::BadRequest
+        );
+    }
+
+    #[test]
+    fn later_minor_versions_are_read_as_1_1() {
+        let raw = b"GET /a HTTP/1.2\r\nHost: t\r\n\r\nGET /b";
+        assert_eq!(
+            parse_request(raw, 8192),
+            Parsed::Reject(Status::VersionNotSupported)
+        );
+        let copy = as_http11(raw, 8192).unwrap();
+        assert_eq!(&copy[..], &b"GET /a HTTP/1.1\r\nHost: t\r\n\r\nGET /b"[..]);
+        match parse_request(&copy, 8192) {
+            Parsed::Complete(r) => {
+                assert_eq!(
+                    (r.version, r.target, r.len),
+                    (Version::Http11, &b"/a"[..], 28)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        for other in [
+            "GET / HTTP/2.0\r\n\r\n",
+            "GET / HTTP/1.10\r\n\r\n",
+            "GET / HTTP/1.1\r\n\r\n",
+            "GET / HTTP/1.2",
+            "GET / XTTP/1.2\r\n\r\n",
+        ] {
+            let other = other.as_bytes();
+            assert_eq!(as_http11(other, 8192), None, "{other:?}");
+        }
     }
 
     #[test]

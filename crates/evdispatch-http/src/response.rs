@@ -928,7 +928,17 @@ impl Responder {
             refused: false,
         };
         while a.consumed < input.len() {
-            match crate::request::parse_request(&input[a.consumed..], max_header) {
+            let rest = &input[a.consumed..];
+            let as_11;
+            let mut parsed = crate::request::parse_request(rest, max_header);
+            if parsed == crate::request::Parsed::Reject(Status::VersionNotSupported) {
+                // HTTP/1.2 … 1.9: answered as 1.1 (RFC 9110 §2.5).
+                if let Some(copy) = crate::request::as_http11(rest, max_header) {
+                    as_11 = copy;
+                    parsed = crate::request::parse_request(&as_11, max_header);
+                }
+            }
+            match parsed {
                 crate::request::Parsed::Complete(req) => {
                     let from = out.parts.len();
                     let (st, keep) = self.respond(&req, out, closing);
@@ -951,7 +961,10 @@ impl Responder {
                 crate::request::Parsed::Partial => break,
                 crate::request::Parsed::Reject(st) => {
                     let from = out.parts.len();
-                    self.reject(st, out);
+                    // A refused HEAD gets the head of the error page only
+                    // (RFC 9110 §9.3.2).
+                    let head_only = input[a.consumed..].starts_with(b"HEAD ");
+                    self.error(st, out, false, Version::Http11, head_only);
                     counters.response(st);
                     if self.log.is_some() {
                         let body = out.body_bytes_from(from);

@@ -2,12 +2,14 @@
 //! function (fuzz targets will be built on it).
 //!
 //! The target is decoded once (`%XX`), then split into segments; empty and
-//! `.` segments are dropped, and a `..` segment, a NUL byte or a backslash
-//! anywhere refuses the request (403). Decoding happens exactly once, so a
-//! double-encoded `%252e%252e` becomes the literal name `%2e%2e`, never `..`.
-//! The result never starts with `/` and never climbs: the file layer then
-//! opens it beneath the root with `openat2(RESOLVE_BENEATH)`, which also stops
-//! symlinks that lead out.
+//! `.` segments are dropped, and a `..` segment removes the segment before it
+//! (RFC 3986 §5.2.4, as nginx and darkhttpd resolve `/a/../b` to `/b`). A
+//! `..` with nothing left to remove would climb out of the root: that, a NUL
+//! byte or a backslash anywhere refuses the request (403). Decoding happens
+//! exactly once, so a double-encoded `%252e%252e` becomes the literal name
+//! `%2e%2e`, never `..`. The result never starts with `/` and never climbs:
+//! the file layer then opens it beneath the root with
+//! `openat2(RESOLVE_BENEATH)`, which also stops symlinks that lead out.
 
 use crate::status::Status;
 
@@ -70,21 +72,32 @@ pub fn normalize_target(target: &[u8], out: &mut Vec<u8>) -> Result<bool, Status
     Ok(trailing_slash || last_was_dot || out.is_empty())
 }
 
-/// Drop the segment just written if it is `.` (returning true); refuse `..`.
+/// Drop the segment just written if it is `.`, and with it the one before
+/// if it is `..` (returning true: the path now names a directory); refuse a
+/// `..` with no segment before it to remove.
 fn close_segment(out: &mut Vec<u8>, start: usize) -> Result<bool, Status> {
     let seg = &out[start..];
-    if seg == b".." {
-        return Err(Status::Forbidden);
+    let up = match seg {
+        b"." => false,
+        b".." => true,
+        _ => return Ok(false),
+    };
+    out.truncate(start);
+    // Also drop the separator written before it, if any.
+    if out.last() == Some(&b'/') {
+        out.pop();
     }
-    if seg == b"." {
-        out.truncate(start);
-        // Also drop the separator written before it, if any.
+    if up {
+        if out.is_empty() {
+            return Err(Status::Forbidden);
+        }
+        let parent = out.iter().rposition(|&b| b == b'/').map_or(0, |p| p + 1);
+        out.truncate(parent);
         if out.last() == Some(&b'/') {
             out.pop();
         }
-        return Ok(true);
     }
-    Ok(false)
+    Ok(true)
 }
 
 /// The path part of an origin-form (`/p`) or absolute-form
@@ -93,10 +106,14 @@ fn origin_path(target: &[u8]) -> Result<&[u8], Status> {
     for scheme in [&b"http://"[..], b"https://"] {
         if target.len() >= scheme.len() && target[..scheme.len()].eq_ignore_ascii_case(scheme) {
             let rest = &target[scheme.len()..];
-            return Ok(match rest.iter().position(|&b| b == b'/') {
-                Some(p) => &rest[p..],
-                None => b"/",
-            });
+            // The authority ends at the first `/`, `?` or `#` (RFC 3986
+            // §3.2); with no `/` there the path is empty, that is `/`.
+            return Ok(
+                match rest.iter().position(|&b| matches!(b, b'/' | b'?' | b'#')) {
+                    Some(p) if rest[p] == b'/' => &rest[p..],
+                    _ => b"/",
+                },
+            );
         }
     }
     Ok(target)
@@ -144,15 +161,16 @@ mod tests {
             "/..",
             "/../etc/passwd",
             "/a/../../etc/passwd",
-            "/a/..",
+            "/a/b/../../../x",
+            "/a/./../..",
             "/%2e%2e/etc/passwd",
             "/%2E%2E/etc/passwd",
             "/.%2e/x",
             "/%2e./x",
-            "/a/%2e%2e%2fb",
             "/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
             "/..%2fetc",
             "/a%2f..%2f..%2fx",
+            "/a/%2e%2e/%2e%2e/x",
             "/..\\etc",
             "/a%5c..%5cb",
             "/a\\b",
@@ -162,6 +180,28 @@ mod tests {
         ] {
             assert_eq!(norm(t), Err(Status::Forbidden), "{t}");
         }
+    }
+
+    #[test]
+    fn dot_dot_inside_the_root_is_resolved() {
+        // RFC 3986 §5.2.4's remove_dot_segments, as nginx and darkhttpd do.
+        assert_eq!(norm("/a/../b.html").unwrap(), ("b.html".into(), false));
+        assert_eq!(norm("/a/b/../c").unwrap(), ("a/c".into(), false));
+        assert_eq!(norm("/a/b/..").unwrap(), ("a".into(), true));
+        assert_eq!(norm("/a/..").unwrap(), ("".into(), true));
+        assert_eq!(norm("/a/../").unwrap(), ("".into(), true));
+        assert_eq!(norm("/a//b/./../c/").unwrap(), ("a/c".into(), true));
+        assert_eq!(norm("/a/%2e%2e/b").unwrap(), ("b".into(), false));
+        assert_eq!(norm("/a/%2e%2e%2fb").unwrap(), ("b".into(), false));
+        assert_eq!(norm("/ab/../..a").unwrap(), ("..a".into(), false));
+        assert_eq!(norm("http://h/a/../b").unwrap(), ("b".into(), false));
+    }
+
+    #[test]
+    fn absolute_form_authority_ends_at_query() {
+        assert_eq!(norm("http://h?x=/secret").unwrap(), ("".into(), true));
+        assert_eq!(norm("http://h#/secret").unwrap(), ("".into(), true));
+        assert_eq!(norm("http://h:80/a?b=/c").unwrap(), ("a".into(), false));
     }
 
     #[test]

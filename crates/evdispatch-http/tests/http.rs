@@ -320,6 +320,97 @@ fn traversal_shapes_never_escape_the_root() {
 }
 
 #[test]
+fn dot_segments_inside_the_root_are_resolved() {
+    // RFC 3986 §5.2.4 (remove_dot_segments), as nginx and darkhttpd do: a
+    // `..` that stays inside the root names the file it leads to.
+    let site = site();
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        let addr = server.local_addr();
+        for (target, body) in [
+            ("/docs/../six.txt", &site.small[..]),
+            ("/docs/%2e%2e/six.txt", &site.small[..]),
+            ("/docs/nowhere/../index.html", &b"<p>docs</p>\n"[..]),
+            ("/docs/x/..", &b"<p>docs</p>\n"[..]),
+            ("http://t/docs/../index.html", &b"<h1>home</h1>\n"[..]),
+        ] {
+            let r = once(
+                addr,
+                format!("GET {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes(),
+            );
+            assert_eq!((r.status, &r.body[..]), (200, body), "{model}: {target}");
+        }
+        // The authority of an absolute-form target ends at `?` (RFC 3986
+        // §3.2): this names `/`, not `/six.txt`.
+        let r = once(addr, b"GET http://t?x=/six.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(
+            (r.status, &r.body[..]),
+            (200, &b"<h1>home</h1>\n"[..]),
+            "{model}"
+        );
+        server.stop().unwrap();
+    }
+}
+
+#[test]
+fn later_http1_minor_versions_are_served_as_1_1() {
+    // RFC 9110 §2.5 (and nginx): HTTP/1.2 is answered as 1.1; HTTP/2.0 in
+    // an HTTP/1 request line is a version this server does not speak.
+    let site = site();
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        let mut c = Client::connect(server.local_addr());
+        c.send(
+            b"GET /six.txt HTTP/1.2\r\nHost: t\r\n\r\nGET /index.html HTTP/1.1\r\nHost: t\r\n\r\n",
+        );
+        let r = c.response(false).expect("a response");
+        assert_eq!((r.status, &r.body[..]), (200, &site.small[..]), "{model}");
+        let r = c.response(false).expect("the pipelined response");
+        assert_eq!(r.status, 200, "{model}: keep-alive as 1.1");
+        let r = once(server.local_addr(), b"GET / HTTP/2.0\r\nHost: t\r\n\r\n");
+        assert_eq!(r.status, 505, "{model}");
+        server.stop().unwrap();
+    }
+}
+
+#[test]
+fn refused_head_requests_get_no_body() {
+    // RFC 9110 §9.3.2: no content in a response to HEAD, errors included.
+    let site = site();
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            continue;
+        };
+        for (raw, status) in [
+            (&b"HEAD / HTTP/1.1\r\n\r\n"[..], 400),
+            (&b"HEAD /../secret.txt HTTP/1.1\r\nHost: t\r\n\r\n"[..], 403),
+            (
+                &b"HEAD / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\n"[..],
+                413,
+            ),
+        ] {
+            let mut c = Client::connect(server.local_addr());
+            c.send(raw);
+            let r = c.response(true).expect("a response");
+            assert_eq!(r.status, status, "{model}");
+            assert!(r.header("content-length").is_some(), "{model}");
+            if status != 403 {
+                // Refused by the parser: the connection closes after the head.
+                assert!(
+                    c.closed(),
+                    "{model}: bytes after the head of a {status} to HEAD"
+                );
+            }
+        }
+        server.stop().unwrap();
+    }
+}
+
+#[test]
 fn protocol_errors() {
     let site = site();
     let cases: Vec<(Vec<u8>, u16)> = vec![

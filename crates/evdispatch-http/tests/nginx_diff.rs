@@ -439,6 +439,8 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
         case("dotdir", "GET", "/.git/config", &[]),
         case("well-known", "GET", "/.well-known/security.txt", &[]),
         case("traversal-encoded", "GET", "/%2e%2e/secret.txt", &[]),
+        case("dotdot-inside", "GET", "/docs/../six.txt", &[]),
+        case("dotdot-inside-encoded", "GET", "/docs/%2e%2e/six.txt", &[]),
         case("double-slash", "GET", "//six.txt", &[]),
         case("dir-no-slash", "GET", "/docs", &[]),
         case("dir-no-slash-query", "GET", "/docs?a=1&b=%20", &[]),

@@ -14,7 +14,9 @@
 //! `250us`, `1s`, `1s 500ms`. `errors` takes a count, or a percentage of the
 //! attempts (`errors<0.1%`: errors ÷ (replies + errors)). `reply_rate`
 //! takes replies/s, or a factor of the offered rate (`reply_rate>=0.99*rate`,
-//! open loop only). The others take a count. A latency check over no
+//! open loop only; `rate` is in requests/s: `--rate` drives each workload,
+//! and a session makes `--calls` requests, or its session log's mean). The
+//! others take a count. A latency check over no
 //! samples fails. Examples: `p99<5ms`, `p99.9<=20ms`, `errors<0.1%`,
 //! `reply_rate>=0.99*rate`, `replies>1000`.
 
@@ -174,7 +176,7 @@ impl Check {
             }
             Metric::ReplyRate => match value.split_once('*') {
                 Some((f, "rate")) => match cfg.rate {
-                    Some(Rate::PerSecond(r)) => number(f)? * r,
+                    Some(Rate::PerSecond(r)) => number(f)? * offered_requests(cfg, r),
                     _ => return Err(bad(
                         "'*rate' needs an offered rate (--rate R); in closed loop give replies/s"
                             .into(),
@@ -258,9 +260,40 @@ pub fn evaluate_all(checks: &[Check], s: &mut Summary) -> anyhow::Result<bool> {
     Ok(s.checks.iter().all(|c| c.pass))
 }
 
+/// The requests per second a run offers at `--rate r`: the rate drives each
+/// active workload, a persistent connection's arrival is one request, and a
+/// session's is `--calls` requests (a session log's: the mean over its
+/// sessions, which the run cycles through).
+fn offered_requests(cfg: &Config, r: f64) -> f64 {
+    let per_session = match &cfg.wsesslog {
+        Some(l) if !l.log.is_empty() => {
+            let requests: usize = l
+                .log
+                .iter()
+                .flat_map(|s| s.iter().map(|b| b.requests.len()))
+                .sum();
+            requests as f64 / l.log.len() as f64
+        }
+        _ => f64::from(cfg.calls),
+    };
+    let per_arrival = if cfg.sessions.is_some() {
+        per_session
+    } else {
+        0.0
+    } + if cfg.persistent > 0 { 1.0 } else { 0.0 };
+    r * if per_arrival > 0.0 { per_arrival } else { 1.0 }
+}
+
 /// A measured value in the unit its expression uses.
 pub fn fmt_measured(expr: &str, v: f64) -> String {
-    let name = expr.split(['<', '>', '=']).next().unwrap_or("").trim();
+    // Metric names are read case-insensitively, so they are printed so too.
+    let name = expr
+        .split(['<', '>', '='])
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let name = name.as_str();
     if latency_stat(
         name.trim_start_matches("uncorrected_")
             .trim_start_matches("connect_"),
@@ -317,6 +350,21 @@ mod tests {
         assert!(err("errors<200%").contains("at most 100%"));
         assert!(err("replies=>3").contains("comparison"));
         assert!(err("reply_rate>0.9*speed").contains("FACTOR*rate"));
+        // Sessions of three calls at 100/s offer 300 requests/s.
+        let sessions = Config::from_command_line([
+            "http://127.0.0.1:1/",
+            "--rate",
+            "100",
+            "--sessions",
+            "50",
+            "--calls",
+            "3",
+        ])
+        .unwrap();
+        let limit = Check::parse("reply_rate>=0.99*rate", &sessions)
+            .unwrap()
+            .limit;
+        assert!((limit - 297.0).abs() < 1e-9, "{limit}");
         let closed = cfg("max");
         let e = Check::parse("reply_rate>=0.99*rate", &closed).unwrap_err();
         assert!(e.to_string().contains("needs an offered rate"), "{e}");
@@ -353,6 +401,8 @@ mod tests {
         // No samples: a latency check cannot pass.
         assert!(!run("uncorrected_p50<1s", &mut s));
         assert_eq!(fmt_measured("p99<1ms", 990.0), "990.00us");
+        assert_eq!(fmt_measured("P99<1ms", 990.0), "990.00us");
+        assert_eq!(fmt_measured("Reply_Rate>=10", 12.0), "12.0/s");
         assert_eq!(fmt_measured("errors<0.1%", 0.0999), "0.100%");
     }
 }

@@ -390,7 +390,9 @@ impl<'h> Engine<'h> {
             }
         }
         let interval = Duration::from_secs_f64(c.interval_s);
-        let n_intervals = ((c.duration_s / c.interval_s) + 1e-9).floor().max(1.0) as usize;
+        // A window that is not a whole number of intervals ends with a
+        // shorter one of its own; only full intervals give a rate sample.
+        let n_intervals = ((c.duration_s / c.interval_s) - 1e-9).ceil().max(1.0) as usize;
         let rec = Recorder {
             interval_replies: vec![0; n_intervals],
             interval_peak_conns: vec![0; n_intervals],
@@ -970,6 +972,59 @@ impl<'h> Engine<'h> {
             });
             c.req = self.scripts[session][0].0[0];
         }
+        self.connect(slot, now);
+    }
+
+    /// Move a session to its next call (`--calls`, or its session log's next
+    /// request): `Some(None)` to send it now, `Some(Some(think))` after a
+    /// think time, `None` when the session is over.
+    fn session_next(&mut self, slot: usize) -> Option<Option<Duration>> {
+        let c = &mut self.slab[slot];
+        if c.script.is_some() {
+            return self.script_advance(slot);
+        }
+        c.calls_left = c.calls_left.saturating_sub(1);
+        (c.calls_left > 0).then_some(None)
+    }
+
+    /// The server closed a session's connection after a reply (`next` is
+    /// what [`Engine::session_next`] said comes after it): the session goes
+    /// on over a new connection, after its think time if one is due, as
+    /// httperf's sessions do. After the run, or after its last call, it is
+    /// over.
+    fn session_resume(&mut self, slot: usize, next: Option<Option<Duration>>, now: Instant) {
+        match next {
+            Some(think) if self.phase == Phase::Run => {
+                self.rec.counts.reconnects += 1;
+                match think {
+                    Some(t) if !t.is_zero() => {
+                        // No connection while it thinks: the timer reconnects.
+                        let c = &mut self.slab[slot];
+                        c.st = St::Waiting;
+                        let gen = c.gen;
+                        self.timers
+                            .push(Reverse((now + t, Timer::Think { slot, gen })));
+                    }
+                    _ => self.session_reconnect(slot, now),
+                }
+            }
+            _ => {
+                self.free.push(slot);
+                self.session_over(now);
+            }
+        }
+    }
+
+    /// Open a new connection for a session whose server closed the last
+    /// one; its next request is due now.
+    fn session_reconnect(&mut self, slot: usize, now: Instant) {
+        let measured = self.in_window(now);
+        let c = &mut self.slab[slot];
+        // A new connection: events of the old one (still being read) are
+        // not its own.
+        c.gen = c.gen.wrapping_add(1);
+        c.intended = now;
+        c.measured = measured;
         self.connect(slot, now);
     }
 
@@ -1820,10 +1875,19 @@ impl<'h> Engine<'h> {
     }
 
     /// The server closed a connection with nothing outstanding: reopen it
-    /// (inactive, idle: a reopen; persistent: a reconnect).
+    /// (inactive, idle: a reopen; persistent: a reconnect; a session in its
+    /// think time: a reconnect when the think time is over).
     fn server_closed_quietly(&mut self, slot: usize, now: Instant) {
         self.rec.counts.conn_closed_by_server += 1;
         let role = self.slab[slot].role;
+        if role == Role::Session && self.slab[slot].st == St::Waiting {
+            // A keep-alive timeout shorter than the think time: its timer,
+            // still armed, opens the next connection.
+            self.rec.counts.reconnects += 1;
+            self.close(slot, now);
+            self.slab[slot].st = St::Waiting;
+            return;
+        }
         match role {
             Role::Inactive | Role::Idle => {
                 self.rec.counts.reopens += 1;
@@ -1875,17 +1939,19 @@ impl<'h> Engine<'h> {
                     self.rec.counts.reopens += 1;
                 }
             }
+            if role == Role::Session {
+                // As httperf: a server may close between the calls of a
+                // session; the rest go out over a new connection.
+                let next = self.session_next(slot);
+                self.close(slot, now);
+                return self.session_resume(slot, next, now);
+            }
             self.close(slot, now);
             return self.after_loss(slot, now, false);
         }
         match role {
             Role::Session => {
-                let next = if c.script.is_some() {
-                    self.script_advance(slot)
-                } else {
-                    c.calls_left = c.calls_left.saturating_sub(1);
-                    (c.calls_left > 0).then_some(None)
-                };
+                let next = self.session_next(slot);
                 if let Some(think) = next {
                     match think {
                         Some(t) if !t.is_zero() => {
@@ -2098,8 +2164,13 @@ impl<'h> Engine<'h> {
                 Timer::Think { slot, gen } => {
                     let c = &self.slab[slot];
                     if c.gen == gen && c.st == St::Waiting && self.phase == Phase::Run {
-                        let m = self.in_window(now);
-                        self.start_request(slot, now, m, now);
+                        if c.sock.is_none() {
+                            // The server closed it during the think time.
+                            self.session_reconnect(slot, now);
+                        } else {
+                            let m = self.in_window(now);
+                            self.start_request(slot, now, m, now);
+                        }
                     }
                 }
                 Timer::Retry { slot, gen } => {
@@ -2248,11 +2319,11 @@ impl<'h> Engine<'h> {
             ));
         }
         let window_s = self.t_me.saturating_duration_since(self.t_ms).as_secs_f64();
-        if self.interrupted {
-            // Only the intervals the window covered in full give a rate.
-            let full = ((window_s / self.interval.as_secs_f64()) + 1e-9).floor() as usize;
-            self.rec.interval_replies.truncate(full);
-        }
+        // Only the intervals the window covered in full give a rate (as
+        // httperf's reply-rate samples): not a shorter last one, nor those
+        // after Ctrl-C.
+        let full = ((window_s / self.interval.as_secs_f64()) + 1e-9).floor() as usize;
+        self.rec.interval_replies.truncate(full);
         let mut report = WorkerReport::new(
             self.spec.index,
             &self.rec,

@@ -167,11 +167,16 @@ fn name_is(name: &str, lower: &[u8]) -> bool {
             == 0
 }
 
+/// The most header lines a reply may carry.
+const MAX_REPLY_HEADERS: usize = 256;
+
 fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
     // Left uninitialised: httparse writes the headers it finds, and only
-    // those are read back (zeroing 48 headers per reply cost more than
-    // parsing some of them).
-    let mut headers = [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; 48];
+    // those are read back (zeroing them per reply cost more than parsing
+    // some), so room for many costs nothing: wrk's parser has no limit, and
+    // a reply with more lines than this is refused as malformed.
+    let mut headers =
+        [const { std::mem::MaybeUninit::<httparse::Header<'_>>::uninit() }; MAX_REPLY_HEADERS];
     let mut resp = httparse::Response::new(&mut []);
     let parsed = httparse::ParserConfig::default().parse_response_with_uninit_headers(
         &mut resp,
@@ -398,6 +403,25 @@ mod tests {
 
     fn feed_all(p: &mut ResponseParser, pieces: &[&[u8]]) -> Vec<Feed> {
         pieces.iter().map(|d| p.feed(d).unwrap()).collect()
+    }
+
+    #[test]
+    fn a_reply_with_many_header_lines_parses() {
+        // 200 lines (some servers and CDNs send dozens): wrk reads them all.
+        let mut r = b"HTTP/1.1 200 OK\r\n".to_vec();
+        for i in 0..200 {
+            r.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
+        }
+        r.extend_from_slice(b"Content-Length: 2\r\n\r\nok");
+        let mut p = ResponseParser::default();
+        assert_eq!(
+            p.feed(&r).unwrap(),
+            Feed::Done {
+                status: 200,
+                close: false,
+                used: r.len()
+            }
+        );
     }
 
     #[test]

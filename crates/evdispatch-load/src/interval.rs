@@ -318,17 +318,28 @@ impl Sinks {
         let hdr_name = hdr.as_ref().map(|(_, n)| n.clone()).unwrap_or_default();
         let hdr_err = || format!("--hdr-log: cannot write {hdr_name}");
         let mut log = match &mut hdr {
-            Some((f, _)) => Some(
-                IntervalLogWriterBuilder::new()
-                    .add_comment("[Logged with evdispatch load: values in microseconds, max column in milliseconds]")
-                    .add_comment("[Histogram log format version 1.3]")
-                    .add_comment("[Tags: corrected (from the intended send time), uncorrected (from the actual send)]")
-                    .with_start_time(first.window_start)
-                    .with_base_time(first.window_start)
-                    .with_max_value_divisor(1000.0)
-                    .begin_log_with(f, &mut ser)
-                    .with_context(hdr_err)?,
-            ),
+            Some((f, _)) => {
+                // The header as HdrHistogram's own writers lay it out, with
+                // the column legend they end it with (the crate's writer
+                // leaves the legend out; its divisor line follows).
+                let t0 = unix_s(first.window_start);
+                write!(
+                    f,
+                    "#[Logged with evdispatch load: values in microseconds, max column in milliseconds]\n\
+                     #[Histogram log format version 1.3]\n\
+                     #[Tags: corrected (from the intended send time), uncorrected (from the actual send)]\n\
+                     #[StartTime: {t0:.3} (seconds since epoch)]\n\
+                     #[BaseTime: {t0:.3} (seconds since epoch)]\n\
+                     \"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"
+                )
+                .with_context(hdr_err)?;
+                Some(
+                    IntervalLogWriterBuilder::new()
+                        .with_max_value_divisor(1000.0)
+                        .begin_log_with(f, &mut ser)
+                        .with_context(hdr_err)?,
+                )
+            }
             None => None,
         };
         for iv in std::iter::once(first).chain(rx.iter()) {

@@ -131,9 +131,9 @@
 //! [`config::DEFAULT_CONNECTIONS`] (10, as wrk) connections for 10 s. wrk's
 //! short flags work: `-c` connections (closed loop without `-R`; with
 //! `-R R`, wrk2's open loop of `R` requests/s dealt over them), `-d`
-//! duration, `-R` rate, `-H` header, `-t` worker processes (each one
-//! single-threaded loop, as a wrk thread), `--latency` the percentile
-//! tables as wrk2 prints them.
+//! duration, `-R` rate, `-H` header, `-T` timeout, `-t` worker processes
+//! (each one single-threaded loop, as a wrk thread), `-L`/`--latency` the
+//! percentile tables as wrk2 prints them.
 //!
 //! Exit status: 0; 1 on bad input, or when no reply succeeded (no reply, or
 //! only 4xx/5xx; a line on standard error says which); 99 when a
@@ -269,8 +269,9 @@ pub struct LoadArgs {
     /// measured generator sharing its CPU.
     #[arg(long)]
     pub background: bool,
-    /// Give up on a connect or a reply after this long (e.g. 5, 500ms).
-    #[arg(long, default_value = "5")]
+    /// Give up on a connect or a reply after this long (e.g. 5, 500ms;
+    /// `-T` as wrk's).
+    #[arg(long, short = 'T', default_value = "5")]
     pub timeout: String,
     /// Request header (repeatable); one named like a default (Host,
     /// User-Agent) replaces it, an empty value removes it.
@@ -321,8 +322,9 @@ pub struct ResultsArgs {
     #[arg(long, value_name = "EXPR")]
     pub fail_if: Vec<String>,
     /// Print the percentile tables (50 … 99.999, 100) of the corrected and
-    /// uncorrected latency with their detailed spectrum, as wrk2 --latency.
-    #[arg(long)]
+    /// uncorrected latency with their detailed spectrum, as wrk2 --latency
+    /// (`-L`).
+    #[arg(long, short = 'L')]
     pub latency: bool,
     /// Write an HdrHistogram interval log (V2 compressed, tags `corrected`
     /// and `uncorrected`, values in µs) with one histogram per --interval.

@@ -13,6 +13,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, bail, Context};
 
+use crate::config::Rate;
 use crate::record::{merge as merge_reports, Counts, WorkerReport};
 use crate::report::{Summary, SCHEMA};
 
@@ -42,6 +43,21 @@ pub fn run(a: &MergeArgs) -> anyhow::Result<i32> {
         .map(|p| read(p).with_context(|| format!("merge: {}", p.display())))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut s = merge(&runs)?;
+    // Exit 130 says this command was stopped by Ctrl-C; the merge was not.
+    // A run that was is a warning (its window is shorter).
+    if s.interrupted {
+        let stopped: Vec<String> = runs
+            .iter()
+            .zip(&a.files)
+            .filter(|(r, _)| r.interrupted)
+            .map(|(_, p)| p.display().to_string())
+            .collect();
+        s.warnings.push(format!(
+            "interrupted by Ctrl-C, so their windows are shorter: {}",
+            stopped.join(", ")
+        ));
+        s.interrupted = false;
+    }
     let checks = crate::check::parse_all(&a.fail_if, &s.config)?;
     crate::report(&mut s, &checks, a.json, a.latency)
 }
@@ -180,6 +196,30 @@ pub fn merge(runs: &[Summary]) -> anyhow::Result<Summary> {
     let mut config = first.config.clone();
     config.duration_s = span;
     config.procs = runs.iter().map(|s| s.config.procs).sum();
+    // What the runs offered together: their rates (when every run had one
+    // in requests/s), connections and sessions add up, so that `rate` in a
+    // `--fail-if` of the merge is the total offered.
+    let rates: Option<f64> = runs
+        .iter()
+        .map(|s| match s.config.rate {
+            Some(Rate::PerSecond(r)) => Some(r),
+            _ => None,
+        })
+        .sum();
+    if let Some(r) = rates {
+        config.rate = Some(Rate::PerSecond(r));
+    }
+    if let Some(n) = runs
+        .iter()
+        .map(|s| s.config.sessions.filter(|&n| n > 0))
+        .sum::<Option<u64>>()
+    {
+        config.sessions = Some(n);
+    }
+    config.persistent = runs.iter().map(|s| s.config.persistent).sum();
+    config.inactive = runs.iter().map(|s| s.config.inactive).sum();
+    config.idle = runs.iter().map(|s| s.config.idle).sum();
+    config.slow = runs.iter().map(|s| s.config.slow).sum();
     config.cpus.clear();
     config.server_pids.clear();
     let mut s = Summary::new(&config, m, None);
@@ -234,6 +274,8 @@ mod tests {
             run(50..=5000, 1000.5, 300),
             run(7..=7, 1001.0, 2),
         );
+        let a_persistent = a.config.persistent;
+        assert!(a_persistent > 0);
         let ab = merge(&[a.clone(), b.clone()]).unwrap();
         assert_eq!(ab.replies, 400);
         assert_eq!((ab.window_start_unix_s, ab.duration_s), (1000.0, 2.5));
@@ -259,6 +301,10 @@ mod tests {
         assert_eq!((abc.replies, all.replies), (402, 402));
         assert_eq!(abc.duration_s, 3.0);
         assert_eq!(abc.config.procs, 3);
+        // Three generators at 100/s offered 300/s together.
+        assert_eq!(abc.config.rate, Some(Rate::PerSecond(300.0)));
+        assert_eq!(all.config.rate, Some(Rate::PerSecond(300.0)));
+        assert_eq!(all.config.persistent, 3 * a_persistent);
         assert!(
             abc.warnings.iter().any(|w| w.contains("began up to")),
             "{:?}",

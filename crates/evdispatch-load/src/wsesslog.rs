@@ -120,10 +120,9 @@ pub fn parse(file: &Path, text: &str, default_think_s: f64) -> anyhow::Result<Ve
         }
         let indented = line.starts_with([' ', '\t']);
         let (req, think) = parse_request(&line).map_err(|e| anyhow!("{}: {e}", at(i)))?;
-        if indented {
-            let Some(burst) = current.last_mut() else {
-                bail!("{}: expected a request line that starts a burst before this indented line (indented lines belong to the burst of the line above)", at(i));
-            };
+        // An indented line joins the burst above; a session's first line
+        // starts its first burst however it is indented (as httperf reads it).
+        if let (true, Some(burst)) = (indented, current.last_mut()) {
             burst.requests.push(req);
             if let Some(t) = think {
                 burst.think_s = t;
@@ -223,8 +222,8 @@ fn parse_request(line: &str) -> Result<(LogRequest, Option<f64>), String> {
     Ok((req, think))
 }
 
-/// An attribute's value: up to the next whitespace, or a quoted string
-/// with `\n`, `\\`, `\'` and `\"` escapes.
+/// An attribute's value: up to the next whitespace, or a quoted string;
+/// either with `\n`, `\r`, `\t`, `\\`, `\'` and `\"` escapes.
 fn take_value(rest: &mut &str) -> Result<String, String> {
     let mut chars = rest.char_indices();
     let quote = match rest.chars().next() {
@@ -233,8 +232,24 @@ fn take_value(rest: &mut &str) -> Result<String, String> {
             q
         }
         _ => {
+            // Unquoted: up to the next whitespace, with the same escapes
+            // (httperf reads `contents=a\nb` as two lines too).
             let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            let v = rest[..end].to_string();
+            let mut v = String::new();
+            let mut chars = rest[..end].chars();
+            while let Some(c) = chars.next() {
+                v.push(if c == '\\' {
+                    match chars.next() {
+                        Some('n') => '\n',
+                        Some('r') => '\r',
+                        Some('t') => '\t',
+                        Some(o) => o,
+                        None => break,
+                    }
+                } else {
+                    c
+                });
+            }
             *rest = &rest[end..];
             return Ok(v);
         }
@@ -312,6 +327,17 @@ mod tests {
     }
 
     #[test]
+    fn unquoted_values_take_escapes_too() {
+        let s = parse(
+            Path::new("f"),
+            "/a method=POST contents=one\\ntwo\\\\x\n",
+            0.0,
+        )
+        .unwrap();
+        assert_eq!(s[0][0].requests[0].contents.as_deref(), Some("one\ntwo\\x"));
+    }
+
+    #[test]
     fn continued_strings_and_many_blank_lines() {
         let text = "/a contents='one\\\ntwo'\n\n\n\n/b\n";
         let s = parse(Path::new("f"), text, 0.0).unwrap();
@@ -327,7 +353,10 @@ mod tests {
             "{}",
             e("/a\n\tpict\n")
         );
-        assert!(e("\n\t/x\n").starts_with("s.log:2: expected a request line"));
+        // An indented first line starts the session's first burst (httperf).
+        let s = parse(Path::new("s.log"), "\n\t/x\n\t/y\n", 0.0).unwrap();
+        assert_eq!(s[0].len(), 1);
+        assert_eq!(s[0][0].requests, vec![get("/x"), get("/y")]);
         assert!(e("/a think=soon\n").starts_with("s.log:1: expected think=SECONDS"));
         assert!(e("/a colour=red\n").starts_with("s.log:1: expected an attribute"));
         assert!(e("# x\n/a contents='open\n").starts_with("s.log:2: expected a closing '"));

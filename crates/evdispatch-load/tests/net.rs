@@ -525,6 +525,86 @@ fn a_session_log_plays_bursts_in_order() {
     );
 }
 
+/// A server that ends every connection after its first reply: with
+/// `Connection: close` on the reply (`announce`), or silently `idle` later,
+/// as a keep-alive timeout does. Counts connections and requests by path.
+fn closing_server(announce: bool, idle: Duration) -> (SocketAddr, Arc<Seen>) {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let seen = Arc::new(Seen::default());
+    let s = seen.clone();
+    std::thread::spawn(move || {
+        for sock in l.incoming() {
+            let Ok(sock) = sock else { return };
+            let s = s.clone();
+            s.connections.fetch_add(1, Ordering::Relaxed);
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(sock);
+                let mut head = String::new();
+                loop {
+                    let mut line = String::new();
+                    match r.read_line(&mut line) {
+                        Ok(0) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                    head.push_str(&line);
+                    if line == "\r\n" {
+                        break;
+                    }
+                }
+                s.requests.lock().unwrap().push((head, Vec::new()));
+                let reply: &[u8] = if announce {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                } else {
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                };
+                let _ = r.get_mut().write_all(reply);
+                if !announce {
+                    std::thread::sleep(idle);
+                }
+                // Dropping the socket closes the connection.
+            });
+        }
+    });
+    (addr, seen)
+}
+
+#[test]
+fn sessions_go_on_over_a_new_connection_when_the_server_closes() {
+    // As httperf: a server may close between the calls of a session; the
+    // rest of the session goes out over a new connection, not lost.
+    let (addr, seen) = closing_server(true, Duration::ZERO);
+    let s = run(
+        &format!("http://{addr}/x"),
+        "--rate 20 --sessions 4 --calls 3 --duration 1",
+    )
+    .unwrap();
+    assert_eq!((s.replies, s.errors_total), (12, 0), "{:?}", s.errors);
+    // One connection per call (and the generator's reachability check).
+    assert_eq!(seen.requests.lock().unwrap().len(), 12);
+    assert!(seen.connections.load(Ordering::Relaxed) >= 12);
+    // Closed during a think time (a keep-alive timeout of 100 ms against a
+    // think time of 300 ms): the next burst reconnects when it is due.
+    let (addr, seen) = closing_server(false, Duration::from_millis(100));
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.log");
+    std::fs::write(&f, "/a think=0.3\n/b\n").unwrap();
+    let s = run(
+        &format!("http://{addr}/"),
+        &format!("--rate 20 --duration 1 --wsesslog 2,0,{}", f.display()),
+    )
+    .unwrap();
+    assert_eq!((s.replies, s.errors_total), (4, 0), "{:?}", s.errors);
+    let b = seen
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(h, _)| h.starts_with("GET /b "))
+        .count();
+    assert_eq!(b, 2, "each session's second burst was sent");
+}
+
 // ---- nginx -------------------------------------------------------------
 
 fn nginx_tls(

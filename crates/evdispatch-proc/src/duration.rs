@@ -28,7 +28,8 @@ impl std::error::Error for DurationError {}
 /// Accepts everything [`humantime::parse_duration`] accepts (`2s`, `500us`,
 /// `250ms`, `1min`, `2m`, `1h 30m`, `3days`...), and, as the flags always
 /// have, a bare number of seconds (`10`, `1.5`) and a decimal number before
-/// one unit (`1.5s`, `0.25ms`, `2.5min`). Negative, infinite and
+/// one unit (`1.5s`, `0.25ms`, `2.5min`), and wrk's one-letter units in
+/// upper case (`10S`, `1M` a minute, `2H`). Negative, infinite and
 /// not-a-number values are refused.
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     let t = text.trim();
@@ -51,6 +52,16 @@ pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
         let secs: f64 = num.parse().map_err(|_| err("not a number"))?;
         return Duration::try_from_secs_f64(secs).map_err(|_| err("out of range"));
     }
+    // wrk reads its one-letter units in either case; humantime's `M` would
+    // be months (and `S`, `H` nothing). `1M` is a minute here, as in wrk.
+    let wrk_unit;
+    let (t, unit) = match unit {
+        "S" | "M" | "H" => {
+            wrk_unit = format!("{num}{}", unit.to_ascii_lowercase());
+            (wrk_unit.as_str(), &wrk_unit[num.len()..])
+        }
+        _ => (t, unit),
+    };
     match humantime::parse_duration(t) {
         Ok(d) => Ok(d),
         Err(e) if num.contains('.') => {
@@ -78,6 +89,11 @@ mod tests {
         assert_eq!(ok("500us"), Duration::from_micros(500));
         assert_eq!(ok("250ms"), Duration::from_millis(250));
         assert_eq!(ok("1min"), Duration::from_secs(60));
+        // wrk's units in upper case: a minute, not humantime's month.
+        assert_eq!(ok("1M"), Duration::from_secs(60));
+        assert_eq!(ok("10S"), Duration::from_secs(10));
+        assert_eq!(ok("2H"), Duration::from_secs(7200));
+        assert_eq!(ok("1.5M"), Duration::from_secs(90));
         assert_eq!(ok("2m"), Duration::from_secs(120));
         assert_eq!(ok("1h 30m"), Duration::from_secs(5400));
         assert_eq!(ok("3h"), Duration::from_secs(3 * 3600));

@@ -19,8 +19,10 @@
 //! * it never panics; a refusal is 400 or 403;
 //! * a result is relative, made of plain names only (no empty, `.` or `..`
 //!   segment, no NUL, no backslash), so joined to any root it stays there;
-//! * it agrees with an independent reference (decode once, split, refuse
-//!   `..`), and re-encoding the result and normalising again gives it back.
+//! * it agrees with an independent reference (decode once, split, let each
+//!   `..` remove the segment before it and refuse one that would climb out
+//!   of the root), and re-encoding the result and normalising again gives
+//!   it back.
 
 use std::path::{Component, Path};
 
@@ -247,7 +249,8 @@ enum RefError {
     Malformed,
     /// NUL or backslash (403).
     Forbidden,
-    /// A `..` segment (403).
+    /// A `..` segment with nothing left to remove: a climb out of the root
+    /// (403).
     Traversal,
 }
 use RefError::Traversal;
@@ -263,9 +266,12 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
     let path = if lower.starts_with(b"http://") || lower.starts_with(b"https://") {
         let skip = if lower.starts_with(b"http://") { 7 } else { 8 };
         let rest = &target[skip..];
-        match rest.iter().position(|&b| b == b'/') {
-            Some(p) => &rest[p..],
-            None => &b"/"[..],
+        match rest
+            .iter()
+            .position(|&b| b == b'/' || b == b'?' || b == b'#')
+        {
+            Some(p) if rest[p] == b'/' => &rest[p..],
+            _ => &b"/"[..],
         }
     } else {
         target
@@ -313,19 +319,25 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
     } else {
         &segs[..]
     };
-    if closed.iter().any(|s| *s == b"..") {
-        return Err(RefError::Traversal);
+    // RFC 3986 §5.2.4: `..` removes the segment before it; one with none
+    // left climbs out.
+    let mut kept: Vec<&[u8]> = Vec::new();
+    for &s in closed {
+        match s {
+            b"" | b"." => {}
+            b".." => {
+                if kept.pop().is_none() {
+                    return Err(RefError::Traversal);
+                }
+            }
+            _ => kept.push(s),
+        }
     }
     if bad_escape {
         return Err(RefError::Malformed);
     }
-    let kept: Vec<&[u8]> = segs
-        .iter()
-        .copied()
-        .filter(|s| !s.is_empty() && *s != b".")
-        .collect();
     let last = segs.last().copied().unwrap_or(b"");
-    let dir = last.is_empty() || last == b"." || kept.is_empty();
+    let dir = matches!(last, b"" | b"." | b"..") || kept.is_empty();
     Ok((kept.join(&b'/'), dir))
 }
 
