@@ -997,14 +997,8 @@ impl<'h> Engine<'h> {
             Some(think) if self.phase == Phase::Run => {
                 self.rec.counts.reconnects += 1;
                 match think {
-                    Some(t) if !t.is_zero() => {
-                        // No connection while it thinks: the timer reconnects.
-                        let c = &mut self.slab[slot];
-                        c.st = St::Waiting;
-                        let gen = c.gen;
-                        self.timers
-                            .push(Reverse((now + t, Timer::Think { slot, gen })));
-                    }
+                    // No connection while it thinks: the timer reconnects.
+                    Some(t) if !t.is_zero() => self.think(slot, now + t),
                     _ => self.session_reconnect(slot, now),
                 }
             }
@@ -1013,6 +1007,15 @@ impl<'h> Engine<'h> {
                 self.session_over(now);
             }
         }
+    }
+
+    /// A session waits for its next request until `until` (its think time).
+    fn think(&mut self, slot: usize, until: Instant) {
+        let c = &mut self.slab[slot];
+        c.st = St::Waiting;
+        let gen = c.gen;
+        self.timers
+            .push(Reverse((until, Timer::Think { slot, gen })));
     }
 
     /// Open a new connection for a session whose server closed the last
@@ -1955,11 +1958,7 @@ impl<'h> Engine<'h> {
                 if let Some(think) = next {
                     match think {
                         Some(t) if !t.is_zero() => {
-                            let c = &mut self.slab[slot];
-                            c.st = St::Waiting;
-                            let gen = c.gen;
-                            self.timers
-                                .push(Reverse((now + t, Timer::Think { slot, gen })));
+                            self.think(slot, now + t);
                             self.set_interest(slot, Interest::READABLE);
                         }
                         _ => {
