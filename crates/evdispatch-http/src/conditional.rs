@@ -22,6 +22,7 @@
 //! `Last-Modified` exactly; anything else means the whole file with 200.
 
 use crate::files::epoch_secs;
+use crate::request::FieldLines;
 
 /// Which representation of a file: the file itself or a precompressed
 /// variant beside it.
@@ -134,11 +135,11 @@ pub enum Precondition {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Conditions<'a> {
     /// `If-Match`.
-    pub if_match: Option<&'a [u8]>,
+    pub if_match: FieldLines<'a>,
     /// `If-Unmodified-Since`.
     pub if_unmodified_since: Option<&'a [u8]>,
     /// `If-None-Match`.
-    pub if_none_match: Option<&'a [u8]>,
+    pub if_none_match: FieldLines<'a>,
     /// `If-Modified-Since`.
     pub if_modified_since: Option<&'a [u8]>,
 }
@@ -156,18 +157,18 @@ impl Conditions<'_> {
 /// invalid date is ignored, §13.1.4), either false: 412; then
 /// `If-None-Match`, else `If-Modified-Since`, either false: 304.
 pub fn evaluate(c: &Conditions<'_>, etag: &ETag, mtime: i64) -> Precondition {
-    let holds = match (c.if_match, c.if_unmodified_since) {
-        (Some(im), _) => lists_tag(im, etag, false),
-        (None, Some(ius)) => parse_date(ius).is_none_or(|until| mtime <= until),
-        (None, None) => true,
+    let holds = match (c.if_match.is_absent(), c.if_unmodified_since) {
+        (false, _) => lists_tag(&c.if_match, etag, false),
+        (true, Some(ius)) => parse_date(ius).is_none_or(|until| mtime <= until),
+        (true, None) => true,
     };
     if !holds {
         return Precondition::Failed;
     }
-    let not_modified = match (c.if_none_match, c.if_modified_since) {
-        (Some(inm), _) => none_match_fails(inm, etag),
-        (None, Some(ims)) => parse_date(ims).is_some_and(|since| mtime <= since),
-        (None, None) => false,
+    let not_modified = match (c.if_none_match.is_absent(), c.if_modified_since) {
+        (false, _) => none_match_fails(&c.if_none_match, etag),
+        (true, Some(ims)) => parse_date(ims).is_some_and(|since| mtime <= since),
+        (true, None) => false,
     };
     if not_modified {
         Precondition::NotModified
@@ -176,17 +177,23 @@ pub fn evaluate(c: &Conditions<'_>, etag: &ETag, mtime: i64) -> Precondition {
     }
 }
 
-/// True when `If-None-Match: value` names the current representation (the
+/// True when the `If-None-Match` lines name the current representation (the
 /// condition is false: 304). Weak comparison; `*` matches.
-pub fn none_match_fails(value: &[u8], etag: &ETag) -> bool {
-    lists_tag(value, etag, true)
+pub fn none_match_fails(field: &FieldLines<'_>, etag: &ETag) -> bool {
+    lists_tag(field, etag, true)
+}
+
+/// True when a line of the field names `etag` (one list split over lines
+/// means the same as on one line: RFC 9110 §5.3).
+fn lists_tag(field: &FieldLines<'_>, etag: &ETag, weak: bool) -> bool {
+    field.lines().any(|line| line_lists_tag(line, etag, weak))
 }
 
 /// True when the list of entity tags `value` (or `*`) names `etag`: with
 /// the weak comparison (§8.8.3.2) if `weak`, else the strong one (a weak tag
 /// never matches). Elements that are not entity tags are skipped, so a
 /// garbage value names nothing.
-fn lists_tag(value: &[u8], etag: &ETag, weak: bool) -> bool {
+fn line_lists_tag(value: &[u8], etag: &ETag, weak: bool) -> bool {
     let value = crate::range::trim_ows(value);
     if value == b"*" {
         return true;
@@ -282,7 +289,10 @@ mod tests {
             "junk, W/\"2ebc98a1-1800\"",
             ",,\"a\",\t\"2ebc98a1-1800\"",
         ] {
-            assert!(none_match_fails(yes.as_bytes(), &t), "{yes}");
+            assert!(
+                none_match_fails(&FieldLines::one(Some(yes.as_bytes())), &t),
+                "{yes}"
+            );
         }
         for no in [
             "\"2ebc98a1-1801\"",
@@ -295,7 +305,10 @@ mod tests {
             "\"2ebc98a1-1800-gz\"",
             "garbage \"",
         ] {
-            assert!(!none_match_fails(no.as_bytes(), &t), "{no}");
+            assert!(
+                !none_match_fails(&FieldLines::one(Some(no.as_bytes())), &t),
+                "{no}"
+            );
         }
     }
 
@@ -308,7 +321,7 @@ mod tests {
         let go = Precondition::Proceed;
         let no = Precondition::Failed;
         let inm_ims = |inm: Option<&'static [u8]>, ims: Option<&'static [u8]>| Conditions {
-            if_none_match: inm,
+            if_none_match: FieldLines::one(inm),
             if_modified_since: ims,
             ..Conditions::default()
         };
@@ -328,7 +341,7 @@ mod tests {
 
         // If-Match, else If-Unmodified-Since, before the others.
         let im_ius = |im: Option<&'static [u8]>, ius: Option<&'static [u8]>| Conditions {
-            if_match: im,
+            if_match: FieldLines::one(im),
             if_unmodified_since: ius,
             ..Conditions::default()
         };
@@ -347,14 +360,14 @@ mod tests {
         assert_eq!(e(im_ius(Some(b"\"x\""), lm), MT), no);
         // 412 comes before 304.
         let both = Conditions {
-            if_match: Some(b"\"x\""),
-            if_none_match: Some(TAG),
+            if_match: FieldLines::one(Some(b"\"x\"")),
+            if_none_match: FieldLines::one(Some(TAG)),
             ..Conditions::default()
         };
         assert_eq!(e(both, MT), no);
         let both = Conditions {
-            if_match: Some(TAG),
-            if_none_match: Some(TAG),
+            if_match: FieldLines::one(Some(TAG)),
+            if_none_match: FieldLines::one(Some(TAG)),
             ..Conditions::default()
         };
         assert_eq!(e(both, MT), nm);
@@ -380,8 +393,8 @@ mod tests {
         let pieces = ["\"", "W/", ",", " ", "2ebc98a1", "-", "1800", "x", "*x"];
         crate::each_word(&pieces, 5, |h| {
             let whole = h.contains("\"2ebc98a1-1800\"");
-            assert!(!none_match_fails(h.as_bytes(), &t) || whole, "{h}");
-            assert!(!lists_tag(h.as_bytes(), &t, false) || whole, "{h}");
+            assert!(!line_lists_tag(h.as_bytes(), &t, true) || whole, "{h}");
+            assert!(!line_lists_tag(h.as_bytes(), &t, false) || whole, "{h}");
             assert!(
                 !if_range_holds(h.as_bytes(), &t, MT) || h.trim() == "\"2ebc98a1-1800\"",
                 "{h}"

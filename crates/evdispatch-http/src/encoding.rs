@@ -14,19 +14,17 @@
 //!   that weight (`gzip;q=0.5, identity` sends the file as it is).
 
 use crate::conditional::Coding;
+use crate::request::FieldLines;
 
-/// The coding to send given the `Accept-Encoding` value (`None`: header
+/// The coding to send given the `Accept-Encoding` lines (none: header
 /// absent) and the set of variants present (bits of [`Coding::bit`]).
-pub fn negotiate(accept: Option<&[u8]>, available: u8) -> Coding {
-    let Some(accept) = accept else {
-        return Coding::Identity;
-    };
-    if available == 0 {
+pub fn negotiate(accept: &FieldLines<'_>, available: u8) -> Coding {
+    if accept.is_absent() || available == 0 {
         return Coding::Identity;
     }
     // Weights in thousandths; None: not named.
     let (mut br, mut gzip, mut identity, mut star) = (None, None, None, None);
-    for element in accept.split(|&b| b == b',') {
+    for element in accept.elements() {
         let mut parts = element.split(|&b| b == b';');
         let coding = crate::range::trim_ows(parts.next().unwrap_or(b""));
         if coding.is_empty() {
@@ -108,12 +106,12 @@ mod tests {
     const BOTH: u8 = 3;
 
     fn n(h: &str, avail: u8) -> Coding {
-        negotiate(Some(h.as_bytes()), avail)
+        negotiate(&FieldLines::one(Some(h.as_bytes())), avail)
     }
 
     #[test]
     fn plain_lists() {
-        assert_eq!(negotiate(None, BOTH), Identity);
+        assert_eq!(negotiate(&FieldLines::default(), BOTH), Identity);
         assert_eq!(n("gzip, deflate, br", BOTH), Br);
         assert_eq!(n("gzip, deflate, br", Gzip.bit()), Gzip);
         assert_eq!(n("gzip", BOTH), Gzip);

@@ -502,11 +502,14 @@ pub fn entity_headers(
     out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
 }
 
-/// `Last-Modified` and `ETag` lines into `out` (what a 304 carries too).
+/// `Last-Modified` and `ETag` lines into `out` (what a 304 carries too). A
+/// modification time in the future is sent as the present (RFC 9110
+/// §8.8.2.1: never later than `Date`).
 pub fn validator_headers(out: &mut Vec<u8>, mtime: i64, etag: &ETag) {
     use std::io::Write;
     out.extend_from_slice(b"Last-Modified: ");
-    let t = UNIX_EPOCH + Duration::from_secs(mtime.max(0) as u64);
+    let now = epoch_secs(SystemTime::now());
+    let t = UNIX_EPOCH + Duration::from_secs((mtime.max(0) as u64).min(now));
     let _ = write!(out, "{}", httpdate::HttpDate::from(t));
     out.extend_from_slice(b"\r\nETag: ");
     out.extend_from_slice(etag.as_bytes());

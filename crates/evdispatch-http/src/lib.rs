@@ -31,7 +31,12 @@
 //! * **Validators.** Every file answer (200, 206, 304) carries
 //!   `Last-Modified` and a strong `ETag` built as nginx builds it,
 //!   `"mtime-size"` in hex (`-gz`/`-br` appended for a precompressed
-//!   variant), from the metadata the cache holds: no `stat` per request.
+//!   variant), from the metadata the cache holds: no `stat` per request. A
+//!   modification time in the future is sent as the present, never later
+//!   than `Date` (§8.8.2.1).
+//! * **Lists over several lines.** `If-Match`, `If-None-Match` and
+//!   `Accept-Encoding` may be repeated; the lines are read as one list
+//!   (§5.3).
 //! * **Preconditions** in §13.2.2 order: `If-Match` (a list or `*`, strong
 //!   comparison: a weak tag never matches, §13.1.1) and, only when it is
 //!   absent, `If-Unmodified-Since` (holds when the file is not newer than
@@ -211,7 +216,9 @@ pub use encoding::negotiate;
 pub use files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
 pub use paths::{Dotfiles, SiteOptions};
 pub use range::{evaluate_range, RangeAnswer, Ranges, MAX_RANGES};
-pub use request::{parse_request, Method, Parsed, Request, Version, MAX_HEADERS, MAX_TARGET};
+pub use request::{
+    parse_request, FieldLines, Method, Parsed, Request, Version, MAX_HEADERS, MAX_TARGET,
+};
 pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
 pub use stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
 pub use status::Status;

@@ -14,6 +14,57 @@ pub const MAX_HEADERS: usize = 48;
 /// Longest request target accepted (longer: 414).
 pub const MAX_TARGET: usize = 4096;
 
+/// A list-valued field (`If-None-Match`, `If-Match`, `Accept-Encoding`),
+/// which RFC 9110 §5.3 lets a client split over several lines: it means the
+/// lines' values joined in order with commas. Absent when no line has it.
+/// Small (a field is almost always on one line): a repeated field is found
+/// again in the rest of the head when it is read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FieldLines<'a> {
+    /// The first line's value.
+    first: Option<&'a [u8]>,
+    /// When the field is repeated, the head after its first line, where
+    /// the other lines are; else empty.
+    more: &'a [u8],
+    /// The field's name, in lower case.
+    name: &'static [u8],
+}
+
+impl<'a> FieldLines<'a> {
+    /// The field on one line (or absent).
+    pub fn one(value: Option<&'a [u8]>) -> Self {
+        FieldLines {
+            first: value,
+            ..FieldLines::default()
+        }
+    }
+
+    /// True when the request does not carry the field.
+    pub fn is_absent(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// The values of its lines, in order, trimmed.
+    pub fn lines(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        let more = self.more.split(|&b| b == b'\n').filter_map(|line| {
+            let colon = line.iter().position(|&b| b == b':')?;
+            line[..colon]
+                .eq_ignore_ascii_case(self.name)
+                .then(|| trim(&line[colon + 1..]))
+        });
+        self.first.into_iter().chain(more)
+    }
+
+    /// The list's elements across all lines (split at commas, trimmed,
+    /// empty ones dropped: §5.6.1).
+    pub fn elements(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
+        self.lines()
+            .flat_map(|line| line.split(|&b| b == b','))
+            .map(trim)
+            .filter(|e| !e.is_empty())
+    }
+}
+
 /// `GET` or `HEAD`; every other method is refused before a [`Request`] exists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
@@ -45,10 +96,10 @@ pub struct Request<'a> {
     pub keep_alive: bool,
     /// The raw `If-Modified-Since` value, if any.
     pub if_modified_since: Option<&'a [u8]>,
-    /// The raw `If-None-Match` value, if any (the first line when repeated).
-    pub if_none_match: Option<&'a [u8]>,
-    /// The raw `If-Match` value, if any (the first line when repeated).
-    pub if_match: Option<&'a [u8]>,
+    /// The `If-None-Match` lines.
+    pub if_none_match: FieldLines<'a>,
+    /// The `If-Match` lines.
+    pub if_match: FieldLines<'a>,
     /// The raw `If-Unmodified-Since` value, if any.
     pub if_unmodified_since: Option<&'a [u8]>,
     /// The raw `Range` value; `None` when absent or repeated (two ranges
@@ -56,13 +107,17 @@ pub struct Request<'a> {
     pub range: Option<&'a [u8]>,
     /// The raw `If-Range` value, if any.
     pub if_range: Option<&'a [u8]>,
-    /// The raw `Accept-Encoding` value, if any (the first line when repeated).
-    pub accept_encoding: Option<&'a [u8]>,
+    /// The `Accept-Encoding` lines.
+    pub accept_encoding: FieldLines<'a>,
     /// Bytes of the input this request occupies (headers; there is no body).
     pub len: usize,
 }
 
 /// The verdict on the start of a buffer.
+// A `Request` is some 240 bytes of borrowed slices, parsed and answered at
+// once, never stored: boxing it would cost an allocation a request for
+// nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Parsed<'a> {
     /// A whole request; `len` bytes of the buffer are consumed.
@@ -127,12 +182,12 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     let mut close = false;
     let mut keep = false;
     let mut ims = None;
-    let mut inm = None;
+    let mut inm = FieldLines::default();
     let mut range = None;
     let mut ranges = 0;
     let mut if_range = None;
-    let mut accept_encoding = None;
-    let mut if_match = None;
+    let mut accept_encoding = FieldLines::default();
+    let mut if_match = FieldLines::default();
     let mut ius = None;
     let mut bad_host = false;
     for h in req.headers.iter() {
@@ -161,14 +216,27 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         } else if name.eq_ignore_ascii_case(b"range") {
             range = Some(trim(h.value));
             ranges += 1;
-        } else if name.eq_ignore_ascii_case(b"if-none-match") {
-            inm.get_or_insert(trim(h.value));
         } else if name.eq_ignore_ascii_case(b"if-range") {
             if_range = Some(trim(h.value));
-        } else if name.eq_ignore_ascii_case(b"accept-encoding") {
-            accept_encoding.get_or_insert(trim(h.value));
-        } else if name.eq_ignore_ascii_case(b"if-match") {
-            if_match.get_or_insert(trim(h.value));
+        } else if let Some((lower, list)) = [
+            (&b"if-none-match"[..], &mut inm),
+            (b"accept-encoding", &mut accept_encoding),
+            (b"if-match", &mut if_match),
+        ]
+        .into_iter()
+        .find(|(n, _)| name.eq_ignore_ascii_case(n))
+        {
+            match list.first {
+                None => list.first = Some(trim(h.value)),
+                Some(first) if list.more.is_empty() => {
+                    // A second line: keep the head after the first (the
+                    // value is a slice of `buf`), to read them all later.
+                    let after = first.as_ptr() as usize - buf.as_ptr() as usize + first.len();
+                    list.more = &buf[after..len];
+                    list.name = lower;
+                }
+                Some(_) => {}
+            }
         } else if name.eq_ignore_ascii_case(b"if-unmodified-since") {
             ius = Some(trim(h.value));
         }
@@ -617,6 +685,30 @@ mod tests {
             r.if_modified_since,
             Some(&b"Sun, 06 Nov 1994 08:49:37 GMT"[..])
         );
+    }
+
+    #[test]
+    fn list_fields_may_take_several_lines() {
+        let Parsed::Complete(r) = parse(
+            "GET / HTTP/1.1\r\nHost: a\r\nIf-None-Match: \"a\"\r\nAccept-Encoding: gzip;q=0.5,\r\n\
+             if-none-match:  \"b\", \"c\" \r\nACCEPT-ENCODING: , br\r\n\r\n",
+        ) else {
+            panic!()
+        };
+        let lines: Vec<&[u8]> = r.if_none_match.lines().collect();
+        assert_eq!(lines, [&b"\"a\""[..], b"\"b\", \"c\""]);
+        let codings: Vec<&[u8]> = r.accept_encoding.elements().collect();
+        assert_eq!(codings, [&b"gzip;q=0.5"[..], b"br"]);
+        assert!(r.if_match.is_absent());
+        // Every line is read; nothing after the head (a pipelined request).
+        let many = "If-Match: \"x\"\r\n".repeat(40);
+        let text =
+            format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\nGET / HTTP/1.1\r\nIf-Match: \"y\"\r\n");
+        let Parsed::Complete(r) = parse(&text) else {
+            panic!()
+        };
+        assert_eq!(r.if_match.lines().count(), 40);
+        assert!(r.if_match.lines().all(|l| l == b"\"x\""));
     }
 
     #[test]

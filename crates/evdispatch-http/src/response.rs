@@ -611,7 +611,7 @@ impl Responder {
             }
             return Status::Ok;
         }
-        let mut coding = crate::encoding::negotiate(req.accept_encoding, variants);
+        let mut coding = crate::encoding::negotiate(&req.accept_encoding, variants);
         let mut body = body;
         if coding != Coding::Identity {
             let len = self.path.len();

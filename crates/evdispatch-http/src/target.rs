@@ -4,8 +4,9 @@
 //! The target is decoded once (`%XX`), then split into segments; empty and
 //! `.` segments are dropped, and a `..` segment removes the segment before it
 //! (RFC 3986 §5.2.4, as nginx and darkhttpd resolve `/a/../b` to `/b`). A
-//! `..` with nothing left to remove would climb out of the root: that, a NUL
-//! byte or a backslash anywhere refuses the request (403). Decoding happens
+//! `..` with nothing left to remove would climb out of the root: that or a
+//! backslash anywhere refuses the request (403); a NUL byte, which no file
+//! name can hold, makes it malformed (400, as nginx). Decoding happens
 //! exactly once, so a double-encoded `%252e%252e` becomes the literal name
 //! `%2e%2e`, never `..`. The result never starts with `/` and never climbs:
 //! the file layer then opens it beneath the root with
@@ -51,7 +52,8 @@ pub fn normalize_target(target: &[u8], out: &mut Vec<u8>) -> Result<bool, Status
             }
         };
         match b {
-            0 | b'\\' => return Err(Status::Forbidden),
+            0 => return Err(Status::BadRequest),
+            b'\\' => return Err(Status::Forbidden),
             b'/' => {
                 close_segment(out, segment_start)?;
                 segment_start = out.len();
@@ -174,11 +176,12 @@ mod tests {
             "/..\\etc",
             "/a%5c..%5cb",
             "/a\\b",
-            "/x%00.html",
-            "/x\0",
             "http://h/../x",
         ] {
             assert_eq!(norm(t), Err(Status::Forbidden), "{t}");
+        }
+        for t in ["/x%00.html", "/x\0", "/a/%00/../b"] {
+            assert_eq!(norm(t), Err(Status::BadRequest), "{t}");
         }
     }
 

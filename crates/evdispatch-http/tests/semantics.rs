@@ -191,6 +191,18 @@ fn validators_and_preconditions() {
                         assert!(r.body.is_empty() && r.header("content-length").is_none());
                     }
                 }
+                // A list split over several lines means the same (RFC 9110 §5.3).
+                for (headers, status) in [
+                    (
+                        vec![("If-None-Match", "\"nope\""), ("If-None-Match", &etag[..])],
+                        304,
+                    ),
+                    (vec![("If-Match", "\"nope\""), ("If-Match", &etag[..])], 200),
+                    (vec![("If-Match", "\"nope\""), ("If-Match", "\"x\"")], 412),
+                ] {
+                    let r = ask(c, "GET", path, &headers);
+                    assert_eq!(r.status, status, "{model} {path} {headers:?}");
+                }
                 // If-None-Match takes precedence over If-Modified-Since.
                 for inm in ["\"nope\"", "garbage, ,", "W/"] {
                     let r = ask(
@@ -280,6 +292,37 @@ fn validators_and_preconditions() {
 }
 
 #[test]
+fn last_modified_is_never_later_than_date() {
+    // RFC 9110 §8.8.2.1: a modification time in the future is sent as the
+    // message's date, for a cached and a large file alike.
+    let site = site();
+    let future = std::time::SystemTime::now() + std::time::Duration::from_secs(86_400);
+    for name in ["six.txt", "large.bin"] {
+        let f = std::fs::File::options()
+            .write(true)
+            .open(site.root.join(name))
+            .unwrap();
+        f.set_modified(future).unwrap();
+    }
+    each_model(
+        &site,
+        |_| {},
+        |model, c| {
+            for path in ["/six.txt", "/large.bin"] {
+                let r = ask(c, "GET", path, &[]);
+                let date = |h: &str| httpdate::parse_http_date(r.header(h).expect(h)).unwrap();
+                assert!(
+                    date("last-modified") <= date("date"),
+                    "{model} {path}: {:?} after {:?}",
+                    r.header("last-modified"),
+                    r.header("date")
+                );
+            }
+        },
+    );
+}
+
+#[test]
 fn precompressed_variants() {
     let site = site();
     extend(&site);
@@ -332,6 +375,17 @@ fn precompressed_variants() {
             assert_eq!(r.status, 206, "{model}");
             assert_eq!(r.body, b"BYTES", "{model}");
             assert_eq!(r.header("content-range"), Some("bytes 3-7/18"), "{model}");
+            // Accept-Encoding over two lines is one list.
+            let r = ask(
+                c,
+                "GET",
+                "/app.js",
+                &[
+                    ("Accept-Encoding", "identity;q=0.5"),
+                    ("Accept-Encoding", "gzip"),
+                ],
+            );
+            assert_eq!(r.header("content-encoding"), Some("gzip"), "{model}");
             // Only a .gz beside it; br asked first still gets gzip.
             let r = ask(c, "GET", "/only-gz.css", &[("Accept-Encoding", "br, gzip")]);
             assert_eq!(

@@ -110,21 +110,25 @@ impl Recorder {
     }
 }
 
+/// A request head up to its blank line; `None` at the end of the stream.
+fn read_head(r: &mut impl BufRead) -> Option<String> {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        match r.read_line(&mut line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {}
+        }
+        head.push_str(&line);
+        if line == "\r\n" {
+            return Some(head);
+        }
+    }
+}
+
 fn serve<S: Read + Write>(stream: S, seen: &Seen) {
     let mut r = BufReader::new(stream);
-    loop {
-        let mut head = String::new();
-        loop {
-            let mut line = String::new();
-            match r.read_line(&mut line) {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
-            }
-            head.push_str(&line);
-            if line == "\r\n" {
-                break;
-            }
-        }
+    while let Some(head) = read_head(&mut r) {
         let len: usize = head
             .lines()
             .find_map(|l| {
@@ -540,18 +544,9 @@ fn closing_server(announce: bool, idle: Duration) -> (SocketAddr, Arc<Seen>) {
             s.connections.fetch_add(1, Ordering::Relaxed);
             std::thread::spawn(move || {
                 let mut r = BufReader::new(sock);
-                let mut head = String::new();
-                loop {
-                    let mut line = String::new();
-                    match r.read_line(&mut line) {
-                        Ok(0) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                    head.push_str(&line);
-                    if line == "\r\n" {
-                        break;
-                    }
-                }
+                let Some(head) = read_head(&mut r) else {
+                    return;
+                };
                 s.requests.lock().unwrap().push((head, Vec::new()));
                 let reply: &[u8] = if announce {
                     b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"

@@ -225,7 +225,7 @@ pub fn corpus() -> Vec<Attack> {
         "nul-pct",
         "%00 truncation (secret.txt%00.html)",
         "/secret.txt%00.html",
-        &[403],
+        BAD,
     );
     t(
         "absolute-form",

@@ -245,9 +245,9 @@ impl FromBytesCompat for std::ffi::OsStr {
 /// Why the reference refuses.
 #[derive(Debug, PartialEq, Eq)]
 enum RefError {
-    /// Not a path, or a broken escape (400).
+    /// Not a path, a broken escape or a NUL (400).
     Malformed,
-    /// NUL or backslash (403).
+    /// A backslash (403).
     Forbidden,
     /// A `..` segment with nothing left to remove: a climb out of the root
     /// (403).
@@ -309,8 +309,12 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
             i += 1;
         }
     }
-    if decoded.iter().any(|&b| b == 0 || b == b'\\') {
-        return Err(RefError::Forbidden);
+    if let Some(&b) = decoded.iter().find(|&&b| b == 0 || b == b'\\') {
+        return Err(if b == 0 {
+            RefError::Malformed
+        } else {
+            RefError::Forbidden
+        });
     }
     let segs: Vec<&[u8]> = decoded.split(|&b| b == b'/').collect();
     // Every segment closed before the bad escape is judged first.
