@@ -73,7 +73,7 @@ pub struct TurnWork {
 /// clock reads the loop makes anyway.
 ///
 /// The lengths go into an HdrHistogram (nanoseconds, 3 significant digits,
-/// up to [`TURN_MAX_NS`]; longer turns count as that), allocated at the
+/// up to `TURN_MAX_NS`; longer turns count as that), allocated at the
 /// first turn (the thread pool, which has no turns, never pays for one);
 /// the JSON's power-of-two buckets and quantiles are derived from it.
 #[derive(Debug, Clone, Default)]
