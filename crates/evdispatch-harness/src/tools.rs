@@ -256,7 +256,7 @@ pub struct HttperfResult {
     /// CPU seconds httperf reported (user + system).
     pub cpu_s: f64,
     /// Seconds waited before the run for local ports to come free
-    /// ([`wait_for_httperf_ports`]; not part of httperf's output).
+    /// (`wait_for_httperf_ports`; not part of httperf's output).
     pub port_wait_s: f64,
 }
 
@@ -410,7 +410,7 @@ pub fn wait_for_httperf_ports(needed: u64) -> f64 {
 }
 
 /// Run httperf ([`httperf_args`]) and parse what it prints, after
-/// [`wait_for_httperf_ports`].
+/// `wait_for_httperf_ports`.
 pub fn run_httperf(a: &HttperfArgs) -> anyhow::Result<HttperfResult> {
     let p = find(Tool::Httperf)?;
     let port_wait_s = wait_for_httperf_ports(a.num_conns);

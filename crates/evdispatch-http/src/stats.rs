@@ -83,7 +83,7 @@ pub struct Turns {
     pub total_ns: u64,
     /// The longest turn.
     pub longest: TurnWork,
-    /// The turns of at least [`LONG_TURN_US`] added up: what the long turns
+    /// The turns of at least `LONG_TURN_US` added up: what the long turns
     /// were busy with.
     pub long: TurnWork,
     /// How many turns `long` adds up.

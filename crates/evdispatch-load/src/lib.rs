@@ -193,7 +193,7 @@ pub struct LoadArgs {
     #[command(subcommand)]
     pub command: Option<LoadCommand>,
     /// The URL to load: http:// or https://, any host (names through the
-    /// system resolver, IPv4 or IPv6), e.g. https://example.org/index.html.
+    /// system resolver, IPv4 or IPv6), e.g. `https://example.org/index.html`.
     /// Alone, it runs the default load: closed loop over 10 connections for
     /// 10 s (as `--rate max -c 10 -d 10s`).
     #[arg(required_unless_present = "worker")]

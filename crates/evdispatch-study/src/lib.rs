@@ -5,7 +5,7 @@
 //!
 //! The pieces, in layers (a module imports only those below it; the test
 //! `layers` checks there is no circle):
-//! - [`results`] (the records) and [`env`] (the machine, the peers) at the
+//! - [`results`] (the records) and [`env`](mod@env) (the machine, the peers) at the
 //!   bottom; [`report::figure`] (what a figure is) on them;
 //! - [`claims`]: verdict types, helpers and the evaluation;
 //! - [`spec`]: what the layers share — profiles, a scenario's definition,

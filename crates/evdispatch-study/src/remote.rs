@@ -51,8 +51,8 @@ use serde_json::{json, Value};
 pub struct LoadHostArgs {
     /// Run the load generators (ours, wrk, httperf) on this host over ssh,
     /// the servers staying here, as the seeds did with separate client
-    /// machines. An ssh destination: [USER@]HOST.
-    #[arg(long, value_name = "[USER@]HOST")]
+    /// machines. An ssh destination: `[USER@]HOST`.
+    #[arg(long, value_name = "`[USER@]HOST`")]
     pub load_host: Option<String>,
     /// The ssh command and its options, one shell-quoted string like
     /// rsync's --rsh, e.g. "ssh -p 2222 -i KEY". The study adds -T and
@@ -252,7 +252,7 @@ fn minutes_seconds(s: &str) -> Option<f64> {
     Some(m.parse::<f64>().ok()? * 60.0 + secs)
 }
 
-/// Take apart the remote runner's output ([`runner_script`]).
+/// Take apart the remote runner's output (`runner_script`).
 pub fn parse_run(text: &str) -> anyhow::Result<RemoteRun> {
     let marker = format!("\n{MARK}stat0\n");
     let Some(at) = text.rfind(&marker) else {
@@ -326,7 +326,7 @@ fn shown_ssh(words: &[String]) -> String {
 /// A load host, probed, with our binary in place.
 #[derive(Debug, Clone)]
 pub struct LoadHost {
-    /// The ssh destination, `[USER@]HOST`.
+    /// The ssh destination, ``[USER@]HOST``.
     pub dest: String,
     /// The ssh program and its options (the user's, then ours).
     ssh: Vec<String>,
@@ -579,7 +579,7 @@ impl LoadHost {
         format!("http://{}", SocketAddr::new(self.connect, addr.port()))
     }
 
-    /// Run our binary (`evdispatch ARGS`) on the load host; see [`LoadHost::run`].
+    /// Run our binary (`evdispatch ARGS`) on the load host; see `LoadHost::run`.
     pub fn run_ours(&self, args: &[String], limit_s: f64, log: &Path) -> anyhow::Result<RemoteRun> {
         let exe = format!("{}/evdispatch", remote_dir(&self.dir));
         self.run(&exe, args, limit_s, log)
@@ -631,7 +631,7 @@ done
         Ok(waited)
     }
 
-    /// Run a peer tool (`wrk ARGS`) on the load host; see [`LoadHost::run`].
+    /// Run a peer tool (`wrk ARGS`) on the load host; see `LoadHost::run`.
     pub fn run_tool(
         &self,
         tool: &str,

@@ -408,7 +408,7 @@ pub fn target_of(seed: &[u8]) -> &[u8] {
 }
 
 /// A deterministic mutator: byte flips, insertions, deletions, splices of
-/// [`PIECES`], truncations and duplications, from a seed.
+/// `PIECES`, truncations and duplications, from a seed.
 #[derive(Debug)]
 pub struct Mutator {
     rng: SmallRng,

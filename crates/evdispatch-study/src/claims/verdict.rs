@@ -17,7 +17,7 @@ pub enum Outcome {
     /// The data contradict the claim.
     Fails,
     /// The rounds disagree: the claim's deciding figure straddles its
-    /// threshold (only [`rounds::combine`] gives it, never a verdict function).
+    /// threshold (only [`combine`](crate::claims::rounds::combine) gives it, never a verdict function).
     Undecided,
     /// This run has no data to decide.
     NotMeasured,

@@ -4,7 +4,7 @@
 //! throughput, time in each mode), and a load step — heavy, then light, on
 //! the same server — to see it come back.
 //!
-//! Points: [`WebJob`] config (`part` = `sweep` or `step`); metrics
+//! Points: [`WebJob`](crate::web::WebJob) config (`part` = `sweep` or `step`); metrics
 //! `p50_us`, `p99_us`, `reply_rate`, and from the server `mode_switches`,
 //! `signal_mode_ns`, `poll_mode_ns`, `poll_mode_pct`; step points also
 //! `phase2_…` (the light phase).

@@ -6,7 +6,7 @@
 //! Our server runs with `--no-eager-read`, so every connection waits for
 //! the mechanism's report before it is read (what thttpd did).
 //!
-//! Points: config of [`WebJob`] (`inactive`, `rate`); metrics from the load
+//! Points: config of [`WebJob`](crate::web::WebJob) (`inactive`, `rate`); metrics from the load
 //! generator (`reply_rate`, `reply_rate_stddev|min|max`, `error_pct`,
 //! `p50_us`…) and the server (`server_cpu_pct`, `waits`, `events`).
 

@@ -5,7 +5,7 @@
 //! epoll, 251 inactive connections, 6 KB, new connections at a swept rate,
 //! the signal queue limited to 1,024 as in the seed's kernels.
 //!
-//! Points: [`WebJob`] config; metrics `p50_us`, `p99_us`, `reply_rate`,
+//! Points: [`WebJob`](crate::web::WebJob) config; metrics `p50_us`, `p99_us`, `reply_rate`,
 //! `overflows`, `connections_peak`…
 
 mod claims;

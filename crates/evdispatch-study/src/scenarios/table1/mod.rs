@@ -6,7 +6,7 @@
 //! the hybrid's mode switches are tabulated beside it, and `bench overflow`
 //! measures what one recovery costs.
 //!
-//! Points: [`WebJob`] config; metrics from the server's stats
+//! Points: [`WebJob`](crate::web::WebJob) config; metrics from the server's stats
 //! (`signals_dequeued`, `dequeue_calls`, `overflows`, `recoveries`,
 //! `mode_switches`, `signal_mode_ns`, `poll_mode_ns`) and the load. Bench
 //! points: config `bench` = `overflow`, `mechanism`, `fds`, `queue_limit`;

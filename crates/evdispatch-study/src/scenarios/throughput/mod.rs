@@ -4,7 +4,7 @@
 //! model (select with one accept and with multi-accept), and nginx,
 //! lighttpd and h2o beside them.
 //!
-//! Points: [`WebJob`] config plus `reply_bytes`; metrics `reply_rate`,
+//! Points: [`WebJob`](crate::web::WebJob) config plus `reply_bytes`; metrics `reply_rate`,
 //! `server_cpu_pct`, `mean_us`/`p50_us`.
 
 mod claims;
