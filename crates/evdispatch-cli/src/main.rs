@@ -19,7 +19,7 @@ struct Cli {
 // Parsed once per run: the size of the largest argument set does not matter.
 #[allow(clippy::large_enum_variant)]
 enum Command {
-    /// Microbenchmarks: Poller_bench (seed 001), fd allocation (seed 003).
+    /// Measurements: Poller_bench (seed 001), fd allocation (seed 003), RT-signal overflow, our server against the peers, the generator against wrk.
     Bench(evdispatch_bench::BenchArgs),
     /// Serve static files over any mechanism.
     Serve(evdispatch_http::ServeArgs),

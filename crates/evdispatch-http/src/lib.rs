@@ -198,6 +198,7 @@ mod encoding;
 mod files;
 mod lifecycle;
 mod listing;
+mod out;
 mod paths;
 mod range;
 mod readiness;

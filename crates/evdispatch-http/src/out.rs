@@ -1,0 +1,340 @@
+//! The output of a batch of responses: header bytes in one reused buffer
+//! and the body parts after them (slices of cached files, ranges of large
+//! files), sent with one gathered `writev`, and `sendfile` for large files.
+//! The models fill an [`OutBatch`] through the [`Responder`] and send it
+//! here, however many responses it holds.
+//!
+//! [`Responder`]: crate::response::Responder
+
+use std::fs::File;
+use std::io::{self, IoSlice};
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
+
+use crate::files::CachedFile;
+use crate::sys;
+
+/// One piece of output.
+#[derive(Debug)]
+pub enum Part {
+    /// A range of the batch's header buffer.
+    Head {
+        /// Start offset in `OutBatch::head`.
+        start: usize,
+        /// End offset.
+        end: usize,
+    },
+    /// A constant (error-page body).
+    Static(&'static [u8]),
+    /// A cached file's body, bytes `start..end` (a slice, never a copy).
+    Cached {
+        /// The cached file.
+        file: Arc<CachedFile>,
+        /// First byte.
+        start: usize,
+        /// One past the last byte.
+        end: usize,
+    },
+    /// A large file's bytes `offset..end`, sent with `sendfile`.
+    File {
+        /// The open file.
+        file: FileRef,
+        /// Next byte to send.
+        offset: u64,
+        /// End of the range.
+        end: u64,
+    },
+}
+
+/// The open file of a [`Part::File`]: owned by the one part of a plain or
+/// single-range answer (no allocation), shared by the parts of a
+/// `multipart/byteranges` answer.
+#[derive(Debug)]
+pub enum FileRef {
+    /// The only part sending from this file.
+    Owned(File),
+    /// One of several parts sending from this file.
+    Shared(Arc<File>),
+}
+
+impl AsRawFd for FileRef {
+    fn as_raw_fd(&self) -> RawFd {
+        match self {
+            FileRef::Owned(f) => f.as_raw_fd(),
+            FileRef::Shared(f) => f.as_raw_fd(),
+        }
+    }
+}
+
+/// The output of one or more (pipelined) responses, written in order.
+#[derive(Debug, Default)]
+pub struct OutBatch {
+    /// Header bytes of the responses.
+    pub head: Vec<u8>,
+    pub(crate) parts: Vec<Part>,
+    first: usize,
+    offset: usize,
+    pub(crate) responses: usize,
+    /// Bytes written by [`OutBatch::send`] since the owner last took them.
+    pub written: u64,
+    /// The connection is closed (or half-closed) right after this batch:
+    /// see [`OutBatch::set_last`].
+    last: bool,
+}
+
+impl OutBatch {
+    /// An empty batch with room for typical pipelines.
+    pub fn new() -> OutBatch {
+        OutBatch {
+            head: Vec::with_capacity(4096),
+            parts: Vec::with_capacity(16),
+            ..Default::default()
+        }
+    }
+
+    /// An empty batch that allocates only as responses are added: for
+    /// batches that live as long as a send is in flight, where many exist
+    /// at once (the completion model's).
+    pub fn unallocated() -> OutBatch {
+        OutBatch::default()
+    }
+
+    /// True when everything has been written.
+    pub fn is_empty(&self) -> bool {
+        self.first == self.parts.len()
+    }
+
+    /// Responses in the batch.
+    pub fn responses(&self) -> usize {
+        self.responses
+    }
+
+    /// True when the batch holds a file part (the batch should be written
+    /// before more responses are added, so that it stays small).
+    pub fn has_file(&self) -> bool {
+        self.parts[self.first..]
+            .iter()
+            .any(|p| matches!(p, Part::File { .. }))
+    }
+
+    /// Forget everything (keeps the allocations; `written` is the owner's).
+    pub fn clear(&mut self) {
+        self.head.clear();
+        self.parts.clear();
+        self.first = 0;
+        self.offset = 0;
+        self.responses = 0;
+        self.last = false;
+    }
+
+    /// Say that the connection is closed or half-closed (`close`,
+    /// `shutdown(SHUT_WR)`) as soon as this batch is written. Its memory
+    /// parts are then sent with `MSG_MORE`: the kernel keeps the final
+    /// segment back, and the close that follows attaches its FIN to that
+    /// segment and sends both at once (`tcp_send_fin`), one segment (and
+    /// one trip through the peer's receive path) fewer per connection. Only
+    /// for a batch that is certainly followed by the close: a held segment
+    /// otherwise waits for the cork timer (200 ms). Cleared by
+    /// [`OutBatch::clear`].
+    pub fn set_last(&mut self, last: bool) {
+        self.last = last;
+    }
+
+    /// Body bytes of the parts from index `from` on (the headers not
+    /// counted): what the responses added since had as bodies.
+    pub(crate) fn body_bytes_from(&self, from: usize) -> u64 {
+        self.parts
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .map(|p| match p {
+                Part::Head { .. } => 0,
+                Part::Static(b) => b.len() as u64,
+                Part::Cached { start, end, .. } => (end - start) as u64,
+                Part::File { offset, end, .. } => end.saturating_sub(*offset),
+            })
+            .sum()
+    }
+
+    /// Bytes of header buffer in use (a bound on batch growth).
+    pub fn head_len(&self) -> usize {
+        self.head.len()
+    }
+
+    pub(crate) fn push_head(&mut self, start: usize) {
+        let end = self.head.len();
+        let live = self.first < self.parts.len();
+        if let Some(Part::Head { end: e, .. }) = self.parts.last_mut() {
+            if *e == start && live {
+                *e = end;
+                return;
+            }
+        }
+        self.parts.push(Part::Head { start, end });
+    }
+
+    /// The unwritten bytes as slices, up to `iov.len()` of them and up to
+    /// the first file part. Returns how many slices were filled and whether
+    /// a file part follows them.
+    pub fn gather<'a>(&'a self, iov: &mut [IoSlice<'a>]) -> (usize, bool) {
+        let mut n = 0;
+        for (i, part) in self.parts[self.first..].iter().enumerate() {
+            if n == iov.len() {
+                return (n, false);
+            }
+            let skip = if i == 0 { self.offset } else { 0 };
+            let bytes: &[u8] = match part {
+                Part::Head { start, end } => &self.head[*start..*end],
+                Part::Static(s) => s,
+                Part::Cached { file, start, end } => &file.body[*start..*end],
+                Part::File { .. } => return (n, true),
+            };
+            if bytes.len() > skip {
+                iov[n] = IoSlice::new(&bytes[skip..]);
+                n += 1;
+            }
+        }
+        (n, false)
+    }
+
+    /// Mark `n` bytes of memory parts as written.
+    pub fn advance(&mut self, mut n: usize) {
+        while n > 0 && self.first < self.parts.len() {
+            let len = match &self.parts[self.first] {
+                Part::Head { start, end } => end - start,
+                Part::Static(s) => s.len(),
+                Part::Cached { start, end, .. } => end - start,
+                Part::File { .. } => return,
+            };
+            let left = len - self.offset;
+            if n >= left {
+                n -= left;
+                self.first += 1;
+                self.offset = 0;
+            } else {
+                self.offset += n;
+                n = 0;
+            }
+        }
+        self.skip_empty();
+    }
+
+    fn skip_empty(&mut self) {
+        while self.first < self.parts.len() {
+            let empty = match &self.parts[self.first] {
+                Part::Head { start, end } => end - start == self.offset,
+                Part::Static(s) => s.len() == self.offset,
+                Part::Cached { start, end, .. } => end - start == self.offset,
+                Part::File { offset, end, .. } => offset == end,
+            };
+            if !empty {
+                break;
+            }
+            self.first += 1;
+            self.offset = 0;
+        }
+        if self.is_empty() {
+            self.clear();
+        }
+    }
+
+    /// The file part at the front, if the next bytes come from a file.
+    pub fn front_file(&mut self) -> Option<(RawFd, &mut u64, u64)> {
+        match self.parts.get_mut(self.first) {
+            Some(Part::File { file, offset, end }) => Some((file.as_raw_fd(), offset, *end)),
+            _ => None,
+        }
+    }
+
+    /// Note that the front file part advanced (drops it when finished).
+    pub fn file_progressed(&mut self) {
+        self.skip_empty();
+    }
+
+    /// Send the file part at the front with `sendfile` (from its offset: a
+    /// range starts where it should; the bytes go from the page cache to the
+    /// socket without a copy through user space) until it is all sent
+    /// (`Ok(true)`, also when the front is not a file) or the non-blocking
+    /// socket is full (`Ok(false)`).
+    pub fn send_front_file(&mut self, fd: RawFd) -> io::Result<bool> {
+        while let Some((file, offset, end)) = self.front_file() {
+            let count = (end - *offset).min(1 << 21) as usize;
+            match sys::sendfile(fd, file, offset, count) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file shrank while being sent",
+                    ))
+                }
+                Ok(n) => {
+                    self.written += n as u64;
+                    self.file_progressed()
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Write as much as the socket takes now: gathered `sendmsg` for memory
+    /// parts, `sendfile` for file parts. `Ok(true)`: all written;
+    /// `Ok(false)`: the socket is full (wait for writability).
+    pub fn send(&mut self, fd: RawFd) -> io::Result<bool> {
+        loop {
+            if self.is_empty() {
+                return Ok(true);
+            }
+            if self.front_file().is_some() {
+                if !self.send_front_file(fd)? {
+                    return Ok(false);
+                }
+                continue;
+            }
+            let mut iov = [IoSlice::new(&[]); 64];
+            let (n, file_next) = self.gather(&mut iov);
+            let want: usize = iov[..n].iter().map(|s| s.len()).sum();
+            match sys::send_vectored(fd, &iov[..n], file_next || self.last) {
+                Ok(written) => {
+                    self.written += written as u64;
+                    self.advance(written);
+                    if written < want {
+                        // A short write on a stream socket: its buffer is full.
+                        return Ok(false);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_advances_across_parts() {
+        let mut b = OutBatch::new();
+        b.head.extend_from_slice(b"abc");
+        b.push_head(0);
+        b.parts.push(Part::Static(b"defg"));
+        b.head.extend_from_slice(b"hi");
+        b.push_head(3);
+        {
+            let mut iov = [IoSlice::new(&[]); 8];
+            let (n, file) = b.gather(&mut iov);
+            assert_eq!((n, file), (3, false));
+        }
+        b.advance(5);
+        let mut iov = [IoSlice::new(&[]); 8];
+        let (n, _) = b.gather(&mut iov);
+        let rest: Vec<u8> = iov[..n].iter().flat_map(|s| s.iter().copied()).collect();
+        assert_eq!(rest, b"fghi");
+        b.advance(4);
+        assert!(b.is_empty());
+    }
+}
