@@ -9,7 +9,7 @@
 //! cargo run --release -p evdispatch --example kegel -- --mechanism epoll --fds 1000 --active 10
 //! ```
 //!
-//! Options: `--mechanism M` (default `epoll`; `evdispatch mechanisms` lists
+//! Options: `--mechanism M` (default `epoll`; `--help` lists
 //! them), `--fds N` (default 1000), `--active A` (default 1),
 //! `--iterations I` (default 1000). Each socketpair takes two descriptors:
 //! raise `ulimit -n` for large N; `select` watches descriptors below 1024
@@ -45,6 +45,7 @@ fn parse_options() -> Result<Options, String> {
     while let Some(flag) = args.next() {
         if flag == "-h" || flag == "--help" {
             println!("usage: kegel [--mechanism M] [--fds N] [--active A] [--iterations I]");
+            println!("mechanisms: {}", Mechanism::names());
             std::process::exit(0);
         }
         let value = args
@@ -110,6 +111,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             waits += 1;
             for event in &events {
+                // One read, not a loop to `WouldBlock`: exactly one byte
+                // was written to each active pair, so a read that returns
+                // it has emptied the socket. Code that copies this loop for
+                // real input must read until `WouldBlock` (or a short read).
                 match (&pairs[event.token().0].1).read(&mut buf) {
                     Ok(1) => read += 1,
                     Ok(_) => spurious += 1,

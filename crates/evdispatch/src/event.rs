@@ -7,7 +7,8 @@ use std::ops::BitOr;
 ///
 /// Tokens are opaque to the poller; a server typically uses an index into its
 /// connection slab. Two registrations may share a token (the poller does not
-/// care), but then the caller cannot tell their events apart.
+/// care), but then the caller cannot tell their events apart. The one token
+/// a registration may not take is the [`Waker`](crate::Waker)'s.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Token(pub usize);
 
@@ -212,6 +213,15 @@ impl fmt::Debug for Ready {
 ///
 /// Events are hints (see the crate docs): act until `EAGAIN`, and expect the
 /// occasional event that finds nothing to do.
+///
+/// Which bits come is the mechanism's: epoll passes the kernel's on
+/// unfiltered (a registration for reading alone may see `WRITABLE` and
+/// `WRITE_CLOSED` on a hang-up); poll, io_uring and the signal mechanisms
+/// keep those of the interest, with closes and errors; select knows only
+/// readable and writable, never `READ_CLOSED` or `ERROR` (the `read` that
+/// returns 0 or fails tells). Portable code acts on
+/// [`is_readable`](Event::is_readable) and [`is_writable`](Event::is_writable)
+/// and takes the other bits as hints.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct Event {
     token: Token,
@@ -273,8 +283,11 @@ impl fmt::Debug for Event {
 
 /// The events of one wait, reused from wait to wait.
 ///
-/// The capacity is a starting size, not a bound: a mechanism reports every
-/// ready registration it finds, growing the buffer when it fills.
+/// The capacity is a starting size, not a bound: the buffer grows when it
+/// fills. One wait may still report only some of the ready registrations
+/// (epoll returns at most its buffer's worth, then takes a larger buffer
+/// for the next wait); the others come with the next wait, as with
+/// `epoll_wait`'s `maxevents`.
 #[derive(Debug, Default, Clone)]
 pub struct Events {
     list: Vec<Event>,

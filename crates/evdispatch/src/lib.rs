@@ -50,7 +50,8 @@
 //!   later wait.
 //! * **Registrations are the caller's.** `register`, `modify` and
 //!   `deregister` fail with an error (never a panic) on a descriptor that is
-//!   already registered, not registered, or not open. Deregister before
+//!   already registered, not registered, or not open, with the same
+//!   [`std::io::ErrorKind`] on every mechanism. Deregister before
 //!   closing: once `deregister` has returned, no event of that registration
 //!   is reported again, even if the descriptor number is reused at once by a
 //!   new socket (mechanisms whose notifications are queued, io_uring and RT
@@ -117,6 +118,11 @@
 
 #![deny(missing_docs)]
 #![warn(rust_2018_idioms)]
+
+// Every mechanism is a Linux system call: say so at once rather than deep
+// inside libc.
+#[cfg(not(target_os = "linux"))]
+compile_error!("evdispatch runs on Linux only: its mechanisms are Linux system calls");
 
 mod event;
 mod mechanism;

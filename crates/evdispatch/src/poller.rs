@@ -268,34 +268,78 @@ impl Poller {
     /// Start watching `fd` for `interest`; its events carry `token`.
     ///
     /// The descriptor should be non-blocking (events are hints; see the crate
-    /// docs). Errors: already registered (`EEXIST`), not an open descriptor
-    /// (`EBADF`), or beyond what the mechanism can watch (select: fd ≥ 1024).
+    /// docs). Errors, the same [`io::ErrorKind`] on every mechanism (match on
+    /// the kind: only some carry an OS error number): `AlreadyExists` when
+    /// registered already, `InvalidInput` when `fd` is not an open
+    /// descriptor, beyond what the mechanism can watch (select: fd ≥ 1024)
+    /// or `token` is the [`waker`](Poller::waker)'s, `PermissionDenied` when
+    /// the descriptor cannot be watched (a regular file: epoll, the signal
+    /// mechanisms).
     pub fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
-        self.backend.register(fd, token, interest)?;
+        self.check_token(token)?;
+        self.backend
+            .register(fd, token, interest)
+            .map_err(|e| same_kind(e, fd, io::ErrorKind::InvalidInput))?;
         self.stats.registrations += 1;
         Ok(())
     }
 
-    /// Change the token and interest of a registered descriptor (`ENOENT` if
-    /// it is not registered).
+    /// Change the token and interest of a registered descriptor (`NotFound`
+    /// if it is not registered or not open; `InvalidInput` for the waker's
+    /// token).
     pub fn modify(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
-        self.backend.modify(fd, token, interest)?;
+        self.check_token(token)?;
+        self.backend
+            .modify(fd, token, interest)
+            .map_err(|e| same_kind(e, fd, io::ErrorKind::NotFound))?;
         self.stats.modifications += 1;
         Ok(())
     }
 
-    /// Stop watching `fd` (`ENOENT` if it is not registered). Deregister
+    /// Stop watching `fd` (`NotFound` if it is not registered or not open).
+    /// Deregister
     /// before closing: afterwards no event of this registration is reported,
     /// even if the number is reused by a new descriptor.
+    ///
+    /// Closing a descriptor that is still registered is the caller's error,
+    /// and each mechanism shows it its own way: epoll forgets the
+    /// registration (a later `deregister` fails), poll reports `ERROR` at
+    /// every wait until it is deregistered, select fails every wait with
+    /// `InvalidInput` naming the descriptor, and io_uring reports `ERROR`
+    /// once, unless its poll was already armed: that poll then holds the
+    /// socket open (the peer sees no FIN) until `deregister`. With io_uring,
+    /// the removal is submitted with the next wait, so a socket closed right
+    /// after `deregister` is released then.
     pub fn deregister(&mut self, fd: RawFd) -> io::Result<()> {
-        self.backend.deregister(fd)?;
+        self.backend
+            .deregister(fd)
+            .map_err(|e| same_kind(e, fd, io::ErrorKind::NotFound))?;
         self.stats.deregistrations += 1;
         Ok(())
+    }
+
+    /// Refuse the waker's token for a registration: the waker's events are
+    /// told apart by their token alone, so a descriptor sharing it would
+    /// have its events taken for wakes.
+    #[inline]
+    fn check_token(&self, token: Token) -> io::Result<()> {
+        match &self.waker {
+            Some((_, w)) if *w == token => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{token:?} is this poller's waker token; give the registration another"),
+            )),
+            _ => Ok(()),
+        }
     }
 
     /// A [`Waker`] whose wakes make `wait` return an event with `token`.
     /// One per poller; further calls return clones of the first (with its
     /// original token) when `token` matches, and an error otherwise.
+    ///
+    /// `token` must be no registration's: wakes are told apart by their
+    /// token, so a registration sharing it would lose events. Later
+    /// `register` and `modify` calls with it are refused; choose it before
+    /// registering anything, or a token no registration uses.
     pub fn waker(&mut self, token: Token) -> io::Result<Waker> {
         if let Some((pipe, existing)) = &self.waker {
             if *existing == token {
@@ -382,6 +426,19 @@ impl Poller {
                 !std::mem::replace(&mut seen, true)
             });
         }
+    }
+}
+
+/// An `EBADF` from the kernel (epoll) as the kind the mechanisms that keep
+/// their own table give: registering a descriptor that is not open is
+/// `InvalidInput`, and modifying or deregistering one is `NotFound` (a
+/// closed descriptor is registered nowhere), so that every mechanism
+/// answers alike.
+fn same_kind(e: io::Error, fd: RawFd, kind: io::ErrorKind) -> io::Error {
+    if e.raw_os_error() == Some(libc::EBADF) {
+        io::Error::new(kind, format!("fd {fd} is not an open descriptor (EBADF)"))
+    } else {
+        e
     }
 }
 

@@ -6,8 +6,8 @@ use serde::Serialize;
 ///
 /// Every mechanism fills the common counters; the mechanism-specific ones stay
 /// zero where they do not apply (a select poller never overflows a signal
-/// queue). The server writes these into its `--stats-json` file and the study
-/// reads them, so the names are part of the interface.
+/// queue). They serialize under these names (the evdispatch server writes them
+/// into its `--stats-json` file), so the names are part of the interface.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Stats {
     /// Calls to [`Poller::wait`](crate::Poller::wait).
@@ -20,7 +20,7 @@ pub struct Stats {
     pub wait_syscalls: u64,
     /// Events returned to the caller, over all waits.
     pub events: u64,
-    /// Waits that returned no event (timeout, or only the waker).
+    /// Waits that returned no event (a timeout; a wake is an event).
     pub empty_waits: u64,
     /// Successful `register` calls.
     pub registrations: u64,

@@ -40,6 +40,16 @@ pub enum Mechanism {
     /// io_uring multishot `IORING_OP_POLL_ADD`, edge-triggered.
     Uring,
     /// POSIX RT signals, one `sigtimedwait` per event.
+    ///
+    /// The three signal mechanisms (this one, `RtSigBatch` and `Hybrid`)
+    /// change process state. The poller's RT signal and `SIGIO` are blocked
+    /// in the thread that creates it; threads it spawns later inherit the
+    /// mask, and the signals stay blocked after the poller is dropped.
+    /// `register` sets `O_ASYNC | O_NONBLOCK`, the owner thread and the
+    /// signal on the open file description, which a `dup` of it or another
+    /// process holding it shares; `deregister` clears `O_ASYNC` only. So
+    /// register descriptors the program alone holds (sockets, pipes), not an
+    /// inherited terminal, and wait from the creating thread.
     RtSig,
     /// POSIX RT signals, many per `read` of a signalfd, coalesced per fd.
     RtSigBatch,

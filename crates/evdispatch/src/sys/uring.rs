@@ -141,17 +141,21 @@ impl Ring {
 
     /// Hand every CQE in the ring to `f`, in place, then release them to the
     /// kernel. `f` may queue SQEs (a re-arm) through the [`Sq`] it is given.
-    /// Returns the SQEs submitted to make room while doing so.
+    /// Returns the SQEs submitted to make room for them.
+    ///
+    /// Nothing is submitted while completions are being read: the kernel
+    /// would still see them in the ring, and with the ring full and its
+    /// backlog in use a submit can fail (`EBUSY`), which would drop a re-arm
+    /// and silence its descriptor for good. Entries that find the queue
+    /// full wait until the completions are released, and go in then.
     #[inline]
     pub fn reap(&mut self, mut f: impl FnMut(Cqe, &mut Sq<'_, '_>)) -> io::Result<usize> {
         let skip_success = self.skip_success;
         let (submitter, mut sq, mut cq) = self.ring.split();
         let mut handle = Sq {
-            submitter: &submitter,
             sq: &mut sq,
             skip_success,
-            submitted: 0,
-            error: None,
+            deferred: Vec::new(),
         };
         for cqe in &mut cq {
             f(
@@ -163,20 +167,37 @@ impl Ring {
                 &mut handle,
             );
         }
-        match handle.error {
-            Some(e) => Err(e),
-            None => Ok(handle.submitted),
+        let deferred = handle.deferred;
+        cq.sync();
+        let mut submitted = 0;
+        for e in deferred {
+            let mut parts = (&submitter, &mut sq);
+            let (n, pushed) = making_room(
+                &mut parts,
+                // SAFETY: a poll SQE refers to no memory of ours (only a
+                // descriptor number and integers), so nothing has to outlive it.
+                |(_, sq)| unsafe { sq.push(&e) }.is_ok(),
+                |(submitter, sq)| {
+                    sq.sync();
+                    let n = submitter.submit();
+                    sq.sync();
+                    n
+                },
+            );
+            submitted += n;
+            pushed?;
         }
+        Ok(submitted)
     }
 }
 
 /// The submission side, lent to the closure of [`Ring::reap`].
 pub struct Sq<'a, 'r> {
-    submitter: &'a io_uring::Submitter<'r>,
     sq: &'a mut squeue::SubmissionQueue<'r>,
     skip_success: bool,
-    submitted: usize,
-    error: Option<io::Error>,
+    /// Entries that found the queue full, queued once the completions are
+    /// released.
+    deferred: Vec<squeue::Entry>,
 }
 
 impl Sq<'_, '_> {
@@ -201,25 +222,13 @@ impl Sq<'_, '_> {
         ));
     }
 
-    /// Queue `e`, submitting first if the queue is full. A failure to make
-    /// room is kept and reported by [`Ring::reap`] when it returns.
+    /// Queue `e`, or keep it for [`Ring::reap`] to queue once the
+    /// completions are released when the queue is full.
     fn push(&mut self, e: squeue::Entry) {
-        let mut parts = (self.submitter, &mut *self.sq);
-        let pushed = making_room(
-            &mut parts,
-            // SAFETY: a poll SQE refers to no memory of ours (only a
-            // descriptor number and integers), so nothing has to outlive it.
-            |(_, sq)| unsafe { sq.push(&e) }.is_ok(),
-            |(submitter, sq)| {
-                sq.sync();
-                let n = submitter.submit();
-                sq.sync();
-                n
-            },
-        );
-        self.submitted += pushed.0;
-        if let Err(err) = pushed.1 {
-            self.error = Some(err);
+        // SAFETY: a poll SQE refers to no memory of ours (only a descriptor
+        // number and integers), so nothing has to outlive it.
+        if unsafe { self.sq.push(&e) }.is_err() {
+            self.deferred.push(e);
         }
     }
 }
@@ -620,7 +629,9 @@ impl BufRing {
     /// # Safety
     /// `ring` must be the ring the pool was registered with (a different
     /// ring that reuses its descriptor number and group id would lose its
-    /// own group instead).
+    /// own group instead), and no receive from this group may have gone to
+    /// io-wq (`IOSQE_ASYNC`, or a file the kernel cannot poll): such a
+    /// receive may still fill a buffer after this returns.
     pub unsafe fn release(mut self, ring: &IoUring) -> bool {
         if ring.as_raw_fd() == self.ring_fd
             && ring.submitter().unregister_buf_ring(self.group).is_ok()
