@@ -1,14 +1,14 @@
 //! Counters every poller keeps, read with [`Poller::stats`](crate::Poller::stats).
 
-use serde::Serialize;
-
 /// What a poller has done since it was created.
 ///
 /// Every mechanism fills the common counters; the mechanism-specific ones stay
 /// zero where they do not apply (a select poller never overflows a signal
-/// queue). They serialize under these names (the evdispatch server writes them
-/// into its `--stats-json` file), so the names are part of the interface.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// queue). With the `serde` feature (on by default) they serialize under these
+/// names (the evdispatch server writes them into its `--stats-json` file), so
+/// the names are part of the interface.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Stats {
     /// Calls to [`Poller::wait`](crate::Poller::wait).
     pub waits: u64,

@@ -58,7 +58,8 @@ pub enum Mechanism {
 }
 
 /// When a mechanism reports readiness.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub enum Trigger {
     /// Reported at every wait while the condition holds.
     Level,
@@ -263,6 +264,8 @@ impl FromStr for Mechanism {
     }
 }
 
+/// A mechanism serializes as its [`name`](Mechanism::name).
+#[cfg(feature = "serde")]
 impl serde::Serialize for Mechanism {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())
