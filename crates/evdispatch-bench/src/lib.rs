@@ -11,7 +11,7 @@
 //!   overflow. See [`overflow`].
 //! * `bench server`: `evdispatch serve` against nginx, lighttpd and h2o
 //!   (server CPU per request and per connection, idle connections held,
-//!   memory per idle connection), the figures of issue 4, beside two floor
+//!   memory per idle connection), the figures of issues 4 and 18, beside two floor
 //!   servers (a canned response from memory on epoll and on io_uring) that
 //!   every server's CPU per request is divided by. See [`server`].
 //!

@@ -20,11 +20,30 @@
 //! `index.html` for directories (or a listing); small files from a bounded
 //! in-memory cache revalidated by modification time, large ones with
 //! `sendfile`; nothing outside `--root` is ever served (every open is
-//! `openat2(RESOLVE_BENEATH)`, symlinks included). Request parsing
-//! ([`parse_request`]), path normalisation ([`normalize_target`]), ranges
-//! ([`evaluate_range`]), `Accept-Encoding` ([`negotiate`]) and the
-//! preconditions are pure functions, each in its own module, apart from the
-//! model loops, which only send what [`Responder`] put in an [`OutBatch`].
+//! `openat2(RESOLVE_BENEATH)`, symlinks included).
+//!
+//! # Where things are
+//!
+//! * **HTTP semantics, once, as pure functions** (no I/O), each in its own
+//!   module: request parsing ([`parse_request`], `request.rs`), path
+//!   normalisation ([`normalize_target`], `target.rs`), ranges
+//!   ([`evaluate_range`], `range.rs`), `Accept-Encoding` ([`negotiate`],
+//!   `encoding.rs`), preconditions and validators (`conditional.rs`).
+//! * **The answer**: [`Responder`] (`response.rs`) turns a request into
+//!   header bytes and body parts in an [`OutBatch`] (`out.rs`, which also
+//!   sends it). A cached file's own header lines (type, length, validators)
+//!   are built once, when the file enters the cache (`files.rs`); the lines
+//!   of each response (status, `Date`, `Connection`) are added per request.
+//! * **The connection's life**: the decisions (when to time out, linger,
+//!   close) and their constants in `lifecycle.rs`, the deadlines in a timer
+//!   wheel (`timer.rs`) that each event loop arms.
+//! * **The models**, thin loops that only send what the [`Responder`] put in
+//!   the batch: `readiness.rs` (any [`evdispatch::Poller`]), `completion.rs`
+//!   (io_uring) and `threads.rs` (blocking threads).
+//! * **This file**: the models' names ([`Model`]), [`ServerConfig`],
+//!   [`Server`] (start, stop, stats), the command line ([`ServeArgs`]) and
+//!   [`run`]. The typed command line other crates build to start a server:
+//!   [`cmdline::ServeCommand`].
 //!
 //! # HTTP semantics (RFC 9110), as nginx and darkhttpd users expect
 //!
@@ -105,8 +124,10 @@
 //!
 //! Timeouts: `--header-timeout` runs from accept for the first request and
 //! from its first byte for later ones; `--idle-timeout` between requests on a
-//! keep-alive connection, and while a client does not read its response. A
-//! timer wheel holds them; a wait sleeps until the next deadline.
+//! keep-alive connection, and while a client does not read its response. In
+//! the readiness and io_uring models a timer wheel holds them and a wait
+//! sleeps until the next deadline; the `threads` model sets them as the
+//! sockets' read and write timeouts.
 //!
 //! # Command-line contract
 //!

@@ -4,7 +4,10 @@
 //! graceful stop. The readiness loop, the io_uring completion loop and the
 //! thread pool each keep only what their mechanism makes different (how a
 //! listener is watched, how a read is issued); the decisions and their
-//! constants are here, once.
+//! constants are here, once. Each loop arms the deadlines itself, when its
+//! connection changes phase (`readiness.rs` and `completion.rs` in the
+//! timer wheel, `threads.rs` as socket timeouts), with the durations and
+//! the verdicts taken from here.
 //!
 //! The constants:
 //!

@@ -795,7 +795,7 @@ mod tests {
         let merge = CommandLine::try_parse_from(["merge", "a.json", "b.json", "--json"]).unwrap();
         assert!(matches!(
             merge.args.command,
-            Some(crate::LoadCommand::Merge(_))
+            Some(crate::LoadSubcommand::Merge(_))
         ));
     }
 

@@ -157,6 +157,23 @@
 //!
 //! The human summary (without `--json`) shows the same figures in httperf's
 //! manner; a progress line runs on standard error while it works.
+//!
+//! ## Where things are
+//!
+//! * **The flags**: [`LoadArgs`] in this file; [`config`] checks them and
+//!   turns them into a [`config::Config`] and each worker's share.
+//! * **When requests start**: [`schedule`] (arrivals, the round-robin over
+//!   persistent connections).
+//! * **The worker**: [`engine`], one event loop per process (its files:
+//!   arrivals, connections, requests, the io_uring path, the timeline);
+//!   [`http`] (requests and the reply parser), [`tls`], `ring` (the io_uring
+//!   engine's ring).
+//! * **Several workers**: [`runner`] starts the processes and sums their
+//!   reports.
+//! * **The results**: [`record`] (histograms and counters), [`report`](mod@report) (the
+//!   summary and `--json`), [`interval`], [`merge`], [`check`] (`--fail-if`).
+//! * **For other crates**: [`cmdline::LoadCommand`], the typed command line
+//!   that starts a load.
 
 #![deny(missing_docs)]
 // `unsafe` only where io_uring lends the kernel a buffer: `ring` and the two
@@ -191,7 +208,7 @@ pub use runner::{execute, RunOptions};
 pub struct LoadArgs {
     /// `merge`: combine the `--json` outputs of several runs.
     #[command(subcommand)]
-    pub command: Option<LoadCommand>,
+    pub command: Option<LoadSubcommand>,
     /// The URL to load: http:// or https://, any host (names through the
     /// system resolver, IPv4 or IPv6), e.g. `https://example.org/index.html`.
     /// Alone, it runs the default load: closed loop over 10 connections for
@@ -351,9 +368,10 @@ pub struct ResultsArgs {
     pub source_addr: Vec<std::net::IpAddr>,
 }
 
-/// Subcommands of `evdispatch load`.
+/// Subcommands of `evdispatch load` (the typed command line that runs a
+/// load is [`cmdline::LoadCommand`]).
 #[derive(Debug, Clone, clap::Subcommand)]
-pub enum LoadCommand {
+pub enum LoadSubcommand {
     /// Combine the `--json` outputs of several runs (say, generators on
     /// several machines) into one: histograms added, counters summed, rates
     /// over the common window. The result is itself mergeable.
@@ -374,7 +392,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     if args.worker {
         return runner::worker_main();
     }
-    if let Some(LoadCommand::Merge(m)) = &args.command {
+    if let Some(LoadSubcommand::Merge(m)) = &args.command {
         return exit_with(merge::run(m)?);
     }
     if args.background {

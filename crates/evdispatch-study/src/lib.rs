@@ -12,7 +12,8 @@
 //!   [`spec::Caps`], the server and load specs;
 //! - [`contracts`] (command lines and output parsing), then [`drive`]
 //!   (running `evdispatch bench`, `serve` and `load`; every child process in
-//!   `evdispatch-harness`'s registry, so none outlives the study), then
+//!   `evdispatch-harness`'s registry, so none outlives the study) and
+//!   [`remote`] (the same on a second host over ssh, `--load-host`), then
 //!   [`web`] (one server + load run);
 //! - [`scenarios`]: one folder per experiment (its run and its claims) and
 //!   the list [`scenarios::SCENARIOS`];
@@ -394,7 +395,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             let plan = s.plan_for(args.profile, &caps, named);
             println!(
                 "{:<3} {:<14} {:>7.0}s {:>6} {:>6}  {} ({}){}",
-                s.number,
+                scenarios::number(s),
                 s.id,
                 plan.est_s(),
                 plan.jobs.len(),

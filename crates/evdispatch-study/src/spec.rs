@@ -209,8 +209,6 @@ pub struct Ctx {
 pub struct Scenario {
     /// Short id for `--only` and file names.
     pub id: &'static str,
-    /// Its number in the report (its place in `crate::scenarios::SCENARIOS`).
-    pub number: u8,
     /// Title in the report.
     pub title: &'static str,
     /// Which seed texts and sections it re-runs.

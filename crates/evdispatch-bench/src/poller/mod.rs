@@ -22,6 +22,11 @@
 //! between rows (`ratio_to_raw_epoll`, `ratio_to_epoll`) are paired by
 //! round: the median over rounds of the two rows' medians in that round,
 //! so that a neighbour's build slowing one round slows both sides of it.
+//!
+//! Here: the arguments, the run over cells and rounds, and the timed loop.
+//! Beside it: `rows` (each row's watcher: library, raw syscalls, crates, C
+//! libraries), `writer` (the helper process that writes the bytes) and
+//! `report` (medians, paired ratios, the tables and the JSON).
 
 mod report;
 mod rows;

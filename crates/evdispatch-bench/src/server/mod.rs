@@ -1,5 +1,5 @@
 //! `bench server`: our server against nginx, lighttpd and h2o on one file,
-//! the figures of issue 4.
+//! the figures of issues 4 and 18 (their targets: `report::TARGETS`).
 //!
 //! Every server runs with one worker pinned to `--server-cpu` (0), and every
 //! load tool on `--client-cpu` (1), through the harness

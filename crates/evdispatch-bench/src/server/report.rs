@@ -1,5 +1,8 @@
 //! Summaries over rounds, ratios to the best peer paired within rounds, the
-//! issue's targets, and the tables printed for people.
+//! issues' targets, and the tables printed for people. In that order: the
+//! row types, [`TARGETS`] and their verdicts, [`Analysis`] (what a run's
+//! rounds add up to: summaries, ratios to peers and floors, the access
+//! log's cost, range over whole), then the printed tables.
 
 use std::collections::BTreeMap;
 

@@ -172,7 +172,7 @@ pub fn html(res: &Results) -> String {
         let _ = write!(
             h,
             "<tr><td>{}</td><td class=\"l\"><a href=\"#{}\">{}</a> ({})</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            sc.number,
+            crate::scenarios::number(sc),
             esc(sc.id),
             esc(sc.title),
             esc(&rec.profile),
@@ -194,7 +194,7 @@ pub fn html(res: &Results) -> String {
             h,
             "<section id=\"{}\"><h2>{}. {}</h2><p><em>Seeds: {}.</em> {}</p><p class=\"params\">Status: <b>{}</b>, {} points, {} s, profile {}, commit <code>{}</code>. Parameters: {}.</p>",
             esc(sc.id),
-            sc.number,
+            crate::scenarios::number(sc),
             esc(sc.title),
             esc(sc.seeds),
             esc(sc.about),
@@ -335,7 +335,7 @@ pub fn markdown(res: &Results) -> String {
         let _ = writeln!(
             m,
             "| {} | {} ({}) | {} | {} | {} | {} | {} | {} |",
-            sc.number,
+            crate::scenarios::number(sc),
             sc.id,
             rec.profile,
             status_word(rec.status),
@@ -353,7 +353,7 @@ pub fn markdown(res: &Results) -> String {
         let _ = writeln!(
             m,
             "\n## {}. {}\n\nSeeds: {}. Status: {}, {} points, {} s.\n\n{}\n\nParameters: {}.\n",
-            sc.number,
+            crate::scenarios::number(sc),
             sc.title,
             sc.seeds,
             status_word(rec.status),

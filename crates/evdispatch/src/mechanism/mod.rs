@@ -1,8 +1,13 @@
-//! The mechanisms, one file each, and the one table that lists them.
+//! The mechanisms, one backend file per family (`epoll.rs` serves `epoll`
+//! and `epoll-et`, `rtsig.rs` `rtsig` and `rtsig-batch`; `signals.rs` and
+//! `fdtable.rs` are what several share), and the one table that lists them.
 //!
-//! Adding a mechanism touches its own file, one variant of [`Mechanism`] and
-//! one row of [`MECHANISMS`]; the CLI, the conformance suite, the benchmarks
-//! and the study's report all read the table.
+//! Adding a mechanism touches its own file (its system calls in `sys/`, the
+//! only place with `unsafe`), one variant of [`Mechanism`], one row of
+//! [`MECHANISMS`], its row in the crate docs' table, and its line in the
+//! conformance suite's `conformance!` list and `which_mechanisms_have_a_descriptor`:
+//! tests fail until each is there. The CLI, the benchmarks and the study's
+//! report read the table.
 
 use std::fmt;
 use std::io;

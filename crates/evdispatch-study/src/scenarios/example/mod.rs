@@ -17,7 +17,6 @@ use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, Unavailable};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "example",
-    number: 11,
     title: "Example (tests only)",
     seeds: "none",
     about: "A scenario that exists in the crate's own tests only.",

@@ -27,7 +27,6 @@ use evdispatch_torture::{Env, Which};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "hostile",
-    number: 10,
     title: "Hostile conditions: signal-queue storm, descriptor exhaustion, slowloris, malicious input, soak",
     seeds: "000 §2 and §5.2 (RT-signal queue overflow, phhttpd's meltdown), 000 §5.1 (inactive connections, error rates); issue 7",
     about: "The ways the seeds' servers failed, provoked on purpose: the RT-signal server with RLIMIT_SIGPENDING = 16 offered 1.25× its knee for 60 s; a crowd of connections beyond the descriptor limit beside keep-alive clients; 5,000 clients sending a byte a second beside normal load; a corpus of malformed and malicious requests (traversal in every encoding, smuggling shapes, floods, invalid bytes), also sent to nginx; and a soak of mixed load (3 min quick, 15 min full) watching memory and descriptors. Every figure comes from `evdispatch torture`, which prints the same with pass/fail.",

@@ -23,7 +23,6 @@ use crate::web::{plan_web, run_web};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "hybrid",
-    number: 7,
     title: "The RT-signal/epoll hybrid across the load range",
     seeds: "000 §4, §6 and §7 (the proposed hybrid server); 004 §3.3",
     about: "hybrid, rtsig and epoll under the same load: 251 inactive connections, 6 KB document, new connections at a swept rate from light to overload, the signal queue limited to 1,024 as in scenario 3, every connection read after its first report. Seed 000 expected a hybrid to get RT-signal latency at light load and polling's throughput at heavy load, cheaply if the poll interest set is maintained alongside the signal mode, and asked that it switch back when load subsides (phhttpd never did). The step runs offer a heavy rate and then a light one to the same server.",

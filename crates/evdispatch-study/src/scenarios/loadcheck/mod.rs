@@ -25,7 +25,6 @@ use crate::web::{run_web, WebJob};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "loadcheck",
-    number: 9,
     title: "The load generator cross-checked against wrk and httperf",
     seeds: "000 §5 and 004 §3.1 (httperf drove every seed experiment)",
     about: "The same server (ours on epoll, and nginx) loaded by evdispatch load and by a reference tool on the same core: wrk and ours in closed loop over 50 keep-alive connections (6 KB), httperf and ours in open loop at a fixed rate of new connections (one request each, 6 KB). The closed loop reaches whichever is slower, server or generator; the open loop should give the same reply rate from both, and comparable response times.",

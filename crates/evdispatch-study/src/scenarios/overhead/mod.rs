@@ -20,7 +20,6 @@ use crate::web::{plan_web, run_web, WebJob};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "overhead",
-    number: 4,
     title: "Dispatch overhead against concurrent connections",
     seeds: "004 §3.1 (Chandra & Mosberger, Figs. 3–5); 002 slides 13–14",
     about: "A fixed total request rate shared by C keep-alive connections, each sending one request now and then (so most are idle at any moment), 92-byte replies; C from 250 to 10,000, every mechanism and model of our server. The seed's RT-signal server used ≈6.7% of its CPU at 500 req/s and ≈13.3% at 1,000 whatever C, with ≈0.3 ms responses, while select and /dev/poll grew with C until they saturated. Server CPU is the server process's own (user + system) over the measured window.",

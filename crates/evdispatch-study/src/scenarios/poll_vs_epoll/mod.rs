@@ -24,7 +24,6 @@ use crate::web::{plan_web, run_web};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "poll-vs-epoll",
-    number: 2,
     title: "poll vs epoll with inactive connections",
     seeds: "000 §5.1 (Provos & Lever: thttpd with poll vs /dev/poll, Figs. 4–10)",
     about: "One server pinned to one core, its mechanism poll or epoll (the mainline heir of /dev/poll), every connection read only after the mechanism reports it (--no-eager-read); I extra inactive connections (opened, a request never finished, reopened if the server closes them); a 6 KB document requested over new connections at a swept rate by the load generator on the other core. The seed used 1, 251 and 501 inactive connections on a 400 MHz K6-2; a core of today scans 501 descriptors in microseconds, so the counts go up to what one process may hold (20,000 descriptors). Drawn as the seed drew it: average reply rate with ± one standard deviation and the min–max of the sampling intervals, against the request rate; the percentage of connections with errors; and, beside, the server's CPU and median latency.",

@@ -24,7 +24,6 @@ use crate::results::{Point, ScenarioRecord};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "poller",
-    number: 1,
     title: "Poller_bench and fd allocation",
     seeds: "001 (Kegel, Poller_bench table); 003 (CITI, open/close with many fds)",
     about: "N socketpairs watched on their read ends, A of them written (by a helper process, as a network peer would) before each iteration; one timed wait plus a 1-byte read per ready fd. Kegel tabulated µs for A = 1 against N = 100 / 1,000 / 10,000; beside the library's mechanisms run the same loop written straight on the system calls (raw-epoll, raw-poll), the Rust crates mio and polling, and the C libraries libevent and libev. Seed 003: with N descriptors open, close the first and the last and allocate twice; the second allocation must find the far hole.",

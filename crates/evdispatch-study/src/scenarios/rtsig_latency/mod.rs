@@ -22,7 +22,6 @@ use crate::web::{plan_web, run_web};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "rtsig-latency",
-    number: 3,
     title: "RT signals vs epoll: median latency against load",
     seeds: "000 §5.2 (phhttpd vs thttpd with /dev/poll, Fig. 14)",
     about: "Median response latency (from each request's intended send time, connect included) against the offered rate of new connections, 251 inactive connections, 6 KB document; the server on rtsig (one sigtimedwait per signal, as phhttpd), rtsig-batch (many signals per read of a signalfd, the seed's proposed sigtimedwait4) and epoll, each connection read only after its first report (--no-eager-read). The server's RT-signal queue is limited to 1,024 entries (RLIMIT_SIGPENDING), the rtsig-max of the seed's Linux 2.2–2.4 kernels; past it the kernel raises SIGIO and the server recovers by polling every descriptor.",

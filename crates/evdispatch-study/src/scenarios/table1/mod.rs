@@ -28,7 +28,6 @@ use crate::web::{plan_web, run_web};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "table1",
-    number: 6,
     title: "Table 1: signal-queue overflows against load",
     seeds: "004 §4.2 (Table 1); 000 §2 (SIGIO on overflow); 002 slides 15–18",
     about: "The seed's RT-signal server dequeued ~500,000 signals per run and saw no SIGIO up to 3,000 req/s; from 3,200 req/s every dequeue ended in overflow and the server lived on its fallback (multi-accept select). Here the server process's RLIMIT_SIGPENDING is lowered so that the queue can fill on a modern machine; the limit counts every signal queued for the user, so it is lowered in the server process only. New connections at a swept rate, one request each for a 1-byte reply, with 252 or 6,000 idle connections; every connection is read only after its first signal (--no-eager-read). The seed's overflows began where its server saturated, so the overload claims count only runs the server fell behind in (answered < 95% of the offered rate, the generator not being the limit); where the generator cannot push the server that far, they are not measured (on the 2-core reference machine one generator process tops out near 11,500 new connections/s while the server uses about half of its core).",

@@ -21,7 +21,6 @@ use crate::web::{plan_web, run_web};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "throughput",
-    number: 5,
     title: "Dispatch throughput under load",
     seeds: "004 §4.1–4.2 (Figs. 6–9); 002 slides 20–21",
     about: "A fixed number of idle connections (each made one request, then stays silent) and new connections at a swept rate, each one request for a 1-byte or 6 KB reply. The seed found select plateaued early, /dev/poll collapsed under overload, RT signals scaled linearly, and multi-accept select sustained RT-signal throughput despite 100% CPU.",

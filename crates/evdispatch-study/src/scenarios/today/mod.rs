@@ -23,7 +23,6 @@ use crate::web::{plan_web, run_web, WebJob};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "today",
-    number: 8,
     title: "Today's additions: workers, thundering herd, memory per connection",
     seeds: "004 §2.1 (thread-per-connection memory), §2.2 (thundering herd, \"not a problem with Linux 2.4.0\"); 000 §6 (\"waking only one thread\")",
     about: "Seed 004 claimed Linux 2.4 wakes a single thread per event, so no thundering herd, and that thread-per-connection servers pay for a stack per connection; seed 000 asked for the option of waking only one thread. We count wake-ups per accepted connection for two workers on a shared listener (plain, and with EPOLLEXCLUSIVE) and with SO_REUSEPORT, measure user-space memory per idle connection for each server, and compare one worker with two.",
