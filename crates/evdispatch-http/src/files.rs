@@ -30,8 +30,13 @@ pub struct CachedFile {
     /// The entity header lines of a 200 for the whole file, in the order of
     /// [`entity_headers`] (no `Vary`: see [`CachedFile::variants`]).
     pub headers: Box<[u8]>,
-    /// Modification time, whole seconds (what `If-Modified-Since` compares).
+    /// Modification time, whole seconds (what the `ETag` is made of).
     pub mtime: i64,
+    /// What `Last-Modified` says and the date preconditions compare: the
+    /// modification time, or the second the file was looked up when that is
+    /// earlier (a time in the future is never sent: RFC 9110 §8.8.2.1 wants
+    /// it no later than `Date`).
+    pub modified: i64,
     /// Its content type.
     pub content_type: ContentType,
     stamp: Stamp,
@@ -76,8 +81,13 @@ pub struct LargeFile {
     pub file: File,
     /// Its size.
     pub size: u64,
-    /// Modification time, whole seconds.
+    /// Modification time, whole seconds (what the `ETag` is made of).
     pub mtime: i64,
+    /// What `Last-Modified` says and the date preconditions compare: the
+    /// modification time, or the second the file was looked up when that is
+    /// earlier (a time in the future is never sent: RFC 9110 §8.8.2.1 wants
+    /// it no later than `Date`).
+    pub modified: i64,
     /// Its content type.
     pub content_type: ContentType,
     /// The precompressed variants beside it (bits of [`Coding::bit`]).
@@ -306,12 +316,14 @@ impl FileStore {
         now_sec: u64,
     ) -> Result<Found, Status> {
         let size = meta.size as usize;
+        let modified = meta.mtime.min(now_sec as i64);
         if size > self.limits.max_file || size > self.limits.max_bytes {
             let variants = self.large_variants(rel, now_sec);
             return Ok(Found::Large(LargeFile {
                 file: File::from(fd),
                 size: meta.size,
                 mtime: meta.mtime,
+                modified,
                 content_type: ctype,
                 variants,
             }));
@@ -329,12 +341,13 @@ impl FileStore {
         body.truncate(got);
         let mut headers = Vec::with_capacity(192);
         let etag = ETag::new(meta.mtime, got as u64, Coding::Identity);
-        entity_headers(&mut headers, ctype, got as u64, meta.mtime, &etag, None);
+        entity_headers(&mut headers, ctype, got as u64, modified, &etag, None);
         let variants = self.probe_variants(rel);
         let entry = Arc::new(CachedFile {
             body: body.into_boxed_slice(),
             headers: headers.into_boxed_slice(),
             mtime: meta.mtime,
+            modified,
             content_type: ctype,
             stamp: Stamp::from(meta),
             checked_sec: AtomicU64::new(now_sec),
@@ -484,7 +497,7 @@ pub fn entity_headers(
     out: &mut Vec<u8>,
     ctype: ContentType,
     size: u64,
-    mtime: i64,
+    modified: i64,
     etag: &ETag,
     range: Option<(u64, u64)>,
 ) {
@@ -498,18 +511,17 @@ pub fn entity_headers(
         None => size,
     };
     let _ = write!(out, "Content-Length: {len}\r\n");
-    validator_headers(out, mtime, etag);
+    validator_headers(out, modified, etag);
     out.extend_from_slice(b"Accept-Ranges: bytes\r\n");
 }
 
-/// `Last-Modified` and `ETag` lines into `out` (what a 304 carries too). A
-/// modification time in the future is sent as the present (RFC 9110
-/// §8.8.2.1: never later than `Date`).
-pub fn validator_headers(out: &mut Vec<u8>, mtime: i64, etag: &ETag) {
+/// `Last-Modified` and `ETag` lines into `out` (what a 304 carries too);
+/// `modified` is the file's [`CachedFile::modified`], never later than the
+/// response's `Date`.
+pub fn validator_headers(out: &mut Vec<u8>, modified: i64, etag: &ETag) {
     use std::io::Write;
     out.extend_from_slice(b"Last-Modified: ");
-    let now = epoch_secs(SystemTime::now());
-    let t = UNIX_EPOCH + Duration::from_secs((mtime.max(0) as u64).min(now));
+    let t = UNIX_EPOCH + Duration::from_secs(modified.max(0) as u64);
     let _ = write!(out, "{}", httpdate::HttpDate::from(t));
     out.extend_from_slice(b"\r\nETag: ");
     out.extend_from_slice(etag.as_bytes());

@@ -51,8 +51,9 @@
 //!   `Last-Modified` and a strong `ETag` built as nginx builds it,
 //!   `"mtime-size"` in hex (`-gz`/`-br` appended for a precompressed
 //!   variant), from the metadata the cache holds: no `stat` per request. A
-//!   modification time in the future is sent as the present, never later
-//!   than `Date` (§8.8.2.1).
+//!   modification time in the future is sent as the second the file was
+//!   looked up, never later than `Date` (§8.8.2.1), and the date
+//!   preconditions compare that same value.
 //! * **Lists over several lines.** `If-Match`, `If-None-Match` and
 //!   `Accept-Encoding` may be repeated; the lines are read as one list
 //!   (§5.3).

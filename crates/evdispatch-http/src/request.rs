@@ -231,8 +231,13 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
                 Some(first) if list.more.is_empty() => {
                     // A second line: keep the head after the first (the
                     // value is a slice of `buf`), to read them all later.
-                    let after = first.as_ptr() as usize - buf.as_ptr() as usize + first.len();
-                    list.more = &buf[after..len];
+                    let after = (first.as_ptr() as usize)
+                        .checked_sub(buf.as_ptr() as usize)
+                        .map(|offset| offset + first.len());
+                    // Should httparse ever hand back a value that is not a
+                    // slice of `buf`, the whole head is read again (the
+                    // first line then counts twice, which no list minds).
+                    list.more = after.and_then(|a| buf.get(a..len)).unwrap_or(&buf[..len]);
                     list.name = lower;
                 }
                 Some(_) => {}

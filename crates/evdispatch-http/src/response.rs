@@ -94,7 +94,7 @@ struct LogState {
 struct Entity<'a> {
     ctype: ContentType,
     size: u64,
-    mtime: i64,
+    modified: i64,
     etag: &'a ETag,
     coding: Coding,
     vary: bool,
@@ -115,11 +115,12 @@ impl Body {
         }
     }
 
-    /// Size and modification time.
-    fn meta(&self) -> (u64, i64) {
+    /// Size, modification time (the `ETag`'s) and what `Last-Modified`
+    /// says ([`CachedFile::modified`]).
+    fn meta(&self) -> (u64, i64, i64) {
         match self {
-            Body::Cached(c) => (c.body.len() as u64, c.mtime),
-            Body::Large(l) => (l.size, l.mtime),
+            Body::Cached(c) => (c.body.len() as u64, c.mtime, c.modified),
+            Body::Large(l) => (l.size, l.mtime, l.modified),
         }
     }
 }
@@ -328,14 +329,14 @@ impl Responder {
             }
             self.path.truncate(len);
         }
-        let (size, mtime) = body.meta();
+        let (size, mtime, modified) = body.meta();
         let etag = ETag::new(mtime, size, coding);
         let vary = variants != 0;
-        match conditional::evaluate(&conditions, &etag, mtime) {
+        match conditional::evaluate(&conditions, &etag, modified) {
             Precondition::Proceed => {}
             Precondition::NotModified => {
                 let start = self.start(out, Status::NotModified);
-                validator_headers(&mut out.head, mtime, &etag);
+                validator_headers(&mut out.head, modified, &etag);
                 Self::variant_headers(out, Coding::Identity, vary);
                 Self::finish(out, start, keep, req.version);
                 return Status::NotModified;
@@ -352,7 +353,7 @@ impl Responder {
             Some(r)
                 if req
                     .if_range
-                    .is_none_or(|v| conditional::if_range_holds(v, &etag, mtime)) =>
+                    .is_none_or(|v| conditional::if_range_holds(v, &etag, modified)) =>
             {
                 evaluate_range(r, size)
             }
@@ -364,7 +365,7 @@ impl Responder {
                 let entity = Entity {
                     ctype,
                     size,
-                    mtime,
+                    modified,
                     etag: &etag,
                     coding,
                     vary,
@@ -385,7 +386,7 @@ impl Responder {
         };
         let start = self.start(out, st);
         let range = (st == Status::PartialContent).then_some(part);
-        entity_headers(&mut out.head, ctype, size, mtime, &etag, range);
+        entity_headers(&mut out.head, ctype, size, modified, &etag, range);
         Self::variant_headers(out, coding, vary);
         Self::finish(out, start, keep, req.version);
         let (from, to) = part;
@@ -456,7 +457,7 @@ impl Responder {
             .extend_from_slice(b"Content-Type: multipart/byteranges; boundary=");
         out.head.extend_from_slice(&boundary);
         let _ = write!(out.head, "\r\nContent-Length: {length}\r\n");
-        validator_headers(&mut out.head, e.mtime, e.etag);
+        validator_headers(&mut out.head, e.modified, e.etag);
         out.head.extend_from_slice(b"Accept-Ranges: bytes\r\n");
         Self::variant_headers(out, e.coding, e.vary);
         Self::finish(out, start, keep, req.version);

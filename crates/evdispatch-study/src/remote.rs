@@ -52,7 +52,7 @@ pub struct LoadHostArgs {
     /// Run the load generators (ours, wrk, httperf) on this host over ssh,
     /// the servers staying here, as the seeds did with separate client
     /// machines. An ssh destination: `[USER@]HOST`.
-    #[arg(long, value_name = "`[USER@]HOST`")]
+    #[arg(long, value_name = "[USER@]HOST")]
     pub load_host: Option<String>,
     /// The ssh command and its options, one shell-quoted string like
     /// rsync's --rsh, e.g. "ssh -p 2222 -i KEY". The study adds -T and
@@ -326,7 +326,7 @@ fn shown_ssh(words: &[String]) -> String {
 /// A load host, probed, with our binary in place.
 #[derive(Debug, Clone)]
 pub struct LoadHost {
-    /// The ssh destination, ``[USER@]HOST``.
+    /// The ssh destination, `[USER@]HOST`.
     pub dest: String,
     /// The ssh program and its options (the user's, then ours).
     ssh: Vec<String>,

@@ -180,10 +180,16 @@ pub fn check_target(data: &[u8]) {
             );
             assert_eq!(dir, want_dir, "directory flag differs from the reference");
         }
-        (Err(st), Err(_)) => {
-            assert!(
-                matches!(st, Status::BadRequest | Status::Forbidden),
-                "refused with {st:?}"
+        (Err(st), Err(why)) => {
+            let want = match why {
+                RefError::Malformed => Status::BadRequest,
+                RefError::Forbidden | RefError::Traversal => Status::Forbidden,
+            };
+            assert_eq!(
+                *st,
+                want,
+                "{:?}: refused with {st:?}, the reference says {why:?}",
+                String::from_utf8_lossy(data)
             );
         }
         (g, r) => panic!(
@@ -309,16 +315,21 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
             i += 1;
         }
     }
-    if let Some(&b) = decoded.iter().find(|&&b| b == 0 || b == b'\\') {
-        return Err(if b == 0 {
-            RefError::Malformed
-        } else {
-            RefError::Forbidden
-        });
+    // A NUL (400) or a backslash (403) stops the streaming implementation
+    // where it stands, as a bad escape does (400): the segments closed
+    // before the first of them are judged first.
+    let stop = decoded.iter().position(|&b| b == 0 || b == b'\\');
+    let stop_error = match stop {
+        Some(p) if decoded[p] == 0 => Some(RefError::Malformed),
+        Some(_) => Some(RefError::Forbidden),
+        None if bad_escape => Some(RefError::Malformed),
+        None => None,
+    };
+    if let Some(p) = stop {
+        decoded.truncate(p);
     }
     let segs: Vec<&[u8]> = decoded.split(|&b| b == b'/').collect();
-    // Every segment closed before the bad escape is judged first.
-    let closed = if bad_escape {
+    let closed = if stop_error.is_some() {
         &segs[..segs.len() - 1]
     } else {
         &segs[..]
@@ -337,8 +348,8 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
             _ => kept.push(s),
         }
     }
-    if bad_escape {
-        return Err(RefError::Malformed);
+    if let Some(e) = stop_error {
+        return Err(e);
     }
     let last = segs.last().copied().unwrap_or(b"");
     let dir = matches!(last, b"" | b"." | b"..") || kept.is_empty();
@@ -497,6 +508,15 @@ mod tests {
         assert_eq!(reference_normalize(b"/..%zz"), Err(RefError::Malformed));
         assert_eq!(reference_normalize(b"/../%zz"), Err(Traversal));
         assert_eq!(reference_normalize(b"/a%zz"), Err(RefError::Malformed));
+        // A NUL or a backslash stops where it stands, as the code does.
+        assert_eq!(reference_normalize(b"/../%00"), Err(Traversal));
+        assert_eq!(
+            reference_normalize(b"/a%00/../.."),
+            Err(RefError::Malformed)
+        );
+        assert_eq!(reference_normalize(b"/..\\x"), Err(RefError::Forbidden));
+        check_target(b"/../%00");
+        check_target(b"/a%00/../..");
     }
 
     #[test]

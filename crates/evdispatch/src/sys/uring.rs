@@ -44,6 +44,11 @@ pub struct Features {
 pub struct Ring {
     ring: IoUring,
     skip_success: bool,
+    /// Poll entries (a descriptor and integers, no memory of ours) that
+    /// found the submission queue full while completions were read and
+    /// that the kernel did not take afterwards either: tried again at the
+    /// end of every [`Ring::reap`], in order, so a re-arm is late, never lost.
+    backlog: Vec<squeue::Entry>,
 }
 
 impl Ring {
@@ -63,6 +68,7 @@ impl Ring {
         Ok(Ring {
             skip_success: ring.params().is_feature_skip_cqe_on_success(),
             ring,
+            backlog: Vec::new(),
         })
     }
 
@@ -145,13 +151,15 @@ impl Ring {
     ///
     /// Nothing is submitted while completions are being read: the kernel
     /// would still see them in the ring, and with the ring full and its
-    /// backlog in use a submit can fail (`EBUSY`), which would drop a re-arm
-    /// and silence its descriptor for good. Entries that find the queue
-    /// full wait until the completions are released, and go in then.
+    /// backlog in use a submit can fail (`EBUSY`). Entries that find the
+    /// queue full wait until the completions are released and go in then;
+    /// any the kernel still does not take stay queued here, in order, and
+    /// are tried again at the end of the next reap: a re-arm may be late,
+    /// but its descriptor is never silenced.
     #[inline]
     pub fn reap(&mut self, mut f: impl FnMut(Cqe, &mut Sq<'_, '_>)) -> io::Result<usize> {
         let skip_success = self.skip_success;
-        let (submitter, mut sq, mut cq) = self.ring.split();
+        let (_, mut sq, mut cq) = self.ring.split();
         let mut handle = Sq {
             sq: &mut sq,
             skip_success,
@@ -168,26 +176,35 @@ impl Ring {
             );
         }
         let deferred = handle.deferred;
-        cq.sync();
-        let mut submitted = 0;
-        for e in deferred {
-            let mut parts = (&submitter, &mut sq);
-            let (n, pushed) = making_room(
-                &mut parts,
-                // SAFETY: a poll SQE refers to no memory of ours (only a
-                // descriptor number and integers), so nothing has to outlive it.
-                |(_, sq)| unsafe { sq.push(&e) }.is_ok(),
-                |(submitter, sq)| {
-                    sq.sync();
-                    let n = submitter.submit();
-                    sq.sync();
-                    n
-                },
-            );
-            submitted += n;
-            pushed?;
+        // Publish what was queued and release the completions read.
+        drop(sq);
+        drop(cq);
+        if deferred.is_empty() && self.backlog.is_empty() {
+            return Ok(0);
         }
-        Ok(submitted)
+        self.backlog.extend(deferred);
+        Ok(self.push_backlog())
+    }
+
+    /// Queue the backlog's entries in order, submitting to make room; stop
+    /// at the first the kernel will not take (it and the rest stay).
+    /// Returns the SQEs submitted.
+    fn push_backlog(&mut self) -> usize {
+        let mut submitted = 0;
+        let mut rest = std::mem::take(&mut self.backlog).into_iter();
+        for e in rest.by_ref() {
+            // SAFETY: the backlog holds poll entries only, which name a
+            // descriptor and integers, no memory that has to outlive them.
+            match unsafe { push(&mut self.ring, &e) } {
+                Ok(n) => submitted += n,
+                Err(_) => {
+                    self.backlog.push(e);
+                    break;
+                }
+            }
+        }
+        self.backlog.extend(rest);
+        submitted
     }
 }
 
