@@ -3,7 +3,7 @@
 //! against nginx when it is installed. Loopback only.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -65,36 +65,24 @@ struct Recorder {
 
 impl Recorder {
     fn start(bind: &str, tls: Option<Arc<rustls::ServerConfig>>) -> Recorder {
-        let l = TcpListener::bind(bind).unwrap();
-        let addr = l.local_addr().unwrap();
-        let seen = Arc::new(Seen::default());
-        let s = seen.clone();
-        std::thread::spawn(move || {
-            for sock in l.incoming() {
-                let Ok(sock) = sock else { return };
-                let (s, tls) = (s.clone(), tls.clone());
-                s.connections.fetch_add(1, Ordering::Relaxed);
-                std::thread::spawn(move || {
-                    let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
-                    match tls {
-                        None => serve(sock, &s),
-                        Some(cfg) => {
-                            let conn = rustls::ServerConnection::new(cfg).unwrap();
-                            let mut stream = rustls::StreamOwned::new(conn, sock);
-                            while stream.conn.is_handshaking() {
-                                if stream.conn.complete_io(&mut stream.sock).is_err() {
-                                    return;
-                                }
-                            }
-                            s.handshakes.fetch_add(1, Ordering::Relaxed);
-                            if stream.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed)
-                            {
-                                s.resumed.fetch_add(1, Ordering::Relaxed);
-                            }
-                            serve(stream, &s)
+        let (addr, seen) = accept_each(bind, move |sock, s| {
+            let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
+            match tls.clone() {
+                None => serve(sock, s),
+                Some(cfg) => {
+                    let conn = rustls::ServerConnection::new(cfg).unwrap();
+                    let mut stream = rustls::StreamOwned::new(conn, sock);
+                    while stream.conn.is_handshaking() {
+                        if stream.conn.complete_io(&mut stream.sock).is_err() {
+                            return;
                         }
                     }
-                });
+                    s.handshakes.fetch_add(1, Ordering::Relaxed);
+                    if stream.conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+                        s.resumed.fetch_add(1, Ordering::Relaxed);
+                    }
+                    serve(stream, s)
+                }
             }
         });
         Recorder { addr, seen }
@@ -108,6 +96,27 @@ impl Recorder {
     fn requests(&self) -> Vec<(String, Vec<u8>)> {
         self.seen.requests.lock().unwrap().clone()
     }
+}
+
+/// Listen on `bind` and run `handle` on a thread for each connection,
+/// counted in the returned [`Seen`].
+fn accept_each(
+    bind: &str,
+    handle: impl Fn(TcpStream, &Seen) + Clone + Send + 'static,
+) -> (SocketAddr, Arc<Seen>) {
+    let l = TcpListener::bind(bind).unwrap();
+    let addr = l.local_addr().unwrap();
+    let seen = Arc::new(Seen::default());
+    let s = seen.clone();
+    std::thread::spawn(move || {
+        for sock in l.incoming() {
+            let Ok(sock) = sock else { return };
+            let (s, handle) = (s.clone(), handle.clone());
+            s.connections.fetch_add(1, Ordering::Relaxed);
+            std::thread::spawn(move || handle(sock, &s));
+        }
+    });
+    (addr, seen)
 }
 
 /// A request head up to its blank line; `None` at the end of the stream.
@@ -533,35 +542,23 @@ fn a_session_log_plays_bursts_in_order() {
 /// `Connection: close` on the reply (`announce`), or silently `idle` later,
 /// as a keep-alive timeout does. Counts connections and requests by path.
 fn closing_server(announce: bool, idle: Duration) -> (SocketAddr, Arc<Seen>) {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    let seen = Arc::new(Seen::default());
-    let s = seen.clone();
-    std::thread::spawn(move || {
-        for sock in l.incoming() {
-            let Ok(sock) = sock else { return };
-            let s = s.clone();
-            s.connections.fetch_add(1, Ordering::Relaxed);
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(sock);
-                let Some(head) = read_head(&mut r) else {
-                    return;
-                };
-                s.requests.lock().unwrap().push((head, Vec::new()));
-                let reply: &[u8] = if announce {
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
-                } else {
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-                };
-                let _ = r.get_mut().write_all(reply);
-                if !announce {
-                    std::thread::sleep(idle);
-                }
-                // Dropping the socket closes the connection.
-            });
+    accept_each("127.0.0.1:0", move |sock, s| {
+        let mut r = BufReader::new(sock);
+        let Some(head) = read_head(&mut r) else {
+            return;
+        };
+        s.requests.lock().unwrap().push((head, Vec::new()));
+        let reply: &[u8] = if announce {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+        } else {
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+        };
+        let _ = r.get_mut().write_all(reply);
+        if !announce {
+            std::thread::sleep(idle);
         }
-    });
-    (addr, seen)
+        // Dropping the socket closes the connection.
+    })
 }
 
 #[test]
