@@ -30,7 +30,37 @@ pub struct Claim {
     /// The claim, in our words.
     pub text: &'static str,
     /// The verdict from that scenario's record.
-    pub verdict: fn(&ScenarioRecord) -> Verdict,
+    pub verdict: fn(&ScenarioRecord) -> Judged,
+}
+
+impl Claim {
+    /// Its verdict on `rec`, `not measured` when the data are missing.
+    pub fn judge(&self, rec: &ScenarioRecord) -> Verdict {
+        (self.verdict)(rec).unwrap_or_else(|not_measured| not_measured)
+    }
+}
+
+/// What a verdict function returns: `Err` is the `not measured` verdict it
+/// stopped at, for data this run lacks ([`Need::need`] with `?`).
+pub type Judged = Result<Verdict, Verdict>;
+
+/// Data a verdict needs: `x.need(what)?` goes on with the value, or stops
+/// with [`missing`]`(what)` when it (or either of a pair) is absent.
+pub trait Need<T> {
+    /// The value, or `not measured`: no data for `what`.
+    fn need(self, what: &str) -> Result<T, Verdict>;
+}
+
+impl<T> Need<T> for Option<T> {
+    fn need(self, what: &str) -> Result<T, Verdict> {
+        self.ok_or_else(|| missing(what))
+    }
+}
+
+impl<A, B> Need<(A, B)> for (Option<A>, Option<B>) {
+    fn need(self, what: &str) -> Result<(A, B), Verdict> {
+        self.0.zip(self.1).need(what)
+    }
 }
 
 /// `json!(v)` shorthand for filters.
@@ -205,14 +235,14 @@ pub fn evaluate<'a>(
                     )])
                 }
                 Some((r, per_round)) => {
-                    let (whole, mut read) = reading_keys(|| (c.verdict)(r));
+                    let (whole, mut read) = reading_keys(|| c.judge(r));
                     let per: Vec<(u64, Verdict)> = if per_round.is_empty() {
                         vec![(r.round_ids().first().copied().unwrap_or(1), whole)]
                     } else {
                         per_round
                             .iter()
                             .map(|(i, sub)| {
-                                let (v, more) = reading_keys(|| (c.verdict)(sub));
+                                let (v, more) = reading_keys(|| c.judge(sub));
                                 read.extend(more);
                                 (*i, v)
                             })

@@ -57,7 +57,7 @@ pub fn check(claims: &[Claim], id: &str, r: &ScenarioRecord, want: Outcome) {
         .iter()
         .find(|c| c.id == id)
         .unwrap_or_else(|| panic!("no claim {id}"));
-    let v = (claim.verdict)(r);
+    let v = claim.judge(r);
     assert_eq!(v.outcome, want, "{id}: {v:?}");
     if want != Outcome::NotMeasured {
         assert!(!v.numbers.is_empty(), "{id} gives no numbers");

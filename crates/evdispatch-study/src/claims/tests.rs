@@ -16,7 +16,7 @@ fn every_claim_has_a_unique_id_and_says_why_without_data() {
         );
         // Without data every claim says so rather than guessing.
         assert_eq!(
-            (c.verdict)(&empty(scenario)).outcome,
+            c.judge(&empty(scenario)).outcome,
             Outcome::NotMeasured,
             "{}",
             c.id

@@ -57,12 +57,16 @@ pub fn nm(why: impl Into<String>) -> Verdict {
 }
 
 /// A decided verdict on `numbers` (formatted for the report).
-pub fn verdict(outcome: Outcome, numbers: Vec<(&str, f64)>, why: impl Into<String>) -> Verdict {
+pub fn verdict<K: Into<String>>(
+    outcome: Outcome,
+    numbers: Vec<(K, f64)>,
+    why: impl Into<String>,
+) -> Verdict {
     Verdict {
         outcome,
         numbers: numbers
             .into_iter()
-            .map(|(k, v)| (k.to_string(), fmt_num(v)))
+            .map(|(k, v)| (k.into(), fmt_num(v)))
             .collect(),
         why: why.into(),
     }

@@ -1,6 +1,6 @@
 //! The claim of the test-only `example` scenario.
 
-use crate::claims::{missing, verdict, Claim, Outcome, Verdict};
+use crate::claims::{missing, verdict, Claim, Judged, Outcome};
 use crate::results::ScenarioRecord;
 
 /// The claims this scenario's data decide.
@@ -12,17 +12,17 @@ pub static CLAIMS: &[Claim] = &[Claim {
     verdict: v_replies,
 }];
 
-fn v_replies(rec: &ScenarioRecord) -> Verdict {
+fn v_replies(rec: &ScenarioRecord) -> Judged {
     let v: Vec<f64> = rec.points.iter().filter_map(|p| p.metric("reply_rate")).collect();
     if v.is_empty() {
-        return missing("example points");
+        return Err(missing("example points"));
     }
     let low = v.iter().copied().fold(f64::INFINITY, f64::min);
-    verdict(
+    Ok(verdict(
         if low > 0.0 { Outcome::Holds } else { Outcome::Fails },
         vec![("lowest reply rate", low)],
         "holds if every point replied",
-    )
+    ))
 }
 
 #[cfg(test)]

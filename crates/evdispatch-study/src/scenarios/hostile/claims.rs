@@ -5,7 +5,6 @@
 use serde_json::json;
 
 use crate::claims::*;
-use crate::report::figure::fmt_num;
 use crate::results::{Point, ScenarioRecord};
 
 /// The claims this scenario's data decide, in the order the report lists them.
@@ -15,35 +14,22 @@ pub static CLAIMS: &[Claim] = &[
     Claim { id: "exhaustion-graceful", seed: "000", section: "§5.1, Fig. 10 (errors climbing to 60%)", text: "more connections than descriptors do not break the server: its clients keep their latency, it does not spin at the limit, and it accepts again when descriptors free", verdict: v_exhaustion_graceful },
 ];
 
-fn ours<'a>(rec: &'a ScenarioRecord, part: &str) -> Vec<&'a Point> {
-    rec.select(&[("part", json!(part)), ("server", json!("evdispatch"))])
-        .collect()
-}
-
-fn verdict(outcome: Outcome, numbers: Vec<(String, f64)>, why: String) -> Verdict {
-    Verdict {
-        outcome,
-        numbers: numbers.into_iter().map(|(k, v)| (k, fmt_num(v))).collect(),
-        why,
+/// Our server's runs of `part`; `not measured` when there are none.
+fn ours<'a>(rec: &'a ScenarioRecord, part: &str) -> Result<Vec<&'a Point>, Verdict> {
+    let pts: Vec<&Point> = rec
+        .select(&[("part", json!(part)), ("server", json!("evdispatch"))])
+        .collect();
+    if pts.is_empty() {
+        return Err(nm(format!("no {part} run of our server in this study")));
     }
-}
-
-fn not_measured(part: &str) -> Verdict {
-    Verdict {
-        outcome: Outcome::NotMeasured,
-        numbers: vec![],
-        why: format!("no {part} run of our server in this study"),
-    }
+    Ok(pts)
 }
 
 /// Seed 000: RT-signal queue overflow must be recovered (or the server
 /// hangs, phhttpd's meltdown): every signal model loses nothing, stalls
 /// less than a second, and recovers every overflow.
-fn v_overflow_no_hang(rec: &ScenarioRecord) -> Verdict {
-    let pts = ours(rec, "storm");
-    if pts.is_empty() {
-        return not_measured("storm");
-    }
+fn v_overflow_no_hang(rec: &ScenarioRecord) -> Judged {
+    let pts = ours(rec, "storm")?;
     let mut numbers = Vec::new();
     let (mut clean, mut stalled) = (0, 0);
     for p in &pts {
@@ -68,21 +54,18 @@ fn v_overflow_no_hang(rec: &ScenarioRecord) -> Verdict {
     } else {
         Outcome::Fails
     };
-    verdict(
+    Ok(verdict(
         outcome,
         numbers,
         format!("{clean} of {n} signal mechanisms overflowed, recovered every overflow, lost nothing and never stalled 1 s ({stalled} lost nothing but stalled); holds when all do"),
-    )
+    ))
 }
 
 /// Seed 000 §5.1: inactive (here: slow) connections must not starve the
 /// active ones: the normal clients' p99 within 2× their baseline, no
 /// errors, on every model.
-fn v_slow_do_not_starve(rec: &ScenarioRecord) -> Verdict {
-    let pts = ours(rec, "slowloris");
-    if pts.is_empty() {
-        return not_measured("slowloris");
-    }
+fn v_slow_do_not_starve(rec: &ScenarioRecord) -> Judged {
+    let pts = ours(rec, "slowloris")?;
     let mut numbers = Vec::new();
     let (mut within2, mut within4) = (0, 0);
     for p in &pts {
@@ -101,7 +84,7 @@ fn v_slow_do_not_starve(rec: &ScenarioRecord) -> Verdict {
         }
     }
     let n = pts.len();
-    verdict(
+    Ok(verdict(
         if within2 == n {
             Outcome::Holds
         } else if within4 == n {
@@ -111,17 +94,14 @@ fn v_slow_do_not_starve(rec: &ScenarioRecord) -> Verdict {
         },
         numbers,
         format!("normal clients' p99 stayed within 2× of their baseline on {within2} of {n} models, within 4× on {within4}, with slow clients beside them (holds when all within 2× without errors; partly within 4×)"),
-    )
+    ))
 }
 
 /// Seed 000 §5.1 (error rates that climbed to 60%): more connections than
 /// descriptors must not break the server: clients keep their p99 within 2×,
 /// no CPU spent spinning at the limit, accepting resumes.
-fn v_exhaustion_graceful(rec: &ScenarioRecord) -> Verdict {
-    let pts = ours(rec, "exhaustion");
-    if pts.is_empty() {
-        return not_measured("exhaustion");
-    }
+fn v_exhaustion_graceful(rec: &ScenarioRecord) -> Judged {
+    let pts = ours(rec, "exhaustion")?;
     let mut numbers = Vec::new();
     let (mut all, mut functional) = (0, 0);
     for p in &pts {
@@ -146,7 +126,7 @@ fn v_exhaustion_graceful(rec: &ScenarioRecord) -> Verdict {
         }
     }
     let n = pts.len();
-    verdict(
+    Ok(verdict(
         if all == n {
             Outcome::Holds
         } else if functional == n {
@@ -156,7 +136,7 @@ fn v_exhaustion_graceful(rec: &ScenarioRecord) -> Verdict {
         },
         numbers,
         format!("{functional} of {n} models kept their clients without errors, did not spin at the limit and served every waiting connection once descriptors freed; {all} also kept p99 within 2× (holds when all do)"),
-    )
+    ))
 }
 
 #[cfg(test)]

@@ -12,37 +12,32 @@ pub static CLAIMS: &[Claim] = &[
     Claim { id: "hybrid-switches-back", seed: "000", section: "§6", text: "with the poll interest set maintained alongside, the hybrid returns to signals when load subsides", verdict: v_hybrid_switches_back },
 ];
 
-fn v_hybrid_best_of_both(rec: &ScenarioRecord) -> Verdict {
+fn v_hybrid_best_of_both(rec: &ScenarioRecord) -> Judged {
     let sweep = ("part", j("sweep"));
-    let Some(r0) = smallest(rec, &[s("hybrid"), sweep.clone()], "rate") else {
-        return missing("hybrid");
-    };
+    let r0 = smallest(rec, &[s("hybrid"), sweep.clone()], "rate").need("hybrid")?;
     let p50 = |m: &str| at(rec, &[s(m), sweep.clone(), ("rate", j(r0))], "p50_us");
-    let (Some(h), Some(r)) = (p50("hybrid"), p50("rtsig")) else {
-        return missing("hybrid and rtsig at the lowest rate");
-    };
-    let (Some(hb), Some(eb)) = (
+    let (h, r) = (p50("hybrid"), p50("rtsig")).need("hybrid and rtsig at the lowest rate")?;
+    let (hb, eb) = (
         peak(rec, &[s("hybrid"), sweep.clone()], "reply_rate"),
         peak(rec, &[s("epoll"), sweep.clone()], "reply_rate"),
-    ) else {
-        return missing("hybrid and epoll throughput");
-    };
+    )
+        .need("hybrid and epoll throughput")?;
     let a = h <= 1.15 * r;
     let b = hb >= 0.95 * eb;
-    verdict(
+    Ok(verdict(
         both(a, b),
         vec![("hybrid median µs (light)", h), ("rtsig median µs (light)", r), ("hybrid best replies/s", hb), ("epoll best replies/s", eb)],
         format!("light-load latency within ×1.15 of rtsig's: {a}; peak throughput ≥ 0.95 × epoll's: {b}"),
-    )
+    ))
 }
 
-fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Verdict {
-    let Some(p) = rec.select(&[("part", j("step")), s("hybrid")]).next() else {
-        return missing("the hybrid's load step");
-    };
-    let (Some(sw), Some(l50)) = (p.metric("mode_switches"), p.metric("phase2_p50_us")) else {
-        return missing("the hybrid's mode switches and light-phase latency");
-    };
+fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Judged {
+    let p = rec
+        .select(&[("part", j("step")), s("hybrid")])
+        .next()
+        .need("the hybrid's load step")?;
+    let (sw, l50) = (p.metric("mode_switches"), p.metric("phase2_p50_us"))
+        .need("the hybrid's mode switches and light-phase latency")?;
     let fresh = p.num("light_rate").and_then(|l| {
         at(
             rec,
@@ -50,11 +45,9 @@ fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Verdict {
             "p50_us",
         )
     });
-    let Some(fresh) = fresh else {
-        return missing("a fresh hybrid at the light rate");
-    };
+    let fresh = fresh.need("a fresh hybrid at the light rate")?;
     if sw == 0.0 {
-        return nm("the heavy phase never drove the hybrid out of signal mode");
+        return Err(nm("the heavy phase never drove the hybrid out of signal mode"));
     }
     // Switches alternate, polling first: two or more mean it came back to
     // signals at least once. (The count cannot say where it ended: the
@@ -62,11 +55,11 @@ fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Verdict {
     // burst that may send the hybrid to polling just before it stops.)
     let back = sw >= 2.0;
     let recovered = l50 <= 1.5 * fresh + 200.0;
-    verdict(
+    Ok(verdict(
         both(back, recovered),
         vec![("mode switches", sw), ("light-phase median µs", l50), ("fresh server's median µs", fresh)],
         format!("the hybrid returned from polling to signals at least once (2 or more switches): {back}; its light-phase median was within ×1.5 (+200 µs) of a fresh server's: {recovered}"),
-    )
+    ))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ pub static CLAIMS: &[Claim] = &[
     Claim { id: "loadgen-vs-httperf", seed: "today", section: "load generator", text: "evdispatch load and httperf measure the same reply rate in open loop", verdict: v_vs_httperf },
 ];
 
-fn v_vs_wrk(rec: &ScenarioRecord) -> Verdict {
+fn v_vs_wrk(rec: &ScenarioRecord) -> Judged {
     let mut nums = Vec::new();
     let mut worst = f64::INFINITY;
     let servers: Vec<String> = rec
@@ -35,23 +35,20 @@ fn v_vs_wrk(rec: &ScenarioRecord) -> Verdict {
         };
         if let (Some(o), Some(w)) = (get("evdispatch load"), get("wrk")) {
             worst = worst.min(o / w);
-            nums.push((srv.clone(), o / w));
+            nums.push((format!("ours/wrk replies against {srv}"), o / w));
         }
     }
     if nums.is_empty() {
-        return missing("closed loops by wrk and by evdispatch load against the same server");
+        return Err(missing("closed loops by wrk and by evdispatch load against the same server"));
     }
-    Verdict {
-        outcome: band(worst >= 0.9, worst >= 0.75),
-        numbers: nums
-            .into_iter()
-            .map(|(k, v)| (format!("ours/wrk replies against {k}"), fmt_num(v)))
-            .collect(),
-        why: format!("in closed loop over the same 50 connections our generator reached ×{} wrk's reply rate at worst (holds from ×0.9: it is not the limit wrk would lift; partly from ×0.75)", fmt_num(worst)),
-    }
+    Ok(verdict(
+        band(worst >= 0.9, worst >= 0.75),
+        nums,
+        format!("in closed loop over the same 50 connections our generator reached ×{} wrk's reply rate at worst (holds from ×0.9: it is not the limit wrk would lift; partly from ×0.75)", fmt_num(worst)),
+    ))
 }
 
-fn v_vs_httperf(rec: &ScenarioRecord) -> Verdict {
+fn v_vs_httperf(rec: &ScenarioRecord) -> Judged {
     let mut nums = Vec::new();
     let mut worst: f64 = 0.0;
     let rates: Vec<f64> = rec
@@ -70,22 +67,18 @@ fn v_vs_httperf(rec: &ScenarioRecord) -> Verdict {
         if let (Some(o), Some(h)) = (get("evdispatch load"), get("httperf")) {
             let d = (o - h).abs() / h.max(1.0);
             worst = worst.max(d);
-            nums.push((r, o, h));
+            nums.push((format!("ours replies/s at {}/s", fmt_num(r)), o));
+            nums.push((format!("httperf replies/s at {}/s", fmt_num(r)), h));
         }
     }
     if nums.is_empty() {
-        return missing("open loops by httperf and by evdispatch load at the same rate");
+        return Err(missing("open loops by httperf and by evdispatch load at the same rate"));
     }
-    let mut numbers = Vec::new();
-    for (r, o, h) in nums {
-        numbers.push((format!("ours replies/s at {}/s", fmt_num(r)), fmt_num(o)));
-        numbers.push((format!("httperf replies/s at {}/s", fmt_num(r)), fmt_num(h)));
-    }
-    Verdict {
-        outcome: band(worst <= 0.05, worst <= 0.15),
-        numbers,
-        why: format!("at the same offered rate of new connections the two generators' reply rates differed by {}% at most (holds within 5%, partly within 15%)", fmt_num(100.0 * worst)),
-    }
+    Ok(verdict(
+        band(worst <= 0.05, worst <= 0.15),
+        nums,
+        format!("at the same offered rate of new connections the two generators' reply rates differed by {}% at most (holds within 5%, partly within 15%)", fmt_num(100.0 * worst)),
+    ))
 }
 
 #[cfg(test)]

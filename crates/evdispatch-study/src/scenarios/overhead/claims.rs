@@ -45,52 +45,46 @@ fn cpu_flat_numbers(lo: Half, hi: Half) -> (Vec<(&'static str, f64)>, String) {
     )
 }
 
-fn v_rtsig_cpu_flat(rec: &ScenarioRecord) -> Verdict {
-    let Some((lo, hi, flat, grows)) = cpu_flat(rec) else {
-        return missing("rtsig at two connection counts");
-    };
+fn v_rtsig_cpu_flat(rec: &ScenarioRecord) -> Judged {
+    let (lo, hi, flat, grows) = cpu_flat(rec).need("rtsig at two connection counts")?;
     let (numbers, went) = cpu_flat_numbers(lo, hi);
-    verdict(
+    Ok(verdict(
         if flat { Outcome::Holds } else if grows { Outcome::Fails } else { Outcome::Partly },
         numbers,
         format!("{went} (holds within ×1.3 or 2 points; fails past ×1.5 and 2 points)"),
-    )
+    ))
 }
 
-fn v_inactive_hurt_rtsig(rec: &ScenarioRecord) -> Verdict {
-    let Some((lo, hi, flat, grows)) = cpu_flat(rec) else {
-        return missing("rtsig at two connection counts");
-    };
+fn v_inactive_hurt_rtsig(rec: &ScenarioRecord) -> Judged {
+    let (lo, hi, flat, grows) = cpu_flat(rec).need("rtsig at two connection counts")?;
     let (numbers, went) = cpu_flat_numbers(lo, hi);
-    verdict(
+    Ok(verdict(
         if grows { Outcome::Holds } else if flat { Outcome::Fails } else { Outcome::Partly },
         numbers,
         format!("{went} (holds past ×1.5 and 2 points; fails within ×1.3 or 2 points). Seed 004 (the previous claim) says the opposite of seed 000 here."),
-    )
+    ))
 }
 
-fn v_poll_cpu_grows(rec: &ScenarioRecord) -> Verdict {
-    let Some(((c0, u0), (c1, u1))) = conn_ends(rec, "poll", "server_cpu_pct") else {
-        return missing("poll at two connection counts");
-    };
+fn v_poll_cpu_grows(rec: &ScenarioRecord) -> Judged {
+    let ((c0, u0), (c1, u1)) =
+        conn_ends(rec, "poll", "server_cpu_pct").need("poll at two connection counts")?;
     let g = if u0 > 0.0 { u1 / u0 } else { f64::INFINITY };
-    verdict(
+    Ok(verdict(
         band(g >= 2.0 && u1 - u0 >= 5.0, g >= 1.3),
         vec![("connections from", c0), ("connections to", c1), ("poll CPU % at first", u0), ("poll CPU % at last", u1)],
         format!("poll's CPU went ×{} from {} to {} connections (holds from ×2 and 5 points, partly from ×1.3)", fmt_num(g), fmt_num(c0), fmt_num(c1)),
-    )
+    ))
 }
 
-fn v_rtsig_response_flat(rec: &ScenarioRecord) -> Verdict {
-    let Some(((c0, t0), (c1, t1))) = conn_ends(rec, "rtsig", "p50_us") else {
-        return missing("rtsig at two connection counts");
-    };
+fn v_rtsig_response_flat(rec: &ScenarioRecord) -> Judged {
+    let ((c0, t0), (c1, t1)) =
+        conn_ends(rec, "rtsig", "p50_us").need("rtsig at two connection counts")?;
     let g = t1 / t0;
-    verdict(
+    Ok(verdict(
         band(g <= 1.5, g <= 3.0),
         vec![("connections from", c0), ("connections to", c1), ("rtsig median µs at first", t0), ("rtsig median µs at last", t1)],
         format!("rtsig's median response time changed ×{} (holds up to ×1.5, partly up to ×3; the seed's stayed ≈0.3 ms)", fmt_num(g)),
-    )
+    ))
 }
 
 /// Mean server CPU of `mech` over every connection count at the lowest rate.
@@ -103,34 +97,32 @@ fn mean_cpu(rec: &ScenarioRecord, mech: &str) -> Option<(f64, usize)> {
     (!v.is_empty()).then(|| (v.iter().sum::<f64>() / v.len() as f64, v.len()))
 }
 
-fn v_rtsig_cpu_lowest(rec: &ScenarioRecord) -> Verdict {
-    let (Some((r, n)), Some((e, m))) = (mean_cpu(rec, "rtsig"), mean_cpu(rec, "epoll")) else {
-        return missing("rtsig and epoll CPU");
-    };
+fn v_rtsig_cpu_lowest(rec: &ScenarioRecord) -> Judged {
+    let ((r, n), (e, m)) =
+        (mean_cpu(rec, "rtsig"), mean_cpu(rec, "epoll")).need("rtsig and epoll CPU")?;
     if n != m {
-        return missing("rtsig and epoll at the same connection counts");
+        return Err(missing("rtsig and epoll at the same connection counts"));
     }
     let g = r / e.max(0.1);
-    verdict(
+    Ok(verdict(
         band(g <= 0.67, g <= 1.0),
         vec![("rtsig mean CPU %", r), ("epoll mean CPU %", e), ("rtsig/epoll ×", g)],
         format!("averaged over every connection count, rtsig used ×{} epoll's CPU (holds at ≤ ×0.67, \"dramatically lower\"; partly ≤ ×1). The seed compared RT signals with /dev/poll, whose Linux 2.4 implementation was O(n); epoll is its O(1) successor.", fmt_num(g)),
-    )
+    ))
 }
 
-fn v_uring_one_call(rec: &ScenarioRecord) -> Verdict {
-    let (Some((u, n)), Some((e, m))) = (mean_cpu(rec, "uring"), mean_cpu(rec, "epoll")) else {
-        return missing("uring and epoll CPU");
-    };
+fn v_uring_one_call(rec: &ScenarioRecord) -> Judged {
+    let ((u, n), (e, m)) =
+        (mean_cpu(rec, "uring"), mean_cpu(rec, "epoll")).need("uring and epoll CPU")?;
     if n != m {
-        return missing("uring and epoll at the same connection counts");
+        return Err(missing("uring and epoll at the same connection counts"));
     }
     let g = u / e.max(0.1);
-    verdict(
+    Ok(verdict(
         band(g <= 0.9, g <= 1.1),
         vec![("uring mean CPU %", u), ("epoll mean CPU %", e), ("uring/epoll ×", g)],
         format!("io_uring, which submits interest changes and waits in one io_uring_enter, used ×{} epoll's CPU averaged over every connection count (holds at ≤ ×0.9, partly ≤ ×1.1)", fmt_num(g)),
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -200,7 +192,7 @@ fn rtsig_cpu_trend_reads_every_count() {
         ("rtsig", 10000, 8.0, 300.0),
     ]);
     check(CLAIMS, "rtsig-cpu-flat", &one_high, Outcome::Holds);
-    let v = (CLAIMS.iter().find(|c| c.id == "rtsig-cpu-flat").unwrap().verdict)(&one_high);
+    let v = CLAIMS.iter().find(|c| c.id == "rtsig-cpu-flat").unwrap().judge(&one_high);
     assert!(v.why.contains("averaged 5% over 250–1000 connections and 6.50% over 4000–10k"), "{}", v.why);
     let rising = ovh(&[
         ("rtsig", 250, 5.0, 300.0),

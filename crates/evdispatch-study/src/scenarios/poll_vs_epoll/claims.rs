@@ -20,31 +20,27 @@ fn largest_inactive(rec: &ScenarioRecord, m: &str) -> Option<f64> {
     largest(rec, &[s(m)], "inactive")
 }
 
-fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Verdict {
-    let Some(i) = largest_inactive(rec, "poll") else {
-        return missing("poll");
-    };
-    let (Some((pk, pb)), Some((ek, eb))) = (
+fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Judged {
+    let i = largest_inactive(rec, "poll").need("poll")?;
+    let ((pk, pb), (ek, eb)) = (
         knee(rec, &[s("poll"), ("inactive", j(i))]),
         knee(rec, &[s("epoll"), ("inactive", j(i))]),
-    ) else {
-        return missing("poll and epoll at the largest inactive count");
-    };
+    )
+        .need("poll and epoll at the largest inactive count")?;
     if pb.is_none() && eb.is_none() {
-        return nm(format!(
+        return Err(nm(format!(
             "the sweep never overloaded poll nor epoll with {} inactive connections: both answered ≥ 95% of every offered rate up to {}/s (see the CPU and latency claims for what the scan costs below the knee)",
             fmt_num(i),
             fmt_num(pk.unwrap_or(0.0).min(ek.unwrap_or(0.0)))
-        ));
+        )));
     }
     let pk0 = pk.unwrap_or(0.0);
     let ek0 = ek.unwrap_or(0.0);
-    let (Some(pbest), Some(ebest)) = (
+    let (pbest, ebest) = (
         peak(rec, &[s("poll"), ("inactive", j(i))], "reply_rate"),
         peak(rec, &[s("epoll"), ("inactive", j(i))], "reply_rate"),
-    ) else {
-        return missing("reply rates");
-    };
+    )
+        .need("reply rates")?;
     // The generator's own ceiling hides a knee above it.
     let gen_bound = rec
         .select(&[s("epoll"), ("inactive", j(i))])
@@ -62,30 +58,30 @@ fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Verdict {
     if let Some(x) = pb {
         nums.push(("poll fell behind at /s", x));
     }
-    verdict(
+    Ok(verdict(
         both(a, b),
         nums,
         format!("with {} inactive: epoll kept up (≥ 95% answered) to a higher offered rate than poll: {a}; epoll's best reply rate ≥ 1.1 × poll's: {b}{}",
             fmt_num(i),
             if gen_bound { " (epoll's last point had the load generator saturated: its knee may lie higher)" } else { "" }),
-    )
+    ))
 }
 
-fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Verdict {
+fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Judged {
     let counts: Vec<f64> = rec
         .select(&[s("poll")])
         .filter_map(|p| p.num("inactive"))
         .filter(|i| (200.0..=501.0).contains(i))
         .collect();
-    let Some(i) = counts.into_iter().reduce(f64::max) else {
-        return missing("poll at 251–501 inactive connections");
-    };
-    let (Some((pk, _)), Some((ek, _))) = (
+    let i = counts
+        .into_iter()
+        .reduce(f64::max)
+        .need("poll at 251–501 inactive connections")?;
+    let ((pk, _), (ek, _)) = (
         knee(rec, &[s("poll"), ("inactive", j(i))]),
         knee(rec, &[s("epoll"), ("inactive", j(i))]),
-    ) else {
-        return missing("poll and epoll at the seed's inactive count");
-    };
+    )
+        .need("poll and epoll at the seed's inactive count")?;
     let (pk, ek) = (pk.unwrap_or(0.0), ek.unwrap_or(0.0));
     let cpu = |m: &str| {
         let r = smallest(rec, &[s(m), ("inactive", j(i))], "rate")?;
@@ -107,28 +103,23 @@ fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Verdict {
     }
     let fell = pk < ek;
     let costlier = matches!((pc, ec), (Some(p), Some(e)) if p >= 1.3 * e && p - e >= 3.0);
-    verdict(
+    Ok(verdict(
         if fell { Outcome::Holds } else if costlier { Outcome::Partly } else { Outcome::Fails },
         nums,
         format!("at the seed's {} inactive connections poll fell behind at a lower rate than epoll: {fell} (holds); otherwise partly if poll at least cost ×1.3 epoll's CPU (and 3 points more) at the lowest rate: {costlier}. On the seed's 400 MHz K6-2, 501 inactive connections dominated poll's server at every rate.", fmt_num(i)),
-    )
+    ))
 }
 
-fn v_poll_cpu_inactive(rec: &ScenarioRecord) -> Verdict {
-    let Some(i) = largest_inactive(rec, "poll") else {
-        return missing("poll");
-    };
+fn v_poll_cpu_inactive(rec: &ScenarioRecord) -> Judged {
+    let i = largest_inactive(rec, "poll").need("poll")?;
     // A rate both kept up with: the lowest.
-    let Some(r) = smallest(rec, &[s("poll"), ("inactive", j(i))], "rate") else {
-        return missing("poll");
-    };
+    let r = smallest(rec, &[s("poll"), ("inactive", j(i))], "rate").need("poll")?;
     let f = |m: &str| [s(m), ("inactive", j(i)), ("rate", j(r))];
-    let (Some(pc), Some(ec)) = (
+    let (pc, ec) = (
         at(rec, &f("poll"), "server_cpu_pct"),
         at(rec, &f("epoll"), "server_cpu_pct"),
-    ) else {
-        return missing("server CPU of poll and epoll at the same rate");
-    };
+    )
+        .need("server CPU of poll and epoll at the same rate")?;
     let (pl, el) = (
         at(rec, &f("poll"), "p50_us"),
         at(rec, &f("epoll"), "p50_us"),
@@ -145,62 +136,54 @@ fn v_poll_cpu_inactive(rec: &ScenarioRecord) -> Verdict {
         nums.push(("poll median µs", a));
         nums.push(("epoll median µs", b));
     }
-    verdict(
+    Ok(verdict(
         band(g >= 2.0, g >= 1.3),
         nums,
         format!("with {} inactive connections at {}/s, poll's server used ×{} epoll's CPU (holds from ×2, partly from ×1.3): the scan of inactive descriptors is paid on every wait", fmt_num(i), fmt_num(r), fmt_num(g)),
-    )
+    ))
 }
 
-fn v_devpoll_no_errors(rec: &ScenarioRecord) -> Verdict {
+fn v_devpoll_no_errors(rec: &ScenarioRecord) -> Judged {
     let low: Vec<f64> = rec
         .select(&[s("epoll")])
         .filter(|p| p.num("inactive").map(|i| i < 501.0).unwrap_or(false))
         .filter_map(|p| p.metric("error_pct"))
         .collect();
-    let Some(imax) = largest_inactive(rec, "poll") else {
-        return missing("poll");
-    };
-    let (Some(pe), Some(pp)) = (
+    let imax = largest_inactive(rec, "poll").need("poll")?;
+    let (pe, pp) = (
         peak(rec, &[s("epoll"), ("inactive", j(imax))], "error_pct"),
         peak(rec, &[s("poll"), ("inactive", j(imax))], "error_pct"),
-    ) else {
-        return missing("error percentages for poll and epoll");
-    };
+    )
+        .need("error percentages for poll and epoll")?;
     if low.is_empty() {
-        return missing("epoll below 501 inactive");
+        return Err(missing("epoll below 501 inactive"));
     }
     let worst_low = low.iter().copied().fold(0.0, f64::max);
     let a = worst_low < 0.1;
     let b = pp > pe + 1.0;
-    verdict(
+    Ok(verdict(
         both(a, b),
         vec![("epoll worst error % below 501 inactive", worst_low), ("inactive", imax), ("poll worst error %", pp), ("epoll worst error %", pe)],
         format!("epoll error-free below 501 inactive (< 0.1%): {a}; poll has more errors than epoll at {} inactive (by more than a point): {b}. Stock thttpd's errors rose to 60%.", fmt_num(imax)),
-    )
+    ))
 }
 
-fn v_peer_poll(rec: &ScenarioRecord) -> Verdict {
+fn v_peer_poll(rec: &ScenarioRecord) -> Judged {
     let (p, e) = ("lighttpd (poll)", "lighttpd (linux-sysepoll)");
-    let Some(i) = largest_inactive(rec, p) else {
-        return missing("lighttpd with server.event-handler = poll");
-    };
-    let Some(r) = smallest(rec, &[s(p), ("inactive", j(i))], "rate") else {
-        return missing("lighttpd");
-    };
+    let i = largest_inactive(rec, p).need("lighttpd with server.event-handler = poll")?;
+    let r = smallest(rec, &[s(p), ("inactive", j(i))], "rate").need("lighttpd")?;
     let f = |m: &str| [s(m), ("inactive", j(i)), ("rate", j(r))];
-    let (Some(pc), Some(ec)) = (
+    let (pc, ec) = (
         at(rec, &f(p), "server_cpu_pct"),
         at(rec, &f(e), "server_cpu_pct"),
-    ) else {
-        return missing("lighttpd's CPU with both event handlers at the same rate");
-    };
+    )
+        .need("lighttpd's CPU with both event handlers at the same rate")?;
     let g = pc / ec.max(0.5);
-    verdict(
+    Ok(verdict(
         band(g >= 2.0, g >= 1.3),
         vec![("inactive", i), ("rate /s", r), ("lighttpd poll CPU %", pc), ("lighttpd epoll CPU %", ec), ("ratio", g)],
         format!("lighttpd, the same server with two event handlers, used ×{} the CPU on poll as on epoll with {} inactive connections at {}/s (holds from ×2, partly from ×1.3): the cost is the mechanism's, not our server's", fmt_num(g), fmt_num(i), fmt_num(r)),
-    )
+    ))
 }
 
 #[cfg(test)]

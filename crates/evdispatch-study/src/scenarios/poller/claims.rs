@@ -34,32 +34,28 @@ fn growth(rec: &ScenarioRecord, mech: &str) -> Option<(f64, f64, f64, f64)> {
     (t0 > 0.0).then_some((n0, n1, t0, t1))
 }
 
-fn v_poll_grows(rec: &ScenarioRecord) -> Verdict {
-    let Some((n0, n1, t0, t1)) = growth(rec, "poll") else {
-        return missing("poll at two descriptor counts");
-    };
+fn v_poll_grows(rec: &ScenarioRecord) -> Judged {
+    let (n0, n1, t0, t1) = growth(rec, "poll").need("poll at two descriptor counts")?;
     let g = t1 / t0;
     let linear = n1 / n0;
-    verdict(
+    Ok(verdict(
         band(g >= 0.1 * linear, g >= 2.0),
         vec![("N from", n0), ("N to", n1), ("poll µs at first N", t0), ("poll µs at last N", t1), ("growth ×", g)],
         format!("poll's median grew ×{} for ×{} descriptors (holds from a tenth of linear growth, ×{}; partly from ×2). Kegel saw ×493 (Linux 2.2.14) and ×300 (2.4.0-test10) from 100 to 10,000.", fmt_num(g), fmt_num(linear), fmt_num(0.1 * linear)),
-    )
+    ))
 }
 
-fn v_epoll_flat(rec: &ScenarioRecord) -> Verdict {
-    let Some((n0, n1, t0, t1)) = growth(rec, "epoll") else {
-        return missing("epoll at two descriptor counts");
-    };
+fn v_epoll_flat(rec: &ScenarioRecord) -> Judged {
+    let (n0, n1, t0, t1) = growth(rec, "epoll").need("epoll at two descriptor counts")?;
     let g = t1 / t0;
-    verdict(
+    Ok(verdict(
         band(g <= 1.5, g <= 3.0),
         vec![("N from", n0), ("N to", n1), ("epoll µs at first N", t0), ("epoll µs at last N", t1), ("growth ×", g)],
         format!("epoll's median changed ×{} for ×{} descriptors (holds up to ×1.5, partly up to ×3). Linux 2.2's /dev/poll grew ×224, Solaris 7's ×1.5, kqueue's not at all.", fmt_num(g), fmt_num(n1 / n0)),
-    )
+    ))
 }
 
-fn v_devpoll_faster(rec: &ScenarioRecord) -> Verdict {
+fn v_devpoll_faster(rec: &ScenarioRecord) -> Judged {
     let mut f = poller_a1();
     f.push(s("poll"));
     let poll = rec.xy(&f, "fds", "median_us");
@@ -71,78 +67,66 @@ fn v_devpoll_faster(rec: &ScenarioRecord) -> Verdict {
         .filter_map(|(n, p)| epoll.iter().find(|(m, _)| m == n).map(|(_, e)| (*n, p / e)))
         .collect();
     if pairs.is_empty() {
-        return missing("poll and epoll at the same N");
+        return Err(missing("poll and epoll at the same N"));
     }
     let worst = pairs.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let last = pairs.last().map(|p| p.1).unwrap_or(0.0);
-    Verdict {
-        outcome: band(worst >= 1.5, last >= 1.5),
-        numbers: pairs
-            .iter()
-            .map(|(n, r)| (format!("poll/epoll × at N = {}", fmt_num(*n)), fmt_num(*r)))
-            .collect(),
-        why: format!("poll took ×{} epoll's time at worst and ×{} at the largest N (holds if epoll is at least ×1.5 faster at every N; partly if only at the largest). Kegel: /dev/poll was six times faster than poll at 1,000 fds and 2.7 times at 10,000 on Linux 2.2.14.", fmt_num(worst), fmt_num(last)),
-    }
+    let nums = pairs.iter().map(|(n, r)| (format!("poll/epoll × at N = {}", fmt_num(*n)), *r));
+    Ok(verdict(
+        band(worst >= 1.5, last >= 1.5),
+        nums.collect(),
+        format!("poll took ×{} epoll's time at worst and ×{} at the largest N (holds if epoll is at least ×1.5 faster at every N; partly if only at the largest). Kegel: /dev/poll was six times faster than poll at 1,000 fds and 2.7 times at 10,000 on Linux 2.2.14.", fmt_num(worst), fmt_num(last)),
+    ))
 }
 
-fn v_active_only(rec: &ScenarioRecord) -> Verdict {
-    let Some((_, _, t0, t1)) = growth(rec, "epoll") else {
-        return missing("epoll at two descriptor counts");
-    };
-    let Some(n) = largest(rec, &[("bench", j("poller")), s("epoll")], "fds") else {
-        return missing("epoll");
-    };
+fn v_active_only(rec: &ScenarioRecord) -> Judged {
+    let (_, _, t0, t1) = growth(rec, "epoll").need("epoll at two descriptor counts")?;
+    let n = largest(rec, &[("bench", j("poller")), s("epoll")], "fds").need("epoll")?;
     let f = [
         ("bench", j("poller")),
         s("epoll"),
         ("fds", j(n)),
         ("placement", j("rotating")),
     ];
-    let Some(((a0, u0), (a1, u1))) = ends(rec, &f, "active", "median_us") else {
-        return missing("epoll at two active counts (the tiny profile runs A = 1 only)");
-    };
+    let ((a0, u0), (a1, u1)) = ends(rec, &f, "active", "median_us")
+        .need("epoll at two active counts (the tiny profile runs A = 1 only)")?;
     let flat_n = t1 / t0 <= 1.5;
     let grows_a = u1 / u0 >= 0.2 * (a1 / a0);
-    verdict(
+    Ok(verdict(
         both(flat_n, grows_a),
         vec![("growth with N ×", t1 / t0), ("A from", a0), ("A to", a1), ("growth with A ×", u1 / u0)],
         format!("flat in N: {} (×{}, needs ≤ 1.5); follows A: {} (×{} for ×{} active, needs ≥ a fifth of proportional)", flat_n, fmt_num(t1 / t0), grows_a, fmt_num(u1 / u0), fmt_num(a1 / a0)),
-    )
+    ))
 }
 
-fn v_ring_minor(rec: &ScenarioRecord) -> Verdict {
-    let Some(n) = largest(rec, &[("bench", j("poller")), s("poll")], "fds") else {
-        return missing("poll");
-    };
+fn v_ring_minor(rec: &ScenarioRecord) -> Judged {
+    let n = largest(rec, &[("bench", j("poller")), s("poll")], "fds").need("poll")?;
     let at_n = |m: &str| {
         let mut f = poller_a1();
         f.extend([s(m), ("fds", j(n))]);
         at(rec, &f, "median_us")
     };
-    let (Some(p), Some(e), Some(u)) = (at_n("poll"), at_n("epoll"), at_n("uring")) else {
-        return missing("poll, epoll and uring at the same N");
-    };
+    let ((p, e), u) = at_n("poll")
+        .zip(at_n("epoll"))
+        .zip(at_n("uring"))
+        .need("poll, epoll and uring at the same N")?;
     let interest = p / e;
     let ring = e / u;
-    verdict(
+    Ok(verdict(
         band(interest > 2.0 * ring, interest > ring),
         vec![("N", n), ("poll/epoll ×", interest), ("epoll/uring ×", ring)],
         format!("keeping the interest set in the kernel gains ×{} (poll → epoll), the shared result ring ×{} more (epoll → uring); holds if the first gain is over twice the second, partly if larger", fmt_num(interest), fmt_num(ring)),
-    )
+    ))
 }
 
-fn v_near_raw(rec: &ScenarioRecord) -> Verdict {
-    let Some(n) = largest(rec, &[("bench", j("poller")), s("raw-epoll")], "fds") else {
-        return missing("raw-epoll");
-    };
+fn v_near_raw(rec: &ScenarioRecord) -> Judged {
+    let n = largest(rec, &[("bench", j("poller")), s("raw-epoll")], "fds").need("raw-epoll")?;
     let at_n = |m: &str| {
         let mut f = poller_a1();
         f.extend([s(m), ("fds", j(n))]);
         at(rec, &f, "median_us")
     };
-    let Some(raw) = at_n("raw-epoll") else {
-        return missing("raw-epoll at the largest N");
-    };
+    let raw = at_n("raw-epoll").need("raw-epoll at the largest N")?;
     let mut nums = vec![("N", n), ("raw-epoll µs", raw)];
     let mut worst: f64 = 0.0;
     let mut seen = 0;
@@ -162,20 +146,19 @@ fn v_near_raw(rec: &ScenarioRecord) -> Verdict {
         }
     }
     if seen == 0 || !nums.iter().any(|(k, _)| k.starts_with("evdispatch")) {
-        return missing("evdispatch's epoll beside raw-epoll");
+        return Err(missing("evdispatch's epoll beside raw-epoll"));
     }
-    verdict(
+    Ok(verdict(
         band(worst <= 1.25, worst <= 1.6),
         nums,
         format!("evdispatch's epoll row costs ×{} the bare system-call loop at N = {} (holds up to ×1.25, partly up to ×1.6); the other libraries are shown for comparison", fmt_num(worst), fmt_num(n)),
-    )
+    ))
 }
 
-fn v_fd_alloc(rec: &ScenarioRecord) -> Verdict {
+fn v_fd_alloc(rec: &ScenarioRecord) -> Judged {
     let f = [("bench", j("fdalloc"))];
-    let Some(((n0, t0), (n1, t1))) = ends(rec, &f, "fds", "second_alloc_far_median_us") else {
-        return missing("bench fdalloc at two descriptor counts");
-    };
+    let ((n0, t0), (n1, t1)) = ends(rec, &f, "fds", "second_alloc_far_median_us")
+        .need("bench fdalloc at two descriptor counts")?;
     let near = ends(rec, &f, "fds", "second_alloc_near_median_us");
     let g = if t0 > 0.0 { t1 / t0 } else { f64::INFINITY };
     let mut nums = vec![
@@ -188,11 +171,11 @@ fn v_fd_alloc(rec: &ScenarioRecord) -> Verdict {
     if let Some((_, (_, c1))) = near {
         nums.push(("near hole (control) µs at last", c1));
     }
-    verdict(
+    Ok(verdict(
         band(g <= 2.0, g <= 5.0),
         nums,
         format!("finding the far hole took ×{} longer with ×{} descriptors open (holds up to ×2: allocation flat, as with two bitmaps; partly up to ×5; a single bitmap scanned word by word grows with N)", fmt_num(g), fmt_num(n1 / n0)),
-    )
+    ))
 }
 
 #[cfg(test)]

@@ -14,72 +14,62 @@ pub static CLAIMS: &[Claim] = &[
     Claim { id: "batch-dequeue-helps", seed: "000", section: "§6 (sigtimedwait4)", text: "dequeuing many signals per system call lets an RT-signal server sustain more load", verdict: v_batch_dequeue },
 ];
 
-fn v_rtsig_faster_low(rec: &ScenarioRecord) -> Verdict {
-    let Some(r0) = smallest(rec, &[s("rtsig")], "rate") else {
-        return missing("rtsig");
-    };
+fn v_rtsig_faster_low(rec: &ScenarioRecord) -> Judged {
+    let r0 = smallest(rec, &[s("rtsig")], "rate").need("rtsig")?;
     let p50 = |m: &str| at(rec, &[s(m), ("rate", j(r0))], "p50_us");
-    let (Some(r), Some(e)) = (p50("rtsig"), p50("epoll")) else {
-        return missing("rtsig and epoll at the lowest rate");
-    };
-    verdict(
+    let (r, e) = (p50("rtsig"), p50("epoll")).need("rtsig and epoll at the lowest rate")?;
+    Ok(verdict(
         if r < 0.95 * e { Outcome::Holds } else if r <= 1.05 * e { Outcome::Partly } else { Outcome::Fails },
         vec![("rate /s", r0), ("rtsig median µs", r), ("epoll median µs", e), ("epoll − rtsig µs", e - r)],
         format!("at {}/s rtsig's median was {} µs, epoll's {} µs (holds if rtsig is more than 5% faster, partly within ±5%); phhttpd was 1–3 ms faster than thttpd with /dev/poll", fmt_num(r0), fmt_num(r), fmt_num(e)),
-    )
+    ))
 }
 
-fn v_rtsig_jumps(rec: &ScenarioRecord) -> Verdict {
+fn v_rtsig_jumps(rec: &ScenarioRecord) -> Judged {
     let r = rec.xy(&[s("rtsig")], "rate", "p50_us");
     let e = rec.xy(&[s("epoll")], "rate", "p50_us");
     if r.len() < 2 || e.len() < 2 {
-        return missing("rtsig and epoll at two rates or more");
+        return Err(missing("rtsig and epoll at two rates or more"));
     }
     let rmin = r.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let emin = e.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let jump = r.iter().find(|(_, y)| *y >= 10.0 * rmin);
     let rmax = r.iter().map(|p| p.1 / rmin).fold(0.0, f64::max);
-    match jump {
-        None => verdict(Outcome::Fails, vec![("rtsig worst/best median ×", rmax)], format!("rtsig's median stayed within ×{} of its best over the whole sweep (a jump is ≥ ×10)", fmt_num(rmax))),
-        Some((rate, y)) => {
-            let e_there = e.iter().find(|(x, _)| x == rate).map(|p| p.1 / emin);
-            match e_there {
-                None => missing("epoll at the rate where rtsig jumped"),
-                Some(er) => verdict(
-                    if er <= 3.0 { Outcome::Holds } else { Outcome::Partly },
-                    vec![("rate /s", *rate), ("rtsig median µs", *y), ("rtsig ×best", y / rmin), ("epoll ×best", er)],
-                    format!("rtsig's median jumped ×{} above its best at {}/s while epoll's was ×{} its best (holds if epoll stays within ×3 there; partly if both jumped)", fmt_num(y / rmin), fmt_num(*rate), fmt_num(er)),
-                ),
-            }
-        }
-    }
+    let Some((rate, y)) = jump else {
+        return Ok(verdict(Outcome::Fails, vec![("rtsig worst/best median ×", rmax)], format!("rtsig's median stayed within ×{} of its best over the whole sweep (a jump is ≥ ×10)", fmt_num(rmax))));
+    };
+    let er = e.iter().find(|(x, _)| x == rate).map(|p| p.1 / emin);
+    let er = er.need("epoll at the rate where rtsig jumped")?;
+    Ok(verdict(
+        if er <= 3.0 { Outcome::Holds } else { Outcome::Partly },
+        vec![("rate /s", *rate), ("rtsig median µs", *y), ("rtsig ×best", y / rmin), ("epoll ×best", er)],
+        format!("rtsig's median jumped ×{} above its best at {}/s while epoll's was ×{} its best (holds if epoll stays within ×3 there; partly if both jumped)", fmt_num(y / rmin), fmt_num(*rate), fmt_num(er)),
+    ))
 }
 
-fn v_batch_dequeue(rec: &ScenarioRecord) -> Verdict {
+fn v_batch_dequeue(rec: &ScenarioRecord) -> Judged {
     let (Some((rk, rb)), Some((bk, bb))) =
         (knee(rec, &[s("rtsig")]), knee(rec, &[s("rtsig-batch")]))
     else {
-        return missing("rtsig and rtsig-batch");
+        return Err(missing("rtsig and rtsig-batch"));
     };
     if rb.is_none() && bb.is_none() {
-        return nm(format!(
+        return Err(nm(format!(
             "the sweep never overloaded rtsig nor rtsig-batch: both answered ≥ 95% of every offered rate up to {}/s, so neither's limit was reached",
             fmt_num(rk.unwrap_or(0.0).min(bk.unwrap_or(0.0)))
-        ));
+        )));
     }
     let (rk, bk) = (rk.unwrap_or(0.0), bk.unwrap_or(0.0));
     let top = |m: &str| {
         let r = largest(rec, &[s(m)], "rate")?;
         at(rec, &[s(m), ("rate", j(r))], "reply_rate")
     };
-    let (Some(rt), Some(bt)) = (top("rtsig"), top("rtsig-batch")) else {
-        return missing("reply rates");
-    };
-    verdict(
+    let (rt, bt) = (top("rtsig"), top("rtsig-batch")).need("reply rates")?;
+    Ok(verdict(
         band(bk > rk, bk >= rk && bt >= 1.1 * rt),
         vec![("rtsig kept up to /s", rk), ("rtsig-batch kept up to /s", bk), ("rtsig replies/s at the top rate", rt), ("rtsig-batch replies/s at the top rate", bt)],
         format!("dequeuing many signals per call (the seed's proposed sigtimedwait4; here a read of a signalfd) kept up to {}/s against {}/s one at a time (holds if higher; partly if equal with ≥ 10% more replies at the top rate)", fmt_num(bk), fmt_num(rk)),
-    )
+    ))
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ fn past_knee(p: &Point) -> bool {
 /// `not measured` for a sweep that never took rtsig past its knee: what
 /// the top offered rate got at each idle count, and `below`, what the runs
 /// under the knee showed (they say nothing about the other half).
-fn never_past_knee(pts: &[&Point], below: &str) -> Verdict {
+fn never_past_knee(pts: &[&Point], below: &str) -> Judged {
     let mut tops: Vec<(f64, f64, f64)> = Vec::new();
     for p in pts {
         let (Some(i), Some(r), Some(y)) = (p.num("idle"), p.num("rate"), p.metric("reply_rate"))
@@ -72,13 +72,13 @@ fn never_past_knee(pts: &[&Point], below: &str) -> Verdict {
         .iter()
         .map(|(i, r, y)| format!("{} idle: {} replies/s at {}/s", fmt_num(*i), fmt_num(*y), fmt_num(*r)))
         .collect();
-    nm(format!(
+    Err(nm(format!(
         "the sweep never took rtsig past its knee (every run answered ≥ 95% of the offered rate, or its generator may have been the limit: {}), so the load that overflowed the seed's queue was not reached. {below}",
         tops.join("; ")
-    ))
+    )))
 }
 
-fn v_overflow_past_knee(rec: &ScenarioRecord) -> Verdict {
+fn v_overflow_past_knee(rec: &ScenarioRecord) -> Judged {
     let pts = web_points(rec, "rtsig");
     let mut idles: Vec<f64> = pts.iter().filter_map(|p| p.num("idle")).collect();
     idles.sort_by(f64::total_cmp);
@@ -128,7 +128,7 @@ fn v_overflow_past_knee(rec: &ScenarioRecord) -> Verdict {
         }
     }
     if !measured {
-        return missing("rtsig overflow counts at two rates");
+        return Err(missing("rtsig overflow counts at two rates"));
     }
     if !any_past {
         return never_past_knee(
@@ -136,11 +136,11 @@ fn v_overflow_past_knee(rec: &ScenarioRecord) -> Verdict {
             &format!("Below the knee, at the lowest rate, no overflow beyond the floor (the held connections' connects and closes; beyond = more than 1.5 × floor + 2) at every idle count: {quiet_below}."),
         );
     }
-    Verdict {
-        outcome: both(quiet_below, over_above),
-        numbers: nums.into_iter().map(|(k, v)| (k, fmt_num(v))).collect(),
-        why: format!("at the lowest rate the server kept up at, no overflow beyond the floor (the connects and closes of the held connections alone; beyond = more than 1.5 × floor + 2) at every idle count: {quiet_below}; beyond the floor at the highest rate where the server fell behind (answered < 95% of the offered rate) at some idle count: {over_above}"),
-    }
+    Ok(verdict(
+        both(quiet_below, over_above),
+        nums,
+        format!("at the lowest rate the server kept up at, no overflow beyond the floor (the connects and closes of the held connections alone; beyond = more than 1.5 × floor + 2) at every idle count: {quiet_below}; beyond the floor at the highest rate where the server fell behind (answered < 95% of the offered rate) at some idle count: {over_above}"),
+    ))
 }
 
 /// The configurations (idle, rate) at which rtsig fell behind.
@@ -152,7 +152,7 @@ fn rtsig_past_knee(rec: &ScenarioRecord) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn v_per_fd_no_overflow(rec: &ScenarioRecord) -> Verdict {
+fn v_per_fd_no_overflow(rec: &ScenarioRecord) -> Judged {
     let over = rtsig_past_knee(rec);
     if over.is_empty() {
         return never_past_knee(
@@ -173,19 +173,19 @@ fn v_per_fd_no_overflow(rec: &ScenarioRecord) -> Verdict {
         .filter_map(|&(i, r)| Some((at("rtsig", i, r)?, at("rtsig-batch", i, r)?)))
         .collect();
     if pairs.is_empty() {
-        return missing("overflow counts for rtsig and rtsig-batch past rtsig's knee");
+        return Err(missing("overflow counts for rtsig and rtsig-batch past rtsig's knee"));
     }
     let r: f64 = pairs.iter().map(|p| p.0).sum();
     let b: f64 = pairs.iter().map(|p| p.1).sum();
     if r == 0.0 {
-        return nm("rtsig did not overflow beyond its floor (the held connections' connects and closes) even where it fell behind, so the load did not stress the queue");
+        return Err(nm("rtsig did not overflow beyond its floor (the held connections' connects and closes) even where it fell behind, so the load did not stress the queue"));
     }
-    verdict(if b == 0.0 { Outcome::Holds } else if b < 0.5 * r { Outcome::Partly } else { Outcome::Fails },
+    Ok(verdict(if b == 0.0 { Outcome::Holds } else if b < 0.5 * r { Outcome::Partly } else { Outcome::Fails },
         vec![("rtsig overflows beyond the floor, past its knee", r), ("rtsig-batch overflows beyond the floor, same runs", b)],
-        "signal-per-fd was a kernel patch that queued at most one signal per descriptor, so the queue could not overflow; mainline Linux never took it, and rtsig-batch merges per descriptor only after dequeuing (many per read). Counted at the offered rates where rtsig fell behind (answered < 95%, its generator not the limit) and both ran. Holds if rtsig-batch never overflowed there, partly if it overflowed less than half as often as rtsig, fails otherwise: dequeue-side batching alone does not bound the queue.")
+        "signal-per-fd was a kernel patch that queued at most one signal per descriptor, so the queue could not overflow; mainline Linux never took it, and rtsig-batch merges per descriptor only after dequeuing (many per read). Counted at the offered rates where rtsig fell behind (answered < 95%, its generator not the limit) and both ran. Holds if rtsig-batch never overflowed there, partly if it overflowed less than half as often as rtsig, fails otherwise: dequeue-side batching alone does not bound the queue."))
 }
 
-fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
+fn v_tailspin(rec: &ScenarioRecord) -> Judged {
     let web = web_points(rec, "rtsig");
     let pts: Vec<&Point> = web
         .iter()
@@ -196,7 +196,7 @@ fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
         if rtsig_past_knee(rec).is_empty() {
             return never_past_knee(&web, "A tailspin is a fall past the knee.");
         }
-        return nm("rtsig fell behind but did not overflow beyond its floor (the held connections' connects and closes), so no recovery ran under overload");
+        return Err(nm("rtsig fell behind but did not overflow beyond its floor (the held connections' connects and closes), so no recovery ran under overload"));
     }
     // A tailspin is throughput falling away from the server's peak as the
     // offered load grows: each overflowing run's replies against the best
@@ -237,25 +237,25 @@ fn v_tailspin(rec: &ScenarioRecord) -> Verdict {
     if !hybrid.is_empty() {
         nums.push(("hybrid worst % of offered there", hworst));
     }
-    verdict(
+    Ok(verdict(
         band(worst < 75.0, worst < 95.0),
         nums,
         format!("in the runs where rtsig fell behind (answered < 95% of the offered rate, its generator not the limit) and overflowed beyond its floor, it answered as little as {}% of the best reply rate it reached at that idle count at that offered rate or below (holds — recovery by polling sent it into a tailspin — below 75%; partly below 95%; fails if it held its peak while overflowing)", fmt_num(worst)),
-    )
+    ))
 }
 
-fn v_no_event_lost(rec: &ScenarioRecord) -> Verdict {
+fn v_no_event_lost(rec: &ScenarioRecord) -> Judged {
     let cells: Vec<&Point> = rec.select(&[("bench", j("overflow"))]).collect();
     if cells.is_empty() {
-        return missing("bench overflow");
+        return Err(missing("bench overflow"));
     }
     let lost: f64 = cells.iter().filter_map(|p| p.metric("lost")).sum();
     let overflows: f64 = cells.iter().filter_map(|p| p.metric("overflows")).sum();
-    verdict(
+    Ok(verdict(
         if lost == 0.0 && overflows > 0.0 { Outcome::Holds } else if lost == 0.0 { Outcome::Partly } else { Outcome::Fails },
         vec![("cells", cells.len() as f64), ("overflows provoked", overflows), ("events lost", lost)],
         "without a fallback an overflowed queue loses readiness for good and the server hangs (a \"notification leak\"); with the flush-and-poll recovery every written socket must still be reported. Holds if overflows were provoked and no event was lost; fails if any was.",
-    )
+    ))
 }
 
 #[cfg(test)]

@@ -31,81 +31,71 @@ fn best_of(rec: &ScenarioRecord, series: &str) -> Option<f64> {
     peak(rec, &f, "reply_rate")
 }
 
-/// `Some(not measured)` when neither `a` nor `b` fell behind the offered
+/// `Err(not measured)` when neither `a` nor `b` fell behind the offered
 /// rate at the top of the sweep (fewest idle connections): the sweep never
 /// reached either one's limit, so their peaks say nothing about which
 /// sustains more (on a 2-core machine the loopback stack and the generator
 /// may saturate first).
-fn neither_overloaded(rec: &ScenarioRecord, a: &str, b: &str) -> Option<Verdict> {
+fn neither_overloaded(rec: &ScenarioRecord, a: &str, b: &str) -> Result<(), Verdict> {
     let top = |m: &str| {
         let mut f = smallest_idle(rec);
         f.push(s(m));
         rec.xy(&f, "rate", "reply_rate").last().copied()
     };
-    let ((ra, ya), (rb, yb)) = (top(a)?, top(b)?);
-    (ya >= KEEP * ra && yb >= KEEP * rb).then(|| {
-        nm(format!(
+    let Some(((ra, ya), (rb, yb))) = top(a).and_then(|a| Some((a, top(b)?))) else {
+        return Ok(());
+    };
+    if ya < KEEP * ra || yb < KEEP * rb {
+        return Ok(());
+    }
+    Err(nm(format!(
             "the sweep never overloaded {a} nor {b}: {} and {} replies/s at the top offered rates {}/s and {}/s (≥ 95% answered), so their limits were not reached",
             fmt_num(ya),
             fmt_num(yb),
             fmt_num(ra),
             fmt_num(rb)
-        ))
-    })
+    )))
 }
 
-fn v_multi_accept(rec: &ScenarioRecord) -> Verdict {
-    let (Some(all), Some(one)) = (best_of(rec, "select"), best_of(rec, "select (accept one)"))
-    else {
-        return missing("select with one accept and with multi-accept");
-    };
-    if let Some(v) = neither_overloaded(rec, "select", "select (accept one)") {
-        return v;
-    }
+fn v_multi_accept(rec: &ScenarioRecord) -> Judged {
+    let (all, one) = (best_of(rec, "select"), best_of(rec, "select (accept one)"))
+        .need("select with one accept and with multi-accept")?;
+    neither_overloaded(rec, "select", "select (accept one)")?;
     let g = all / one;
-    verdict(band(g >= 1.2, g >= 1.05), vec![("multi-accept best replies/s", all), ("one-accept best replies/s", one), ("ratio", g)],
-        format!("multi-accept select's best throughput was ×{} single-accept's (holds from ×1.2, partly from ×1.05)", fmt_num(g)))
+    Ok(verdict(band(g >= 1.2, g >= 1.05), vec![("multi-accept best replies/s", all), ("one-accept best replies/s", one), ("ratio", g)],
+        format!("multi-accept select's best throughput was ×{} single-accept's (holds from ×1.2, partly from ×1.05)", fmt_num(g))))
 }
 
-fn v_multi_accept_like_rtsig(rec: &ScenarioRecord) -> Verdict {
-    let (Some(sel), Some(rt)) = (best_of(rec, "select"), best_of(rec, "rtsig")) else {
-        return missing("multi-accept select and rtsig");
-    };
-    if let Some(v) = neither_overloaded(rec, "select", "rtsig") {
-        return v;
-    }
+fn v_multi_accept_like_rtsig(rec: &ScenarioRecord) -> Judged {
+    let (sel, rt) =
+        (best_of(rec, "select"), best_of(rec, "rtsig")).need("multi-accept select and rtsig")?;
+    neither_overloaded(rec, "select", "rtsig")?;
     let g = sel / rt;
-    verdict(band(g >= 0.9, g >= 0.75), vec![("multi-accept select best", sel), ("rtsig best", rt), ("ratio", g)],
-        format!("multi-accept select reached ×{} of rtsig's best throughput (holds from 0.9, partly from 0.75)", fmt_num(g)))
+    Ok(verdict(band(g >= 0.9, g >= 0.75), vec![("multi-accept select best", sel), ("rtsig best", rt), ("ratio", g)],
+        format!("multi-accept select reached ×{} of rtsig's best throughput (holds from 0.9, partly from 0.75)", fmt_num(g))))
 }
 
-fn v_devpoll_collapse(rec: &ScenarioRecord) -> Verdict {
+fn v_devpoll_collapse(rec: &ScenarioRecord) -> Judged {
     let mut f = smallest_idle(rec);
     f.push(s("epoll"));
     let xy = rec.xy(&f, "rate", "reply_rate");
-    let Some(&(top_rate, at_top)) = xy.last() else {
-        return missing("epoll");
-    };
+    let &(top_rate, at_top) = xy.last().need("epoll")?;
     let best = xy.iter().map(|p| p.1).fold(0.0, f64::max);
     if at_top >= KEEP * top_rate {
-        return nm(format!(
+        return Err(nm(format!(
             "the sweep never overloaded epoll: {} replies/s at the top offered rate {}/s",
             fmt_num(at_top),
             fmt_num(top_rate)
-        ));
+        )));
     }
     let g = at_top / best;
-    verdict(band(g <= 0.5, g <= 0.8), vec![("epoll peak replies/s", best), ("at the top rate", at_top), ("ratio", g)],
-        format!("past its peak epoll kept ×{} of its best throughput (the claim holds if it falls to ≤ 0.5, partly ≤ 0.8; the seed could not explain /dev/poll's collapse)", fmt_num(g)))
+    Ok(verdict(band(g <= 0.5, g <= 0.8), vec![("epoll peak replies/s", best), ("at the top rate", at_top), ("ratio", g)],
+        format!("past its peak epoll kept ×{} of its best throughput (the claim holds if it falls to ≤ 0.5, partly ≤ 0.8; the seed could not explain /dev/poll's collapse)", fmt_num(g))))
 }
 
-fn v_rtsig_cpu_lower(rec: &ScenarioRecord) -> Verdict {
-    let Some(i) = largest(rec, &[s("rtsig")], "idle") else {
-        return missing("rtsig");
-    };
-    let Some(r) = smallest(rec, &[s("rtsig"), ("idle", j(i))], "rate") else {
-        return missing("rtsig");
-    };
+fn v_rtsig_cpu_lower(rec: &ScenarioRecord) -> Judged {
+    let i = largest(rec, &[s("rtsig")], "idle").need("rtsig")?;
+    let r = smallest(rec, &[s("rtsig"), ("idle", j(i))], "rate").need("rtsig")?;
     let cpu = |m: &str| {
         at(
             rec,
@@ -113,70 +103,58 @@ fn v_rtsig_cpu_lower(rec: &ScenarioRecord) -> Verdict {
             "server_cpu_pct",
         )
     };
-    let (Some(rt), Some(p)) = (cpu("rtsig"), cpu("poll")) else {
-        return missing("rtsig and poll at the same load");
-    };
+    let (rt, p) = (cpu("rtsig"), cpu("poll")).need("rtsig and poll at the same load")?;
     let g = p / rt.max(0.5);
-    verdict(
+    Ok(verdict(
         band(g >= 2.0, g >= 1.2),
         vec![("idle", i), ("rate /s", r), ("poll CPU %", p), ("rtsig CPU %", rt), ("ratio", g)],
         format!("with {} idle connections at {}/s poll used ×{} rtsig's CPU (holds from ×2, partly from ×1.2)", fmt_num(i), fmt_num(r), fmt_num(g)),
-    )
+    ))
 }
 
-fn v_per_fd_higher_load(rec: &ScenarioRecord) -> Verdict {
-    let (Some(b), Some(r)) = (best_of(rec, "rtsig-batch"), best_of(rec, "rtsig")) else {
-        return missing("rtsig and rtsig-batch");
-    };
-    if let Some(v) = neither_overloaded(rec, "rtsig-batch", "rtsig") {
-        return v;
-    }
+fn v_per_fd_higher_load(rec: &ScenarioRecord) -> Judged {
+    let (b, r) =
+        (best_of(rec, "rtsig-batch"), best_of(rec, "rtsig")).need("rtsig and rtsig-batch")?;
+    neither_overloaded(rec, "rtsig-batch", "rtsig")?;
     let g = b / r;
-    verdict(if g >= 1.02 { Outcome::Holds } else if g >= 0.98 { Outcome::Partly } else { Outcome::Fails },
+    Ok(verdict(if g >= 1.02 { Outcome::Holds } else if g >= 0.98 { Outcome::Partly } else { Outcome::Fails },
         vec![("rtsig-batch best replies/s", b), ("rtsig best replies/s", r), ("ratio", g)],
-        format!("rtsig-batch (signals merged per descriptor at dequeue, the nearest Linux has to signal-per-fd) peaked at ×{} rtsig's throughput (holds from ×1.02, partly within ±2%)", fmt_num(g)))
+        format!("rtsig-batch (signals merged per descriptor at dequeue, the nearest Linux has to signal-per-fd) peaked at ×{} rtsig's throughput (holds from ×1.02, partly within ±2%)", fmt_num(g))))
 }
 
-fn v_completion(rec: &ScenarioRecord) -> Verdict {
+fn v_completion(rec: &ScenarioRecord) -> Judged {
     let f = smallest_idle(rec);
-    let Some(r) = smallest(rec, &[f[0].clone(), f[1].clone(), s("epoll")], "rate") else {
-        return missing("epoll");
-    };
+    let r = smallest(rec, &[f[0].clone(), f[1].clone(), s("epoll")], "rate").need("epoll")?;
     let per = |m: &str| {
         let mut g = f.clone();
         g.extend([s(m), ("rate", j(r))]);
         at(rec, &g, "cpu_us_per_reply")
     };
-    let (Some(c), Some(e)) = (per("uring-completion"), per("epoll")) else {
-        return missing("uring-completion and epoll at the same rate");
-    };
+    let (c, e) = (per("uring-completion"), per("epoll"))
+        .need("uring-completion and epoll at the same rate")?;
     let g = c / e;
-    verdict(
+    Ok(verdict(
         band(g <= 0.9, g <= 1.1),
         vec![("rate /s", r), ("uring-completion CPU µs per reply", c), ("epoll CPU µs per reply", e), ("ratio", g)],
         format!("at {}/s, completions (accept, receive and send through io_uring) cost ×{} epoll's CPU per reply (holds at ≤ ×0.9, partly ≤ ×1.1)", fmt_num(r), fmt_num(g)),
-    )
+    ))
 }
 
-fn v_ours_like_nginx(rec: &ScenarioRecord) -> Verdict {
+fn v_ours_like_nginx(rec: &ScenarioRecord) -> Judged {
     let f = smallest_idle(rec);
-    let Some(r) = smallest(rec, &[f[0].clone(), f[1].clone(), s("nginx")], "rate") else {
-        return missing("nginx");
-    };
+    let r = smallest(rec, &[f[0].clone(), f[1].clone(), s("nginx")], "rate").need("nginx")?;
     let per = |m: &str| {
         let mut g = f.clone();
         g.extend([s(m), ("rate", j(r))]);
         at(rec, &g, "cpu_us_per_reply")
     };
-    let (Some(o), Some(n)) = (per("epoll"), per("nginx")) else {
-        return missing("ours on epoll and nginx at the same rate");
-    };
+    let (o, n) = (per("epoll"), per("nginx")).need("ours on epoll and nginx at the same rate")?;
     let g = o / n;
-    verdict(
+    Ok(verdict(
         band(g <= 1.2, g <= 2.0),
         vec![("rate /s", r), ("ours (epoll) CPU µs per reply", o), ("nginx CPU µs per reply", n), ("ratio", g)],
         format!("at {}/s our server on epoll spent ×{} nginx's CPU per reply (holds up to ×1.2, partly up to ×2)", fmt_num(r), fmt_num(g)),
-    )
+    ))
 }
 
 #[cfg(test)]

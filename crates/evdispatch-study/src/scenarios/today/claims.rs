@@ -25,24 +25,20 @@ fn herd(rec: &ScenarioRecord, mode: &str) -> Option<(f64, f64)> {
     Some((r, at(rec, &g, "wakeups_per_accept")?))
 }
 
-fn v_no_herd(rec: &ScenarioRecord) -> Verdict {
-    let Some((r, plain)) = herd(rec, "shared (plain)") else {
-        return missing("wake-ups with a plain shared listener");
-    };
-    verdict(
+fn v_no_herd(rec: &ScenarioRecord) -> Judged {
+    let (r, plain) = herd(rec, "shared (plain)").need("wake-ups with a plain shared listener")?;
+    Ok(verdict(
         band(plain <= 1.1, plain <= 1.3),
         vec![("rate /s", r), ("listener reports per accept, plain shared listener", plain)],
         format!("two epoll workers sharing a listener without EPOLLEXCLUSIVE: {} listener reports per accepted connection at {}/s (holds up to 1.1, partly up to 1.3; 2.0 would be every worker woken for every connection). Seed 004 said of select: \"not a problem with Linux 2.4.0, as it supports single thread wake-up\"; epoll registrations in several sets are all woken.", fmt_num(plain), fmt_num(r)),
-    )
+    ))
 }
 
-fn v_wake_one(rec: &ScenarioRecord) -> Verdict {
+fn v_wake_one(rec: &ScenarioRecord) -> Judged {
     let excl = herd(rec, "shared + EPOLLEXCLUSIVE");
     let rp = herd(rec, "SO_REUSEPORT");
     let plain = herd(rec, "shared (plain)");
-    let (Some((_, e)), Some((_, r))) = (excl, rp) else {
-        return missing("wake-ups with EPOLLEXCLUSIVE and SO_REUSEPORT");
-    };
+    let ((_, e), (_, r)) = (excl, rp).need("wake-ups with EPOLLEXCLUSIVE and SO_REUSEPORT")?;
     let mut nums = vec![
         ("EPOLLEXCLUSIVE reports per accept", e),
         ("SO_REUSEPORT reports per accept", r),
@@ -50,11 +46,11 @@ fn v_wake_one(rec: &ScenarioRecord) -> Verdict {
     if let Some((_, p)) = plain {
         nums.push(("plain shared listener", p));
     }
-    verdict(
+    Ok(verdict(
         band(e <= 1.1 && r <= 1.1, e <= 1.1 || r <= 1.1),
         nums,
         "seed 000 asked for \"the option of waking only one thread\"; Linux now has two: EPOLLEXCLUSIVE on a shared listener and one SO_REUSEPORT listener per worker. Holds if both keep listener reports per accepted connection at ≤ 1.1, partly if one does.",
-    )
+    ))
 }
 
 fn mem(rec: &ScenarioRecord, series: &str) -> Option<f64> {
@@ -65,25 +61,22 @@ fn mem(rec: &ScenarioRecord, series: &str) -> Option<f64> {
     )
 }
 
-fn v_threads_memory(rec: &ScenarioRecord) -> Verdict {
-    let (Some(t), Some(e)) = (mem(rec, "threads"), mem(rec, "epoll")) else {
-        return missing("memory per connection for threads and epoll");
-    };
+fn v_threads_memory(rec: &ScenarioRecord) -> Judged {
+    let (t, e) = (mem(rec, "threads"), mem(rec, "epoll"))
+        .need("memory per connection for threads and epoll")?;
     let g = t / e.max(1.0);
-    verdict(band(g >= 4.0, g >= 1.5), vec![("threads B/conn", t), ("epoll B/conn", e), ("ratio", g)],
-        format!("a thread per connection cost ×{} the resident memory of an event loop's connection (holds from ×4, partly from ×1.5). Only touched stack pages are resident, so the gap is smaller than the 8 MB of virtual stack a thread reserves.", fmt_num(g)))
+    Ok(verdict(band(g >= 4.0, g >= 1.5), vec![("threads B/conn", t), ("epoll B/conn", e), ("ratio", g)],
+        format!("a thread per connection cost ×{} the resident memory of an event loop's connection (holds from ×4, partly from ×1.5). Only touched stack pages are resident, so the gap is smaller than the 8 MB of virtual stack a thread reserves.", fmt_num(g))))
 }
 
-fn v_memory_like_peers(rec: &ScenarioRecord) -> Verdict {
-    let Some(ours) = mem(rec, "epoll") else {
-        return missing("our server's memory per connection");
-    };
+fn v_memory_like_peers(rec: &ScenarioRecord) -> Judged {
+    let ours = mem(rec, "epoll").need("our server's memory per connection")?;
     let peers: Vec<(&str, f64)> = ["nginx", "lighttpd", "h2o"]
         .into_iter()
         .filter_map(|p| Some((p, mem(rec, p)?)))
         .collect();
     if peers.is_empty() {
-        return missing("a peer's memory per connection");
+        return Err(missing("a peer's memory per connection"));
     }
     let best = peers.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let g = ours / best.max(1.0);
@@ -91,11 +84,11 @@ fn v_memory_like_peers(rec: &ScenarioRecord) -> Verdict {
     for (p, v) in &peers {
         nums.push((*p, *v));
     }
-    verdict(
+    Ok(verdict(
         band(g <= 1.5, g <= 3.0),
         nums,
         format!("our server holds an idle connection in ×{} the user memory of the leanest peer (holds up to ×1.5, partly up to ×3)", fmt_num(g)),
-    )
+    ))
 }
 
 #[cfg(test)]
