@@ -14,8 +14,8 @@
 //!   cells.
 //!
 //! Every parser maps the tool's JSON onto the study's canonical metric names
-//! ([`LOAD_METRICS`], [`SERVER_METRICS`]), which the scenarios, the claims and
-//! the report use.
+//! ([`parse_load`], [`parse_server_stats`]), which the scenarios, the claims
+//! and the report use.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -129,38 +129,8 @@ fn num_at(doc: &Value, path: &str) -> Option<f64> {
     })
 }
 
-/// Canonical names of the metrics taken from `evdispatch load --json`.
-pub const LOAD_METRICS: &[&str] = &[
-    "reply_rate",
-    "reply_rate_min",
-    "reply_rate_max",
-    "reply_rate_stddev",
-    "requests",
-    "replies",
-    "p50_us",
-    "p90_us",
-    "p99_us",
-    "p999_us",
-    "max_us",
-    "mean_us",
-    "p50_uncorrected_us",
-    "p99_uncorrected_us",
-    "mean_uncorrected_us",
-    "errors",
-    "error_pct",
-    "connections_attempted",
-    "connections_peak",
-    "reopens",
-    "missed_slots",
-    "unsent_at_end",
-    "generator_cpu_pct",
-    "generator_saturated",
-    "server_cpu_pct",
-    "setup_s",
-];
-
-/// Map `evdispatch load --json` output ([`LOAD_SCHEMA`]) onto
-/// [`LOAD_METRICS`]. `generator_saturated` is 1 or 0. `error_pct` is the
+/// Map `evdispatch load --json` output ([`LOAD_SCHEMA`]) onto the study's
+/// metric names. `generator_saturated` is 1 or 0. `error_pct` is the
 /// share of connection attempts that ended in an error (httperf's "% of
 /// connections with errors", seed 000 Fig. 10), or of requests for
 /// keep-alive workloads.
@@ -225,31 +195,8 @@ pub fn parse_load(doc: &Value) -> anyhow::Result<BTreeMap<String, f64>> {
     Ok(m)
 }
 
-/// Canonical names of the counters taken from the server's stats document.
-pub const SERVER_METRICS: &[&str] = &[
-    "server_requests",
-    "server_accepted",
-    "server_peak_open",
-    "server_timed_out",
-    "wakeups_per_accept",
-    "listener_events",
-    "waits",
-    "wait_syscalls",
-    "events",
-    "empty_waits",
-    "signals_dequeued",
-    "dequeue_calls",
-    "overflows",
-    "recoveries",
-    "coalesced",
-    "stale_dropped",
-    "mode_switches",
-    "signal_mode_ns",
-    "poll_mode_ns",
-];
-
-/// Map the server's stats document ([`SERVE_SCHEMA`]) onto
-/// [`SERVER_METRICS`]; the poller counters are the top-level `poller`
+/// Map the server's stats document ([`SERVE_SCHEMA`]) onto the study's
+/// metric names; the poller counters are the top-level `poller`
 /// object (summed over workers by the server).
 pub fn parse_server_stats(doc: &Value) -> anyhow::Result<BTreeMap<String, f64>> {
     let schema = doc.get("schema").and_then(Value::as_str).unwrap_or("");

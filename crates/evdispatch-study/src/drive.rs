@@ -196,7 +196,7 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
 /// What a load run measured.
 #[derive(Debug)]
 pub struct LoadResult {
-    /// Canonical metrics ([`contracts::LOAD_METRICS`]) plus the study's own
+    /// Canonical metrics ([`contracts::parse_load`]) plus the study's own
     /// samples of the server (`server_rss_start_bytes`,
     /// `server_rss_max_bytes`, `tcp_kernel_growth_bytes`).
     pub metrics: BTreeMap<String, f64>,

@@ -239,40 +239,15 @@ impl ScenarioRecord {
     /// The same record with only the points of round `r` (and those that
     /// carry no round, measured once for every round).
     pub fn round(&self, r: u64) -> ScenarioRecord {
-        ScenarioRecord {
-            points: self
-                .points
-                .iter()
-                .filter(|p| {
-                    p.config
-                        .get(ROUND)
-                        .and_then(Value::as_u64)
-                        .is_none_or(|x| x == r)
-                })
-                .cloned()
-                .collect(),
-            ..self.clone_without_points()
-        }
-    }
-
-    fn clone_without_points(&self) -> ScenarioRecord {
-        ScenarioRecord {
-            id: self.id.clone(),
-            status: self.status,
-            profile: self.profile.clone(),
-            params: self.params.clone(),
-            started_unix: self.started_unix,
-            duration_s: self.duration_s,
-            git_commit: self.git_commit.clone(),
-            capabilities: self.capabilities.clone(),
-            points: vec![],
-            skipped: self.skipped.clone(),
-            failures: self.failures.clone(),
-            timings: vec![],
-            lock_wait_s: self.lock_wait_s,
-            load_host: self.load_host.clone(),
-            rounds: 1,
-        }
+        let mut rec = self.clone();
+        rec.points.retain(|p| {
+            p.config
+                .get(ROUND)
+                .and_then(Value::as_u64)
+                .is_none_or(|x| x == r)
+        });
+        (rec.timings, rec.rounds) = (vec![], 1);
+        rec
     }
 
     /// Of `names` (config keys and metric names something read), those no

@@ -96,8 +96,6 @@ pub fn plan_web(
     }
 }
 
-pub use crate::spec::tag;
-
 /// Run a [`WebJob`] and make its point.
 pub fn run_web(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
     let spec: WebJob = serde_json::from_value(Value::Object(job.config.clone()))?;

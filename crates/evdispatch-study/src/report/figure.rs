@@ -82,6 +82,16 @@ pub struct Table {
     pub rows: Vec<Vec<String>>,
 }
 
+impl Table {
+    /// A table with these column headers and no rows yet.
+    pub fn new(columns: &[&str]) -> Table {
+        Table {
+            columns: columns.iter().map(|c| c.to_string()).collect(),
+            rows: vec![],
+        }
+    }
+}
+
 impl Chart {
     /// Points drawn in all.
     pub fn n_points(&self) -> usize {

@@ -2,7 +2,7 @@
 //! mechanism and model, the descriptor ceiling check, the chart shorthand
 //! and the session workload.
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::report::figure::{fmt_num, lines, Chart, Figure, Metrics};
 use crate::results::ScenarioRecord;
@@ -102,10 +102,7 @@ pub fn cell(v: Option<f64>) -> String {
     v.map(fmt_num).unwrap_or_else(|| "–".into())
 }
 
-/// `json!(v)` shorthand for filters.
-pub fn j<T: serde::Serialize>(v: T) -> Value {
-    json!(v)
-}
+pub use crate::claims::j;
 
 /// The session workload several scenarios sweep: new connections at
 /// `rate`, one request each for `document`, with `inactive` and `idle`

@@ -316,15 +316,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     );
     if let Some(p) = rec.select(&[("part", json!("attacks-table"))]).next() {
         if let Some(rows) = p.raw.as_array() {
-            let mut t = Table {
-                columns: vec![
-                    "attack".into(),
-                    "expected (ours)".into(),
-                    "ours".into(),
-                    "nginx".into(),
-                ],
-                rows: vec![],
-            };
+            let mut t = Table::new(&["attack", "expected (ours)", "ours", "nginx"]);
             for r in rows {
                 let ours = r["ours"].as_object().map(|m| {
                     let bad: Vec<String> = m

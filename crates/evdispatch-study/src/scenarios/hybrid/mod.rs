@@ -142,20 +142,17 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     ];
     let steps: Vec<_> = rec.select(&[("part", j("step"))]).collect();
     if !steps.is_empty() {
-        let mut t = Table {
-            columns: vec![
-                "server".into(),
-                "heavy: offered /s".into(),
-                "heavy: replies/s".into(),
-                "light: offered /s".into(),
-                "light: replies/s".into(),
-                "light: median µs".into(),
-                "same light rate, fresh server: median µs".into(),
-                "mode switches".into(),
-                "time in epoll mode (%)".into(),
-            ],
-            rows: vec![],
-        };
+        let mut t = Table::new(&[
+            "server",
+            "heavy: offered /s",
+            "heavy: replies/s",
+            "light: offered /s",
+            "light: replies/s",
+            "light: median µs",
+            "same light rate, fresh server: median µs",
+            "mode switches",
+            "time in epoll mode (%)",
+        ]);
         for p in steps {
             let light = p.num("light_rate");
             let fresh = light.and_then(|l| {

@@ -302,20 +302,17 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
 }
 
 fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
-    let mut t = Table {
-        columns: vec![
-            "workload".into(),
-            "server".into(),
-            "offered /s".into(),
-            "generator".into(),
-            "replies/s".into(),
-            "mean latency (µs)".into(),
-            "median latency (µs)".into(),
-            "generator CPU (%)".into(),
-            "errors".into(),
-        ],
-        rows: vec![],
-    };
+    let mut t = Table::new(&[
+        "workload",
+        "server",
+        "offered /s",
+        "generator",
+        "replies/s",
+        "mean latency (µs)",
+        "median latency (µs)",
+        "generator CPU (%)",
+        "errors",
+    ]);
     for p in &rec.points {
         t.rows.push(vec![
             p.str("workload").unwrap_or_default().to_string(),

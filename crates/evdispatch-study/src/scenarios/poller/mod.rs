@@ -218,10 +218,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     fds.sort_by(f64::total_cmp);
     fds.dedup();
     if !fds.is_empty() {
-        let mut t = Table {
-            columns: vec!["row".into(), "kind".into()],
-            rows: vec![],
-        };
+        let mut t = Table::new(&["row", "kind"]);
         t.columns
             .extend(fds.iter().map(|n| format!("N = {} (µs)", fmt_num(*n))));
         t.columns.push("growth, first → last N".into());
@@ -311,14 +308,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     // Socketpair open and close costs.
     let pairs = [("bench", j("pairs"))];
     if rec.select(&pairs).next().is_some() {
-        let mut t = Table {
-            columns: vec![
-                "N".into(),
-                "open, µs per socketpair".into(),
-                "close, µs per socketpair".into(),
-            ],
-            rows: vec![],
-        };
+        let mut t = Table::new(&["N", "open, µs per socketpair", "close, µs per socketpair"]);
         for p in rec.select(&pairs) {
             t.rows.push(vec![
                 p.num("fds").map(fmt_num).unwrap_or_default(),

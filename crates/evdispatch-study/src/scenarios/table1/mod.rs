@@ -186,10 +186,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         .find_map(|p| p.num("rlimit_sigpending"))
         .unwrap_or(SIGPENDING as f64);
     if !rates.is_empty() {
-        let mut t = Table {
-            columns: vec!["request rate (/s)".into()],
-            rows: vec![],
-        };
+        let mut t = Table::new(&["request rate (/s)"]);
         let floor = |m: &str, i: &Value| {
             rec.select(&[("series", j(m)), ("idle", i.clone()), ("part", j("floor"))])
                 .find_map(|p| p.metric("overflows"))
@@ -269,18 +266,15 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     // bench overflow: the price of one recovery.
     let bench: Vec<&Point> = rec.select(&[("bench", j("overflow"))]).collect();
     if !bench.is_empty() {
-        let mut t = Table {
-            columns: vec![
-                "mechanism".into(),
-                "descriptors".into(),
-                "queue limit".into(),
-                "recovery, median µs".into(),
-                "ns per descriptor polled".into(),
-                "switch back, µs".into(),
-                "lost".into(),
-            ],
-            rows: vec![],
-        };
+        let mut t = Table::new(&[
+            "mechanism",
+            "descriptors",
+            "queue limit",
+            "recovery, median µs",
+            "ns per descriptor polled",
+            "switch back, µs",
+            "lost",
+        ]);
         for p in bench {
             t.rows.push(vec![
                 p.series.clone(),

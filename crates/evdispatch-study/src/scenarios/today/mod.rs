@@ -173,17 +173,14 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     let mut figs = Vec::new();
     let metric = |f: &[(&str, Value)], k: &str| rec.select(f).find_map(|p| p.metric(k));
     // (a)
-    let mut t = Table {
-        columns: vec![
-            "server".into(),
-            "1 worker: replies/s".into(),
-            "2 workers: replies/s".into(),
-            "speed-up".into(),
-            "1 worker: CPU %".into(),
-            "2 workers: CPU %".into(),
-        ],
-        rows: vec![],
-    };
+    let mut t = Table::new(&[
+        "server",
+        "1 worker: replies/s",
+        "2 workers: replies/s",
+        "speed-up",
+        "1 worker: CPU %",
+        "2 workers: CPU %",
+    ]);
     for s in rec.distinct("series") {
         let f1 = [
             ("part", j("workers")),
@@ -213,16 +210,13 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     }
     figs.push(Figure::table("One worker vs two", "Closed-loop load over 100 keep-alive connections, 6 KB document. The machine has two cores: with two workers the server's second worker shares the load generator's core, so the speed-up measures how well each server uses a contended core rather than a free one.", t));
     // (b)
-    let mut t = Table {
-        columns: vec![
-            "listener".into(),
-            "new connections/s".into(),
-            "accepted".into(),
-            "listener reports".into(),
-            "reports per accepted connection".into(),
-        ],
-        rows: vec![],
-    };
+    let mut t = Table::new(&[
+        "listener",
+        "new connections/s",
+        "accepted",
+        "listener reports",
+        "reports per accepted connection",
+    ]);
     for (name, _, _) in HERD_MODES {
         for p in rec.select(&[("part", j("herd")), ("listener_mode", j(name))]) {
             t.rows.push(vec![
@@ -236,17 +230,14 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     }
     figs.push(Figure::table("The thundering herd: listener wake-ups per accepted connection", "Two epoll workers (CPUs 0 and 1), one new connection per request. A worker woken by the listener that finds nothing to accept is a herd wake-up: 1.0 means exactly one worker woke for each connection, 2.0 that both did. With SO_REUSEPORT each worker has its own listener and the kernel picks one.", t));
     // (c)
-    let mut t = Table {
-        columns: vec![
-            "server".into(),
-            "idle connections held".into(),
-            "RSS before (KiB)".into(),
-            "RSS holding them (KiB)".into(),
-            "user memory per connection (B)".into(),
-            "kernel TCP memory per connection (B, both ends)".into(),
-        ],
-        rows: vec![],
-    };
+    let mut t = Table::new(&[
+        "server",
+        "idle connections held",
+        "RSS before (KiB)",
+        "RSS holding them (KiB)",
+        "user memory per connection (B)",
+        "kernel TCP memory per connection (B, both ends)",
+    ]);
     for p in rec.select(&[("part", j("memory"))]) {
         t.rows.push(vec![
             p.series.clone(),
