@@ -504,12 +504,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         say(&bar, format!(
             "{}: {} — {} points, {} not measured, {} failed, {:.0} s (planned {:.0} s, {:.0} s waiting for the benchmark lock)",
             s.id,
-            match rec.status {
-                Status::Complete => "complete",
-                Status::Partial => "partial",
-                Status::NotMeasured => "not measured",
-                Status::Interrupted => "interrupted",
-            },
+            rec.status.word(),
             rec.points.len(),
             rec.skipped.len(),
             rec.failures.len(),

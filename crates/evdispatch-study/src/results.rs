@@ -137,6 +137,18 @@ pub enum Status {
     Interrupted,
 }
 
+impl Status {
+    /// The word used in the report and on the terminal.
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Complete => "complete",
+            Status::Partial => "partial",
+            Status::NotMeasured => "not measured",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
 /// Everything one scenario produced.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
 pub struct ScenarioRecord {

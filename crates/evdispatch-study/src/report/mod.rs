@@ -11,20 +11,11 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use crate::results::{Results, ScenarioRecord, Status};
+use crate::results::{Results, ScenarioRecord};
 use crate::scenarios::SCENARIOS;
 use figure::{fmt_num, Body, Figure};
 use summary::{anchor, numbers_of, rounds_text, str_of, Summary};
 use svg::esc;
-
-fn status_word(s: Status) -> &'static str {
-    match s {
-        Status::Complete => "complete",
-        Status::Partial => "partial",
-        Status::NotMeasured => "not measured",
-        Status::Interrupted => "interrupted",
-    }
-}
 
 /// A scenario's figures. Over several rounds, charts draw every round
 /// (merged into medians with their spread); a table, whose rows are the
@@ -176,7 +167,7 @@ pub fn html(res: &Results) -> String {
             esc(sc.id),
             esc(sc.title),
             esc(&rec.profile),
-            status_word(rec.status),
+            rec.status.word(),
             rec.points.len(),
             fmt_num(rec.duration_s),
             fmt_num(rec.lock_wait_s),
@@ -198,7 +189,7 @@ pub fn html(res: &Results) -> String {
             esc(sc.title),
             esc(sc.seeds),
             esc(sc.about),
-            status_word(rec.status),
+            rec.status.word(),
             rec.points.len(),
             fmt_num(rec.duration_s),
             esc(&rec.profile),
@@ -338,7 +329,7 @@ pub fn markdown(res: &Results) -> String {
             crate::scenarios::number(sc),
             sc.id,
             rec.profile,
-            status_word(rec.status),
+            rec.status.word(),
             rec.points.len(),
             fmt_num(rec.duration_s),
             fmt_num(rec.lock_wait_s),
@@ -356,7 +347,7 @@ pub fn markdown(res: &Results) -> String {
             crate::scenarios::number(sc),
             sc.title,
             sc.seeds,
-            status_word(rec.status),
+            rec.status.word(),
             rec.points.len(),
             fmt_num(rec.duration_s),
             sc.about,

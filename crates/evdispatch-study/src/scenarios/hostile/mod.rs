@@ -16,7 +16,7 @@
 
 mod claims;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
 use crate::report::figure::{Figure, Table};
@@ -52,11 +52,8 @@ fn models(p: Profile, caps: &Caps) -> Vec<String> {
 }
 
 fn torture_profile(p: Profile) -> evdispatch_torture::Profile {
-    match p {
-        Profile::Tiny => evdispatch_torture::Profile::Tiny,
-        Profile::Quick => evdispatch_torture::Profile::Quick,
-        Profile::Full => evdispatch_torture::Profile::Full,
-    }
+    use evdispatch_torture::Profile as T;
+    p.pick(T::Tiny, T::Quick, T::Full)
 }
 
 /// The soak of `--profile full`: 15 minutes, half the torture suite's own
@@ -148,10 +145,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
         } else {
             "nginx".to_string()
         };
-        let mut config = Map::new();
-        config.insert("part".into(), json!(part));
-        config.insert("server".into(), json!(r.server));
-        config.insert("model".into(), json!(r.model));
+        let config = crate::config![("part", part), ("server", r.server), ("model", r.model)];
         let mut p = Point::new(series, config);
         if let Value::Object(f) = &r.figures {
             for (k, v) in f {
@@ -171,9 +165,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
         points.push(p);
     }
     if !rep.attacks.is_empty() {
-        let mut config = Map::new();
-        config.insert("part".into(), json!("attacks-table"));
-        let mut p = Point::new("corpus", config);
+        let mut p = Point::new("corpus", crate::config![("part", "attacks-table")]);
         p.metrics.insert("attacks".into(), rep.attacks.len() as f64);
         p.raw = Value::Array(rep.attacks.clone());
         points.push(p);
@@ -393,7 +385,7 @@ mod tests {
             rounds: 1,
         };
         for part in ["storm", "exhaustion", "slowloris", "attacks", "soak"] {
-            let mut c = Map::new();
+            let mut c = serde_json::Map::new();
             c.insert("part".into(), json!(part));
             c.insert("server".into(), json!("evdispatch"));
             let mut p = Point::new("epoll", c);
