@@ -408,20 +408,9 @@ impl LoadHost {
                     args.load_ssh
                 )
             })?;
+        let ours = "-T -o BatchMode=yes -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=3";
         let mut ssh = user_ssh.clone();
-        for o in [
-            "-T",
-            "-o",
-            "BatchMode=yes",
-            "-o",
-            "ConnectTimeout=10",
-            "-o",
-            "ServerAliveInterval=5",
-            "-o",
-            "ServerAliveCountMax=3",
-        ] {
-            ssh.push(o.into());
-        }
+        ssh.extend(ours.split(' ').map(String::from));
         // The host ssh really connects to (`ssh -G` resolves aliases of
         // ~/.ssh/config), else the destination's host part.
         let real_host = || {

@@ -33,20 +33,12 @@ pub enum Profile {
 impl Profile {
     /// The name used on the command line and in results.
     pub fn name(self) -> &'static str {
-        match self {
-            Profile::Tiny => "tiny",
-            Profile::Quick => "quick",
-            Profile::Full => "full",
-        }
+        self.pick("tiny", "quick", "full")
     }
 
     /// The wall-clock budget for every scenario together, seconds.
     pub fn budget_s(self) -> f64 {
-        match self {
-            Profile::Tiny => 90.0,
-            Profile::Quick => 600.0,
-            Profile::Full => 7200.0,
-        }
+        self.pick(90.0, 600.0, 7200.0)
     }
 
     /// The part of [`Profile::budget_s`] kept for the opt-in scenarios this
@@ -55,10 +47,7 @@ impl Profile {
     /// they ran 13% over their plan at stop 20): the other scenarios must
     /// fit in the rest.
     pub fn opt_in_reserve_s(self) -> f64 {
-        match self {
-            Profile::Full => 3_400.0,
-            _ => 0.0,
-        }
+        self.pick(0.0, 0.0, 3_400.0)
     }
 
     /// The tiny profile keeps only the entries of `all` named in `tiny`

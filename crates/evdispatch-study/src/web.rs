@@ -168,8 +168,7 @@ fn derive(p: &mut Point, spec: &WebJob) {
             m.get("server_rss_start_bytes"),
             m.get("server_rss_max_bytes"),
         ) {
-            let v = (b - a).max(0.0) / held;
-            m.insert("rss_per_conn_bytes".into(), v);
+            m.insert("rss_per_conn_bytes".into(), (b - a).max(0.0) / held);
         }
         if let Some(k) = m.get("tcp_kernel_growth_bytes").copied() {
             m.insert("tcp_kernel_per_conn_bytes".into(), k / held);
@@ -177,20 +176,17 @@ fn derive(p: &mut Point, spec: &WebJob) {
     }
     if let (Some(cpu), Some(rate)) = (m.get("server_cpu_pct"), m.get("reply_rate")) {
         if *rate > 0.0 {
-            let v = cpu / 100.0 / rate * 1e6;
-            m.insert("cpu_us_per_reply".into(), v);
+            m.insert("cpu_us_per_reply".into(), cpu / 100.0 / rate * 1e6);
         }
     }
     if let (Some(offered), Some(rate)) = (spec.load.rate.per_sec(), m.get("reply_rate")) {
         if offered > 0.0 {
-            let v = 100.0 * rate / offered;
-            m.insert("reply_pct_of_offered".into(), v);
+            m.insert("reply_pct_of_offered".into(), 100.0 * rate / offered);
         }
     }
     if let (Some(s), Some(q)) = (m.get("signal_mode_ns"), m.get("poll_mode_ns")) {
         if s + q > 0.0 {
-            let v = 100.0 * q / (s + q);
-            m.insert("poll_mode_pct".into(), v);
+            m.insert("poll_mode_pct".into(), 100.0 * q / (s + q));
         }
     }
 }
