@@ -16,7 +16,9 @@ use crate::claims::Claim;
 use crate::spec::Scenario;
 
 /// Declares each scenario's module and lists its `SCENARIO`, in order: one
-/// line per scenario.
+/// line per scenario. `cargo fmt` does not enter modules declared in a
+/// macro: format a scenario's files with `rustfmt --edition 2021
+/// crates/evdispatch-study/src/scenarios/*/*.rs` (`.ci/run` checks them).
 macro_rules! scenarios {
     ($($(#[$attr:meta])* $name:ident),* $(,)?) => {
         $($(#[$attr])* pub mod $name;)*

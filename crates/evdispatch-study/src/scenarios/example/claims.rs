@@ -13,13 +13,21 @@ pub static CLAIMS: &[Claim] = &[Claim {
 }];
 
 fn v_replies(rec: &ScenarioRecord) -> Judged {
-    let v: Vec<f64> = rec.points.iter().filter_map(|p| p.metric("reply_rate")).collect();
+    let v: Vec<f64> = rec
+        .points
+        .iter()
+        .filter_map(|p| p.metric("reply_rate"))
+        .collect();
     if v.is_empty() {
         return Err(missing("example points"));
     }
     let low = v.iter().copied().fold(f64::INFINITY, f64::min);
     Ok(verdict(
-        if low > 0.0 { Outcome::Holds } else { Outcome::Fails },
+        if low > 0.0 {
+            Outcome::Holds
+        } else {
+            Outcome::Fails
+        },
         vec![("lowest reply rate", low)],
         "holds if every point replied",
     ))
@@ -33,7 +41,12 @@ mod tests {
 
     #[test]
     fn example_claims() {
-        let r = |y: f64| rec("example", vec![pt("example", json!({"n": 1}), json!({"reply_rate": y}))]);
+        let r = |y: f64| {
+            rec(
+                "example",
+                vec![pt("example", json!({"n": 1}), json!({"reply_rate": y}))],
+            )
+        };
         check(CLAIMS, "example-replies", &r(5.0), Outcome::Holds);
         check(CLAIMS, "example-replies", &r(0.0), Outcome::Fails);
     }

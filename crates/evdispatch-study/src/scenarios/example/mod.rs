@@ -41,7 +41,11 @@ fn plan(_: Profile, caps: &Caps) -> Plan {
 }
 
 fn run(_: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
-    Err(Unavailable(format!("{}: a test-only scenario measures nothing", job.label)).into())
+    Err(Unavailable(format!(
+        "{}: a test-only scenario measures nothing",
+        job.label
+    ))
+    .into())
 }
 
 fn figures(rec: &ScenarioRecord) -> Vec<Figure> {

@@ -143,75 +143,94 @@ fn v_exhaustion_graceful(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::{json, Value};
 
-/// Hostile-conditions points: (part, model, metrics).
-fn hostile(pts: Vec<(&'static str, &'static str, Value)>) -> ScenarioRecord {
-    rec(
-        "hostile",
-        pts.into_iter()
-            .map(|(part, model, m)| {
-                (
-                    model.to_string(),
-                    json!({"part": part, "server": "evdispatch", "model": model}),
-                    m,
-                )
-            })
-            .collect(),
-    )
-}
+    /// Hostile-conditions points: (part, model, metrics).
+    fn hostile(pts: Vec<(&'static str, &'static str, Value)>) -> ScenarioRecord {
+        rec(
+            "hostile",
+            pts.into_iter()
+                .map(|(part, model, m)| {
+                    (
+                        model.to_string(),
+                        json!({"part": part, "server": "evdispatch", "model": model}),
+                        m,
+                    )
+                })
+                .collect(),
+        )
+    }
 
-#[test]
-fn hostile_claims() {
-    let storm = |lost: f64, gap: f64| {
-        json!({"lost": lost, "errors": 0.0, "overflows": 40.0, "recoveries": 40.0,
+    #[test]
+    fn hostile_claims() {
+        let storm = |lost: f64, gap: f64| {
+            json!({"lost": lost, "errors": 0.0, "overflows": 40.0, "recoveries": 40.0,
                "mode_switches": 0.0, "longest_gap_s": gap, "latency_uncorrected_max_ms": 20.0})
-    };
-    let ok = hostile(vec![
-        ("storm", "rtsig", storm(0.0, 0.0)),
-        ("storm", "hybrid", storm(0.0, 0.25)),
-    ]);
-    check(CLAIMS, "overflow-no-hang", &ok, Outcome::Holds);
-    let stall = hostile(vec![("storm", "rtsig", storm(0.0, 2.0))]);
-    check(CLAIMS, "overflow-no-hang", &stall, Outcome::Partly);
-    let lost = hostile(vec![("storm", "rtsig", storm(12.0, 0.0))]);
-    check(CLAIMS, "overflow-no-hang", &lost, Outcome::Fails);
-    check(CLAIMS, "overflow-no-hang", &hostile(vec![]), Outcome::NotMeasured);
+        };
+        let ok = hostile(vec![
+            ("storm", "rtsig", storm(0.0, 0.0)),
+            ("storm", "hybrid", storm(0.0, 0.25)),
+        ]);
+        check(CLAIMS, "overflow-no-hang", &ok, Outcome::Holds);
+        let stall = hostile(vec![("storm", "rtsig", storm(0.0, 2.0))]);
+        check(CLAIMS, "overflow-no-hang", &stall, Outcome::Partly);
+        let lost = hostile(vec![("storm", "rtsig", storm(12.0, 0.0))]);
+        check(CLAIMS, "overflow-no-hang", &lost, Outcome::Fails);
+        check(
+            CLAIMS,
+            "overflow-no-hang",
+            &hostile(vec![]),
+            Outcome::NotMeasured,
+        );
 
-    let slow = |ratio: f64| json!({"p99_ratio": ratio, "normal_errors": 0.0});
-    check(CLAIMS, "slow-do-not-starve",
-        &hostile(vec![("slowloris", "epoll", slow(1.3))]),
-        Outcome::Holds,
-    );
-    check(CLAIMS, "slow-do-not-starve",
-        &hostile(vec![("slowloris", "epoll", slow(3.0))]),
-        Outcome::Partly,
-    );
-    check(CLAIMS, "slow-do-not-starve",
-        &hostile(vec![("slowloris", "epoll", slow(9.0))]),
-        Outcome::Fails,
-    );
+        let slow = |ratio: f64| json!({"p99_ratio": ratio, "normal_errors": 0.0});
+        check(
+            CLAIMS,
+            "slow-do-not-starve",
+            &hostile(vec![("slowloris", "epoll", slow(1.3))]),
+            Outcome::Holds,
+        );
+        check(
+            CLAIMS,
+            "slow-do-not-starve",
+            &hostile(vec![("slowloris", "epoll", slow(3.0))]),
+            Outcome::Partly,
+        );
+        check(
+            CLAIMS,
+            "slow-do-not-starve",
+            &hostile(vec![("slowloris", "epoll", slow(9.0))]),
+            Outcome::Fails,
+        );
 
-    let exh = |ratio: f64, served: f64, cpu: f64| {
-        json!({"p99_ratio": ratio, "keepalive_errors": 0.0, "crowd_waiting": 100.0,
+        let exh = |ratio: f64, served: f64, cpu: f64| {
+            json!({"p99_ratio": ratio, "keepalive_errors": 0.0, "crowd_waiting": 100.0,
                "crowd_served_after_free": served, "server_cpu_idle_at_limit_pct": cpu})
-    };
-    check(CLAIMS, "exhaustion-graceful",
-        &hostile(vec![("exhaustion", "epoll", exh(1.1, 100.0, 0.0))]),
-        Outcome::Holds,
-    );
-    check(CLAIMS, "exhaustion-graceful",
-        &hostile(vec![("exhaustion", "epoll", exh(3.0, 100.0, 0.0))]),
-        Outcome::Partly,
-    );
-    check(CLAIMS, "exhaustion-graceful",
-        &hostile(vec![("exhaustion", "epoll", exh(1.0, 100.0, 95.0))]),
-        Outcome::Fails,
-    );
-    check(CLAIMS, "exhaustion-graceful",
-        &hostile(vec![("exhaustion", "epoll", exh(1.0, 40.0, 0.0))]),
-        Outcome::Fails,
-    );
-}
+        };
+        check(
+            CLAIMS,
+            "exhaustion-graceful",
+            &hostile(vec![("exhaustion", "epoll", exh(1.1, 100.0, 0.0))]),
+            Outcome::Holds,
+        );
+        check(
+            CLAIMS,
+            "exhaustion-graceful",
+            &hostile(vec![("exhaustion", "epoll", exh(3.0, 100.0, 0.0))]),
+            Outcome::Partly,
+        );
+        check(
+            CLAIMS,
+            "exhaustion-graceful",
+            &hostile(vec![("exhaustion", "epoll", exh(1.0, 100.0, 95.0))]),
+            Outcome::Fails,
+        );
+        check(
+            CLAIMS,
+            "exhaustion-graceful",
+            &hostile(vec![("exhaustion", "epoll", exh(1.0, 40.0, 0.0))]),
+            Outcome::Fails,
+        );
+    }
 }

@@ -18,10 +18,10 @@ mod claims;
 
 use serde_json::{json, Value};
 
-use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
 use crate::report::figure::{Figure, Table};
 use crate::results::{Point, ScenarioRecord};
 use crate::scenarios::common;
+use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
 use evdispatch_torture::{Env, Which};
 
 /// The row in the scenario table.

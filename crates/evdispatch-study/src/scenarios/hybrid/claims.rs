@@ -2,7 +2,6 @@
 //! comes from and the function that computes its verdict from the
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
-
 use crate::claims::*;
 use crate::results::ScenarioRecord;
 
@@ -47,7 +46,9 @@ fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Judged {
     });
     let fresh = fresh.need("a fresh hybrid at the light rate")?;
     if sw == 0.0 {
-        return Err(nm("the heavy phase never drove the hybrid out of signal mode"));
+        return Err(nm(
+            "the heavy phase never drove the hybrid out of signal mode",
+        ));
     }
     // Switches alternate, polling first: two or more mean it came back to
     // signals at least once. (The count cannot say where it ended: the
@@ -66,45 +67,50 @@ fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::json;
 
     #[test]
-fn hybrid_claims() {
-    let sweep = |m: &str, r: f64, p50: f64, y: f64| {
-        pt(
-            m,
-            json!({"part": "sweep", "rate": r}),
-            json!({"p50_us": p50, "reply_rate": y}),
-        )
-    };
-    let step = |sw: f64, p50: f64| {
-        pt(
+    fn hybrid_claims() {
+        let sweep = |m: &str, r: f64, p50: f64, y: f64| {
+            pt(
+                m,
+                json!({"part": "sweep", "rate": r}),
+                json!({"p50_us": p50, "reply_rate": y}),
+            )
+        };
+        let step = |sw: f64, p50: f64| {
+            pt(
+                "hybrid",
+                json!({"part": "step", "rate": 9000.0, "light_rate": 1000.0}),
+                json!({"mode_switches": sw, "phase2_p50_us": p50}),
+            )
+        };
+        let good = rec(
             "hybrid",
-            json!({"part": "step", "rate": 9000.0, "light_rate": 1000.0}),
-            json!({"mode_switches": sw, "phase2_p50_us": p50}),
-        )
-    };
-    let good = rec(
-        "hybrid",
-        vec![
-            sweep("hybrid", 1000.0, 100.0, 1000.0),
-            sweep("hybrid", 9000.0, 900.0, 9000.0),
-            sweep("rtsig", 1000.0, 95.0, 1000.0),
-            sweep("epoll", 9000.0, 800.0, 9000.0),
-            step(4.0, 120.0),
-        ],
-    );
-    let bad = rec(
-        "hybrid",
-        vec![
-            sweep("hybrid", 1000.0, 300.0, 1000.0),
-            sweep("hybrid", 9000.0, 9000.0, 5000.0),
-            sweep("rtsig", 1000.0, 95.0, 1000.0),
-            sweep("epoll", 9000.0, 800.0, 9000.0),
-            step(1.0, 5000.0),
-        ],
-    );
-    holds_and_fails(CLAIMS, &["hybrid-best-of-both", "hybrid-switches-back"], &good, &bad);
-}
+            vec![
+                sweep("hybrid", 1000.0, 100.0, 1000.0),
+                sweep("hybrid", 9000.0, 900.0, 9000.0),
+                sweep("rtsig", 1000.0, 95.0, 1000.0),
+                sweep("epoll", 9000.0, 800.0, 9000.0),
+                step(4.0, 120.0),
+            ],
+        );
+        let bad = rec(
+            "hybrid",
+            vec![
+                sweep("hybrid", 1000.0, 300.0, 1000.0),
+                sweep("hybrid", 9000.0, 9000.0, 5000.0),
+                sweep("rtsig", 1000.0, 95.0, 1000.0),
+                sweep("epoll", 9000.0, 800.0, 9000.0),
+                step(1.0, 5000.0),
+            ],
+        );
+        holds_and_fails(
+            CLAIMS,
+            &["hybrid-best-of-both", "hybrid-switches-back"],
+            &good,
+            &bad,
+        );
+    }
 }

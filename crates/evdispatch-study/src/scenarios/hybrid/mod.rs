@@ -13,11 +13,11 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{cell, j, rate_chart, REPLY_RATE, session_job};
-use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
+use crate::scenarios::common::{cell, j, rate_chart, session_job, REPLY_RATE};
+use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.

@@ -2,15 +2,26 @@
 //! comes from and the function that computes its verdict from the
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
-
 use crate::claims::*;
 use crate::report::figure::fmt_num;
 use crate::results::ScenarioRecord;
 
 /// The claims this scenario's data decide, in the order the report lists them.
 pub static CLAIMS: &[Claim] = &[
-    Claim { id: "loadgen-vs-wrk", seed: "today", section: "load generator", text: "evdispatch load drives a server as hard as wrk in closed loop", verdict: v_vs_wrk },
-    Claim { id: "loadgen-vs-httperf", seed: "today", section: "load generator", text: "evdispatch load and httperf measure the same reply rate in open loop", verdict: v_vs_httperf },
+    Claim {
+        id: "loadgen-vs-wrk",
+        seed: "today",
+        section: "load generator",
+        text: "evdispatch load drives a server as hard as wrk in closed loop",
+        verdict: v_vs_wrk,
+    },
+    Claim {
+        id: "loadgen-vs-httperf",
+        seed: "today",
+        section: "load generator",
+        text: "evdispatch load and httperf measure the same reply rate in open loop",
+        verdict: v_vs_httperf,
+    },
 ];
 
 fn v_vs_wrk(rec: &ScenarioRecord) -> Judged {
@@ -39,7 +50,9 @@ fn v_vs_wrk(rec: &ScenarioRecord) -> Judged {
         }
     }
     if nums.is_empty() {
-        return Err(missing("closed loops by wrk and by evdispatch load against the same server"));
+        return Err(missing(
+            "closed loops by wrk and by evdispatch load against the same server",
+        ));
     }
     Ok(verdict(
         band(worst >= 0.9, worst >= 0.75),
@@ -72,7 +85,9 @@ fn v_vs_httperf(rec: &ScenarioRecord) -> Judged {
         }
     }
     if nums.is_empty() {
-        return Err(missing("open loops by httperf and by evdispatch load at the same rate"));
+        return Err(missing(
+            "open loops by httperf and by evdispatch load at the same rate",
+        ));
     }
     Ok(verdict(
         band(worst <= 0.05, worst <= 0.15),
@@ -85,36 +100,41 @@ fn v_vs_httperf(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::{json, Value};
 
     #[test]
-fn loadcheck_claims() {
-    let p = |tool: &str, workload: &str, rate: Value, y: f64| {
-        pt(
-            &format!("{tool} → epoll"),
-            json!({"tool": tool, "workload": workload, "series": "epoll", "rate": rate}),
-            json!({"reply_rate": y}),
-        )
-    };
-    let good = rec(
-        "loadcheck",
-        vec![
-            p("evdispatch load", "closed loop", json!("max"), 40000.0),
-            p("wrk", "closed loop", json!("max"), 41000.0),
-            p("evdispatch load", "open loop", json!(2000.0), 2000.0),
-            p("httperf", "open loop", json!(2000.0), 1990.0),
-        ],
-    );
-    let bad = rec(
-        "loadcheck",
-        vec![
-            p("evdispatch load", "closed loop", json!("max"), 20000.0),
-            p("wrk", "closed loop", json!("max"), 41000.0),
-            p("evdispatch load", "open loop", json!(2000.0), 1500.0),
-            p("httperf", "open loop", json!(2000.0), 1990.0),
-        ],
-    );
-    holds_and_fails(CLAIMS, &["loadgen-vs-wrk", "loadgen-vs-httperf"], &good, &bad);
-}
+    fn loadcheck_claims() {
+        let p = |tool: &str, workload: &str, rate: Value, y: f64| {
+            pt(
+                &format!("{tool} → epoll"),
+                json!({"tool": tool, "workload": workload, "series": "epoll", "rate": rate}),
+                json!({"reply_rate": y}),
+            )
+        };
+        let good = rec(
+            "loadcheck",
+            vec![
+                p("evdispatch load", "closed loop", json!("max"), 40000.0),
+                p("wrk", "closed loop", json!("max"), 41000.0),
+                p("evdispatch load", "open loop", json!(2000.0), 2000.0),
+                p("httperf", "open loop", json!(2000.0), 1990.0),
+            ],
+        );
+        let bad = rec(
+            "loadcheck",
+            vec![
+                p("evdispatch load", "closed loop", json!("max"), 20000.0),
+                p("wrk", "closed loop", json!("max"), 41000.0),
+                p("evdispatch load", "open loop", json!(2000.0), 1500.0),
+                p("httperf", "open loop", json!(2000.0), 1990.0),
+            ],
+        );
+        holds_and_fails(
+            CLAIMS,
+            &["loadgen-vs-wrk", "loadgen-vs-httperf"],
+            &good,
+            &bad,
+        );
+    }
 }

@@ -16,10 +16,12 @@ use serde_json::{json, Value};
 
 use crate::drive;
 use crate::remote::RemoteRun;
-use crate::spec::{Caps, Ctx, Job, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, Unavailable};
 use crate::report::figure::{Figure, Table};
 use crate::results::{Point, ScenarioRecord};
 use crate::scenarios::common::cell;
+use crate::spec::{
+    Caps, Ctx, Job, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, Unavailable,
+};
 use crate::web::{run_web, WebJob};
 
 /// The row in the scenario table.
@@ -163,14 +165,15 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
         let server = drive::start_server(ctx, &spec.web.server, load.held())?;
         let (_, cpu) = ctx.caps.cpu_plan(1);
         // On a load host the tool is not pinned (the CPUs are this machine's).
-        let cpus: Vec<usize> = cpu.into_iter().filter(|_| ctx.load_host.is_none()).collect();
+        let cpus: Vec<usize> = cpu
+            .into_iter()
+            .filter(|_| ctx.load_host.is_none())
+            .collect();
         let base = server.load_url(ctx);
         let url = format!("{base}/{}", load.document);
         let mut p = Point::new(spec.web.series.clone(), job.config.clone());
         // With a load host: run `tool ARGS` there, `None` here.
-        let log = ctx
-            .logs
-            .join(format!("{}.{}.log", job.tag(), spec.tool));
+        let log = ctx.logs.join(format!("{}.{}.log", job.tag(), spec.tool));
         let remote = |args: Vec<String>, limit_s: f64| -> anyhow::Result<Option<RemoteRun>> {
             ctx.load_host
                 .as_ref()
@@ -236,7 +239,10 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
                 let addr = base.trim_start_matches("http://").to_string();
                 let (host, port) = addr.rsplit_once(':').unwrap_or((&addr, "80"));
                 let args = HttperfArgs {
-                    server: host.trim_start_matches('[').trim_end_matches(']').to_string(),
+                    server: host
+                        .trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_string(),
                     port: port.parse().unwrap_or(80),
                     uri: format!("/{}", load.document),
                     rate: Some(rate),
@@ -248,7 +254,12 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
                 let r = match &ctx.load_host {
                     Some(h) => {
                         let port_wait_s = h.wait_for_httperf_ports(args.num_conns)?;
-                        let run = h.run_tool(&spec.tool, &httperf_args(&args), httperf_limit_s(&args), &log)?;
+                        let run = h.run_tool(
+                            &spec.tool,
+                            &httperf_args(&args),
+                            httperf_limit_s(&args),
+                            &log,
+                        )?;
                         run.record(&mut p.metrics);
                         HttperfResult {
                             port_wait_s,

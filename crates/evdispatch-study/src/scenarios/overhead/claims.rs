@@ -2,7 +2,6 @@
 //! comes from and the function that computes its verdict from the
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
-
 use crate::claims::*;
 use crate::report::figure::fmt_num;
 use crate::results::ScenarioRecord;
@@ -28,7 +27,12 @@ fn conn_ends(rec: &ScenarioRecord, mech: &str, metric: &str) -> Option<((f64, f6
 /// the fewer, the same at the more, flat, grows)`.
 fn cpu_flat(rec: &ScenarioRecord) -> Option<(Half, Half, bool, bool)> {
     let r = smallest(rec, &[s("rtsig")], "rate")?;
-    let (lo, hi) = halves(rec, &[s("rtsig"), ("rate", j(r))], "persistent", "server_cpu_pct")?;
+    let (lo, hi) = halves(
+        rec,
+        &[s("rtsig"), ("rate", j(r))],
+        "persistent",
+        "server_cpu_pct",
+    )?;
     let (u0, u1) = (lo.1, hi.1);
     let flat = u1 <= 1.3 * u0 || u1 - u0 <= 2.0;
     let grows = u1 > 1.5 * u0 && u1 - u0 > 2.0;
@@ -38,10 +42,27 @@ fn cpu_flat(rec: &ScenarioRecord) -> Option<(Half, Half, bool, bool)> {
 /// The numbers and the words of [`cpu_flat`]'s halves.
 fn cpu_flat_numbers(lo: Half, hi: Half) -> (Vec<(&'static str, f64)>, String) {
     let (((a0, a1), u0), ((b0, b1), u1)) = (lo, hi);
-    let range = |a: f64, b: f64| if a == b { fmt_num(a) } else { format!("{}–{}", fmt_num(a), fmt_num(b)) };
+    let range = |a: f64, b: f64| {
+        if a == b {
+            fmt_num(a)
+        } else {
+            format!("{}–{}", fmt_num(a), fmt_num(b))
+        }
+    };
     (
-        vec![("connections from", a0), ("connections to", b1), ("rtsig CPU % over the fewer", u0), ("rtsig CPU % over the more", u1)],
-        format!("rtsig's CPU averaged {}% over {} connections and {}% over {}", fmt_num(u0), range(a0, a1), fmt_num(u1), range(b0, b1)),
+        vec![
+            ("connections from", a0),
+            ("connections to", b1),
+            ("rtsig CPU % over the fewer", u0),
+            ("rtsig CPU % over the more", u1),
+        ],
+        format!(
+            "rtsig's CPU averaged {}% over {} connections and {}% over {}",
+            fmt_num(u0),
+            range(a0, a1),
+            fmt_num(u1),
+            range(b0, b1)
+        ),
     )
 }
 
@@ -49,7 +70,13 @@ fn v_rtsig_cpu_flat(rec: &ScenarioRecord) -> Judged {
     let (lo, hi, flat, grows) = cpu_flat(rec).need("rtsig at two connection counts")?;
     let (numbers, went) = cpu_flat_numbers(lo, hi);
     Ok(verdict(
-        if flat { Outcome::Holds } else if grows { Outcome::Fails } else { Outcome::Partly },
+        if flat {
+            Outcome::Holds
+        } else if grows {
+            Outcome::Fails
+        } else {
+            Outcome::Partly
+        },
         numbers,
         format!("{went} (holds within ×1.3 or 2 points; fails past ×1.5 and 2 points)"),
     ))
@@ -129,82 +156,105 @@ fn v_uring_one_call(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::json;
 
-fn ovh(rows: &[(&str, u32, f64, f64)]) -> ScenarioRecord {
-    rec(
-        "overhead",
-        rows.iter()
-            .map(|(m, c, cpu, p50)| {
-                pt(
-                    m,
-                    json!({"persistent": c, "rate": 1000.0}),
-                    json!({"server_cpu_pct": cpu, "p50_us": p50}),
-                )
-            })
-            .collect(),
-    )
-}
+    fn ovh(rows: &[(&str, u32, f64, f64)]) -> ScenarioRecord {
+        rec(
+            "overhead",
+            rows.iter()
+                .map(|(m, c, cpu, p50)| {
+                    pt(
+                        m,
+                        json!({"persistent": c, "rate": 1000.0}),
+                        json!({"server_cpu_pct": cpu, "p50_us": p50}),
+                    )
+                })
+                .collect(),
+        )
+    }
 
-#[test]
-fn overhead_claims() {
-    let flat = ovh(&[
-        ("rtsig", 250, 5.0, 300.0),
-        ("rtsig", 10000, 5.5, 320.0),
-        ("poll", 250, 6.0, 300.0),
-        ("poll", 10000, 60.0, 3000.0),
-        ("epoll", 250, 9.0, 300.0),
-        ("epoll", 10000, 9.0, 300.0),
-        ("uring", 250, 7.0, 300.0),
-        ("uring", 10000, 7.0, 300.0),
-    ]);
-    let growing = ovh(&[
-        ("rtsig", 250, 5.0, 300.0),
-        ("rtsig", 10000, 40.0, 3000.0),
-        ("poll", 250, 6.0, 300.0),
-        ("poll", 10000, 6.5, 300.0),
-        ("epoll", 250, 5.0, 300.0),
-        ("epoll", 10000, 5.0, 300.0),
-        ("uring", 250, 7.0, 300.0),
-        ("uring", 10000, 7.0, 300.0),
-    ]);
-    holds_and_fails(CLAIMS, &[
-        "rtsig-cpu-flat",
-        "poll-cpu-grows",
-        "rtsig-response-flat",
-        "rtsig-cpu-lowest",
-        "update-and-wait-one-call",
-    ], &flat, &growing);
-    check(CLAIMS, "inactive-hurt-rtsig", &growing, Outcome::Holds);
-    check(CLAIMS, "inactive-hurt-rtsig", &flat, Outcome::Fails);
-}
+    #[test]
+    fn overhead_claims() {
+        let flat = ovh(&[
+            ("rtsig", 250, 5.0, 300.0),
+            ("rtsig", 10000, 5.5, 320.0),
+            ("poll", 250, 6.0, 300.0),
+            ("poll", 10000, 60.0, 3000.0),
+            ("epoll", 250, 9.0, 300.0),
+            ("epoll", 10000, 9.0, 300.0),
+            ("uring", 250, 7.0, 300.0),
+            ("uring", 10000, 7.0, 300.0),
+        ]);
+        let growing = ovh(&[
+            ("rtsig", 250, 5.0, 300.0),
+            ("rtsig", 10000, 40.0, 3000.0),
+            ("poll", 250, 6.0, 300.0),
+            ("poll", 10000, 6.5, 300.0),
+            ("epoll", 250, 5.0, 300.0),
+            ("epoll", 10000, 5.0, 300.0),
+            ("uring", 250, 7.0, 300.0),
+            ("uring", 10000, 7.0, 300.0),
+        ]);
+        holds_and_fails(
+            CLAIMS,
+            &[
+                "rtsig-cpu-flat",
+                "poll-cpu-grows",
+                "rtsig-response-flat",
+                "rtsig-cpu-lowest",
+                "update-and-wait-one-call",
+            ],
+            &flat,
+            &growing,
+        );
+        check(CLAIMS, "inactive-hurt-rtsig", &growing, Outcome::Holds);
+        check(CLAIMS, "inactive-hurt-rtsig", &flat, Outcome::Fails);
+    }
 
-/// rtsig's CPU trend is read from both halves of the connection counts:
-/// one high point at the end does not make it grow (the ends alone, 5% to
-/// 8%, would say ×1.6 and 3 points), a rise across the upper half does.
-#[test]
-fn rtsig_cpu_trend_reads_every_count() {
-    let one_high = ovh(&[
-        ("rtsig", 250, 5.0, 300.0),
-        ("rtsig", 1000, 5.0, 300.0),
-        ("rtsig", 4000, 5.0, 300.0),
-        ("rtsig", 10000, 8.0, 300.0),
-    ]);
-    check(CLAIMS, "rtsig-cpu-flat", &one_high, Outcome::Holds);
-    let v = CLAIMS.iter().find(|c| c.id == "rtsig-cpu-flat").unwrap().judge(&one_high);
-    assert!(v.why.contains("averaged 5% over 250–1000 connections and 6.50% over 4000–10k"), "{}", v.why);
-    let rising = ovh(&[
-        ("rtsig", 250, 5.0, 300.0),
-        ("rtsig", 1000, 5.0, 300.0),
-        ("rtsig", 2000, 50.0, 300.0),
-        ("rtsig", 4000, 8.0, 300.0),
-        ("rtsig", 10000, 9.0, 300.0),
-    ]);
-    // The middle count (2000) belongs to neither half.
-    check(CLAIMS, "inactive-hurt-rtsig", &rising, Outcome::Holds);
-    assert!(halves(&rising, &[s("rtsig")], "persistent", "server_cpu_pct")
-        .is_some_and(|(lo, hi)| lo == ((250.0, 1000.0), 5.0) && hi == ((4000.0, 10000.0), 8.5)));
-    assert!(halves(&ovh(&[("rtsig", 250, 5.0, 300.0)]), &[s("rtsig")], "persistent", "server_cpu_pct").is_none());
-}
+    /// rtsig's CPU trend is read from both halves of the connection counts:
+    /// one high point at the end does not make it grow (the ends alone, 5% to
+    /// 8%, would say ×1.6 and 3 points), a rise across the upper half does.
+    #[test]
+    fn rtsig_cpu_trend_reads_every_count() {
+        let one_high = ovh(&[
+            ("rtsig", 250, 5.0, 300.0),
+            ("rtsig", 1000, 5.0, 300.0),
+            ("rtsig", 4000, 5.0, 300.0),
+            ("rtsig", 10000, 8.0, 300.0),
+        ]);
+        check(CLAIMS, "rtsig-cpu-flat", &one_high, Outcome::Holds);
+        let v = CLAIMS
+            .iter()
+            .find(|c| c.id == "rtsig-cpu-flat")
+            .unwrap()
+            .judge(&one_high);
+        assert!(
+            v.why
+                .contains("averaged 5% over 250–1000 connections and 6.50% over 4000–10k"),
+            "{}",
+            v.why
+        );
+        let rising = ovh(&[
+            ("rtsig", 250, 5.0, 300.0),
+            ("rtsig", 1000, 5.0, 300.0),
+            ("rtsig", 2000, 50.0, 300.0),
+            ("rtsig", 4000, 8.0, 300.0),
+            ("rtsig", 10000, 9.0, 300.0),
+        ]);
+        // The middle count (2000) belongs to neither half.
+        check(CLAIMS, "inactive-hurt-rtsig", &rising, Outcome::Holds);
+        assert!(
+            halves(&rising, &[s("rtsig")], "persistent", "server_cpu_pct").is_some_and(
+                |(lo, hi)| lo == ((250.0, 1000.0), 5.0) && hi == ((4000.0, 10000.0), 8.5)
+            )
+        );
+        assert!(halves(
+            &ovh(&[("rtsig", 250, 5.0, 300.0)]),
+            &[s("rtsig")],
+            "persistent",
+            "server_cpu_pct"
+        )
+        .is_none());
+    }
 }

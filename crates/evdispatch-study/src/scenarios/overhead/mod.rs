@@ -10,11 +10,11 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::scenarios::common::{all_dispatch, chart, fd_limit};
-use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
+use crate::scenarios::common::{all_dispatch, chart, fd_limit};
+use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::web::{plan_web, run_web, WebJob};
 
 /// The row in the scenario table.

@@ -2,7 +2,6 @@
 //! comes from and the function that computes its verdict from the
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
-
 use crate::claims::*;
 use crate::report::figure::fmt_num;
 use crate::results::ScenarioRecord;
@@ -190,12 +189,12 @@ fn v_peer_poll(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::json;
 
-/// poll-vs-epoll points: (series, inactive, rate, replies, errors %, CPU %).
-fn pve(rows: &[(&str, u32, f64, f64, f64, f64)]) -> ScenarioRecord {
-    rec(
+    /// poll-vs-epoll points: (series, inactive, rate, replies, errors %, CPU %).
+    fn pve(rows: &[(&str, u32, f64, f64, f64, f64)]) -> ScenarioRecord {
+        rec(
         "poll-vs-epoll",
         rows.iter()
             .map(|(m, i, r, y, e, c)| {
@@ -207,46 +206,51 @@ fn pve(rows: &[(&str, u32, f64, f64, f64, f64)]) -> ScenarioRecord {
             })
             .collect(),
     )
-}
+    }
 
-#[test]
-fn poll_vs_epoll_claims() {
-    let good = pve(&[
-        ("poll", 1, 1000.0, 1000.0, 0.0, 10.0),
-        ("poll", 501, 1000.0, 1000.0, 0.0, 30.0),
-        ("poll", 501, 5000.0, 2000.0, 40.0, 100.0),
-        ("poll", 15000, 1000.0, 1000.0, 0.0, 60.0),
-        ("poll", 15000, 5000.0, 1500.0, 30.0, 100.0),
-        ("epoll", 1, 1000.0, 1000.0, 0.0, 10.0),
-        ("epoll", 501, 1000.0, 1000.0, 0.0, 10.0),
-        ("epoll", 501, 5000.0, 5000.0, 0.0, 40.0),
-        ("epoll", 15000, 1000.0, 1000.0, 0.0, 11.0),
-        ("epoll", 15000, 5000.0, 4990.0, 0.5, 45.0),
-        ("lighttpd (poll)", 9000, 1000.0, 1000.0, 0.0, 50.0),
-        ("lighttpd (linux-sysepoll)", 9000, 1000.0, 1000.0, 0.0, 12.0),
-    ]);
-    let bad = pve(&[
-        ("poll", 1, 5000.0, 5000.0, 0.0, 40.0),
-        ("poll", 501, 5000.0, 5000.0, 0.0, 40.0),
-        ("poll", 15000, 5000.0, 5000.0, 0.0, 40.0),
-        ("epoll", 1, 5000.0, 4000.0, 2.0, 40.0),
-        ("epoll", 501, 5000.0, 4000.0, 3.0, 40.0),
-        ("epoll", 15000, 5000.0, 4000.0, 3.0, 40.0),
-        ("lighttpd (poll)", 9000, 1000.0, 1000.0, 0.0, 12.0),
-        ("lighttpd (linux-sysepoll)", 9000, 1000.0, 1000.0, 0.0, 12.0),
-    ]);
-    holds_and_fails(CLAIMS, &[
-        "devpoll-keeps-up",
-        "poll-breaks-at-501",
-        "poll-cpu-with-inactive",
-        "devpoll-no-errors",
-        "peer-poll-costs-too",
-    ], &good, &bad);
-    // Both keep up at every offered rate: the sweep says nothing of a knee.
-    let unloaded = pve(&[
-        ("poll", 15000, 5000.0, 4990.0, 0.0, 90.0),
-        ("epoll", 15000, 5000.0, 5000.0, 0.0, 20.0),
-    ]);
-    check(CLAIMS, "devpoll-keeps-up", &unloaded, Outcome::NotMeasured);
-}
+    #[test]
+    fn poll_vs_epoll_claims() {
+        let good = pve(&[
+            ("poll", 1, 1000.0, 1000.0, 0.0, 10.0),
+            ("poll", 501, 1000.0, 1000.0, 0.0, 30.0),
+            ("poll", 501, 5000.0, 2000.0, 40.0, 100.0),
+            ("poll", 15000, 1000.0, 1000.0, 0.0, 60.0),
+            ("poll", 15000, 5000.0, 1500.0, 30.0, 100.0),
+            ("epoll", 1, 1000.0, 1000.0, 0.0, 10.0),
+            ("epoll", 501, 1000.0, 1000.0, 0.0, 10.0),
+            ("epoll", 501, 5000.0, 5000.0, 0.0, 40.0),
+            ("epoll", 15000, 1000.0, 1000.0, 0.0, 11.0),
+            ("epoll", 15000, 5000.0, 4990.0, 0.5, 45.0),
+            ("lighttpd (poll)", 9000, 1000.0, 1000.0, 0.0, 50.0),
+            ("lighttpd (linux-sysepoll)", 9000, 1000.0, 1000.0, 0.0, 12.0),
+        ]);
+        let bad = pve(&[
+            ("poll", 1, 5000.0, 5000.0, 0.0, 40.0),
+            ("poll", 501, 5000.0, 5000.0, 0.0, 40.0),
+            ("poll", 15000, 5000.0, 5000.0, 0.0, 40.0),
+            ("epoll", 1, 5000.0, 4000.0, 2.0, 40.0),
+            ("epoll", 501, 5000.0, 4000.0, 3.0, 40.0),
+            ("epoll", 15000, 5000.0, 4000.0, 3.0, 40.0),
+            ("lighttpd (poll)", 9000, 1000.0, 1000.0, 0.0, 12.0),
+            ("lighttpd (linux-sysepoll)", 9000, 1000.0, 1000.0, 0.0, 12.0),
+        ]);
+        holds_and_fails(
+            CLAIMS,
+            &[
+                "devpoll-keeps-up",
+                "poll-breaks-at-501",
+                "poll-cpu-with-inactive",
+                "devpoll-no-errors",
+                "peer-poll-costs-too",
+            ],
+            &good,
+            &bad,
+        );
+        // Both keep up at every offered rate: the sweep says nothing of a knee.
+        let unloaded = pve(&[
+            ("poll", 15000, 5000.0, 4990.0, 0.0, 90.0),
+            ("epoll", 15000, 5000.0, 5000.0, 0.0, 20.0),
+        ]);
+        check(CLAIMS, "devpoll-keeps-up", &unloaded, Outcome::NotMeasured);
+    }
 }

@@ -14,11 +14,11 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::scenarios::common::{fd_limit, rate_chart, REPLY_RATE, session_job};
-use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
+use crate::scenarios::common::{fd_limit, rate_chart, session_job, REPLY_RATE};
+use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.

@@ -71,7 +71,9 @@ fn v_devpoll_faster(rec: &ScenarioRecord) -> Judged {
     }
     let worst = pairs.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let last = pairs.last().map(|p| p.1).unwrap_or(0.0);
-    let nums = pairs.iter().map(|(n, r)| (format!("poll/epoll × at N = {}", fmt_num(*n)), *r));
+    let nums = pairs
+        .iter()
+        .map(|(n, r)| (format!("poll/epoll × at N = {}", fmt_num(*n)), *r));
     Ok(verdict(
         band(worst >= 1.5, last >= 1.5),
         nums.collect(),
@@ -182,12 +184,12 @@ fn v_fd_alloc(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::json;
 
-/// Poller cells: (row, fds, active, median).
-fn poller(cells: &[(&str, u32, u32, f64)]) -> ScenarioRecord {
-    rec(
+    /// Poller cells: (row, fds, active, median).
+    fn poller(cells: &[(&str, u32, u32, f64)]) -> ScenarioRecord {
+        rec(
         "poller",
         cells
             .iter()
@@ -196,58 +198,65 @@ fn poller(cells: &[(&str, u32, u32, f64)]) -> ScenarioRecord {
             })
             .collect(),
     )
-}
+    }
 
-#[test]
-fn poller_claims() {
-    let good = poller(&[
-        ("poll", 100, 1, 5.0),
-        ("poll", 10000, 1, 700.0),
-        ("epoll", 100, 1, 0.5),
-        ("epoll", 10000, 1, 0.55),
-        ("epoll", 10000, 100, 30.0),
-        ("uring", 10000, 1, 0.4),
-        ("raw-epoll", 10000, 1, 0.5),
-    ]);
-    let bad = poller(&[
-        ("poll", 100, 1, 5.0),
-        ("poll", 10000, 1, 6.0),
-        ("epoll", 100, 1, 0.5),
-        ("epoll", 10000, 1, 5.0),
-        ("epoll", 10000, 100, 5.5),
-        ("uring", 10000, 1, 0.1),
-        ("raw-epoll", 10000, 1, 1.0),
-    ]);
-    holds_and_fails(CLAIMS, &[
-        "poll-grows",
-        "epoll-flat",
-        "devpoll-faster",
-        "active-only",
-        "ring-minor",
-        "library-near-raw",
-    ], &good, &bad);
-    check(CLAIMS, "poll-grows",
-        &poller(&[("poll", 100, 1, 5.0), ("poll", 10000, 1, 25.0)]),
-        Outcome::Partly,
-    );
-    let fd = |far: f64| {
-        rec(
-            "poller",
-            vec![
-                pt(
-                    "fdalloc",
-                    json!({"bench": "fdalloc", "fds": 100}),
-                    json!({"second_alloc_far_median_us": 0.3, "second_alloc_near_median_us": 0.3}),
-                ),
-                pt(
-                    "fdalloc",
-                    json!({"bench": "fdalloc", "fds": 19000}),
-                    json!({"second_alloc_far_median_us": far, "second_alloc_near_median_us": 0.3}),
-                ),
+    #[test]
+    fn poller_claims() {
+        let good = poller(&[
+            ("poll", 100, 1, 5.0),
+            ("poll", 10000, 1, 700.0),
+            ("epoll", 100, 1, 0.5),
+            ("epoll", 10000, 1, 0.55),
+            ("epoll", 10000, 100, 30.0),
+            ("uring", 10000, 1, 0.4),
+            ("raw-epoll", 10000, 1, 0.5),
+        ]);
+        let bad = poller(&[
+            ("poll", 100, 1, 5.0),
+            ("poll", 10000, 1, 6.0),
+            ("epoll", 100, 1, 0.5),
+            ("epoll", 10000, 1, 5.0),
+            ("epoll", 10000, 100, 5.5),
+            ("uring", 10000, 1, 0.1),
+            ("raw-epoll", 10000, 1, 1.0),
+        ]);
+        holds_and_fails(
+            CLAIMS,
+            &[
+                "poll-grows",
+                "epoll-flat",
+                "devpoll-faster",
+                "active-only",
+                "ring-minor",
+                "library-near-raw",
             ],
-        )
-    };
-    check(CLAIMS, "fd-alloc-flat", &fd(0.35), Outcome::Holds);
-    check(CLAIMS, "fd-alloc-flat", &fd(9.0), Outcome::Fails);
-}
+            &good,
+            &bad,
+        );
+        check(
+            CLAIMS,
+            "poll-grows",
+            &poller(&[("poll", 100, 1, 5.0), ("poll", 10000, 1, 25.0)]),
+            Outcome::Partly,
+        );
+        let fd = |far: f64| {
+            rec(
+                "poller",
+                vec![
+                    pt(
+                        "fdalloc",
+                        json!({"bench": "fdalloc", "fds": 100}),
+                        json!({"second_alloc_far_median_us": 0.3, "second_alloc_near_median_us": 0.3}),
+                    ),
+                    pt(
+                        "fdalloc",
+                        json!({"bench": "fdalloc", "fds": 19000}),
+                        json!({"second_alloc_far_median_us": far, "second_alloc_near_median_us": 0.3}),
+                    ),
+                ],
+            )
+        };
+        check(CLAIMS, "fd-alloc-flat", &fd(0.35), Outcome::Holds);
+        check(CLAIMS, "fd-alloc-flat", &fd(9.0), Outcome::Fails);
+    }
 }

@@ -13,13 +13,13 @@ mod claims;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::scenarios::common::{cell, j};
 use crate::contracts;
 use crate::drive;
-use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
 use crate::report::figure::{fmt_num, lines, Chart, Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::{Point, ScenarioRecord};
+use crate::scenarios::common::{cell, j};
+use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
 
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
@@ -235,9 +235,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
                 .unwrap_or_default();
             let mut row = vec![name, kind];
             for n in &fds {
-                row.push(
-                    cell(xy.iter().find(|(x, _)| x == n).map(|(_, y)| *y)),
-                );
+                row.push(cell(xy.iter().find(|(x, _)| x == n).map(|(_, y)| *y)));
             }
             let growth = match (xy.first(), xy.last()) {
                 (Some(a), Some(b)) if xy.len() >= 2 && a.1 > 0.0 => {

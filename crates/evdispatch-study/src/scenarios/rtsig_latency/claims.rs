@@ -2,7 +2,6 @@
 //! comes from and the function that computes its verdict from the
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
-
 use crate::claims::*;
 use crate::report::figure::fmt_num;
 use crate::results::ScenarioRecord;
@@ -76,56 +75,66 @@ fn v_batch_dequeue(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::json;
 
-fn lat(rows: &[(&str, f64, f64, f64)]) -> ScenarioRecord {
-    rec(
-        "rtsig-latency",
-        rows.iter()
-            .map(|(m, r, p50, y)| {
-                pt(
-                    m,
-                    json!({"rate": r, "inactive": 251}),
-                    json!({"p50_us": p50, "reply_rate": y}),
-                )
-            })
-            .collect(),
-    )
-}
+    fn lat(rows: &[(&str, f64, f64, f64)]) -> ScenarioRecord {
+        rec(
+            "rtsig-latency",
+            rows.iter()
+                .map(|(m, r, p50, y)| {
+                    pt(
+                        m,
+                        json!({"rate": r, "inactive": 251}),
+                        json!({"p50_us": p50, "reply_rate": y}),
+                    )
+                })
+                .collect(),
+        )
+    }
 
-#[test]
-fn rtsig_latency_claims() {
-    let good = lat(&[
-        ("rtsig", 1000.0, 80.0, 1000.0),
-        ("rtsig", 5000.0, 90.0, 5000.0),
-        ("rtsig", 9000.0, 5000.0, 6000.0),
-        ("rtsig-batch", 1000.0, 80.0, 1000.0),
-        ("rtsig-batch", 5000.0, 90.0, 5000.0),
-        ("rtsig-batch", 9000.0, 100.0, 9000.0),
-        ("epoll", 1000.0, 100.0, 1000.0),
-        ("epoll", 5000.0, 110.0, 5000.0),
-        ("epoll", 9000.0, 150.0, 9000.0),
-    ]);
-    let bad = lat(&[
-        ("rtsig", 1000.0, 200.0, 1000.0),
-        ("rtsig", 9000.0, 250.0, 6000.0),
-        ("rtsig-batch", 1000.0, 200.0, 1000.0),
-        ("rtsig-batch", 9000.0, 250.0, 5000.0),
-        ("epoll", 1000.0, 100.0, 1000.0),
-        ("epoll", 9000.0, 120.0, 9000.0),
-    ]);
-    holds_and_fails(CLAIMS, &[
-        "rtsig-faster-low-load",
-        "rtsig-latency-jumps",
-        "batch-dequeue-helps",
-    ], &good, &bad);
-    let unloaded = lat(&[
-        ("rtsig", 1000.0, 80.0, 1000.0),
-        ("rtsig", 9000.0, 90.0, 9000.0),
-        ("rtsig-batch", 1000.0, 80.0, 1000.0),
-        ("rtsig-batch", 9000.0, 85.0, 8990.0),
-    ]);
-    check(CLAIMS, "batch-dequeue-helps", &unloaded, Outcome::NotMeasured);
-}
+    #[test]
+    fn rtsig_latency_claims() {
+        let good = lat(&[
+            ("rtsig", 1000.0, 80.0, 1000.0),
+            ("rtsig", 5000.0, 90.0, 5000.0),
+            ("rtsig", 9000.0, 5000.0, 6000.0),
+            ("rtsig-batch", 1000.0, 80.0, 1000.0),
+            ("rtsig-batch", 5000.0, 90.0, 5000.0),
+            ("rtsig-batch", 9000.0, 100.0, 9000.0),
+            ("epoll", 1000.0, 100.0, 1000.0),
+            ("epoll", 5000.0, 110.0, 5000.0),
+            ("epoll", 9000.0, 150.0, 9000.0),
+        ]);
+        let bad = lat(&[
+            ("rtsig", 1000.0, 200.0, 1000.0),
+            ("rtsig", 9000.0, 250.0, 6000.0),
+            ("rtsig-batch", 1000.0, 200.0, 1000.0),
+            ("rtsig-batch", 9000.0, 250.0, 5000.0),
+            ("epoll", 1000.0, 100.0, 1000.0),
+            ("epoll", 9000.0, 120.0, 9000.0),
+        ]);
+        holds_and_fails(
+            CLAIMS,
+            &[
+                "rtsig-faster-low-load",
+                "rtsig-latency-jumps",
+                "batch-dequeue-helps",
+            ],
+            &good,
+            &bad,
+        );
+        let unloaded = lat(&[
+            ("rtsig", 1000.0, 80.0, 1000.0),
+            ("rtsig", 9000.0, 90.0, 9000.0),
+            ("rtsig-batch", 1000.0, 80.0, 1000.0),
+            ("rtsig-batch", 9000.0, 85.0, 8990.0),
+        ]);
+        check(
+            CLAIMS,
+            "batch-dequeue-helps",
+            &unloaded,
+            Outcome::NotMeasured,
+        );
+    }
 }

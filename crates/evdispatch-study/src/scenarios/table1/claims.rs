@@ -2,7 +2,6 @@
 //! comes from and the function that computes its verdict from the
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
-
 use crate::claims::*;
 use crate::report::figure::fmt_num;
 use crate::results::{Point, ScenarioRecord};
@@ -70,7 +69,14 @@ fn never_past_knee(pts: &[&Point], below: &str) -> Judged {
     tops.sort_by(|a, b| a.0.total_cmp(&b.0));
     let tops: Vec<String> = tops
         .iter()
-        .map(|(i, r, y)| format!("{} idle: {} replies/s at {}/s", fmt_num(*i), fmt_num(*y), fmt_num(*r)))
+        .map(|(i, r, y)| {
+            format!(
+                "{} idle: {} replies/s at {}/s",
+                fmt_num(*i),
+                fmt_num(*y),
+                fmt_num(*r)
+            )
+        })
         .collect();
     Err(nm(format!(
         "the sweep never took rtsig past its knee (every run answered ≥ 95% of the offered rate, or its generator may have been the limit: {}), so the load that overflowed the seed's queue was not reached. {below}",
@@ -165,7 +171,11 @@ fn v_per_fd_no_overflow(rec: &ScenarioRecord) -> Judged {
     let at = |m: &str, i: f64, r: f64| -> Option<f64> {
         web_points(rec, m)
             .into_iter()
-            .find(|p| p.num("idle") == Some(i) && p.num("rate") == Some(r) && p.metric("overflows").is_some())
+            .find(|p| {
+                p.num("idle") == Some(i)
+                    && p.num("rate") == Some(r)
+                    && p.metric("overflows").is_some()
+            })
             .map(|p| overflows_beyond_floor(rec, m, p))
     };
     let pairs: Vec<(f64, f64)> = over
@@ -173,7 +183,9 @@ fn v_per_fd_no_overflow(rec: &ScenarioRecord) -> Judged {
         .filter_map(|&(i, r)| Some((at("rtsig", i, r)?, at("rtsig-batch", i, r)?)))
         .collect();
     if pairs.is_empty() {
-        return Err(missing("overflow counts for rtsig and rtsig-batch past rtsig's knee"));
+        return Err(missing(
+            "overflow counts for rtsig and rtsig-batch past rtsig's knee",
+        ));
     }
     let r: f64 = pairs.iter().map(|p| p.0).sum();
     let b: f64 = pairs.iter().map(|p| p.1).sum();
@@ -262,11 +274,11 @@ fn v_no_event_lost(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::json;
 
-fn t1(rows: &[(&str, f64, f64, f64)]) -> Vec<Pt> {
-    rows.iter()
+    fn t1(rows: &[(&str, f64, f64, f64)]) -> Vec<Pt> {
+        rows.iter()
         .map(|(m, r, ovf, pct)| {
             pt(
                 m,
@@ -275,84 +287,100 @@ fn t1(rows: &[(&str, f64, f64, f64)]) -> Vec<Pt> {
             )
         })
         .collect()
-}
+    }
 
-#[test]
-fn table1_claims() {
-    // rtsig keeps up to 5,000/s, then falls behind at 9,000/s, overflows and
-    // answers less than at 5,000 (a tailspin); rtsig-batch never overflows.
-    let mut good = t1(&[
-        ("rtsig", 1000.0, 0.0, 100.0),
-        ("rtsig", 5000.0, 0.0, 100.0),
-        ("rtsig", 9000.0, 500.0, 30.0),
-        ("rtsig-batch", 1000.0, 0.0, 100.0),
-        ("rtsig-batch", 9000.0, 0.0, 100.0),
-        ("hybrid", 9000.0, 1.0, 100.0),
-    ]);
-    good.push(pt(
-        "rtsig",
-        json!({"bench": "overflow", "fds": 1000, "queue_limit": 64}),
-        json!({"overflows": 8.0, "lost": 0.0}),
-    ));
-    let good = rec("table1", good);
-    // rtsig overflows at the lowest rate; past its knee it overflows at
-    // 7,000/s but not at its top rate, and holds its peak there; rtsig-batch
-    // overflows as often.
-    let mut bad = t1(&[
-        ("rtsig", 1000.0, 5.0, 100.0),
-        ("rtsig", 7000.0, 50.0, 80.0),
-        ("rtsig", 9000.0, 0.0, 62.0),
-        ("rtsig-batch", 7000.0, 50.0, 90.0),
-    ]);
-    bad.push(pt(
-        "rtsig",
-        json!({"bench": "overflow", "fds": 1000, "queue_limit": 64}),
-        json!({"overflows": 8.0, "lost": 3.0}),
-    ));
-    let bad = rec("table1", bad);
-    holds_and_fails(CLAIMS, &[
-        "overflow-past-knee",
-        "per-fd-no-overflow",
-        "overflow-tailspin",
-        "recovery-loses-nothing",
-    ], &good, &bad);
-    // The held connections' connects and closes overflow a 64-entry queue at
-    // every rate: the floor run says how much, and only the excess counts.
-    let mut floored = t1(&[
-        ("rtsig", 1000.0, 8.0, 100.0),
-        ("rtsig", 5000.0, 8.0, 100.0),
-        ("rtsig", 9000.0, 120.0, 40.0),
-    ]);
-    floored.push(pt(
-        "rtsig",
-        json!({"idle": 252, "rate": 20.0, "part": "floor"}),
-        json!({"overflows": 7.0, "reply_pct_of_offered": 100.0, "reply_rate": 20.0}),
-    ));
-    let floored = rec("table1", floored);
-    check(CLAIMS, "overflow-past-knee", &floored, Outcome::Holds);
-    check(CLAIMS, "overflow-tailspin", &floored, Outcome::Holds);
-    let mut unfloored = floored.clone();
-    unfloored.points.retain(|p| p.str("part") != Some("floor"));
-    check(CLAIMS, "overflow-past-knee", &unfloored, Outcome::Partly);
-    // A sweep that never takes rtsig past its knee (every run answered) says
-    // nothing of overload, however many overflows its bursts caused.
-    let unloaded = rec("table1", t1(&[
-        ("rtsig", 1000.0, 0.0, 100.0),
-        ("rtsig", 9000.0, 300.0, 99.0),
-        ("rtsig-batch", 1000.0, 0.0, 100.0),
-        ("rtsig-batch", 9000.0, 0.0, 100.0),
-    ]));
-    for id in ["overflow-past-knee", "per-fd-no-overflow", "overflow-tailspin"] {
-        check(CLAIMS, id, &unloaded, Outcome::NotMeasured);
+    #[test]
+    fn table1_claims() {
+        // rtsig keeps up to 5,000/s, then falls behind at 9,000/s, overflows and
+        // answers less than at 5,000 (a tailspin); rtsig-batch never overflows.
+        let mut good = t1(&[
+            ("rtsig", 1000.0, 0.0, 100.0),
+            ("rtsig", 5000.0, 0.0, 100.0),
+            ("rtsig", 9000.0, 500.0, 30.0),
+            ("rtsig-batch", 1000.0, 0.0, 100.0),
+            ("rtsig-batch", 9000.0, 0.0, 100.0),
+            ("hybrid", 9000.0, 1.0, 100.0),
+        ]);
+        good.push(pt(
+            "rtsig",
+            json!({"bench": "overflow", "fds": 1000, "queue_limit": 64}),
+            json!({"overflows": 8.0, "lost": 0.0}),
+        ));
+        let good = rec("table1", good);
+        // rtsig overflows at the lowest rate; past its knee it overflows at
+        // 7,000/s but not at its top rate, and holds its peak there; rtsig-batch
+        // overflows as often.
+        let mut bad = t1(&[
+            ("rtsig", 1000.0, 5.0, 100.0),
+            ("rtsig", 7000.0, 50.0, 80.0),
+            ("rtsig", 9000.0, 0.0, 62.0),
+            ("rtsig-batch", 7000.0, 50.0, 90.0),
+        ]);
+        bad.push(pt(
+            "rtsig",
+            json!({"bench": "overflow", "fds": 1000, "queue_limit": 64}),
+            json!({"overflows": 8.0, "lost": 3.0}),
+        ));
+        let bad = rec("table1", bad);
+        holds_and_fails(
+            CLAIMS,
+            &[
+                "overflow-past-knee",
+                "per-fd-no-overflow",
+                "overflow-tailspin",
+                "recovery-loses-nothing",
+            ],
+            &good,
+            &bad,
+        );
+        // The held connections' connects and closes overflow a 64-entry queue at
+        // every rate: the floor run says how much, and only the excess counts.
+        let mut floored = t1(&[
+            ("rtsig", 1000.0, 8.0, 100.0),
+            ("rtsig", 5000.0, 8.0, 100.0),
+            ("rtsig", 9000.0, 120.0, 40.0),
+        ]);
+        floored.push(pt(
+            "rtsig",
+            json!({"idle": 252, "rate": 20.0, "part": "floor"}),
+            json!({"overflows": 7.0, "reply_pct_of_offered": 100.0, "reply_rate": 20.0}),
+        ));
+        let floored = rec("table1", floored);
+        check(CLAIMS, "overflow-past-knee", &floored, Outcome::Holds);
+        check(CLAIMS, "overflow-tailspin", &floored, Outcome::Holds);
+        let mut unfloored = floored.clone();
+        unfloored.points.retain(|p| p.str("part") != Some("floor"));
+        check(CLAIMS, "overflow-past-knee", &unfloored, Outcome::Partly);
+        // A sweep that never takes rtsig past its knee (every run answered) says
+        // nothing of overload, however many overflows its bursts caused.
+        let unloaded = rec(
+            "table1",
+            t1(&[
+                ("rtsig", 1000.0, 0.0, 100.0),
+                ("rtsig", 9000.0, 300.0, 99.0),
+                ("rtsig-batch", 1000.0, 0.0, 100.0),
+                ("rtsig-batch", 9000.0, 0.0, 100.0),
+            ]),
+        );
+        for id in [
+            "overflow-past-knee",
+            "per-fd-no-overflow",
+            "overflow-tailspin",
+        ] {
+            check(CLAIMS, id, &unloaded, Outcome::NotMeasured);
+        }
+        // Nor does a run that fell behind because the generator could not
+        // offer the rate: the good record's overload, generator-bound.
+        let mut bound = good.clone();
+        for p in bound.points.iter_mut() {
+            p.metrics.insert("generator_limited".into(), 1.0);
+        }
+        for id in [
+            "overflow-past-knee",
+            "per-fd-no-overflow",
+            "overflow-tailspin",
+        ] {
+            check(CLAIMS, id, &bound, Outcome::NotMeasured);
+        }
     }
-    // Nor does a run that fell behind because the generator could not
-    // offer the rate: the good record's overload, generator-bound.
-    let mut bound = good.clone();
-    for p in bound.points.iter_mut() {
-        p.metrics.insert("generator_limited".into(), 1.0);
-    }
-    for id in ["overflow-past-knee", "per-fd-no-overflow", "overflow-tailspin"] {
-        check(CLAIMS, id, &bound, Outcome::NotMeasured);
-    }
-}
 }

@@ -16,13 +16,13 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{cell, j, rate_chart, REPLY_RATE, session_job};
 use crate::contracts;
 use crate::drive;
-use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, ServerSpec};
 use crate::report::figure::{fmt_num, Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::{Point, ScenarioRecord};
+use crate::scenarios::common::{cell, j, rate_chart, session_job, REPLY_RATE};
+use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, ServerSpec};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.

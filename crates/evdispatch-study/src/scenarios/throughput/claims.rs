@@ -161,11 +161,11 @@ fn v_ours_like_nginx(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::json;
 
-fn thr(rows: &[(&str, u32, f64, f64, f64)]) -> ScenarioRecord {
-    rec(
+    fn thr(rows: &[(&str, u32, f64, f64, f64)]) -> ScenarioRecord {
+        rec(
         "throughput",
         rows.iter()
             .map(|(m, idle, r, y, cpu)| {
@@ -173,59 +173,64 @@ fn thr(rows: &[(&str, u32, f64, f64, f64)]) -> ScenarioRecord {
             })
             .collect(),
     )
-}
-
-#[test]
-fn throughput_claims() {
-    let good = thr(&[
-        ("select", 252, 4000.0, 4000.0, 50.0),
-        ("select (accept one)", 252, 4000.0, 2500.0, 100.0),
-        ("rtsig", 252, 4000.0, 4000.0, 30.0),
-        ("rtsig-batch", 252, 4000.0, 4000.0, 25.0),
-        ("rtsig-batch", 252, 8000.0, 7000.0, 80.0),
-        ("rtsig", 252, 8000.0, 4200.0, 100.0),
-        ("epoll", 252, 4000.0, 4000.0, 40.0),
-        ("epoll", 252, 8000.0, 9000.0, 100.0),
-        ("epoll", 252, 12000.0, 3000.0, 100.0),
-        ("uring-completion", 252, 4000.0, 4000.0, 30.0),
-        ("nginx", 252, 4000.0, 4000.0, 38.0),
-        ("rtsig", 6000, 2000.0, 2000.0, 10.0),
-        ("poll", 6000, 2000.0, 2000.0, 60.0),
-    ]);
-    let bad = thr(&[
-        ("select", 252, 4000.0, 2500.0, 100.0),
-        ("select (accept one)", 252, 4000.0, 2500.0, 100.0),
-        ("rtsig", 252, 4000.0, 4000.0, 30.0),
-        ("rtsig-batch", 252, 4000.0, 3000.0, 40.0),
-        ("epoll", 252, 4000.0, 4000.0, 40.0),
-        ("epoll", 252, 12000.0, 9000.0, 100.0),
-        ("uring-completion", 252, 4000.0, 4000.0, 60.0),
-        ("nginx", 252, 4000.0, 4000.0, 10.0),
-        ("rtsig", 6000, 2000.0, 2000.0, 60.0),
-        ("poll", 6000, 2000.0, 2000.0, 60.0),
-    ]);
-    holds_and_fails(CLAIMS, &[
-        "multi-accept-select",
-        "multi-accept-like-rtsig",
-        "devpoll-collapses",
-        "rtsig-cpu-lower",
-        "per-fd-higher-load",
-        "completion-cheaper",
-        "ours-like-nginx",
-    ], &good, &bad);
-    // A sweep that overloads nobody decides no comparison of peaks.
-    let unloaded = thr(&[
-        ("select", 252, 4000.0, 3990.0, 50.0),
-        ("select (accept one)", 252, 4000.0, 4000.0, 90.0),
-        ("rtsig", 252, 4000.0, 3980.0, 30.0),
-        ("rtsig-batch", 252, 4000.0, 4000.0, 25.0),
-    ]);
-    for id in [
-        "multi-accept-select",
-        "multi-accept-like-rtsig",
-        "per-fd-higher-load",
-    ] {
-        check(CLAIMS, id, &unloaded, Outcome::NotMeasured);
     }
-}
+
+    #[test]
+    fn throughput_claims() {
+        let good = thr(&[
+            ("select", 252, 4000.0, 4000.0, 50.0),
+            ("select (accept one)", 252, 4000.0, 2500.0, 100.0),
+            ("rtsig", 252, 4000.0, 4000.0, 30.0),
+            ("rtsig-batch", 252, 4000.0, 4000.0, 25.0),
+            ("rtsig-batch", 252, 8000.0, 7000.0, 80.0),
+            ("rtsig", 252, 8000.0, 4200.0, 100.0),
+            ("epoll", 252, 4000.0, 4000.0, 40.0),
+            ("epoll", 252, 8000.0, 9000.0, 100.0),
+            ("epoll", 252, 12000.0, 3000.0, 100.0),
+            ("uring-completion", 252, 4000.0, 4000.0, 30.0),
+            ("nginx", 252, 4000.0, 4000.0, 38.0),
+            ("rtsig", 6000, 2000.0, 2000.0, 10.0),
+            ("poll", 6000, 2000.0, 2000.0, 60.0),
+        ]);
+        let bad = thr(&[
+            ("select", 252, 4000.0, 2500.0, 100.0),
+            ("select (accept one)", 252, 4000.0, 2500.0, 100.0),
+            ("rtsig", 252, 4000.0, 4000.0, 30.0),
+            ("rtsig-batch", 252, 4000.0, 3000.0, 40.0),
+            ("epoll", 252, 4000.0, 4000.0, 40.0),
+            ("epoll", 252, 12000.0, 9000.0, 100.0),
+            ("uring-completion", 252, 4000.0, 4000.0, 60.0),
+            ("nginx", 252, 4000.0, 4000.0, 10.0),
+            ("rtsig", 6000, 2000.0, 2000.0, 60.0),
+            ("poll", 6000, 2000.0, 2000.0, 60.0),
+        ]);
+        holds_and_fails(
+            CLAIMS,
+            &[
+                "multi-accept-select",
+                "multi-accept-like-rtsig",
+                "devpoll-collapses",
+                "rtsig-cpu-lower",
+                "per-fd-higher-load",
+                "completion-cheaper",
+                "ours-like-nginx",
+            ],
+            &good,
+            &bad,
+        );
+        // A sweep that overloads nobody decides no comparison of peaks.
+        let unloaded = thr(&[
+            ("select", 252, 4000.0, 3990.0, 50.0),
+            ("select (accept one)", 252, 4000.0, 4000.0, 90.0),
+            ("rtsig", 252, 4000.0, 3980.0, 30.0),
+            ("rtsig-batch", 252, 4000.0, 4000.0, 25.0),
+        ]);
+        for id in [
+            "multi-accept-select",
+            "multi-accept-like-rtsig",
+            "per-fd-higher-load",
+        ] {
+            check(CLAIMS, id, &unloaded, Outcome::NotMeasured);
+        }
+    }
 }

@@ -11,11 +11,11 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::scenarios::common::{all_dispatch, chart, fd_limit, j, REPLY_RATE, session_job};
-use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec, PEER_SERVERS};
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
+use crate::scenarios::common::{all_dispatch, chart, fd_limit, j, session_job, REPLY_RATE};
+use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec, PEER_SERVERS};
 use crate::web::{plan_web, run_web};
 
 /// The row in the scenario table.
@@ -37,7 +37,14 @@ fn servers(p: Profile) -> Vec<ServerSpec> {
     let mut servers: Vec<ServerSpec> = Vec::new();
     for m in p.sample(
         all_dispatch(),
-        &["select", "poll", "epoll", "rtsig", "rtsig-batch", "uring-completion"],
+        &[
+            "select",
+            "poll",
+            "epoll",
+            "rtsig",
+            "rtsig-batch",
+            "uring-completion",
+        ],
     ) {
         if m == "select" {
             servers.push(ServerSpec {

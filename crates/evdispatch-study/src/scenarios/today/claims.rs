@@ -2,7 +2,6 @@
 //! comes from and the function that computes its verdict from the
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
-
 use crate::claims::*;
 use crate::report::figure::fmt_num;
 use crate::results::ScenarioRecord;
@@ -95,52 +94,57 @@ fn v_memory_like_peers(rec: &ScenarioRecord) -> Judged {
 mod tests {
     use super::*;
     use crate::claims::testkit::*;
-    
+
     use serde_json::json;
 
     #[test]
-fn today_claims() {
-    let herd = |mode: &str, w: f64| {
-        pt(
-            mode,
-            json!({"part": "herd", "listener_mode": mode, "rate": 500.0}),
-            json!({"wakeups_per_accept": w}),
-        )
-    };
-    let mem = |s: &str, b: f64| {
-        pt(
-            s,
-            json!({"part": "memory"}),
-            json!({"rss_per_conn_bytes": b}),
-        )
-    };
-    let good = rec(
-        "today",
-        vec![
-            herd("shared (plain)", 1.0),
-            herd("shared + EPOLLEXCLUSIVE", 1.0),
-            herd("SO_REUSEPORT", 1.0),
-            mem("threads", 20000.0),
-            mem("epoll", 1000.0),
-            mem("nginx", 900.0),
-        ],
-    );
-    let bad = rec(
-        "today",
-        vec![
-            herd("shared (plain)", 1.9),
-            herd("shared + EPOLLEXCLUSIVE", 1.8),
-            herd("SO_REUSEPORT", 1.9),
-            mem("threads", 1100.0),
-            mem("epoll", 1000.0),
-            mem("nginx", 200.0),
-        ],
-    );
-    holds_and_fails(CLAIMS, &[
-        "no-thundering-herd",
-        "wake-one-available",
-        "threads-memory",
-        "memory-like-peers",
-    ], &good, &bad);
-}
+    fn today_claims() {
+        let herd = |mode: &str, w: f64| {
+            pt(
+                mode,
+                json!({"part": "herd", "listener_mode": mode, "rate": 500.0}),
+                json!({"wakeups_per_accept": w}),
+            )
+        };
+        let mem = |s: &str, b: f64| {
+            pt(
+                s,
+                json!({"part": "memory"}),
+                json!({"rss_per_conn_bytes": b}),
+            )
+        };
+        let good = rec(
+            "today",
+            vec![
+                herd("shared (plain)", 1.0),
+                herd("shared + EPOLLEXCLUSIVE", 1.0),
+                herd("SO_REUSEPORT", 1.0),
+                mem("threads", 20000.0),
+                mem("epoll", 1000.0),
+                mem("nginx", 900.0),
+            ],
+        );
+        let bad = rec(
+            "today",
+            vec![
+                herd("shared (plain)", 1.9),
+                herd("shared + EPOLLEXCLUSIVE", 1.8),
+                herd("SO_REUSEPORT", 1.9),
+                mem("threads", 1100.0),
+                mem("epoll", 1000.0),
+                mem("nginx", 200.0),
+            ],
+        );
+        holds_and_fails(
+            CLAIMS,
+            &[
+                "no-thundering-herd",
+                "wake-one-available",
+                "threads-memory",
+                "memory-like-peers",
+            ],
+            &good,
+            &bad,
+        );
+    }
 }

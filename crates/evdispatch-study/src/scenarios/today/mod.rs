@@ -14,10 +14,10 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::scenarios::common::{all_dispatch, cell, fd_limit, j};
-use crate::spec::{Caps, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, PEER_SERVERS};
 use crate::report::figure::{fmt_num, Figure, Table};
 use crate::results::ScenarioRecord;
+use crate::scenarios::common::{all_dispatch, cell, fd_limit, j};
+use crate::spec::{Caps, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, PEER_SERVERS};
 use crate::web::{plan_web, run_web, WebJob};
 
 /// The row in the scenario table.
