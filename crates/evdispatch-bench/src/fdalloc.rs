@@ -17,7 +17,6 @@
 //! did.
 
 use anyhow::bail;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -173,16 +172,7 @@ pub fn measure(
     limit: u64,
     progress: bool,
 ) -> anyhow::Result<Outcome> {
-    let bar = if progress {
-        ProgressBar::new(fds.len() as u64)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let bar = crate::progress_bar(fds.len() as u64, progress, false);
     let mut cells = Vec::new();
     for &n in fds {
         bar.set_message(format!("N={n}"));

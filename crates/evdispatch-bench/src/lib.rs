@@ -85,7 +85,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Overflow(a) => overflow::run(a),
         BenchCommand::Server(a) => server::run(a),
         BenchCommand::Generator(a) => generator::run(a),
-        BenchCommand::PollerWriter(a) => poller::writer_main(a),
+        BenchCommand::PollerWriter(a) => poller::writer_main(a.cpu),
         BenchCommand::FloorServer(a) => server::floor_main(a),
     }
 }
@@ -109,6 +109,27 @@ pub(crate) fn emit<T: serde::Serialize>(
         print(outcome);
     }
     Ok(())
+}
+
+/// A progress bar on stderr of `len` steps (hidden unless `shown`), in the
+/// style every bench draws; `eta` adds the estimated time left.
+pub(crate) fn progress_bar(len: u64, shown: bool, eta: bool) -> indicatif::ProgressBar {
+    let bar = if shown {
+        indicatif::ProgressBar::new(len)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let template = if eta {
+        "{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})"
+    } else {
+        "{elapsed_precise} [{bar:30}] {pos}/{len} {msg}"
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar
 }
 
 /// Raise the soft descriptor limit to the hard one; returns the limit now

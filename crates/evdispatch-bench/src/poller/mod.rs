@@ -39,12 +39,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use serde::Serialize;
 
 pub use rows::{all_rows, Row, RowKind, RowSpec, Served, Unavailable, EVENT_CAPACITY};
-pub use writer::{Touch, HELPER_ARGS};
+pub use writer::{helper_main as writer_main, Touch, HELPER_ARGS};
 
 use crate::Summary;
 
@@ -138,11 +137,6 @@ pub struct WriterArgs {
     /// Pin the helper to this CPU.
     #[arg(long)]
     pub cpu: Option<usize>,
-}
-
-/// Entry point of the writer helper process.
-pub fn writer_main(args: WriterArgs) -> anyhow::Result<()> {
-    writer::helper_main(args.cpu)
 }
 
 /// The resolved plan of a run.
@@ -486,16 +480,7 @@ fn paired_ratio(row: &[f64], floor: &[f64]) -> Option<f64> {
         .filter(|(_, f)| **f > 0.0)
         .map(|(a, f)| a / f)
         .collect();
-    if r.is_empty() {
-        return None;
-    }
-    r.sort_by(f64::total_cmp);
-    let n = r.len();
-    Some(if n % 2 == 1 {
-        r[n / 2]
-    } else {
-        (r[n / 2 - 1] + r[n / 2]) / 2.0
-    })
+    (!r.is_empty()).then(|| evdispatch_harness::median(&mut r))
 }
 
 /// Let the kernel finish what a setup or teardown left behind (closing an
@@ -678,16 +663,7 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
     let dog = Watchdog::start();
 
     let blocks = (plan.fds.len() * plan.rounds * rows.len()) as u64;
-    let bar = if progress {
-        ProgressBar::new(blocks)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let bar = crate::progress_bar(blocks, progress, true);
 
     let mut data: BTreeMap<(usize, usize, usize), CellData> = BTreeMap::new();
     let mut details: Vec<Option<String>> = vec![None; rows.len()];

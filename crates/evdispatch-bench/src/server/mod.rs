@@ -80,7 +80,6 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use evdispatch_harness::{find, Peer, Tool};
 use evdispatch_http::Model;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 pub use floor::{main as floor_main, Floor, FloorArgs};
@@ -481,12 +480,7 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         .flat_map(|_| plan.scenarios.iter())
         .map(|&s| contestants.iter().filter(|c| c.runs(s)).count())
         .sum::<usize>() as u64;
-    let bar = ProgressBar::new(steps);
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let bar = crate::progress_bar(steps, true, true);
     let mut runs = Vec::new();
     let mut servers: Vec<ServerInfo> = Vec::new();
     for round in 0..plan.rounds {
