@@ -88,31 +88,6 @@ pub struct Cell {
     pub second_alloc_near_median_us: f64,
 }
 
-impl Cell {
-    fn new(
-        fds: usize,
-        via: Via,
-        far: Summary,
-        near: Summary,
-        far2: Summary,
-        near2: Summary,
-    ) -> Cell {
-        Cell {
-            fds,
-            via,
-            reps: far.count,
-            far_median_us: far.median_us,
-            far_p90_us: far.p90_us,
-            far_min_us: far.min_us,
-            near_median_us: near.median_us,
-            near_p90_us: near.p90_us,
-            near_min_us: near.min_us,
-            second_alloc_far_median_us: far2.median_us,
-            second_alloc_near_median_us: near2.median_us,
-        }
-    }
-}
-
 /// What `--json` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -195,10 +170,7 @@ fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Cell> {
     let mut block = FdBlock::open(n, via == Via::Open)?;
     let fds = block.fds();
     let (first, second, last) = (fds[0], fds[1], fds[n - 1]);
-    let mut far = Vec::with_capacity(reps);
-    let mut near = Vec::with_capacity(reps);
-    let mut far2 = Vec::with_capacity(reps);
-    let mut near2 = Vec::with_capacity(reps);
+    let [mut far, mut near, mut far2, mut near2] = [(); 4].map(|_| Vec::with_capacity(reps));
     // Alternate the two cases so that noise falls on both alike.
     for _ in 0..reps {
         for (other, total, alloc2) in [(last, &mut far, &mut far2), (second, &mut near, &mut near2)]
@@ -221,14 +193,20 @@ fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Cell> {
         }
     }
     let s = |v: &mut Vec<u64>| Summary::of_ns(v).expect("reps ≥ 1");
-    Ok(Cell::new(
-        n,
+    let (far, near) = (s(&mut far), s(&mut near));
+    Ok(Cell {
+        fds: n,
         via,
-        s(&mut far),
-        s(&mut near),
-        s(&mut far2),
-        s(&mut near2),
-    ))
+        reps: far.count,
+        far_median_us: far.median_us,
+        far_p90_us: far.p90_us,
+        far_min_us: far.min_us,
+        near_median_us: near.median_us,
+        near_p90_us: near.p90_us,
+        near_min_us: near.min_us,
+        second_alloc_far_median_us: s(&mut far2).median_us,
+        second_alloc_near_median_us: s(&mut near2).median_us,
+    })
 }
 
 fn print(o: &Outcome) {
