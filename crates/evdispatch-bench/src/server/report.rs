@@ -10,8 +10,6 @@ use serde::Serialize;
 
 use evdispatch_harness::median;
 
-#[cfg(test)]
-use super::Contestant;
 use super::{Outcome, Plan, Run, Scenario};
 
 /// Median and range of one figure of one server in one scenario.
@@ -834,6 +832,7 @@ pub(super) fn print(o: &Outcome) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Contestant;
     use super::*;
 
     fn run(
