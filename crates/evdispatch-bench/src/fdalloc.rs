@@ -125,7 +125,7 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
     if fds.iter().any(|&n| n < 2) {
         bail!("--fds needs N ≥ 2 (the experiment closes two descriptors)");
     }
-    let limit = crate::raise_fd_limit();
+    let limit = evdispatch_harness::nofile_limit();
     const RESERVE: u64 = 32;
     if let Some(&n) = fds.iter().find(|&&n| n as u64 + RESERVE > limit) {
         bail!(

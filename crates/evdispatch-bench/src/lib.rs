@@ -132,15 +132,6 @@ pub(crate) fn progress_bar(len: u64, shown: bool, eta: bool) -> indicatif::Progr
     bar
 }
 
-/// Raise the soft descriptor limit to the hard one; returns the limit now
-/// in force.
-pub(crate) fn raise_fd_limit() -> u64 {
-    use evdispatch_proc::{get_rlimit, set_rlimit, Resource};
-    set_rlimit(Resource::Nofile, None)
-        .or_else(|_| get_rlimit(Resource::Nofile).map(|(soft, _)| soft))
-        .unwrap_or(1024)
-}
-
 /// Restores the thread's CPU affinity when dropped (so a program that runs
 /// a benchmark through this library is not left pinned).
 pub(crate) struct Pinned(Option<evdispatch_proc::CpuSet>);

@@ -346,7 +346,7 @@ pub fn run(args: PollerArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let limit = crate::raise_fd_limit();
+    let limit = evdispatch_harness::nofile_limit();
     // The bench's own descriptors besides the read ends: stdio, the control
     // socket, a poller or two, the C libraries' internals.
     const RESERVE: usize = 64;

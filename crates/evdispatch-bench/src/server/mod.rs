@@ -221,31 +221,27 @@ impl Contestant {
     /// Parse a `--servers` entry.
     pub fn parse(s: &str) -> Result<Contestant, String> {
         let s = s.trim();
-        let (base, log) = match s.strip_suffix(LOGGED) {
-            Some(b) => (b, true),
-            None => (s, false),
-        };
+        let (base, log) = s.strip_suffix(LOGGED).map_or((s, false), |b| (b, true));
         match base {
             "nginx" => Ok(Contestant::Peer(Peer::Nginx, log)),
             "lighttpd" => Ok(Contestant::Peer(Peer::Lighttpd, log)),
             "h2o" => Ok(Contestant::Peer(Peer::H2o, log)),
-            other if Floor::from_name(other).is_some() => {
-                if log {
-                    return Err(format!(
-                        "--servers: {s}: the floor servers keep no access log"
-                    ));
+            other => match Floor::from_name(other) {
+                Some(_) if log => Err(format!(
+                    "--servers: {s}: the floor servers keep no access log"
+                )),
+                Some(floor) => Ok(Contestant::Floor(floor)),
+                None => {
+                    let model = other.parse::<Model>().map_err(|e| {
+                        format!(
+                            "--servers: {e}; or a peer: nginx, lighttpd, h2o; or a floor: \
+                             floor-epoll, floor-uring; NAME+log (not a floor) turns its access \
+                             log on"
+                        )
+                    })?;
+                    Ok(Contestant::Ours(model, log))
                 }
-                Ok(Contestant::Floor(Floor::from_name(other).expect("checked")))
-            }
-            other => other
-                .parse::<Model>()
-                .map(|m| Contestant::Ours(m, log))
-                .map_err(|e| {
-                    format!(
-                        "--servers: {e}; or a peer: nginx, lighttpd, h2o; or a floor: floor-epoll, \
-                         floor-uring; NAME+log (not a floor) turns its access log on"
-                    )
-                }),
+            },
         }
     }
 
