@@ -114,13 +114,7 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
     } else {
         (vec![100, 1000, 2000, 5000, 10_000, 15_000, 19_000], 20_000)
     };
-    let mut fds = if args.fds.is_empty() {
-        fds
-    } else {
-        args.fds.clone()
-    };
-    fds.sort_unstable();
-    fds.dedup();
+    let fds = crate::given_or(&args.fds, fds);
     let reps = args.reps.unwrap_or(reps).max(1);
     if fds.iter().any(|&n| n < 2) {
         bail!("--fds needs N ≥ 2 (the experiment closes two descriptors)");

@@ -132,6 +132,18 @@ pub(crate) fn progress_bar(len: u64, shown: bool, eta: bool) -> indicatif::Progr
     bar
 }
 
+/// The values given on the command line, else `default`; sorted, each once.
+pub(crate) fn given_or(given: &[usize], default: Vec<usize>) -> Vec<usize> {
+    let mut v = if given.is_empty() {
+        default
+    } else {
+        given.to_vec()
+    };
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
 /// Restores the thread's CPU affinity when dropped (so a program that runs
 /// a benchmark through this library is not left pinned).
 pub(crate) struct Pinned(Option<evdispatch_proc::CpuSet>);

@@ -178,19 +178,10 @@ impl Plan {
                 10,
             )
         };
-        let pick = |given: &Vec<usize>, default: Vec<usize>| {
-            if given.is_empty() {
-                default
-            } else {
-                given.clone()
-            }
-        };
-        let mut fds = pick(&a.fds, fds);
-        let mut active = pick(&a.active, active);
-        fds.sort_unstable();
-        fds.dedup();
-        active.sort_unstable();
-        active.dedup();
+        let (fds, active) = (
+            crate::given_or(&a.fds, fds),
+            crate::given_or(&a.active, active),
+        );
         if fds.contains(&0) || active.contains(&0) {
             bail!("--fds and --active take positive numbers");
         }
