@@ -17,7 +17,6 @@
 //! did.
 
 use anyhow::bail;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use std::time::Instant;
 
@@ -89,31 +88,6 @@ pub struct Cell {
     pub second_alloc_near_median_us: f64,
 }
 
-impl Cell {
-    fn new(
-        fds: usize,
-        via: Via,
-        far: Summary,
-        near: Summary,
-        far2: Summary,
-        near2: Summary,
-    ) -> Cell {
-        Cell {
-            fds,
-            via,
-            reps: far.count,
-            far_median_us: far.median_us,
-            far_p90_us: far.p90_us,
-            far_min_us: far.min_us,
-            near_median_us: near.median_us,
-            near_p90_us: near.p90_us,
-            near_min_us: near.min_us,
-            second_alloc_far_median_us: far2.median_us,
-            second_alloc_near_median_us: near2.median_us,
-        }
-    }
-}
-
 /// What `--json` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct Outcome {
@@ -140,18 +114,12 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
     } else {
         (vec![100, 1000, 2000, 5000, 10_000, 15_000, 19_000], 20_000)
     };
-    let mut fds = if args.fds.is_empty() {
-        fds
-    } else {
-        args.fds.clone()
-    };
-    fds.sort_unstable();
-    fds.dedup();
+    let fds = crate::given_or(&args.fds, fds);
     let reps = args.reps.unwrap_or(reps).max(1);
     if fds.iter().any(|&n| n < 2) {
         bail!("--fds needs N ≥ 2 (the experiment closes two descriptors)");
     }
-    let limit = crate::raise_fd_limit();
+    let limit = evdispatch_harness::nofile_limit();
     const RESERVE: u64 = 32;
     if let Some(&n) = fds.iter().find(|&&n| n as u64 + RESERVE > limit) {
         bail!(
@@ -173,16 +141,7 @@ pub fn measure(
     limit: u64,
     progress: bool,
 ) -> anyhow::Result<Outcome> {
-    let bar = if progress {
-        ProgressBar::new(fds.len() as u64)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let bar = crate::progress_bar(fds.len() as u64, progress, false);
     let mut cells = Vec::new();
     for &n in fds {
         bar.set_message(format!("N={n}"));
@@ -205,10 +164,7 @@ fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Cell> {
     let mut block = FdBlock::open(n, via == Via::Open)?;
     let fds = block.fds();
     let (first, second, last) = (fds[0], fds[1], fds[n - 1]);
-    let mut far = Vec::with_capacity(reps);
-    let mut near = Vec::with_capacity(reps);
-    let mut far2 = Vec::with_capacity(reps);
-    let mut near2 = Vec::with_capacity(reps);
+    let [mut far, mut near, mut far2, mut near2] = [(); 4].map(|_| Vec::with_capacity(reps));
     // Alternate the two cases so that noise falls on both alike.
     for _ in 0..reps {
         for (other, total, alloc2) in [(last, &mut far, &mut far2), (second, &mut near, &mut near2)]
@@ -231,14 +187,20 @@ fn measure_one(n: usize, reps: usize, via: Via) -> anyhow::Result<Cell> {
         }
     }
     let s = |v: &mut Vec<u64>| Summary::of_ns(v).expect("reps ≥ 1");
-    Ok(Cell::new(
-        n,
+    let (far, near) = (s(&mut far), s(&mut near));
+    Ok(Cell {
+        fds: n,
         via,
-        s(&mut far),
-        s(&mut near),
-        s(&mut far2),
-        s(&mut near2),
-    ))
+        reps: far.count,
+        far_median_us: far.median_us,
+        far_p90_us: far.p90_us,
+        far_min_us: far.min_us,
+        near_median_us: near.median_us,
+        near_p90_us: near.p90_us,
+        near_min_us: near.min_us,
+        second_alloc_far_median_us: s(&mut far2).median_us,
+        second_alloc_near_median_us: s(&mut near2).median_us,
+    })
 }
 
 fn print(o: &Outcome) {

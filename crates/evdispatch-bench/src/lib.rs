@@ -85,7 +85,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Overflow(a) => overflow::run(a),
         BenchCommand::Server(a) => server::run(a),
         BenchCommand::Generator(a) => generator::run(a),
-        BenchCommand::PollerWriter(a) => poller::writer_main(a),
+        BenchCommand::PollerWriter(a) => poller::writer_main(a.cpu),
         BenchCommand::FloorServer(a) => server::floor_main(a),
     }
 }
@@ -111,13 +111,37 @@ pub(crate) fn emit<T: serde::Serialize>(
     Ok(())
 }
 
-/// Raise the soft descriptor limit to the hard one; returns the limit now
-/// in force.
-pub(crate) fn raise_fd_limit() -> u64 {
-    use evdispatch_proc::{get_rlimit, set_rlimit, Resource};
-    set_rlimit(Resource::Nofile, None)
-        .or_else(|_| get_rlimit(Resource::Nofile).map(|(soft, _)| soft))
-        .unwrap_or(1024)
+/// A progress bar on stderr of `len` steps (hidden unless `shown`), in the
+/// style every bench draws; `eta` adds the estimated time left.
+pub(crate) fn progress_bar(len: u64, shown: bool, eta: bool) -> indicatif::ProgressBar {
+    let bar = if shown {
+        indicatif::ProgressBar::new(len)
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let template = if eta {
+        "{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})"
+    } else {
+        "{elapsed_precise} [{bar:30}] {pos}/{len} {msg}"
+    };
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(template)
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar
+}
+
+/// The values given on the command line, else `default`; sorted, each once.
+pub(crate) fn given_or(given: &[usize], default: Vec<usize>) -> Vec<usize> {
+    let mut v = if given.is_empty() {
+        default
+    } else {
+        given.to_vec()
+    };
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 /// Restores the thread's CPU affinity when dropped (so a program that runs

@@ -146,10 +146,15 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
         }
     }
     eprintln!();
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&cells)?);
-        return Ok(());
-    }
+    crate::emit(&cells, args.json, None, |cells| print(cells))
+}
+
+/// `median (p10–p90)`, to 0.1 µs.
+fn spread(q: [f64; 3]) -> String {
+    format!("{:.1} ({:.1}–{:.1})", q[0], q[1], q[2])
+}
+
+fn print(cells: &[Cell]) {
     let lost: u64 = cells.iter().map(|c| c.lost).sum();
     println!(
         "Overflow recovery: from SIGIO to every ready socket reported, µs (median, p10–p90); events lost: {lost}"
@@ -166,26 +171,21 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
         "overflows",
         "lost"
     );
-    for c in &cells {
-        let r = c.recover_us;
-        let back = c
-            .switch_back_us
-            .map(|b| format!("{:.1} ({:.1}–{:.1})", b[0], b[1], b[2]))
-            .unwrap_or_else(|| "-".into());
+    for c in cells {
+        let back = c.switch_back_us.map_or_else(|| "-".into(), spread);
         println!(
             "{:<12} {:>5} {:>6} {:>8} {:>24} {:>9.1} {:>24} {:>9} {:>5}",
             c.mechanism,
             c.fds,
             c.queue_limit,
             c.queued_median,
-            format!("{:.1} ({:.1}–{:.1})", r[0], r[1], r[2]),
+            spread(c.recover_us),
             c.ns_per_item,
             back,
             c.overflows,
             c.lost
         );
     }
-    Ok(())
 }
 
 fn drain(s: &mut UnixStream) -> usize {

@@ -61,10 +61,14 @@ pub use tools::{
     HTTPERF_LOW_PORT, HTTPERF_PORT_WAIT_S,
 };
 
-/// The hard limit of open files of this process (servers are configured
-/// within it).
+/// The limit of open files of this process, its soft limit raised to the
+/// hard one (servers are configured within it); the soft limit as it is if
+/// that fails.
 pub fn nofile_limit() -> u64 {
-    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024)
+    use evdispatch_proc::{get_rlimit, set_rlimit, Resource};
+    set_rlimit(Resource::Nofile, None)
+        .or_else(|_| get_rlimit(Resource::Nofile).map(|(soft, _)| soft))
+        .unwrap_or(1024)
 }
 
 /// The median of `v` (sorted in place): the middle value, or the mean of

@@ -130,20 +130,18 @@ pub fn first_version(text: &str) -> Option<String> {
 /// Find `tool` on `PATH` (and in /usr/sbin, /sbin, where Debian puts servers)
 /// and ask it its version.
 pub fn find(tool: Tool) -> Result<Program, NotInstalled> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    for d in [
+    let path_var = std::env::var_os("PATH");
+    let also = [
         "/usr/sbin",
         "/sbin",
         "/usr/bin",
         "/usr/local/bin",
         "/usr/local/sbin",
-    ] {
-        dirs.push(PathBuf::from(d));
-    }
-    let path = dirs
+    ];
+    let path = path_var
         .iter()
+        .flat_map(std::env::split_paths)
+        .chain(also.iter().map(PathBuf::from))
         .map(|d| d.join(tool.command()))
         .find(|p| p.is_file())
         .ok_or(NotInstalled(tool))?;
@@ -298,18 +296,6 @@ impl Peer {
     }
 }
 
-fn is_root() -> bool {
-    // The effective uid is in /proc/self/status ("Uid: real effective …").
-    fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(2).map(|u| u == "0"))
-        })
-        .unwrap_or(false)
-}
-
 /// nginx's `worker_connections` for `max_connections` usable ones. nginx
 /// keeps a sixteenth of its connections free: below that it closes idle
 /// keep-alive connections to reuse them ("worker_connections are not
@@ -337,7 +323,7 @@ fn nginx_usable_connections(c: &PeerConfig) -> u32 {
 
 fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
     let listen = SocketAddr::new(c.bind, port);
-    let user = if is_root() { "user root;\n" } else { "" };
+    let user = if sys::is_root() { "user root;\n" } else { "" };
     let d = dir.display();
     let reuseport = if c.workers > 1 { " reuseport" } else { "" };
     let deferred = if c.defer_accept_s > 0 {
@@ -451,7 +437,7 @@ mimetype.assign = (\".html\" => \"text/html\", \".txt\" => \"text/plain\", \"\" 
 
 fn h2o_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
     let bind = c.bind;
-    let user = if is_root() { "user: root\n" } else { "" };
+    let user = if sys::is_root() { "user: root\n" } else { "" };
     format!(
         "listen:
   host: {bind}

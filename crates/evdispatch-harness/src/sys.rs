@@ -46,6 +46,12 @@ pub fn idle_priority(cmd: &mut Command) {
     }
 }
 
+/// Whether this process runs as root (effective uid 0).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 /// Send `signal` to every process of group `pgid` (0: no signal, only the
 /// check that the group still has a member).
 pub fn kill_group(pgid: u32, signal: libc::c_int) -> io::Result<()> {

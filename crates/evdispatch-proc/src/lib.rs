@@ -29,7 +29,7 @@ pub use sys::{
 };
 
 /// CPU time and memory of one process at one instant.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ProcSample {
     /// CPU time (user + system), nanoseconds: from the process's CPU-time
     /// clock ([`process_cpu_time`]) when sampled live, from the ticks when
@@ -176,13 +176,7 @@ pub fn resident_sum(pids: &[u32]) -> Resident {
 /// [`sample`] of several processes (a server's master and workers) summed:
 /// CPU ticks, resident memory and threads added up. Fails if any is gone.
 pub fn sample_sum(pids: &[u32]) -> io::Result<ProcSample> {
-    let mut total = ProcSample {
-        cpu_ns: 0,
-        utime_ticks: 0,
-        stime_ticks: 0,
-        rss_bytes: 0,
-        threads: 0,
-    };
+    let mut total = ProcSample::default();
     for &pid in pids {
         let s = sample(pid)?;
         total.cpu_ns += s.cpu_ns;

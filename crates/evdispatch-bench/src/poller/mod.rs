@@ -39,12 +39,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use indicatif::{ProgressBar, ProgressStyle};
 use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use serde::Serialize;
 
 pub use rows::{all_rows, Row, RowKind, RowSpec, Served, Unavailable, EVENT_CAPACITY};
-pub use writer::{Touch, HELPER_ARGS};
+pub use writer::{helper_main as writer_main, Touch, HELPER_ARGS};
 
 use crate::Summary;
 
@@ -140,11 +139,6 @@ pub struct WriterArgs {
     pub cpu: Option<usize>,
 }
 
-/// Entry point of the writer helper process.
-pub fn writer_main(args: WriterArgs) -> anyhow::Result<()> {
-    writer::helper_main(args.cpu)
-}
-
 /// The resolved plan of a run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -184,19 +178,10 @@ impl Plan {
                 10,
             )
         };
-        let pick = |given: &Vec<usize>, default: Vec<usize>| {
-            if given.is_empty() {
-                default
-            } else {
-                given.clone()
-            }
-        };
-        let mut fds = pick(&a.fds, fds);
-        let mut active = pick(&a.active, active);
-        fds.sort_unstable();
-        fds.dedup();
-        active.sort_unstable();
-        active.dedup();
+        let (fds, active) = (
+            crate::given_or(&a.fds, fds),
+            crate::given_or(&a.active, active),
+        );
         if fds.contains(&0) || active.contains(&0) {
             bail!("--fds and --active take positive numbers");
         }
@@ -352,7 +337,7 @@ pub fn run(args: PollerArgs) -> anyhow::Result<()> {
         }
         return Ok(());
     }
-    let limit = crate::raise_fd_limit();
+    let limit = evdispatch_harness::nofile_limit();
     // The bench's own descriptors besides the read ends: stdio, the control
     // socket, a poller or two, the C libraries' internals.
     const RESERVE: usize = 64;
@@ -486,16 +471,7 @@ fn paired_ratio(row: &[f64], floor: &[f64]) -> Option<f64> {
         .filter(|(_, f)| **f > 0.0)
         .map(|(a, f)| a / f)
         .collect();
-    if r.is_empty() {
-        return None;
-    }
-    r.sort_by(f64::total_cmp);
-    let n = r.len();
-    Some(if n % 2 == 1 {
-        r[n / 2]
-    } else {
-        (r[n / 2 - 1] + r[n / 2]) / 2.0
-    })
+    (!r.is_empty()).then(|| evdispatch_harness::median(&mut r))
 }
 
 /// Let the kernel finish what a setup or teardown left behind (closing an
@@ -678,16 +654,7 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
     let dog = Watchdog::start();
 
     let blocks = (plan.fds.len() * plan.rounds * rows.len()) as u64;
-    let bar = if progress {
-        ProgressBar::new(blocks)
-    } else {
-        ProgressBar::hidden()
-    };
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let bar = crate::progress_bar(blocks, progress, true);
 
     let mut data: BTreeMap<(usize, usize, usize), CellData> = BTreeMap::new();
     let mut details: Vec<Option<String>> = vec![None; rows.len()];

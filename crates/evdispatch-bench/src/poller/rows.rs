@@ -100,6 +100,14 @@ impl Unavailable {
     }
 }
 
+/// Builds a row, or says why it cannot run here.
+type Open = fn() -> Result<Box<dyn Row>, Unavailable>;
+
+/// A row that can always run, fresh.
+fn fresh<R: Row + Default + 'static>() -> Result<Box<dyn Row>, Unavailable> {
+    Ok(Box::<R>::default())
+}
+
 /// Every row, in table order: the library's mechanisms first.
 pub fn all_rows() -> Vec<RowSpec> {
     let mut rows: Vec<RowSpec> = MECHANISMS
@@ -114,42 +122,20 @@ pub fn all_rows() -> Vec<RowSpec> {
             }
         })
         .collect();
-    rows.push(RowSpec {
-        name: "raw-epoll",
-        kind: RowKind::Floor,
+    let others: [(_, _, Open); 6] = [
+        ("raw-epoll", RowKind::Floor, fresh::<RawEpollRow>),
+        ("raw-poll", RowKind::Floor, fresh::<RawPollRow>),
+        ("mio", RowKind::Crate, fresh::<MioRow>),
+        ("polling", RowKind::Crate, fresh::<PollingRow>),
+        ("libevent", RowKind::CPeer, c_peer::libevent),
+        ("libev", RowKind::CPeer, c_peer::libev),
+    ];
+    rows.extend(others.map(|(name, kind, open)| RowSpec {
+        name,
+        kind,
         max_fd: None,
-        open: Box::new(|| Ok(Box::new(RawEpollRow::default()))),
-    });
-    rows.push(RowSpec {
-        name: "raw-poll",
-        kind: RowKind::Floor,
-        max_fd: None,
-        open: Box::new(|| Ok(Box::new(RawPollRow::default()))),
-    });
-    rows.push(RowSpec {
-        name: "mio",
-        kind: RowKind::Crate,
-        max_fd: None,
-        open: Box::new(|| Ok(Box::new(MioRow::default()))),
-    });
-    rows.push(RowSpec {
-        name: "polling",
-        kind: RowKind::Crate,
-        max_fd: None,
-        open: Box::new(|| Ok(Box::new(PollingRow::default()))),
-    });
-    rows.push(RowSpec {
-        name: "libevent",
-        kind: RowKind::CPeer,
-        max_fd: None,
-        open: Box::new(c_peer::libevent),
-    });
-    rows.push(RowSpec {
-        name: "libev",
-        kind: RowKind::CPeer,
-        max_fd: None,
-        open: Box::new(c_peer::libev),
-    });
+        open: Box::new(open),
+    }));
     rows
 }
 

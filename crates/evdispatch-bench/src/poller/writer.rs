@@ -11,7 +11,7 @@
 //! Every command is five little-endian `u64`s: an opcode and four
 //! arguments. Replies have the same shape.
 
-use std::io::{self, IoSlice, IoSliceMut};
+use std::io::{IoSlice, IoSliceMut};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -205,13 +205,8 @@ impl Helper {
         self.control.as_ref().expect("open until drop").as_raw_fd()
     }
 
-    fn send(&self, m: Msg) -> io::Result<()> {
-        send(self.fd(), &encode(m), MsgFlags::empty())?;
-        Ok(())
-    }
-
     fn call(&mut self, m: Msg) -> anyhow::Result<Msg> {
-        self.send(m)?;
+        send(self.fd(), &encode(m), MsgFlags::empty())?;
         let mut b = [0u8; 64];
         // Spin (yielding) rather than sleep: a bench that sleeps in recv is
         // woken by a context switch right before the timed part, and the
@@ -309,7 +304,7 @@ pub fn helper_main(cpu: Option<usize>) -> anyhow::Result<()> {
     if let Some(c) = cpu {
         crate::pin_to(c)?;
     }
-    crate::raise_fd_limit();
+    evdispatch_harness::nofile_limit();
     let control: RawFd = 0;
     let mut fds: Vec<OwnedFd> = Vec::new();
     let mut cmsg = nix::cmsg_space!([RawFd; 4]);

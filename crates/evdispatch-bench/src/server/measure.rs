@@ -169,10 +169,17 @@ impl<'a> Bench<'a> {
         (run, Some(version))
     }
 
+    /// The most connections a server may see at once: the idle ones, the
+    /// active ones and a spare.
+    fn most_connections(&self) -> u64 {
+        let p = self.plan;
+        p.idle + p.connections as u64 + p.persistent + SPARE_CONNECTIONS
+    }
+
     fn start(&self, c: Contestant, holding: bool) -> anyhow::Result<ServerProcess> {
         let p = self.plan;
         let timeout_s = if holding { HOLD_TIMEOUT_S } else { 65 };
-        let most = p.idle + p.connections as u64 + p.persistent + SPARE_CONNECTIONS;
+        let most = self.most_connections();
         match c {
             Contestant::Peer(peer, log) => {
                 let mut cfg = PeerConfig::new(self.root.path());
@@ -205,15 +212,20 @@ impl<'a> Bench<'a> {
                     access_log: log.then(|| self.access_log(c)),
                     ..self.serve_command(model.name(), p.server_cpu, timeout_s)
                 };
-                start_ours(&OursConfig {
-                    binary: p.binary.clone(),
-                    serve,
-                    cpus: vec![p.server_cpu],
-                    stats_json: false,
-                    idle: false,
-                })
+                self.start_serve(serve, p.server_cpu)
             }
         }
+    }
+
+    /// Start our server as `serve` says, pinned to `cpu`.
+    fn start_serve(&self, serve: ServeCommand, cpu: usize) -> anyhow::Result<ServerProcess> {
+        start_ours(&OursConfig {
+            binary: self.plan.binary.clone(),
+            serve,
+            cpus: vec![cpu],
+            stats_json: false,
+            idle: false,
+        })
     }
 
     /// `evdispatch serve`: the bench's document root on an ephemeral
@@ -233,15 +245,9 @@ impl<'a> Bench<'a> {
     /// with room for the idle connections (the measured server's extra
     /// `serve` arguments are not its).
     fn start_sink(&self) -> anyhow::Result<ServerProcess> {
-        let p = self.plan;
-        start_ours(&OursConfig {
-            binary: p.binary.clone(),
-            serve: self.serve_command("epoll", p.client_cpu, HOLD_TIMEOUT_S),
-            cpus: vec![p.client_cpu],
-            stats_json: false,
-            idle: false,
-        })
-        .context("starting the sink of the control phase")
+        let cpu = self.plan.client_cpu;
+        self.start_serve(self.serve_command("epoll", cpu, HOLD_TIMEOUT_S), cpu)
+            .context("starting the sink of the control phase")
     }
 
     fn wrk(&self, url: &str, seconds: f64, ask: Ask) -> anyhow::Result<WrkResult> {
@@ -317,8 +323,7 @@ impl<'a> Bench<'a> {
         match c {
             Contestant::Peer(peer, _) => {
                 let mut cfg = PeerConfig::new(self.root.path());
-                cfg.max_connections =
-                    (p.idle + p.connections as u64 + p.persistent + SPARE_CONNECTIONS) as u32;
+                cfg.max_connections = self.most_connections() as u32;
                 let most = cfg.effective_max_connections(peer) as u64;
                 // The active connections and a margin must still get in.
                 p.idle
@@ -462,16 +467,26 @@ impl<'a> Bench<'a> {
         Ok(())
     }
 
+    /// What the idle and memory scenarios start from, once the first
+    /// requests have filled the caches (file, buffers): the URL, the
+    /// server's processes and the idle connections to hold.
+    fn warmed(
+        &self,
+        server: &ServerProcess,
+        c: Contestant,
+    ) -> anyhow::Result<(String, Vec<u32>, u64)> {
+        let url = server.url(PATH);
+        self.warm_up(&url, KEEPALIVE)?;
+        Ok((url, server.pids(), self.idle_target(c)))
+    }
+
     fn idle_scenario(
         &self,
         server: &ServerProcess,
         c: Contestant,
         run: &mut Run,
     ) -> anyhow::Result<()> {
-        let url = server.url(PATH);
-        self.warm_up(&url, KEEPALIVE)?;
-        let pids = server.pids();
-        let target = self.idle_target(c);
+        let (url, pids, target) = self.warmed(server, c)?;
         // The held phase between two phases with none, compared with their
         // mean: a drift of the machine over the run (other work, a warmer
         // or more fragmented server) then cancels instead of landing on one
@@ -517,18 +532,9 @@ impl<'a> Bench<'a> {
                 f.insert(none.into(), if sum { a + b } else { (a + b) / 2.0 });
             }
         }
-        for (repeat, after, before) in [
+        for (ratio, num, den) in [
             ("rps_none_repeat", "rps_after", "rps_before"),
             ("p99_none_repeat", "p99_after_us", "p99_before_us"),
-        ] {
-            if let (Some(&a), Some(&b)) = (f.get(after), f.get(before)) {
-                if b > 0.0 {
-                    f.insert(repeat.into(), a / b);
-                }
-            }
-        }
-        let f = &mut run.figures;
-        for (ratio, num, den) in [
             ("rps_ratio", "rps_idle", "rps_none"),
             ("cpu_ratio", "cpu_us_idle", "cpu_us_none"),
             ("p99_ratio", "p99_idle_us", "p99_none_us"),
@@ -552,11 +558,7 @@ impl<'a> Bench<'a> {
         c: Contestant,
         run: &mut Run,
     ) -> anyhow::Result<()> {
-        let url = server.url(PATH);
-        // The first requests fill caches (file, buffers): before the baseline.
-        self.warm_up(&url, KEEPALIVE)?;
-        let pids = server.pids();
-        let target = self.idle_target(c);
+        let (url, pids, target) = self.warmed(server, c)?;
         let held = self.hold(&pids, &url, target)?;
         Self::memory_figures(&held, target, run);
         self.release(held, &pids)

@@ -80,7 +80,6 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use evdispatch_harness::{find, Peer, Tool};
 use evdispatch_http::Model;
-use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
 pub use floor::{main as floor_main, Floor, FloorArgs};
@@ -222,31 +221,27 @@ impl Contestant {
     /// Parse a `--servers` entry.
     pub fn parse(s: &str) -> Result<Contestant, String> {
         let s = s.trim();
-        let (base, log) = match s.strip_suffix(LOGGED) {
-            Some(b) => (b, true),
-            None => (s, false),
-        };
+        let (base, log) = s.strip_suffix(LOGGED).map_or((s, false), |b| (b, true));
         match base {
             "nginx" => Ok(Contestant::Peer(Peer::Nginx, log)),
             "lighttpd" => Ok(Contestant::Peer(Peer::Lighttpd, log)),
             "h2o" => Ok(Contestant::Peer(Peer::H2o, log)),
-            other if Floor::from_name(other).is_some() => {
-                if log {
-                    return Err(format!(
-                        "--servers: {s}: the floor servers keep no access log"
-                    ));
+            other => match Floor::from_name(other) {
+                Some(_) if log => Err(format!(
+                    "--servers: {s}: the floor servers keep no access log"
+                )),
+                Some(floor) => Ok(Contestant::Floor(floor)),
+                None => {
+                    let model = other.parse::<Model>().map_err(|e| {
+                        format!(
+                            "--servers: {e}; or a peer: nginx, lighttpd, h2o; or a floor: \
+                             floor-epoll, floor-uring; NAME+log (not a floor) turns its access \
+                             log on"
+                        )
+                    })?;
+                    Ok(Contestant::Ours(model, log))
                 }
-                Ok(Contestant::Floor(Floor::from_name(other).expect("checked")))
-            }
-            other => other
-                .parse::<Model>()
-                .map(|m| Contestant::Ours(m, log))
-                .map_err(|e| {
-                    format!(
-                        "--servers: {e}; or a peer: nginx, lighttpd, h2o; or a floor: floor-epoll, \
-                         floor-uring; NAME+log (not a floor) turns its access log on"
-                    )
-                }),
+            },
         }
     }
 
@@ -481,12 +476,7 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         .flat_map(|_| plan.scenarios.iter())
         .map(|&s| contestants.iter().filter(|c| c.runs(s)).count())
         .sum::<usize>() as u64;
-    let bar = ProgressBar::new(steps);
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg} (eta {eta})")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
+    let bar = crate::progress_bar(steps, true, true);
     let mut runs = Vec::new();
     let mut servers: Vec<ServerInfo> = Vec::new();
     for round in 0..plan.rounds {

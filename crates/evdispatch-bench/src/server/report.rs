@@ -10,8 +10,6 @@ use serde::Serialize;
 
 use evdispatch_harness::median;
 
-#[cfg(test)]
-use super::Contestant;
 use super::{Outcome, Plan, Run, Scenario};
 
 /// Median and range of one figure of one server in one scenario.
@@ -357,18 +355,15 @@ fn range_over_whole(plan: &Plan, runs: &[Run]) -> Vec<RatioRow> {
                 })
             })
             .collect();
-        if let Some(row) = ratio_row(Scenario::Range, "cpu_us_per_request", server, rounds) {
-            rows.push(row);
-        }
+        let figure = (Scenario::Range, "cpu_us_per_request", true);
+        rows.extend(ratio_row(figure, server, rounds));
     }
     rows
 }
 
-/// The rounds summarised as a [`RatioRow`] (lower is better); `None`
-/// without any.
+/// The rounds summarised as a [`RatioRow`]; `None` without any.
 fn ratio_row(
-    scenario: Scenario,
-    figure: &str,
+    (scenario, figure, lower): (Scenario, &str, bool),
     server: &str,
     rounds: Vec<RatioRound>,
 ) -> Option<RatioRow> {
@@ -380,7 +375,7 @@ fn ratio_row(
         scenario,
         figure: figure.to_string(),
         server: server.to_string(),
-        lower_is_better: true,
+        lower_is_better: lower,
         median: m,
         min: lo,
         max: hi,
@@ -442,9 +437,8 @@ fn access_log_costs(plan: &Plan, runs: &[Run]) -> (Vec<LogCostRow>, Vec<RatioRow
                 })
                 .collect();
             let name = format!("{}{}", ours.server, super::LOGGED);
-            if let Some(row) = ratio_row(Scenario::Keepalive, ACCESS_LOG_ADDED, &name, rounds) {
-                versus.push(row);
-            }
+            let figure = (Scenario::Keepalive, ACCESS_LOG_ADDED, true);
+            versus.extend(ratio_row(figure, &name, rounds));
         }
     }
     (costs, versus)
@@ -503,20 +497,7 @@ fn paired(
                 }
             }
         }
-        if rounds.is_empty() {
-            continue;
-        }
-        let (m, lo, hi) = stats(&rounds.iter().map(|r| r.ratio).collect::<Vec<_>>());
-        rows.push(RatioRow {
-            scenario,
-            figure: figure.to_string(),
-            server: server.to_string(),
-            lower_is_better: lower,
-            median: m,
-            min: lo,
-            max: hi,
-            rounds,
-        });
+        rows.extend(ratio_row((scenario, figure, lower), server, rounds));
     }
     rows
 }
@@ -689,6 +670,11 @@ fn fmt(v: f64) -> String {
     }
 }
 
+/// `median [min-max]`.
+fn span(m: f64, lo: f64, hi: f64) -> String {
+    format!("{} [{}-{}]", fmt(m), fmt(lo), fmt(hi))
+}
+
 /// The tables for people.
 pub(super) fn print(o: &Outcome) {
     let p = &o.plan;
@@ -761,10 +747,7 @@ pub(super) fn print(o: &Outcome) {
             print!("  {server:<18}");
             for (fig, _) in cols {
                 match rows.iter().find(|r| r.figure == *fig) {
-                    Some(r) if r.n > 1 => print!(
-                        " {:>24}",
-                        format!("{} [{}-{}]", fmt(r.median), fmt(r.min), fmt(r.max))
-                    ),
+                    Some(r) if r.n > 1 => print!(" {:>24}", span(r.median, r.min, r.max)),
                     Some(r) => print!(" {:>24}", fmt(r.median)),
                     None => print!(" {:>24}", "-"),
                 }
@@ -783,13 +766,11 @@ pub(super) fn print(o: &Outcome) {
         for r in &o.analysis.ratios {
             let best: Vec<&str> = r.rounds.iter().map(|x| x.best_peer.as_str()).collect();
             println!(
-                "  {:<10} {:<24} {:<18} {} [{}-{}] ({})",
+                "  {:<10} {:<24} {:<18} {} ({})",
                 r.scenario.name(),
                 r.figure,
                 r.server,
-                fmt(r.median),
-                fmt(r.min),
-                fmt(r.max),
+                span(r.median, r.min, r.max),
                 best.join(", ")
             );
         }
@@ -801,49 +782,27 @@ pub(super) fn print(o: &Outcome) {
         );
         for r in &o.analysis.floor_multiples {
             let floors: Vec<&str> = r.rounds.iter().map(|x| x.best_peer.as_str()).collect();
-            println!(
-                "  {:<18} {} [{}-{}] ({})",
-                r.server,
-                fmt(r.median),
-                fmt(r.min),
-                fmt(r.max),
-                floors.join(", ")
-            );
+            let span = span(r.median, r.min, r.max);
+            println!("  {:<18} {span} ({})", r.server, floors.join(", "));
         }
     }
     if !o.analysis.range_over_whole.is_empty() {
         println!();
         println!("range / whole CPU per request, paired within rounds: median [min-max]");
         for r in &o.analysis.range_over_whole {
-            println!(
-                "  {:<18} {} [{}-{}]",
-                r.server,
-                fmt(r.median),
-                fmt(r.min),
-                fmt(r.max)
-            );
+            println!("  {:<18} {}", r.server, span(r.median, r.min, r.max));
         }
     }
     if !o.analysis.access_log_costs.is_empty() {
         println!();
         println!("keep-alive CPU us per request added by the access log (NAME+log - NAME), paired within rounds: median [min-max]");
         for c in &o.analysis.access_log_costs {
-            println!(
-                "  {:<18} {} [{}-{}]",
-                c.server,
-                fmt(c.median_added_us),
-                fmt(c.min_added_us),
-                fmt(c.max_added_us)
-            );
+            let span = span(c.median_added_us, c.min_added_us, c.max_added_us);
+            println!("  {:<18} {span}", c.server);
         }
         for r in &o.analysis.log_cost_vs_nginx {
-            println!(
-                "  {:<18} / nginx's: {} [{}-{}]",
-                r.server,
-                fmt(r.median),
-                fmt(r.min),
-                fmt(r.max)
-            );
+            let span = span(r.median, r.min, r.max);
+            println!("  {:<18} / nginx's: {span}", r.server);
         }
     }
     if !o.analysis.targets.is_empty() {
@@ -859,9 +818,7 @@ pub(super) fn print(o: &Outcome) {
                 (Some(false), _) => "NOT met".to_string(),
             };
             let value = match (v.median, v.min, v.max) {
-                (Some(m), Some(lo), Some(hi)) if v.n > 1 => {
-                    format!("{} [{}-{}]", fmt(m), fmt(lo), fmt(hi))
-                }
+                (Some(m), Some(lo), Some(hi)) if v.n > 1 => span(m, lo, hi),
                 (Some(m), _, _) => fmt(m),
                 _ => "-".into(),
             };
@@ -875,6 +832,7 @@ pub(super) fn print(o: &Outcome) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::Contestant;
     use super::*;
 
     fn run(
