@@ -25,26 +25,13 @@ use crate::stats::{Counters, WorkerReport};
 use crate::sys;
 use crate::ServerConfig;
 
-/// The running pool: its master thread and how to stop it.
-pub(crate) struct Pool {
-    pub master: JoinHandle<io::Result<WorkerReport>>,
-    listener: Arc<TcpListener>,
-}
-
-impl Pool {
-    /// Wake the master out of its blocking `accept`.
-    pub(crate) fn wake(&self) {
-        sys::shutdown(self.listener.as_raw_fd(), libc::SHUT_RD);
-    }
-}
-
 /// Start the master and the pool on a blocking `listener`.
 pub(crate) fn start(
     cfg: Arc<ServerConfig>,
     listener: Arc<TcpListener>,
     responder: Responder,
     stop: Arc<AtomicBool>,
-) -> io::Result<Pool> {
+) -> io::Result<JoinHandle<io::Result<WorkerReport>>> {
     let responder = Arc::new(Mutex::new(responder));
     let (tx, rx) = mpsc::sync_channel::<OwnedFd>(0);
     let rx = Arc::new(Mutex::new(rx));
@@ -70,11 +57,9 @@ pub(crate) fn start(
             .spawn(move || pool_thread(i, &rx, &responder, &active, &cfg, &stop, &open))?;
         pool.push(h);
     }
-    let l = listener.clone();
-    let master = thread::Builder::new()
+    thread::Builder::new()
         .name("evd-master".into())
-        .spawn(move || master(l, tx, pool, active, responder, stop, open))?;
-    Ok(Pool { master, listener })
+        .spawn(move || master(listener, tx, pool, active, responder, stop, open))
 }
 
 fn master(
@@ -197,7 +182,7 @@ fn pool_thread(
         let stream = TcpStream::from(fd);
         if !stop.load(Ordering::Acquire) {
             serve(
-                stream_ref(&stream),
+                &stream,
                 &mut buf,
                 &mut out,
                 responder,
@@ -223,10 +208,6 @@ struct OpenCount {
     peak: AtomicUsize,
     /// The connection cap.
     max: usize,
-}
-
-fn stream_ref(s: &TcpStream) -> &TcpStream {
-    s
 }
 
 fn serve(
