@@ -39,7 +39,8 @@ pub struct CachedFile {
     pub modified: i64,
     /// Its content type.
     pub content_type: ContentType,
-    stamp: Stamp,
+    /// What identifies this version of the file.
+    stamp: sys::Meta,
     checked_sec: AtomicU64,
     variants: AtomicU8,
 }
@@ -49,28 +50,6 @@ impl CachedFile {
     /// [`Coding::bit`]), as last seen on revalidation.
     pub fn variants(&self) -> u8 {
         self.variants.load(Ordering::Relaxed)
-    }
-}
-
-/// What identifies a version of a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    mtime: i64,
-    mtime_nsec: i64,
-    size: u64,
-    ino: u64,
-    dev: u64,
-}
-
-impl From<sys::Meta> for Stamp {
-    fn from(m: sys::Meta) -> Stamp {
-        Stamp {
-            mtime: m.mtime,
-            mtime_nsec: m.mtime_nsec,
-            size: m.size,
-            ino: m.ino,
-            dev: m.dev,
-        }
     }
 }
 
@@ -283,10 +262,7 @@ impl FileStore {
                 return Err(st);
             }
         };
-        let same = self
-            .cache
-            .get(rel)
-            .is_some_and(|e| e.stamp == Stamp::from(meta));
+        let same = self.cache.get(rel).is_some_and(|e| e.stamp == meta);
         if same {
             let variants = self.probe_variants(rel);
             let entry = &self.cache[rel];
@@ -349,7 +325,7 @@ impl FileStore {
             mtime: meta.mtime,
             modified,
             content_type: ctype,
-            stamp: Stamp::from(meta),
+            stamp: meta,
             checked_sec: AtomicU64::new(now_sec),
             variants: AtomicU8::new(variants),
         });
