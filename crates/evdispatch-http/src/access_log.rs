@@ -71,19 +71,15 @@ impl Sink {
         if path.as_os_str() == "-" {
             return Ok(Sink::Stdout);
         }
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!(
-                        "--access-log {}: cannot open it for appending: {e}",
-                        path.display()
-                    ),
-                )
-            })?;
+        let f = append(path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "--access-log {}: cannot open it for appending: {e}",
+                    path.display()
+                ),
+            )
+        })?;
         Ok(Sink::File(path.to_path_buf(), f))
     }
 
@@ -100,7 +96,7 @@ impl Sink {
 
     fn reopen(&mut self) {
         if let Sink::File(path, f) = self {
-            match OpenOptions::new().create(true).append(true).open(&*path) {
+            match append(path) {
                 Ok(new) => *f = new,
                 Err(e) => eprintln!(
                     "evdispatch serve: reopening the access log {} failed ({e}); still writing to the old file",
@@ -109,6 +105,11 @@ impl Sink {
             }
         }
     }
+}
+
+/// `path` opened for appending (created if need be).
+fn append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
 }
 
 /// The access log of a running server: its writer thread.
