@@ -201,7 +201,7 @@
 use std::fmt;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -283,8 +283,7 @@ impl Model {
     pub fn kind(self) -> &'static str {
         match self {
             Model::Readiness(_) => "readiness",
-            Model::Threads => "threads",
-            Model::UringCompletion => "uring-completion",
+            other => other.name(),
         }
     }
 }
@@ -664,7 +663,8 @@ impl Server {
 /// How [`Server::stop`] wakes a worker out of its wait.
 enum Wakeup {
     Poller(Waker),
-    Completion(completion::Wake),
+    /// A completion worker, through the eventfd its ring reads.
+    Completion(Arc<OwnedFd>),
     /// The thread pool's master, out of its blocking `accept`.
     Master(Arc<TcpListener>),
 }
@@ -675,7 +675,7 @@ impl Wakeup {
             Wakeup::Poller(w) => {
                 let _ = w.wake();
             }
-            Wakeup::Completion(w) => w.wake(),
+            Wakeup::Completion(fd) => sys::eventfd_signal(fd.as_raw_fd()),
             Wakeup::Master(l) => sys::shutdown(l.as_raw_fd(), libc::SHUT_RD),
         }
     }
@@ -856,6 +856,12 @@ impl ServeArgs {
             access_log: self.access_log.clone(),
         })
     }
+}
+
+/// Lock `m`, also when a thread panicked while holding it (nothing guarded
+/// here is left half-changed by a panic that matters).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How many connections a server may hold with `nofile` descriptors
