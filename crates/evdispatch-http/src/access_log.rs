@@ -54,7 +54,7 @@ struct Shared {
 
 impl Shared {
     fn signal(&self, set: impl FnOnce(&mut Flags)) {
-        let mut f = self.flags.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = crate::lock(&self.flags);
         set(&mut f);
         self.wake.notify_one();
     }
@@ -147,11 +147,7 @@ impl AccessLog {
     /// A new buffer for one worker's lines.
     pub fn buffer(&self) -> LogBuffer {
         let buf = Arc::new(Mutex::new(Vec::with_capacity(FLUSH_BYTES)));
-        self.shared
-            .buffers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(buf.clone());
+        crate::lock(&self.shared.buffers).push(buf.clone());
         LogBuffer {
             buf,
             shared: self.shared.clone(),
@@ -189,7 +185,7 @@ fn writer(shared: &Shared, mut sink: Sink) {
     let mut taken: Vec<u8> = Vec::with_capacity(FLUSH_BYTES);
     loop {
         let (reopen, stop) = {
-            let f = shared.flags.lock().unwrap_or_else(|e| e.into_inner());
+            let f = crate::lock(&shared.flags);
             let (mut f, _) = shared
                 .wake
                 .wait_timeout_while(f, FLUSH_EVERY, |f| !(f.full || f.reopen || f.stop))
@@ -198,14 +194,10 @@ fn writer(shared: &Shared, mut sink: Sink) {
             *f = Flags::default();
             r
         };
-        let buffers: Vec<_> = shared
-            .buffers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let buffers: Vec<_> = crate::lock(&shared.buffers).clone();
         for b in &buffers {
             {
-                let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
+                let mut b = crate::lock(b);
                 std::mem::swap(&mut *b, &mut taken);
             }
             if !taken.is_empty() {
@@ -276,7 +268,7 @@ impl LogBuffer {
         quoted(l, e.user_agent);
         l.extend_from_slice(b"\"\n");
         let full = {
-            let mut b = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+            let mut b = crate::lock(&self.buf);
             b.extend_from_slice(l);
             b.len() >= FLUSH_BYTES
         };

@@ -62,10 +62,7 @@ pub struct LargeFile {
     pub size: u64,
     /// Modification time, whole seconds (what the `ETag` is made of).
     pub mtime: i64,
-    /// What `Last-Modified` says and the date preconditions compare: the
-    /// modification time, or the second the file was looked up when that is
-    /// earlier (a time in the future is never sent: RFC 9110 §8.8.2.1 wants
-    /// it no later than `Date`).
+    /// As [`CachedFile::modified`].
     pub modified: i64,
     /// Its content type.
     pub content_type: ContentType,
@@ -388,30 +385,28 @@ impl FileStore {
     /// its `index.html`. A regular file comes back with its metadata and
     /// content type.
     fn open_file(&mut self, rel: &[u8]) -> Result<Opened, Status> {
-        let fd = self.open_rel(
+        let mut fd = self.open_rel(
             self.root.as_raw_fd(),
             if rel.is_empty() { b"." } else { rel },
         )?;
-        let meta = sys::fstat(fd.as_raw_fd()).map_err(|_| Status::InternalError)?;
+        let mut meta = sys::fstat(fd.as_raw_fd()).map_err(|_| Status::InternalError)?;
+        let mut name = rel;
         if meta.dir {
             if !rel.is_empty() && !rel.ends_with(b"/") {
                 return Ok(Opened::Other(Found::Redirect));
             }
-            let index = match self.open_rel(fd.as_raw_fd(), b"index.html") {
+            fd = match self.open_rel(fd.as_raw_fd(), b"index.html") {
                 Ok(index) => index,
                 Err(Status::NotFound) => return Ok(Opened::Other(Found::Directory(fd))),
                 Err(st) => return Err(st),
             };
-            let meta = sys::fstat(index.as_raw_fd()).map_err(|_| Status::InternalError)?;
-            if !meta.regular {
-                return Err(Status::Forbidden);
-            }
-            return Ok(Opened::File(index, meta, content_type(b"index.html")));
+            meta = sys::fstat(fd.as_raw_fd()).map_err(|_| Status::InternalError)?;
+            name = b"index.html";
         }
         if !meta.regular {
             return Err(Status::Forbidden);
         }
-        Ok(Opened::File(fd, meta, content_type(rel)))
+        Ok(Opened::File(fd, meta, content_type(name)))
     }
 
     fn open_rel(&mut self, dir: i32, rel: &[u8]) -> Result<OwnedFd, Status> {

@@ -133,11 +133,7 @@ fn master(
             counters.merge(&c);
         }
     }
-    let cache = responder
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .store
-        .stats();
+    let cache = crate::lock(&responder).store.stats();
     counters.peak_open = open.peak.load(Ordering::Relaxed) as u64;
     Ok(WorkerReport {
         worker: 0,
@@ -151,7 +147,7 @@ fn master(
 /// `shutdown(how)` on every connection a pool thread serves now.
 fn shutdown_active(active: &[Mutex<RawFd>], how: libc::c_int) {
     for slot in active {
-        let fd = *slot.lock().unwrap_or_else(|e| e.into_inner());
+        let fd = *crate::lock(slot);
         if fd >= 0 {
             sys::shutdown(fd, how);
         }
@@ -172,13 +168,13 @@ fn pool_thread(
     let mut out = OutBatch::new();
     loop {
         let fd = {
-            let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+            let rx = crate::lock(rx);
             match rx.recv() {
                 Ok(fd) => fd,
                 Err(_) => break,
             }
         };
-        *active[me].lock().unwrap_or_else(|e| e.into_inner()) = fd.as_raw_fd();
+        *crate::lock(&active[me]) = fd.as_raw_fd();
         let stream = TcpStream::from(fd);
         if !stop.load(Ordering::Acquire) {
             serve(
@@ -192,7 +188,7 @@ fn pool_thread(
             );
         }
         // Close under the lock, so the master never shuts down a reused number.
-        let mut slot = active[me].lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = crate::lock(&active[me]);
         drop(stream);
         *slot = -1;
         open.now.fetch_sub(1, Ordering::Relaxed);
@@ -269,7 +265,7 @@ fn serve(
         // before reading again (the client may be waiting for them).
         loop {
             let (close, answered) = {
-                let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
+                let mut r = crate::lock(responder);
                 r.set_time(SystemTime::now());
                 let closing = stop.load(Ordering::Relaxed);
                 let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters, fd);
@@ -328,10 +324,7 @@ fn expired(
 ) {
     let stopping = stop.load(Ordering::Relaxed);
     if lifecycle::expire(phase, stopping, counters) == Expiry::RequestTimeout {
-        responder
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .timed_out(out, stream.as_raw_fd());
+        crate::lock(responder).timed_out(out, stream.as_raw_fd());
         out.set_last(true);
         let _ = out.send(stream.as_raw_fd());
         out.clear();
