@@ -54,7 +54,7 @@ struct Shared {
 
 impl Shared {
     fn signal(&self, set: impl FnOnce(&mut Flags)) {
-        let mut f = self.flags.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = crate::lock(&self.flags);
         set(&mut f);
         self.wake.notify_one();
     }
@@ -71,19 +71,15 @@ impl Sink {
         if path.as_os_str() == "-" {
             return Ok(Sink::Stdout);
         }
-        let f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| {
-                io::Error::new(
-                    e.kind(),
-                    format!(
-                        "--access-log {}: cannot open it for appending: {e}",
-                        path.display()
-                    ),
-                )
-            })?;
+        let f = append(path).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "--access-log {}: cannot open it for appending: {e}",
+                    path.display()
+                ),
+            )
+        })?;
         Ok(Sink::File(path.to_path_buf(), f))
     }
 
@@ -100,7 +96,7 @@ impl Sink {
 
     fn reopen(&mut self) {
         if let Sink::File(path, f) = self {
-            match OpenOptions::new().create(true).append(true).open(&*path) {
+            match append(path) {
                 Ok(new) => *f = new,
                 Err(e) => eprintln!(
                     "evdispatch serve: reopening the access log {} failed ({e}); still writing to the old file",
@@ -109,6 +105,11 @@ impl Sink {
             }
         }
     }
+}
+
+/// `path` opened for appending (created if need be).
+fn append(path: &Path) -> io::Result<File> {
+    OpenOptions::new().create(true).append(true).open(path)
 }
 
 /// The access log of a running server: its writer thread.
@@ -146,11 +147,7 @@ impl AccessLog {
     /// A new buffer for one worker's lines.
     pub fn buffer(&self) -> LogBuffer {
         let buf = Arc::new(Mutex::new(Vec::with_capacity(FLUSH_BYTES)));
-        self.shared
-            .buffers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(buf.clone());
+        crate::lock(&self.shared.buffers).push(buf.clone());
         LogBuffer {
             buf,
             shared: self.shared.clone(),
@@ -188,7 +185,7 @@ fn writer(shared: &Shared, mut sink: Sink) {
     let mut taken: Vec<u8> = Vec::with_capacity(FLUSH_BYTES);
     loop {
         let (reopen, stop) = {
-            let f = shared.flags.lock().unwrap_or_else(|e| e.into_inner());
+            let f = crate::lock(&shared.flags);
             let (mut f, _) = shared
                 .wake
                 .wait_timeout_while(f, FLUSH_EVERY, |f| !(f.full || f.reopen || f.stop))
@@ -197,14 +194,10 @@ fn writer(shared: &Shared, mut sink: Sink) {
             *f = Flags::default();
             r
         };
-        let buffers: Vec<_> = shared
-            .buffers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let buffers: Vec<_> = crate::lock(&shared.buffers).clone();
         for b in &buffers {
             {
-                let mut b = b.lock().unwrap_or_else(|e| e.into_inner());
+                let mut b = crate::lock(b);
                 std::mem::swap(&mut *b, &mut taken);
             }
             if !taken.is_empty() {
@@ -275,7 +268,7 @@ impl LogBuffer {
         quoted(l, e.user_agent);
         l.extend_from_slice(b"\"\n");
         let full = {
-            let mut b = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+            let mut b = crate::lock(&self.buf);
             b.extend_from_slice(l);
             b.len() >= FLUSH_BYTES
         };

@@ -60,16 +60,6 @@ fn ud_parts(u: u64) -> (u64, u32, usize) {
     )
 }
 
-/// Wakes a completion worker from another thread (an eventfd it reads).
-#[derive(Debug, Clone)]
-pub(crate) struct Wake(Arc<OwnedFd>);
-
-impl Wake {
-    pub(crate) fn wake(&self) {
-        sys::eventfd_signal(self.0.as_raw_fd());
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Free,
@@ -97,7 +87,7 @@ struct SendState {
 impl SendState {
     fn new() -> Box<SendState> {
         Box::new(SendState {
-            batch: OutBatch::unallocated(),
+            batch: OutBatch::default(),
             iov: Vec::new(),
             msg: sys::empty_msghdr(),
             polling: false,
@@ -122,6 +112,22 @@ struct UConn {
 }
 
 impl UConn {
+    const FREE: UConn = UConn {
+        sock: None,
+        gen: 0,
+        state: State::Free,
+        recv_armed: false,
+        cancel_sent: false,
+        send: None,
+        send_inflight: false,
+        partial: false,
+        close_after: false,
+        linger_after: false,
+        eof: false,
+        input: Vec::new(),
+        start: 0,
+    };
+
     fn fd(&self) -> i32 {
         self.sock.as_ref().map_or(-1, |s| s.as_raw_fd())
     }
@@ -183,7 +189,7 @@ impl Worker {
         listener: Arc<TcpListener>,
         responder: Responder,
         stop: Arc<AtomicBool>,
-    ) -> io::Result<(Worker, Wake)> {
+    ) -> io::Result<(Worker, Arc<OwnedFd>)> {
         let entries = cfg.poller.uring_entries.max(8).next_power_of_two();
         // One thread submits and reaps (SINGLE_ISSUER), and completion work
         // runs only when it asks for completions (DEFER_TASKRUN, Linux 6.1):
@@ -239,7 +245,7 @@ impl Worker {
         w.arm_wake()?;
         w.arm_accept()?;
         w.submit()?;
-        Ok((w, Wake(wake_fd)))
+        Ok((w, wake_fd))
     }
 
     /// Keep a finished send state for reuse (a bounded number of them).
@@ -317,11 +323,7 @@ impl Worker {
     /// `accept_armed`).
     fn cancel_accept(&mut self) {
         if self.accept_armed && !self.accept_cancel {
-            self.push(
-                opcode::AsyncCancel::new(ud(K_ACCEPT, 0, 0))
-                    .build()
-                    .user_data(ud(K_CANCEL, 0, 0)),
-            );
+            self.cancel(ud(K_ACCEPT, 0, 0));
             self.accept_cancel = true;
         }
     }
@@ -493,35 +495,20 @@ impl Worker {
         let idx = match self.free.pop() {
             Some(i) => i as usize,
             None => {
-                self.conns.push(UConn {
-                    sock: None,
-                    gen: 0,
-                    state: State::Free,
-                    recv_armed: false,
-                    cancel_sent: false,
-                    send: None,
-                    send_inflight: false,
-                    partial: false,
-                    close_after: false,
-                    linger_after: false,
-                    eof: false,
-                    input: Vec::new(),
-                    start: 0,
-                });
+                self.conns.push(UConn::FREE);
                 self.conns.len() - 1
             }
         };
         let c = &mut self.conns[idx];
-        c.sock = Some(fd);
-        c.state = State::Open;
-        c.recv_armed = false;
-        c.cancel_sent = false;
-        c.send_inflight = false;
-        c.partial = true;
-        c.close_after = false;
-        c.linger_after = false;
-        c.eof = false;
-        c.start = 0;
+        *c = UConn {
+            sock: Some(fd),
+            gen: c.gen,
+            state: State::Open,
+            partial: true,
+            send: c.send.take(),
+            input: std::mem::take(&mut c.input),
+            ..UConn::FREE
+        };
         self.open += 1;
         self.counters.peak_open = self.counters.peak_open.max(self.open as u64);
         self.wheel.set(idx, self.now + self.cfg.header_timeout);
@@ -629,12 +616,17 @@ impl Worker {
         if c.recv_armed && !c.cancel_sent {
             c.cancel_sent = true;
             let target = ud(K_RECV, c.gen, idx);
-            self.push(
-                opcode::AsyncCancel::new(target)
-                    .build()
-                    .user_data(ud(K_CANCEL, 0, 0)),
-            );
+            self.cancel(target);
         }
+    }
+
+    /// Cancel the operation whose user data is `target`.
+    fn cancel(&mut self, target: u64) {
+        self.push(
+            opcode::AsyncCancel::new(target)
+                .build()
+                .user_data(ud(K_CANCEL, 0, 0)),
+        );
     }
 
     /// Answer the complete requests buffered (no send may be in flight).
@@ -657,13 +649,7 @@ impl Worker {
         let c = &mut self.conns[idx];
         c.input = input;
         if start >= c.input.len() {
-            c.input.clear();
-            c.start = 0;
-            if self.inputs.len() < POOL_KEEP && c.input.capacity() > 0 {
-                self.inputs.push(std::mem::take(&mut c.input));
-            } else {
-                c.input = Vec::new();
-            }
+            self.release_input(idx);
         } else {
             c.start = start;
             if start > 0 && start * 2 > c.input.len() {
@@ -671,6 +657,7 @@ impl Worker {
                 c.start = 0;
             }
         }
+        let c = &mut self.conns[idx];
         if answered > 0 {
             c.partial = c.input.len() > c.start;
         }
@@ -682,6 +669,19 @@ impl Worker {
         }
         self.recycle(st);
         self.after_send(idx, answered > 0);
+    }
+
+    /// Nothing left in the connection's input: its buffer goes back to the
+    /// pool (or is freed).
+    #[inline]
+    fn release_input(&mut self, idx: usize) {
+        let c = &mut self.conns[idx];
+        let mut input = std::mem::take(&mut c.input);
+        c.start = 0;
+        if self.inputs.len() < POOL_KEEP && input.capacity() > 0 {
+            input.clear();
+            self.inputs.push(input);
+        }
     }
 
     /// The connection's output is all written: close, or wait for more.
@@ -837,16 +837,7 @@ impl Worker {
         }
         c.state = State::Closing;
         self.wheel.cancel(idx);
-        let c = &mut self.conns[idx];
-        if c.input.capacity() > 0 {
-            c.input.clear();
-            c.start = 0;
-            if self.inputs.len() < POOL_KEEP {
-                self.inputs.push(std::mem::take(&mut c.input));
-            } else {
-                c.input = Vec::new();
-            }
-        }
+        self.release_input(idx);
         let c = &self.conns[idx];
         if c.send_inflight {
             // Make the send finish now (with an error).

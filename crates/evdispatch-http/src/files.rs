@@ -39,7 +39,8 @@ pub struct CachedFile {
     pub modified: i64,
     /// Its content type.
     pub content_type: ContentType,
-    stamp: Stamp,
+    /// What identifies this version of the file.
+    stamp: sys::Meta,
     checked_sec: AtomicU64,
     variants: AtomicU8,
 }
@@ -52,28 +53,6 @@ impl CachedFile {
     }
 }
 
-/// What identifies a version of a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    mtime: i64,
-    mtime_nsec: i64,
-    size: u64,
-    ino: u64,
-    dev: u64,
-}
-
-impl From<sys::Meta> for Stamp {
-    fn from(m: sys::Meta) -> Stamp {
-        Stamp {
-            mtime: m.mtime,
-            mtime_nsec: m.mtime_nsec,
-            size: m.size,
-            ino: m.ino,
-            dev: m.dev,
-        }
-    }
-}
-
 /// An open file too large for the cache: sent with `sendfile`.
 #[derive(Debug)]
 pub struct LargeFile {
@@ -83,10 +62,7 @@ pub struct LargeFile {
     pub size: u64,
     /// Modification time, whole seconds (what the `ETag` is made of).
     pub mtime: i64,
-    /// What `Last-Modified` says and the date preconditions compare: the
-    /// modification time, or the second the file was looked up when that is
-    /// earlier (a time in the future is never sent: RFC 9110 §8.8.2.1 wants
-    /// it no later than `Date`).
+    /// As [`CachedFile::modified`].
     pub modified: i64,
     /// Its content type.
     pub content_type: ContentType,
@@ -283,10 +259,7 @@ impl FileStore {
                 return Err(st);
             }
         };
-        let same = self
-            .cache
-            .get(rel)
-            .is_some_and(|e| e.stamp == Stamp::from(meta));
+        let same = self.cache.get(rel).is_some_and(|e| e.stamp == meta);
         if same {
             let variants = self.probe_variants(rel);
             let entry = &self.cache[rel];
@@ -349,7 +322,7 @@ impl FileStore {
             mtime: meta.mtime,
             modified,
             content_type: ctype,
-            stamp: Stamp::from(meta),
+            stamp: meta,
             checked_sec: AtomicU64::new(now_sec),
             variants: AtomicU8::new(variants),
         });
@@ -412,30 +385,28 @@ impl FileStore {
     /// its `index.html`. A regular file comes back with its metadata and
     /// content type.
     fn open_file(&mut self, rel: &[u8]) -> Result<Opened, Status> {
-        let fd = self.open_rel(
+        let mut fd = self.open_rel(
             self.root.as_raw_fd(),
             if rel.is_empty() { b"." } else { rel },
         )?;
-        let meta = sys::fstat(fd.as_raw_fd()).map_err(|_| Status::InternalError)?;
+        let mut meta = sys::fstat(fd.as_raw_fd()).map_err(|_| Status::InternalError)?;
+        let mut name = rel;
         if meta.dir {
             if !rel.is_empty() && !rel.ends_with(b"/") {
                 return Ok(Opened::Other(Found::Redirect));
             }
-            let index = match self.open_rel(fd.as_raw_fd(), b"index.html") {
+            fd = match self.open_rel(fd.as_raw_fd(), b"index.html") {
                 Ok(index) => index,
                 Err(Status::NotFound) => return Ok(Opened::Other(Found::Directory(fd))),
                 Err(st) => return Err(st),
             };
-            let meta = sys::fstat(index.as_raw_fd()).map_err(|_| Status::InternalError)?;
-            if !meta.regular {
-                return Err(Status::Forbidden);
-            }
-            return Ok(Opened::File(index, meta, content_type(b"index.html")));
+            meta = sys::fstat(fd.as_raw_fd()).map_err(|_| Status::InternalError)?;
+            name = b"index.html";
         }
         if !meta.regular {
             return Err(Status::Forbidden);
         }
-        Ok(Opened::File(fd, meta, content_type(rel)))
+        Ok(Opened::File(fd, meta, content_type(name)))
     }
 
     fn open_rel(&mut self, dir: i32, rel: &[u8]) -> Result<OwnedFd, Status> {

@@ -201,6 +201,7 @@
 use std::fmt;
 use std::io::{self, Write};
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -282,8 +283,7 @@ impl Model {
     pub fn kind(self) -> &'static str {
         match self {
             Model::Readiness(_) => "readiness",
-            Model::Threads => "threads",
-            Model::UringCompletion => "uring-completion",
+            other => other.name(),
         }
     }
 }
@@ -383,38 +383,19 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// Defaults for serving `root` with `model` on 127.0.0.1, port 0.
+    /// Defaults for serving `root` with `model` on 127.0.0.1, port 0: those
+    /// of the command line ([`ServeArgs`]), so they are written once.
     pub fn new(root: impl Into<PathBuf>, model: Model) -> ServerConfig {
-        let mechanism = match model {
-            Model::Readiness(m) => m,
-            _ => Mechanism::Epoll,
-        };
-        ServerConfig {
-            root: root.into(),
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            model,
-            poller: evdispatch::Config::new(mechanism),
-            poller_opts: Vec::new(),
-            workers: 1,
-            accept: AcceptMode::All,
-            listener: ListenerMode::Reuseport,
-            exclusive: true,
-            idle_timeout: Duration::from_secs(60),
-            header_timeout: Duration::from_secs(10),
-            cpus: None,
-            max_connections: usize::MAX,
-            threads: 256,
-            cache: CacheLimits {
-                max_bytes: 64 << 20,
-                max_file: 256 << 10,
-            },
-            max_header: 8192,
-            backlog: 4096,
-            eager_read: true,
-            defer_accept_s: 1,
-            site: SiteOptions::default(),
-            access_log: None,
+        #[derive(clap::Parser)]
+        struct Serve {
+            #[command(flatten)]
+            args: ServeArgs,
         }
+        let mut args = <Serve as clap::Parser>::parse_from(["serve"]).args;
+        args.root = root.into();
+        args.listen = "127.0.0.1:0".into();
+        args.mechanism = model.name().into();
+        args.config().expect("the default command line is valid")
     }
 
     /// The configuration as JSON (the report's `config`).
@@ -490,10 +471,8 @@ pub struct Server {
     addr: SocketAddr,
     cfg: Arc<ServerConfig>,
     stop: Arc<AtomicBool>,
-    wakers: Vec<Waker>,
+    wakers: Vec<Wakeup>,
     joins: Vec<JoinHandle<io::Result<WorkerReport>>>,
-    pool: Option<threads::Pool>,
-    completion_wakers: Vec<completion::Wake>,
     started: Instant,
     access_log: Option<AccessLog>,
 }
@@ -532,7 +511,10 @@ impl Server {
         let started = Instant::now();
         let access_log = cfg.access_log.as_deref().map(AccessLog::open).transpose()?;
         let log_buffer = || access_log.as_ref().map(AccessLog::buffer);
-        match cfg.model {
+        // Each worker (the pool's master) sends how to wake it, or its
+        // start-up error.
+        let (tx, rx) = mpsc::channel();
+        let (addr, joins) = match cfg.model {
             Model::Threads => {
                 let l = sys::listen(cfg.listen, cfg.backlog, false, true, cfg.defer_accept_s)?;
                 let listener = Arc::new(TcpListener::from(l));
@@ -540,28 +522,18 @@ impl Server {
                 if let Some(cpus) = &cfg.cpus {
                     evdispatch_proc::pin_current_thread(cpus)?;
                 }
-                let pool = threads::start(
+                let master = threads::start(
                     cfg.clone(),
-                    listener,
+                    listener.clone(),
                     cfg.responder(cfg.cache, log_buffer())?,
                     stop.clone(),
                 )?;
-                Ok(Server {
-                    addr,
-                    cfg,
-                    stop,
-                    wakers: Vec::new(),
-                    joins: Vec::new(),
-                    pool: Some(pool),
-                    completion_wakers: Vec::new(),
-                    started,
-                    access_log,
-                })
+                let _ = tx.send(Ok(Wakeup::Master(listener)));
+                (addr, vec![master])
             }
             Model::Readiness(_) | Model::UringCompletion => {
                 let listeners = make_listeners(&cfg)?;
                 let addr = listeners[0].local_addr()?;
-                let (tx, rx) = mpsc::channel();
                 let mut joins = Vec::new();
                 for i in 0..cfg.workers {
                     let listener = listeners[i.min(listeners.len() - 1)].clone();
@@ -580,73 +552,53 @@ impl Server {
                                 evdispatch_proc::pin_current_thread(&[c]).map_err(fail)?;
                             }
                             let responder = cfg.responder(per_worker_cache, log).map_err(fail)?;
-                            match cfg.model {
-                                Model::UringCompletion => {
-                                    let (w, wake) = completion::Worker::new(
-                                        i,
-                                        cpu,
-                                        cfg.clone(),
-                                        listener,
-                                        responder,
-                                        stop,
-                                    )
-                                    .map_err(fail)?;
-                                    let _ = tx.send(Ok(Wakeup::Completion(wake)));
-                                    drop(tx);
-                                    w.run()
-                                }
-                                _ => {
-                                    let (w, waker) = readiness::Worker::new(
-                                        i,
-                                        cpu,
-                                        cfg.clone(),
-                                        listener,
-                                        shared,
-                                        responder,
-                                        stop,
-                                    )
-                                    .map_err(fail)?;
-                                    let _ = tx.send(Ok(Wakeup::Poller(waker)));
-                                    drop(tx);
-                                    w.run()
-                                }
+                            let c = cfg.clone();
+                            if cfg.model == Model::UringCompletion {
+                                let (w, wake) =
+                                    completion::Worker::new(i, cpu, c, listener, responder, stop)
+                                        .map_err(fail)?;
+                                let _ = tx.send(Ok(Wakeup::Completion(wake)));
+                                drop(tx);
+                                return w.run();
                             }
+                            let (w, waker) = readiness::Worker::new(
+                                i, cpu, c, listener, shared, responder, stop,
+                            )
+                            .map_err(fail)?;
+                            let _ = tx.send(Ok(Wakeup::Poller(waker)));
+                            drop(tx);
+                            w.run()
                         })?;
                     joins.push(h);
                 }
-                drop(tx);
-                let mut server = Server {
-                    addr,
-                    cfg: cfg.clone(),
-                    stop,
-                    wakers: Vec::new(),
-                    joins,
-                    pool: None,
-                    completion_wakers: Vec::new(),
-                    started,
-                    access_log,
-                };
-                let mut first_error = None;
-                for _ in 0..cfg.workers {
-                    match rx.recv() {
-                        Ok(Ok(Wakeup::Poller(w))) => server.wakers.push(w),
-                        Ok(Ok(Wakeup::Completion(w))) => server.completion_wakers.push(w),
-                        Ok(Err(e)) => {
-                            first_error.get_or_insert(e);
-                        }
-                        Err(_) => {
-                            first_error
-                                .get_or_insert(io::Error::other("a worker exited during start-up"));
-                        }
-                    }
+                (addr, joins)
+            }
+        };
+        drop(tx);
+        let mut server = Server {
+            addr,
+            cfg,
+            stop,
+            wakers: Vec::new(),
+            joins,
+            started,
+            access_log,
+        };
+        let mut first_error = None;
+        for _ in 0..server.joins.len() {
+            let exited = || Err(io::Error::other("a worker exited during start-up"));
+            match rx.recv().unwrap_or_else(|_| exited()) {
+                Ok(w) => server.wakers.push(w),
+                Err(e) => {
+                    first_error.get_or_insert(e);
                 }
-                if let Some(e) = first_error {
-                    let _ = server.stop();
-                    return Err(e);
-                }
-                Ok(server)
             }
         }
+        if let Some(e) = first_error {
+            let _ = server.stop();
+            return Err(e);
+        }
+        Ok(server)
     }
 
     /// The address the server listens on (the real port when 0 was asked).
@@ -671,29 +623,19 @@ impl Server {
     pub fn stop(mut self) -> io::Result<ServerReport> {
         self.stop.store(true, Ordering::Release);
         for w in &self.wakers {
-            let _ = w.wake();
-        }
-        for w in &self.completion_wakers {
             w.wake();
         }
+        let panicked = match self.cfg.model {
+            Model::Threads => "the master thread panicked",
+            _ => "a worker thread panicked",
+        };
         let mut workers = Vec::new();
         let mut first_error = None;
-        if let Some(pool) = self.pool.take() {
-            pool.wake();
-            match pool.master.join() {
-                Ok(Ok(r)) => workers.push(r),
-                Ok(Err(e)) => first_error = Some(e),
-                Err(_) => first_error = Some(io::Error::other("the master thread panicked")),
-            }
-        }
         for h in self.joins.drain(..) {
-            match h.join() {
-                Ok(Ok(r)) => workers.push(r),
-                Ok(Err(e)) => {
+            match h.join().unwrap_or_else(|_| Err(io::Error::other(panicked))) {
+                Ok(r) => workers.push(r),
+                Err(e) => {
                     first_error.get_or_insert(e);
-                }
-                Err(_) => {
-                    first_error.get_or_insert(io::Error::other("a worker thread panicked"));
                 }
             }
         }
@@ -718,9 +660,25 @@ impl Server {
     }
 }
 
+/// How [`Server::stop`] wakes a worker out of its wait.
 enum Wakeup {
     Poller(Waker),
-    Completion(completion::Wake),
+    /// A completion worker, through the eventfd its ring reads.
+    Completion(Arc<OwnedFd>),
+    /// The thread pool's master, out of its blocking `accept`.
+    Master(Arc<TcpListener>),
+}
+
+impl Wakeup {
+    fn wake(&self) {
+        match self {
+            Wakeup::Poller(w) => {
+                let _ = w.wake();
+            }
+            Wakeup::Completion(fd) => sys::eventfd_signal(fd.as_raw_fd()),
+            Wakeup::Master(l) => sys::shutdown(l.as_raw_fd(), libc::SHUT_RD),
+        }
+    }
 }
 
 /// The listening sockets: one per worker (reuseport; the first binds the
@@ -735,29 +693,20 @@ enum Wakeup {
 /// could still join.)
 fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
     let reuse = cfg.listener == ListenerMode::Reuseport;
-    let listen = if reuse {
+    let listen = |addr| {
+        let l = sys::listen(addr, cfg.backlog, reuse, false, cfg.defer_accept_s)?;
+        io::Result::Ok(Arc::new(TcpListener::from(l)))
+    };
+    let first = listen(if reuse {
         sys::probe_bind(cfg.listen)?
     } else {
         cfg.listen
-    };
-    let first = TcpListener::from(sys::listen(
-        listen,
-        cfg.backlog,
-        reuse,
-        false,
-        cfg.defer_accept_s,
-    )?);
+    })?;
     let addr = first.local_addr()?;
-    let mut v = vec![Arc::new(first)];
+    let mut v = vec![first];
     if reuse {
         for _ in 1..cfg.workers {
-            v.push(Arc::new(TcpListener::from(sys::listen(
-                addr,
-                cfg.backlog,
-                true,
-                false,
-                cfg.defer_accept_s,
-            )?)));
+            v.push(listen(addr)?);
         }
     }
     Ok(v)
@@ -869,40 +818,50 @@ impl ServeArgs {
             .with_context(|| format!("--listen {}: not an address", self.listen))?
             .next()
             .with_context(|| format!("--listen {}: resolves to nothing", self.listen))?;
-        let mut cfg = ServerConfig::new(&self.root, model);
-        cfg.listen = listen;
-        cfg.poller
+        let mut poller = evdispatch::Config::new(match model {
+            Model::Readiness(m) => m,
+            _ => Mechanism::Epoll,
+        });
+        poller
             .apply(self.poller_opt.iter().map(String::as_str))
             .map_err(anyhow::Error::msg)?;
-        cfg.poller_opts = self.poller_opt.clone();
-        cfg.workers = self.workers;
-        cfg.accept = self.accept;
-        cfg.listener = self.listener;
-        cfg.exclusive = !self.no_exclusive;
-        cfg.idle_timeout = self.idle_timeout;
-        cfg.header_timeout = self.header_timeout;
-        if let Some(c) = &self.cpu {
-            cfg.cpus = Some(evdispatch_proc::parse_cpu_list(c).map_err(anyhow::Error::msg)?);
-        }
-        if let Some(m) = self.max_connections {
-            cfg.max_connections = m;
-        }
-        cfg.threads = self.threads;
-        cfg.cache = CacheLimits {
-            max_bytes: self.cache_bytes,
-            max_file: self.cache_max_file,
-        };
-        cfg.max_header = self.max_header;
-        cfg.backlog = self.backlog;
-        cfg.eager_read = !self.no_eager_read;
-        cfg.defer_accept_s = self.defer_accept.as_secs_f64().ceil() as u32;
-        cfg.site = SiteOptions {
-            dotfiles: self.dotfiles,
-            listing: self.listing,
-        };
-        cfg.access_log = self.access_log.clone();
-        Ok(cfg)
+        let cpus = self.cpu.as_deref().map(evdispatch_proc::parse_cpu_list);
+        Ok(ServerConfig {
+            root: self.root.clone(),
+            listen,
+            model,
+            poller,
+            poller_opts: self.poller_opt.clone(),
+            workers: self.workers,
+            accept: self.accept,
+            listener: self.listener,
+            exclusive: !self.no_exclusive,
+            idle_timeout: self.idle_timeout,
+            header_timeout: self.header_timeout,
+            cpus: cpus.transpose().map_err(anyhow::Error::msg)?,
+            max_connections: self.max_connections.unwrap_or(usize::MAX),
+            threads: self.threads,
+            cache: CacheLimits {
+                max_bytes: self.cache_bytes,
+                max_file: self.cache_max_file,
+            },
+            max_header: self.max_header,
+            backlog: self.backlog,
+            eager_read: !self.no_eager_read,
+            defer_accept_s: self.defer_accept.as_secs_f64().ceil() as u32,
+            site: SiteOptions {
+                dotfiles: self.dotfiles,
+                listing: self.listing,
+            },
+            access_log: self.access_log.clone(),
+        })
     }
+}
+
+/// Lock `m`, also when a thread panicked while holding it (nothing guarded
+/// here is left half-changed by a panic that matters).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// How many connections a server may hold with `nofile` descriptors

@@ -92,21 +92,9 @@ impl OutBatch {
         }
     }
 
-    /// An empty batch that allocates only as responses are added: for
-    /// batches that live as long as a send is in flight, where many exist
-    /// at once (the completion model's).
-    pub fn unallocated() -> OutBatch {
-        OutBatch::default()
-    }
-
     /// True when everything has been written.
     pub fn is_empty(&self) -> bool {
         self.first == self.parts.len()
-    }
-
-    /// Responses in the batch.
-    pub fn responses(&self) -> usize {
-        self.responses
     }
 
     /// True when the batch holds a file part (the batch should be written
@@ -154,11 +142,6 @@ impl OutBatch {
                 Part::File { offset, end, .. } => end.saturating_sub(*offset),
             })
             .sum()
-    }
-
-    /// Bytes of header buffer in use (a bound on batch growth).
-    pub fn head_len(&self) -> usize {
-        self.head.len()
     }
 
     pub(crate) fn push_head(&mut self, start: usize) {
@@ -246,11 +229,6 @@ impl OutBatch {
         }
     }
 
-    /// Note that the front file part advanced (drops it when finished).
-    pub fn file_progressed(&mut self) {
-        self.skip_empty();
-    }
-
     /// Send the file part at the front with `sendfile` (from its offset: a
     /// range starts where it should; the bytes go from the page cache to the
     /// socket without a copy through user space) until it is all sent
@@ -268,7 +246,7 @@ impl OutBatch {
                 }
                 Ok(n) => {
                     self.written += n as u64;
-                    self.file_progressed()
+                    self.skip_empty()
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

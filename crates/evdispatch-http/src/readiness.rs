@@ -119,13 +119,6 @@ enum Flow {
     Closed,
 }
 
-/// Why a connection is closed.
-#[derive(Clone, Copy)]
-enum Why {
-    Normal,
-    ClientError,
-}
-
 pub(crate) struct Worker {
     index: usize,
     cpu: Option<usize>,
@@ -255,7 +248,7 @@ impl Worker {
         }
         for idx in 0..self.conns.len() {
             if self.conns[idx].state != State::Free {
-                self.close(idx, Why::Normal);
+                self.close(idx);
             }
         }
         let poller = serde_json::to_value(self.poller.stats()).unwrap_or_default();
@@ -374,18 +367,14 @@ impl Worker {
                 self.conns.len() - 1
             }
         };
-        let c = &mut self.conns[idx];
-        c.sock = Some(fd);
-        c.state = State::Open;
-        c.registered = false;
-        c.drained = false;
-        c.emptied = false;
-        c.partial = true;
-        c.close_after = false;
-        c.writing = false;
-        c.linger_after = false;
-        c.start = 0;
-        c.end = 0;
+        self.conns[idx] = Conn {
+            sock: Some(fd),
+            state: State::Open,
+            drained: false,
+            emptied: false,
+            partial: true,
+            ..Conn::FREE
+        };
         self.open += 1;
         self.counters.peak_open = self.counters.peak_open.max(self.open as u64);
         self.wheel.set(idx, self.now + self.cfg.header_timeout);
@@ -415,7 +404,7 @@ impl Worker {
                 self.conns[idx].registered = true;
             } else {
                 self.counters.register_errors += 1;
-                self.close(idx, Why::Normal);
+                self.close(idx);
             }
         }
     }
@@ -483,7 +472,7 @@ impl Worker {
             }
             Err(_) => {
                 self.counters.client_errors += 1;
-                self.close(idx, Why::ClientError);
+                self.close(idx);
                 false
             }
         }
@@ -530,7 +519,7 @@ impl Worker {
                     c.buf = Some(buf);
                     // EOF: the client is done (half-close after its last
                     // request is fine: everything was answered above).
-                    self.close(idx, Why::Normal);
+                    self.close(idx);
                     return;
                 }
                 Ok(n) => {
@@ -568,7 +557,7 @@ impl Worker {
                 Err(_) => {
                     c.buf = Some(buf);
                     self.counters.client_errors += 1;
-                    self.close(idx, Why::ClientError);
+                    self.close(idx);
                     return;
                 }
             }
@@ -676,7 +665,7 @@ impl Worker {
                 Err(_) => {
                     self.batch.clear();
                     self.counters.client_errors += 1;
-                    self.close(idx, Why::ClientError);
+                    self.close(idx);
                     return (Flow::Closed, true);
                 }
             }
@@ -715,7 +704,7 @@ impl Worker {
         if lifecycle::must_linger(c.linger_after, unread) {
             self.start_linger(idx);
         } else {
-            self.close(idx, Why::Normal);
+            self.close(idx);
         }
     }
 
@@ -754,10 +743,10 @@ impl Worker {
                 Err(_) => break,
             }
         }
-        self.close(idx, Why::Normal);
+        self.close(idx);
     }
 
-    fn close(&mut self, idx: usize, _why: Why) {
+    fn close(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
         if c.state == State::Free {
             return;
@@ -804,7 +793,7 @@ impl Worker {
             };
             let fd = c.fd();
             match lifecycle::expire(phase, self.gate.stopping(), &mut self.counters) {
-                Expiry::Close => self.close(idx, Why::Normal),
+                Expiry::Close => self.close(idx),
                 Expiry::RequestTimeout => {
                     self.responder.timed_out(&mut self.batch, fd);
                     // Half-closed right after (finish_close lingers).
@@ -834,7 +823,7 @@ impl Worker {
             if idle || c.state == State::Lingering {
                 // Idle, new with nothing received, or already answered:
                 // nothing to finish.
-                self.close(idx, Why::Normal);
+                self.close(idx);
             } else if c.state != State::Free {
                 self.wheel.set(idx, deadline);
             }

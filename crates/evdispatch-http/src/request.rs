@@ -50,7 +50,7 @@ impl<'a> FieldLines<'a> {
             let colon = line.iter().position(|&b| b == b':')?;
             line[..colon]
                 .eq_ignore_ascii_case(self.name)
-                .then(|| trim(&line[colon + 1..]))
+                .then(|| line[colon + 1..].trim_ascii())
         });
         self.first.into_iter().chain(more)
     }
@@ -60,7 +60,7 @@ impl<'a> FieldLines<'a> {
     pub fn elements(&self) -> impl Iterator<Item = &'a [u8]> + '_ {
         self.lines()
             .flat_map(|line| line.split(|&b| b == b','))
-            .map(trim)
+            .map(<[u8]>::trim_ascii)
             .filter(|e| !e.is_empty())
     }
 }
@@ -201,10 +201,10 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             transfer_encoding = true;
         } else if name.eq_ignore_ascii_case(b"host") {
             hosts += 1;
-            bad_host |= !valid_host(trim(h.value));
+            bad_host |= !valid_host(h.value.trim_ascii());
         } else if name.eq_ignore_ascii_case(b"connection") {
             for token in h.value.split(|&b| b == b',') {
-                let token = trim(token);
+                let token = token.trim_ascii();
                 if token.eq_ignore_ascii_case(b"close") {
                     close = true;
                 } else if token.eq_ignore_ascii_case(b"keep-alive") {
@@ -212,12 +212,12 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
                 }
             }
         } else if name.eq_ignore_ascii_case(b"if-modified-since") {
-            ims = Some(trim(h.value));
+            ims = Some(h.value.trim_ascii());
         } else if name.eq_ignore_ascii_case(b"range") {
-            range = Some(trim(h.value));
+            range = Some(h.value.trim_ascii());
             ranges += 1;
         } else if name.eq_ignore_ascii_case(b"if-range") {
-            if_range = Some(trim(h.value));
+            if_range = Some(h.value.trim_ascii());
         } else if let Some((lower, list)) = [
             (&b"if-none-match"[..], &mut inm),
             (b"accept-encoding", &mut accept_encoding),
@@ -227,7 +227,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         .find(|(n, _)| name.eq_ignore_ascii_case(n))
         {
             match list.first {
-                None => list.first = Some(trim(h.value)),
+                None => list.first = Some(h.value.trim_ascii()),
                 Some(first) if list.more.is_empty() => {
                     // A second line: keep the head after the first (the
                     // value is a slice of `buf`), to read them all later.
@@ -243,7 +243,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
                 Some(_) => {}
             }
         } else if name.eq_ignore_ascii_case(b"if-unmodified-since") {
-            ius = Some(trim(h.value));
+            ius = Some(h.value.trim_ascii());
         }
     }
     if ranges > 1 {
@@ -259,7 +259,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         });
     }
     if let Some(v) = content_length {
-        match parse_decimal(trim(v)) {
+        match parse_decimal(v.trim_ascii()) {
             None => return Parsed::Reject(Status::BadRequest),
             Some(0) => {}
             Some(_) => return Parsed::Reject(Status::PayloadTooLarge),
@@ -415,18 +415,6 @@ fn parse_decimal(s: &[u8]) -> Option<u64> {
         v = v * 10 + u64::from(b - b'0');
     }
     Some(v)
-}
-
-fn trim(s: &[u8]) -> &[u8] {
-    let start = s
-        .iter()
-        .position(|b| !b.is_ascii_whitespace())
-        .unwrap_or(s.len());
-    let end = s
-        .iter()
-        .rposition(|b| !b.is_ascii_whitespace())
-        .map_or(start, |e| e + 1);
-    &s[start..end]
 }
 
 #[cfg(test)]

@@ -183,7 +183,7 @@ impl Responder {
     pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd) {
         let st = crate::lifecycle::Expiry::STATUS;
         let from = out.parts.len();
-        self.reject(st, out);
+        self.error(st, out, false, Version::Http11, false);
         let body = out.body_bytes_from(from);
         self.log(fd, None, st, body);
     }
@@ -548,12 +548,6 @@ impl Responder {
         Status::Ok
     }
 
-    /// An error page for a request that could not be parsed; the connection
-    /// closes after it.
-    pub fn reject(&mut self, status: Status, out: &mut OutBatch) {
-        self.error(status, out, false, Version::Http11, false);
-    }
-
     fn error(
         &mut self,
         st: Status,
@@ -656,8 +650,7 @@ impl Responder {
                         a.close = true;
                         break;
                     }
-                    if out.responses() >= MAX_BATCH || out.has_file() || out.head_len() > 16 * 1024
-                    {
+                    if out.responses >= MAX_BATCH || out.has_file() || out.head.len() > 16 * 1024 {
                         break;
                     }
                 }

@@ -258,9 +258,13 @@ impl Counters {
 
     /// Count an `accept` error.
     pub fn accept_error(&mut self, errno: i32) {
+        self.accept_errors_add(errno, 1);
+    }
+
+    fn accept_errors_add(&mut self, errno: i32, n: u64) {
         match self.accept_errors.iter_mut().find(|(e, _)| *e == errno) {
-            Some((_, n)) => *n += 1,
-            None => self.accept_errors.push((errno, 1)),
+            Some((_, m)) => *m += n,
+            None => self.accept_errors.push((errno, n)),
         }
     }
 
@@ -277,10 +281,7 @@ impl Counters {
         self.client_errors += other.client_errors;
         self.register_errors += other.register_errors;
         for &(e, n) in &other.accept_errors {
-            match self.accept_errors.iter_mut().find(|(x, _)| *x == e) {
-                Some((_, m)) => *m += n,
-                None => self.accept_errors.push((e, n)),
-            }
+            self.accept_errors_add(e, n);
         }
         self.accept_pauses += other.accept_pauses;
         self.listener_events += other.listener_events;
@@ -411,57 +412,46 @@ impl ServerReport {
 
     /// The `--stats-json` document (see the crate docs for the schema).
     pub fn to_json(&self) -> Value {
-        let totals = self.totals();
-        let poller = sum_json(
-            &self
-                .workers
-                .iter()
-                .map(|w| w.poller.clone())
-                .collect::<Vec<_>>(),
-        );
-        let cache = sum_json(
-            &self
-                .workers
-                .iter()
-                .map(|w| serde_json::to_value(w.cache).unwrap_or(Value::Null))
-                .collect::<Vec<_>>(),
-        );
-        let mut doc = totals.to_json();
-        let obj = doc.as_object_mut().expect("object");
-        let mut head = Map::new();
-        head.insert("schema".into(), json!("evdispatch-serve-stats/1"));
-        head.insert("model".into(), json!(self.model));
-        head.insert("mechanism".into(), json!(self.mechanism));
-        head.insert("address".into(), json!(self.address));
-        head.insert("config".into(), self.config.clone());
-        head.insert("elapsed_s".into(), json!(self.elapsed_s));
-        for (k, v) in std::mem::take(obj) {
-            head.insert(k, v);
-        }
-        head.insert("poller".into(), poller);
-        head.insert("cache".into(), cache);
-        head.insert(
-            "workers".into(),
-            Value::Array(
-                self.workers
-                    .iter()
-                    .map(|w| {
-                        let mut v = w.counters.to_json();
-                        let o = v.as_object_mut().expect("object");
-                        o.insert("worker".into(), json!(w.worker));
-                        o.insert("cpu".into(), json!(w.cpu));
-                        o.insert("poller".into(), w.poller.clone());
-                        o.insert(
-                            "cache".into(),
-                            serde_json::to_value(w.cache).unwrap_or(Value::Null),
-                        );
-                        v
-                    })
-                    .collect(),
-            ),
-        );
-        Value::Object(head)
+        let cache = |w: &WorkerReport| serde_json::to_value(w.cache).unwrap_or(Value::Null);
+        let sum = |f: &dyn Fn(&WorkerReport) -> Value| {
+            sum_json(&self.workers.iter().map(f).collect::<Vec<_>>())
+        };
+        let head = json!({
+            "schema": "evdispatch-serve-stats/1",
+            "model": self.model,
+            "mechanism": self.mechanism,
+            "address": self.address,
+            "config": self.config,
+            "elapsed_s": self.elapsed_s,
+        });
+        let workers: Vec<Value> = self
+            .workers
+            .iter()
+            .map(|w| {
+                let more = json!({
+                    "worker": w.worker,
+                    "cpu": w.cpu,
+                    "poller": w.poller,
+                    "cache": cache(w),
+                });
+                merged(w.counters.to_json(), more)
+            })
+            .collect();
+        let tail = json!({
+            "poller": sum(&|w| w.poller.clone()),
+            "cache": sum(&cache),
+            "workers": workers,
+        });
+        merged(merged(head, self.totals().to_json()), tail)
     }
+}
+
+/// The object `a` with the members of the object `b` added after its own.
+fn merged(mut a: Value, b: Value) -> Value {
+    if let (Value::Object(a), Value::Object(b)) = (&mut a, b) {
+        a.extend(b);
+    }
+    a
 }
 
 #[cfg(test)]

@@ -1,137 +1,88 @@
 //! The response statuses the server sends, with their reason phrases and the
 //! small bodies of the error pages.
 
-/// Every status the server can answer with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Status {
+/// One table, one row per status: the enum, [`Status::ALL`], the code, the
+/// status line and the error page's body are all generated from it.
+macro_rules! statuses {
+    ($($(#[$doc:meta])* $name:ident = $code:literal $reason:literal $body:literal;)*) => {
+        /// Every status the server can answer with.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Status {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Status {
+            /// Every status, in code order (the order of the stats counters).
+            pub const ALL: [Status; [$($code),*].len()] = [$(Status::$name),*];
+
+            /// The numeric code.
+            pub const fn code(self) -> u16 {
+                match self {
+                    $(Status::$name => $code,)*
+                }
+            }
+
+            /// The status line, up to and including its CRLF.
+            pub const fn line(self) -> &'static [u8] {
+                match self {
+                    $(Status::$name => {
+                        concat!("HTTP/1.1 ", $code, " ", $reason, "\r\n").as_bytes()
+                    })*
+                }
+            }
+
+            /// The body of the error page (empty for 200, 206 and 304).
+            pub const fn body(self) -> &'static [u8] {
+                match self {
+                    $(Status::$name => $body.as_bytes(),)*
+                }
+            }
+        }
+    };
+}
+
+statuses! {
     /// 200: the file follows.
-    Ok,
+    Ok = 200 "OK" "";
     /// 206: one range of the file follows.
-    PartialContent,
+    PartialContent = 206 "Partial Content" "";
     /// 301: a directory named without its trailing slash.
-    MovedPermanently,
+    MovedPermanently = 301 "Moved Permanently" "301 moved permanently\n";
     /// 304: the client's copy is current.
-    NotModified,
+    NotModified = 304 "Not Modified" "";
     /// 400: the request is malformed or ambiguous.
-    BadRequest,
+    BadRequest = 400 "Bad Request" "400 bad request\n";
     /// 403: the path is refused (outside the root, not a regular file).
-    Forbidden,
+    Forbidden = 403 "Forbidden" "403 forbidden\n";
     /// 404: no such file.
-    NotFound,
+    NotFound = 404 "Not Found" "404 not found\n";
     /// 405: a method other than GET and HEAD.
-    MethodNotAllowed,
+    MethodNotAllowed = 405 "Method Not Allowed" "405 only GET and HEAD are served\n";
     /// 408: the request headers did not arrive in time.
-    RequestTimeout,
+    RequestTimeout = 408 "Request Timeout" "408 request headers not received in time\n";
     /// 412: `If-Match` or `If-Unmodified-Since` does not hold.
-    PreconditionFailed,
+    PreconditionFailed = 412 "Precondition Failed" "412 precondition failed\n";
     /// 413: the request carries a body.
-    PayloadTooLarge,
+    PayloadTooLarge = 413 "Content Too Large" "413 request bodies are not accepted\n";
     /// 414: the request target is too long.
-    UriTooLong,
+    UriTooLong = 414 "URI Too Long" "414 request target too long\n";
     /// 416: no range of the request lies within the file.
-    RangeNotSatisfiable,
+    RangeNotSatisfiable = 416 "Range Not Satisfiable" "416 range not satisfiable\n";
     /// 431: the request headers are too large.
-    HeaderFieldsTooLarge,
+    HeaderFieldsTooLarge = 431 "Request Header Fields Too Large" "431 request headers too large\n";
     /// 500: the file could not be read.
-    InternalError,
+    InternalError = 500 "Internal Server Error" "500 the file could not be read\n";
     /// 501: an unknown method.
-    NotImplemented,
+    NotImplemented = 501 "Not Implemented" "501 method not implemented\n";
     /// 505: not HTTP/1.0 or HTTP/1.1.
-    VersionNotSupported,
+    VersionNotSupported = 505 "HTTP Version Not Supported"
+        "505 only HTTP/1.0 and HTTP/1.1 are served\n";
 }
 
 impl Status {
-    /// Every status, in code order (the order of the stats counters).
-    pub const ALL: [Status; 17] = [
-        Status::Ok,
-        Status::PartialContent,
-        Status::MovedPermanently,
-        Status::NotModified,
-        Status::BadRequest,
-        Status::Forbidden,
-        Status::NotFound,
-        Status::MethodNotAllowed,
-        Status::RequestTimeout,
-        Status::PreconditionFailed,
-        Status::PayloadTooLarge,
-        Status::UriTooLong,
-        Status::RangeNotSatisfiable,
-        Status::HeaderFieldsTooLarge,
-        Status::InternalError,
-        Status::NotImplemented,
-        Status::VersionNotSupported,
-    ];
-
-    /// The numeric code.
-    pub const fn code(self) -> u16 {
-        match self {
-            Status::Ok => 200,
-            Status::PartialContent => 206,
-            Status::MovedPermanently => 301,
-            Status::NotModified => 304,
-            Status::BadRequest => 400,
-            Status::Forbidden => 403,
-            Status::NotFound => 404,
-            Status::MethodNotAllowed => 405,
-            Status::RequestTimeout => 408,
-            Status::PreconditionFailed => 412,
-            Status::PayloadTooLarge => 413,
-            Status::UriTooLong => 414,
-            Status::RangeNotSatisfiable => 416,
-            Status::HeaderFieldsTooLarge => 431,
-            Status::InternalError => 500,
-            Status::NotImplemented => 501,
-            Status::VersionNotSupported => 505,
-        }
-    }
-
     /// The position in [`Status::ALL`].
     pub const fn index(self) -> usize {
         self as usize
-    }
-
-    /// The status line, up to and including its CRLF.
-    pub const fn line(self) -> &'static [u8] {
-        match self {
-            Status::Ok => b"HTTP/1.1 200 OK\r\n",
-            Status::PartialContent => b"HTTP/1.1 206 Partial Content\r\n",
-            Status::MovedPermanently => b"HTTP/1.1 301 Moved Permanently\r\n",
-            Status::NotModified => b"HTTP/1.1 304 Not Modified\r\n",
-            Status::BadRequest => b"HTTP/1.1 400 Bad Request\r\n",
-            Status::Forbidden => b"HTTP/1.1 403 Forbidden\r\n",
-            Status::NotFound => b"HTTP/1.1 404 Not Found\r\n",
-            Status::MethodNotAllowed => b"HTTP/1.1 405 Method Not Allowed\r\n",
-            Status::RequestTimeout => b"HTTP/1.1 408 Request Timeout\r\n",
-            Status::PreconditionFailed => b"HTTP/1.1 412 Precondition Failed\r\n",
-            Status::PayloadTooLarge => b"HTTP/1.1 413 Content Too Large\r\n",
-            Status::UriTooLong => b"HTTP/1.1 414 URI Too Long\r\n",
-            Status::RangeNotSatisfiable => b"HTTP/1.1 416 Range Not Satisfiable\r\n",
-            Status::HeaderFieldsTooLarge => b"HTTP/1.1 431 Request Header Fields Too Large\r\n",
-            Status::InternalError => b"HTTP/1.1 500 Internal Server Error\r\n",
-            Status::NotImplemented => b"HTTP/1.1 501 Not Implemented\r\n",
-            Status::VersionNotSupported => b"HTTP/1.1 505 HTTP Version Not Supported\r\n",
-        }
-    }
-
-    /// The body of the error page (empty for 200 and 304).
-    pub const fn body(self) -> &'static [u8] {
-        match self {
-            Status::Ok | Status::PartialContent | Status::NotModified => b"",
-            Status::MovedPermanently => b"301 moved permanently\n",
-            Status::BadRequest => b"400 bad request\n",
-            Status::Forbidden => b"403 forbidden\n",
-            Status::NotFound => b"404 not found\n",
-            Status::MethodNotAllowed => b"405 only GET and HEAD are served\n",
-            Status::RequestTimeout => b"408 request headers not received in time\n",
-            Status::PreconditionFailed => b"412 precondition failed\n",
-            Status::PayloadTooLarge => b"413 request bodies are not accepted\n",
-            Status::UriTooLong => b"414 request target too long\n",
-            Status::RangeNotSatisfiable => b"416 range not satisfiable\n",
-            Status::HeaderFieldsTooLarge => b"431 request headers too large\n",
-            Status::InternalError => b"500 the file could not be read\n",
-            Status::NotImplemented => b"501 method not implemented\n",
-            Status::VersionNotSupported => b"505 only HTTP/1.0 and HTTP/1.1 are served\n",
-        }
     }
 
     /// Whether the connection must be closed after this response (the

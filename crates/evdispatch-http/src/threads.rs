@@ -25,26 +25,13 @@ use crate::stats::{Counters, WorkerReport};
 use crate::sys;
 use crate::ServerConfig;
 
-/// The running pool: its master thread and how to stop it.
-pub(crate) struct Pool {
-    pub master: JoinHandle<io::Result<WorkerReport>>,
-    listener: Arc<TcpListener>,
-}
-
-impl Pool {
-    /// Wake the master out of its blocking `accept`.
-    pub(crate) fn wake(&self) {
-        sys::shutdown(self.listener.as_raw_fd(), libc::SHUT_RD);
-    }
-}
-
 /// Start the master and the pool on a blocking `listener`.
 pub(crate) fn start(
     cfg: Arc<ServerConfig>,
     listener: Arc<TcpListener>,
     responder: Responder,
     stop: Arc<AtomicBool>,
-) -> io::Result<Pool> {
+) -> io::Result<JoinHandle<io::Result<WorkerReport>>> {
     let responder = Arc::new(Mutex::new(responder));
     let (tx, rx) = mpsc::sync_channel::<OwnedFd>(0);
     let rx = Arc::new(Mutex::new(rx));
@@ -70,11 +57,9 @@ pub(crate) fn start(
             .spawn(move || pool_thread(i, &rx, &responder, &active, &cfg, &stop, &open))?;
         pool.push(h);
     }
-    let l = listener.clone();
-    let master = thread::Builder::new()
+    thread::Builder::new()
         .name("evd-master".into())
-        .spawn(move || master(l, tx, pool, active, responder, stop, open))?;
-    Ok(Pool { master, listener })
+        .spawn(move || master(listener, tx, pool, active, responder, stop, open))
 }
 
 fn master(
@@ -148,11 +133,7 @@ fn master(
             counters.merge(&c);
         }
     }
-    let cache = responder
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .store
-        .stats();
+    let cache = crate::lock(&responder).store.stats();
     counters.peak_open = open.peak.load(Ordering::Relaxed) as u64;
     Ok(WorkerReport {
         worker: 0,
@@ -166,7 +147,7 @@ fn master(
 /// `shutdown(how)` on every connection a pool thread serves now.
 fn shutdown_active(active: &[Mutex<RawFd>], how: libc::c_int) {
     for slot in active {
-        let fd = *slot.lock().unwrap_or_else(|e| e.into_inner());
+        let fd = *crate::lock(slot);
         if fd >= 0 {
             sys::shutdown(fd, how);
         }
@@ -187,17 +168,17 @@ fn pool_thread(
     let mut out = OutBatch::new();
     loop {
         let fd = {
-            let rx = rx.lock().unwrap_or_else(|e| e.into_inner());
+            let rx = crate::lock(rx);
             match rx.recv() {
                 Ok(fd) => fd,
                 Err(_) => break,
             }
         };
-        *active[me].lock().unwrap_or_else(|e| e.into_inner()) = fd.as_raw_fd();
+        *crate::lock(&active[me]) = fd.as_raw_fd();
         let stream = TcpStream::from(fd);
         if !stop.load(Ordering::Acquire) {
             serve(
-                stream_ref(&stream),
+                &stream,
                 &mut buf,
                 &mut out,
                 responder,
@@ -207,7 +188,7 @@ fn pool_thread(
             );
         }
         // Close under the lock, so the master never shuts down a reused number.
-        let mut slot = active[me].lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = crate::lock(&active[me]);
         drop(stream);
         *slot = -1;
         open.now.fetch_sub(1, Ordering::Relaxed);
@@ -223,10 +204,6 @@ struct OpenCount {
     peak: AtomicUsize,
     /// The connection cap.
     max: usize,
-}
-
-fn stream_ref(s: &TcpStream) -> &TcpStream {
-    s
 }
 
 fn serve(
@@ -288,7 +265,7 @@ fn serve(
         // before reading again (the client may be waiting for them).
         loop {
             let (close, answered) = {
-                let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
+                let mut r = crate::lock(responder);
                 r.set_time(SystemTime::now());
                 let closing = stop.load(Ordering::Relaxed);
                 let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters, fd);
@@ -347,10 +324,7 @@ fn expired(
 ) {
     let stopping = stop.load(Ordering::Relaxed);
     if lifecycle::expire(phase, stopping, counters) == Expiry::RequestTimeout {
-        responder
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .timed_out(out, stream.as_raw_fd());
+        crate::lock(responder).timed_out(out, stream.as_raw_fd());
         out.set_last(true);
         let _ = out.send(stream.as_raw_fd());
         out.clear();

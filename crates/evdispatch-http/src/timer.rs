@@ -227,21 +227,19 @@ impl TimerWheel {
         let start = (base % SLOTS as u64) as usize;
         let words = SLOTS / 64;
         let sw = start / 64;
-        let dist = |slot: usize| base + ((slot + SLOTS - start) % SLOTS) as u64;
-        let first = self.occupied[sw] & (!0u64 << (start % 64));
-        if first != 0 {
-            return Some(dist(sw * 64 + first.trailing_zeros() as usize));
-        }
-        for k in 1..words {
+        // The words from `start`'s on, round the wheel and back to its own
+        // word, whose bits below `start` come last (almost a full turn).
+        for k in 0..=words {
             let w = (sw + k) % words;
-            if self.occupied[w] != 0 {
-                return Some(dist(w * 64 + self.occupied[w].trailing_zeros() as usize));
+            let bits = match k {
+                0 => self.occupied[w] & (!0u64 << (start % 64)),
+                k if k == words => self.occupied[w] & ((1u64 << (start % 64)) - 1),
+                _ => self.occupied[w],
+            };
+            if bits != 0 {
+                let slot = w * 64 + bits.trailing_zeros() as usize;
+                return Some(base + ((slot + SLOTS - start) % SLOTS) as u64);
             }
-        }
-        // Only bits below `start` in its own word remain: almost a full turn.
-        let low = self.occupied[sw] & ((1u64 << (start % 64)) - 1);
-        if low != 0 {
-            return Some(dist(sw * 64 + low.trailing_zeros() as usize));
         }
         None
     }
