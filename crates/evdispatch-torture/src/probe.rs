@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::corpus::{After, Attack, Mode};
+use crate::corpus::{runs_text, After, Attack, Mode};
 use crate::site::SECRET;
 
 /// What happened to the connection after the expected responses.
@@ -61,28 +61,10 @@ pub struct Observed {
 impl Observed {
     /// The statuses as text, runs collapsed: `200×2000, 400`.
     pub fn statuses_text(&self) -> String {
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < self.statuses.len() {
-            let s = self.statuses[i];
-            let run = self.statuses[i..].iter().take_while(|&&x| x == s).count();
-            let name = if s == 0 {
-                "non-HTTP".to_string()
-            } else {
-                s.to_string()
-            };
-            parts.push(if run > 1 {
-                format!("{name}×{run}")
-            } else {
-                name
-            });
-            i += run;
-        }
-        if parts.is_empty() {
-            "none".into()
-        } else {
-            parts.join(", ")
-        }
+        runs_text(&self.statuses, |&s| match s {
+            0 => "non-HTTP".into(),
+            s => s.to_string(),
+        })
     }
 }
 
@@ -391,9 +373,6 @@ impl Reader {
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
-        return None;
-    }
     hay.windows(needle.len()).position(|w| w == needle)
 }
 
