@@ -193,11 +193,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                 pauses > 0.0,
             );
         }
-        env.say(format!(
-            "exhaustion {name} {label}: p99 {p99_base:.2} -> {p99_during:.2} ms, idle CPU {idle_cpu:.1}%, {served}/{waiting} served after freeing: {}",
-            if run.pass { "pass" } else { "FAIL" }
-        ));
-        rep.runs.push(run);
+        let what = format!(
+            "exhaustion {name} {label}: p99 {p99_base:.2} -> {p99_during:.2} ms, idle CPU {idle_cpu:.1}%, {served}/{waiting} served after freeing"
+        );
+        rep.add(env, run, what);
     }
     Ok(rep.finish())
 }

@@ -123,6 +123,15 @@ impl ScenarioReport {
         self
     }
 
+    /// Add `run`, saying `what` with its verdict.
+    pub fn add(&mut self, env: &Env, run: Run, what: String) {
+        env.say(format!(
+            "{what}: {}",
+            if run.pass { "pass" } else { "FAIL" }
+        ));
+        self.runs.push(run);
+    }
+
     /// Record a skip.
     pub fn skip(&mut self, what: impl Into<String>, why: impl Into<String>) {
         self.skipped.push(Skipped {
@@ -214,31 +223,9 @@ fn fmt_value(v: &Value) -> String {
 }
 
 /// Start our server on `site` with `model` and the scenario's own `serve`
-/// settings `ours`, pinned to the server CPU, asking for its stats document.
+/// settings `ours`, pinned to `cpu` (at the lowest priority when `idle`),
+/// asking for its stats document.
 pub fn start_ours(
-    env: &Env,
-    site: &Site,
-    model: &str,
-    ours: &ServeCommand,
-) -> anyhow::Result<ServerProcess> {
-    spawn_ours(env, site, model, ours, env.cpus().0.first().copied(), false)
-}
-
-/// Start a second server of ours (epoll) on the load CPU at the lowest
-/// priority: a stand-in for another machine that an attack can be pointed
-/// at instead of the measured server (a control).
-pub fn start_sink(env: &Env, site: &Site, ours: &ServeCommand) -> anyhow::Result<ServerProcess> {
-    spawn_ours(
-        env,
-        site,
-        "epoll",
-        ours,
-        env.cpus().1.first().copied(),
-        true,
-    )
-}
-
-fn spawn_ours(
     env: &Env,
     site: &Site,
     model: &str,
@@ -484,16 +471,11 @@ pub fn fds_of(pids: &[u32]) -> usize {
 
 /// The servers a scenario measures: each model, then nginx (`None`).
 pub fn targets(env: &Env) -> Vec<Option<String>> {
-    env.models
-        .iter()
-        .cloned()
-        .map(Some)
-        .chain(std::iter::once(None))
-        .collect()
+    env.models.iter().cloned().map(Some).chain([None]).collect()
 }
 
-/// Start our `model` with the settings `ours`; when it cannot start, record
-/// why in `rep` and return `None`.
+/// Start our `model` with the settings `ours`, pinned to the server CPU;
+/// when it cannot start, record why in `rep` and return `None`.
 pub fn start_or_skip(
     env: &Env,
     site: &Site,
@@ -501,13 +483,10 @@ pub fn start_or_skip(
     model: &str,
     ours: &ServeCommand,
 ) -> Option<ServerProcess> {
-    match start_ours(env, site, model, ours) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            rep.skip(model, format!("cannot start: {e:#}"));
-            None
-        }
-    }
+    let cpu = env.cpus().0.first().copied();
+    start_ours(env, site, model, ours, cpu, false)
+        .map_err(|e| rep.skip(model, format!("cannot start: {e:#}")))
+        .ok()
 }
 
 /// Start a target of [`targets`]: our model with `ours` arguments, or
@@ -524,16 +503,13 @@ pub fn start_target(
 ) -> Option<(ServerProcess, &'static str, String)> {
     match target {
         Some(m) => start_or_skip(env, site, rep, m, ours).map(|s| (s, "evdispatch", m.clone())),
-        None => match start_nginx(env, site, nginx) {
-            Ok(s) => {
-                let v = s.version().to_string();
-                Some((s, "nginx", v))
-            }
-            Err(why) => {
-                rep.skip("nginx", why);
-                None
-            }
-        },
+        None => {
+            let s = start_nginx(env, site, nginx)
+                .map_err(|why| rep.skip("nginx", why))
+                .ok()?;
+            let version = s.version().to_string();
+            Some((s, "nginx", version))
+        }
     }
 }
 

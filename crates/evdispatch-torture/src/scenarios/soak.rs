@@ -177,23 +177,22 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         );
         let lost = num(&soak, "requests") - num(&soak, "replies");
         run.check("requests without a reply", lost, "0", lost == 0.0);
-        env.say(format!(
-            "soak {model}: RSS {:.0} -> {:.0} KiB ({growth:+.2}%; anonymous {:.0} -> {:.0}, file-backed {:.0} -> {:.0}), fds {fds_before} -> peak {fds_peak} -> {fds_after}, {active_errors} errors: {}",
+        let what = format!(
+            "soak {model}: RSS {:.0} -> {:.0} KiB ({growth:+.2}%; anonymous {:.0} -> {:.0}, file-backed {:.0} -> {:.0}), fds {fds_before} -> peak {fds_peak} -> {fds_after}, {active_errors} errors",
             rss_start / 1024.0,
             rss_end / 1024.0,
             anon_start / 1024.0,
             anon_end / 1024.0,
             file_start / 1024.0,
             file_end / 1024.0,
-            if run.pass { "pass" } else { "FAIL" }
-        ));
-        rep.runs.push(run);
+        );
+        rep.add(env, run, what);
     }
     Ok(rep.finish())
 }
 
 /// One sample of a soaked server.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Sample {
     /// Seconds since the load started.
     t: f64,
@@ -257,13 +256,7 @@ fn sample_at(samples: &[Sample], t: f64) -> Sample {
         .iter()
         .find(|s| s.t >= t)
         .copied()
-        .unwrap_or(Sample {
-            t,
-            rss: 0,
-            anon: 0,
-            file: 0,
-            fds: 0,
-        })
+        .unwrap_or_default()
 }
 
 /// Growth in percent of a sampled size, `(seconds, bytes)` points, between

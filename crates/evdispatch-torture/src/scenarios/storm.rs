@@ -167,11 +167,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "recoveries = overflows",
             recoveries == overflows,
         );
-        env.say(format!(
-            "storm {model}: {requests:.0} requests, {lost:.0} lost, {errors:.0} errors, gap {gap:.2} s, {overflows:.0} overflows / {recoveries:.0} recoveries: {}",
-            if run.pass { "pass" } else { "FAIL" }
-        ));
-        rep.runs.push(run);
+        let what = format!(
+            "storm {model}: {requests:.0} requests, {lost:.0} lost, {errors:.0} errors, gap {gap:.2} s, {overflows:.0} overflows / {recoveries:.0} recoveries"
+        );
+        rep.add(env, run, what);
     }
     Ok(rep.finish())
 }
