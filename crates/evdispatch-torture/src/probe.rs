@@ -2,7 +2,8 @@
 //! statuses of the responses, whether the connection was closed or kept,
 //! and whether the secret beside the root ever appeared.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -213,8 +214,7 @@ fn no_read(mut s: TcpStream, a: &Attack, limits: Limits, t0: Instant) -> Observe
                     off += n;
                 }
             }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if matches!(e.kind(), WouldBlock | TimedOut | Interrupted) => {}
             Err(_) => break true,
         }
     };
@@ -277,8 +277,8 @@ impl Reader {
                     self.buf.extend_from_slice(&tmp[..n]);
                     return true;
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                Err(e) if e.kind() == Interrupted => continue,
+                Err(e) if matches!(e.kind(), WouldBlock | TimedOut) => {
                     self.timed_out = true;
                     return false;
                 }
@@ -288,6 +288,12 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// Read and drop everything until the connection ends.
+    fn drain_to_close(&mut self) {
+        while self.fill() {}
+        self.buf.clear();
     }
 
     /// The status of the next response (its body consumed), or `None` when
@@ -342,11 +348,7 @@ impl Reader {
                                 }
                                 self.buf.drain(..n + len);
                             }
-                            None => {
-                                // Delimited by the close.
-                                while self.fill() {}
-                                self.buf.clear();
-                            }
+                            None => self.drain_to_close(), // delimited by the close
                         }
                         return Some(status);
                     }
@@ -354,8 +356,7 @@ impl Reader {
                     Err(_) => {
                         // Not an HTTP response (an HTTP/0.9 body, garbage):
                         // it runs to the close.
-                        while self.fill() {}
-                        self.buf.clear();
+                        self.drain_to_close();
                         return Some(0);
                     }
                 }

@@ -215,15 +215,16 @@ struct CrowdOutcome {
     other_first: Option<String>,
 }
 
+/// A request for `/index.html` that closes its connection.
+const LAST_REQUEST: &[u8] = b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+
 /// Send one request on each waiting connection (all first, then read
 /// each, 30 s in all).
 fn serve_crowd(rest: Vec<TcpStream>) -> CrowdOutcome {
     let mut out = CrowdOutcome::default();
     let mut open = Vec::new();
     for mut c in rest {
-        if c.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-            .is_ok()
-        {
+        if c.write_all(LAST_REQUEST).is_ok() {
             open.push(c);
         } else {
             out.dropped += 1;
@@ -259,9 +260,7 @@ pub fn fresh_request(addr: std::net::SocketAddr) -> u16 {
         return 0;
     };
     let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
-    if c.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
+    if c.write_all(LAST_REQUEST).is_err() {
         return 0;
     }
     let mut got = Vec::new();

@@ -297,20 +297,12 @@ pub fn stop(server: ServerProcess) -> anyhow::Result<Value> {
 
 /// Longest run of reply-rate samples at zero, in seconds.
 pub fn longest_gap_s(load: &Value) -> f64 {
-    let interval = crate::num(load, "rate_intervals.interval_s");
-    let mut best = 0usize;
-    let mut cur = 0usize;
-    if let Some(samples) = load["rate_intervals"]["samples"].as_array() {
-        for s in samples {
-            if s.as_f64().unwrap_or(0.0) <= 0.0 {
-                cur += 1;
-                best = best.max(cur);
-            } else {
-                cur = 0;
-            }
-        }
-    }
-    best as f64 * interval
+    let samples = load["rate_intervals"]["samples"].as_array();
+    let zeros = samples
+        .into_iter()
+        .flat_map(|s| s.split(|v| v.as_f64().unwrap_or(0.0) > 0.0));
+    zeros.map(<[Value]>::len).max().unwrap_or(0) as f64
+        * crate::num(load, "rate_intervals.interval_s")
 }
 
 /// A load summary's p99 latency (corrected for coordinated omission), ms.
