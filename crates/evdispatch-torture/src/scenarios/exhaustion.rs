@@ -26,7 +26,7 @@ use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
 use super::{
-    cpu_pct_over, fds_of, load, p99_ms, start_target, stop, targets, wait_for, workload_errors,
+    cpu_pct_over, fds_down_to, fds_of, load, p99_ms, start_target, stop, targets, workload_errors,
     Baseline, Run, ScenarioReport,
 };
 use crate::site::Site;
@@ -121,7 +121,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let resume_s = t0.elapsed().as_secs_f64();
         let fresh = fresh_request(addr);
         // The baseline again once the crowd has gone.
-        wait_for(Duration::from_secs(10), || fds_of(&pids) <= fds_idle + 8);
+        fds_down_to(&pids, fds_idle + 8);
         env.say(format!(
             "exhaustion {name} {label}: baseline again {window} s"
         ));

@@ -426,14 +426,15 @@ pub fn workload_errors(load: &Value, workloads: &[&str]) -> u64 {
         .sum()
 }
 
-/// Wait until `f` holds or `timeout` passes; whether it held.
-pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+/// Wait until `pids` together hold at most `max` descriptors (10 s at
+/// most); whether they came down.
+pub fn fds_down_to(pids: &[u32], max: usize) -> bool {
     let t0 = Instant::now();
     loop {
-        if f() {
+        if fds_of(pids) <= max {
             return true;
         }
-        if t0.elapsed() > timeout {
+        if t0.elapsed() > Duration::from_secs(10) {
             return false;
         }
         std::thread::sleep(Duration::from_millis(50));

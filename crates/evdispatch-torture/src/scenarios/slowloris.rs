@@ -29,7 +29,7 @@ use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::{json, Value};
 
 use super::{
-    load, p99_ms, start_ours, start_target, stop, targets, unstolen, wait_for, workload_errors,
+    fds_down_to, load, p99_ms, start_ours, start_target, stop, targets, unstolen, workload_errors,
     Baseline, Run, ScenarioReport, Unstolen,
 };
 use crate::site::Site;
@@ -110,10 +110,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let baseline = |what: &str| -> anyhow::Result<Unstolen<Value>> {
             // The slow clients of the window before have gone (their load
             // has exited; the server lets go of their connections).
-            let pids = server.pids();
-            wait_for(Duration::from_secs(10), || {
-                super::fds_of(&pids) <= fds_idle + 8
-            });
+            fds_down_to(&server.pids(), fds_idle + 8);
             env.say(format!("{who}: {what} {base_s} s"));
             unstolen(env, &format!("{who}: {what}"), || {
                 load(env, &server, "/six.txt", &base_args)
@@ -125,7 +122,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             |what: &str, attacked: &ServerProcess, fds: usize, secs: f64, probes: usize| {
                 let pids = attacked.pids();
                 unstolen(env, &format!("{who}: {what}"), || {
-                    wait_for(Duration::from_secs(10), || super::fds_of(&pids) <= fds);
+                    fds_down_to(&pids, fds);
                     attack_round(
                         env, &server, attacked, &normal, slow, header_s, warmup_s, secs, probes,
                     )
@@ -141,8 +138,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                 ));
                 let r = attack("control", sink, 16, control_s, 0)?;
                 let r = dropped.keep_round("control", r);
-                let pids = sink.pids();
-                wait_for(Duration::from_secs(10), || super::fds_of(&pids) <= 16);
+                fds_down_to(&sink.pids(), 16);
                 dropped.keep_baseline(&mut bases, baseline("control: baseline again")?);
                 Some((r.0.normal, r.1))
             }

@@ -15,7 +15,7 @@ use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
-use super::{fds_of, load, start_or_skip, stop, wait_for, workload_errors, Run, ScenarioReport};
+use super::{fds_down_to, fds_of, load, start_or_skip, stop, workload_errors, Run, ScenarioReport};
 use crate::site::Site;
 use crate::{num, Env, Profile};
 use evdispatch_harness::ServerProcess;
@@ -102,7 +102,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             }
         };
         // The clients have left: descriptors must come back.
-        let back = wait_for(Duration::from_secs(10), || fds_of(&pids) <= fds_before);
+        let back = fds_down_to(&pids, fds_before);
         let fds_after = fds_of(&pids);
         let stats = stop(server)?;
         let series = |f: fn(&Sample) -> u64| -> Vec<(f64, u64)> {
