@@ -147,13 +147,9 @@ pub fn send(addr: SocketAddr, a: &Attack, limits: Limits) -> std::io::Result<Obs
             }
         })
     };
-    let mut statuses = Vec::new();
-    while statuses.len() < a.responses.len() {
-        match reader.response(a.head) {
-            Some(st) => statuses.push(st),
-            None => break,
-        }
-    }
+    let statuses: Vec<u16> = std::iter::from_fn(|| reader.response(a.head))
+        .take(a.responses.len())
+        .collect();
     let _ = writer.join();
     let outcome = if statuses.len() < a.responses.len() {
         Outcome::Missing
@@ -196,9 +192,9 @@ pub fn send(addr: SocketAddr, a: &Attack, limits: Limits) -> std::io::Result<Obs
 fn no_read(mut s: TcpStream, a: &Attack, limits: Limits, t0: Instant) -> Observed {
     let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
     let mut off = 0;
-    let closed = loop {
+    let outcome = loop {
         if t0.elapsed() > limits.no_read {
-            break false;
+            break Outcome::Open;
         }
         // Once everything is written, keep poking with one byte so a close
         // by the server shows up as a failed write.
@@ -209,22 +205,14 @@ fn no_read(mut s: TcpStream, a: &Attack, limits: Limits, t0: Instant) -> Observe
             b"\r\n"
         };
         match s.write(chunk) {
-            Ok(n) => {
-                if off < a.raw.len() {
-                    off += n;
-                }
-            }
+            Ok(n) => off = (off + n).min(a.raw.len()),
             Err(e) if matches!(e.kind(), WouldBlock | TimedOut | Interrupted) => {}
-            Err(_) => break true,
+            Err(_) => break Outcome::Closed,
         }
     };
     Observed {
         statuses: Vec::new(),
-        outcome: if closed {
-            Outcome::Closed
-        } else {
-            Outcome::Open
-        },
+        outcome,
         leaked: false,
         seconds: t0.elapsed().as_secs_f64(),
     }
@@ -318,37 +306,24 @@ impl Reader {
                                 chunked = true;
                             }
                         }
-                        let bodyless = head || status == 304 || status < 200;
-                        if bodyless {
+                        if head || status == 304 || status < 200 {
                             self.buf.drain(..n);
-                            return Some(status);
-                        }
-                        if chunked {
+                        } else if chunked {
                             // Only error pages would be chunked: consume to
                             // the last chunk.
                             while !contains(&self.buf[n..], b"\r\n0\r\n\r\n")
                                 && !self.buf[n..].starts_with(b"0\r\n\r\n")
-                            {
-                                if !self.fill() {
-                                    break;
-                                }
-                            }
+                                && self.fill()
+                            {}
                             let end = find(&self.buf[n..], b"0\r\n\r\n")
                                 .map_or(self.buf.len(), |p| n + p + 5);
                             self.buf.drain(..end);
-                            return Some(status);
-                        }
-                        match len {
-                            Some(len) => {
-                                while self.buf.len() < n + len {
-                                    if !self.fill() {
-                                        self.buf.clear();
-                                        return Some(status);
-                                    }
-                                }
-                                self.buf.drain(..n + len);
-                            }
-                            None => self.drain_to_close(), // delimited by the close
+                        } else if let Some(len) = len {
+                            // All of it, or what came before the close.
+                            while self.buf.len() < n + len && self.fill() {}
+                            self.buf.drain(..(n + len).min(self.buf.len()));
+                        } else {
+                            self.drain_to_close(); // delimited by the close
                         }
                         return Some(status);
                     }

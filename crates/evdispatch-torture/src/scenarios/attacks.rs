@@ -32,20 +32,14 @@ pub fn send_all(addr: SocketAddr, attacks: &[Attack]) -> Vec<Result<Observed, St
 
 /// One line of the table for a person.
 pub fn row_text(row: &Value) -> String {
-    let mut s = format!(
-        "{:<24} expect {:<12}",
-        row["id"].as_str().unwrap_or(""),
-        format!(
-            "{} {}",
-            row["expected"].as_str().unwrap_or(""),
-            row["after"].as_str().unwrap_or("")
-        )
-    );
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let expect = format!("{} {}", text(&row["expected"]), text(&row["after"]));
+    let mut s = format!("{:<24} expect {expect:<12}", text(&row["id"]));
     if let Some(m) = row["ours"].as_object() {
         let fails: Vec<String> = m
             .iter()
             .filter(|(_, v)| v["pass"] != true)
-            .map(|(k, v)| format!("{k}: {}", v["why"].as_str().unwrap_or("")))
+            .map(|(k, v)| format!("{k}: {}", text(&v["why"])))
             .collect();
         if fails.is_empty() {
             s.push_str(&format!(" ours ok ×{}", m.len()));
@@ -54,16 +48,13 @@ pub fn row_text(row: &Value) -> String {
         }
     }
     if let Some(n) = row.get("nginx").filter(|n| !n.is_null()) {
-        s.push_str(&format!(
-            " | nginx {} {}{}",
-            n["statuses"].as_str().unwrap_or(""),
-            n["outcome"].as_str().unwrap_or(""),
-            if n["differs"] == true {
-                " (differs)"
-            } else {
-                ""
-            }
-        ));
+        let (statuses, outcome) = (text(&n["statuses"]), text(&n["outcome"]));
+        let differs = if n["differs"] == true {
+            " (differs)"
+        } else {
+            ""
+        };
+        s.push_str(&format!(" | nginx {statuses} {outcome}{differs}"));
     }
     s
 }
@@ -101,31 +92,25 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let running = server.is_running();
         let stats = stop(server)?;
         let mut run = Run::new("evdispatch", model);
-        let mut passed = 0;
         let mut failed = Vec::new();
         let mut leaks = 0;
-        for (i, (a, o)) in attacks.iter().zip(&obs).enumerate() {
-            let (entry, ok) = match o {
+        for ((a, o), row) in attacks.iter().zip(&obs).zip(&mut rows) {
+            let entry = match o {
                 Ok(o) => {
                     leaks += usize::from(o.leaked);
                     let verdict = judge(a, o);
-                    let ok = verdict.is_ok();
-                    (
-                        json!({"statuses": o.statuses_text(), "outcome": o.outcome.text(),
-                               "pass": ok, "why": verdict.err().unwrap_or_default(),
-                               "seconds": o.seconds}),
-                        ok,
-                    )
+                    json!({"statuses": o.statuses_text(), "outcome": o.outcome.text(),
+                           "pass": verdict.is_ok(), "why": verdict.err().unwrap_or_default(),
+                           "seconds": o.seconds})
                 }
-                Err(e) => (json!({"pass": false, "why": e}), false),
+                Err(e) => json!({"pass": false, "why": e}),
             };
-            if ok {
-                passed += 1;
-            } else {
+            if entry["pass"] != true {
                 failed.push(a.id);
             }
-            rows[i]["ours"][model.as_str()] = entry;
+            row["ours"][model.as_str()] = entry;
         }
+        let passed = attacks.len() - failed.len();
         run.figures = json!({
             "attacks": attacks.len(),
             "passed": passed,
@@ -167,8 +152,8 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             let mut run = Run::new("nginx", &version);
             let mut differs = Vec::new();
             let mut leaks = Vec::new();
-            for (i, (a, o)) in attacks.iter().zip(&obs).enumerate() {
-                rows[i]["nginx"] = match o {
+            for ((a, o), row) in attacks.iter().zip(&obs).zip(&mut rows) {
+                row["nginx"] = match o {
                     Ok(o) => {
                         let d = judge(a, o).is_err();
                         if d {
