@@ -457,11 +457,8 @@ impl Mutator {
 pub fn run_mutations(seeds: &[Vec<u8>], seed: u64, count: usize, check: fn(&[u8])) -> usize {
     let mut m = Mutator::new(seed);
     let mut pool: Vec<Vec<u8>> = seeds.to_vec();
-    let mut done = 0;
-    for s in seeds {
-        check(s);
-        done += 1;
-    }
+    seeds.iter().for_each(|s| check(s));
+    let mut done = seeds.len();
     while done < count {
         let i = m.rng.random_range(0..pool.len());
         let child = m.mutate(&pool[i]);

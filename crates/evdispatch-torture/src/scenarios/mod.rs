@@ -125,10 +125,8 @@ impl ScenarioReport {
 
     /// Add `run`, saying `what` with its verdict.
     pub fn add(&mut self, env: &Env, run: Run, what: String) {
-        env.say(format!(
-            "{what}: {}",
-            if run.pass { "pass" } else { "FAIL" }
-        ));
+        let verdict = if run.pass { "pass" } else { "FAIL" };
+        env.say(format!("{what}: {verdict}"));
         self.runs.push(run);
     }
 
@@ -159,32 +157,16 @@ impl Report {
     pub fn human(&self) -> String {
         let mut s = String::new();
         for sc in &self.scenarios {
-            let _ = writeln!(
-                s,
-                "\n== {} — {}: {}",
-                sc.scenario,
-                sc.title,
-                if sc.pass { "PASS" } else { "FAIL" }
-            );
+            let verdict = if sc.pass { "PASS" } else { "FAIL" };
+            let _ = writeln!(s, "\n== {} — {}: {verdict}", sc.scenario, sc.title);
             for r in &sc.runs {
                 let tag = if r.ours() { "" } else { " (comparison)" };
-                let _ = writeln!(
-                    s,
-                    "  {} {}{}: {}",
-                    r.server,
-                    r.model,
-                    tag,
-                    if r.pass { "pass" } else { "FAIL" }
-                );
+                let verdict = if r.pass { "pass" } else { "FAIL" };
+                let _ = writeln!(s, "  {} {}{tag}: {verdict}", r.server, r.model);
                 for c in &r.checks {
-                    let _ = writeln!(
-                        s,
-                        "    [{}] {}: {} (limit {})",
-                        if c.pass { "ok" } else { "XX" },
-                        c.name,
-                        fmt_value(&c.value),
-                        c.limit
-                    );
+                    let ok = if c.pass { "ok" } else { "XX" };
+                    let value = fmt_value(&c.value);
+                    let _ = writeln!(s, "    [{ok}] {}: {value} (limit {})", c.name, c.limit);
                 }
                 if let Value::Object(m) = &r.figures {
                     let line: Vec<String> = m
@@ -201,12 +183,8 @@ impl Report {
                 let _ = writeln!(s, "  skipped {}: {}", k.what, k.why);
             }
         }
-        let _ = writeln!(
-            s,
-            "\ntorture ({} profile): {}",
-            self.profile.name(),
-            if self.pass { "PASS" } else { "FAIL" },
-        );
+        let verdict = if self.pass { "PASS" } else { "FAIL" };
+        let _ = writeln!(s, "\ntorture ({} profile): {verdict}", self.profile.name());
         s
     }
 }
