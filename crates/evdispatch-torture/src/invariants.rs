@@ -173,7 +173,8 @@ pub fn check_target(data: &[u8]) {
         (Err(st), Err(why)) => {
             let want = match why {
                 RefError::Malformed => Status::BadRequest,
-                RefError::Forbidden | RefError::Traversal => Status::Forbidden,
+                // A climb out of the root is always 403.
+                RefError::Forbidden | Traversal => Status::Forbidden,
             };
             assert_eq!(
                 *st,
@@ -186,10 +187,6 @@ pub fn check_target(data: &[u8]) {
             "{:?}: normalize_target gave {g:?}, the reference {r:?}",
             String::from_utf8_lossy(data)
         ),
-    }
-    // Traversal is always 403.
-    if let Err(Traversal) = reference {
-        assert_eq!(got, Err(Status::Forbidden), "a climb not refused with 403");
     }
     if got.is_ok() {
         assert!(!out.starts_with(b"/"), "absolute result");
@@ -322,7 +319,7 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
             b"" | b"." => {}
             b".." => {
                 if kept.pop().is_none() {
-                    return Err(RefError::Traversal);
+                    return Err(Traversal);
                 }
             }
             _ => kept.push(s),

@@ -87,18 +87,14 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             ..load_args.clone()
         };
         let addr = server.addr();
-        let (during, crowd) = std::thread::scope(|s| {
+        let (during, mut crowd) = std::thread::scope(|s| {
             let h = s.spawn(|| load(env, &server, "/six.txt", &during_args));
             // The load's connections open within its first moments; the
             // crowd arrives during its warm-up.
             std::thread::sleep(Duration::from_millis(1000));
-            let mut crowd = Vec::with_capacity(crowd_n);
-            for _ in 0..crowd_n {
-                match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
-                    Ok(c) => crowd.push(c),
-                    Err(_) => break,
-                }
-            }
+            let crowd: Vec<TcpStream> = (0..crowd_n)
+                .map_while(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok())
+                .collect();
             (h.join().expect("the load thread"), crowd)
         });
         let during = during?;
@@ -112,7 +108,6 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         ));
         // Resume: half the crowd leaves, the rest must be served.
         let t0 = Instant::now();
-        let mut crowd = crowd;
         let rest = crowd.split_off(crowd.len() / 2);
         drop(crowd);
         let waiting = rest.len();
