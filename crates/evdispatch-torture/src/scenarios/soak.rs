@@ -8,7 +8,6 @@
 //! file-backed (the executable's pages, mapped as code first runs).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use evdispatch_http::cmdline::ServeCommand;
@@ -216,36 +215,35 @@ struct Soaked {
 fn soak_one(env: &Env, server: &ServerProcess, load_args: &LoadCommand, duration: f64) -> Soaked {
     let pids = server.pids();
     let fds_before = fds_of(&pids);
-    let samples: Mutex<Vec<Sample>> = Mutex::new(Vec::new());
     let done = AtomicBool::new(false);
     let every = Duration::from_secs_f64((duration / 300.0).max(0.2));
     let t0 = Instant::now();
-    let load = std::thread::scope(|s| {
-        s.spawn(|| {
+    let (load, samples) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut samples = Vec::new();
             while !done.load(Ordering::Acquire) {
                 // Exact counts (/proc/PID/status): those of /proc/PID/stat
                 // move in 128 KiB steps, more than 1% of this server.
                 let kinds = evdispatch_proc::resident_sum(&pids);
                 let fds = fds_of(&pids);
-                if let Ok(mut v) = samples.lock() {
-                    v.push(Sample {
-                        t: t0.elapsed().as_secs_f64(),
-                        rss: kinds.total_bytes,
-                        anon: kinds.anon_bytes,
-                        file: kinds.file_bytes,
-                        fds,
-                    });
-                }
+                samples.push(Sample {
+                    t: t0.elapsed().as_secs_f64(),
+                    rss: kinds.total_bytes,
+                    anon: kinds.anon_bytes,
+                    file: kinds.file_bytes,
+                    fds,
+                });
                 std::thread::sleep(every);
             }
+            samples
         });
         let r = load(env, server, "/six.txt", load_args);
         done.store(true, Ordering::Release);
-        r
+        (r, sampler.join().unwrap_or_default())
     });
     Soaked {
         load,
-        samples: samples.into_inner().unwrap_or_default(),
+        samples,
         fds_before,
     }
 }
