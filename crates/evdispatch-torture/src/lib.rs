@@ -194,13 +194,10 @@ impl Env {
         }
     }
 
-    /// CPUs of the server and of the load generator.
-    pub fn cpus(&self) -> (Vec<usize>, Vec<usize>) {
-        if evdispatch_proc::available_cpus() >= 2 {
-            (vec![0], vec![1])
-        } else {
-            (Vec::new(), Vec::new())
-        }
+    /// CPUs of the server and of the load generator (none with one CPU).
+    pub fn cpus(&self) -> (Option<usize>, Option<usize>) {
+        let two = evdispatch_proc::available_cpus() >= 2;
+        (two.then_some(0), two.then_some(1))
     }
 }
 

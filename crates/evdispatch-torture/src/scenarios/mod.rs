@@ -246,7 +246,7 @@ pub fn start_nginx(
         return Err(why);
     }
     let mut cfg = PeerConfig::new(&site.root);
-    cfg.cpus = env.cpus().0;
+    cfg.cpus = env.cpus().0.into_iter().collect();
     tweak(&mut cfg);
     evdispatch_harness::start_peer(Peer::Nginx, &cfg).map_err(|e| format!("{e:#}"))
 }
@@ -262,7 +262,7 @@ pub fn load(
     let load = LoadCommand {
         url: server.url(path),
         server_pid: server.pids(),
-        cpu: env.cpus().1.first().copied().into_iter().collect(),
+        cpu: env.cpus().1.into_iter().collect(),
         ..load.clone()
     };
     evdispatch_harness::run_evdispatch_load(&env.exe, &load, &[])
@@ -454,8 +454,7 @@ pub fn start_or_skip(
     model: &str,
     ours: &ServeCommand,
 ) -> Option<ServerProcess> {
-    let cpu = env.cpus().0.first().copied();
-    start_ours(env, site, model, ours, cpu, false)
+    start_ours(env, site, model, ours, env.cpus().0, false)
         .map_err(|e| rep.skip(model, format!("cannot start: {e:#}")))
         .ok()
 }

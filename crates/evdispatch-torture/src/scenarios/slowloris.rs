@@ -74,14 +74,13 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     // The control's second server: ours (epoll) on the load CPU at the
     // lowest priority, a stand-in for another machine that an attack can be
     // pointed at instead of the measured server.
-    let sink = control
-        .then(|| {
-            let cpu = env.cpus().1.first().copied();
-            start_ours(env, &site, "epoll", &header, cpu, true)
-                .map_err(|e| rep.skip("control", format!("the second server cannot start: {e:#}")))
-                .ok()
-        })
-        .flatten();
+    let sink = if control {
+        start_ours(env, &site, "epoll", &header, env.cpus().1, true)
+            .map_err(|e| rep.skip("control", format!("the second server cannot start: {e:#}")))
+            .ok()
+    } else {
+        None
+    };
     for target in targets(env) {
         let ours = ServeCommand {
             threads: Some((slow + 2 * clients + 64) as usize),
