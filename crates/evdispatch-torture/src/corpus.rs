@@ -146,15 +146,9 @@ pub fn corpus() -> Vec<Attack> {
     const OK: &[u16] = &[200];
     let mut v = Vec::new();
     let mut t = |id, what, target: &[u8], st: &'static [u16]| {
-        let after = close_if_bad(st);
-        v.push(Attack::new(
-            id,
-            Traversal,
-            what,
-            &get(target),
-            vec![st],
-            after,
-        ));
+        let raw = get(target);
+        let a = Attack::new(id, Traversal, what, &raw, vec![st], close_if_bad(st));
+        v.push(a);
     };
     t("dotdot", "plain ../", b"/../secret.txt", &[403]);
     t(
@@ -445,67 +439,56 @@ pub fn corpus() -> Vec<Attack> {
     // Pipelining.
     let index = get(b"/index.html");
     let six = get(b"/six.txt");
-    v.push(Attack::new(
+    let mut pipe = |id, what, raw: &[u8], responses, after, mode| {
+        let a = Attack::new(id, Pipelining, what, raw, responses, after);
+        v.push(Attack { mode, ..a });
+    };
+    pipe(
         "pipeline-flood",
-        Pipelining,
         "2,000 requests in one write, answered in order",
         &index.repeat(FLOOD),
         vec![OK; FLOOD],
         KeepAlive,
-    ));
+        Mode::Normal,
+    );
     let bad = b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\nContent-Length: 1\r\n\r\nx";
-    v.push(Attack::new(
+    pipe(
         "pipeline-then-bad",
-        Pipelining,
         "20 good requests, a smuggling shape, then one more: 20×200, 400, close",
         &[&six.repeat(20)[..], bad, &index].concat(),
         [vec![OK; 20], vec![BAD]].concat(),
         Close,
-    ));
-    v.push(Attack {
-        mode: Mode::NoRead,
-        ..Attack::new(
-            "pipeline-never-read",
-            Pipelining,
-            "50,000 requests for 6 KiB, responses never read: dropped at the idle timeout",
-            &six.repeat(50_000),
-            Vec::new(),
-            Close,
-        )
-    });
-    v.push(Attack {
-        mode: Mode::HalfClose,
-        ..Attack::new(
-            "half-close",
-            Pipelining,
-            "one request then the client's FIN: answered, then closed",
-            &index,
-            vec![OK],
-            Close,
-        )
-    });
-    v.push(Attack {
-        mode: Mode::HalfClose,
-        ..Attack::new(
-            "half-close-partial",
-            Pipelining,
-            "half a request then the client's FIN",
-            b"GET /index.html HTTP/1.1\r\nHo",
-            Vec::new(),
-            Close,
-        )
-    });
+        Mode::Normal,
+    );
+    pipe(
+        "pipeline-never-read",
+        "50,000 requests for 6 KiB, responses never read: dropped at the idle timeout",
+        &six.repeat(50_000),
+        Vec::new(),
+        Close,
+        Mode::NoRead,
+    );
+    pipe(
+        "half-close",
+        "one request then the client's FIN: answered, then closed",
+        &index,
+        vec![OK],
+        Close,
+        Mode::HalfClose,
+    );
+    pipe(
+        "half-close-partial",
+        "half a request then the client's FIN",
+        b"GET /index.html HTTP/1.1\r\nHo",
+        Vec::new(),
+        Close,
+        Mode::HalfClose,
+    );
 
     // Encoding.
     let mut e = |id, what, raw: &[u8], st: &'static [u16]| {
-        v.push(Attack::new(
-            id,
-            Encoding,
-            what,
-            raw,
-            vec![st],
-            close_if_bad(st),
-        ));
+        let a = Attack::new(id, Encoding, what, raw, vec![st], close_if_bad(st));
+        v.push(a);
     };
     e(
         "utf8-invalid-raw",
