@@ -24,6 +24,8 @@
 //!   of the root), and re-encoding the result and normalising again gives
 //!   it back.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
 use evdispatch_http::{normalize_target, parse_request, Method, Parsed, Status, Version};
@@ -109,21 +111,9 @@ fn check_request_with(data: &[u8], max: usize) {
             more.extend_from_slice(b"\r\nX");
             match parse_request(&more, max) {
                 Parsed::Complete(m) => assert!(
-                    (
-                        m.method,
-                        m.version,
-                        m.keep_alive,
-                        m.len,
-                        m.target,
-                        m.if_modified_since
-                    ) == (
-                        r.method,
-                        r.version,
-                        r.keep_alive,
-                        r.len,
-                        r.target,
-                        r.if_modified_since
-                    ),
+                    (m.method, m.version, m.keep_alive) == (r.method, r.version, r.keep_alive)
+                        && (m.len, m.target, m.if_modified_since)
+                            == (r.len, r.target, r.if_modified_since),
                     "a complete request changed when bytes were appended"
                 ),
                 other => panic!("a complete request became {other:?} when bytes were appended"),
@@ -183,7 +173,8 @@ pub fn check_target(data: &[u8]) {
         (Err(st), Err(why)) => {
             let want = match why {
                 RefError::Malformed => Status::BadRequest,
-                RefError::Forbidden | RefError::Traversal => Status::Forbidden,
+                // A climb out of the root is always 403.
+                RefError::Forbidden | Traversal => Status::Forbidden,
             };
             assert_eq!(
                 *st,
@@ -197,10 +188,6 @@ pub fn check_target(data: &[u8]) {
             String::from_utf8_lossy(data)
         ),
     }
-    // Traversal is always 403.
-    if let Err(Traversal) = reference {
-        assert_eq!(got, Err(Status::Forbidden), "a climb not refused with 403");
-    }
     if got.is_ok() {
         assert!(!out.starts_with(b"/"), "absolute result");
         assert!(!out.contains(&0) && !out.contains(&b'\\'));
@@ -213,7 +200,7 @@ pub fn check_target(data: &[u8]) {
                     String::from_utf8_lossy(&out)
                 );
             }
-            let p = Path::new(std::ffi::OsStr::from_bytes_compat(&out));
+            let p = Path::new(OsStr::from_bytes(&out));
             assert!(
                 p.components().all(|c| matches!(c, Component::Normal(_))),
                 "resolves outside the root: {p:?}"
@@ -238,16 +225,6 @@ pub fn check_target(data: &[u8]) {
     }
 }
 
-trait FromBytesCompat {
-    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr;
-}
-
-impl FromBytesCompat for std::ffi::OsStr {
-    fn from_bytes_compat(b: &[u8]) -> &std::ffi::OsStr {
-        std::os::unix::ffi::OsStrExt::from_bytes(b)
-    }
-}
-
 /// Why the reference refuses.
 #[derive(Debug, PartialEq, Eq)]
 enum RefError {
@@ -264,23 +241,23 @@ use RefError::Traversal;
 /// An independent normalisation, written the obvious way (decode the whole
 /// path, then split): the fuzz oracle for `normalize_target`.
 fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
-    let lower: Vec<u8> = target
-        .iter()
-        .take(8)
-        .map(|b| b.to_ascii_lowercase())
-        .collect();
-    let path = if lower.starts_with(b"http://") || lower.starts_with(b"https://") {
-        let skip = if lower.starts_with(b"http://") { 7 } else { 8 };
-        let rest = &target[skip..];
-        match rest
-            .iter()
-            .position(|&b| b == b'/' || b == b'?' || b == b'#')
-        {
-            Some(p) if rest[p] == b'/' => &rest[p..],
-            _ => &b"/"[..],
-        }
-    } else {
+    let scheme = [&b"http://"[..], b"https://"].into_iter().find(|s| {
         target
+            .get(..s.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(s))
+    });
+    let path = match scheme {
+        Some(s) => {
+            let rest = &target[s.len()..];
+            match rest
+                .iter()
+                .position(|&b| b == b'/' || b == b'?' || b == b'#')
+            {
+                Some(p) if rest[p] == b'/' => &rest[p..],
+                _ => &b"/"[..],
+            }
+        }
+        None => target,
     };
     let end = path
         .iter()
@@ -342,7 +319,7 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
             b"" | b"." => {}
             b".." => {
                 if kept.pop().is_none() {
-                    return Err(RefError::Traversal);
+                    return Err(Traversal);
                 }
             }
             _ => kept.push(s),
@@ -477,11 +454,8 @@ impl Mutator {
 pub fn run_mutations(seeds: &[Vec<u8>], seed: u64, count: usize, check: fn(&[u8])) -> usize {
     let mut m = Mutator::new(seed);
     let mut pool: Vec<Vec<u8>> = seeds.to_vec();
-    let mut done = 0;
-    for s in seeds {
-        check(s);
-        done += 1;
-    }
+    seeds.iter().for_each(|s| check(s));
+    let mut done = seeds.len();
     while done < count {
         let i = m.rng.random_range(0..pool.len());
         let child = m.mutate(&pool[i]);

@@ -41,7 +41,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 pub mod corpus;
 pub mod invariants;
@@ -124,15 +124,9 @@ impl Which {
     ];
 
     /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            Which::Storm => "storm",
-            Which::Exhaustion => "exhaustion",
-            Which::Slowloris => "slowloris",
-            Which::Attacks => "attacks",
-            Which::Soak => "soak",
-            Which::All => "all",
-        }
+    pub fn name(self) -> String {
+        let value = clap::ValueEnum::to_possible_value(&self);
+        value.map_or_else(String::new, |v| v.get_name().into())
     }
 }
 
@@ -200,13 +194,10 @@ impl Env {
         }
     }
 
-    /// CPUs of the server and of the load generator.
-    pub fn cpus(&self) -> (Vec<usize>, Vec<usize>) {
-        if evdispatch_proc::available_cpus() >= 2 {
-            (vec![0], vec![1])
-        } else {
-            (Vec::new(), Vec::new())
-        }
+    /// CPUs of the server and of the load generator (none with one CPU).
+    pub fn cpus(&self) -> (Option<usize>, Option<usize>) {
+        let two = evdispatch_proc::available_cpus() >= 2;
+        (two.then_some(0), two.then_some(1))
     }
 }
 
@@ -275,13 +266,4 @@ pub fn num(v: &Value, path: &str) -> f64 {
         .try_fold(v, |v, k| v.get(k))
         .and_then(Value::as_f64)
         .unwrap_or(0.0)
-}
-
-/// `{name: number}` from pairs, for figures.
-pub fn figures(pairs: &[(&str, f64)]) -> Value {
-    let mut m = serde_json::Map::new();
-    for (k, v) in pairs {
-        m.insert((*k).into(), json!(v));
-    }
-    Value::Object(m)
 }

@@ -2,13 +2,14 @@
 //! statuses of the responses, whether the connection was closed or kept,
 //! and whether the secret beside the root ever appeared.
 
-use std::io::{ErrorKind, Read, Write};
+use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::corpus::{After, Attack, Mode};
+use crate::corpus::{runs_text, After, Attack, Mode};
 use crate::site::SECRET;
 
 /// What happened to the connection after the expected responses.
@@ -61,28 +62,10 @@ pub struct Observed {
 impl Observed {
     /// The statuses as text, runs collapsed: `200×2000, 400`.
     pub fn statuses_text(&self) -> String {
-        let mut parts = Vec::new();
-        let mut i = 0;
-        while i < self.statuses.len() {
-            let s = self.statuses[i];
-            let run = self.statuses[i..].iter().take_while(|&&x| x == s).count();
-            let name = if s == 0 {
-                "non-HTTP".to_string()
-            } else {
-                s.to_string()
-            };
-            parts.push(if run > 1 {
-                format!("{name}×{run}")
-            } else {
-                name
-            });
-            i += run;
-        }
-        if parts.is_empty() {
-            "none".into()
-        } else {
-            parts.join(", ")
-        }
+        runs_text(&self.statuses, |&s| match s {
+            0 => "non-HTTP".into(),
+            s => s.to_string(),
+        })
     }
 }
 
@@ -164,13 +147,9 @@ pub fn send(addr: SocketAddr, a: &Attack, limits: Limits) -> std::io::Result<Obs
             }
         })
     };
-    let mut statuses = Vec::new();
-    while statuses.len() < a.responses.len() {
-        match reader.response(a.head) {
-            Some(st) => statuses.push(st),
-            None => break,
-        }
-    }
+    let statuses: Vec<u16> = std::iter::from_fn(|| reader.response(a.head))
+        .take(a.responses.len())
+        .collect();
     let _ = writer.join();
     let outcome = if statuses.len() < a.responses.len() {
         Outcome::Missing
@@ -213,9 +192,9 @@ pub fn send(addr: SocketAddr, a: &Attack, limits: Limits) -> std::io::Result<Obs
 fn no_read(mut s: TcpStream, a: &Attack, limits: Limits, t0: Instant) -> Observed {
     let _ = s.set_write_timeout(Some(Duration::from_millis(200)));
     let mut off = 0;
-    let closed = loop {
+    let outcome = loop {
         if t0.elapsed() > limits.no_read {
-            break false;
+            break Outcome::Open;
         }
         // Once everything is written, keep poking with one byte so a close
         // by the server shows up as a failed write.
@@ -226,23 +205,14 @@ fn no_read(mut s: TcpStream, a: &Attack, limits: Limits, t0: Instant) -> Observe
             b"\r\n"
         };
         match s.write(chunk) {
-            Ok(n) => {
-                if off < a.raw.len() {
-                    off += n;
-                }
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(_) => break true,
+            Ok(n) => off = (off + n).min(a.raw.len()),
+            Err(e) if matches!(e.kind(), WouldBlock | TimedOut | Interrupted) => {}
+            Err(_) => break Outcome::Closed,
         }
     };
     Observed {
         statuses: Vec::new(),
-        outcome: if closed {
-            Outcome::Closed
-        } else {
-            Outcome::Open
-        },
+        outcome,
         leaked: false,
         seconds: t0.elapsed().as_secs_f64(),
     }
@@ -295,8 +265,8 @@ impl Reader {
                     self.buf.extend_from_slice(&tmp[..n]);
                     return true;
                 }
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                Err(e) if e.kind() == Interrupted => continue,
+                Err(e) if matches!(e.kind(), WouldBlock | TimedOut) => {
                     self.timed_out = true;
                     return false;
                 }
@@ -306,6 +276,12 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// Read and drop everything until the connection ends.
+    fn drain_to_close(&mut self) {
+        while self.fill() {}
+        self.buf.clear();
     }
 
     /// The status of the next response (its body consumed), or `None` when
@@ -330,41 +306,24 @@ impl Reader {
                                 chunked = true;
                             }
                         }
-                        let bodyless = head || status == 304 || status < 200;
-                        if bodyless {
+                        if head || status == 304 || status < 200 {
                             self.buf.drain(..n);
-                            return Some(status);
-                        }
-                        if chunked {
+                        } else if chunked {
                             // Only error pages would be chunked: consume to
                             // the last chunk.
                             while !contains(&self.buf[n..], b"\r\n0\r\n\r\n")
                                 && !self.buf[n..].starts_with(b"0\r\n\r\n")
-                            {
-                                if !self.fill() {
-                                    break;
-                                }
-                            }
+                                && self.fill()
+                            {}
                             let end = find(&self.buf[n..], b"0\r\n\r\n")
                                 .map_or(self.buf.len(), |p| n + p + 5);
                             self.buf.drain(..end);
-                            return Some(status);
-                        }
-                        match len {
-                            Some(len) => {
-                                while self.buf.len() < n + len {
-                                    if !self.fill() {
-                                        self.buf.clear();
-                                        return Some(status);
-                                    }
-                                }
-                                self.buf.drain(..n + len);
-                            }
-                            None => {
-                                // Delimited by the close.
-                                while self.fill() {}
-                                self.buf.clear();
-                            }
+                        } else if let Some(len) = len {
+                            // All of it, or what came before the close.
+                            while self.buf.len() < n + len && self.fill() {}
+                            self.buf.drain(..(n + len).min(self.buf.len()));
+                        } else {
+                            self.drain_to_close(); // delimited by the close
                         }
                         return Some(status);
                     }
@@ -372,8 +331,7 @@ impl Reader {
                     Err(_) => {
                         // Not an HTTP response (an HTTP/0.9 body, garbage):
                         // it runs to the close.
-                        while self.fill() {}
-                        self.buf.clear();
+                        self.drain_to_close();
                         return Some(0);
                     }
                 }
@@ -391,9 +349,6 @@ impl Reader {
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
-        return None;
-    }
     hay.windows(needle.len()).position(|w| w == needle)
 }
 

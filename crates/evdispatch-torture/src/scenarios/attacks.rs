@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use evdispatch_http::cmdline::ServeCommand;
 
-use super::{start_nginx, start_or_skip, stop, Run, ScenarioReport};
+use super::{start_target, stop, targets, Run, ScenarioReport};
 use crate::corpus::{corpus, Attack};
 use crate::probe::{judge, send, Limits, Observed};
 use crate::site::Site;
@@ -32,20 +32,14 @@ pub fn send_all(addr: SocketAddr, attacks: &[Attack]) -> Vec<Result<Observed, St
 
 /// One line of the table for a person.
 pub fn row_text(row: &Value) -> String {
-    let mut s = format!(
-        "{:<24} expect {:<12}",
-        row["id"].as_str().unwrap_or(""),
-        format!(
-            "{} {}",
-            row["expected"].as_str().unwrap_or(""),
-            row["after"].as_str().unwrap_or("")
-        )
-    );
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    let expect = format!("{} {}", text(&row["expected"]), text(&row["after"]));
+    let mut s = format!("{:<24} expect {expect:<12}", text(&row["id"]));
     if let Some(m) = row["ours"].as_object() {
         let fails: Vec<String> = m
             .iter()
             .filter(|(_, v)| v["pass"] != true)
-            .map(|(k, v)| format!("{k}: {}", v["why"].as_str().unwrap_or("")))
+            .map(|(k, v)| format!("{k}: {}", text(&v["why"])))
             .collect();
         if fails.is_empty() {
             s.push_str(&format!(" ours ok ×{}", m.len()));
@@ -54,16 +48,13 @@ pub fn row_text(row: &Value) -> String {
         }
     }
     if let Some(n) = row.get("nginx").filter(|n| !n.is_null()) {
-        s.push_str(&format!(
-            " | nginx {} {}{}",
-            n["statuses"].as_str().unwrap_or(""),
-            n["outcome"].as_str().unwrap_or(""),
-            if n["differs"] == true {
-                " (differs)"
-            } else {
-                ""
-            }
-        ));
+        let (statuses, outcome) = (text(&n["statuses"]), text(&n["outcome"]));
+        let differs = if n["differs"] == true {
+            " (differs)"
+        } else {
+            ""
+        };
+        s.push_str(&format!(" | nginx {statuses} {outcome}{differs}"));
     }
     s
 }
@@ -87,88 +78,30 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             })
         })
         .collect();
-    for model in &env.models {
-        let ours = ServeCommand {
-            header_timeout: Some(Duration::from_secs(HEADER_S)),
-            idle_timeout: Some(Duration::from_secs(IDLE_S)),
-            ..ServeCommand::default()
-        };
-        let Some(mut server) = start_or_skip(env, &site, &mut rep, model, &ours) else {
+    let ours = ServeCommand {
+        header_timeout: Some(Duration::from_secs(HEADER_S)),
+        idle_timeout: Some(Duration::from_secs(IDLE_S)),
+        ..ServeCommand::default()
+    };
+    let n = attacks.len();
+    for target in targets(env) {
+        let Some((mut server, name, label)) =
+            start_target(env, &site, &mut rep, &target, &ours, |c| {
+                c.keepalive_timeout_s = IDLE_S as u32;
+                c.request_timeout_s = HEADER_S as u32;
+            })
+        else {
             continue;
         };
-        env.say(format!("attacks: {} attacks on {model}", attacks.len()));
-        let obs = send_all(server.addr(), &attacks);
-        let running = server.is_running();
-        let stats = stop(server)?;
-        let mut run = Run::new("evdispatch", model);
-        let mut passed = 0;
-        let mut failed = Vec::new();
-        let mut leaks = 0;
-        for (i, (a, o)) in attacks.iter().zip(&obs).enumerate() {
-            let (entry, ok) = match o {
-                Ok(o) => {
-                    leaks += usize::from(o.leaked);
-                    let verdict = judge(a, o);
-                    let ok = verdict.is_ok();
-                    (
-                        json!({"statuses": o.statuses_text(), "outcome": o.outcome.text(),
-                               "pass": ok, "why": verdict.err().unwrap_or_default(),
-                               "seconds": o.seconds}),
-                        ok,
-                    )
-                }
-                Err(e) => (json!({"pass": false, "why": e}), false),
-            };
-            if ok {
-                passed += 1;
-            } else {
-                failed.push(a.id);
-            }
-            rows[i]["ours"][model.as_str()] = entry;
-        }
-        run.figures = json!({
-            "attacks": attacks.len(),
-            "passed": passed,
-            "failed": failed,
-            "server_requests": stats["requests"],
-            "server_client_errors": stats["connections"]["client_errors"],
-        });
-        run.check(
-            "attacks answered as expected",
-            format!("{passed}/{}", attacks.len()),
-            "all",
-            passed == attacks.len(),
-        );
-        run.check("responses carrying the secret", leaks, "0", leaks == 0);
-        run.check("server still running at the end", running, "true", running);
-        env.say(format!(
-            "attacks {model}: {passed}/{} as expected{}",
-            attacks.len(),
-            if failed.is_empty() {
-                String::new()
-            } else {
-                format!("; FAILED: {}", failed.join(", "))
-            }
-        ));
-        rep.runs.push(run);
-    }
-    match start_nginx(env, &site, |c| {
-        c.keepalive_timeout_s = IDLE_S as u32;
-        c.request_timeout_s = HEADER_S as u32;
-    }) {
-        Ok(server) => {
-            let version = server.version().to_string();
-            env.say(format!(
-                "attacks: {} attacks on nginx {version}",
-                attacks.len()
-            ));
+        let Some(model) = target else {
+            env.say(format!("attacks: {n} attacks on nginx {label}"));
             let obs = send_all(server.addr(), &attacks);
             drop(server);
-            let mut run = Run::new("nginx", &version);
+            let mut run = Run::new(name, &label);
             let mut differs = Vec::new();
             let mut leaks = Vec::new();
-            for (i, (a, o)) in attacks.iter().zip(&obs).enumerate() {
-                rows[i]["nginx"] = match o {
+            for ((a, o), row) in attacks.iter().zip(&obs).zip(&mut rows) {
+                row["nginx"] = match o {
                     Ok(o) => {
                         let d = judge(a, o).is_err();
                         if d {
@@ -183,22 +116,62 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                     Err(e) => json!({"error": e, "differs": true}),
                 };
             }
-            run.figures = json!({"attacks": attacks.len(), "differs": differs, "leaked": leaks});
+            run.figures = json!({"attacks": n, "differs": differs, "leaked": leaks});
             run.check(
                 "attacks answered as our server must (comparison only)",
-                format!("{}/{}", attacks.len() - differs.len(), attacks.len()),
+                format!("{}/{n}", n - differs.len()),
                 "all",
                 differs.is_empty(),
             );
-            run.check(
-                "responses carrying the secret",
-                leaks.len(),
-                "0",
-                leaks.is_empty(),
-            );
+            let leaked = leaks.len();
+            run.check("responses carrying the secret", leaked, "0", leaked == 0);
             rep.runs.push(run);
+            continue;
+        };
+        env.say(format!("attacks: {n} attacks on {model}"));
+        let obs = send_all(server.addr(), &attacks);
+        let running = server.is_running();
+        let stats = stop(server)?;
+        let mut run = Run::new(name, &model);
+        let mut failed = Vec::new();
+        let mut leaks = 0;
+        for ((a, o), row) in attacks.iter().zip(&obs).zip(&mut rows) {
+            let entry = match o {
+                Ok(o) => {
+                    leaks += usize::from(o.leaked);
+                    let verdict = judge(a, o);
+                    json!({"statuses": o.statuses_text(), "outcome": o.outcome.text(),
+                           "pass": verdict.is_ok(), "why": verdict.err().unwrap_or_default(),
+                           "seconds": o.seconds})
+                }
+                Err(e) => json!({"pass": false, "why": e}),
+            };
+            if entry["pass"] != true {
+                failed.push(a.id);
+            }
+            row["ours"][model.as_str()] = entry;
         }
-        Err(why) => rep.skip("nginx", why),
+        let passed = n - failed.len();
+        run.figures = json!({
+            "attacks": n,
+            "passed": passed,
+            "failed": failed,
+            "server_requests": stats["requests"],
+            "server_client_errors": stats["connections"]["client_errors"],
+        });
+        let answered = format!("{passed}/{n}");
+        run.check("attacks answered as expected", answered, "all", passed == n);
+        run.check("responses carrying the secret", leaks, "0", leaks == 0);
+        run.check("server still running at the end", running, "true", running);
+        let failures = if failed.is_empty() {
+            String::new()
+        } else {
+            format!("; FAILED: {}", failed.join(", "))
+        };
+        env.say(format!(
+            "attacks {model}: {passed}/{n} as expected{failures}"
+        ));
+        rep.runs.push(run);
     }
     rep.attacks = rows;
     Ok(rep.finish())

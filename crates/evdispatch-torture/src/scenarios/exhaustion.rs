@@ -26,7 +26,7 @@ use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
 use super::{
-    cpu_pct_over, fds_of, load, p99_ms, start_target, stop, targets, wait_for, workload_errors,
+    cpu_pct_over, fds_down_to, fds_of, load, p99_ms, start_target, stop, targets, workload_errors,
     Baseline, Run, ScenarioReport,
 };
 use crate::site::Site;
@@ -87,18 +87,14 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             ..load_args.clone()
         };
         let addr = server.addr();
-        let (during, crowd) = std::thread::scope(|s| {
+        let (during, mut crowd) = std::thread::scope(|s| {
             let h = s.spawn(|| load(env, &server, "/six.txt", &during_args));
             // The load's connections open within its first moments; the
             // crowd arrives during its warm-up.
             std::thread::sleep(Duration::from_millis(1000));
-            let mut crowd = Vec::with_capacity(crowd_n);
-            for _ in 0..crowd_n {
-                match TcpStream::connect_timeout(&addr, Duration::from_secs(3)) {
-                    Ok(c) => crowd.push(c),
-                    Err(_) => break,
-                }
-            }
+            let crowd: Vec<TcpStream> = (0..crowd_n)
+                .map_while(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(3)).ok())
+                .collect();
             (h.join().expect("the load thread"), crowd)
         });
         let during = during?;
@@ -112,7 +108,6 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         ));
         // Resume: half the crowd leaves, the rest must be served.
         let t0 = Instant::now();
-        let mut crowd = crowd;
         let rest = crowd.split_off(crowd.len() / 2);
         drop(crowd);
         let waiting = rest.len();
@@ -121,7 +116,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let resume_s = t0.elapsed().as_secs_f64();
         let fresh = fresh_request(addr);
         // The baseline again once the crowd has gone.
-        wait_for(Duration::from_secs(10), || fds_of(&pids) <= fds_idle + 8);
+        fds_down_to(&pids, fds_idle + 8);
         env.say(format!(
             "exhaustion {name} {label}: baseline again {window} s"
         ));
@@ -193,11 +188,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                 pauses > 0.0,
             );
         }
-        env.say(format!(
-            "exhaustion {name} {label}: p99 {p99_base:.2} -> {p99_during:.2} ms, idle CPU {idle_cpu:.1}%, {served}/{waiting} served after freeing: {}",
-            if run.pass { "pass" } else { "FAIL" }
-        ));
-        rep.runs.push(run);
+        let what = format!(
+            "exhaustion {name} {label}: p99 {p99_base:.2} -> {p99_during:.2} ms, idle CPU {idle_cpu:.1}%, {served}/{waiting} served after freeing"
+        );
+        rep.add(env, run, what);
     }
     Ok(rep.finish())
 }
@@ -216,15 +210,16 @@ struct CrowdOutcome {
     other_first: Option<String>,
 }
 
+/// A request for `/index.html` that closes its connection.
+const LAST_REQUEST: &[u8] = b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+
 /// Send one request on each waiting connection (all first, then read
 /// each, 30 s in all).
 fn serve_crowd(rest: Vec<TcpStream>) -> CrowdOutcome {
     let mut out = CrowdOutcome::default();
     let mut open = Vec::new();
     for mut c in rest {
-        if c.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-            .is_ok()
-        {
+        if c.write_all(LAST_REQUEST).is_ok() {
             open.push(c);
         } else {
             out.dropped += 1;
@@ -260,9 +255,7 @@ pub fn fresh_request(addr: std::net::SocketAddr) -> u16 {
         return 0;
     };
     let _ = c.set_read_timeout(Some(Duration::from_secs(10)));
-    if c.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-        .is_err()
-    {
+    if c.write_all(LAST_REQUEST).is_err() {
         return 0;
     }
     let mut got = Vec::new();

@@ -123,6 +123,13 @@ impl ScenarioReport {
         self
     }
 
+    /// Add `run`, saying `what` with its verdict.
+    pub fn add(&mut self, env: &Env, run: Run, what: String) {
+        let verdict = if run.pass { "pass" } else { "FAIL" };
+        env.say(format!("{what}: {verdict}"));
+        self.runs.push(run);
+    }
+
     /// Record a skip.
     pub fn skip(&mut self, what: impl Into<String>, why: impl Into<String>) {
         self.skipped.push(Skipped {
@@ -150,32 +157,16 @@ impl Report {
     pub fn human(&self) -> String {
         let mut s = String::new();
         for sc in &self.scenarios {
-            let _ = writeln!(
-                s,
-                "\n== {} — {}: {}",
-                sc.scenario,
-                sc.title,
-                if sc.pass { "PASS" } else { "FAIL" }
-            );
+            let verdict = if sc.pass { "PASS" } else { "FAIL" };
+            let _ = writeln!(s, "\n== {} — {}: {verdict}", sc.scenario, sc.title);
             for r in &sc.runs {
                 let tag = if r.ours() { "" } else { " (comparison)" };
-                let _ = writeln!(
-                    s,
-                    "  {} {}{}: {}",
-                    r.server,
-                    r.model,
-                    tag,
-                    if r.pass { "pass" } else { "FAIL" }
-                );
+                let verdict = if r.pass { "pass" } else { "FAIL" };
+                let _ = writeln!(s, "  {} {}{tag}: {verdict}", r.server, r.model);
                 for c in &r.checks {
-                    let _ = writeln!(
-                        s,
-                        "    [{}] {}: {} (limit {})",
-                        if c.pass { "ok" } else { "XX" },
-                        c.name,
-                        fmt_value(&c.value),
-                        c.limit
-                    );
+                    let ok = if c.pass { "ok" } else { "XX" };
+                    let value = fmt_value(&c.value);
+                    let _ = writeln!(s, "    [{ok}] {}: {value} (limit {})", c.name, c.limit);
                 }
                 if let Value::Object(m) = &r.figures {
                     let line: Vec<String> = m
@@ -192,12 +183,8 @@ impl Report {
                 let _ = writeln!(s, "  skipped {}: {}", k.what, k.why);
             }
         }
-        let _ = writeln!(
-            s,
-            "\ntorture ({} profile): {}",
-            self.profile.name(),
-            if self.pass { "PASS" } else { "FAIL" },
-        );
+        let verdict = if self.pass { "PASS" } else { "FAIL" };
+        let _ = writeln!(s, "\ntorture ({} profile): {verdict}", self.profile.name());
         s
     }
 }
@@ -214,31 +201,9 @@ fn fmt_value(v: &Value) -> String {
 }
 
 /// Start our server on `site` with `model` and the scenario's own `serve`
-/// settings `ours`, pinned to the server CPU, asking for its stats document.
+/// settings `ours`, pinned to `cpu` (at the lowest priority when `idle`),
+/// asking for its stats document.
 pub fn start_ours(
-    env: &Env,
-    site: &Site,
-    model: &str,
-    ours: &ServeCommand,
-) -> anyhow::Result<ServerProcess> {
-    spawn_ours(env, site, model, ours, env.cpus().0.first().copied(), false)
-}
-
-/// Start a second server of ours (epoll) on the load CPU at the lowest
-/// priority: a stand-in for another machine that an attack can be pointed
-/// at instead of the measured server (a control).
-pub fn start_sink(env: &Env, site: &Site, ours: &ServeCommand) -> anyhow::Result<ServerProcess> {
-    spawn_ours(
-        env,
-        site,
-        "epoll",
-        ours,
-        env.cpus().1.first().copied(),
-        true,
-    )
-}
-
-fn spawn_ours(
     env: &Env,
     site: &Site,
     model: &str,
@@ -281,7 +246,7 @@ pub fn start_nginx(
         return Err(why);
     }
     let mut cfg = PeerConfig::new(&site.root);
-    cfg.cpus = env.cpus().0;
+    cfg.cpus = env.cpus().0.into_iter().collect();
     tweak(&mut cfg);
     evdispatch_harness::start_peer(Peer::Nginx, &cfg).map_err(|e| format!("{e:#}"))
 }
@@ -297,7 +262,7 @@ pub fn load(
     let load = LoadCommand {
         url: server.url(path),
         server_pid: server.pids(),
-        cpu: env.cpus().1.first().copied().into_iter().collect(),
+        cpu: env.cpus().1.into_iter().collect(),
         ..load.clone()
     };
     evdispatch_harness::run_evdispatch_load(&env.exe, &load, &[])
@@ -310,20 +275,12 @@ pub fn stop(server: ServerProcess) -> anyhow::Result<Value> {
 
 /// Longest run of reply-rate samples at zero, in seconds.
 pub fn longest_gap_s(load: &Value) -> f64 {
-    let interval = crate::num(load, "rate_intervals.interval_s");
-    let mut best = 0usize;
-    let mut cur = 0usize;
-    if let Some(samples) = load["rate_intervals"]["samples"].as_array() {
-        for s in samples {
-            if s.as_f64().unwrap_or(0.0) <= 0.0 {
-                cur += 1;
-                best = best.max(cur);
-            } else {
-                cur = 0;
-            }
-        }
-    }
-    best as f64 * interval
+    let samples = load["rate_intervals"]["samples"].as_array();
+    let zeros = samples
+        .into_iter()
+        .flat_map(|s| s.split(|v| v.as_f64().unwrap_or(0.0) > 0.0));
+    zeros.map(<[Value]>::len).max().unwrap_or(0) as f64
+        * crate::num(load, "rate_intervals.interval_s")
 }
 
 /// A load summary's p99 latency (corrected for coordinated omission), ms.
@@ -447,14 +404,15 @@ pub fn workload_errors(load: &Value, workloads: &[&str]) -> u64 {
         .sum()
 }
 
-/// Wait until `f` holds or `timeout` passes; whether it held.
-pub fn wait_for(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+/// Wait until `pids` together hold at most `max` descriptors (10 s at
+/// most); whether they came down.
+pub fn fds_down_to(pids: &[u32], max: usize) -> bool {
     let t0 = Instant::now();
     loop {
-        if f() {
+        if fds_of(pids) <= max {
             return true;
         }
-        if t0.elapsed() > timeout {
+        if t0.elapsed() > Duration::from_secs(10) {
             return false;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -484,16 +442,11 @@ pub fn fds_of(pids: &[u32]) -> usize {
 
 /// The servers a scenario measures: each model, then nginx (`None`).
 pub fn targets(env: &Env) -> Vec<Option<String>> {
-    env.models
-        .iter()
-        .cloned()
-        .map(Some)
-        .chain(std::iter::once(None))
-        .collect()
+    env.models.iter().cloned().map(Some).chain([None]).collect()
 }
 
-/// Start our `model` with the settings `ours`; when it cannot start, record
-/// why in `rep` and return `None`.
+/// Start our `model` with the settings `ours`, pinned to the server CPU;
+/// when it cannot start, record why in `rep` and return `None`.
 pub fn start_or_skip(
     env: &Env,
     site: &Site,
@@ -501,13 +454,9 @@ pub fn start_or_skip(
     model: &str,
     ours: &ServeCommand,
 ) -> Option<ServerProcess> {
-    match start_ours(env, site, model, ours) {
-        Ok(s) => Some(s),
-        Err(e) => {
-            rep.skip(model, format!("cannot start: {e:#}"));
-            None
-        }
-    }
+    start_ours(env, site, model, ours, env.cpus().0, false)
+        .map_err(|e| rep.skip(model, format!("cannot start: {e:#}")))
+        .ok()
 }
 
 /// Start a target of [`targets`]: our model with `ours` arguments, or
@@ -524,16 +473,13 @@ pub fn start_target(
 ) -> Option<(ServerProcess, &'static str, String)> {
     match target {
         Some(m) => start_or_skip(env, site, rep, m, ours).map(|s| (s, "evdispatch", m.clone())),
-        None => match start_nginx(env, site, nginx) {
-            Ok(s) => {
-                let v = s.version().to_string();
-                Some((s, "nginx", v))
-            }
-            Err(why) => {
-                rep.skip("nginx", why);
-                None
-            }
-        },
+        None => {
+            let s = start_nginx(env, site, nginx)
+                .map_err(|why| rep.skip("nginx", why))
+                .ok()?;
+            let version = s.version().to_string();
+            Some((s, "nginx", version))
+        }
     }
 }
 

@@ -29,7 +29,7 @@ use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::{json, Value};
 
 use super::{
-    load, p99_ms, start_sink, start_target, stop, targets, unstolen, wait_for, workload_errors,
+    fds_down_to, load, p99_ms, start_ours, start_target, stop, targets, unstolen, workload_errors,
     Baseline, Run, ScenarioReport, Unstolen,
 };
 use crate::site::Site;
@@ -67,29 +67,24 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
     // measurement starts once they all hold a connection.
     let warmup_s: f64 = header_s as f64 + 1.0;
     let probes = 20;
+    let header = ServeCommand {
+        header_timeout: Some(Duration::from_secs(header_s)),
+        ..ServeCommand::default()
+    };
+    // The control's second server: ours (epoll) on the load CPU at the
+    // lowest priority, a stand-in for another machine that an attack can be
+    // pointed at instead of the measured server.
     let sink = if control {
-        match start_sink(
-            env,
-            &site,
-            &ServeCommand {
-                header_timeout: Some(Duration::from_secs(header_s)),
-                ..ServeCommand::default()
-            },
-        ) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                rep.skip("control", format!("the second server cannot start: {e:#}"));
-                None
-            }
-        }
+        start_ours(env, &site, "epoll", &header, env.cpus().1, true)
+            .map_err(|e| rep.skip("control", format!("the second server cannot start: {e:#}")))
+            .ok()
     } else {
         None
     };
     for target in targets(env) {
         let ours = ServeCommand {
-            header_timeout: Some(Duration::from_secs(header_s)),
             threads: Some((slow + 2 * clients + 64) as usize),
-            ..ServeCommand::default()
+            ..header.clone()
         };
         let Some((server, name, label)) = start_target(env, &site, &mut rep, &target, &ours, |c| {
             c.max_connections = (slow + clients + 1024) as u32;
@@ -114,10 +109,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let baseline = |what: &str| -> anyhow::Result<Unstolen<Value>> {
             // The slow clients of the window before have gone (their load
             // has exited; the server lets go of their connections).
-            let pids = server.pids();
-            wait_for(Duration::from_secs(10), || {
-                super::fds_of(&pids) <= fds_idle + 8
-            });
+            fds_down_to(&server.pids(), fds_idle + 8);
             env.say(format!("{who}: {what} {base_s} s"));
             unstolen(env, &format!("{who}: {what}"), || {
                 load(env, &server, "/six.txt", &base_args)
@@ -129,7 +121,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             |what: &str, attacked: &ServerProcess, fds: usize, secs: f64, probes: usize| {
                 let pids = attacked.pids();
                 unstolen(env, &format!("{who}: {what}"), || {
-                    wait_for(Duration::from_secs(10), || super::fds_of(&pids) <= fds);
+                    fds_down_to(&pids, fds);
                     attack_round(
                         env, &server, attacked, &normal, slow, header_s, warmup_s, secs, probes,
                     )
@@ -145,8 +137,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                 ));
                 let r = attack("control", sink, 16, control_s, 0)?;
                 let r = dropped.keep_round("control", r);
-                let pids = sink.pids();
-                wait_for(Duration::from_secs(10), || super::fds_of(&pids) <= 16);
+                fds_down_to(&sink.pids(), 16);
                 dropped.keep_baseline(&mut bases, baseline("control: baseline again")?);
                 Some((r.0.normal, r.1))
             }
@@ -302,13 +293,12 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
                 cut >= (slow * rounds as u64) as f64,
             );
         }
-        env.say(format!(
-            "slowloris {name} {label}: p99 {p99_base:.2} -> {p99_attack:.2} ms (rounds {}{}; {stolen} window(s) measured again for steal), probes closed at {first:.2}..{last:.2} s: {}",
+        let what = format!(
+            "slowloris {name} {label}: p99 {p99_base:.2} -> {p99_attack:.2} ms (rounds {}{}; {stolen} window(s) measured again for steal), probes closed at {first:.2}..{last:.2} s",
             round_ratios.iter().map(|r| format!("{r:.2}")).collect::<Vec<_>>().join(" "),
             elsewhere_ratio.map_or(String::new(), |r| format!("; attack elsewhere {r:.2}")),
-            if run.pass { "pass" } else { "FAIL" }
-        ));
-        rep.runs.push(run);
+        );
+        rep.add(env, run, what);
     }
     if let Some(sink) = sink {
         stop(sink)?;

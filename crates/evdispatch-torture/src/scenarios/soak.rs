@@ -8,14 +8,13 @@
 //! file-backed (the executable's pages, mapped as code first runs).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
-use super::{fds_of, load, start_or_skip, stop, wait_for, workload_errors, Run, ScenarioReport};
+use super::{fds_down_to, fds_of, load, start_or_skip, stop, workload_errors, Run, ScenarioReport};
 use crate::site::Site;
 use crate::{num, Env, Profile};
 use evdispatch_harness::ServerProcess;
@@ -102,7 +101,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             }
         };
         // The clients have left: descriptors must come back.
-        let back = wait_for(Duration::from_secs(10), || fds_of(&pids) <= fds_before);
+        let back = fds_down_to(&pids, fds_before);
         let fds_after = fds_of(&pids);
         let stats = stop(server)?;
         let series = |f: fn(&Sample) -> u64| -> Vec<(f64, u64)> {
@@ -177,23 +176,22 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         );
         let lost = num(&soak, "requests") - num(&soak, "replies");
         run.check("requests without a reply", lost, "0", lost == 0.0);
-        env.say(format!(
-            "soak {model}: RSS {:.0} -> {:.0} KiB ({growth:+.2}%; anonymous {:.0} -> {:.0}, file-backed {:.0} -> {:.0}), fds {fds_before} -> peak {fds_peak} -> {fds_after}, {active_errors} errors: {}",
+        let what = format!(
+            "soak {model}: RSS {:.0} -> {:.0} KiB ({growth:+.2}%; anonymous {:.0} -> {:.0}, file-backed {:.0} -> {:.0}), fds {fds_before} -> peak {fds_peak} -> {fds_after}, {active_errors} errors",
             rss_start / 1024.0,
             rss_end / 1024.0,
             anon_start / 1024.0,
             anon_end / 1024.0,
             file_start / 1024.0,
             file_end / 1024.0,
-            if run.pass { "pass" } else { "FAIL" }
-        ));
-        rep.runs.push(run);
+        );
+        rep.add(env, run, what);
     }
     Ok(rep.finish())
 }
 
 /// One sample of a soaked server.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Sample {
     /// Seconds since the load started.
     t: f64,
@@ -217,36 +215,35 @@ struct Soaked {
 fn soak_one(env: &Env, server: &ServerProcess, load_args: &LoadCommand, duration: f64) -> Soaked {
     let pids = server.pids();
     let fds_before = fds_of(&pids);
-    let samples: Mutex<Vec<Sample>> = Mutex::new(Vec::new());
     let done = AtomicBool::new(false);
     let every = Duration::from_secs_f64((duration / 300.0).max(0.2));
     let t0 = Instant::now();
-    let load = std::thread::scope(|s| {
-        s.spawn(|| {
+    let (load, samples) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let mut samples = Vec::new();
             while !done.load(Ordering::Acquire) {
                 // Exact counts (/proc/PID/status): those of /proc/PID/stat
                 // move in 128 KiB steps, more than 1% of this server.
                 let kinds = evdispatch_proc::resident_sum(&pids);
                 let fds = fds_of(&pids);
-                if let Ok(mut v) = samples.lock() {
-                    v.push(Sample {
-                        t: t0.elapsed().as_secs_f64(),
-                        rss: kinds.total_bytes,
-                        anon: kinds.anon_bytes,
-                        file: kinds.file_bytes,
-                        fds,
-                    });
-                }
+                samples.push(Sample {
+                    t: t0.elapsed().as_secs_f64(),
+                    rss: kinds.total_bytes,
+                    anon: kinds.anon_bytes,
+                    file: kinds.file_bytes,
+                    fds,
+                });
                 std::thread::sleep(every);
             }
+            samples
         });
         let r = load(env, server, "/six.txt", load_args);
         done.store(true, Ordering::Release);
-        r
+        (r, sampler.join().unwrap_or_default())
     });
     Soaked {
         load,
-        samples: samples.into_inner().unwrap_or_default(),
+        samples,
         fds_before,
     }
 }
@@ -257,13 +254,7 @@ fn sample_at(samples: &[Sample], t: f64) -> Sample {
         .iter()
         .find(|s| s.t >= t)
         .copied()
-        .unwrap_or(Sample {
-            t,
-            rss: 0,
-            anon: 0,
-            file: 0,
-            fds: 0,
-        })
+        .unwrap_or_default()
 }
 
 /// Growth in percent of a sampled size, `(seconds, bytes)` points, between

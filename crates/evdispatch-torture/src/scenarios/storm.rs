@@ -28,25 +28,22 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         "storm",
         "signal-queue storm (RLIMIT_SIGPENDING 16, above the knee)",
     );
-    let models: Vec<String> = if env.models_given {
-        for m in env
-            .models
-            .iter()
-            .filter(|m| !SIGNAL_MODELS.contains(&m.as_str()))
-        {
-            rep.skip(
-                m.clone(),
-                "no signal queue: the storm applies to rtsig, rtsig-batch and hybrid",
-            );
-        }
-        env.models
-            .iter()
-            .filter(|m| SIGNAL_MODELS.contains(&m.as_str()))
-            .cloned()
-            .collect()
+    let signal: Vec<String> = SIGNAL_MODELS.iter().map(|s| s.to_string()).collect();
+    let asked = if env.models_given {
+        &env.models
     } else {
-        SIGNAL_MODELS.iter().map(|s| s.to_string()).collect()
+        &signal
     };
+    let (models, others): (Vec<String>, Vec<String>) = asked
+        .iter()
+        .cloned()
+        .partition(|m| SIGNAL_MODELS.contains(&m.as_str()));
+    for m in others {
+        rep.skip(
+            m,
+            "no signal queue: the storm applies to rtsig, rtsig-batch and hybrid",
+        );
+    }
     rep.skip("nginx", "no RT-signal mechanism (removed in nginx 1.9.13)");
     let site = Site::create()?;
     let p = env.profile;
@@ -64,38 +61,29 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
         let Some(server) = start_or_skip(env, &site, &mut rep, &model, &ours) else {
             continue;
         };
-        let knee = load(
-            env,
-            &server,
-            "/index.html",
-            &LoadCommand {
-                rate: Some(Rate::Max),
-                connections: Some(conns),
-                duration: Some(Duration::from_secs_f64(calibrate)),
-                ..LoadCommand::default()
-            },
-        )?;
+        let index = |args: LoadCommand| load(env, &server, "/index.html", &args);
+        let knee = index(LoadCommand {
+            rate: Some(Rate::Max),
+            connections: Some(conns),
+            duration: Some(Duration::from_secs_f64(calibrate)),
+            ..LoadCommand::default()
+        })?;
         let knee_rate = num(&knee, "reply_rate");
         let offered = (knee_rate * 1.25).max(100.0).round();
         env.say(format!(
             "storm {model}: knee {knee_rate:.0}/s; offering {offered:.0}/s on {conns} persistent connections for {duration} s"
         ));
-        let storm = load(
-            env,
-            &server,
-            "/index.html",
-            &LoadCommand {
-                persistent: Some(conns),
-                rate: Some(Rate::PerSecond(offered)),
-                duration: Some(Duration::from_secs_f64(duration)),
-                interval: Some(Duration::from_millis(250)),
-                // Above the knee the generator's backlog grows all run
-                // long; the drain must outlast it, or the requests in
-                // flight when it ends would count as lost.
-                timeout: Some(Duration::from_secs_f64(duration.max(10.0))),
-                ..LoadCommand::default()
-            },
-        )?;
+        let storm = index(LoadCommand {
+            persistent: Some(conns),
+            rate: Some(Rate::PerSecond(offered)),
+            duration: Some(Duration::from_secs_f64(duration)),
+            interval: Some(Duration::from_millis(250)),
+            // Above the knee the generator's backlog grows all run long;
+            // the drain must outlast it, or the requests in flight when it
+            // ends would count as lost.
+            timeout: Some(Duration::from_secs_f64(duration.max(10.0))),
+            ..LoadCommand::default()
+        })?;
         let stats = stop(server)?;
         let mut run = Run::new("evdispatch", &model);
         let requests = num(&storm, "requests");
@@ -167,11 +155,10 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "recoveries = overflows",
             recoveries == overflows,
         );
-        env.say(format!(
-            "storm {model}: {requests:.0} requests, {lost:.0} lost, {errors:.0} errors, gap {gap:.2} s, {overflows:.0} overflows / {recoveries:.0} recoveries: {}",
-            if run.pass { "pass" } else { "FAIL" }
-        ));
-        rep.runs.push(run);
+        let what = format!(
+            "storm {model}: {requests:.0} requests, {lost:.0} lost, {errors:.0} errors, gap {gap:.2} s, {overflows:.0} overflows / {recoveries:.0} recoveries"
+        );
+        rep.add(env, run, what);
     }
     Ok(rep.finish())
 }
