@@ -110,8 +110,9 @@ pub enum Feed {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum State {
+    #[default]
     Head,
     Body(u64),
     ChunkSize,
@@ -122,7 +123,7 @@ enum State {
 }
 
 /// Incremental parser for one response at a time (reset by completing one).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ResponseParser {
     state: State,
     /// Bytes of a head or chunk line split across reads.
@@ -131,18 +132,6 @@ pub struct ResponseParser {
     close: bool,
     /// The request was `HEAD`: the reply has no body.
     no_body: bool,
-}
-
-impl Default for ResponseParser {
-    fn default() -> Self {
-        ResponseParser {
-            state: State::Head,
-            pending: Vec::new(),
-            status: 0,
-            close: false,
-            no_body: false,
-        }
-    }
 }
 
 struct Head {
@@ -240,11 +229,6 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
 }
 
 impl ResponseParser {
-    /// True when no byte of a response has been seen yet.
-    pub fn is_idle(&self) -> bool {
-        self.state == State::Head && self.pending.is_empty()
-    }
-
     /// Say whether the next response answers a `HEAD` request (no body).
     #[inline]
     pub fn expect_no_body(&mut self, head: bool) {
