@@ -1,7 +1,7 @@
 //! The run's results: [`Summary`] (the `--json` contract) and the
 //! httperf-like human summary.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
@@ -325,17 +325,12 @@ impl Summary {
                 && c.conn_established
                     == c.conn_closed_by_client + c.conn_closed_by_server + c.conn_open_at_end,
         };
-        let cores = {
-            let allowed = if config.cpus.is_empty() {
-                evdispatch_proc::available_cpus()
-            } else {
-                let mut v = config.cpus.clone();
-                v.sort_unstable();
-                v.dedup();
-                v.len()
-            };
-            allowed.min(config.procs as usize).max(1) as u32
+        let allowed = if config.cpus.is_empty() {
+            evdispatch_proc::available_cpus()
+        } else {
+            config.cpus.iter().collect::<BTreeSet<_>>().len()
         };
+        let cores = allowed.min(config.procs as usize).max(1) as u32;
         let generator_cpu_pct: f64 = m.cpu_pct.iter().sum();
         let saturated =
             m.cpu_pct.iter().any(|&p| p > 85.0) || generator_cpu_pct > 85.0 * cores as f64;
@@ -582,21 +577,14 @@ impl Summary {
                 self.reopens_in_window, self.reopen_rate, self.reopens, self.reconnects
             );
         }
-        let l = &self.connect_us;
-        let _ = writeln!(
-            o,
-            "Connect time [ms]: min {:.3} avg {:.3} p99 {:.3} max {:.3} ({} in the window)",
-            ms(l.min),
-            l.mean / 1000.0,
-            ms(l.p99),
-            ms(l.max),
-            l.count
-        );
-        if c.tls.is_some() {
-            let l = &self.tls_handshake_us;
+        let tls = c
+            .tls
+            .is_some()
+            .then_some(("TLS handshake", &self.tls_handshake_us));
+        for (what, l) in std::iter::once(("Connect time", &self.connect_us)).chain(tls) {
             let _ = writeln!(
                 o,
-                "TLS handshake [ms]: min {:.3} avg {:.3} p99 {:.3} max {:.3} ({} in the window)",
+                "{what} [ms]: min {:.3} avg {:.3} p99 {:.3} max {:.3} ({} in the window)",
                 ms(l.min),
                 l.mean / 1000.0,
                 ms(l.p99),

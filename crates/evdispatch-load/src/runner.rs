@@ -93,50 +93,41 @@ pub enum WorkerMsg {
     Error(String),
 }
 
-/// Samples the server's CPU over the measured window, from a thread.
-struct ServerSampler {
-    handle: Option<thread::JoinHandle<Option<ServerCpu>>>,
-}
-
-impl ServerSampler {
-    fn start(pids: &[u32], t0: Instant, warmup: Duration, duration: Duration) -> ServerSampler {
-        if pids.is_empty() {
-            return ServerSampler { handle: None };
-        }
-        let pids = pids.to_vec();
-        let handle = thread::spawn(move || {
-            sleep_until(t0 + warmup);
-            let all = evdispatch_proc::with_children(&pids);
-            let meters: Vec<_> = all
-                .iter()
-                .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
-                .collect();
-            let t_start = Instant::now();
-            sleep_until(t0 + warmup + duration);
-            let wall = t_start.elapsed().as_secs_f64();
-            let cpu_s: f64 = meters
-                .iter()
-                .filter_map(|m| m.read().ok())
-                .map(|u| u.cpu_s)
-                .sum();
-            Some(ServerCpu {
-                pids: all,
-                cpu_s,
-                pct: if wall > 0.0 {
-                    cpu_s / wall * 100.0
-                } else {
-                    0.0
-                },
-            })
-        });
-        ServerSampler {
-            handle: Some(handle),
-        }
+/// Sample the server's CPU over the measured window of a run of `cfg` that
+/// started at `t0`, from a thread (none without `--server-pid`).
+fn sample_server(cfg: &Config, t0: Instant) -> Option<thread::JoinHandle<ServerCpu>> {
+    if cfg.server_pids.is_empty() {
+        return None;
     }
-
-    fn finish(self) -> Option<ServerCpu> {
-        self.handle.and_then(|h| h.join().ok().flatten())
-    }
+    let pids = cfg.server_pids.clone();
+    let from = t0 + Duration::from_secs_f64(cfg.warmup_s);
+    let to = from + Duration::from_secs_f64(cfg.duration_s);
+    Some(thread::spawn(move || {
+        sleep_until(from);
+        let all = evdispatch_proc::with_children(&pids);
+        let meters: Vec<_> = all
+            .iter()
+            .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
+            .collect();
+        let t_start = Instant::now();
+        sleep_until(to);
+        let wall = t_start.elapsed().as_secs_f64();
+        let cpu_s: f64 = meters
+            .iter()
+            .filter_map(|m| m.read().ok())
+            .map(|u| u.cpu_s)
+            .sum();
+        let pct = if wall > 0.0 {
+            cpu_s / wall * 100.0
+        } else {
+            0.0
+        };
+        ServerCpu {
+            pids: all,
+            cpu_s,
+            pct,
+        }
+    }))
 }
 
 fn sleep_until(t: Instant) {
@@ -185,7 +176,7 @@ impl ProgressLine {
 
 struct InProcess<'a> {
     line: &'a ProgressLine,
-    sampler: Option<ServerSampler>,
+    sampler: Option<thread::JoinHandle<ServerCpu>>,
     cfg: &'a Config,
     intervals: Intervals,
     error: Option<anyhow::Error>,
@@ -193,12 +184,7 @@ struct InProcess<'a> {
 
 impl Hooks for InProcess<'_> {
     fn go(&mut self, t0: Instant) {
-        self.sampler = Some(ServerSampler::start(
-            &self.cfg.server_pids,
-            t0,
-            Duration::from_secs_f64(self.cfg.warmup_s),
-            Duration::from_secs_f64(self.cfg.duration_s),
-        ));
+        self.sampler = sample_server(self.cfg, t0);
         self.intervals.go(self.cfg.warmup_s);
     }
     fn progress(&mut self, p: &Progress) {
@@ -228,7 +214,7 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
             None => Start::Now,
         };
         let report = run_worker(cfg.worker_spec(0), start, &mut hooks);
-        let server = hooks.sampler.take().and_then(|s| s.finish());
+        let server = hooks.sampler.take().and_then(|h| h.join().ok());
         if let Some(e) = hooks.error.take() {
             return Err(e);
         }
@@ -249,6 +235,7 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
 }
 
 /// Worker children, killed if the parent gives up on them.
+#[derive(Default)]
 struct Workers {
     children: Vec<Child>,
     stdins: Vec<ChildStdin>,
@@ -277,10 +264,7 @@ fn run_processes(
             .context("cannot find this program's executable to start workers")?,
     };
     let (tx, rx) = mpsc::channel::<(usize, anyhow::Result<WorkerMsg>)>();
-    let mut workers = Workers {
-        children: Vec::new(),
-        stdins: Vec::new(),
-    };
+    let mut workers = Workers::default();
     for i in 0..cfg.procs {
         let mut child = Command::new(&exe)
             .args(["load", "--worker"])
@@ -364,12 +348,7 @@ fn run_processes(
                             .and_then(|_| s.flush())
                             .context("cannot start a worker")?;
                     }
-                    sampler = Some(ServerSampler::start(
-                        &cfg.server_pids,
-                        Instant::now(),
-                        Duration::from_secs_f64(cfg.warmup_s),
-                        Duration::from_secs_f64(cfg.duration_s),
-                    ));
+                    sampler = sample_server(cfg, Instant::now());
                     intervals.go(cfg.warmup_s);
                 }
             }
@@ -386,7 +365,7 @@ fn run_processes(
         }
     }
     intervals.finish();
-    let server = sampler.and_then(|s| s.finish());
+    let server = sampler.and_then(|h| h.join().ok());
     drop(workers);
     Ok((reports.into_iter().flatten().collect(), server))
 }

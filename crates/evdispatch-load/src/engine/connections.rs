@@ -257,11 +257,9 @@ impl Engine<'_> {
                 // interval, as independent clients would: started together,
                 // thousands of them would otherwise send in one burst per
                 // interval, an artefact of one generator driving them all.
-                let gen = c.gen;
                 let phase = (slot as f64 * 0.618_033_988_749_895).fract();
                 let at = now + Duration::from_secs_f64(phase * self.spec.config.slow_interval_s);
-                self.timers
-                    .push(Reverse((at, Timer::SlowStep { slot, gen })));
+                self.set_timer(at, Timer::SlowStep, slot);
                 self.set_interest(slot, Interest::READABLE);
             }
         }
@@ -366,9 +364,7 @@ impl Engine<'_> {
                 c.gen = c.gen.wrapping_add(1);
                 if connect_failed || self.phase == Phase::Drain {
                     c.st = St::Backoff;
-                    let gen = c.gen;
-                    self.timers
-                        .push(Reverse((now + RETRY, Timer::Retry { slot, gen })));
+                    self.set_timer(now + RETRY, Timer::Retry, slot);
                 } else {
                     self.connect(slot, now);
                 }

@@ -130,13 +130,9 @@ impl Engine<'_> {
                 self.set_interest(slot, Interest::BOTH);
             }
         } else {
-            let gen = c.gen;
             let at = now + Duration::from_secs_f64(self.spec.config.slow_interval_s);
-            self.timers
-                .push(Reverse((at, Timer::SlowStep { slot, gen })));
-            if c.interest != Some(Interest::READABLE) {
-                self.set_interest(slot, Interest::READABLE);
-            }
+            self.set_timer(at, Timer::SlowStep, slot);
+            self.set_interest(slot, Interest::READABLE);
         }
     }
 
@@ -167,15 +163,7 @@ impl Engine<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let now = Instant::now();
-                    let c = &self.slab[slot];
-                    if matches!(c.st, St::Holding | St::Waiting) {
-                        // A reset of a connection with nothing outstanding is
-                        // the server closing it.
-                        self.server_closed_quietly(slot, now);
-                    } else {
-                        self.fail(slot, Cause::of(&e), now);
-                    }
+                    self.read_failed(slot, &e, Instant::now());
                     break;
                 }
             }
@@ -213,12 +201,7 @@ impl Engine<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => drained = true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    let now = Instant::now();
-                    if matches!(c.st, St::Holding | St::Waiting) {
-                        self.server_closed_quietly(slot, now);
-                    } else {
-                        self.fail(slot, Cause::of(&e), now);
-                    }
+                    self.read_failed(slot, &e, Instant::now());
                     break;
                 }
             }
@@ -341,6 +324,16 @@ impl Engine<'_> {
                 self.fail(slot, Cause::Tls, now)
             }
             _ => self.server_closed_quietly(slot, now),
+        }
+    }
+
+    /// A read failed: a reset of a connection with nothing outstanding is
+    /// the server closing it.
+    pub(super) fn read_failed(&mut self, slot: usize, e: &io::Error, now: Instant) {
+        if matches!(self.slab[slot].st, St::Holding | St::Waiting) {
+            self.server_closed_quietly(slot, now);
+        } else {
+            self.fail(slot, Cause::of(e), now);
         }
     }
 

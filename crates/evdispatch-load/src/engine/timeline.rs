@@ -10,37 +10,37 @@ impl Engine<'_> {
         i.min(self.n_intervals - 1)
     }
 
+    /// Arm a timer for the connection of `slot` as it is now.
+    pub(super) fn set_timer(&mut self, at: Instant, what: Timer, slot: usize) {
+        let gen = self.slab[slot].gen;
+        self.timers.push(Reverse((at, what, slot, gen)));
+    }
+
     pub(super) fn fire_timers(&mut self, now: Instant) {
-        while let Some(Reverse((at, t))) = self.timers.peek().copied() {
+        while let Some(Reverse((at, what, slot, gen))) = self.timers.peek().copied() {
             if at > now {
                 break;
             }
             self.timers.pop();
-            match t {
-                Timer::SlowStep { slot, gen } => {
-                    let c = &self.slab[slot];
-                    if c.gen == gen && c.st == St::Dribbling {
-                        self.slow_step(slot, now);
+            let c = &self.slab[slot];
+            if c.gen != gen {
+                continue;
+            }
+            match what {
+                Timer::SlowStep if c.st == St::Dribbling => self.slow_step(slot, now),
+                Timer::Think if c.st == St::Waiting && self.phase == Phase::Run => {
+                    if c.sock.is_none() {
+                        // The server closed it during the think time.
+                        self.session_reconnect(slot, now);
+                    } else {
+                        let m = self.in_window(now);
+                        self.start_request(slot, now, m, now);
                     }
                 }
-                Timer::Think { slot, gen } => {
-                    let c = &self.slab[slot];
-                    if c.gen == gen && c.st == St::Waiting && self.phase == Phase::Run {
-                        if c.sock.is_none() {
-                            // The server closed it during the think time.
-                            self.session_reconnect(slot, now);
-                        } else {
-                            let m = self.in_window(now);
-                            self.start_request(slot, now, m, now);
-                        }
-                    }
+                Timer::Retry if c.st == St::Backoff && self.phase != Phase::Drain => {
+                    self.connect(slot, now)
                 }
-                Timer::Retry { slot, gen } => {
-                    let c = &self.slab[slot];
-                    if c.gen == gen && c.st == St::Backoff && self.phase != Phase::Drain {
-                        self.connect(slot, now);
-                    }
-                }
+                _ => {}
             }
         }
     }
