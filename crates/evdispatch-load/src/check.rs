@@ -25,6 +25,7 @@ use anyhow::anyhow;
 use crate::config::{Config, Rate};
 use crate::report::{fmt_us, CheckResult, Summary};
 
+/// A latency histogram, in the order [`Summary::decode_histograms`] gives them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Which {
     Corrected,
@@ -202,12 +203,7 @@ impl Check {
         let mut samples = true;
         let measured = match self.metric {
             Metric::Latency(which, stat) => {
-                let [c, u, k] = s.decode_histograms()?;
-                let h = match which {
-                    Which::Corrected => c,
-                    Which::Uncorrected => u,
-                    Which::Connect => k,
-                };
+                let h = &s.decode_histograms()?[which as usize];
                 samples = !h.is_empty();
                 match stat {
                     _ if h.is_empty() => 0.0,
@@ -375,7 +371,7 @@ mod tests {
         let c = cfg("200");
         let mut r = crate::record::Recorder::default();
         for v in 1..=1000u64 {
-            r.latency.record(v).unwrap();
+            r.histograms.latency.record(v).unwrap();
         }
         r.counts.replies = 1000;
         r.counts.replies_in_window = 1000;

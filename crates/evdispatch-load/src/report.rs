@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Rate};
-use crate::record::Merged;
+use crate::record::{encode, new_histogram, Merged};
 
 /// Version of the JSON layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "evdispatch-load/1";
@@ -89,19 +89,51 @@ pub fn fmt_us(us: f64) -> String {
     }
 }
 
-/// The histograms of the run, each in HdrHistogram's V2 serialization,
-/// base64 (what `evdispatch load merge` adds up).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Histograms {
+/// The histograms of the run: those a worker records and the parent
+/// merges, and in the `--json` output each in HdrHistogram's V2
+/// serialization, base64 (what `evdispatch load merge` adds up).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Histograms<H = String> {
     /// Corrected latency, µs.
-    pub latency: String,
+    pub latency: H,
     /// Uncorrected latency, µs.
-    pub latency_uncorrected: String,
+    pub latency_uncorrected: H,
     /// Connect time, µs.
-    pub connect: String,
+    pub connect: H,
     /// TLS handshake time, µs (empty in outputs of versions without TLS).
     #[serde(default)]
-    pub tls_handshake: String,
+    pub tls_handshake: H,
+}
+
+impl<H> Histograms<H> {
+    /// `f` of each histogram.
+    pub fn map<T>(&self, mut f: impl FnMut(&H) -> T) -> Histograms<T> {
+        Histograms {
+            latency: f(&self.latency),
+            latency_uncorrected: f(&self.latency_uncorrected),
+            connect: f(&self.connect),
+            tls_handshake: f(&self.tls_handshake),
+        }
+    }
+}
+
+/// Four empty histograms ([`crate::record::new_histogram`]).
+impl Default for Histograms<Histogram<u64>> {
+    fn default() -> Self {
+        Histograms {
+            latency: new_histogram(),
+            latency_uncorrected: new_histogram(),
+            connect: new_histogram(),
+            tls_handshake: new_histogram(),
+        }
+    }
+}
+
+/// Four empty strings (no histograms).
+impl Default for Histograms {
+    fn default() -> Self {
+        Histograms::<Histogram<u64>>::default().map(|_| String::new())
+    }
 }
 
 /// One `--fail-if` threshold, checked after the run.
@@ -300,17 +332,9 @@ impl Summary {
             config.duration_s
         };
         let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
-        let histograms = Histograms {
-            latency: crate::record::encode(&m.latency).unwrap_or_default(),
-            latency_uncorrected: crate::record::encode(&m.latency_uncorrected).unwrap_or_default(),
-            connect: crate::record::encode(&m.connect).unwrap_or_default(),
-            tls_handshake: crate::record::encode(&m.tls_handshake).unwrap_or_default(),
-        };
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
-            for (k, v) in causes {
-                *errors.entry(k.clone()).or_default() += v;
-            }
+            crate::record::add_counts(&mut errors, causes);
         }
         let errors_total = errors.values().sum();
         let connections = Connections {
@@ -366,10 +390,10 @@ impl Summary {
             replies_in_window: c.replies_in_window,
             reply_rate: per_s(c.replies_in_window),
             rate_intervals: rate_intervals(&m.interval_replies, config.interval_s),
-            latency_us: Latency::of(&m.latency),
-            latency_uncorrected_us: Latency::of(&m.latency_uncorrected),
-            connect_us: Latency::of(&m.connect),
-            tls_handshake_us: Latency::of(&m.tls_handshake),
+            latency_us: Latency::of(&m.histograms.latency),
+            latency_uncorrected_us: Latency::of(&m.histograms.latency_uncorrected),
+            connect_us: Latency::of(&m.histograms.connect),
+            tls_handshake_us: Latency::of(&m.histograms.tls_handshake),
             missed_slots: c.missed_slots,
             unsent_at_end: c.unsent_at_end,
             errors,
@@ -401,7 +425,7 @@ impl Summary {
             } else {
                 0.0
             },
-            histograms,
+            histograms: m.histograms.map(|h| encode(h).unwrap_or_default()),
             checks: Vec::new(),
         }
     }

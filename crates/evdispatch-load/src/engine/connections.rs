@@ -163,7 +163,11 @@ impl Engine<'_> {
         c.established = true;
         c.deadline = None;
         if in_window {
-            let _ = self.rec.connect.record(elapsed_us(c.t_connect, now).max(1));
+            let _ = self
+                .rec
+                .histograms
+                .connect
+                .record(elapsed_us(c.t_connect, now).max(1));
         }
         if let Some(client) = &self.tls {
             // The handshake counts as part of connecting (the connect burst
@@ -190,6 +194,7 @@ impl Engine<'_> {
         if in_window {
             let _ = self
                 .rec
+                .histograms
                 .tls_handshake
                 .record(elapsed_us(c.t_tcp, now).max(1));
         }

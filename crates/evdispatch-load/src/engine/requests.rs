@@ -375,8 +375,8 @@ impl Engine<'_> {
             self.rec.counts.replies += 1;
             let corrected = elapsed_us(c.intended, now).clamp(1, crate::record::MAX_US);
             let uncorrected = elapsed_us(c.sent, now).clamp(1, crate::record::MAX_US);
-            let _ = self.rec.latency.record(corrected);
-            let _ = self.rec.latency_uncorrected.record(uncorrected);
+            let _ = self.rec.histograms.latency.record(corrected);
+            let _ = self.rec.histograms.latency_uncorrected.record(uncorrected);
             if in_window {
                 let _ = self.iv_latency.record(corrected);
                 let _ = self.iv_latency_uncorrected.record(uncorrected);
@@ -395,12 +395,13 @@ impl Engine<'_> {
         if close {
             // The server announced it closes the connection.
             self.rec.counts.conn_closed_by_server += 1;
-            if matches!(role, Role::Persistent | Role::Closed | Role::Idle) {
-                self.rec.counts.reconnects += u64::from(role != Role::Idle);
-                if role == Role::Idle {
+            match role {
+                Role::Persistent | Role::Closed => self.rec.counts.reconnects += 1,
+                Role::Idle => {
                     self.idle_settled(slot);
                     self.rec.counts.reopens += 1;
                 }
+                _ => {}
             }
             if role == Role::Session {
                 // As httperf: a server may close between the calls of a
@@ -413,26 +414,22 @@ impl Engine<'_> {
             return self.after_loss(slot, now, false);
         }
         match role {
-            Role::Session => {
-                let next = self.session_next(slot);
-                if let Some(think) = next {
-                    match think {
-                        Some(t) if !t.is_zero() => {
-                            self.think(slot, now + t);
-                            self.set_interest(slot, Interest::READABLE);
-                        }
-                        _ => {
-                            let m = self.in_window(now);
-                            self.start_request(slot, now, m, now);
-                        }
-                    }
-                } else {
+            Role::Session => match self.session_next(slot) {
+                Some(Some(think)) if !think.is_zero() => {
+                    self.think(slot, now + think);
+                    self.set_interest(slot, Interest::READABLE);
+                }
+                Some(_) => {
+                    let m = self.in_window(now);
+                    self.start_request(slot, now, m, now);
+                }
+                None => {
                     self.rec.counts.conn_closed_by_client += 1;
                     self.close(slot, now);
                     self.free.push(slot);
                     self.session_over(now);
                 }
-            }
+            },
             Role::Persistent => {
                 if let Some((t, m)) = c.queue.pop_front() {
                     self.start_request(slot, t, m, now);
