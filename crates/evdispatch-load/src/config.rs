@@ -322,11 +322,7 @@ impl Config {
                 );
             }
         }
-        let (target, host, path) = (
-            resolved.addresses[0],
-            resolved.host_header.clone(),
-            resolved.path.clone(),
-        );
+        let target = resolved.addresses[0];
         target::check_method(&a.net.method)?;
         let wsesslog = a
             .net
@@ -450,9 +446,6 @@ impl Config {
         }
         let slow_interval_s = parse_secs("--slow-interval", &a.slow_interval)?;
         let slow_ramp_s = parse_secs("--slow-ramp", &a.slow_ramp)?;
-        if slow_ramp_s < 0.0 {
-            bail!("--slow-ramp must not be negative");
-        }
         if a.slow_bytes == 0 {
             bail!("--slow-bytes must be at least 1");
         }
@@ -528,8 +521,8 @@ impl Config {
             body,
             urls,
             wsesslog,
-            host,
-            path,
+            host: resolved.host_header,
+            path: resolved.path,
             rate,
             arrival: a.arrival,
             duration_s,
@@ -625,20 +618,13 @@ impl Config {
     pub fn worker_spec(&self, index: u32) -> WorkerSpec {
         let p = self.procs;
         let persistent = share(self.persistent, p, index);
-        let (session_rate, persistent_rate) = match self.rate {
+        let (session_rate, persistent_rate, phase_s) = match self.rate {
             Some(Rate::PerSecond(v)) => (
                 v / p as f64,
-                if self.persistent > 0 {
-                    v * persistent as f64 / self.persistent as f64
-                } else {
-                    0.0
-                },
+                v * persistent as f64 / self.persistent.max(1) as f64,
+                index as f64 / v,
             ),
-            _ => (0.0, 0.0),
-        };
-        let phase_s = match self.rate {
-            Some(Rate::PerSecond(v)) => index as f64 / v,
-            _ => 0.0,
+            _ => (0.0, 0.0, 0.0),
         };
         WorkerSpec {
             payload: Payload {

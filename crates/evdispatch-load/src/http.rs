@@ -2,7 +2,7 @@
 //! incremental response parser (headers by `httparse`, bodies delimited by
 //! `Content-Length`, chunked encoding or the end of the connection).
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 /// Largest response head accepted; a longer one is a malformed response.
 const MAX_HEAD: usize = 64 * 1024;
@@ -46,21 +46,15 @@ pub fn build_request(
         }
     }
     let mut r = format!("{method} {path} HTTP/1.1\r\n");
-    for (name, value) in &list {
-        if value.is_empty() {
-            continue;
-        }
-        r.push_str(name);
-        r.push_str(": ");
-        r.push_str(value);
-        r.push_str("\r\n");
+    for (name, value) in list.iter().filter(|(_, v)| !v.is_empty()) {
+        let _ = write!(r, "{name}: {value}\r\n");
     }
     if let Some(b) = body {
         if !list
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
         {
-            r.push_str(&format!("Content-Length: {}\r\n", b.len()));
+            let _ = write!(r, "Content-Length: {}\r\n", b.len());
         }
     }
     r.push_str("\r\n");

@@ -151,29 +151,17 @@ struct Head {
 }
 
 impl Head {
-    /// The field names, in order: the first `--csv` columns.
-    const NAMES: [&'static str; 8] = [
-        "interval",
-        "start_s",
-        "end_s",
-        "time_unix_s",
-        "requests",
-        "replies",
-        "errors",
-        "reply_rate",
-    ];
-
-    /// The fields' values, in the order of [`Head::NAMES`].
-    fn cells(&self) -> [String; 8] {
+    /// The `--csv` columns: the fields' names and values, in order.
+    fn cells(&self) -> [(&'static str, String); 8] {
         [
-            self.interval.to_string(),
-            self.start_s.to_string(),
-            self.end_s.to_string(),
-            format!("{:.6}", self.time_unix_s),
-            self.requests.to_string(),
-            self.replies.to_string(),
-            self.errors.to_string(),
-            self.reply_rate.to_string(),
+            ("interval", self.interval.to_string()),
+            ("start_s", self.start_s.to_string()),
+            ("end_s", self.end_s.to_string()),
+            ("time_unix_s", format!("{:.6}", self.time_unix_s)),
+            ("requests", self.requests.to_string()),
+            ("replies", self.replies.to_string()),
+            ("errors", self.errors.to_string()),
+            ("reply_rate", self.reply_rate.to_string()),
         ]
     }
 }
@@ -376,19 +364,19 @@ fn write_csv(
     headed: &mut bool,
     iv: &Interval,
 ) -> anyhow::Result<()> {
+    let cells = iv.head().cells();
     if !*headed {
         *headed = true;
-        let names = Head::NAMES.iter().map(|p| p.to_string());
+        let names = cells.iter().map(|(n, _)| n.to_string());
         let pct = CSV_PERCENTILES.iter().map(|p| p.to_string());
         let upct = CSV_PERCENTILES.iter().map(|p| format!("uncorrected_{p}"));
         w.write_record(names.chain(pct).chain(upct))?;
     }
-    let cells = iv.head().cells().into_iter();
     let q = quantiles(&iv.latency)
         .into_iter()
         .chain(quantiles(&iv.latency_uncorrected))
         .map(|v| v.to_string());
-    w.write_record(cells.chain(q))?;
+    w.write_record(cells.into_iter().map(|(_, v)| v).chain(q))?;
     w.flush()?;
     Ok(())
 }

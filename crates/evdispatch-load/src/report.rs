@@ -471,10 +471,9 @@ impl Summary {
                 let _ = writeln!(o, "{:>7.3}%{:>10}", p.percentile, fmt_us(p.us as f64));
             }
             if let Some(h) = hists.as_ref().map(|h| &h[i]).filter(|h| !h.is_empty()) {
-                let _ = writeln!(o, "\n  Detailed Percentile spectrum:");
                 let _ = writeln!(
                     o,
-                    "{:>12} {:>12} {:>12} {:>16}\n",
+                    "\n  Detailed Percentile spectrum:\n{:>12} {:>12} {:>12} {:>16}\n",
                     "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
                 );
                 for v in h.iter_quantiles(5) {
@@ -495,19 +494,13 @@ impl Summary {
                 }
                 let _ = writeln!(
                     o,
-                    "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]",
+                    "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]\n\
+                     #[Max     = {:>12.3}, Total count    = {:>12}]\n\
+                     #[Buckets = {:>12}, SubBuckets     = {:>12}]",
                     h.mean() / 1000.0,
-                    h.stdev() / 1000.0
-                );
-                let _ = writeln!(
-                    o,
-                    "#[Max     = {:>12.3}, Total count    = {:>12}]",
+                    h.stdev() / 1000.0,
                     h.max() as f64 / 1000.0,
-                    h.len()
-                );
-                let _ = writeln!(
-                    o,
-                    "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
+                    h.len(),
                     h.buckets(),
                     // counts = (buckets + 1) × half the sub-buckets
                     2 * h.distinct_values() / (h.buckets() as usize + 1)

@@ -144,13 +144,10 @@ impl Engine<'_> {
 
     pub(super) fn on_connected(&mut self, slot: usize) {
         let now = Instant::now();
-        let err = {
-            let c = &self.slab[slot];
-            match c.sock.as_ref().map(|s| s.take_error()) {
-                Some(Ok(None)) => None,
-                Some(Ok(Some(e))) | Some(Err(e)) => Some(e),
-                None => Some(io::Error::other("no socket")),
-            }
+        let err = match self.slab[slot].sock.as_ref().map(|s| s.take_error()) {
+            Some(Ok(None)) => None,
+            Some(Ok(Some(e))) | Some(Err(e)) => Some(e),
+            None => Some(io::Error::other("no socket")),
         };
         self.connecting -= 1;
         if let Some(e) = err {

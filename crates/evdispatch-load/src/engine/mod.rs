@@ -510,7 +510,7 @@ impl<'h> Engine<'h> {
         }
         let setup_limit = Duration::from_secs(30)
             + Duration::from_secs_f64(self.spec.config.slow_ramp_s)
-            + Duration::from_millis(self.long_lived_total() / 2)
+            + Duration::from_millis(self.to_open.iter().map(|(_, n)| n).sum::<u64>() / 2)
             + self.timeout;
         loop {
             let now = Instant::now();
@@ -777,10 +777,6 @@ impl<'h> Engine<'h> {
         }
         self.events = events;
         Ok(())
-    }
-
-    fn long_lived_total(&self) -> u64 {
-        self.to_open.iter().map(|(_, n)| n).sum()
     }
 
     fn outstanding(&self, c: &Conn) -> bool {
