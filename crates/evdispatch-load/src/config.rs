@@ -72,17 +72,6 @@ pub enum IoEngine {
     Readiness,
 }
 
-impl IoEngine {
-    /// The name `--engine` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            IoEngine::Auto => "auto",
-            IoEngine::Uring => "uring",
-            IoEngine::Readiness => "readiness",
-        }
-    }
-}
-
 /// The whole configuration of a run, as reported in the JSON output
 /// (`config`).
 #[derive(Debug, Clone, Serialize, Deserialize)]

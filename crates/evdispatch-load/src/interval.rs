@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::mpsc::Sender;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, Context};
@@ -187,29 +188,39 @@ pub fn from_unix_s(s: f64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs_f64(s.max(0.0))
 }
 
-/// Sums the workers' reports of each interval; an interval is complete
-/// when every worker has sent it (each sends them in order, so they
-/// complete in order).
+/// Sums the workers' reports of each interval and sends each on as it
+/// completes: when every worker has sent it (each sends them in order, so
+/// they complete in order).
 #[derive(Debug)]
 pub struct IntervalJoin {
     workers: usize,
-    window_start: SystemTime,
+    tx: Option<Sender<Interval>>,
+    /// Wall-clock start of the window (None: not started, or finished).
+    window_start: Option<SystemTime>,
     partial: BTreeMap<u32, (usize, Interval)>,
 }
 
 impl IntervalJoin {
-    /// A join over `workers` workers whose window started at `window_start`.
-    pub fn new(workers: usize, window_start: SystemTime) -> IntervalJoin {
+    /// A join over `workers` workers that sends the sums on `tx`.
+    pub fn new(tx: Option<Sender<Interval>>, workers: usize) -> IntervalJoin {
         IntervalJoin {
             workers,
-            window_start,
+            tx,
+            window_start: None,
             partial: BTreeMap::new(),
         }
     }
 
-    /// Add one worker's report; the sum when it was the last one missing.
-    pub fn add(&mut self, r: &IntervalReport) -> anyhow::Result<Option<Interval>> {
-        let ws = self.window_start;
+    /// The run starts now: its window starts after the warm-up.
+    pub fn go(&mut self, warmup_s: f64) {
+        self.window_start = Some(SystemTime::now() + Duration::from_secs_f64(warmup_s));
+    }
+
+    /// Add one worker's report; send the sum when it was the last one missing.
+    pub fn add(&mut self, r: &IntervalReport) -> anyhow::Result<()> {
+        let (Some(ws), Some(tx)) = (self.window_start, &self.tx) else {
+            return Ok(());
+        };
         let (n, iv) = self
             .partial
             .entry(r.index)
@@ -217,14 +228,22 @@ impl IntervalJoin {
         iv.add(r)?;
         *n += 1;
         if *n < self.workers {
-            return Ok(None);
+            return Ok(());
         }
-        Ok(self.partial.remove(&r.index).map(|(_, iv)| iv))
+        if let Some((_, iv)) = self.partial.remove(&r.index) {
+            let _ = tx.send(iv);
+        }
+        Ok(())
     }
 
-    /// The intervals not every worker sent (a worker stopped early), in order.
-    pub fn rest(self) -> Vec<Interval> {
-        self.partial.into_values().map(|(_, iv)| iv).collect()
+    /// Send on, in order, the intervals not every worker sent (a worker
+    /// stopped early); add nothing after.
+    pub fn finish(&mut self) {
+        if let (Some(_), Some(tx)) = (self.window_start.take(), &self.tx) {
+            for (_, iv) in std::mem::take(&mut self.partial).into_values() {
+                let _ = tx.send(iv);
+            }
+        }
     }
 }
 

@@ -35,48 +35,6 @@ pub struct RunOptions {
     pub intervals: Option<mpsc::Sender<Interval>>,
 }
 
-/// Sums the workers' intervals and passes each complete one on.
-struct Intervals {
-    join: Option<IntervalJoin>,
-    tx: Option<mpsc::Sender<Interval>>,
-    workers: usize,
-}
-
-impl Intervals {
-    fn new(tx: Option<mpsc::Sender<Interval>>, workers: usize) -> Intervals {
-        Intervals {
-            join: None,
-            tx,
-            workers,
-        }
-    }
-
-    /// The run starts now: its window starts after the warm-up.
-    fn go(&mut self, warmup_s: f64) {
-        let start = SystemTime::now() + Duration::from_secs_f64(warmup_s);
-        self.join = Some(IntervalJoin::new(self.workers, start));
-    }
-
-    fn add(&mut self, r: &IntervalReport) -> anyhow::Result<()> {
-        let (Some(join), Some(tx)) = (&mut self.join, &self.tx) else {
-            return Ok(());
-        };
-        if let Some(iv) = join.add(r)? {
-            let _ = tx.send(iv);
-        }
-        Ok(())
-    }
-
-    /// Pass on what some workers did not finish (a worker stopped early).
-    fn finish(&mut self) {
-        if let (Some(join), Some(tx)) = (self.join.take(), &self.tx) {
-            for iv in join.rest() {
-                let _ = tx.send(iv);
-            }
-        }
-    }
-}
-
 /// A line from a worker process.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -178,7 +136,7 @@ struct InProcess<'a> {
     line: &'a ProgressLine,
     sampler: Option<thread::JoinHandle<ServerCpu>>,
     cfg: &'a Config,
-    intervals: Intervals,
+    intervals: IntervalJoin,
     error: Option<anyhow::Error>,
 }
 
@@ -206,7 +164,7 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
             line: &line,
             sampler: None,
             cfg,
-            intervals: Intervals::new(opts.intervals.clone(), 1),
+            intervals: IntervalJoin::new(opts.intervals.clone(), 1),
             error: None,
         };
         let start = match opts.start_at {
@@ -309,7 +267,7 @@ fn run_processes(
     let mut reports: Vec<Option<WorkerReport>> = vec![None; n];
     let mut sampler = None;
     let mut got = 0;
-    let mut intervals = Intervals::new(opts.intervals.clone(), n);
+    let mut intervals = IntervalJoin::new(opts.intervals.clone(), n);
     let mut forwarded = false;
     let mut silent = Duration::ZERO;
     while got < n {

@@ -353,7 +353,7 @@ impl<'h> Engine<'h> {
     pub fn new(spec: WorkerSpec, start: Start, hooks: &'h mut dyn Hooks) -> anyhow::Result<Self> {
         let c = &spec.config;
         let mechanism: Mechanism = c.mechanism.parse()?;
-        let poller = Poller::with_config(PollerConfig::new(mechanism))
+        let mut poller = Poller::with_config(PollerConfig::new(mechanism))
             .with_context(|| format!("cannot create a {} poller", c.mechanism))?;
         let (requests, scripts) = build_requests(c);
         let pick = if c.urls.len() > 1 {
@@ -366,7 +366,6 @@ impl<'h> Engine<'h> {
         };
         let tls = c.tls.as_ref().map(TlsClient::new).transpose()?;
         let now = Instant::now();
-        let mut to_open = VecDeque::new();
         let (persistent, closed_sessions) =
             crate::config::split_persistent(spec.rate, spec.sessions, spec.persistent);
         let persistent_role = if spec.rate == Some(Rate::Max) {
@@ -374,16 +373,15 @@ impl<'h> Engine<'h> {
         } else {
             Role::Persistent
         };
-        for (role, n) in [
+        let to_open = [
             (persistent_role, persistent),
             (Role::Idle, spec.idle),
             (Role::Inactive, spec.inactive),
             (Role::Slow, spec.slow),
-        ] {
-            if n > 0 {
-                to_open.push_back((role, n));
-            }
-        }
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+        .collect();
         let interval = Duration::from_secs_f64(c.interval_s);
         // A window that is not a whole number of intervals ends with a
         // shorter one of its own; only full intervals give a rate sample.
@@ -400,7 +398,6 @@ impl<'h> Engine<'h> {
             TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
         )
         .context("cannot create a timerfd")?;
-        let mut poller = poller;
         poller
             .register(
                 timer.as_fd().as_raw_fd(),
