@@ -280,6 +280,15 @@ fn offered_requests(cfg: &Config, r: f64) -> f64 {
     r * if per_arrival > 0.0 { per_arrival } else { 1.0 }
 }
 
+/// `EXPR: measured VALUE — pass` (or `FAIL`), as the report lists a check.
+impl std::fmt::Display for CheckResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let measured = fmt_measured(&self.expr, self.measured);
+        let verdict = if self.pass { "pass" } else { "FAIL" };
+        write!(f, "{}: measured {measured} — {verdict}", self.expr)
+    }
+}
+
 /// A measured value in the unit its expression uses.
 pub fn fmt_measured(expr: &str, v: f64) -> String {
     // Metric names are read case-insensitively, so they are printed so too.

@@ -248,15 +248,15 @@ impl IntervalJoin {
 }
 
 /// The percentile columns of `--csv`, after the [`Head`] ones (each also
-/// with `uncorrected_` before it).
-const CSV_PERCENTILES: [&str; 7] = [
-    "p50_us",
-    "p75_us",
-    "p90_us",
-    "p99_us",
-    "p99_9_us",
-    "p99_99_us",
-    "max_us",
+/// with `uncorrected_` before it), and their quantiles (1: the largest).
+const CSV_PERCENTILES: [(&str, f64); 7] = [
+    ("p50_us", 0.5),
+    ("p75_us", 0.75),
+    ("p90_us", 0.9),
+    ("p99_us", 0.99),
+    ("p99_9_us", 0.999),
+    ("p99_99_us", 0.9999),
+    ("max_us", 1.0),
 ];
 
 /// Where the intervals go while the run goes on.
@@ -266,20 +266,13 @@ pub struct Sinks {
     hdr: Option<(std::fs::File, String)>,
 }
 
-fn quantiles(h: &Histogram<u64>) -> [u64; 7] {
-    if h.is_empty() {
-        return [0; 7];
-    }
-    let q = |x: f64| h.value_at_quantile(x);
-    [
-        q(0.5),
-        q(0.75),
-        q(0.9),
-        q(0.99),
-        q(0.999),
-        q(0.9999),
-        h.max(),
-    ]
+/// The [`CSV_PERCENTILES`] of `h`, µs (0 when it is empty).
+fn quantiles(h: &Histogram<u64>) -> impl Iterator<Item = u64> + '_ {
+    CSV_PERCENTILES.iter().map(|&(_, q)| match q {
+        _ if h.is_empty() => 0,
+        q if q < 1.0 => h.value_at_quantile(q),
+        _ => h.max(),
+    })
 }
 
 impl Sinks {
@@ -387,12 +380,13 @@ fn write_csv(
     if !*headed {
         *headed = true;
         let names = cells.iter().map(|(n, _)| n.to_string());
-        let pct = CSV_PERCENTILES.iter().map(|p| p.to_string());
-        let upct = CSV_PERCENTILES.iter().map(|p| format!("uncorrected_{p}"));
+        let pct = CSV_PERCENTILES.iter().map(|(p, _)| p.to_string());
+        let upct = CSV_PERCENTILES
+            .iter()
+            .map(|(p, _)| format!("uncorrected_{p}"));
         w.write_record(names.chain(pct).chain(upct))?;
     }
     let q = quantiles(&iv.latency)
-        .into_iter()
         .chain(quantiles(&iv.latency_uncorrected))
         .map(|v| v.to_string());
     w.write_record(cells.into_iter().map(|(_, v)| v).chain(q))?;

@@ -266,11 +266,10 @@ fn run_processes(
     let mut ready = 0;
     let mut reports: Vec<Option<WorkerReport>> = vec![None; n];
     let mut sampler = None;
-    let mut got = 0;
     let mut intervals = IntervalJoin::new(opts.intervals.clone(), n);
     let mut forwarded = false;
     let mut silent = Duration::ZERO;
-    while got < n {
+    while reports.iter().any(Option::is_none) {
         if crate::interrupt::requested() && !forwarded {
             // Ctrl-C at a terminal reaches the workers too; a SIGINT sent
             // to this process alone must reach them as well.
@@ -317,7 +316,6 @@ fn run_processes(
             }
             WorkerMsg::Report(r) => {
                 reports[i] = Some(*r);
-                got += 1;
             }
             WorkerMsg::Error(e) => bail!("worker {i}: {e}"),
         }

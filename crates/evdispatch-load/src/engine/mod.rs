@@ -787,14 +787,10 @@ impl<'h> Engine<'h> {
     fn error_summary(&self) -> String {
         let parts: Vec<String> = crate::record::CAUSES
             .iter()
-            .map(|&c| {
-                (
-                    c,
-                    self.rec.errors.iter().map(|r| r[c as usize]).sum::<u64>(),
-                )
+            .filter_map(|&c| {
+                let n: u64 = self.rec.errors.iter().map(|r| r[c as usize]).sum();
+                (n > 0).then(|| format!("{} {n}", c.name()))
             })
-            .filter(|&(_, n)| n > 0)
-            .map(|(c, n)| format!("{} {n}", c.name()))
             .collect();
         if parts.is_empty() {
             "none".into()
