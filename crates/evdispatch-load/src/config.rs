@@ -554,7 +554,9 @@ impl Config {
     /// The descriptor and port budget: fail before the run, saying how many
     /// processes and source addresses the workload needs.
     pub fn check_capacity(&self) -> anyhow::Result<()> {
-        let hard = nofile_hard_limit();
+        // Raising the soft `RLIMIT_NOFILE` to the hard one returns the hard one.
+        let hard =
+            evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024);
         let per_proc = hard.saturating_sub(FD_OVERHEAD).max(1);
         let conns = self.long_lived();
         let busiest = conns.div_ceil(self.procs as u64);
@@ -661,12 +663,6 @@ impl WorkerSpec {
         }
         Ok(())
     }
-}
-
-/// The hard `RLIMIT_NOFILE` of this process.
-pub fn nofile_hard_limit() -> u64 {
-    // Raising the soft limit to the hard one returns the hard limit.
-    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024)
 }
 
 #[cfg(test)]

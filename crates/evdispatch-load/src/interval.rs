@@ -183,11 +183,6 @@ pub fn unix_s(t: SystemTime) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// The instant `s` seconds after the Unix epoch.
-pub fn from_unix_s(s: f64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs_f64(s.max(0.0))
-}
-
 /// Sums the workers' reports of each interval and sends each on as it
 /// completes: when every worker has sent it (each sends them in order, so
 /// they complete in order).

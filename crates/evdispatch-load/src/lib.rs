@@ -526,7 +526,7 @@ pub fn parse_start_at(
         if !s.is_finite() || s < 0.0 {
             bail!("--start-at '{text}': Unix seconds must be a non-negative number");
         }
-        interval::from_unix_s(s)
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs_f64(s)
     } else {
         humantime::parse_rfc3339_weak(text).map_err(|e| {
             anyhow::anyhow!(

@@ -22,8 +22,8 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
 }
 
-/// Why a connection or request failed. The names are the keys of `errors`
-/// in the JSON output.
+/// Why a connection or request failed. Their names ([`CAUSE_NAMES`]) are
+/// the keys of `errors` in the JSON output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
     /// The server refused the connection (`ECONNREFUSED`).
@@ -46,35 +46,20 @@ pub enum Cause {
     Other,
 }
 
-/// Every cause, in the order of [`Cause`]'s variants.
-pub const CAUSES: [Cause; 9] = [
-    Cause::Refused,
-    Cause::Reset,
-    Cause::Timeout,
-    Cause::ClientFd,
-    Cause::ClientPort,
-    Cause::Malformed,
-    Cause::ServerClosed,
-    Cause::Tls,
-    Cause::Other,
+/// The JSON keys of the causes, in the order of [`Cause`]'s variants.
+pub const CAUSE_NAMES: [&str; 9] = [
+    "refused",
+    "reset",
+    "timeout",
+    "client_fd",
+    "client_port",
+    "malformed",
+    "server_closed",
+    "tls",
+    "other",
 ];
 
 impl Cause {
-    /// The JSON key.
-    pub fn name(self) -> &'static str {
-        match self {
-            Cause::Refused => "refused",
-            Cause::Reset => "reset",
-            Cause::Timeout => "timeout",
-            Cause::ClientFd => "client_fd",
-            Cause::ClientPort => "client_port",
-            Cause::Malformed => "malformed",
-            Cause::ServerClosed => "server_closed",
-            Cause::Tls => "tls",
-            Cause::Other => "other",
-        }
-    }
-
     /// The cause of a failed system call.
     pub fn of(e: &io::Error) -> Cause {
         match e.raw_os_error() {
@@ -88,7 +73,7 @@ impl Cause {
     }
 }
 
-/// The workloads; the names are the keys of `errors_by_workload`.
+/// The workloads; their names ([`ROLE_NAMES`]) key `errors_by_workload`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// A session: new connection, `--calls` requests, close.
@@ -105,29 +90,15 @@ pub enum Role {
     Slow,
 }
 
-/// Every role, in the order of [`Role`]'s variants.
-pub const ROLES: [Role; 6] = [
-    Role::Session,
-    Role::Persistent,
-    Role::Closed,
-    Role::Inactive,
-    Role::Idle,
-    Role::Slow,
+/// The JSON keys of the workloads, in the order of [`Role`]'s variants.
+pub const ROLE_NAMES: [&str; 6] = [
+    "sessions",
+    "persistent",
+    "closed_loop",
+    "inactive",
+    "idle",
+    "slow",
 ];
-
-impl Role {
-    /// The JSON key.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Session => "sessions",
-            Role::Persistent => "persistent",
-            Role::Closed => "closed_loop",
-            Role::Inactive => "inactive",
-            Role::Idle => "idle",
-            Role::Slow => "slow",
-        }
-    }
-}
 
 /// Defines [`Counts`] and its field-by-field sum from one list of fields.
 macro_rules! counts {
@@ -196,7 +167,7 @@ pub struct Recorder {
     /// Counters.
     pub counts: Counts,
     /// Errors, indexed `[role][cause]`.
-    pub errors: [[u64; CAUSES.len()]; ROLES.len()],
+    pub errors: [[u64; CAUSE_NAMES.len()]; ROLE_NAMES.len()],
     /// Reply status classes: 1xx … 5xx, then anything else.
     pub status: [u64; 6],
     /// Replies received in each interval of the window.
@@ -307,14 +278,12 @@ impl WorkerReport {
         setup_s: f64,
         warnings: Vec<String>,
     ) -> anyhow::Result<WorkerReport> {
-        let errors = ROLES
+        let errors = ROLE_NAMES
             .iter()
-            .map(|r| {
-                let by_cause = CAUSES
-                    .iter()
-                    .map(|c| (c.name().to_string(), rec.errors[*r as usize][*c as usize]))
-                    .collect();
-                (r.name().to_string(), by_cause)
+            .zip(&rec.errors)
+            .map(|(r, by_cause)| {
+                let names = CAUSE_NAMES.iter().map(|c| c.to_string());
+                (r.to_string(), names.zip(by_cause.iter().copied()).collect())
             })
             .collect();
         let status = STATUS_CLASSES

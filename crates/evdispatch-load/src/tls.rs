@@ -99,7 +99,9 @@ impl TlsClient {
                 bail!("TLS handshake with {addr} did not finish within {timeout:?}");
             }
             if let Err(e) = conn.complete_io(&mut sock) {
-                return Err(match rustls_error(&e) {
+                // The rustls error inside the I/O error, if any.
+                let tls = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+                return Err(match tls {
                     Some(t) => anyhow!("TLS handshake with {addr} failed: {}", explain(t)),
                     None if e.kind() == io::ErrorKind::UnexpectedEof
                         || e.raw_os_error() == Some(libc::ECONNRESET) =>
@@ -120,11 +122,6 @@ impl TlsClient {
             .map(|v| format!("{v:?}"))
             .unwrap_or_default())
     }
-}
-
-/// The rustls error inside an I/O error from `complete_io` or `read_tls`.
-pub fn rustls_error(e: &io::Error) -> Option<&rustls::Error> {
-    e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
 }
 
 /// A TLS failure in a user's words: name mismatch, unknown issuer,

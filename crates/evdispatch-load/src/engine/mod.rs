@@ -785,11 +785,12 @@ impl<'h> Engine<'h> {
     }
 
     fn error_summary(&self) -> String {
-        let parts: Vec<String> = crate::record::CAUSES
+        let parts: Vec<String> = crate::record::CAUSE_NAMES
             .iter()
-            .filter_map(|&c| {
-                let n: u64 = self.rec.errors.iter().map(|r| r[c as usize]).sum();
-                (n > 0).then(|| format!("{} {n}", c.name()))
+            .enumerate()
+            .filter_map(|(i, name)| {
+                let n: u64 = self.rec.errors.iter().map(|r| r[i]).sum();
+                (n > 0).then(|| format!("{name} {n}"))
             })
             .collect();
         if parts.is_empty() {
