@@ -215,12 +215,9 @@ impl Check {
             }
             Metric::Errors { percent: false } => s.errors_total as f64,
             Metric::Errors { percent: true } => {
-                let attempts = s.replies + s.errors_total;
-                if attempts == 0 {
-                    0.0
-                } else {
-                    s.errors_total as f64 * 100.0 / attempts as f64
-                }
+                // No attempt, no error: 0%.
+                let attempts = (s.replies + s.errors_total).max(1);
+                s.errors_total as f64 * 100.0 / attempts as f64
             }
             Metric::Non2xx => s
                 .status
@@ -272,11 +269,7 @@ fn offered_requests(cfg: &Config, r: f64) -> f64 {
         }
         _ => f64::from(cfg.calls),
     };
-    let per_arrival = if cfg.sessions.is_some() {
-        per_session
-    } else {
-        0.0
-    } + if cfg.persistent > 0 { 1.0 } else { 0.0 };
+    let per_arrival = cfg.sessions.map_or(0.0, |_| per_session) + f64::from(cfg.persistent > 0);
     r * if per_arrival > 0.0 { per_arrival } else { 1.0 }
 }
 

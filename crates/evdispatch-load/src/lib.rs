@@ -454,10 +454,12 @@ pub fn report(
         }
         print!("{}", summary.human());
     }
-    for w in &summary.warnings {
-        if w.starts_with("GENERATOR SATURATED") {
-            eprintln!("evdispatch load: WARNING: {w}");
-        }
+    let saturated = summary
+        .warnings
+        .iter()
+        .filter(|w| w.starts_with("GENERATOR SATURATED"));
+    for w in saturated {
+        eprintln!("evdispatch load: WARNING: {w}");
     }
     // The text report lists the checks; with --json they go to stderr too.
     for k in summary.checks.iter().filter(|_| json) {

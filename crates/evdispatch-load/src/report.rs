@@ -307,11 +307,8 @@ fn rate_intervals(replies: &[u64], interval_s: f64) -> RateIntervals {
     }
     let n = samples.len() as f64;
     let avg = samples.iter().sum::<f64>() / n;
-    let var = if samples.len() > 1 {
-        samples.iter().map(|s| (s - avg).powi(2)).sum::<f64>() / (n - 1.0)
-    } else {
-        0.0
-    };
+    // Sample variance (one sample: 0).
+    let var = samples.iter().map(|s| (s - avg).powi(2)).sum::<f64>() / (n - 1.0).max(1.0);
     RateIntervals {
         interval_s,
         min: samples.iter().copied().fold(f64::INFINITY, f64::min),

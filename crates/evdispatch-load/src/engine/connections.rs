@@ -65,11 +65,7 @@ impl Engine<'_> {
         self.open = (self.open as i64 + delta) as u64;
         if delta > 0 {
             self.rec.counts.conn_peak = self.rec.counts.conn_peak.max(self.open);
-            if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
-                let i = self.interval_index(now);
-                let p = &mut self.rec.interval_peak_conns[i];
-                *p = (*p).max(self.open);
-            }
+            self.note_peak(now);
         }
     }
 

@@ -16,6 +16,15 @@ impl Engine<'_> {
         self.timers.push(Reverse((at, what, slot, gen)));
     }
 
+    /// Count the connections open now in the peak of the interval of `now`.
+    pub(super) fn note_peak(&mut self, now: Instant) {
+        if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
+            let i = self.interval_index(now);
+            let p = &mut self.rec.interval_peak_conns[i];
+            *p = (*p).max(self.open);
+        }
+    }
+
     pub(super) fn fire_timers(&mut self, now: Instant) {
         while let Some(Reverse((at, what, slot, gen))) = self.timers.peek().copied() {
             if at > now {
@@ -54,11 +63,7 @@ impl Engine<'_> {
                 }
             }
         }
-        if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
-            let i = self.interval_index(now);
-            let p = &mut self.rec.interval_peak_conns[i];
-            *p = (*p).max(self.open);
-        }
+        self.note_peak(now);
         if matches!(self.phase, Phase::Run | Phase::Drain) && now >= self.next_progress {
             let phase = match self.phase {
                 Phase::Drain => "drain",
@@ -164,20 +169,15 @@ impl Engine<'_> {
             }
         }
         self.ring_drain()?;
-        let cpu = self.cpu_use.unwrap_or(evdispatch_proc::CpuUse {
-            wall_s: 0.0,
-            cpu_s: 0.0,
-            user_s: 0.0,
-            system_s: 0.0,
-            pct_of_core: 0.0,
-            rss_bytes: 0,
-        });
-        if cpu.pct_of_core > 85.0 {
+        let (cpu_s, pct) = self
+            .cpu_use
+            .map_or((0.0, 0.0), |u| (u.cpu_s, u.pct_of_core));
+        if pct > 85.0 {
             self.warnings.push(format!(
                 "worker {} (pid {}) used {:.0}% of a core over the measured window: the results may show the generator's limit, not the server's — add --procs or free a core",
                 self.spec.index,
                 std::process::id(),
-                cpu.pct_of_core
+                pct
             ));
         }
         let window_s = self.t_me.saturating_duration_since(self.t_ms).as_secs_f64();
@@ -189,8 +189,8 @@ impl Engine<'_> {
         let mut report = WorkerReport::new(
             self.spec.index,
             &self.rec,
-            cpu.cpu_s,
-            cpu.pct_of_core,
+            cpu_s,
+            pct,
             self.setup_s,
             std::mem::take(&mut self.warnings),
         )?;
