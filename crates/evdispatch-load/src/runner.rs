@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, WorkerSpec};
@@ -95,45 +96,33 @@ fn sleep_until(t: Instant) {
     }
 }
 
-/// The progress line (standard error, hidden when it is not a terminal).
-struct ProgressLine {
-    bar: Option<indicatif::ProgressBar>,
+/// The progress line on standard error (indicatif draws it only on a
+/// terminal).
+fn progress_line(show: bool) -> ProgressBar {
+    if show {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    }
 }
 
-impl ProgressLine {
-    fn new(show: bool) -> ProgressLine {
-        let bar = show.then(|| {
-            let b = indicatif::ProgressBar::new_spinner();
-            b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            b
-        });
-        ProgressLine { bar }
-    }
-
-    fn show(&self, samples: &[Progress]) {
-        let Some(bar) = &self.bar else { return };
-        let phase = samples.iter().map(|p| p.phase.as_str()).min().unwrap_or("");
-        let t = samples.iter().map(|p| p.t_s).fold(0.0, f64::max);
-        let sum = |f: fn(&Progress) -> u64| samples.iter().map(f).sum::<u64>();
-        bar.set_message(format!(
-            "{phase} t={t:.0}s replies {} errors {} open {} reopens {}",
-            sum(|p| p.replies),
-            sum(|p| p.errors),
-            sum(|p| p.open),
-            sum(|p| p.reopens)
-        ));
-        bar.tick();
-    }
-
-    fn done(&self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
-    }
+/// Show the workers' latest progress samples, summed.
+fn show_progress(bar: &ProgressBar, samples: &[Progress]) {
+    let phase = samples.iter().map(|p| p.phase.as_str()).min().unwrap_or("");
+    let t = samples.iter().map(|p| p.t_s).fold(0.0, f64::max);
+    let sum = |f: fn(&Progress) -> u64| samples.iter().map(f).sum::<u64>();
+    bar.set_message(format!(
+        "{phase} t={t:.0}s replies {} errors {} open {} reopens {}",
+        sum(|p| p.replies),
+        sum(|p| p.errors),
+        sum(|p| p.open),
+        sum(|p| p.reopens)
+    ));
+    bar.tick();
 }
 
 struct InProcess<'a> {
-    line: &'a ProgressLine,
+    line: &'a ProgressBar,
     sampler: Option<thread::JoinHandle<ServerCpu>>,
     cfg: &'a Config,
     intervals: IntervalJoin,
@@ -146,7 +135,7 @@ impl Hooks for InProcess<'_> {
         self.intervals.go(self.cfg.warmup_s);
     }
     fn progress(&mut self, p: &Progress) {
-        self.line.show(std::slice::from_ref(p));
+        show_progress(self.line, std::slice::from_ref(p));
     }
     fn interval(&mut self, r: &IntervalReport) {
         if let Err(e) = self.intervals.add(r) {
@@ -158,7 +147,7 @@ impl Hooks for InProcess<'_> {
 /// Run the load described by `cfg` and return the merged summary.
 pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
     let cfg = &cfg.preflight()?;
-    let line = ProgressLine::new(opts.progress);
+    let line = progress_line(opts.progress);
     let (reports, server) = if cfg.procs == 1 {
         let mut hooks = InProcess {
             line: &line,
@@ -167,10 +156,7 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
             intervals: IntervalJoin::new(opts.intervals.clone(), 1),
             error: None,
         };
-        let start = match opts.start_at {
-            Some(t) => Start::At(t),
-            None => Start::Now,
-        };
+        let start = opts.start_at.map_or(Start::Now, Start::At);
         let report = run_worker(cfg.worker_spec(0), start, &mut hooks);
         let server = hooks.sampler.take().and_then(|h| h.join().ok());
         if let Some(e) = hooks.error.take() {
@@ -181,7 +167,7 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
     } else {
         run_processes(cfg, opts, &line)?
     };
-    line.done();
+    line.finish_and_clear();
     let merged = merge(&reports)?;
     let mut summary = Summary::new(cfg, merged, server);
     if cfg.tls.as_ref().is_some_and(|t| t.insecure) {
@@ -214,7 +200,7 @@ impl Drop for Workers {
 fn run_processes(
     cfg: &Config,
     opts: &RunOptions,
-    line: &ProgressLine,
+    line: &ProgressBar,
 ) -> anyhow::Result<(Vec<WorkerReport>, Option<ServerCpu>)> {
     let exe = match &opts.worker_exe {
         Some(p) => p.clone(),
@@ -233,9 +219,7 @@ fn run_processes(
             .with_context(|| format!("cannot start worker process {}", exe.display()))?;
         let mut stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
-        let spec: WorkerSpec = cfg.worker_spec(i);
-        let mut text = serde_json::to_string(&spec)?;
-        text.push('\n');
+        let text = serde_json::to_string(&cfg.worker_spec(i))? + "\n";
         stdin
             .write_all(text.as_bytes())
             .with_context(|| format!("cannot send worker {i} its share"))?;
@@ -247,10 +231,7 @@ fn run_processes(
                     serde_json::from_str::<WorkerMsg>(&l)
                         .map_err(|e| anyhow!("worker {idx} said something unreadable: {e}: {l}"))
                 });
-                let last = matches!(
-                    msg,
-                    Ok(WorkerMsg::Report(_)) | Ok(WorkerMsg::Error(_)) | Err(_)
-                );
+                let last = matches!(msg, Ok(WorkerMsg::Report(_) | WorkerMsg::Error(_)) | Err(_));
                 if tx.send((idx, msg)).is_err() || last {
                     return;
                 }
@@ -312,11 +293,9 @@ fn run_processes(
             WorkerMsg::Interval(r) => intervals.add(&r)?,
             WorkerMsg::Progress(p) => {
                 progress[i] = p;
-                line.show(&progress);
+                show_progress(line, &progress);
             }
-            WorkerMsg::Report(r) => {
-                reports[i] = Some(*r);
-            }
+            WorkerMsg::Report(r) => reports[i] = Some(*r),
             WorkerMsg::Error(e) => bail!("worker {i}: {e}"),
         }
     }
