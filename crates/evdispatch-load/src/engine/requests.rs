@@ -179,12 +179,11 @@ impl Engine<'_> {
         let gen = self.slab[slot].gen;
         loop {
             let c = &mut self.slab[slot];
-            let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_deref_mut()) else {
+            let (Some(sock), Some(tls), true) =
+                (c.sock.as_ref(), c.tls.as_deref_mut(), c.gen == gen)
+            else {
                 break;
             };
-            if c.gen != gen {
-                break;
-            }
             let mut eof = false;
             let mut drained = false;
             let mut r: &Socket = sock;
@@ -231,12 +230,11 @@ impl Engine<'_> {
                 }
             }
             let c = &mut self.slab[slot];
-            let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_deref_mut()) else {
+            let (Some(sock), Some(tls), true) =
+                (c.sock.as_ref(), c.tls.as_deref_mut(), c.gen == gen)
+            else {
                 break;
             };
-            if c.gen != gen {
-                break;
-            }
             let handshaking = c.st == St::Handshaking;
             let now = Instant::now();
             match tls_flush(tls, sock, &mut self.rec.counts.bytes_sent) {
