@@ -164,23 +164,20 @@ pub fn explain(e: &rustls::Error) -> String {
 fn roots(s: &TlsSettings) -> anyhow::Result<RootCertStore> {
     let mut store = RootCertStore::empty();
     if let Some(path) = &s.cacert {
+        let p = path.display();
         let certs = CertificateDer::pem_file_iter(path)
-            .map_err(|e| anyhow!("cannot read --cacert {}: {e}", path.display()))?
+            .map_err(|e| anyhow!("cannot read --cacert {p}: {e}"))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| anyhow!("--cacert {}: not a PEM bundle: {e}", path.display()))?;
+            .map_err(|e| anyhow!("--cacert {p}: not a PEM bundle: {e}"))?;
         if certs.is_empty() {
             bail!(
-                "--cacert {}: no certificate in it (expected PEM blocks \
-                 '-----BEGIN CERTIFICATE-----')",
-                path.display()
+                "--cacert {p}: no certificate in it (expected PEM blocks \
+                 '-----BEGIN CERTIFICATE-----')"
             );
         }
         let (good, bad) = store.add_parsable_certificates(certs);
         if good == 0 {
-            bail!(
-                "--cacert {}: none of its {bad} certificates could be used",
-                path.display()
-            );
+            bail!("--cacert {p}: none of its {bad} certificates could be used");
         }
         return Ok(store);
     }
