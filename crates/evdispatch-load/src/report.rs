@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Rate};
-use crate::record::{encode, new_histogram, Merged};
+use crate::record::{decode, encode, new_histogram, Merged};
 
 /// Version of the JSON layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "evdispatch-load/1";
@@ -437,11 +437,8 @@ impl Summary {
                  run it again with this version"
             );
         }
-        Ok([
-            crate::record::decode(&h.latency)?,
-            crate::record::decode(&h.latency_uncorrected)?,
-            crate::record::decode(&h.connect)?,
-        ])
+        let [c, u, k] = [&h.latency, &h.latency_uncorrected, &h.connect].map(|s| decode(s));
+        Ok([c?, u?, k?])
     }
 
     /// The percentile tables of `--latency`, as wrk2 prints them: corrected
