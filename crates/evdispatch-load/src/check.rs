@@ -25,6 +25,7 @@ use anyhow::anyhow;
 use crate::config::{Config, Rate};
 use crate::report::{fmt_us, CheckResult, Summary};
 
+/// A latency histogram, in the order [`Summary::decode_histograms`] gives them.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Which {
     Corrected,
@@ -202,12 +203,7 @@ impl Check {
         let mut samples = true;
         let measured = match self.metric {
             Metric::Latency(which, stat) => {
-                let [c, u, k] = s.decode_histograms()?;
-                let h = match which {
-                    Which::Corrected => c,
-                    Which::Uncorrected => u,
-                    Which::Connect => k,
-                };
+                let h = &s.decode_histograms()?[which as usize];
                 samples = !h.is_empty();
                 match stat {
                     _ if h.is_empty() => 0.0,
@@ -219,12 +215,9 @@ impl Check {
             }
             Metric::Errors { percent: false } => s.errors_total as f64,
             Metric::Errors { percent: true } => {
-                let attempts = s.replies + s.errors_total;
-                if attempts == 0 {
-                    0.0
-                } else {
-                    s.errors_total as f64 * 100.0 / attempts as f64
-                }
+                // No attempt, no error: 0%.
+                let attempts = (s.replies + s.errors_total).max(1);
+                s.errors_total as f64 * 100.0 / attempts as f64
             }
             Metric::Non2xx => s
                 .status
@@ -276,12 +269,17 @@ fn offered_requests(cfg: &Config, r: f64) -> f64 {
         }
         _ => f64::from(cfg.calls),
     };
-    let per_arrival = if cfg.sessions.is_some() {
-        per_session
-    } else {
-        0.0
-    } + if cfg.persistent > 0 { 1.0 } else { 0.0 };
+    let per_arrival = cfg.sessions.map_or(0.0, |_| per_session) + f64::from(cfg.persistent > 0);
     r * if per_arrival > 0.0 { per_arrival } else { 1.0 }
+}
+
+/// `EXPR: measured VALUE — pass` (or `FAIL`), as the report lists a check.
+impl std::fmt::Display for CheckResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let measured = fmt_measured(&self.expr, self.measured);
+        let verdict = if self.pass { "pass" } else { "FAIL" };
+        write!(f, "{}: measured {measured} — {verdict}", self.expr)
+    }
 }
 
 /// A measured value in the unit its expression uses.
@@ -375,7 +373,7 @@ mod tests {
         let c = cfg("200");
         let mut r = crate::record::Recorder::default();
         for v in 1..=1000u64 {
-            r.latency.record(v).unwrap();
+            r.histograms.latency.record(v).unwrap();
         }
         r.counts.replies = 1000;
         r.counts.replies_in_window = 1000;

@@ -5,6 +5,8 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::time::Duration;
 
+use clap::ValueEnum;
+
 use crate::{IoEngine, Rate};
 
 /// The arguments after `evdispatch load`: the URL, then each field as the
@@ -85,6 +87,7 @@ impl LoadCommand {
             Rate::PerSecond(r) => r.to_string(),
             Rate::Max => "max".into(),
         });
+        let engine = self.engine.and_then(|e| e.to_possible_value());
         let mut a: Vec<OsString> = vec![self.url.clone().into()];
         for (flag, value) in [
             ("--rate", rate),
@@ -110,7 +113,7 @@ impl LoadCommand {
                 "--cacert",
                 self.cacert.as_ref().map(|p| p.display().to_string()),
             ),
-            ("--engine", self.engine.map(|e| e.name().to_string())),
+            ("--engine", engine.map(|v| v.get_name().to_string())),
         ] {
             a.extend(value.into_iter().flat_map(|v| [flag.into(), v.into()]));
         }

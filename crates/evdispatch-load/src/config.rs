@@ -72,17 +72,6 @@ pub enum IoEngine {
     Readiness,
 }
 
-impl IoEngine {
-    /// The name `--engine` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            IoEngine::Auto => "auto",
-            IoEngine::Uring => "uring",
-            IoEngine::Readiness => "readiness",
-        }
-    }
-}
-
 /// The whole configuration of a run, as reported in the JSON output
 /// (`config`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -230,6 +219,16 @@ pub struct WorkerSpec {
     pub cpu: Option<usize>,
 }
 
+/// `persistent` (`--connections`) as persistent connections and as the
+/// closed-loop sessions open at once: with `--rate max --sessions`, all are
+/// sessions (at least one).
+pub fn split_persistent(rate: Option<Rate>, sessions: Option<u64>, persistent: u64) -> (u64, u64) {
+    match (rate, sessions) {
+        (Some(Rate::Max), Some(_)) => (0, persistent.max(1)),
+        _ => (persistent, 0),
+    }
+}
+
 fn share(total: u64, procs: u32, i: u32) -> u64 {
     let p = procs as u64;
     total / p + u64::from((i as u64) < total % p)
@@ -312,13 +311,14 @@ impl Config {
                 );
             }
         }
-        let (target, host, path) = (
-            resolved.addresses[0],
-            resolved.host_header.clone(),
-            resolved.path.clone(),
-        );
+        let target = resolved.addresses[0];
         target::check_method(&a.net.method)?;
-        let wsesslog = target::session_log(&a.net)?;
+        let wsesslog = a
+            .net
+            .wsesslog
+            .as_deref()
+            .map(SessionLog::from_option)
+            .transpose()?;
         let urls = match &a.net.urls {
             Some(f) => target::read_urls(f, &url)?,
             None => Vec::new(),
@@ -372,30 +372,32 @@ impl Config {
             (None, Some(Rate::PerSecond(_))) if no_workload => Some(DEFAULT_CONNECTIONS),
             (c, _) => c,
         };
-        if let (Some(c), Some(Rate::PerSecond(_))) = (connections, rate) {
-            if sessions.is_some() {
+        if let Some(c) = connections {
+            let open_loop = matches!(rate, Some(Rate::PerSecond(_)));
+            if open_loop && sessions.is_some() {
                 bail!("--connections with an open-loop --rate are persistent connections; sessions open their own (leave out --connections, or use --rate max)");
             }
-            if a.persistent.is_some() && a.persistent != Some(c) {
-                bail!("give --connections or --persistent with an open-loop --rate, not both");
-            }
-            persistent = c;
-        } else if let Some(c) = connections {
-            if rate != Some(Rate::Max) {
+            if !open_loop && rate != Some(Rate::Max) {
                 bail!("--connections is for --rate max (closed loop); for an open-loop rate over persistent connections use --persistent");
             }
-            if a.persistent.is_some() && a.persistent != Some(c) {
-                bail!("give --connections or --persistent with --rate max, not both");
+            if a.persistent.is_some_and(|p| p != c) {
+                let with = if open_loop {
+                    "an open-loop --rate"
+                } else {
+                    "--rate max"
+                };
+                bail!("give --connections or --persistent with {with}, not both");
             }
             persistent = c;
         }
         let active = sessions.is_some() || persistent > 0;
+        let passive = a.idle.unwrap_or(0) + a.inactive.unwrap_or(0) + a.slow.unwrap_or(0);
         match rate {
             None if active => bail!(
                 "--sessions and --persistent need --rate (requests per second, or 'max' for closed loop)"
             ),
             Some(_) if !active => {
-                if a.idle.unwrap_or(0) + a.inactive.unwrap_or(0) + a.slow.unwrap_or(0) == 0 {
+                if passive == 0 {
                     bail!("--rate given but no workload: add --sessions N, --persistent C or --connections C")
                 }
                 bail!("--rate applies to --sessions or --persistent; the idle, inactive and slow workloads have no rate")
@@ -405,9 +407,7 @@ impl Config {
             }
             _ => {}
         }
-        if rate.is_none()
-            && a.idle.unwrap_or(0) + a.inactive.unwrap_or(0) + a.slow.unwrap_or(0) == 0
-        {
+        if rate.is_none() && passive == 0 {
             bail!("no workload given: use --sessions N, --persistent C, --rate max --connections C, --inactive I, --idle I or --slow S");
         }
         if a.calls == 0 {
@@ -435,9 +435,6 @@ impl Config {
         }
         let slow_interval_s = parse_secs("--slow-interval", &a.slow_interval)?;
         let slow_ramp_s = parse_secs("--slow-ramp", &a.slow_ramp)?;
-        if slow_ramp_s < 0.0 {
-            bail!("--slow-ramp must not be negative");
-        }
         if a.slow_bytes == 0 {
             bail!("--slow-bytes must be at least 1");
         }
@@ -513,8 +510,8 @@ impl Config {
             body,
             urls,
             wsesslog,
-            host,
-            path,
+            host: resolved.host_header,
+            path: resolved.path,
             rate,
             arrival: a.arrival,
             duration_s,
@@ -549,22 +546,17 @@ impl Config {
     /// Connections held for the whole run (persistent, closed loop,
     /// inactive, idle, slow), plus the sessions open at once in closed loop.
     pub fn long_lived(&self) -> u64 {
-        let closed_sessions = match (self.rate, self.sessions) {
-            (Some(Rate::Max), Some(_)) => self.persistent.max(1),
-            _ => 0,
-        };
-        let persistent = if self.sessions.is_some() && self.rate == Some(Rate::Max) {
-            0
-        } else {
-            self.persistent
-        };
+        let (persistent, closed_sessions) =
+            split_persistent(self.rate, self.sessions, self.persistent);
         persistent + self.inactive + self.idle + self.slow + closed_sessions
     }
 
     /// The descriptor and port budget: fail before the run, saying how many
     /// processes and source addresses the workload needs.
     pub fn check_capacity(&self) -> anyhow::Result<()> {
-        let hard = nofile_hard_limit();
+        // Raising the soft `RLIMIT_NOFILE` to the hard one returns the hard one.
+        let hard =
+            evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024);
         let per_proc = hard.saturating_sub(FD_OVERHEAD).max(1);
         let conns = self.long_lived();
         let busiest = conns.div_ceil(self.procs as u64);
@@ -617,20 +609,13 @@ impl Config {
     pub fn worker_spec(&self, index: u32) -> WorkerSpec {
         let p = self.procs;
         let persistent = share(self.persistent, p, index);
-        let (session_rate, persistent_rate) = match self.rate {
+        let (session_rate, persistent_rate, phase_s) = match self.rate {
             Some(Rate::PerSecond(v)) => (
                 v / p as f64,
-                if self.persistent > 0 {
-                    v * persistent as f64 / self.persistent as f64
-                } else {
-                    0.0
-                },
+                v * persistent as f64 / self.persistent.max(1) as f64,
+                index as f64 / v,
             ),
-            _ => (0.0, 0.0),
-        };
-        let phase_s = match self.rate {
-            Some(Rate::PerSecond(v)) => index as f64 / v,
-            _ => 0.0,
+            _ => (0.0, 0.0, 0.0),
         };
         WorkerSpec {
             payload: Payload {
@@ -657,11 +642,7 @@ impl Config {
             inactive: share(self.inactive, p, index),
             idle: share(self.idle, p, index),
             slow: share(self.slow, p, index),
-            cpu: if self.cpus.is_empty() {
-                None
-            } else {
-                Some(self.cpus[index as usize % self.cpus.len()])
-            },
+            cpu: (!self.cpus.is_empty()).then(|| self.cpus[index as usize % self.cpus.len()]),
         }
     }
 }
@@ -682,12 +663,6 @@ impl WorkerSpec {
         }
         Ok(())
     }
-}
-
-/// The hard `RLIMIT_NOFILE` of this process.
-pub fn nofile_hard_limit() -> u64 {
-    // Raising the soft limit to the hard one returns the hard limit.
-    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024)
 }
 
 #[cfg(test)]

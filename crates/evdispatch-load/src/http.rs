@@ -2,7 +2,7 @@
 //! incremental response parser (headers by `httparse`, bodies delimited by
 //! `Content-Length`, chunked encoding or the end of the connection).
 
-use std::fmt;
+use std::fmt::{self, Write as _};
 
 /// Largest response head accepted; a longer one is a malformed response.
 const MAX_HEAD: usize = 64 * 1024;
@@ -46,21 +46,15 @@ pub fn build_request(
         }
     }
     let mut r = format!("{method} {path} HTTP/1.1\r\n");
-    for (name, value) in &list {
-        if value.is_empty() {
-            continue;
-        }
-        r.push_str(name);
-        r.push_str(": ");
-        r.push_str(value);
-        r.push_str("\r\n");
+    for (name, value) in list.iter().filter(|(_, v)| !v.is_empty()) {
+        let _ = write!(r, "{name}: {value}\r\n");
     }
     if let Some(b) = body {
         if !list
             .iter()
             .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
         {
-            r.push_str(&format!("Content-Length: {}\r\n", b.len()));
+            let _ = write!(r, "Content-Length: {}\r\n", b.len());
         }
     }
     r.push_str("\r\n");
@@ -110,8 +104,9 @@ pub enum Feed {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum State {
+    #[default]
     Head,
     Body(u64),
     ChunkSize,
@@ -122,7 +117,7 @@ enum State {
 }
 
 /// Incremental parser for one response at a time (reset by completing one).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ResponseParser {
     state: State,
     /// Bytes of a head or chunk line split across reads.
@@ -131,18 +126,6 @@ pub struct ResponseParser {
     close: bool,
     /// The request was `HEAD`: the reply has no body.
     no_body: bool,
-}
-
-impl Default for ResponseParser {
-    fn default() -> Self {
-        ResponseParser {
-            state: State::Head,
-            pending: Vec::new(),
-            status: 0,
-            close: false,
-            no_body: false,
-        }
-    }
 }
 
 struct Head {
@@ -240,11 +223,6 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
 }
 
 impl ResponseParser {
-    /// True when no byte of a response has been seen yet.
-    pub fn is_idle(&self) -> bool {
-        self.state == State::Head && self.pending.is_empty()
-    }
-
     /// Say whether the next response answers a `HEAD` request (no body).
     #[inline]
     pub fn expect_no_body(&mut self, head: bool) {

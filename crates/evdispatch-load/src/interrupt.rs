@@ -14,12 +14,7 @@ pub fn catch() -> anyhow::Result<()> {
         .map_err(|e| anyhow::anyhow!("cannot catch Ctrl-C: {e}"))
 }
 
-/// True once `SIGINT` arrived (or [`request`] was called).
+/// True once `SIGINT` arrived.
 pub fn requested() -> bool {
     REQUESTED.load(Ordering::Relaxed)
-}
-
-/// Ask the run in this process to stop as if Ctrl-C had been pressed.
-pub fn request() {
-    REQUESTED.store(true, Ordering::SeqCst);
 }

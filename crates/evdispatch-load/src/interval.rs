@@ -12,6 +12,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::mpsc::Sender;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{anyhow, Context};
@@ -151,29 +152,17 @@ struct Head {
 }
 
 impl Head {
-    /// The field names, in order: the first `--csv` columns.
-    const NAMES: [&'static str; 8] = [
-        "interval",
-        "start_s",
-        "end_s",
-        "time_unix_s",
-        "requests",
-        "replies",
-        "errors",
-        "reply_rate",
-    ];
-
-    /// The fields' values, in the order of [`Head::NAMES`].
-    fn cells(&self) -> [String; 8] {
+    /// The `--csv` columns: the fields' names and values, in order.
+    fn cells(&self) -> [(&'static str, String); 8] {
         [
-            self.interval.to_string(),
-            self.start_s.to_string(),
-            self.end_s.to_string(),
-            format!("{:.6}", self.time_unix_s),
-            self.requests.to_string(),
-            self.replies.to_string(),
-            self.errors.to_string(),
-            self.reply_rate.to_string(),
+            ("interval", self.interval.to_string()),
+            ("start_s", self.start_s.to_string()),
+            ("end_s", self.end_s.to_string()),
+            ("time_unix_s", format!("{:.6}", self.time_unix_s)),
+            ("requests", self.requests.to_string()),
+            ("replies", self.replies.to_string()),
+            ("errors", self.errors.to_string()),
+            ("reply_rate", self.reply_rate.to_string()),
         ]
     }
 }
@@ -194,34 +183,39 @@ pub fn unix_s(t: SystemTime) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// The instant `s` seconds after the Unix epoch.
-pub fn from_unix_s(s: f64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs_f64(s.max(0.0))
-}
-
-/// Sums the workers' reports of each interval; an interval is complete
-/// when every worker has sent it (each sends them in order, so they
-/// complete in order).
+/// Sums the workers' reports of each interval and sends each on as it
+/// completes: when every worker has sent it (each sends them in order, so
+/// they complete in order).
 #[derive(Debug)]
 pub struct IntervalJoin {
     workers: usize,
-    window_start: SystemTime,
+    tx: Option<Sender<Interval>>,
+    /// Wall-clock start of the window (None: not started, or finished).
+    window_start: Option<SystemTime>,
     partial: BTreeMap<u32, (usize, Interval)>,
 }
 
 impl IntervalJoin {
-    /// A join over `workers` workers whose window started at `window_start`.
-    pub fn new(workers: usize, window_start: SystemTime) -> IntervalJoin {
+    /// A join over `workers` workers that sends the sums on `tx`.
+    pub fn new(tx: Option<Sender<Interval>>, workers: usize) -> IntervalJoin {
         IntervalJoin {
             workers,
-            window_start,
+            tx,
+            window_start: None,
             partial: BTreeMap::new(),
         }
     }
 
-    /// Add one worker's report; the sum when it was the last one missing.
-    pub fn add(&mut self, r: &IntervalReport) -> anyhow::Result<Option<Interval>> {
-        let ws = self.window_start;
+    /// The run starts now: its window starts after the warm-up.
+    pub fn go(&mut self, warmup_s: f64) {
+        self.window_start = Some(SystemTime::now() + Duration::from_secs_f64(warmup_s));
+    }
+
+    /// Add one worker's report; send the sum when it was the last one missing.
+    pub fn add(&mut self, r: &IntervalReport) -> anyhow::Result<()> {
+        let (Some(ws), Some(tx)) = (self.window_start, &self.tx) else {
+            return Ok(());
+        };
         let (n, iv) = self
             .partial
             .entry(r.index)
@@ -229,27 +223,35 @@ impl IntervalJoin {
         iv.add(r)?;
         *n += 1;
         if *n < self.workers {
-            return Ok(None);
+            return Ok(());
         }
-        Ok(self.partial.remove(&r.index).map(|(_, iv)| iv))
+        if let Some((_, iv)) = self.partial.remove(&r.index) {
+            let _ = tx.send(iv);
+        }
+        Ok(())
     }
 
-    /// The intervals not every worker sent (a worker stopped early), in order.
-    pub fn rest(self) -> Vec<Interval> {
-        self.partial.into_values().map(|(_, iv)| iv).collect()
+    /// Send on, in order, the intervals not every worker sent (a worker
+    /// stopped early); add nothing after.
+    pub fn finish(&mut self) {
+        if let (Some(_), Some(tx)) = (self.window_start.take(), &self.tx) {
+            for (_, iv) in std::mem::take(&mut self.partial).into_values() {
+                let _ = tx.send(iv);
+            }
+        }
     }
 }
 
 /// The percentile columns of `--csv`, after the [`Head`] ones (each also
-/// with `uncorrected_` before it).
-const CSV_PERCENTILES: [&str; 7] = [
-    "p50_us",
-    "p75_us",
-    "p90_us",
-    "p99_us",
-    "p99_9_us",
-    "p99_99_us",
-    "max_us",
+/// with `uncorrected_` before it), and their quantiles (1: the largest).
+const CSV_PERCENTILES: [(&str, f64); 7] = [
+    ("p50_us", 0.5),
+    ("p75_us", 0.75),
+    ("p90_us", 0.9),
+    ("p99_us", 0.99),
+    ("p99_9_us", 0.999),
+    ("p99_99_us", 0.9999),
+    ("max_us", 1.0),
 ];
 
 /// Where the intervals go while the run goes on.
@@ -259,20 +261,13 @@ pub struct Sinks {
     hdr: Option<(std::fs::File, String)>,
 }
 
-fn quantiles(h: &Histogram<u64>) -> [u64; 7] {
-    if h.is_empty() {
-        return [0; 7];
-    }
-    let q = |x: f64| h.value_at_quantile(x);
-    [
-        q(0.5),
-        q(0.75),
-        q(0.9),
-        q(0.99),
-        q(0.999),
-        q(0.9999),
-        h.max(),
-    ]
+/// The [`CSV_PERCENTILES`] of `h`, µs (0 when it is empty).
+fn quantiles(h: &Histogram<u64>) -> impl Iterator<Item = u64> + '_ {
+    CSV_PERCENTILES.iter().map(|&(_, q)| match q {
+        _ if h.is_empty() => 0,
+        q if q < 1.0 => h.value_at_quantile(q),
+        _ => h.max(),
+    })
 }
 
 impl Sinks {
@@ -376,19 +371,20 @@ fn write_csv(
     headed: &mut bool,
     iv: &Interval,
 ) -> anyhow::Result<()> {
+    let cells = iv.head().cells();
     if !*headed {
         *headed = true;
-        let names = Head::NAMES.iter().map(|p| p.to_string());
-        let pct = CSV_PERCENTILES.iter().map(|p| p.to_string());
-        let upct = CSV_PERCENTILES.iter().map(|p| format!("uncorrected_{p}"));
+        let names = cells.iter().map(|(n, _)| n.to_string());
+        let pct = CSV_PERCENTILES.iter().map(|(p, _)| p.to_string());
+        let upct = CSV_PERCENTILES
+            .iter()
+            .map(|(p, _)| format!("uncorrected_{p}"));
         w.write_record(names.chain(pct).chain(upct))?;
     }
-    let cells = iv.head().cells().into_iter();
     let q = quantiles(&iv.latency)
-        .into_iter()
         .chain(quantiles(&iv.latency_uncorrected))
         .map(|v| v.to_string());
-    w.write_record(cells.chain(q))?;
+    w.write_record(cells.into_iter().map(|(_, v)| v).chain(q))?;
     w.flush()?;
     Ok(())
 }

@@ -254,8 +254,8 @@ mod tests {
             Config::from_command_line(["http://127.0.0.1:1/", "-R", "100", "-d", "2"]).unwrap();
         let mut r = Recorder::default();
         for v in values {
-            r.latency.record(v).unwrap();
-            r.latency_uncorrected.record(v / 2 + 1).unwrap();
+            r.histograms.latency.record(v).unwrap();
+            r.histograms.latency_uncorrected.record(v / 2 + 1).unwrap();
         }
         r.counts.replies = replies;
         r.counts.replies_in_window = replies;

@@ -11,6 +11,8 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
+use crate::report::Histograms;
+
 /// Highest latency the histograms hold, µs (one hour); larger values are
 /// clamped to it.
 pub const MAX_US: u64 = 3_600_000_000;
@@ -20,8 +22,8 @@ pub fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
 }
 
-/// Why a connection or request failed. The names are the keys of `errors`
-/// in the JSON output.
+/// Why a connection or request failed. Their names ([`CAUSE_NAMES`]) are
+/// the keys of `errors` in the JSON output.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
     /// The server refused the connection (`ECONNREFUSED`).
@@ -44,35 +46,20 @@ pub enum Cause {
     Other,
 }
 
-/// Every cause, in the order of [`Cause`]'s variants.
-pub const CAUSES: [Cause; 9] = [
-    Cause::Refused,
-    Cause::Reset,
-    Cause::Timeout,
-    Cause::ClientFd,
-    Cause::ClientPort,
-    Cause::Malformed,
-    Cause::ServerClosed,
-    Cause::Tls,
-    Cause::Other,
+/// The JSON keys of the causes, in the order of [`Cause`]'s variants.
+pub const CAUSE_NAMES: [&str; 9] = [
+    "refused",
+    "reset",
+    "timeout",
+    "client_fd",
+    "client_port",
+    "malformed",
+    "server_closed",
+    "tls",
+    "other",
 ];
 
 impl Cause {
-    /// The JSON key.
-    pub fn name(self) -> &'static str {
-        match self {
-            Cause::Refused => "refused",
-            Cause::Reset => "reset",
-            Cause::Timeout => "timeout",
-            Cause::ClientFd => "client_fd",
-            Cause::ClientPort => "client_port",
-            Cause::Malformed => "malformed",
-            Cause::ServerClosed => "server_closed",
-            Cause::Tls => "tls",
-            Cause::Other => "other",
-        }
-    }
-
     /// The cause of a failed system call.
     pub fn of(e: &io::Error) -> Cause {
         match e.raw_os_error() {
@@ -86,7 +73,7 @@ impl Cause {
     }
 }
 
-/// The workloads; the names are the keys of `errors_by_workload`.
+/// The workloads; their names ([`ROLE_NAMES`]) key `errors_by_workload`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// A session: new connection, `--calls` requests, close.
@@ -103,139 +90,90 @@ pub enum Role {
     Slow,
 }
 
-/// Every role, in the order of [`Role`]'s variants.
-pub const ROLES: [Role; 6] = [
-    Role::Session,
-    Role::Persistent,
-    Role::Closed,
-    Role::Inactive,
-    Role::Idle,
-    Role::Slow,
+/// The JSON keys of the workloads, in the order of [`Role`]'s variants.
+pub const ROLE_NAMES: [&str; 6] = [
+    "sessions",
+    "persistent",
+    "closed_loop",
+    "inactive",
+    "idle",
+    "slow",
 ];
 
-impl Role {
-    /// The JSON key.
-    pub fn name(self) -> &'static str {
-        match self {
-            Role::Session => "sessions",
-            Role::Persistent => "persistent",
-            Role::Closed => "closed_loop",
-            Role::Inactive => "inactive",
-            Role::Idle => "idle",
-            Role::Slow => "slow",
+/// Defines [`Counts`] and its field-by-field sum from one list of fields.
+macro_rules! counts {
+    ($($(#[$doc:meta])* $field:ident,)*) => {
+        /// Plain counters of one worker (summed over workers when merged).
+        #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+        pub struct Counts {
+            $($(#[$doc])* pub $field: u64,)*
         }
-    }
+
+        impl Counts {
+            fn add(&mut self, o: &Counts) {
+                $(self.$field += o.$field;)*
+            }
+        }
+    };
 }
 
-/// Plain counters of one worker (summed over workers when merged).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Counts {
+counts! {
     /// Requests of the active workloads whose slot falls in the measured window and that were sent.
-    pub requests: u64,
+    requests,
     /// Complete replies to those requests (some may arrive in the drain after the window).
-    pub replies: u64,
+    replies,
     /// Replies received inside the measured window (the reply rate's numerator).
-    pub replies_in_window: u64,
+    replies_in_window,
     /// Slots whose request could not go out on time (connection still busy, or the generator late by more than the tolerance).
-    pub missed_slots: u64,
+    missed_slots,
     /// Measured slots still queued when the run ended (never sent).
-    pub unsent_at_end: u64,
+    unsent_at_end,
     /// Inactive and idle connections reopened after the server closed them (whole run).
-    pub reopens: u64,
+    reopens,
     /// Reopens inside the measured window.
-    pub reopens_in_window: u64,
+    reopens_in_window,
     /// Persistent and closed-loop connections reconnected after the server closed them.
-    pub reconnects: u64,
+    reconnects,
     /// Replies to slow clients.
-    pub slow_replies: u64,
+    slow_replies,
     /// Replies to requests outside the measured window (warm-up, idle connections' first request).
-    pub unmeasured_replies: u64,
+    unmeasured_replies,
     /// Bytes written.
-    pub bytes_sent: u64,
+    bytes_sent,
     /// Bytes read.
-    pub bytes_received: u64,
+    bytes_received,
     /// Connections attempted (socket + connect).
-    pub conn_attempted: u64,
+    conn_attempted,
     /// Connections established.
-    pub conn_established: u64,
+    conn_established,
     /// Connection attempts that failed (counted in errors too).
-    pub conn_failed: u64,
+    conn_failed,
     /// Established connections the generator closed (end of a session, error, timeout, end of run).
-    pub conn_closed_by_client: u64,
+    conn_closed_by_client,
     /// Established connections the server closed (EOF or reset).
-    pub conn_closed_by_server: u64,
+    conn_closed_by_server,
     /// Connections open when the run ended (then closed by the generator).
-    pub conn_open_at_end: u64,
+    conn_open_at_end,
     /// Most connections open at once in this worker.
-    pub conn_peak: u64,
-}
-
-impl Counts {
-    fn add(&mut self, o: &Counts) {
-        macro_rules! sum {
-            ($($f:ident),*) => { $( self.$f += o.$f; )* };
-        }
-        sum!(
-            requests,
-            replies,
-            replies_in_window,
-            missed_slots,
-            unsent_at_end,
-            reopens,
-            reopens_in_window,
-            reconnects,
-            slow_replies,
-            unmeasured_replies,
-            bytes_sent,
-            bytes_received,
-            conn_attempted,
-            conn_established,
-            conn_failed,
-            conn_closed_by_client,
-            conn_closed_by_server,
-            conn_open_at_end,
-            conn_peak
-        );
-    }
+    conn_peak,
 }
 
 /// Everything one worker records.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Recorder {
-    /// Latency from the intended send time (corrected), µs.
-    pub latency: Histogram<u64>,
-    /// Latency from the actual send time, µs.
-    pub latency_uncorrected: Histogram<u64>,
-    /// Connect time of connections established in the window, µs.
-    pub connect: Histogram<u64>,
-    /// TLS handshake time of handshakes completed in the window, µs.
-    pub tls_handshake: Histogram<u64>,
+    /// Latencies of the replies, connect and TLS handshake times of the
+    /// connections established in the window.
+    pub histograms: Histograms<Histogram<u64>>,
     /// Counters.
     pub counts: Counts,
     /// Errors, indexed `[role][cause]`.
-    pub errors: [[u64; CAUSES.len()]; ROLES.len()],
+    pub errors: [[u64; CAUSE_NAMES.len()]; ROLE_NAMES.len()],
     /// Reply status classes: 1xx … 5xx, then anything else.
     pub status: [u64; 6],
     /// Replies received in each interval of the window.
     pub interval_replies: Vec<u64>,
     /// Most connections open at once in each interval of the window.
     pub interval_peak_conns: Vec<u64>,
-}
-
-impl Default for Recorder {
-    fn default() -> Self {
-        Recorder {
-            latency: new_histogram(),
-            latency_uncorrected: new_histogram(),
-            connect: new_histogram(),
-            tls_handshake: new_histogram(),
-            counts: Counts::default(),
-            errors: [[0; CAUSES.len()]; ROLES.len()],
-            status: [0; 6],
-            interval_replies: Vec::new(),
-            interval_peak_conns: Vec::new(),
-        }
-    }
 }
 
 impl Recorder {
@@ -340,14 +278,12 @@ impl WorkerReport {
         setup_s: f64,
         warnings: Vec<String>,
     ) -> anyhow::Result<WorkerReport> {
-        let errors = ROLES
+        let errors = ROLE_NAMES
             .iter()
-            .map(|r| {
-                let by_cause = CAUSES
-                    .iter()
-                    .map(|c| (c.name().to_string(), rec.errors[*r as usize][*c as usize]))
-                    .collect();
-                (r.name().to_string(), by_cause)
+            .zip(&rec.errors)
+            .map(|(r, by_cause)| {
+                let names = CAUSE_NAMES.iter().map(|c| c.to_string());
+                (r.to_string(), names.zip(by_cause.iter().copied()).collect())
             })
             .collect();
         let status = STATUS_CLASSES
@@ -361,10 +297,10 @@ impl WorkerReport {
             counts: rec.counts.clone(),
             errors,
             status,
-            latency_hist: encode(&rec.latency)?,
-            latency_uncorrected_hist: encode(&rec.latency_uncorrected)?,
-            connect_hist: encode(&rec.connect)?,
-            tls_handshake_hist: encode(&rec.tls_handshake)?,
+            latency_hist: encode(&rec.histograms.latency)?,
+            latency_uncorrected_hist: encode(&rec.histograms.latency_uncorrected)?,
+            connect_hist: encode(&rec.histograms.connect)?,
+            tls_handshake_hist: encode(&rec.histograms.tls_handshake)?,
             interval_replies: rec.interval_replies.clone(),
             interval_peak_conns: rec.interval_peak_conns.clone(),
             cpu_s,
@@ -380,16 +316,10 @@ impl WorkerReport {
 
 /// The workers' reports merged: sums, histograms added, intervals added
 /// element-wise.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Merged {
-    /// Corrected latency, µs.
-    pub latency: Histogram<u64>,
-    /// Uncorrected latency, µs.
-    pub latency_uncorrected: Histogram<u64>,
-    /// Connect time, µs.
-    pub connect: Histogram<u64>,
-    /// TLS handshake time, µs.
-    pub tls_handshake: Histogram<u64>,
+    /// The histograms added.
+    pub histograms: Histograms<Histogram<u64>>,
     /// Summed counters (`conn_peak` is recomputed from the intervals).
     pub counts: Counts,
     /// errors by role, then cause.
@@ -414,6 +344,13 @@ pub struct Merged {
     pub interrupted: bool,
 }
 
+/// Add `from`'s counts into `into`, key by key.
+pub fn add_counts(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
+    for (k, v) in from {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}
+
 fn add_vec(into: &mut Vec<u64>, from: &[u64]) {
     if into.len() < from.len() {
         into.resize(from.len(), 0);
@@ -425,46 +362,26 @@ fn add_vec(into: &mut Vec<u64>, from: &[u64]) {
 
 /// Merge the workers' reports.
 pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
-    let mut m = Merged {
-        latency: new_histogram(),
-        latency_uncorrected: new_histogram(),
-        connect: new_histogram(),
-        tls_handshake: new_histogram(),
-        counts: Counts::default(),
-        errors: BTreeMap::new(),
-        status: BTreeMap::new(),
-        interval_replies: Vec::new(),
-        interval_peak_conns: Vec::new(),
-        cpu_pct: Vec::new(),
-        setup_s: 0.0,
-        warnings: Vec::new(),
-        window_s: 0.0,
-        window_start_unix_s: 0.0,
-        interrupted: false,
-    };
+    let mut m = Merged::default();
     let mut peak_sum = 0;
     for r in reports {
         let add = |h: &mut Histogram<u64>, s: &str| -> anyhow::Result<()> {
             h.add(decode(s)?)
                 .map_err(|e| anyhow!("cannot merge histograms: {e:?}"))
         };
-        add(&mut m.latency, &r.latency_hist)?;
-        add(&mut m.latency_uncorrected, &r.latency_uncorrected_hist)?;
-        add(&mut m.connect, &r.connect_hist)?;
+        let h = &mut m.histograms;
+        add(&mut h.latency, &r.latency_hist)?;
+        add(&mut h.latency_uncorrected, &r.latency_uncorrected_hist)?;
+        add(&mut h.connect, &r.connect_hist)?;
         if !r.tls_handshake_hist.is_empty() {
-            add(&mut m.tls_handshake, &r.tls_handshake_hist)?;
+            add(&mut h.tls_handshake, &r.tls_handshake_hist)?;
         }
         m.counts.add(&r.counts);
         peak_sum += r.counts.conn_peak;
         for (role, causes) in &r.errors {
-            let into = m.errors.entry(role.clone()).or_default();
-            for (c, n) in causes {
-                *into.entry(c.clone()).or_default() += n;
-            }
+            add_counts(m.errors.entry(role.clone()).or_default(), causes);
         }
-        for (k, v) in &r.status {
-            *m.status.entry(k.clone()).or_default() += v;
-        }
+        add_counts(&mut m.status, &r.status);
         add_vec(&mut m.interval_replies, &r.interval_replies);
         add_vec(&mut m.interval_peak_conns, &r.interval_peak_conns);
         m.cpu_pct.push(r.cpu_pct);
@@ -500,8 +417,8 @@ mod tests {
         let mut a = Recorder::default();
         let mut b = Recorder::default();
         for v in 1..=1000u64 {
-            a.latency.record(v).unwrap();
-            b.latency.record(v * 1000).unwrap();
+            a.histograms.latency.record(v).unwrap();
+            b.histograms.latency.record(v * 1000).unwrap();
         }
         a.counts.replies = 1000;
         b.counts.replies = 1000;
@@ -515,10 +432,10 @@ mod tests {
         let ra: WorkerReport = serde_json::from_str(&text).unwrap();
         let rb = WorkerReport::new(1, &b, 0.1, 10.0, 0.0, vec![]).unwrap();
         let m = merge(&[ra, rb]).unwrap();
-        let mut both = a.latency.clone();
-        both.add(&b.latency).unwrap();
-        assert_eq!(m.latency, both);
-        assert_eq!(m.latency.len(), 2000);
+        let mut both = a.histograms.latency.clone();
+        both.add(&b.histograms.latency).unwrap();
+        assert_eq!(m.histograms.latency, both);
+        assert_eq!(m.histograms.latency.len(), 2000);
         assert_eq!(m.counts.replies, 2000);
         assert_eq!(m.errors["sessions"]["refused"], 2);
         assert_eq!(m.errors["inactive"]["reset"], 1);

@@ -49,17 +49,17 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 pub use evdispatch::uring::Wait;
 
-/// What a completion is for.
+/// What a completion is for (the value tags its entry's user data).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// The multishot poll on the worker's poller descriptor.
-    Poller,
+    Poller = 1,
     /// A `send` of a connection's request.
-    Send,
+    Send = 2,
     /// A quiet send (see [`Ring::send`]) that failed or fell short.
-    QuietSend,
+    QuietSend = 4,
     /// A `recv` into a connection's buffer.
-    Recv,
+    Recv = 3,
 }
 
 /// One completion, copied out of the ring.
@@ -138,13 +138,7 @@ const RECVSEND_POLL_FIRST: u16 = 1;
 const QUIET_MAX: usize = 4096;
 
 fn user_data(kind: Kind, id: u32, slot: usize) -> u64 {
-    let k = match kind {
-        Kind::Poller => 1u64,
-        Kind::Send => 2,
-        Kind::Recv => 3,
-        Kind::QuietSend => 4,
-    };
-    (k << 60) | ((id as u64 & ID_MASK) << 32) | (slot as u64 & 0xffff_ffff)
+    ((kind as u64) << 60) | ((id as u64 & ID_MASK) << 32) | (slot as u64 & 0xffff_ffff)
 }
 
 fn parts(u: u64) -> Option<(Kind, u32, usize)> {

@@ -11,6 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{anyhow, bail, Context};
+use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, WorkerSpec};
@@ -35,48 +36,6 @@ pub struct RunOptions {
     pub intervals: Option<mpsc::Sender<Interval>>,
 }
 
-/// Sums the workers' intervals and passes each complete one on.
-struct Intervals {
-    join: Option<IntervalJoin>,
-    tx: Option<mpsc::Sender<Interval>>,
-    workers: usize,
-}
-
-impl Intervals {
-    fn new(tx: Option<mpsc::Sender<Interval>>, workers: usize) -> Intervals {
-        Intervals {
-            join: None,
-            tx,
-            workers,
-        }
-    }
-
-    /// The run starts now: its window starts after the warm-up.
-    fn go(&mut self, warmup_s: f64) {
-        let start = SystemTime::now() + Duration::from_secs_f64(warmup_s);
-        self.join = Some(IntervalJoin::new(self.workers, start));
-    }
-
-    fn add(&mut self, r: &IntervalReport) -> anyhow::Result<()> {
-        let (Some(join), Some(tx)) = (&mut self.join, &self.tx) else {
-            return Ok(());
-        };
-        if let Some(iv) = join.add(r)? {
-            let _ = tx.send(iv);
-        }
-        Ok(())
-    }
-
-    /// Pass on what some workers did not finish (a worker stopped early).
-    fn finish(&mut self) {
-        if let (Some(join), Some(tx)) = (self.join.take(), &self.tx) {
-            for iv in join.rest() {
-                let _ = tx.send(iv);
-            }
-        }
-    }
-}
-
 /// A line from a worker process.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -93,50 +52,41 @@ pub enum WorkerMsg {
     Error(String),
 }
 
-/// Samples the server's CPU over the measured window, from a thread.
-struct ServerSampler {
-    handle: Option<thread::JoinHandle<Option<ServerCpu>>>,
-}
-
-impl ServerSampler {
-    fn start(pids: &[u32], t0: Instant, warmup: Duration, duration: Duration) -> ServerSampler {
-        if pids.is_empty() {
-            return ServerSampler { handle: None };
-        }
-        let pids = pids.to_vec();
-        let handle = thread::spawn(move || {
-            sleep_until(t0 + warmup);
-            let all = evdispatch_proc::with_children(&pids);
-            let meters: Vec<_> = all
-                .iter()
-                .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
-                .collect();
-            let t_start = Instant::now();
-            sleep_until(t0 + warmup + duration);
-            let wall = t_start.elapsed().as_secs_f64();
-            let cpu_s: f64 = meters
-                .iter()
-                .filter_map(|m| m.read().ok())
-                .map(|u| u.cpu_s)
-                .sum();
-            Some(ServerCpu {
-                pids: all,
-                cpu_s,
-                pct: if wall > 0.0 {
-                    cpu_s / wall * 100.0
-                } else {
-                    0.0
-                },
-            })
-        });
-        ServerSampler {
-            handle: Some(handle),
-        }
+/// Sample the server's CPU over the measured window of a run of `cfg` that
+/// started at `t0`, from a thread (none without `--server-pid`).
+fn sample_server(cfg: &Config, t0: Instant) -> Option<thread::JoinHandle<ServerCpu>> {
+    if cfg.server_pids.is_empty() {
+        return None;
     }
-
-    fn finish(self) -> Option<ServerCpu> {
-        self.handle.and_then(|h| h.join().ok().flatten())
-    }
+    let pids = cfg.server_pids.clone();
+    let from = t0 + Duration::from_secs_f64(cfg.warmup_s);
+    let to = from + Duration::from_secs_f64(cfg.duration_s);
+    Some(thread::spawn(move || {
+        sleep_until(from);
+        let all = evdispatch_proc::with_children(&pids);
+        let meters: Vec<_> = all
+            .iter()
+            .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
+            .collect();
+        let t_start = Instant::now();
+        sleep_until(to);
+        let wall = t_start.elapsed().as_secs_f64();
+        let cpu_s: f64 = meters
+            .iter()
+            .filter_map(|m| m.read().ok())
+            .map(|u| u.cpu_s)
+            .sum();
+        let pct = if wall > 0.0 {
+            cpu_s / wall * 100.0
+        } else {
+            0.0
+        };
+        ServerCpu {
+            pids: all,
+            cpu_s,
+            pct,
+        }
+    }))
 }
 
 fn sleep_until(t: Instant) {
@@ -146,63 +96,46 @@ fn sleep_until(t: Instant) {
     }
 }
 
-/// The progress line (standard error, hidden when it is not a terminal).
-struct ProgressLine {
-    bar: Option<indicatif::ProgressBar>,
+/// The progress line on standard error (indicatif draws it only on a
+/// terminal).
+fn progress_line(show: bool) -> ProgressBar {
+    if show {
+        ProgressBar::new_spinner()
+    } else {
+        ProgressBar::hidden()
+    }
 }
 
-impl ProgressLine {
-    fn new(show: bool) -> ProgressLine {
-        let bar = show.then(|| {
-            let b = indicatif::ProgressBar::new_spinner();
-            b.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-            b
-        });
-        ProgressLine { bar }
-    }
-
-    fn show(&self, samples: &[Progress]) {
-        let Some(bar) = &self.bar else { return };
-        let phase = samples.iter().map(|p| p.phase.as_str()).min().unwrap_or("");
-        let t = samples.iter().map(|p| p.t_s).fold(0.0, f64::max);
-        let sum = |f: fn(&Progress) -> u64| samples.iter().map(f).sum::<u64>();
-        bar.set_message(format!(
-            "{phase} t={t:.0}s replies {} errors {} open {} reopens {}",
-            sum(|p| p.replies),
-            sum(|p| p.errors),
-            sum(|p| p.open),
-            sum(|p| p.reopens)
-        ));
-        bar.tick();
-    }
-
-    fn done(&self) {
-        if let Some(b) = &self.bar {
-            b.finish_and_clear();
-        }
-    }
+/// Show the workers' latest progress samples, summed.
+fn show_progress(bar: &ProgressBar, samples: &[Progress]) {
+    let phase = samples.iter().map(|p| p.phase.as_str()).min().unwrap_or("");
+    let t = samples.iter().map(|p| p.t_s).fold(0.0, f64::max);
+    let sum = |f: fn(&Progress) -> u64| samples.iter().map(f).sum::<u64>();
+    bar.set_message(format!(
+        "{phase} t={t:.0}s replies {} errors {} open {} reopens {}",
+        sum(|p| p.replies),
+        sum(|p| p.errors),
+        sum(|p| p.open),
+        sum(|p| p.reopens)
+    ));
+    bar.tick();
 }
 
 struct InProcess<'a> {
-    line: &'a ProgressLine,
-    sampler: Option<ServerSampler>,
+    line: &'a ProgressBar,
+    sampler: Option<thread::JoinHandle<ServerCpu>>,
     cfg: &'a Config,
-    intervals: Intervals,
+    intervals: IntervalJoin,
     error: Option<anyhow::Error>,
 }
 
 impl Hooks for InProcess<'_> {
     fn go(&mut self, t0: Instant) {
-        self.sampler = Some(ServerSampler::start(
-            &self.cfg.server_pids,
-            t0,
-            Duration::from_secs_f64(self.cfg.warmup_s),
-            Duration::from_secs_f64(self.cfg.duration_s),
-        ));
+        self.sampler = sample_server(self.cfg, t0);
         self.intervals.go(self.cfg.warmup_s);
     }
     fn progress(&mut self, p: &Progress) {
-        self.line.show(std::slice::from_ref(p));
+        show_progress(self.line, std::slice::from_ref(p));
     }
     fn interval(&mut self, r: &IntervalReport) {
         if let Err(e) = self.intervals.add(r) {
@@ -214,21 +147,18 @@ impl Hooks for InProcess<'_> {
 /// Run the load described by `cfg` and return the merged summary.
 pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
     let cfg = &cfg.preflight()?;
-    let line = ProgressLine::new(opts.progress);
+    let line = progress_line(opts.progress);
     let (reports, server) = if cfg.procs == 1 {
         let mut hooks = InProcess {
             line: &line,
             sampler: None,
             cfg,
-            intervals: Intervals::new(opts.intervals.clone(), 1),
+            intervals: IntervalJoin::new(opts.intervals.clone(), 1),
             error: None,
         };
-        let start = match opts.start_at {
-            Some(t) => Start::At(t),
-            None => Start::Now,
-        };
+        let start = opts.start_at.map_or(Start::Now, Start::At);
         let report = run_worker(cfg.worker_spec(0), start, &mut hooks);
-        let server = hooks.sampler.take().and_then(|s| s.finish());
+        let server = hooks.sampler.take().and_then(|h| h.join().ok());
         if let Some(e) = hooks.error.take() {
             return Err(e);
         }
@@ -237,7 +167,7 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
     } else {
         run_processes(cfg, opts, &line)?
     };
-    line.done();
+    line.finish_and_clear();
     let merged = merge(&reports)?;
     let mut summary = Summary::new(cfg, merged, server);
     if cfg.tls.as_ref().is_some_and(|t| t.insecure) {
@@ -249,6 +179,7 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
 }
 
 /// Worker children, killed if the parent gives up on them.
+#[derive(Default)]
 struct Workers {
     children: Vec<Child>,
     stdins: Vec<ChildStdin>,
@@ -269,7 +200,7 @@ impl Drop for Workers {
 fn run_processes(
     cfg: &Config,
     opts: &RunOptions,
-    line: &ProgressLine,
+    line: &ProgressBar,
 ) -> anyhow::Result<(Vec<WorkerReport>, Option<ServerCpu>)> {
     let exe = match &opts.worker_exe {
         Some(p) => p.clone(),
@@ -277,10 +208,7 @@ fn run_processes(
             .context("cannot find this program's executable to start workers")?,
     };
     let (tx, rx) = mpsc::channel::<(usize, anyhow::Result<WorkerMsg>)>();
-    let mut workers = Workers {
-        children: Vec::new(),
-        stdins: Vec::new(),
-    };
+    let mut workers = Workers::default();
     for i in 0..cfg.procs {
         let mut child = Command::new(&exe)
             .args(["load", "--worker"])
@@ -291,9 +219,7 @@ fn run_processes(
             .with_context(|| format!("cannot start worker process {}", exe.display()))?;
         let mut stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
-        let spec: WorkerSpec = cfg.worker_spec(i);
-        let mut text = serde_json::to_string(&spec)?;
-        text.push('\n');
+        let text = serde_json::to_string(&cfg.worker_spec(i))? + "\n";
         stdin
             .write_all(text.as_bytes())
             .with_context(|| format!("cannot send worker {i} its share"))?;
@@ -305,10 +231,7 @@ fn run_processes(
                     serde_json::from_str::<WorkerMsg>(&l)
                         .map_err(|e| anyhow!("worker {idx} said something unreadable: {e}: {l}"))
                 });
-                let last = matches!(
-                    msg,
-                    Ok(WorkerMsg::Report(_)) | Ok(WorkerMsg::Error(_)) | Err(_)
-                );
+                let last = matches!(msg, Ok(WorkerMsg::Report(_) | WorkerMsg::Error(_)) | Err(_));
                 if tx.send((idx, msg)).is_err() || last {
                     return;
                 }
@@ -324,11 +247,10 @@ fn run_processes(
     let mut ready = 0;
     let mut reports: Vec<Option<WorkerReport>> = vec![None; n];
     let mut sampler = None;
-    let mut got = 0;
-    let mut intervals = Intervals::new(opts.intervals.clone(), n);
+    let mut intervals = IntervalJoin::new(opts.intervals.clone(), n);
     let mut forwarded = false;
     let mut silent = Duration::ZERO;
-    while got < n {
+    while reports.iter().any(Option::is_none) {
         if crate::interrupt::requested() && !forwarded {
             // Ctrl-C at a terminal reaches the workers too; a SIGINT sent
             // to this process alone must reach them as well.
@@ -364,29 +286,21 @@ fn run_processes(
                             .and_then(|_| s.flush())
                             .context("cannot start a worker")?;
                     }
-                    sampler = Some(ServerSampler::start(
-                        &cfg.server_pids,
-                        Instant::now(),
-                        Duration::from_secs_f64(cfg.warmup_s),
-                        Duration::from_secs_f64(cfg.duration_s),
-                    ));
+                    sampler = sample_server(cfg, Instant::now());
                     intervals.go(cfg.warmup_s);
                 }
             }
             WorkerMsg::Interval(r) => intervals.add(&r)?,
             WorkerMsg::Progress(p) => {
                 progress[i] = p;
-                line.show(&progress);
+                show_progress(line, &progress);
             }
-            WorkerMsg::Report(r) => {
-                reports[i] = Some(*r);
-                got += 1;
-            }
+            WorkerMsg::Report(r) => reports[i] = Some(*r),
             WorkerMsg::Error(e) => bail!("worker {i}: {e}"),
         }
     }
     intervals.finish();
-    let server = sampler.and_then(|s| s.finish());
+    let server = sampler.and_then(|h| h.join().ok());
     drop(workers);
     Ok((reports.into_iter().flatten().collect(), server))
 }

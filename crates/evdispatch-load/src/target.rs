@@ -31,7 +31,6 @@ use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 
 use crate::tls::{TlsClient, TlsSettings};
-use crate::wsesslog::SessionLog;
 
 /// The options of `evdispatch load` that say what is requested and how the
 /// server is reached (flattened into [`crate::LoadArgs`]).
@@ -251,14 +250,6 @@ pub fn check_method(m: &str) -> anyhow::Result<()> {
         bail!("--method '{m}' is not an HTTP method token (e.g. GET, POST, HEAD)");
     }
     Ok(())
-}
-
-/// Parse `--wsesslog`.
-pub fn session_log(net: &NetArgs) -> anyhow::Result<Option<SessionLog>> {
-    net.wsesslog
-        .as_deref()
-        .map(SessionLog::from_option)
-        .transpose()
 }
 
 #[cfg(test)]

@@ -99,7 +99,9 @@ impl TlsClient {
                 bail!("TLS handshake with {addr} did not finish within {timeout:?}");
             }
             if let Err(e) = conn.complete_io(&mut sock) {
-                return Err(match rustls_error(&e) {
+                // The rustls error inside the I/O error, if any.
+                let tls = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>());
+                return Err(match tls {
                     Some(t) => anyhow!("TLS handshake with {addr} failed: {}", explain(t)),
                     None if e.kind() == io::ErrorKind::UnexpectedEof
                         || e.raw_os_error() == Some(libc::ECONNRESET) =>
@@ -120,11 +122,6 @@ impl TlsClient {
             .map(|v| format!("{v:?}"))
             .unwrap_or_default())
     }
-}
-
-/// The rustls error inside an I/O error from `complete_io` or `read_tls`.
-pub fn rustls_error(e: &io::Error) -> Option<&rustls::Error> {
-    e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>())
 }
 
 /// A TLS failure in a user's words: name mismatch, unknown issuer,
@@ -167,23 +164,20 @@ pub fn explain(e: &rustls::Error) -> String {
 fn roots(s: &TlsSettings) -> anyhow::Result<RootCertStore> {
     let mut store = RootCertStore::empty();
     if let Some(path) = &s.cacert {
+        let p = path.display();
         let certs = CertificateDer::pem_file_iter(path)
-            .map_err(|e| anyhow!("cannot read --cacert {}: {e}", path.display()))?
+            .map_err(|e| anyhow!("cannot read --cacert {p}: {e}"))?
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| anyhow!("--cacert {}: not a PEM bundle: {e}", path.display()))?;
+            .map_err(|e| anyhow!("--cacert {p}: not a PEM bundle: {e}"))?;
         if certs.is_empty() {
             bail!(
-                "--cacert {}: no certificate in it (expected PEM blocks \
-                 '-----BEGIN CERTIFICATE-----')",
-                path.display()
+                "--cacert {p}: no certificate in it (expected PEM blocks \
+                 '-----BEGIN CERTIFICATE-----')"
             );
         }
         let (good, bad) = store.add_parsable_certificates(certs);
         if good == 0 {
-            bail!(
-                "--cacert {}: none of its {bad} certificates could be used",
-                path.display()
-            );
+            bail!("--cacert {p}: none of its {bad} certificates could be used");
         }
         return Ok(store);
     }
@@ -226,12 +220,8 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        let algorithms = &self.0.signature_verification_algorithms;
+        verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -240,12 +230,8 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
+        let algorithms = &self.0.signature_verification_algorithms;
+        verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

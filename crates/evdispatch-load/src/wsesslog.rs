@@ -225,54 +225,39 @@ fn parse_request(line: &str) -> Result<(LogRequest, Option<f64>), String> {
 /// An attribute's value: up to the next whitespace, or a quoted string;
 /// either with `\n`, `\r`, `\t`, `\\`, `\'` and `\"` escapes.
 fn take_value(rest: &mut &str) -> Result<String, String> {
-    let mut chars = rest.char_indices();
-    let quote = match rest.chars().next() {
-        Some(q @ ('\'' | '"')) => {
-            chars.next();
-            q
-        }
-        _ => {
-            // Unquoted: up to the next whitespace, with the same escapes
-            // (httperf reads `contents=a\nb` as two lines too).
-            let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
-            let mut v = String::new();
-            let mut chars = rest[..end].chars();
-            while let Some(c) = chars.next() {
-                v.push(if c == '\\' {
-                    match chars.next() {
-                        Some('n') => '\n',
-                        Some('r') => '\r',
-                        Some('t') => '\t',
-                        Some(o) => o,
-                        None => break,
-                    }
-                } else {
-                    c
-                });
-            }
-            *rest = &rest[end..];
-            return Ok(v);
-        }
+    let quote = rest.chars().next().filter(|&q| q == '\'' || q == '"');
+    // Unquoted: up to the next whitespace, with the same escapes (httperf
+    // reads `contents=a\nb` as two lines too).
+    let end = match quote {
+        Some(_) => rest.len(),
+        None => rest.find(char::is_whitespace).unwrap_or(rest.len()),
     };
+    let start = quote.map_or(0, char::len_utf8);
     let mut out = String::new();
+    let mut chars = rest[start..end].char_indices();
     while let Some((i, c)) = chars.next() {
         match c {
             '\\' => match chars.next() {
                 Some((_, 'n')) => out.push('\n'),
                 Some((_, 'r')) => out.push('\r'),
                 Some((_, 't')) => out.push('\t'),
-                Some((_, '\n')) => out.push('\n'),
                 Some((_, o)) => out.push(o),
                 None => break,
             },
-            c if c == quote => {
-                *rest = &rest[i + 1..];
+            c if Some(c) == quote => {
+                *rest = &rest[start + i + 1..];
                 return Ok(out);
             }
             c => out.push(c),
         }
     }
-    Err(format!("expected a closing {quote} for the quoted value"))
+    match quote {
+        Some(q) => Err(format!("expected a closing {q} for the quoted value")),
+        None => {
+            *rest = &rest[end..];
+            Ok(out)
+        }
+    }
 }
 
 #[cfg(test)]

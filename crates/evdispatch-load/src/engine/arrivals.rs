@@ -101,11 +101,8 @@ impl Engine<'_> {
 
     /// A session waits for its next request until `until` (its think time).
     pub(super) fn think(&mut self, slot: usize, until: Instant) {
-        let c = &mut self.slab[slot];
-        c.st = St::Waiting;
-        let gen = c.gen;
-        self.timers
-            .push(Reverse((until, Timer::Think { slot, gen })));
+        self.slab[slot].st = St::Waiting;
+        self.set_timer(until, Timer::Think, slot);
     }
 
     /// Open a new connection for a session whose server closed the last

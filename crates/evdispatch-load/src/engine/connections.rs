@@ -65,11 +65,7 @@ impl Engine<'_> {
         self.open = (self.open as i64 + delta) as u64;
         if delta > 0 {
             self.rec.counts.conn_peak = self.rec.counts.conn_peak.max(self.open);
-            if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
-                let i = self.interval_index(now);
-                let p = &mut self.rec.interval_peak_conns[i];
-                *p = (*p).max(self.open);
-            }
+            self.note_peak(now);
         }
     }
 
@@ -144,13 +140,10 @@ impl Engine<'_> {
 
     pub(super) fn on_connected(&mut self, slot: usize) {
         let now = Instant::now();
-        let err = {
-            let c = &self.slab[slot];
-            match c.sock.as_ref().map(|s| s.take_error()) {
-                Some(Ok(None)) => None,
-                Some(Ok(Some(e))) | Some(Err(e)) => Some(e),
-                None => Some(io::Error::other("no socket")),
-            }
+        let err = match self.slab[slot].sock.as_ref().map(|s| s.take_error()) {
+            Some(Ok(None)) => None,
+            Some(Ok(Some(e))) | Some(Err(e)) => Some(e),
+            None => Some(io::Error::other("no socket")),
         };
         self.connecting -= 1;
         if let Some(e) = err {
@@ -163,7 +156,11 @@ impl Engine<'_> {
         c.established = true;
         c.deadline = None;
         if in_window {
-            let _ = self.rec.connect.record(elapsed_us(c.t_connect, now).max(1));
+            let _ = self
+                .rec
+                .histograms
+                .connect
+                .record(elapsed_us(c.t_connect, now).max(1));
         }
         if let Some(client) = &self.tls {
             // The handshake counts as part of connecting (the connect burst
@@ -190,6 +187,7 @@ impl Engine<'_> {
         if in_window {
             let _ = self
                 .rec
+                .histograms
                 .tls_handshake
                 .record(elapsed_us(c.t_tcp, now).max(1));
         }
@@ -257,11 +255,9 @@ impl Engine<'_> {
                 // interval, as independent clients would: started together,
                 // thousands of them would otherwise send in one burst per
                 // interval, an artefact of one generator driving them all.
-                let gen = c.gen;
                 let phase = (slot as f64 * 0.618_033_988_749_895).fract();
                 let at = now + Duration::from_secs_f64(phase * self.spec.config.slow_interval_s);
-                self.timers
-                    .push(Reverse((at, Timer::SlowStep { slot, gen })));
+                self.set_timer(at, Timer::SlowStep, slot);
                 self.set_interest(slot, Interest::READABLE);
             }
         }
@@ -366,9 +362,7 @@ impl Engine<'_> {
                 c.gen = c.gen.wrapping_add(1);
                 if connect_failed || self.phase == Phase::Drain {
                     c.st = St::Backoff;
-                    let gen = c.gen;
-                    self.timers
-                        .push(Reverse((now + RETRY, Timer::Retry { slot, gen })));
+                    self.set_timer(now + RETRY, Timer::Retry, slot);
                 } else {
                     self.connect(slot, now);
                 }

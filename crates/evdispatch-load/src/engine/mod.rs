@@ -111,10 +111,6 @@ pub trait Hooks {
     fn interval(&mut self, _r: &IntervalReport) {}
 }
 
-/// Hooks that do nothing.
-pub struct NoHooks;
-impl Hooks for NoHooks {}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum St {
     Free,
@@ -237,21 +233,13 @@ impl Drop for Conn {
     }
 }
 
+/// What a timer is for (armed for a slot's connection of one `gen`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
-    SlowStep {
-        slot: usize,
-        gen: u32,
-    },
-    Retry {
-        slot: usize,
-        gen: u32,
-    },
+    SlowStep,
+    Retry,
     /// A session log's think time is over.
-    Think {
-        slot: usize,
-        gen: u32,
-    },
+    Think,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,7 +272,8 @@ pub struct Engine<'h> {
     armed_early: Option<Instant>,
     slab: Vec<Conn>,
     free: Vec<usize>,
-    timers: BinaryHeap<Reverse<(Instant, Timer)>>,
+    /// When, what, slot, gen.
+    timers: BinaryHeap<Reverse<(Instant, Timer, usize, u32)>>,
     /// Every request this worker sends, built once.
     requests: Vec<Request>,
     /// `--urls` weights and the seeded generator that picks by them.
@@ -364,7 +353,7 @@ impl<'h> Engine<'h> {
     pub fn new(spec: WorkerSpec, start: Start, hooks: &'h mut dyn Hooks) -> anyhow::Result<Self> {
         let c = &spec.config;
         let mechanism: Mechanism = c.mechanism.parse()?;
-        let poller = Poller::with_config(PollerConfig::new(mechanism))
+        let mut poller = Poller::with_config(PollerConfig::new(mechanism))
             .with_context(|| format!("cannot create a {} poller", c.mechanism))?;
         let (requests, scripts) = build_requests(c);
         let pick = if c.urls.len() > 1 {
@@ -377,31 +366,22 @@ impl<'h> Engine<'h> {
         };
         let tls = c.tls.as_ref().map(TlsClient::new).transpose()?;
         let now = Instant::now();
-        let mut to_open = VecDeque::new();
-        let closed_sessions = match (spec.rate, spec.sessions) {
-            (Some(Rate::Max), Some(_)) => spec.persistent.max(1),
-            _ => 0,
-        };
-        let persistent = if closed_sessions > 0 {
-            0
-        } else {
-            spec.persistent
-        };
+        let (persistent, closed_sessions) =
+            crate::config::split_persistent(spec.rate, spec.sessions, spec.persistent);
         let persistent_role = if spec.rate == Some(Rate::Max) {
             Role::Closed
         } else {
             Role::Persistent
         };
-        for (role, n) in [
+        let to_open = [
             (persistent_role, persistent),
             (Role::Idle, spec.idle),
             (Role::Inactive, spec.inactive),
             (Role::Slow, spec.slow),
-        ] {
-            if n > 0 {
-                to_open.push_back((role, n));
-            }
-        }
+        ]
+        .into_iter()
+        .filter(|&(_, n)| n > 0)
+        .collect();
         let interval = Duration::from_secs_f64(c.interval_s);
         // A window that is not a whole number of intervals ends with a
         // shorter one of its own; only full intervals give a rate sample.
@@ -418,7 +398,6 @@ impl<'h> Engine<'h> {
             TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
         )
         .context("cannot create a timerfd")?;
-        let mut poller = poller;
         poller
             .register(
                 timer.as_fd().as_raw_fd(),
@@ -427,24 +406,21 @@ impl<'h> Engine<'h> {
             )
             .context("cannot watch the timerfd")?;
         let ring = match (c.engine, poller.as_raw_fd_opt()) {
-            (IoEngine::Readiness, _) => None,
-            (IoEngine::Auto, None) => None,
+            (IoEngine::Readiness, _) | (IoEngine::Auto, None) => None,
             (IoEngine::Uring, None) => bail!(
                 "--engine uring needs a poller with a descriptor (epoll, epoll-et, uring); \
                  --mechanism {} has none",
                 c.mechanism
             ),
-            (IoEngine::Auto, Some(fd)) => {
-                Ring::new(RING_ENTRIES, fd, ring_files(&spec), ring_pool(&spec)).ok()
+            (engine, Some(fd)) => {
+                let ring = Ring::new(RING_ENTRIES, fd, ring_files(&spec), ring_pool(&spec));
+                match engine {
+                    IoEngine::Auto => ring.ok(),
+                    _ => Some(ring.context(
+                        "--engine uring: cannot set up an io_uring; use --engine readiness",
+                    )?),
+                }
             }
-            (IoEngine::Uring, Some(fd)) => Some(
-                Ring::new(RING_ENTRIES, fd, ring_files(&spec), ring_pool(&spec)).with_context(
-                    || {
-                        "--engine uring: cannot set up an io_uring; use --engine readiness"
-                            .to_string()
-                    },
-                )?,
-            ),
         };
         Ok(Engine {
             edge: poller.info().trigger == evdispatch::Trigger::Edge,
@@ -531,7 +507,7 @@ impl<'h> Engine<'h> {
         }
         let setup_limit = Duration::from_secs(30)
             + Duration::from_secs_f64(self.spec.config.slow_ramp_s)
-            + Duration::from_millis(self.long_lived_total() / 2)
+            + Duration::from_millis(self.to_open.iter().map(|(_, n)| n).sum::<u64>() / 2)
             + self.timeout;
         loop {
             let now = Instant::now();
@@ -556,10 +532,7 @@ impl<'h> Engine<'h> {
                     if self.to_open.is_empty()
                         && self.connecting == 0
                         && self.idle_first_pending == 0
-                        && self
-                            .timers
-                            .iter()
-                            .all(|t| !matches!(t.0 .1, Timer::Retry { .. }))
+                        && self.timers.iter().all(|t| t.0 .1 != Timer::Retry)
                     {
                         self.setup_s = now.duration_since(self.t_begin).as_secs_f64();
                         self.hooks.ready();
@@ -627,7 +600,7 @@ impl<'h> Engine<'h> {
             // reply that comes meanwhile is taken (and timed) at once.
             if let Some(d) = arrival.filter(|&d| d > now && d - now <= spin) {
                 loop {
-                    self.serve_without_waiting()?;
+                    self.serve(Some(Duration::ZERO))?;
                     let t = Instant::now();
                     if t >= d {
                         break;
@@ -657,13 +630,7 @@ impl<'h> Engine<'h> {
                 }
             }
             // The timerfd wakes the wait on time; the timeout is a backstop.
-            let timeout = wake.map(|t| t.saturating_duration_since(now) + Duration::from_millis(5));
-            if self.ring.is_some() {
-                self.ring_turn(timeout)?;
-            } else {
-                self.poller.wait(&mut self.events, timeout)?;
-                self.dispatch_events()?;
-            }
+            self.serve(wake.map(|t| t.saturating_duration_since(now) + Duration::from_millis(5)))?;
             // Only a wake-up at or after the early instant is the timer's
             // (one before it came from the network and says nothing of how
             // late the timer wakes).
@@ -691,12 +658,12 @@ impl<'h> Engine<'h> {
         spin_window(self.lead, rate)
     }
 
-    /// Take what the network has for us now, without waiting.
-    fn serve_without_waiting(&mut self) -> anyhow::Result<()> {
+    /// Take what the network has for us, waiting at most `timeout`.
+    fn serve(&mut self, timeout: Option<Duration>) -> anyhow::Result<()> {
         if self.ring.is_some() {
-            self.ring_turn(Some(Duration::ZERO))
+            self.ring_turn(timeout)
         } else {
-            self.poller.wait(&mut self.events, Some(Duration::ZERO))?;
+            self.poller.wait(&mut self.events, timeout)?;
             self.dispatch_events()
         }
     }
@@ -762,57 +729,51 @@ impl<'h> Engine<'h> {
 
     /// Handle the events of the last poller wait.
     fn dispatch_events(&mut self) -> anyhow::Result<()> {
-        {
-            let events = std::mem::take(&mut self.events);
-            for ev in &events {
-                let token = ev.token().0;
-                if token == STDIN_TOKEN {
-                    self.on_stdin()?;
-                    continue;
-                }
-                if token == TIMER_TOKEN {
-                    let mut b = [0u8; 8];
-                    let _ = nix::unistd::read(&self.timer, &mut b);
-                    self.armed = None;
-                    continue;
-                }
-                let Some(c) = self.slab.get(token) else {
-                    continue;
-                };
-                let gen = c.gen;
-                match c.st {
-                    St::Free | St::Backoff => continue,
-                    St::Connecting => {
-                        self.on_connected(token);
-                        if self.slab[token].gen != gen || !ev.is_readable() {
-                            continue;
-                        }
-                    }
-                    St::Handshaking => {
-                        // Reads, processes and flushes whatever the
-                        // handshake needs, for either readiness.
-                        self.on_readable(token);
+        let events = std::mem::take(&mut self.events);
+        for ev in &events {
+            let token = ev.token().0;
+            if token == STDIN_TOKEN {
+                self.on_stdin()?;
+                continue;
+            }
+            if token == TIMER_TOKEN {
+                let mut b = [0u8; 8];
+                let _ = nix::unistd::read(&self.timer, &mut b);
+                self.armed = None;
+                continue;
+            }
+            let Some(c) = self.slab.get(token) else {
+                continue;
+            };
+            let gen = c.gen;
+            match c.st {
+                St::Free | St::Backoff => continue,
+                St::Connecting => {
+                    self.on_connected(token);
+                    if self.slab[token].gen != gen || !ev.is_readable() {
                         continue;
                     }
-                    St::Sending if ev.is_writable() => {
-                        self.write_request(token);
-                        if self.slab[token].gen != gen {
-                            continue;
-                        }
-                    }
-                    _ => {}
                 }
-                if ev.is_readable() {
+                St::Handshaking => {
+                    // Reads, processes and flushes whatever the
+                    // handshake needs, for either readiness.
                     self.on_readable(token);
+                    continue;
                 }
+                St::Sending if ev.is_writable() => {
+                    self.write_request(token);
+                    if self.slab[token].gen != gen {
+                        continue;
+                    }
+                }
+                _ => {}
             }
-            self.events = events;
+            if ev.is_readable() {
+                self.on_readable(token);
+            }
         }
+        self.events = events;
         Ok(())
-    }
-
-    fn long_lived_total(&self) -> u64 {
-        self.to_open.iter().map(|(_, n)| n).sum()
     }
 
     fn outstanding(&self, c: &Conn) -> bool {
@@ -824,13 +785,14 @@ impl<'h> Engine<'h> {
     }
 
     fn error_summary(&self) -> String {
-        let mut parts = Vec::new();
-        for c in crate::record::CAUSES {
-            let n: u64 = self.rec.errors.iter().map(|r| r[c as usize]).sum();
-            if n > 0 {
-                parts.push(format!("{} {n}", c.name()));
-            }
-        }
+        let parts: Vec<String> = crate::record::CAUSE_NAMES
+            .iter()
+            .enumerate()
+            .filter_map(|(i, name)| {
+                let n: u64 = self.rec.errors.iter().map(|r| r[i]).sum();
+                (n > 0).then(|| format!("{name} {n}"))
+            })
+            .collect();
         if parts.is_empty() {
             "none".into()
         } else {

@@ -130,13 +130,9 @@ impl Engine<'_> {
                 self.set_interest(slot, Interest::BOTH);
             }
         } else {
-            let gen = c.gen;
             let at = now + Duration::from_secs_f64(self.spec.config.slow_interval_s);
-            self.timers
-                .push(Reverse((at, Timer::SlowStep { slot, gen })));
-            if c.interest != Some(Interest::READABLE) {
-                self.set_interest(slot, Interest::READABLE);
-            }
+            self.set_timer(at, Timer::SlowStep, slot);
+            self.set_interest(slot, Interest::READABLE);
         }
     }
 
@@ -167,15 +163,7 @@ impl Engine<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    let now = Instant::now();
-                    let c = &self.slab[slot];
-                    if matches!(c.st, St::Holding | St::Waiting) {
-                        // A reset of a connection with nothing outstanding is
-                        // the server closing it.
-                        self.server_closed_quietly(slot, now);
-                    } else {
-                        self.fail(slot, Cause::of(&e), now);
-                    }
+                    self.read_failed(slot, &e, Instant::now());
                     break;
                 }
             }
@@ -191,12 +179,11 @@ impl Engine<'_> {
         let gen = self.slab[slot].gen;
         loop {
             let c = &mut self.slab[slot];
-            let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_deref_mut()) else {
+            let (Some(sock), Some(tls), true) =
+                (c.sock.as_ref(), c.tls.as_deref_mut(), c.gen == gen)
+            else {
                 break;
             };
-            if c.gen != gen {
-                break;
-            }
             let mut eof = false;
             let mut drained = false;
             let mut r: &Socket = sock;
@@ -213,12 +200,7 @@ impl Engine<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => drained = true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    let now = Instant::now();
-                    if matches!(c.st, St::Holding | St::Waiting) {
-                        self.server_closed_quietly(slot, now);
-                    } else {
-                        self.fail(slot, Cause::of(&e), now);
-                    }
+                    self.read_failed(slot, &e, Instant::now());
                     break;
                 }
             }
@@ -248,12 +230,11 @@ impl Engine<'_> {
                 }
             }
             let c = &mut self.slab[slot];
-            let (Some(sock), Some(tls)) = (c.sock.as_ref(), c.tls.as_deref_mut()) else {
+            let (Some(sock), Some(tls), true) =
+                (c.sock.as_ref(), c.tls.as_deref_mut(), c.gen == gen)
+            else {
                 break;
             };
-            if c.gen != gen {
-                break;
-            }
             let handshaking = c.st == St::Handshaking;
             let now = Instant::now();
             match tls_flush(tls, sock, &mut self.rec.counts.bytes_sent) {
@@ -344,6 +325,16 @@ impl Engine<'_> {
         }
     }
 
+    /// A read failed: a reset of a connection with nothing outstanding is
+    /// the server closing it.
+    pub(super) fn read_failed(&mut self, slot: usize, e: &io::Error, now: Instant) {
+        if matches!(self.slab[slot].st, St::Holding | St::Waiting) {
+            self.server_closed_quietly(slot, now);
+        } else {
+            self.fail(slot, Cause::of(e), now);
+        }
+    }
+
     /// The server closed a connection with nothing outstanding: reopen it
     /// (inactive, idle: a reopen; persistent: a reconnect; a session in its
     /// think time: a reconnect when the think time is over).
@@ -382,8 +373,8 @@ impl Engine<'_> {
             self.rec.counts.replies += 1;
             let corrected = elapsed_us(c.intended, now).clamp(1, crate::record::MAX_US);
             let uncorrected = elapsed_us(c.sent, now).clamp(1, crate::record::MAX_US);
-            let _ = self.rec.latency.record(corrected);
-            let _ = self.rec.latency_uncorrected.record(uncorrected);
+            let _ = self.rec.histograms.latency.record(corrected);
+            let _ = self.rec.histograms.latency_uncorrected.record(uncorrected);
             if in_window {
                 let _ = self.iv_latency.record(corrected);
                 let _ = self.iv_latency_uncorrected.record(uncorrected);
@@ -402,12 +393,13 @@ impl Engine<'_> {
         if close {
             // The server announced it closes the connection.
             self.rec.counts.conn_closed_by_server += 1;
-            if matches!(role, Role::Persistent | Role::Closed | Role::Idle) {
-                self.rec.counts.reconnects += u64::from(role != Role::Idle);
-                if role == Role::Idle {
+            match role {
+                Role::Persistent | Role::Closed => self.rec.counts.reconnects += 1,
+                Role::Idle => {
                     self.idle_settled(slot);
                     self.rec.counts.reopens += 1;
                 }
+                _ => {}
             }
             if role == Role::Session {
                 // As httperf: a server may close between the calls of a
@@ -420,26 +412,22 @@ impl Engine<'_> {
             return self.after_loss(slot, now, false);
         }
         match role {
-            Role::Session => {
-                let next = self.session_next(slot);
-                if let Some(think) = next {
-                    match think {
-                        Some(t) if !t.is_zero() => {
-                            self.think(slot, now + t);
-                            self.set_interest(slot, Interest::READABLE);
-                        }
-                        _ => {
-                            let m = self.in_window(now);
-                            self.start_request(slot, now, m, now);
-                        }
-                    }
-                } else {
+            Role::Session => match self.session_next(slot) {
+                Some(Some(think)) if !think.is_zero() => {
+                    self.think(slot, now + think);
+                    self.set_interest(slot, Interest::READABLE);
+                }
+                Some(_) => {
+                    let m = self.in_window(now);
+                    self.start_request(slot, now, m, now);
+                }
+                None => {
                     self.rec.counts.conn_closed_by_client += 1;
                     self.close(slot, now);
                     self.free.push(slot);
                     self.session_over(now);
                 }
-            }
+            },
             Role::Persistent => {
                 if let Some((t, m)) = c.queue.pop_front() {
                     self.start_request(slot, t, m, now);

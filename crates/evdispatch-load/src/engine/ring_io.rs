@@ -194,11 +194,7 @@ impl Engine<'_> {
                         e.kind(),
                         io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
                     ) {
-                        if matches!(c.st, St::Holding | St::Waiting) {
-                            self.server_closed_quietly(slot, now);
-                        } else {
-                            self.fail(slot, Cause::of(&e), now);
-                        }
+                        self.read_failed(slot, &e, now);
                     }
                 }
             }

@@ -10,37 +10,46 @@ impl Engine<'_> {
         i.min(self.n_intervals - 1)
     }
 
+    /// Arm a timer for the connection of `slot` as it is now.
+    pub(super) fn set_timer(&mut self, at: Instant, what: Timer, slot: usize) {
+        let gen = self.slab[slot].gen;
+        self.timers.push(Reverse((at, what, slot, gen)));
+    }
+
+    /// Count the connections open now in the peak of the interval of `now`.
+    pub(super) fn note_peak(&mut self, now: Instant) {
+        if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
+            let i = self.interval_index(now);
+            let p = &mut self.rec.interval_peak_conns[i];
+            *p = (*p).max(self.open);
+        }
+    }
+
     pub(super) fn fire_timers(&mut self, now: Instant) {
-        while let Some(Reverse((at, t))) = self.timers.peek().copied() {
+        while let Some(Reverse((at, what, slot, gen))) = self.timers.peek().copied() {
             if at > now {
                 break;
             }
             self.timers.pop();
-            match t {
-                Timer::SlowStep { slot, gen } => {
-                    let c = &self.slab[slot];
-                    if c.gen == gen && c.st == St::Dribbling {
-                        self.slow_step(slot, now);
+            let c = &self.slab[slot];
+            if c.gen != gen {
+                continue;
+            }
+            match what {
+                Timer::SlowStep if c.st == St::Dribbling => self.slow_step(slot, now),
+                Timer::Think if c.st == St::Waiting && self.phase == Phase::Run => {
+                    if c.sock.is_none() {
+                        // The server closed it during the think time.
+                        self.session_reconnect(slot, now);
+                    } else {
+                        let m = self.in_window(now);
+                        self.start_request(slot, now, m, now);
                     }
                 }
-                Timer::Think { slot, gen } => {
-                    let c = &self.slab[slot];
-                    if c.gen == gen && c.st == St::Waiting && self.phase == Phase::Run {
-                        if c.sock.is_none() {
-                            // The server closed it during the think time.
-                            self.session_reconnect(slot, now);
-                        } else {
-                            let m = self.in_window(now);
-                            self.start_request(slot, now, m, now);
-                        }
-                    }
+                Timer::Retry if c.st == St::Backoff && self.phase != Phase::Drain => {
+                    self.connect(slot, now)
                 }
-                Timer::Retry { slot, gen } => {
-                    let c = &self.slab[slot];
-                    if c.gen == gen && c.st == St::Backoff && self.phase != Phase::Drain {
-                        self.connect(slot, now);
-                    }
-                }
+                _ => {}
             }
         }
     }
@@ -54,11 +63,7 @@ impl Engine<'_> {
                 }
             }
         }
-        if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
-            let i = self.interval_index(now);
-            let p = &mut self.rec.interval_peak_conns[i];
-            *p = (*p).max(self.open);
-        }
+        self.note_peak(now);
         if matches!(self.phase, Phase::Run | Phase::Drain) && now >= self.next_progress {
             let phase = match self.phase {
                 Phase::Drain => "drain",
@@ -164,20 +169,15 @@ impl Engine<'_> {
             }
         }
         self.ring_drain()?;
-        let cpu = self.cpu_use.unwrap_or(evdispatch_proc::CpuUse {
-            wall_s: 0.0,
-            cpu_s: 0.0,
-            user_s: 0.0,
-            system_s: 0.0,
-            pct_of_core: 0.0,
-            rss_bytes: 0,
-        });
-        if cpu.pct_of_core > 85.0 {
+        let (cpu_s, pct) = self
+            .cpu_use
+            .map_or((0.0, 0.0), |u| (u.cpu_s, u.pct_of_core));
+        if pct > 85.0 {
             self.warnings.push(format!(
                 "worker {} (pid {}) used {:.0}% of a core over the measured window: the results may show the generator's limit, not the server's — add --procs or free a core",
                 self.spec.index,
                 std::process::id(),
-                cpu.pct_of_core
+                pct
             ));
         }
         let window_s = self.t_me.saturating_duration_since(self.t_ms).as_secs_f64();
@@ -189,8 +189,8 @@ impl Engine<'_> {
         let mut report = WorkerReport::new(
             self.spec.index,
             &self.rec,
-            cpu.cpu_s,
-            cpu.pct_of_core,
+            cpu_s,
+            pct,
             self.setup_s,
             std::mem::take(&mut self.warnings),
         )?;
