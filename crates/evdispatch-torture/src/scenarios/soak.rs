@@ -239,7 +239,7 @@ fn soak_one(env: &Env, server: &ServerProcess, load_args: &LoadCommand, duration
         });
         let r = load(env, server, "/six.txt", load_args);
         done.store(true, Ordering::Release);
-        (r, sampler.join().unwrap_or_default())
+        (r, sampler.join().expect("the soak sampler thread panicked"))
     });
     Soaked {
         load,
