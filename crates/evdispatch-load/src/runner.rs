@@ -106,8 +106,12 @@ fn progress_line(show: bool) -> ProgressBar {
     }
 }
 
-/// Show the workers' latest progress samples, summed.
+/// Show the workers' latest progress samples, summed (nothing to format
+/// when the line is not drawn: no `--progress`, or not a terminal).
 fn show_progress(bar: &ProgressBar, samples: &[Progress]) {
+    if bar.is_hidden() {
+        return;
+    }
     let phase = samples.iter().map(|p| p.phase.as_str()).min().unwrap_or("");
     let t = samples.iter().map(|p| p.t_s).fold(0.0, f64::max);
     let sum = |f: fn(&Progress) -> u64| samples.iter().map(f).sum::<u64>();
