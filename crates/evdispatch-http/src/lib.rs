@@ -760,8 +760,7 @@ pub struct ServeArgs {
     pub rlimit_sigpending: Option<u64>,
     /// Most connections open at once; accepting pauses at the limit.
     /// Never more than the descriptor limit allows with a reserve kept for
-    /// files and the workers' own descriptors (see
-    /// [`connection_budget`]).
+    /// files and the workers' own descriptors (`--fd-reserve`).
     #[arg(long)]
     pub max_connections: Option<usize>,
     /// Descriptors kept free for the files being sent when capping the
