@@ -19,6 +19,9 @@ pub struct Token(pub usize);
 /// ([`MechanismInfo::exclusive`](crate::MechanismInfo::exclusive), `EPOLLEXCLUSIVE`
 /// on epoll) only one of the waiting pollers is woken per readiness change;
 /// elsewhere it is ignored. It can only be given at `register`, not `modify`.
+/// The signal mechanisms cannot share a descriptor among pollers at all:
+/// its signal goes to one owner thread, the last to register it (see
+/// [`Mechanism::RtSig`](crate::Mechanism::RtSig)).
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]
 pub struct Interest(u8);
 
@@ -219,7 +222,10 @@ impl fmt::Debug for Ready {
 /// `WRITE_CLOSED` on a hang-up); poll, io_uring and the signal mechanisms
 /// keep those of the interest, with closes and errors; select knows only
 /// readable and writable, never `READ_CLOSED` or `ERROR` (the `read` that
-/// returns 0 or fails tells). Portable code acts on
+/// returns 0 or fails tells). The signal mechanisms see a hang-up (a peer's
+/// close of a Unix socket, a FIN after our own shutdown) as `READ_CLOSED`,
+/// but a TCP peer's FIN alone, and a pipe's writer closing, only as
+/// `READABLE`: the kernel signals those as incoming data. Portable code acts on
 /// [`is_readable`](Event::is_readable) and [`is_writable`](Event::is_writable)
 /// and takes the other bits as hints.
 #[derive(Copy, Clone, PartialEq, Eq, Hash)]

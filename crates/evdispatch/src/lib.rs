@@ -51,7 +51,9 @@
 //! * **Registrations are the caller's.** `register`, `modify` and
 //!   `deregister` fail with an error (never a panic) on a descriptor that is
 //!   already registered, not registered, or not open, with the same
-//!   [`std::io::ErrorKind`] on every mechanism. Deregister before
+//!   [`std::io::ErrorKind`] on every mechanism (closing a descriptor that is
+//!   still registered is the caller's error, which each mechanism shows its
+//!   own way: [`Poller::deregister`]). Deregister before
 //!   closing: once `deregister` has returned, no event of that registration
 //!   is reported again, even if the descriptor number is reused at once by a
 //!   new socket (mechanisms whose notifications are queued, io_uring and RT
@@ -75,8 +77,8 @@
 //! | `poll` | level | `poll` on one `pollfd` array kept across waits | cost grows with the number of registered fds | 2.6.17 |
 //! | `epoll` | level | `epoll_wait` on an interest set held in the kernel | none beyond the descriptor limit | 2.6.27 |
 //! | `epoll-et` | edge | epoll with `EPOLLET` | consumer must drain to `EAGAIN` | 2.6.27 |
-//! | `uring` | edge | io_uring multishot `POLL_ADD` per fd; interest changes ride on the next wait's `io_uring_enter` | consumer must drain to `EAGAIN`; io_uring must be enabled | 5.13 |
-//! | `rtsig` | edge | RT signals (`F_SETSIG`, `F_SETOWN_EX`), one `sigtimedwait` per event; SIGIO overflow: flush, then poll the interest set | queue bounded by `RLIMIT_SIGPENDING` (per user); sockets, pipes, ttys; waits on the creating thread | 2.6.32 |
+//! | `uring` | edge | io_uring multishot `POLL_ADD` per fd; interest changes ride on the next wait's `io_uring_enter` | consumer must drain to `EAGAIN`; io_uring must be enabled; a completion interrupts the waiting thread's other blocking calls (`EINTR`) | 5.13 |
+//! | `rtsig` | edge | RT signals (`F_SETSIG`, `F_SETOWN_EX`), one `sigtimedwait` per event; SIGIO overflow: flush, then poll the interest set | queue bounded by `RLIMIT_SIGPENDING` (per user); sockets, pipes, ttys; waits on the creating thread; one poller per descriptor | 2.6.32 |
 //! | `rtsig-batch` | edge | RT signals, many per `read` of a signalfd, merged per fd within a wait | as `rtsig` | 2.6.32 |
 //! | `hybrid` | edge | `rtsig-batch` at light load, edge-triggered epoll on overflow or large batches, back when load subsides | as `rtsig` | 2.6.32 |
 //!

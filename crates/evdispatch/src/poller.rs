@@ -303,11 +303,13 @@ impl Poller {
     ///
     /// Closing a descriptor that is still registered is the caller's error,
     /// and each mechanism shows it its own way: epoll forgets the
-    /// registration (a later `deregister` fails), poll reports `ERROR` at
-    /// every wait until it is deregistered, select fails every wait with
-    /// `InvalidInput` naming the descriptor, and io_uring reports `ERROR`
-    /// once, unless its poll was already armed: that poll then holds the
-    /// socket open (the peer sees no FIN) until `deregister`. With io_uring,
+    /// registration (a later `deregister` fails with `NotFound`), poll reports
+    /// `ERROR` at every wait until it is deregistered, select fails every wait
+    /// with `InvalidInput` naming the descriptor, the signal mechanisms hear
+    /// nothing more of it, and io_uring reports `ERROR` once, unless its poll
+    /// was already armed: that poll then holds the socket open (the peer sees
+    /// no FIN) until `deregister`. Every mechanism but epoll keeps its record
+    /// until a `deregister`, which then succeeds. With io_uring,
     /// the removal is submitted with the next wait, so a socket closed right
     /// after `deregister` is released then.
     pub fn deregister(&mut self, fd: RawFd) -> io::Result<()> {

@@ -174,7 +174,15 @@ fn peer_close_reported(m: Mechanism) {
         .unwrap();
     drop(b);
     let seen = wait_for(&mut p, &mut ev, Token(1), "unix peer closed");
-    assert!(merged(&seen, Token(1)).is_readable(), "{m}: {seen:?}");
+    let closed = merged(&seen, Token(1));
+    assert!(closed.is_readable(), "{m}: {seen:?}");
+    // A hang-up, not an error; select knows neither bit.
+    assert!(!closed.is_error(), "{m}: {seen:?}");
+    assert_eq!(
+        closed.is_read_closed(),
+        m != Mechanism::Select,
+        "{m}: {seen:?}"
+    );
     assert_eq!(
         a.read(&mut [0u8; 8]).unwrap(),
         0,
@@ -621,6 +629,37 @@ fn bad_input_is_an_error(m: Mechanism) {
     assert_eq!(p.stats().registrations, 2, "{m}: the pair and the waker");
 }
 
+/// A descriptor closed while registered (the caller's error, see
+/// `Poller::deregister`): deregister answers `Ok` (the poller forgets its
+/// record) or `NotFound` (epoll: the kernel forgot it at the close), never
+/// another kind, and the number then serves a new registration.
+fn closed_while_registered(m: Mechanism) {
+    let mut p = poller_or_skip!(m);
+    let mut ev = Events::with_capacity(8);
+    let (a, _b) = pair();
+    let fd = a.as_raw_fd();
+    p.register(fd, Token(1), Interest::READABLE).unwrap();
+    p.wait(&mut ev, Some(Duration::ZERO)).unwrap();
+    // The next socket, opened first so that it does not take the number.
+    let (c, mut d) = pair();
+    drop(a);
+    if let Err(e) = p.deregister(fd) {
+        assert_eq!(e.kind(), ErrorKind::NotFound, "{m}: {e}");
+    }
+    // The new socket on the same number (dup2 gives exactly it).
+    // SAFETY of the test: `fd` is closed, and dup2 makes it a new descriptor,
+    // owned below.
+    assert_eq!(unsafe { libc::dup2(c.as_raw_fd(), fd) }, fd);
+    let again = unsafe { OwnedFd::from_raw_fd(fd) };
+    drop(c);
+    p.register(again.as_raw_fd(), Token(2), Interest::READABLE)
+        .unwrap();
+    d.write_all(b"x").unwrap();
+    let seen = wait_for(&mut p, &mut ev, Token(2), "the number registered again");
+    assert!(merged(&seen, Token(2)).is_readable(), "{m}: {seen:?}");
+    p.deregister(again.as_raw_fd()).unwrap();
+}
+
 /// Mechanisms with a descriptor ceiling (select: FD_SETSIZE) refuse beyond it
 /// with an error naming the ceiling; the others accept high numbers.
 fn high_descriptor_numbers(m: Mechanism) {
@@ -689,6 +728,7 @@ macro_rules! conformance {
                 #[test] fn many_registered_one_active() { super::many_registered_one_active($mech) }
                 #[test] fn waker_from_another_thread() { super::waker_from_another_thread($mech) }
                 #[test] fn bad_input_is_an_error() { super::bad_input_is_an_error($mech) }
+                #[test] fn closed_while_registered() { super::closed_while_registered($mech) }
                 #[test] fn high_descriptor_numbers() { super::high_descriptor_numbers($mech) }
                 #[test] fn stats_count() { super::stats_count($mech) }
             }
@@ -717,6 +757,61 @@ fn every_mechanism_is_tested() {
             info.name
         );
     }
+}
+
+/// `hybrid`'s way back to signals sweeps the whole epoll ready list, even
+/// when a sweep fills its buffer: what it left there, signal mode would never
+/// read (a small buffer makes the case certain; by default it needs more
+/// changes inside the switch than the buffer holds).
+#[test]
+fn hybrid_back_to_signals_loses_nothing() {
+    let mut c = evdispatch::Config::new(Mechanism::Hybrid);
+    c.initial_events = 4;
+    c.hybrid_to_epoll_batch = 1;
+    c.hybrid_to_signal_waits = 2;
+    let Some(mut p) = Poller::with_config(c)
+        .map_err(|e| eprintln!("skipping hybrid: {e}"))
+        .ok()
+    else {
+        return;
+    };
+    let mut ev = Events::with_capacity(64);
+    let pairs: Vec<_> = (0..40).map(|_| pair()).collect();
+    for (i, (a, _)) in pairs.iter().enumerate() {
+        p.register(a.as_raw_fd(), Token(i), Interest::READABLE)
+            .unwrap();
+    }
+    p.wait(&mut ev, Some(Duration::ZERO)).unwrap();
+    // One signal fills a batch of one: epoll mode.
+    (&pairs[0].1).write_all(b"x").unwrap();
+    wait_for(&mut p, &mut ev, Token(0), "the first write");
+    (&pairs[0].0).read_exact(&mut [0u8; 1]).unwrap();
+    assert_eq!(p.stats().mode_switches, 1, "in epoll mode: {:?}", p.stats());
+    // One calm wait: the next calm one goes back to signals.
+    p.wait(&mut ev, Some(Duration::ZERO)).unwrap();
+    // Changes on every descriptor, ten times the buffer: the wait that finds
+    // them (calm before the fix: fewer than `hybrid_to_signal_events`) and
+    // the sweep of the switch both fill their buffers.
+    for (_, b) in &pairs {
+        (&*b).write_all(b"y").unwrap();
+    }
+    let switches = p.stats().mode_switches;
+    // Every one is reported, in whatever mode the hybrid is now.
+    let mut left: std::collections::BTreeSet<usize> = (0..pairs.len()).collect();
+    let deadline = Instant::now() + LONG;
+    while !left.is_empty() && Instant::now() < deadline {
+        p.wait(&mut ev, Some(Duration::from_millis(50))).unwrap();
+        for e in &ev {
+            let i = e.token().0;
+            while (&pairs[i].0).read(&mut [0u8; 8]).is_ok() {}
+            left.remove(&i);
+        }
+    }
+    assert!(
+        left.is_empty(),
+        "never reported: {left:?} (mode switches {switches} before the writes, {:?})",
+        p.stats()
+    );
 }
 
 // A poller nested in another: the inner one's descriptor (`Poller::as_fd_opt`,

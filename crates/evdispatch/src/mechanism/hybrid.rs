@@ -117,10 +117,13 @@ impl Hybrid {
         Ok(())
     }
 
-    /// Resume the signal, then sweep epoll: in that order (see the module docs).
+    /// Resume the signal, then sweep epoll: in that order (see the module
+    /// docs). The sweep goes on while a harvest fills the buffer: what it
+    /// leaves on the ready list, signal mode would never read, and the
+    /// signals of those changes were discarded while the signal was paused.
     fn switch_to_signals(&mut self, stats: &mut Stats) -> io::Result<()> {
         self.q.resume(stats)?;
-        self.harvest(Some(Duration::ZERO), stats)?;
+        while self.harvest(Some(Duration::ZERO), stats)?.1 {}
         self.account(stats);
         self.mode = Mode::Signal;
         self.calm = 0;
@@ -128,9 +131,15 @@ impl Hybrid {
         Ok(())
     }
 
-    /// One `epoll_wait`; its events join this wait's hints. Returns how many.
+    /// One `epoll_wait`; its events join this wait's hints. Returns how
+    /// many, and whether they filled the buffer (more may be ready; the
+    /// buffer is then doubled for the next harvest).
     #[inline]
-    fn harvest(&mut self, timeout: Option<Duration>, stats: &mut Stats) -> io::Result<usize> {
+    fn harvest(
+        &mut self,
+        timeout: Option<Duration>,
+        stats: &mut Stats,
+    ) -> io::Result<(usize, bool)> {
         stats.wait_syscalls += 1;
         let n = ep::wait(self.ep.as_raw_fd(), &mut self.buf, ep::timeout_ms(timeout))?;
         for i in 0..n {
@@ -138,13 +147,14 @@ impl Hybrid {
             self.q
                 .add_hint(ev.u64 as RawFd, Ready::from_poll_bits(ev.events), stats);
         }
-        if n == self.buf.len() {
+        let full = n == self.buf.len();
+        if full {
             let grown = self.buf.len() * 2;
             self.buf
                 .resize(grown, libc::epoll_event { events: 0, u64: 0 });
             stats.buffer_grows += 1;
         }
-        Ok(n)
+        Ok((n, full))
     }
 
     /// Overflow in signal mode: go to epoll and harvest at once.
@@ -167,8 +177,9 @@ impl Hybrid {
     }
 
     fn wait_epoll(&mut self, timeout: Option<Duration>, stats: &mut Stats) -> io::Result<()> {
-        let n = self.harvest(timeout, stats)?;
-        if n < self.to_signal_events {
+        let (n, full) = self.harvest(timeout, stats)?;
+        // A full buffer is not calm: it may have left ready ones behind.
+        if n < self.to_signal_events && !full {
             self.calm += 1;
         } else {
             self.calm = 0;
@@ -201,15 +212,17 @@ impl Backend for Hybrid {
 
     fn modify(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()> {
         let interest = interest.without_exclusive();
-        self.q
-            .modify(fd, token, interest, self.mode == Mode::Signal)?;
+        // Epoll first: it refuses a descriptor that is not registered or no
+        // longer open before the signal side has changed anything.
         ep::ctl(
             self.ep.as_raw_fd(),
             libc::EPOLL_CTL_MOD,
             fd,
             epoll_flags(interest, true),
             fd as u64,
-        )
+        )?;
+        self.q
+            .modify(fd, token, interest, self.mode == Mode::Signal)
     }
 
     fn deregister(&mut self, fd: RawFd) -> io::Result<()> {

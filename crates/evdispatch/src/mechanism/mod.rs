@@ -54,7 +54,11 @@ pub enum Mechanism {
     /// signal on the open file description, which a `dup` of it or another
     /// process holding it shares; `deregister` clears `O_ASYNC` only. So
     /// register descriptors the program alone holds (sockets, pipes), not an
-    /// inherited terminal, and wait from the creating thread.
+    /// inherited terminal, and wait from the creating thread. For the same
+    /// reason one descriptor is heard by one signal poller only: a second
+    /// poller that registers it (a listener shared by several event loops)
+    /// takes its signals over, the first hears nothing more, and a
+    /// `deregister` in either silences both.
     RtSig,
     /// POSIX RT signals, many per `read` of a signalfd, coalesced per fd.
     RtSigBatch,
@@ -165,7 +169,9 @@ pub static MECHANISMS: &[MechanismInfo] = &[
                   from the shared completion ring",
         limits: "edge-triggered (drain to EAGAIN); io_uring must be enabled \
                  (kernel.io_uring_disabled, seccomp); a burst beyond the completion ring \
-                 (4 x uring_entries) re-arms the polls that overflowed; EXCLUSIVE is ignored",
+                 (4 x uring_entries) re-arms the polls that overflowed; EXCLUSIVE is ignored; \
+                 a completion is task work for the thread that submitted, so it interrupts \
+                 that thread's other blocking calls (EINTR), between waits too",
         min_kernel: "5.13",
         max_fd: None,
         exclusive: false,
@@ -176,7 +182,7 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         name: "rtsig",
         trigger: Trigger::Edge,
         summary: "POSIX RT signals (F_SETSIG, F_SETOWN_EX to the creating thread), one sigtimedwait per event; on SIGIO overflow the queue is flushed and the interest set polled",
-        limits: "queue bounded by RLIMIT_SIGPENDING, per user (overflow costs a flush and a poll of every fd); sockets, pipes and ttys only; waits on the creating thread only; Linux 2.6.32 (F_SETOWN_EX)",
+        limits: "queue bounded by RLIMIT_SIGPENDING, per user (overflow costs a flush and a poll of every fd); sockets, pipes and ttys only; waits on the creating thread only; a descriptor is heard by one signal poller (the last to register it); Linux 2.6.32 (F_SETOWN_EX)",
         min_kernel: "2.6.32",
         max_fd: None,
         exclusive: false,

@@ -477,12 +477,13 @@ impl SignalQueue {
                 self.slots[moved.fd as usize].poll_idx = idx as u32;
             }
         }
-        cleared.map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("fd {fd} deregistered, but it could not be reached ({e}); deregister before closing"),
-            )
-        })
+        match cleared {
+            // Closed while registered: its file description, and the
+            // `O_ASYNC` on it, are gone; forgetting the record is all there
+            // is to do (as poll and select do).
+            Err(e) if e.raw_os_error() == Some(libc::EBADF) => Ok(()),
+            other => other,
+        }
     }
 
     /// True when an overflow is waiting to be handled: a `SIGIO` dequeued by
@@ -543,7 +544,7 @@ impl SignalQueue {
         }
         match self.registered(fd) {
             Some(s) if s.awaiting == 0 => {
-                if self.add(fd, Ready::from_poll_bits(info.band), stats) {
+                if self.add(fd, Ready::from_poll_bits(info.poll_bits()), stats) {
                     Dequeued::Event
                 } else {
                     Dequeued::Nothing

@@ -197,6 +197,26 @@ struct RtView {
     value_int: c_int,
 }
 
+/// `si_code` of a hang-up (`POLL_HUP` in `asm-generic/siginfo.h`; libc
+/// does not export the `POLL_*` codes).
+const POLL_HUP: c_int = 6;
+
+impl SigInfo {
+    /// The readiness an I/O signal reports, as poll bits. The kernel fills
+    /// `si_band` from a fixed table by `si_code`, and a hang-up's entry is
+    /// `POLLHUP|POLLERR` though no error is pending (a Unix peer's close, a
+    /// TCP FIN after our own shutdown): a hang-up is reported as one. A FIN
+    /// alone comes as `POLL_IN`, plain readable, with nothing to tell it
+    /// from data: the read's EOF is the only word of it.
+    pub fn poll_bits(&self) -> u32 {
+        if self.code == POLL_HUP {
+            self.band & !(libc::POLLERR as u32)
+        } else {
+            self.band
+        }
+    }
+}
+
 const _: () = assert!(std::mem::size_of::<PollView>() <= std::mem::size_of::<libc::siginfo_t>());
 const _: () = assert!(std::mem::size_of::<RtView>() <= std::mem::size_of::<libc::siginfo_t>());
 
