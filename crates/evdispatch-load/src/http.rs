@@ -183,11 +183,7 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
     let mut chunked = false;
     for h in resp.headers.iter() {
         if name_is(h.name, b"content-length") {
-            let text = std::str::from_utf8(h.value).unwrap_or("");
-            length =
-                Some(text.trim().parse().map_err(|_| {
-                    Malformed(format!("bad Content-Length '{}'", text.escape_debug()))
-                })?);
+            length = Some(content_length(h.value, length)?);
         } else if name_is(h.name, b"transfer-encoding") {
             chunked = h
                 .value
@@ -220,6 +216,35 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
         close,
         body,
     }))
+}
+
+/// The value of a `Content-Length` line: one length, or a list of equal
+/// ones (`3, 3`), equal to `earlier` (the lines before it) if given. Any
+/// other value is malformed: RFC 9112 §6.3 item 5 (RFC 9110 §8.6) makes
+/// differing lengths an unrecoverable error, the connection closed.
+fn content_length(value: &[u8], earlier: Option<u64>) -> Result<u64, Malformed> {
+    let mut n = earlier;
+    for v in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+        let this = std::str::from_utf8(v)
+            .ok()
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|t| t.parse().ok());
+        match (this, n) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(Malformed(format!(
+                    "two different Content-Length values ({b} and {a})"
+                )))
+            }
+            (Some(a), _) => n = Some(a),
+            (None, _) => {
+                return Err(Malformed(format!(
+                    "bad Content-Length '{}'",
+                    String::from_utf8_lossy(value).escape_debug()
+                )))
+            }
+        }
+    }
+    n.ok_or_else(|| Malformed("empty Content-Length".into()))
 }
 
 impl ResponseParser {
@@ -482,6 +507,32 @@ mod tests {
         assert!(p
             .feed(b"HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n")
             .is_err());
+    }
+
+    #[test]
+    fn differing_content_lengths_are_malformed_and_equal_ones_accepted() {
+        let feed = |head: &str| {
+            let r = format!("HTTP/1.1 200 OK\r\n{head}\r\nabc");
+            ResponseParser::default().feed(r.as_bytes())
+        };
+        for same in [
+            "Content-Length: 3\r\n",
+            "Content-Length: 3, 3\r\n",
+            "Content-Length: 3\r\ncontent-length: 3\r\n",
+        ] {
+            assert!(
+                matches!(feed(same), Ok(Feed::Done { status: 200, .. })),
+                "{same:?}"
+            );
+        }
+        for bad in [
+            "Content-Length: 3\r\nContent-Length: 5\r\n",
+            "Content-Length: 3, 5\r\n",
+            "Content-Length: +3\r\n",
+            "Content-Length: 3,\r\n",
+        ] {
+            assert!(feed(bad).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
