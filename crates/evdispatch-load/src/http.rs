@@ -179,16 +179,20 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
     let status = resp.code.unwrap_or(0);
     let version = resp.version.unwrap_or(1);
     let mut close = version == 0;
-    let mut length: Option<u64> = None;
-    let mut chunked = false;
+    let mut length: Result<Option<u64>, Malformed> = Ok(None);
+    // Some(chunked is the final coding) when Transfer-Encoding is present:
+    // its lines combine into one list (RFC 9110 §5.3).
+    let mut chunked: Option<bool> = None;
     for h in resp.headers.iter() {
         if name_is(h.name, b"content-length") {
-            length = Some(content_length(h.value, length)?);
+            if let Ok(earlier) = length {
+                length = content_length(h.value, earlier).map(Some);
+            }
         } else if name_is(h.name, b"transfer-encoding") {
-            chunked = h
-                .value
-                .split(|&b| b == b',')
-                .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            let mut codings = h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii);
+            if let Some(last) = codings.rfind(|v| !v.is_empty()) {
+                chunked = Some(last.eq_ignore_ascii_case(b"chunked"));
+            }
         } else if name_is(h.name, b"connection") {
             for token in h.value.split(|&b| b == b',') {
                 let t = token.trim_ascii();
@@ -200,11 +204,15 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
             }
         }
     }
+    // RFC 9112 §6.3: no body (rules 1, 2); Transfer-Encoding overrides
+    // Content-Length, and a body whose final coding is not chunked runs to
+    // the close (rules 3, 4); then Content-Length, valid (rule 5); else the
+    // close (rule 8).
     let body = if no_body || status < 200 || status == 204 || status == 304 {
         State::Body(0)
-    } else if chunked {
+    } else if chunked == Some(true) {
         State::ChunkSize
-    } else if let Some(n) = length {
+    } else if let (None, Some(n)) = (chunked, length?) {
         State::Body(n)
     } else {
         close = true;
@@ -533,6 +541,39 @@ mod tests {
         ] {
             assert!(feed(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn transfer_encoding_framing_follows_rfc_9112() {
+        let feed = |head: &str, body: &str| {
+            let r = format!("HTTP/1.1 200 OK\r\n{head}\r\n{body}");
+            let mut p = ResponseParser::default();
+            (p.feed(r.as_bytes()).unwrap(), p)
+        };
+        // Chunked not the final coding: the body runs to the close.
+        let (f, mut p) = feed("Transfer-Encoding: chunked, gzip\r\n", "0\r\n\r\nmore");
+        assert_eq!(f, Feed::More);
+        assert_eq!(p.eof().unwrap(), Some(200));
+        // Transfer-Encoding overrides Content-Length.
+        let (f, mut p) = feed("Transfer-Encoding: gzip\r\nContent-Length: 3\r\n", "abcdef");
+        assert_eq!(f, Feed::More);
+        assert_eq!(p.eof().unwrap(), Some(200));
+        let (f, _) = feed(
+            "Content-Length: 30\r\nTransfer-Encoding: chunked\r\n",
+            "1\r\na\r\n0\r\n\r\n",
+        );
+        assert!(matches!(f, Feed::Done { close: false, .. }), "{f:?}");
+        // Several lines make one list: its last coding decides.
+        let (f, _) = feed(
+            "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+            "0\r\n\r\n",
+        );
+        assert!(matches!(f, Feed::Done { .. }), "{f:?}");
+        let (f, _) = feed(
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",
+            "0\r\n\r\n",
+        );
+        assert_eq!(f, Feed::More);
     }
 
     #[test]
