@@ -66,7 +66,8 @@ pub fn build_request(
     Request {
         bytes,
         head_len,
-        head: method.eq_ignore_ascii_case("HEAD"),
+        // Methods are case-sensitive (RFC 9110 §9.1): `head` is another one.
+        head: method == "HEAD",
     }
 }
 
@@ -605,6 +606,14 @@ mod tests {
             "POST / HTTP/1.1\r\nhost: example.org\r\nAccept: */*\r\nContent-Length: 3\r\n\r\nabc"
         );
         assert_eq!(r.head_len, s.len() - 3);
+        assert!(build_request("HEAD", "h", "/", &[], None).head);
+    }
+
+    #[test]
+    fn a_method_is_sent_as_typed_and_only_head_is_head() {
+        let r = build_request("head", "h", "/", &[], None);
+        assert!(!r.head);
+        assert!(r.bytes.starts_with(b"head / HTTP/1.1\r\n"));
         assert!(build_request("HEAD", "h", "/", &[], None).head);
     }
 
