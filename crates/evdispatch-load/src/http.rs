@@ -25,8 +25,9 @@ pub struct Request {
 /// Build `METHOD path HTTP/1.1` with `Host` and `User-Agent`, the user's
 /// headers (one whose name matches a default, case-insensitively, replaces
 /// it in place; one with an empty value removes it, as curl's `-H 'Name:'`
-/// does), and `Content-Length` with the body when there is one (unless the
-/// user gave their own).
+/// does), and `Content-Length` with the body when there is one, or `0` for
+/// POST, PUT and PATCH without one (unless the user gave their own
+/// `Content-Length` or `Transfer-Encoding`).
 pub fn build_request(
     method: &str,
     host: &str,
@@ -49,13 +50,13 @@ pub fn build_request(
     for (name, value) in list.iter().filter(|(_, v)| !v.is_empty()) {
         let _ = write!(r, "{name}: {value}\r\n");
     }
-    if let Some(b) = body {
-        if !list
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        {
-            let _ = write!(r, "Content-Length: {}\r\n", b.len());
-        }
+    // A method that defines a meaning for content says how long it is,
+    // even without a body (RFC 9110 §8.6; some servers answer 411).
+    let framed = list.iter().any(|(n, _)| {
+        n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding")
+    });
+    if !framed && (body.is_some() || matches!(method, "POST" | "PUT" | "PATCH")) {
+        let _ = write!(r, "Content-Length: {}\r\n", body.map_or(0, <[u8]>::len));
     }
     r.push_str("\r\n");
     let head_len = r.len();
@@ -615,6 +616,19 @@ mod tests {
         assert!(!r.head);
         assert!(r.bytes.starts_with(b"head / HTTP/1.1\r\n"));
         assert!(build_request("HEAD", "h", "/", &[], None).head);
+    }
+
+    #[test]
+    fn methods_with_content_say_its_length_without_a_body() {
+        let text = |m: &str, h: &[(String, String)]| {
+            String::from_utf8(build_request(m, "h", "/", h, None).bytes).unwrap()
+        };
+        for m in ["POST", "PUT", "PATCH"] {
+            assert!(text(m, &[]).ends_with("Content-Length: 0\r\n\r\n"), "{m}");
+        }
+        assert!(!text("GET", &[]).contains("Content-Length"));
+        let own = [("content-length".to_string(), "0".to_string())];
+        assert_eq!(text("POST", &own).matches("ontent-").count(), 1);
     }
 
     #[test]
