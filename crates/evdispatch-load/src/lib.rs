@@ -23,7 +23,11 @@
 //! the handshake time is reported apart from the connect time. Requests use
 //! `--method`, `--body FILE` and `--header` (which replaces a default of the
 //! same name), pick their path by weight from `--urls FILE`, or play
-//! httperf's session log with `--wsesslog N,X,FILE` ([`wsesslog`]).
+//! httperf's session log with `--wsesslog N,X,FILE` ([`wsesslog`]). A
+//! reply that comes before its request is all written (a server answering
+//! an upload early) is counted when it arrives, and the rest of the
+//! request still goes out before the next one on that connection (its
+//! framing is on the wire: RFC 9112 §9.5), as wrk and curl do.
 //!
 //! ## Open loop and coordinated omission
 //!

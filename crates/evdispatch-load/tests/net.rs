@@ -104,7 +104,14 @@ fn accept_each(
     bind: &str,
     handle: impl Fn(TcpStream, &Seen) + Clone + Send + 'static,
 ) -> (SocketAddr, Arc<Seen>) {
-    let l = TcpListener::bind(bind).unwrap();
+    accept_on(TcpListener::bind(bind).unwrap(), handle)
+}
+
+/// [`accept_each`] on a listener made by the caller.
+fn accept_on(
+    l: TcpListener,
+    handle: impl Fn(TcpStream, &Seen) + Clone + Send + 'static,
+) -> (SocketAddr, Arc<Seen>) {
     let addr = l.local_addr().unwrap();
     let seen = Arc::new(Seen::default());
     let s = seen.clone();
@@ -703,4 +710,91 @@ fn nginx_tls_1_2_only_1_3_only_and_too_old() {
         run(&url, &format!("--idle 1 --cacert {}", certs.ca())).unwrap_err()
     );
     assert!(e.contains("protocol version"), "{e}");
+}
+
+/// Reads a request's head, answers at once (keep-alive), then, a moment
+/// later, reads its body: a server that replies before the upload is read
+/// (a 401 or 413 does), recording each request as it read it.
+fn early_server() -> (SocketAddr, Arc<Seen>) {
+    // A small receive buffer (inherited by the accepted sockets, and not
+    // grown by the kernel): the client cannot have the body out before the
+    // reply comes.
+    let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    l.set_recv_buffer_size(16 * 1024).unwrap();
+    l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    l.listen(64).unwrap();
+    accept_on(l.into(), |sock, s| {
+        let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
+        let mut r = BufReader::new(sock);
+        while let Some(head) = read_head(&mut r) {
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: ")?.parse().ok())
+                .unwrap_or(0);
+            let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            if r.get_mut().write_all(reply).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            let mut body = vec![0; len];
+            let complete = r.read_exact(&mut body).is_ok();
+            s.requests.lock().unwrap().push((head, body));
+            if !complete {
+                return;
+            }
+        }
+    })
+}
+
+#[test]
+fn a_reply_before_the_body_is_sent_waits_for_the_body_on_both_engines() {
+    // A body far larger than the socket buffers: the reply comes while
+    // most of it is still to be written. The next request must follow the
+    // whole body, not start in its middle.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    let bytes: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&body, &bytes).unwrap();
+    for engine in ["uring", "readiness"] {
+        let (addr, seen) = early_server();
+        let args = format!(
+            "--rate max --connections 2 --duration 0.4 --method POST --body {} --engine {engine}",
+            body.display()
+        );
+        let s = match run(&format!("http://{addr}/early"), &args) {
+            Ok(s) => s,
+            Err(e) if format!("{e:#}").contains("cannot set up an io_uring") => {
+                eprintln!("skipped on {engine}: {e:#}");
+                continue;
+            }
+            Err(e) => panic!("{engine}: {e:#}"),
+        };
+        let got = seen.requests.lock().unwrap().clone();
+        assert!(s.replies >= 4, "{engine}: {} replies", s.replies);
+        for (head, b) in &got {
+            assert!(
+                head.starts_with("POST /early HTTP/1.1\r\n"),
+                "{engine}: the server read a request line out of step: {:?}",
+                &head[..head.len().min(60)]
+            );
+            assert!(
+                b.len() < bytes.len() || *b == bytes,
+                "{engine}: a body arrived damaged"
+            );
+        }
+        assert_eq!(s.errors_total, 0, "{engine}: {:?}", s.errors);
+        assert_eq!(
+            s.status["2xx"],
+            s.replies + s.unmeasured_replies,
+            "{engine}"
+        );
+        // Every request's body went out whole before the next request.
+        let whole = got.iter().filter(|(_, b)| *b == bytes).count() as u64;
+        assert!(
+            whole + 2 >= s.replies + s.unmeasured_replies,
+            "{engine}: {whole} whole bodies"
+        );
+        assert!(s.bytes_sent >= whole * bytes.len() as u64, "{engine}");
+    }
 }

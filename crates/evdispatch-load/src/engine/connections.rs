@@ -324,7 +324,6 @@ impl Engine<'_> {
                 // A receive in flight holds the socket open past `close`:
                 // shutting it down completes that receive (with 0).
                 let _ = sock.shutdown(std::net::Shutdown::Both);
-                c.send_again = false;
                 if let Some(r) = self.ring.as_mut() {
                     // Requests queued this turn for this connection go out
                     // now, while its entry and descriptor still name it

@@ -120,6 +120,10 @@ enum St {
     /// TCP connected, TLS handshake under way.
     Handshaking,
     Sending,
+    /// The reply came before the whole request was sent, and the
+    /// connection stays open: the rest of the request goes out first (its
+    /// framing is on the wire: RFC 9112 §9.5), then what follows the reply.
+    Finishing,
     Receiving,
     /// Connected, no request outstanding (persistent, closed loop).
     Waiting,
@@ -165,9 +169,6 @@ struct Conn {
     rbuf: Option<Box<[u8]>>,
     recv_inflight: bool,
     send_inflight: bool,
-    /// A new request started while the previous send was still in flight:
-    /// send it when that completes.
-    send_again: bool,
     /// How the ring names the socket (its entry in the table of registered
     /// files, or its descriptor) while `ring`.
     target: Target,
@@ -211,7 +212,6 @@ impl Conn {
             rbuf: None,
             recv_inflight: false,
             send_inflight: false,
-            send_again: false,
             target: Target::Fd(-1),
         }
     }
@@ -760,7 +760,7 @@ impl<'h> Engine<'h> {
                     self.on_readable(token);
                     continue;
                 }
-                St::Sending if ev.is_writable() => {
+                St::Sending | St::Finishing if ev.is_writable() => {
                     self.write_request(token);
                     if self.slab[token].gen != gen {
                         continue;

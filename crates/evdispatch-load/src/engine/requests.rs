@@ -52,7 +52,7 @@ impl Engine<'_> {
                 if c.woff < end {
                     match tls.writer().write(&req.bytes[c.woff..end]) {
                         Ok(n) => c.woff += n,
-                        Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+                        Err(e) => return self.io_failed(slot, &e, Instant::now()),
                     }
                 }
                 match tls_flush(tls, sock, &mut self.rec.counts.bytes_sent) {
@@ -62,7 +62,7 @@ impl Engine<'_> {
                         self.set_interest(slot, Interest::BOTH);
                         return;
                     }
-                    Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+                    Err(e) => return self.io_failed(slot, &e, Instant::now()),
                 }
             }
         } else {
@@ -78,17 +78,27 @@ impl Engine<'_> {
                         return;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+                    Err(e) => return self.io_failed(slot, &e, Instant::now()),
                 }
             }
         }
         if c.role == Role::Inactive {
             c.st = St::Holding;
             c.deadline = None;
-        } else {
-            c.st = St::Receiving;
+            return self.set_interest(slot, Interest::READABLE);
         }
         self.set_interest(slot, Interest::READABLE);
+        self.request_out(slot);
+    }
+
+    /// The whole request is on the wire: its reply is awaited, or, when it
+    /// came first (`St::Finishing`), what follows it happens now.
+    pub(super) fn request_out(&mut self, slot: usize) {
+        let c = &mut self.slab[slot];
+        if c.st == St::Finishing {
+            return self.after_reply(slot, false, Instant::now());
+        }
+        c.st = St::Receiving;
     }
 
     pub(super) fn slow_step(&mut self, slot: usize, now: Instant) {
@@ -163,7 +173,7 @@ impl Engine<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.read_failed(slot, &e, Instant::now());
+                    self.io_failed(slot, &e, Instant::now());
                     break;
                 }
             }
@@ -200,7 +210,7 @@ impl Engine<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => drained = true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    self.read_failed(slot, &e, Instant::now());
+                    self.io_failed(slot, &e, Instant::now());
                     break;
                 }
             }
@@ -239,7 +249,7 @@ impl Engine<'_> {
             let now = Instant::now();
             match tls_flush(tls, sock, &mut self.rec.counts.bytes_sent) {
                 Err(e) => {
-                    self.fail(slot, Cause::of(&e), now);
+                    self.io_failed(slot, &e, now);
                     break;
                 }
                 Ok(all) if handshaking => {
@@ -310,6 +320,9 @@ impl Engine<'_> {
                     self.after_loss(slot, now, false);
                 }
             },
+            // The reply is in; the server closed while the rest of the
+            // request went out.
+            St::Finishing => self.after_reply(slot, true, now),
             St::Handshaking => {
                 if !self.tls_warned {
                     self.tls_warned = true;
@@ -325,13 +338,13 @@ impl Engine<'_> {
         }
     }
 
-    /// A read failed: a reset of a connection with nothing outstanding is
-    /// the server closing it.
-    pub(super) fn read_failed(&mut self, slot: usize, e: &io::Error, now: Instant) {
-        if matches!(self.slab[slot].st, St::Holding | St::Waiting) {
-            self.server_closed_quietly(slot, now);
-        } else {
-            self.fail(slot, Cause::of(e), now);
+    /// A read or a write failed: a reset of a connection with nothing
+    /// outstanding (or whose reply is in) is the server closing it.
+    pub(super) fn io_failed(&mut self, slot: usize, e: &io::Error, now: Instant) {
+        match self.slab[slot].st {
+            St::Holding | St::Waiting => self.server_closed_quietly(slot, now),
+            St::Finishing => self.after_reply(slot, true, now),
+            _ => self.fail(slot, Cause::of(e), now),
         }
     }
 
@@ -388,8 +401,27 @@ impl Engine<'_> {
             self.rec.counts.replies_in_window += 1;
             self.rec.interval_replies[idx] += 1;
         }
-        c.deadline = None;
         c.measured = false;
+        if !close && c.st == St::Sending {
+            // Early (a 401 or 413 before the upload is read): the rest of
+            // the request goes out first, then the next one (as wrk and curl
+            // on a kept connection; stopping the body would oblige the
+            // generator to close it, RFC 9112 §9.5).
+            c.st = St::Finishing;
+            c.deadline = Some(now + self.timeout);
+            return;
+        }
+        self.after_reply(slot, close, now);
+    }
+
+    /// What follows a reply: the next request, a think time, the end of a
+    /// session, or, when the connection closes (`close`: the reply said
+    /// so, or the server closed it while the request was being finished),
+    /// a new connection.
+    pub(super) fn after_reply(&mut self, slot: usize, close: bool, now: Instant) {
+        let c = &mut self.slab[slot];
+        c.deadline = None;
+        let role = c.role;
         if close {
             // The server announced it closes the connection.
             self.rec.counts.conn_closed_by_server += 1;
