@@ -716,15 +716,7 @@ fn nginx_tls_1_2_only_1_3_only_and_too_old() {
 /// later, reads its body: a server that replies before the upload is read
 /// (a 401 or 413 does), recording each request as it read it.
 fn early_server() -> (SocketAddr, Arc<Seen>) {
-    // A small receive buffer (inherited by the accepted sockets, and not
-    // grown by the kernel): the client cannot have the body out before the
-    // reply comes.
-    let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
-    l.set_recv_buffer_size(16 * 1024).unwrap();
-    l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
-        .unwrap();
-    l.listen(64).unwrap();
-    accept_on(l.into(), |sock, s| {
+    accept_on(small_buffer_listener(), |sock, s| {
         let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
         let mut r = BufReader::new(sock);
         while let Some(head) = read_head(&mut r) {
@@ -796,5 +788,78 @@ fn a_reply_before_the_body_is_sent_waits_for_the_body_on_both_engines() {
             "{engine}: {whole} whole bodies"
         );
         assert!(s.bytes_sent >= whole * bytes.len() as u64, "{engine}");
+    }
+}
+
+/// A listener on 127.0.0.1 whose connections have a small receive buffer
+/// (inherited by the accepted sockets, and not grown by the kernel): a
+/// client cannot have a large body out before a reply comes.
+fn small_buffer_listener() -> TcpListener {
+    let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    l.set_recv_buffer_size(16 * 1024).unwrap();
+    l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    l.listen(64).unwrap();
+    l.into()
+}
+
+#[test]
+fn bytes_sent_count_a_send_cut_by_the_close_on_both_engines() {
+    // The server refuses the upload after its head (413, Connection:
+    // close), waits, then reads whatever still comes until the end: the
+    // generator closes with its send in flight. What the server received
+    // was sent.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    // Larger than the most a socket buffers (4 MiB here): a send is still
+    // going when the reply comes.
+    std::fs::write(&body, vec![7u8; 12_000_000]).unwrap();
+    for engine in ["uring", "readiness"] {
+        let received = Arc::new(AtomicU64::new(0));
+        let got = received.clone();
+        let (addr, _) = accept_on(small_buffer_listener(), move |sock, _| {
+            let mut r = BufReader::new(sock);
+            let Some(head) = read_head(&mut r) else {
+                return;
+            };
+            let reply = b"HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            if r.get_mut().write_all(reply).is_err() {
+                return;
+            }
+            // Not read meanwhile: the generator's send is stuck when the
+            // reply makes it close.
+            std::thread::sleep(Duration::from_millis(20));
+            let mut n = head.len() as u64 + r.buffer().len() as u64;
+            r.consume(r.buffer().len());
+            let mut buf = vec![0; 64 * 1024];
+            while let Ok(k) = r.get_mut().read(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+                n += k as u64;
+            }
+            got.fetch_add(n, Ordering::Relaxed);
+        });
+        let args = format!(
+            "--rate max --connections 1 --duration 0.3 --method POST --body {} --engine {engine}",
+            body.display()
+        );
+        let s = match run(&format!("http://{addr}/up"), &args) {
+            Ok(s) => s,
+            Err(e) if format!("{e:#}").contains("cannot set up an io_uring") => {
+                eprintln!("skipped on {engine}: {e:#}");
+                continue;
+            }
+            Err(e) => panic!("{engine}: {e:#}"),
+        };
+        // The server's threads finish reading after the run's last close.
+        std::thread::sleep(Duration::from_millis(200));
+        let received = received.load(Ordering::Relaxed);
+        assert!(s.replies >= 3, "{engine}: {} replies", s.replies);
+        assert!(
+            s.bytes_sent >= received && received > 0,
+            "{engine}: bytes_sent {} but the server received {received}",
+            s.bytes_sent
+        );
     }
 }

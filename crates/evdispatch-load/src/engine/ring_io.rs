@@ -105,6 +105,11 @@ impl Engine<'_> {
 
     /// A send of `slot` completed.
     pub(super) fn ring_sent(&mut self, slot: usize, id: u32, res: i32, quiet: bool) {
+        // Bytes out are bytes out, also those of a connection closed while
+        // its send was in flight (a quiet send counted them when queued).
+        if res > 0 && !quiet {
+            self.rec.counts.bytes_sent += res as u64;
+        }
         let Some(c) = self.slab.get_mut(slot) else {
             return;
         };
@@ -125,7 +130,6 @@ impl Engine<'_> {
             }
             return self.io_failed(slot, &e, Instant::now());
         }
-        self.rec.counts.bytes_sent += res as u64;
         c.woff += res as usize;
         if matches!(c.st, St::Sending | St::Finishing) {
             if c.woff < self.requests[c.req].bytes.len() {
