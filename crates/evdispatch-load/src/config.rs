@@ -113,8 +113,14 @@ pub struct Config {
     pub rate: Option<Rate>,
     /// Arrival process.
     pub arrival: Arrival,
-    /// Measured window, seconds.
+    /// Measured window, seconds (with `run_to_end`: the one measured; the
+    /// workers get the sessions' planned arrival span, 0 in closed loop).
     pub duration_s: f64,
+    /// `--sessions N` (or `--wsesslog`) without `--duration`: the window
+    /// lasts until the last session ends, every call measured (httperf's
+    /// test-duration).
+    #[serde(default)]
+    pub run_to_end: bool,
     /// Unmeasured run time before the window, seconds.
     pub warmup_s: f64,
     /// Per-request and per-connect timeout, seconds.
@@ -416,12 +422,14 @@ impl Config {
         if a.procs == 0 {
             bail!("--procs must be at least 1");
         }
+        let run_to_end = a.duration.is_none() && sessions.is_some_and(|n| n > 0);
         let duration_s = match (&a.duration, sessions, rate) {
             (Some(d), _, _) => parse_secs("--duration", d)?,
             (None, Some(n), Some(Rate::PerSecond(r))) if n > 0 => n as f64 / r,
+            _ if run_to_end => 0.0,
             _ => 10.0,
         };
-        if duration_s <= 0.0 {
+        if duration_s <= 0.0 && !run_to_end {
             bail!("--duration must be positive");
         }
         let warmup_s = parse_secs("--warmup", &a.warmup)?;
@@ -515,6 +523,7 @@ impl Config {
             rate,
             arrival: a.arrival,
             duration_s,
+            run_to_end,
             warmup_s,
             timeout_s,
             sessions,

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | sessions | `--sessions N --calls K --rate R` | new connection at each arrival, `K` requests one after the other, close (httperf's `--num-conns --num-calls --rate`) |
 //! | persistent | `--persistent C --rate R` | `C` keep-alive connections sharing `R` requests/s: arrivals are dealt round-robin, so each connection sends periodically (seed 004 §3.1) |
-//! | closed loop | `--rate max --connections C` | `C` connections, each sending its next request when the reply is in (saturation, like wrk); with `--sessions`, `C` sessions back to back |
+//! | closed loop | `--rate max --connections C` | `C` connections, each sending its next request when the reply is in (saturation, like wrk); with `--sessions N`, `N` sessions in all, `C` at a time |
 //! | inactive | `--inactive I [--inactive-send partial\|none]` | connect, send the request without its final blank line (or nothing), never finish it; reopened when the server closes it (seed 000 §5, httperf's idleconn) |
 //! | idle | `--idle I` | one request, then silence on the open connection; reopened when the server closes it (seed 004 §4.1) |
 //! | slow | `--slow S --slow-bytes B --slow-interval T [--slow-ramp R]` | sends the request `B` bytes every `T`, reads the reply, starts over |
@@ -28,6 +28,17 @@
 //! an upload early) is counted when it arrives, and the rest of the
 //! request still goes out before the next one on that connection (its
 //! framing is on the wire: RFC 9112 §9.5), as wrk and curl do.
+//!
+//! ## How long a run lasts
+//!
+//! `--duration` (default 10 s) is the measured window, after `--warmup`;
+//! then the requests still outstanding are waited for, `--timeout` at
+//! most. With `--sessions N` (or `--wsesslog N,…`) and no `--duration`,
+//! the run lasts, as httperf's test, until the last of the `N` sessions
+//! ends: every call of every session is measured, and `duration_s` is that
+//! window (`config.run_to_end` says so). It always ends by itself: every
+//! connect and every call has its `--timeout`, think times are finite and a
+//! session's failed connection ends it.
 //!
 //! ## Open loop and coordinated omission
 //!
@@ -90,8 +101,8 @@
 //! | field | type | meaning |
 //! |---|---|---|
 //! | `schema` | string | `"evdispatch-load/1"` |
-//! | `config` | object | the full configuration ([`Config`]): `url`, `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s`, `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
-//! | `duration_s` | number | length of the measured window |
+//! | `config` | object | the full configuration ([`Config`]): `url`, `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
+//! | `duration_s` | number | length of the measured window (with `config.run_to_end`, until the last session ended) |
 //! | `requests` | integer | requests of the active workloads whose slot fell in the window and that were sent |
 //! | `replies` | integer | complete replies to those requests (including ones that arrived in the drain after the window) |
 //! | `replies_in_window` | integer | replies received inside the window |
@@ -224,15 +235,17 @@ pub struct LoadArgs {
     /// `-R R` spreads R requests/s over C persistent connections (wrk2).
     #[arg(long, short = 'R', value_name = "R|max")]
     pub rate: Option<String>,
-    /// Length of the measured window (e.g. 10, 10s, 500ms, 1m). Default 10 s, or
-    /// sessions ÷ rate when --sessions N is given with a rate.
+    /// Length of the measured window (e.g. 10, 10s, 500ms, 1m). Default 10
+    /// s; with --sessions N (or --wsesslog) the run lasts until the last
+    /// session ends, every call measured (httperf's test-duration).
     #[arg(long, short = 'd')]
     pub duration: Option<String>,
     /// Unmeasured time before the window.
     #[arg(long, default_value = "0")]
     pub warmup: String,
     /// Sessions workload: start this many sessions, warm-up included (0: as
-    /// many as the rate gives over the run).
+    /// many as the rate gives over --duration). With --rate max, -c C of
+    /// them at a time.
     #[arg(long, value_name = "N")]
     pub sessions: Option<u64>,
     /// Requests per session.

@@ -199,6 +199,16 @@ impl Recorder {
     }
 }
 
+/// `v[i]`, `v` grown to hold it (a window that lasts until its sessions
+/// end has no length known ahead; other windows are sized at the start).
+#[inline]
+pub fn at(v: &mut Vec<u64>, i: usize) -> &mut u64 {
+    if i >= v.len() {
+        v.resize(i + 1, 0);
+    }
+    &mut v[i]
+}
+
 /// A histogram in HdrHistogram's V2 serialization, base64: how histograms
 /// travel from the workers and appear in the `--json` output.
 pub fn encode(h: &Histogram<u64>) -> anyhow::Result<String> {

@@ -323,11 +323,15 @@ impl Summary {
     /// Build the summary from the merged worker records.
     pub fn new(config: &Config, m: Merged, server_cpu: Option<ServerCpu>) -> Summary {
         let c = &m.counts;
-        let d = if m.interrupted {
+        let d = if m.interrupted || config.run_to_end {
             m.window_s
         } else {
             config.duration_s
         };
+        let mut config = config.clone();
+        if config.run_to_end {
+            config.duration_s = d;
+        }
         let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
@@ -380,7 +384,6 @@ impl Summary {
         );
         Summary {
             schema: SCHEMA.to_string(),
-            config: config.clone(),
             duration_s: d,
             requests: c.requests,
             replies: c.replies,
@@ -424,6 +427,7 @@ impl Summary {
             },
             histograms: m.histograms.map(|h| encode(h).unwrap_or_default()),
             checks: Vec::new(),
+            config,
         }
     }
 

@@ -863,3 +863,25 @@ fn bytes_sent_count_a_send_cut_by_the_close_on_both_engines() {
         );
     }
 }
+
+#[test]
+fn closed_loop_sessions_run_exactly_n_and_end_with_the_last() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    for (n, c) in [(1, 2), (3, 2), (7, 3)] {
+        let before = server.requests().len();
+        let t = std::time::Instant::now();
+        let s = run(
+            &server.http("/cl"),
+            &format!("--rate max -c {c} --sessions {n}"),
+        )
+        .unwrap();
+        let took = t.elapsed();
+        assert_eq!(server.requests().len() - before, n, "-c {c} --sessions {n}");
+        assert_eq!((s.requests, s.replies), (n as u64, n as u64));
+        assert!(s.config.run_to_end);
+        // Not the default 10 s: the window is the sessions' time.
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        assert!(s.duration_s < 1.0 && s.duration_s == s.config.duration_s);
+        assert!(s.reply_rate > n as f64, "{}", s.reply_rate);
+    }
+}

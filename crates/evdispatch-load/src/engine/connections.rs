@@ -352,8 +352,7 @@ impl Engine<'_> {
         match c.role {
             Role::Session => {
                 c.st = St::Free;
-                self.free.push(slot);
-                self.session_over(now);
+                self.session_over(slot, now);
             }
             _ => {
                 // An idle connection lost before its first reply stays

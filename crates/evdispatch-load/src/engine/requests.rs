@@ -399,7 +399,7 @@ impl Engine<'_> {
         }
         if in_window && role != Role::Slow {
             self.rec.counts.replies_in_window += 1;
-            self.rec.interval_replies[idx] += 1;
+            *crate::record::at(&mut self.rec.interval_replies, idx) += 1;
         }
         c.measured = false;
         if !close && c.st == St::Sending {
@@ -456,8 +456,7 @@ impl Engine<'_> {
                 None => {
                     self.rec.counts.conn_closed_by_client += 1;
                     self.close(slot, now);
-                    self.free.push(slot);
-                    self.session_over(now);
+                    self.session_over(slot, now);
                 }
             },
             Role::Persistent => {

@@ -20,7 +20,7 @@ impl Engine<'_> {
     pub(super) fn note_peak(&mut self, now: Instant) {
         if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
             let i = self.interval_index(now);
-            let p = &mut self.rec.interval_peak_conns[i];
+            let p = crate::record::at(&mut self.rec.interval_peak_conns, i);
             *p = (*p).max(self.open);
         }
     }
@@ -185,7 +185,7 @@ impl Engine<'_> {
         // httperf's reply-rate samples): not a shorter last one, nor those
         // after Ctrl-C.
         let full = ((window_s / self.interval.as_secs_f64()) + 1e-9).floor() as usize;
-        self.rec.interval_replies.truncate(full);
+        self.rec.interval_replies.resize(full, 0);
         let mut report = WorkerReport::new(
             self.spec.index,
             &self.rec,
