@@ -38,7 +38,9 @@
 //! ends: every call of every session is measured, and `duration_s` is that
 //! window (`config.run_to_end` says so). It always ends by itself: every
 //! connect and every call has its `--timeout`, think times are finite and a
-//! session's failed connection ends it.
+//! session's failed connection ends it. With `--duration`, no session call
+//! starts after the window; the sessions cut short are counted
+//! (`sessions_unfinished`).
 //!
 //! ## Open loop and coordinated omission
 //!
@@ -127,6 +129,7 @@
 //! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them |
 //! | `slow_replies` | integer | replies to slow clients |
 //! | `unmeasured_replies` | integer | replies outside the measurement (warm-up, idle connections' one request) |
+//! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window) or Ctrl-C; 0 with `config.run_to_end` |
 //! | `generator_cpu_pct` | number | CPU of all worker processes over the window, % of one core |
 //! | `generator_cpu_per_process_pct` | array | the same per worker |
 //! | `generator_cores` | integer | cores the generator could use |
@@ -171,7 +174,9 @@
 //! `--json` outputs losslessly into one report (itself mergeable).
 //!
 //! The human summary (without `--json`) shows the same figures in httperf's
-//! manner; a progress line runs on standard error while it works.
+//! manner; a progress line runs on standard error while it works. Its
+//! `Requests:` line counts the measured requests and replies; `Reply
+//! status:` counts every reply, and says how many of them were measured.
 //!
 //! ## Where things are
 //!

@@ -93,6 +93,7 @@ fn as_report(i: usize, s: &Summary) -> WorkerReport {
             reconnects: s.reconnects,
             slow_replies: s.slow_replies,
             unmeasured_replies: s.unmeasured_replies,
+            sessions_unfinished: s.sessions_unfinished,
             bytes_sent: s.bytes_sent,
             bytes_received: s.bytes_received,
             conn_attempted: k.attempted,

@@ -138,6 +138,8 @@ counts! {
     slow_replies,
     /// Replies to requests outside the measured window (warm-up, idle connections' first request).
     unmeasured_replies,
+    /// Sessions started that still had calls to make when the run ended (cut by `--duration` or Ctrl-C).
+    sessions_unfinished,
     /// Bytes written.
     bytes_sent,
     /// Bytes read.

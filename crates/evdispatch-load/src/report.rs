@@ -262,6 +262,11 @@ pub struct Summary {
     pub slow_replies: u64,
     /// Replies outside the measurement (warm-up, idle connections' first request).
     pub unmeasured_replies: u64,
+    /// Sessions started that still had calls to make when the run ended
+    /// (cut by `--duration` or Ctrl-C; 0 when the run lasted until the
+    /// sessions ended).
+    #[serde(default)]
+    pub sessions_unfinished: u64,
     /// Generator CPU over the window, % of one core, all processes.
     pub generator_cpu_pct: f64,
     /// Per worker process.
@@ -410,6 +415,7 @@ impl Summary {
             reconnects: c.reconnects,
             slow_replies: c.slow_replies,
             unmeasured_replies: c.unmeasured_replies,
+            sessions_unfinished: c.sessions_unfinished,
             generator_cpu_pct,
             generator_cpu_per_process_pct: m.cpu_pct.clone(),
             generator_cores: cores,
@@ -639,14 +645,27 @@ impl Summary {
                 l.mean / 1000.0
             );
         }
+        if c.sessions.is_some() && self.sessions_unfinished > 0 {
+            let _ = writeln!(
+                o,
+                "Sessions: {} unfinished when the run ended (cut by {}; without --duration every session runs to its end)",
+                self.sessions_unfinished,
+                if self.interrupted { "Ctrl-C" } else { "--duration" }
+            );
+        }
+        // Every reply, which the "Requests:" line's measured ones are part of.
         let _ = writeln!(
             o,
-            "Reply status: {}",
+            "Reply status: {} (all {} replies: {} measured, {} unmeasured, {} to slow clients)",
             self.status
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(" "),
+            self.status.values().sum::<u64>(),
+            self.replies,
+            self.unmeasured_replies,
+            self.slow_replies
         );
         let _ = writeln!(
             o,

@@ -885,3 +885,58 @@ fn closed_loop_sessions_run_exactly_n_and_end_with_the_last() {
         assert!(s.reply_rate > n as f64, "{}", s.reply_rate);
     }
 }
+
+/// A keep-alive server that answers each request after `delay`, counting
+/// requests (heads only).
+fn delay_server(delay: Duration) -> (SocketAddr, Arc<Seen>) {
+    accept_each("127.0.0.1:0", move |sock, s| {
+        let mut r = BufReader::new(sock);
+        while let Some(head) = read_head(&mut r) {
+            s.requests.lock().unwrap().push((head, Vec::new()));
+            std::thread::sleep(delay);
+            let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            if r.get_mut().write_all(reply).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+#[test]
+fn sessions_run_to_their_end_or_are_counted_unfinished() {
+    let (addr, seen) = delay_server(Duration::from_millis(200));
+    let url = format!("http://{addr}/delay");
+    let sent = |seen: &Seen| seen.requests.lock().unwrap().len() as u64;
+    // Without --duration (httperf): every call of every session, measured.
+    let s = run(&url, "--sessions 3 --calls 3 --rate 10").unwrap();
+    assert_eq!((s.requests, s.replies, sent(&seen)), (9, 9, 9));
+    assert_eq!((s.status["2xx"], s.sessions_unfinished), (9, 0));
+    assert!(s.duration_s > 0.6 && s.duration_s < 2.0, "{}", s.duration_s);
+    // A session log's think times fire for as long as sessions run.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.log");
+    std::fs::write(&f, "/a\n\n/b think=0.2\n/c\n").unwrap();
+    let s = run(&url, &format!("--rate 10 --wsesslog 2,0.1,{}", f.display())).unwrap();
+    assert_eq!((s.requests, s.replies, s.sessions_unfinished), (3, 3, 0));
+    // With --duration 0.3: the calls after the window are not made, and
+    // the sessions cut short are counted; what was sent was measured.
+    let before = sent(&seen);
+    let s = run(&url, "--sessions 3 --calls 3 --rate 10 --duration 0.3").unwrap();
+    assert_eq!(
+        sent(&seen) - before,
+        s.requests,
+        "a call went out after the window"
+    );
+    assert_eq!(s.replies, s.requests);
+    assert_eq!(s.status["2xx"], s.replies + s.unmeasured_replies);
+    assert_eq!(s.sessions_unfinished, 3);
+    let text = s.human();
+    assert!(text.contains("Sessions: 3 unfinished"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "(all {} replies: {} measured",
+            s.replies, s.replies
+        )),
+        "{text}"
+    );
+}

@@ -108,7 +108,11 @@ impl Engine<'_> {
                     _ => self.session_reconnect(slot, now),
                 }
             }
-            _ => self.session_over(slot, now),
+            _ => {
+                // Calls were left: the window ended first.
+                self.rec.counts.sessions_unfinished += u64::from(next.is_some());
+                self.session_over(slot, now)
+            }
         }
     }
 

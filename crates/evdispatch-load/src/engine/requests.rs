@@ -445,6 +445,9 @@ impl Engine<'_> {
         }
         match role {
             Role::Session => match self.session_next(slot) {
+                // The window is over (--duration): no further call; still
+                // open at the end, the session is counted unfinished.
+                Some(_) if self.phase != Phase::Run => self.slab[slot].st = St::Waiting,
                 Some(Some(think)) if !think.is_zero() => {
                     self.think(slot, now + think);
                     self.set_interest(slot, Interest::READABLE);

@@ -152,6 +152,10 @@ impl Engine<'_> {
             let unsent = c.queue.iter().filter(|(_, m)| *m).count() as u64;
             self.rec.counts.unsent_at_end += unsent;
             c.queue.clear();
+            // A session not over: the end came before its last call.
+            if c.role == Role::Session && c.st != St::Free {
+                self.rec.counts.sessions_unfinished += 1;
+            }
             if matches!(c.st, St::Sending | St::Receiving) && c.measured && !self.interrupted {
                 // Still outstanding after the drain: it timed out.
                 let role = c.role;
