@@ -940,3 +940,34 @@ fn sessions_run_to_their_end_or_are_counted_unfinished() {
         "{text}"
     );
 }
+
+#[test]
+fn interval_requests_add_up_to_the_run() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opts = RunOptions {
+        intervals: Some(tx),
+        ..RunOptions::default()
+    };
+    let cfg = config(&server.http("/"), "-R 200 -c 2 -d 1 --interval 0.25");
+    let s = execute(&cfg, &opts).unwrap();
+    drop(opts);
+    let ivs: Vec<_> = rx.iter().collect();
+    assert_eq!(ivs.len(), 4);
+    let sum: u64 = ivs.iter().map(|i| i.requests).sum();
+    assert_eq!(
+        (sum, s.requests),
+        (200, 200),
+        "{:?}",
+        ivs.iter().map(|i| i.requests).collect::<Vec<_>>()
+    );
+    // 50 slots in each quarter; a slot on a boundary belongs to the next.
+    for iv in &ivs {
+        assert!(
+            (49..=51).contains(&iv.requests),
+            "interval {}: {}",
+            iv.index,
+            iv.requests
+        );
+    }
+}

@@ -331,8 +331,10 @@ pub struct Engine<'h> {
     /// Its corrected and uncorrected latencies.
     iv_latency: hdrhistogram::Histogram<u64>,
     iv_latency_uncorrected: hdrhistogram::Histogram<u64>,
-    /// Requests and errors counted before it began (None: window not begun).
-    iv_base: Option<(u64, u64)>,
+    /// Errors counted before it began (None: window not begun).
+    iv_base: Option<u64>,
+    /// Measured requests sent in each interval (by the instant they left).
+    iv_requests: Vec<u64>,
     /// Wall-clock start of the measured window, Unix seconds.
     window_start_unix_s: f64,
     /// Ctrl-C stopped the run.
@@ -488,6 +490,7 @@ impl<'h> Engine<'h> {
             iv_latency: new_histogram(),
             iv_latency_uncorrected: new_histogram(),
             iv_base: None,
+            iv_requests: vec![0; known],
             window_start_unix_s: 0.0,
             interrupted: false,
             ring,
@@ -579,12 +582,12 @@ impl<'h> Engine<'h> {
                 }
                 Phase::Run => {
                     self.pump_opens(now);
+                    if now >= self.t_ms && self.iv_base.is_none() {
+                        self.iv_base = Some(self.rec.errors_total());
+                    }
                     self.arrivals(now);
                     if now >= self.t_ms && self.cpu.is_none() && self.cpu_use.is_none() {
                         self.cpu = Some(evdispatch_proc::CpuMeter::start(0)?);
-                    }
-                    if now >= self.t_ms && self.iv_base.is_none() {
-                        self.iv_base = Some((self.rec.counts.requests, self.rec.errors_total()));
                     }
                     if self.spec.config.run_to_end && now < self.t_me && self.sessions_done() {
                         // httperf's test-duration: the window ends with the

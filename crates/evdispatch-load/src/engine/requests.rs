@@ -27,6 +27,9 @@ impl Engine<'_> {
         c.parser.expect_no_body(self.requests[c.req].head);
         if measured {
             self.rec.counts.requests += 1;
+            // In the interval it leaves in (the last, if after the window).
+            let i = self.interval_index(now);
+            *crate::record::at(&mut self.iv_requests, i) += 1;
         }
         self.write_request(slot);
     }

@@ -110,19 +110,18 @@ impl Engine<'_> {
             && now >= self.interval_end(self.iv_index)
         {
             let i = self.iv_index;
-            let (requests, errors) = (self.rec.counts.requests, self.rec.errors_total());
-            let (base_requests, base_errors) = self.iv_base.unwrap_or((requests, errors));
+            let errors = self.rec.errors_total();
             let r = IntervalReport {
                 index: i,
                 start_s: (self.interval * i).as_secs_f64(),
                 end_s: self.interval_end(i).duration_since(self.t_ms).as_secs_f64(),
-                requests: requests - base_requests,
+                requests: self.iv_requests.get(i as usize).copied().unwrap_or(0),
                 replies: self.iv_latency.len(),
-                errors: errors - base_errors,
+                errors: errors - self.iv_base.unwrap_or(errors),
                 latency_hist: encode(&self.iv_latency)?,
                 latency_uncorrected_hist: encode(&self.iv_latency_uncorrected)?,
             };
-            self.iv_base = Some((requests, errors));
+            self.iv_base = Some(errors);
             self.iv_latency.reset();
             self.iv_latency_uncorrected.reset();
             self.iv_index += 1;
