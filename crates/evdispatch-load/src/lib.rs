@@ -163,7 +163,9 @@
 //! (the sum over the workers) as each ends, with `interval`, `start_s`,
 //! `end_s` (from the window's start), `time_unix_s`, `requests`, `replies`,
 //! `errors`, `reply_rate`, `latency_us` and `latency_uncorrected_us` (as in
-//! the summary); `--csv FILE` one row (columns
+//! the summary), and standard output stays clean JSON Lines to the end: the
+//! text summary goes to standard error then, and with `--json` the final
+//! document is one compact line after the intervals'; `--csv FILE` one row (columns
 //! in `--help`); `--hdr-log FILE` an HdrHistogram interval log (V2
 //! compressed, tags `corrected` and `uncorrected`, values in µs: give
 //! HistogramLogProcessor `-outputValueUnitRatio 1000` for ms).
@@ -376,7 +378,9 @@ pub struct ResultsArgs {
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
     /// Print one JSON line per --interval on standard output as the run
-    /// goes (the sum over the worker processes).
+    /// goes (the sum over the worker processes); standard output then
+    /// holds JSON lines only: the text summary goes to standard error, and
+    /// --json's document is one compact last line.
     #[arg(long)]
     pub json_stream: bool,
     /// Start the run at this time (RFC 3339, e.g. 2026-11-24T08:00:00Z, or
@@ -455,27 +459,54 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("the interval writer failed"))??;
     let mut summary = summary?;
-    let status = report(&mut summary, &checks, args.json, r.latency)?;
+    let out = Output {
+        json: args.json,
+        latency: r.latency,
+        stream: r.json_stream,
+    };
+    let status = report(&mut summary, &checks, out)?;
     exit_with(status)
+}
+
+/// How the results are printed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Output {
+    /// `--json`: the JSON document instead of the text.
+    pub json: bool,
+    /// `--latency`: the percentile tables in the text.
+    pub latency: bool,
+    /// `--json-stream`: standard output carries JSON lines only, so the
+    /// document is one compact line and the text goes to standard error.
+    pub stream: bool,
+}
+
+impl Output {
+    /// The summary as printed: what goes to standard output, and to
+    /// standard error.
+    pub fn render(&self, summary: &Summary) -> anyhow::Result<(String, String)> {
+        Ok(match (self.json, self.stream) {
+            (true, false) => (serde_json::to_string_pretty(summary)? + "\n", String::new()),
+            (true, true) => (serde_json::to_string(summary)? + "\n", String::new()),
+            (false, stream) => {
+                let text = summary.text(self.latency);
+                if stream {
+                    (String::new(), text)
+                } else {
+                    (text, String::new())
+                }
+            }
+        })
+    }
 }
 
 /// Evaluate the checks, print the summary (JSON or text, the percentile
 /// tables on demand, the checks) and say which exit status the run earns.
-pub fn report(
-    summary: &mut Summary,
-    checks: &[check::Check],
-    json: bool,
-    latency: bool,
-) -> anyhow::Result<i32> {
+pub fn report(summary: &mut Summary, checks: &[check::Check], out: Output) -> anyhow::Result<i32> {
+    let json = out.json;
     let passed = check::evaluate_all(checks, summary)?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        if latency {
-            print!("{}", summary.latency_tables());
-        }
-        print!("{}", summary.human());
-    }
+    let (stdout, stderr) = out.render(summary)?;
+    print!("{stdout}");
+    eprint!("{stderr}");
     let saturated = summary
         .warnings
         .iter()
@@ -581,4 +612,39 @@ pub fn parse_start_at(
         }
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_stream_leaves_standard_output_to_json_lines() {
+        let cfg = Config::from_command_line(["http://127.0.0.1:1/", "-R", "10"]).unwrap();
+        let s = Summary::new(&cfg, record::Merged::default(), None);
+        let out = |json, stream| {
+            Output {
+                json,
+                latency: true,
+                stream,
+            }
+            .render(&s)
+            .unwrap()
+        };
+        // --json-stream alone: the text goes to standard error.
+        let (stdout, stderr) = out(false, true);
+        assert!(
+            stdout.is_empty() && stderr.contains("Requests:"),
+            "{stdout}"
+        );
+        // With --json: one compact line, a JSON value.
+        let (stdout, stderr) = out(true, true);
+        assert_eq!(stdout.lines().count(), 1);
+        assert!(stdout.ends_with('\n') && stderr.is_empty());
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(v["schema"], report::SCHEMA);
+        // Without --json-stream, as before: text or a pretty document.
+        assert!(out(false, false).0.contains("Requests:"));
+        assert!(out(true, false).0.lines().count() > 10);
+    }
 }

@@ -59,7 +59,12 @@ pub fn run(a: &MergeArgs) -> anyhow::Result<i32> {
         s.interrupted = false;
     }
     let checks = crate::check::parse_all(&a.fail_if, &s.config)?;
-    crate::report(&mut s, &checks, a.json, a.latency)
+    let out = crate::Output {
+        json: a.json,
+        latency: a.latency,
+        stream: false,
+    };
+    crate::report(&mut s, &checks, out)
 }
 
 /// One `--json` output.

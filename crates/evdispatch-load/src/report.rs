@@ -518,6 +518,18 @@ impl Summary {
         o
     }
 
+    /// The text summary: [`Summary::human`], after the percentile tables
+    /// (`latency`).
+    pub fn text(&self, latency: bool) -> String {
+        let mut o = if latency {
+            self.latency_tables()
+        } else {
+            String::new()
+        };
+        o.push_str(&self.human());
+        o
+    }
+
     /// The human summary, in httperf's spirit.
     pub fn human(&self) -> String {
         let c = &self.config;
