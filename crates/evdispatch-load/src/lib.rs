@@ -179,6 +179,13 @@
 //! manner; a progress line runs on standard error while it works. Its
 //! `Requests:` line counts the measured requests and replies; `Reply
 //! status:` counts every reply, and says how many of them were measured.
+//! With `-L`, wrk2's percentile tables follow (their headings exactly
+//! wrk2's, a note after each saying where its latency is measured from),
+//! and the text ends as wrk's does, in wrk's number format, for scripts
+//! written for wrk: `N requests in T, B read` (the replies in the window),
+//! `Socket errors: connect A, read B, write C, timeout D` and `Non-2xx or
+//! 3xx responses: N` when not zero ([`Summary::wrk_lines`] maps the error
+//! causes), `Requests/sec:` (the reply rate) and `Transfer/sec:`.
 //!
 //! ## Where things are
 //!
