@@ -235,6 +235,28 @@ pub fn split_persistent(rate: Option<Rate>, sessions: Option<u64>, persistent: u
     }
 }
 
+/// A number and its multiplier from wrk's SI suffix (its units.c: `k`, `M`,
+/// `G`, 1000-based for counts, in either case).
+fn si(text: &str) -> (&str, u64) {
+    let t = text.trim();
+    match t.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&t[..t.len() - 1], 1_000),
+        Some(b'm') => (&t[..t.len() - 1], 1_000_000),
+        Some(b'g') => (&t[..t.len() - 1], 1_000_000_000),
+        _ => (t, 1),
+    }
+}
+
+/// A count of connections or sessions, with wrk's SI suffixes: `1k` is
+/// 1000 (clap's parser of those flags).
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let (n, scale) = si(text);
+    n.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("'{text}' is not a count (e.g. 100, 1k, 2M)"))
+}
+
 fn share(total: u64, procs: u32, i: u32) -> u64 {
     let p = procs as u64;
     total / p + u64::from((i as u64) < total % p)
@@ -362,8 +384,9 @@ impl Config {
             None => None,
             Some("max") => Some(Rate::Max),
             Some(r) => {
-                let v: f64 = r.parse().map_err(|_| {
-                    anyhow!("--rate '{r}': give requests per second (e.g. 1000) or 'max'")
+                let (n, scale) = si(r);
+                let v = n.parse::<f64>().map(|v| v * scale as f64).map_err(|_| {
+                    anyhow!("--rate '{r}': give requests per second (e.g. 1000 or 2k) or 'max'")
                 })?;
                 if !(v.is_finite() && v > 0.0) {
                     bail!("--rate must be positive, or 'max'");
@@ -393,6 +416,13 @@ impl Config {
                     "--rate max"
                 };
                 bail!("give --connections or --persistent with {with}, not both");
+            }
+            if u64::from(a.procs) > c {
+                // wrk's words: every thread needs a connection.
+                bail!(
+                    "number of connections must be >= threads (-c {c}, -t {})",
+                    a.procs
+                );
             }
             persistent = c;
         }
@@ -805,6 +835,28 @@ mod tests {
         // Another workload given: no default connections are added.
         let c = cfg("http://127.0.0.1:1/ --idle 3").unwrap();
         assert_eq!((c.rate, c.persistent, c.idle), (None, 0, 3));
+    }
+
+    #[test]
+    fn wrk_si_suffixes_threads_and_at_least_a_connection_per_thread() {
+        let c = cfg("http://127.0.0.1:1/ -c 1k -R 2k --threads 2").unwrap();
+        assert_eq!((c.persistent, c.procs), (1000, 2));
+        assert_eq!(c.rate, Some(Rate::PerSecond(2000.0)));
+        let c = cfg("http://127.0.0.1:1/ --sessions 1M -R 1.5k --idle 2K").unwrap();
+        assert_eq!(
+            (c.sessions, c.rate, c.idle),
+            (Some(1_000_000), Some(Rate::PerSecond(1500.0)), 2000)
+        );
+        assert_eq!(parse_count("3g"), Ok(3_000_000_000));
+        assert!(parse_count("1x").is_err() && parse_count("k").is_err());
+        let e = cfg("http://127.0.0.1:1/ -t 4 -c 2")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("number of connections must be >= threads"),
+            "{e}"
+        );
+        assert!(cfg("http://127.0.0.1:1/ -t 2 -c 2").is_ok());
     }
 
     #[test]

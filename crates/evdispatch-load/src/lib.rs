@@ -147,10 +147,13 @@
 //!
 //! `evdispatch load URL` alone runs the default load: closed loop over
 //! [`config::DEFAULT_CONNECTIONS`] (10, as wrk) connections for 10 s. wrk's
-//! short flags work: `-c` connections (closed loop without `-R`; with
+//! short flags work, and their counts take wrk's SI suffixes (`-c 1k`, `-R
+//! 2k`, `--sessions 1M`: 1000-based; also `--persistent`, `--inactive`,
+//! `--idle`, `--slow`): `-c` connections (closed loop without `-R`; with
 //! `-R R`, wrk2's open loop of `R` requests/s dealt over them), `-d`
-//! duration, `-R` rate, `-H` header, `-T` timeout, `-t` worker processes
-//! (each one single-threaded loop, as a wrk thread), `-L`/`--latency` the
+//! duration, `-R` rate, `-H` header, `-T` timeout, `-t`/`--threads` worker
+//! processes (each one single-threaded loop, as a wrk thread; no more than
+//! the connections, as wrk requires), `-L`/`--latency` the
 //! percentile tables as wrk2 prints them.
 //!
 //! Exit status: 0; 1 on bad input, or when no reply succeeded (no reply, or
@@ -245,7 +248,7 @@ pub struct LoadArgs {
     #[arg(required_unless_present = "worker")]
     pub url: Option<String>,
     /// Offered rate of the active workloads, requests (or sessions) per
-    /// second, or `max` for closed loop. With `-c C` and no other workload,
+    /// second (wrk's SI suffixes: 2k is 2000), or `max` for closed loop. With `-c C` and no other workload,
     /// `-R R` spreads R requests/s over C persistent connections (wrk2).
     #[arg(long, short = 'R', value_name = "R|max")]
     pub rate: Option<String>,
@@ -260,30 +263,30 @@ pub struct LoadArgs {
     /// Sessions workload: start this many sessions, warm-up included (0: as
     /// many as the rate gives over --duration). With --rate max, -c C of
     /// them at a time.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = config::parse_count)]
     pub sessions: Option<u64>,
     /// Requests per session.
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub calls: u32,
     /// Persistent connections sharing --rate (each sends periodically).
-    #[arg(long, value_name = "C")]
+    #[arg(long, value_name = "C", value_parser = config::parse_count)]
     pub persistent: Option<u64>,
     /// Connections of the closed loop (--rate max, or no --rate: closed
     /// loop, as wrk), or with an open-loop --rate the persistent connections
     /// sharing it (as wrk2 -c with -R).
-    #[arg(long, short = 'c', value_name = "C")]
+    #[arg(long, short = 'c', value_name = "C", value_parser = config::parse_count)]
     pub connections: Option<u64>,
     /// Inactive connections: connect, never complete a request, reopen when closed.
-    #[arg(long, value_name = "I")]
+    #[arg(long, value_name = "I", value_parser = config::parse_count)]
     pub inactive: Option<u64>,
     /// What an inactive connection sends: a request without its end, or nothing.
     #[arg(long, value_enum, default_value = "partial")]
     pub inactive_send: InactiveSend,
     /// Idle persistent connections: one request, then silence.
-    #[arg(long, value_name = "I")]
+    #[arg(long, value_name = "I", value_parser = config::parse_count)]
     pub idle: Option<u64>,
     /// Slow clients: send the request a few bytes at a time.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = config::parse_count)]
     pub slow: Option<u64>,
     /// Bytes per step of a slow client.
     #[arg(long, default_value_t = 1)]
@@ -296,9 +299,16 @@ pub struct LoadArgs {
     /// `--connect-burst` allows).
     #[arg(long, default_value = "0s", value_name = "T")]
     pub slow_ramp: String,
-    /// Worker processes (each holds its share of every workload; `-t` as
-    /// wrk's threads: each worker is one single-threaded event loop).
-    #[arg(long, short = 't', default_value_t = 1, value_name = "P")]
+    /// Worker processes (each holds its share of every workload; `-t` and
+    /// `--threads` as wrk's threads: each worker is one single-threaded
+    /// event loop).
+    #[arg(
+        long,
+        short = 't',
+        visible_alias = "threads",
+        default_value_t = 1,
+        value_name = "P"
+    )]
     pub procs: u32,
     /// Server process(es) whose CPU (with their children's) is sampled over the window.
     #[arg(long, value_name = "PID[,PID…]")]
