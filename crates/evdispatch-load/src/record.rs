@@ -132,7 +132,7 @@ counts! {
     reopens,
     /// Reopens inside the measured window.
     reopens_in_window,
-    /// Persistent and closed-loop connections reconnected after the server closed them.
+    /// Persistent and closed-loop connections reconnected after the server closed (or reset) them, with or without a request outstanding.
     reconnects,
     /// Replies to slow clients.
     slow_replies,

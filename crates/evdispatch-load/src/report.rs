@@ -276,7 +276,8 @@ pub struct Summary {
     pub reopens_in_window: u64,
     /// `reopens_in_window / duration_s`.
     pub reopen_rate: f64,
-    /// Persistent or closed-loop connections re-established after the server closed them.
+    /// Persistent or closed-loop connections re-established after the
+    /// server closed (or reset) them, with or without a request outstanding.
     pub reconnects: u64,
     /// Replies to slow clients.
     pub slow_replies: u64,

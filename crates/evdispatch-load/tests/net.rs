@@ -971,3 +971,22 @@ fn interval_requests_add_up_to_the_run() {
         );
     }
 }
+
+#[test]
+fn a_close_with_a_request_outstanding_is_an_error_and_a_reconnect() {
+    // Answers one request per connection, then closes without a word on
+    // the next one.
+    let (addr, _) = accept_each("127.0.0.1:0", |sock, _| {
+        let mut r = BufReader::new(sock);
+        if read_head(&mut r).is_some() {
+            let _ = r
+                .get_mut()
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+        let _ = read_head(&mut r);
+    });
+    let s = run(&format!("http://{addr}/"), "--rate max -c 1 --duration 0.3").unwrap();
+    let closed = s.errors["server_closed"] + s.errors["reset"];
+    assert!(closed >= 3, "{:?}", s.errors);
+    assert_eq!(s.reconnects, closed, "{:?}", s.errors);
+}

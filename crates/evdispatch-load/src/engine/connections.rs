@@ -297,6 +297,10 @@ impl Engine<'_> {
         self.rec.error(role, cause);
         if matches!(cause, Cause::Reset | Cause::ServerClosed) {
             self.rec.counts.conn_closed_by_server += 1;
+            if matches!(role, Role::Persistent | Role::Closed) {
+                // Re-established below, as after a close between requests.
+                self.rec.counts.reconnects += 1;
+            }
         } else {
             self.rec.counts.conn_closed_by_client += 1;
         }

@@ -315,13 +315,7 @@ impl Engine<'_> {
                 Ok(Some(status)) => {
                     self.complete(slot, status, true, now);
                 }
-                _ => {
-                    self.rec.counts.conn_closed_by_server += 1;
-                    let role = c.role;
-                    self.rec.error(role, Cause::ServerClosed);
-                    self.close(slot, now);
-                    self.after_loss(slot, now, false);
-                }
+                _ => self.fail(slot, Cause::ServerClosed, now),
             },
             // The reply is in; the server closed while the rest of the
             // request went out.
