@@ -138,7 +138,7 @@
 //! | `server_cpu` | object or null | `pids`, `cpu_s`, `pct` |
 //! | `setup_s` | number | time to open the long-lived connections before the run |
 //! | `warnings` | array | strings the reader must see |
-//! | `interrupted` | bool | Ctrl-C stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
+//! | `interrupted` | bool | Ctrl-C (or `SIGTERM`) stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
 //! | `window_start_unix_s`, `window_end_unix_s` | number | the measured window in wall-clock time, Unix seconds (0 when none began) |
 //! | `histograms` | object | `latency`, `latency_uncorrected`, `connect`: the histograms (µs) in HdrHistogram's V2 serialization, base64, what `load merge` adds up |
 //! | `checks` | array | the `--fail-if` thresholds: `expr`, `measured`, `limit` (in the expression's unit: µs for latencies), `pass` |
@@ -159,8 +159,9 @@
 //! Exit status: 0; 1 on bad input, or when no reply succeeded (no reply, or
 //! only 4xx/5xx; a line on standard error says which); 99 when a
 //! `--fail-if` threshold ([`check`] has the grammar) is broken; 130 after
-//! Ctrl-C, which stops the run (worker processes too), prints the results
-//! so far marked as interrupted and writes the interval files up to then.
+//! Ctrl-C (`SIGINT`) and 143 after `SIGTERM`, which stop the run (worker
+//! processes too), print the results so far marked as interrupted (naming
+//! the signal) and write the interval files up to then.
 //!
 //! Per `--interval` ([`interval`]): `--json-stream` prints one JSON line
 //! (the sum over the workers) as each ends, with `interval`, `start_s`,
@@ -425,12 +426,14 @@ pub enum LoadSubcommand {
 pub const EXIT_CHECK_FAILED: i32 = 99;
 /// Exit status of a run stopped by Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit status of a run stopped by `SIGTERM` (128 + SIGTERM).
+pub const EXIT_TERMINATED: i32 = 143;
 /// Exit status of a run in which no reply succeeded.
 pub const EXIT_NO_REPLY: i32 = 1;
 
 /// Run the command. Besides errors (exit 1 from the caller), the run ends
-/// the process with [`EXIT_NO_REPLY`], [`EXIT_CHECK_FAILED`] or
-/// [`EXIT_INTERRUPTED`] after printing its results.
+/// the process with [`EXIT_NO_REPLY`], [`EXIT_CHECK_FAILED`],
+/// [`EXIT_INTERRUPTED`] or [`EXIT_TERMINATED`] after printing its results.
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     if args.worker {
         return runner::worker_main();
@@ -542,8 +545,11 @@ pub fn report(summary: &mut Summary, checks: &[check::Check], out: Output) -> an
     let expects_replies =
         summary.config.rate.is_some() || summary.config.idle > 0 || summary.config.slow > 0;
     Ok(if summary.interrupted {
-        eprintln!("evdispatch load: interrupted (Ctrl-C): results so far above");
-        EXIT_INTERRUPTED
+        eprintln!(
+            "evdispatch load: interrupted ({}): results so far above",
+            interrupt::name()
+        );
+        interrupt::exit_status()
     } else if expects_replies && succeeded == 0 {
         let total: u64 = summary.status.values().sum();
         if total == 0 {

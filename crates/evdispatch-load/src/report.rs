@@ -620,7 +620,8 @@ impl Summary {
         if self.interrupted {
             let _ = writeln!(
                 o,
-                "INTERRUPTED (Ctrl-C): the figures cover the {:.1} s measured before it",
+                "INTERRUPTED ({}): the figures cover the {:.1} s measured before it",
+                crate::interrupt::name(),
                 self.duration_s
             );
         }
