@@ -20,6 +20,9 @@ pub struct Request {
     pub head_len: usize,
     /// `HEAD`: the reply has no body whatever its `Content-Length` says.
     pub head: bool,
+    /// The user's headers say `Connection: close`: no further request may
+    /// go on the connection (RFC 9112 §9.6).
+    pub close: bool,
 }
 
 /// Build `METHOD path HTTP/1.1` with `Host` and `User-Agent`, the user's
@@ -69,6 +72,10 @@ pub fn build_request(
         head_len,
         // Methods are case-sensitive (RFC 9110 §9.1): `head` is another one.
         head: method == "HEAD",
+        close: list.iter().any(|(n, v)| {
+            n.eq_ignore_ascii_case("connection")
+                && v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close"))
+        }),
     }
 }
 
@@ -616,6 +623,15 @@ mod tests {
         assert!(!r.head);
         assert!(r.bytes.starts_with(b"head / HTTP/1.1\r\n"));
         assert!(build_request("HEAD", "h", "/", &[], None).head);
+    }
+
+    #[test]
+    fn a_user_connection_close_is_noted() {
+        let h = |v: &str| [("connection".to_string(), v.to_string())];
+        assert!(build_request("GET", "h", "/", &h("Close"), None).close);
+        assert!(build_request("GET", "h", "/", &h("TE, close"), None).close);
+        assert!(!build_request("GET", "h", "/", &h("keep-alive"), None).close);
+        assert!(!build_request("GET", "h", "/", &[], None).close);
     }
 
     #[test]

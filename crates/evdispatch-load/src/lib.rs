@@ -126,7 +126,7 @@
 //! | `reopens` | integer | inactive and idle connections reopened after the server closed them, whole run |
 //! | `reopens_in_window` | integer | those inside the window |
 //! | `reopen_rate` | number | `reopens_in_window / duration_s` |
-//! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them (or reset them), between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error) |
+//! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them (or reset them), between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error), and after each reply when `-H 'Connection: close'` makes every request the last of its connection |
 //! | `slow_replies` | integer | replies to slow clients |
 //! | `unmeasured_replies` | integer | replies outside the measurement (warm-up, idle connections' one request) |
 //! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window) or Ctrl-C; 0 with `config.run_to_end` |

@@ -990,3 +990,25 @@ fn a_close_with_a_request_outstanding_is_an_error_and_a_reconnect() {
     assert!(closed >= 3, "{:?}", s.errors);
     assert_eq!(s.reconnects, closed, "{:?}", s.errors);
 }
+
+#[test]
+fn a_users_connection_close_is_one_request_per_connection() {
+    // The server would keep the connection; the request says close.
+    let server = Recorder::start("127.0.0.1:0", None);
+    let s = run(
+        &server.http("/"),
+        "--rate max -c 1 --duration 0.3 -H Connection:close",
+    )
+    .unwrap();
+    let conns = server.seen.connections.load(Ordering::Relaxed);
+    let replies = s.replies + s.unmeasured_replies;
+    assert!(replies >= 5, "{replies}");
+    assert_eq!(s.errors_total, 0, "{:?}", s.errors);
+    // One connection per request (and the pre-flight's).
+    assert!(
+        conns >= replies,
+        "{conns} connections for {replies} replies"
+    );
+    assert!(s.reconnects + 1 >= replies, "{} reconnects", s.reconnects);
+    assert!(s.connections.accounted, "{:?}", s.connections);
+}

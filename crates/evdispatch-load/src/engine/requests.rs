@@ -99,7 +99,7 @@ impl Engine<'_> {
     pub(super) fn request_out(&mut self, slot: usize) {
         let c = &mut self.slab[slot];
         if c.st == St::Finishing {
-            return self.after_reply(slot, false, Instant::now());
+            return self.after_reply(slot, None, Instant::now());
         }
         c.st = St::Receiving;
     }
@@ -319,7 +319,7 @@ impl Engine<'_> {
             },
             // The reply is in; the server closed while the rest of the
             // request went out.
-            St::Finishing => self.after_reply(slot, true, now),
+            St::Finishing => self.after_reply(slot, Some(true), now),
             St::Handshaking => {
                 if !self.tls_warned {
                     self.tls_warned = true;
@@ -340,7 +340,7 @@ impl Engine<'_> {
     pub(super) fn io_failed(&mut self, slot: usize, e: &io::Error, now: Instant) {
         match self.slab[slot].st {
             St::Holding | St::Waiting => self.server_closed_quietly(slot, now),
-            St::Finishing => self.after_reply(slot, true, now),
+            St::Finishing => self.after_reply(slot, Some(true), now),
             _ => self.fail(slot, Cause::of(e), now),
         }
     }
@@ -399,7 +399,14 @@ impl Engine<'_> {
             *crate::record::at(&mut self.rec.interval_replies, idx) += 1;
         }
         c.measured = false;
-        if !close && c.st == St::Sending {
+        // The user's `Connection: close` (RFC 9112 §9.6): no further
+        // request on this connection; this side closes it after the reply.
+        let closing = match (close, self.requests[c.req].close) {
+            (true, _) => Some(true),
+            (false, true) => Some(false),
+            (false, false) => None,
+        };
+        if closing.is_none() && c.st == St::Sending {
             // Early (a 401 or 413 before the upload is read): the rest of
             // the request goes out first, then the next one (as wrk and curl
             // on a kept connection; stopping the body would oblige the
@@ -408,20 +415,24 @@ impl Engine<'_> {
             c.deadline = Some(now + self.timeout);
             return;
         }
-        self.after_reply(slot, close, now);
+        self.after_reply(slot, closing, now);
     }
 
     /// What follows a reply: the next request, a think time, the end of a
-    /// session, or, when the connection closes (`close`: the reply said
-    /// so, or the server closed it while the request was being finished),
-    /// a new connection.
-    pub(super) fn after_reply(&mut self, slot: usize, close: bool, now: Instant) {
+    /// session, or, when the connection closes (`closing`: `Some(true)` when
+    /// the server closes it, as its reply said or while the request was
+    /// being finished; `Some(false)` when the request said it would), a new
+    /// connection.
+    pub(super) fn after_reply(&mut self, slot: usize, closing: Option<bool>, now: Instant) {
         let c = &mut self.slab[slot];
         c.deadline = None;
         let role = c.role;
-        if close {
-            // The server announced it closes the connection.
-            self.rec.counts.conn_closed_by_server += 1;
+        if let Some(by_server) = closing {
+            if by_server {
+                self.rec.counts.conn_closed_by_server += 1;
+            } else {
+                self.rec.counts.conn_closed_by_client += 1;
+            }
             match role {
                 Role::Persistent | Role::Closed => self.rec.counts.reconnects += 1,
                 Role::Idle => {
