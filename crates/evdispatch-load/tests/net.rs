@@ -203,6 +203,19 @@ fn run(url: &str, args: &str) -> anyhow::Result<Summary> {
     execute(&config(url, args), &RunOptions::default())
 }
 
+/// [`run`] on `--engine engine`; `None` (said) where io_uring is not
+/// available.
+fn run_on(engine: &str, url: &str, args: &str) -> Option<Summary> {
+    match run(url, &format!("{args} --engine {engine}")) {
+        Ok(s) => Some(s),
+        Err(e) if format!("{e:#}").contains("cannot set up an io_uring") => {
+            eprintln!("skipped on {engine}: {e:#}");
+            None
+        }
+        Err(e) => panic!("{engine}: {e:#}"),
+    }
+}
+
 fn all_versions() -> Vec<&'static rustls::SupportedProtocolVersion> {
     vec![&rustls::version::TLS13, &rustls::version::TLS12]
 }
@@ -422,16 +435,11 @@ fn large_request_bodies_arrive_whole_on_both_engines() {
     for engine in ["uring", "readiness"] {
         let server = Recorder::start("127.0.0.1:0", None);
         let args = format!(
-            "--rate max --connections 2 --duration 0.3 --method POST --body {} --engine {engine}",
+            "--rate max --connections 2 --duration 0.3 --method POST --body {}",
             body.display()
         );
-        let s = match run(&server.http("/up"), &args) {
-            Ok(s) => s,
-            Err(e) if format!("{e:#}").contains("cannot set up an io_uring") => {
-                eprintln!("skipped on {engine}: {e:#}");
-                continue;
-            }
-            Err(e) => panic!("{engine}: {e:#}"),
+        let Some(s) = run_on(engine, &server.http("/up"), &args) else {
+            continue;
         };
         assert!(
             s.replies > 2 && s.errors_total == 0,
@@ -751,16 +759,11 @@ fn a_reply_before_the_body_is_sent_waits_for_the_body_on_both_engines() {
     for engine in ["uring", "readiness"] {
         let (addr, seen) = early_server();
         let args = format!(
-            "--rate max --connections 2 --duration 0.4 --method POST --body {} --engine {engine}",
+            "--rate max --connections 2 --duration 0.4 --method POST --body {}",
             body.display()
         );
-        let s = match run(&format!("http://{addr}/early"), &args) {
-            Ok(s) => s,
-            Err(e) if format!("{e:#}").contains("cannot set up an io_uring") => {
-                eprintln!("skipped on {engine}: {e:#}");
-                continue;
-            }
-            Err(e) => panic!("{engine}: {e:#}"),
+        let Some(s) = run_on(engine, &format!("http://{addr}/early"), &args) else {
+            continue;
         };
         let got = seen.requests.lock().unwrap().clone();
         assert!(s.replies >= 4, "{engine}: {} replies", s.replies);
@@ -841,16 +844,11 @@ fn bytes_sent_count_a_send_cut_by_the_close_on_both_engines() {
             got.fetch_add(n, Ordering::Relaxed);
         });
         let args = format!(
-            "--rate max --connections 1 --duration 0.3 --method POST --body {} --engine {engine}",
+            "--rate max --connections 1 --duration 0.3 --method POST --body {}",
             body.display()
         );
-        let s = match run(&format!("http://{addr}/up"), &args) {
-            Ok(s) => s,
-            Err(e) if format!("{e:#}").contains("cannot set up an io_uring") => {
-                eprintln!("skipped on {engine}: {e:#}");
-                continue;
-            }
-            Err(e) => panic!("{engine}: {e:#}"),
+        let Some(s) = run_on(engine, &format!("http://{addr}/up"), &args) else {
+            continue;
         };
         // The server's threads finish reading after the run's last close.
         std::thread::sleep(Duration::from_millis(200));
