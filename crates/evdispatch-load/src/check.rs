@@ -398,8 +398,8 @@ mod tests {
         assert!(!run("reply_rate>=0.99*rate", &mut s));
         // No samples: a latency check cannot pass.
         assert!(!run("uncorrected_p50<1s", &mut s));
-        assert_eq!(fmt_measured("p99<1ms", 990.0), "990.00us");
-        assert_eq!(fmt_measured("P99<1ms", 990.0), "990.00us");
+        assert_eq!(fmt_measured("p99<1ms", 990.0), "0.99ms");
+        assert_eq!(fmt_measured("P99<1ms", 990.0), "0.99ms");
         assert_eq!(fmt_measured("Reply_Rate>=10", 12.0), "12.0/s");
         assert_eq!(fmt_measured("errors<0.1%", 0.0999), "0.100%");
     }

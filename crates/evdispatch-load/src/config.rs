@@ -113,8 +113,14 @@ pub struct Config {
     pub rate: Option<Rate>,
     /// Arrival process.
     pub arrival: Arrival,
-    /// Measured window, seconds.
+    /// Measured window, seconds (with `run_to_end`: the one measured; the
+    /// workers get the sessions' planned arrival span, 0 in closed loop).
     pub duration_s: f64,
+    /// `--sessions N` (or `--wsesslog`) without `--duration`: the window
+    /// lasts until the last session ends, every call measured (httperf's
+    /// test-duration).
+    #[serde(default)]
+    pub run_to_end: bool,
     /// Unmeasured run time before the window, seconds.
     pub warmup_s: f64,
     /// Per-request and per-connect timeout, seconds.
@@ -227,6 +233,28 @@ pub fn split_persistent(rate: Option<Rate>, sessions: Option<u64>, persistent: u
         (Some(Rate::Max), Some(_)) => (0, persistent.max(1)),
         _ => (persistent, 0),
     }
+}
+
+/// A number and its multiplier from wrk's SI suffix (its units.c: `k`, `M`,
+/// `G`, 1000-based for counts, in either case).
+fn si(text: &str) -> (&str, u64) {
+    let t = text.trim();
+    match t.as_bytes().last().map(u8::to_ascii_lowercase) {
+        Some(b'k') => (&t[..t.len() - 1], 1_000),
+        Some(b'm') => (&t[..t.len() - 1], 1_000_000),
+        Some(b'g') => (&t[..t.len() - 1], 1_000_000_000),
+        _ => (t, 1),
+    }
+}
+
+/// A count of connections or sessions, with wrk's SI suffixes: `1k` is
+/// 1000 (clap's parser of those flags).
+pub fn parse_count(text: &str) -> Result<u64, String> {
+    let (n, scale) = si(text);
+    n.parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(scale))
+        .ok_or_else(|| format!("'{text}' is not a count (e.g. 100, 1k, 2M)"))
 }
 
 fn share(total: u64, procs: u32, i: u32) -> u64 {
@@ -356,8 +384,9 @@ impl Config {
             None => None,
             Some("max") => Some(Rate::Max),
             Some(r) => {
-                let v: f64 = r.parse().map_err(|_| {
-                    anyhow!("--rate '{r}': give requests per second (e.g. 1000) or 'max'")
+                let (n, scale) = si(r);
+                let v = n.parse::<f64>().map(|v| v * scale as f64).map_err(|_| {
+                    anyhow!("--rate '{r}': give requests per second (e.g. 1000 or 2k) or 'max'")
                 })?;
                 if !(v.is_finite() && v > 0.0) {
                     bail!("--rate must be positive, or 'max'");
@@ -388,6 +417,13 @@ impl Config {
                 };
                 bail!("give --connections or --persistent with {with}, not both");
             }
+            if u64::from(a.procs) > c {
+                // wrk's words: every thread needs a connection.
+                bail!(
+                    "number of connections must be >= threads (-c {c}, -t {})",
+                    a.procs
+                );
+            }
             persistent = c;
         }
         let active = sessions.is_some() || persistent > 0;
@@ -416,12 +452,14 @@ impl Config {
         if a.procs == 0 {
             bail!("--procs must be at least 1");
         }
+        let run_to_end = a.duration.is_none() && sessions.is_some_and(|n| n > 0);
         let duration_s = match (&a.duration, sessions, rate) {
             (Some(d), _, _) => parse_secs("--duration", d)?,
             (None, Some(n), Some(Rate::PerSecond(r))) if n > 0 => n as f64 / r,
+            _ if run_to_end => 0.0,
             _ => 10.0,
         };
-        if duration_s <= 0.0 {
+        if duration_s <= 0.0 && !run_to_end {
             bail!("--duration must be positive");
         }
         let warmup_s = parse_secs("--warmup", &a.warmup)?;
@@ -515,6 +553,7 @@ impl Config {
             rate,
             arrival: a.arrival,
             duration_s,
+            run_to_end,
             warmup_s,
             timeout_s,
             sessions,
@@ -796,6 +835,28 @@ mod tests {
         // Another workload given: no default connections are added.
         let c = cfg("http://127.0.0.1:1/ --idle 3").unwrap();
         assert_eq!((c.rate, c.persistent, c.idle), (None, 0, 3));
+    }
+
+    #[test]
+    fn wrk_si_suffixes_threads_and_at_least_a_connection_per_thread() {
+        let c = cfg("http://127.0.0.1:1/ -c 1k -R 2k --threads 2").unwrap();
+        assert_eq!((c.persistent, c.procs), (1000, 2));
+        assert_eq!(c.rate, Some(Rate::PerSecond(2000.0)));
+        let c = cfg("http://127.0.0.1:1/ --sessions 1M -R 1.5k --idle 2K").unwrap();
+        assert_eq!(
+            (c.sessions, c.rate, c.idle),
+            (Some(1_000_000), Some(Rate::PerSecond(1500.0)), 2000)
+        );
+        assert_eq!(parse_count("3g"), Ok(3_000_000_000));
+        assert!(parse_count("1x").is_err() && parse_count("k").is_err());
+        let e = cfg("http://127.0.0.1:1/ -t 4 -c 2")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("number of connections must be >= threads"),
+            "{e}"
+        );
+        assert!(cfg("http://127.0.0.1:1/ -t 2 -c 2").is_ok());
     }
 
     #[test]

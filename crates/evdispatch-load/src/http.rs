@@ -20,13 +20,17 @@ pub struct Request {
     pub head_len: usize,
     /// `HEAD`: the reply has no body whatever its `Content-Length` says.
     pub head: bool,
+    /// The user's headers say `Connection: close`: no further request may
+    /// go on the connection (RFC 9112 §9.6).
+    pub close: bool,
 }
 
 /// Build `METHOD path HTTP/1.1` with `Host` and `User-Agent`, the user's
 /// headers (one whose name matches a default, case-insensitively, replaces
 /// it in place; one with an empty value removes it, as curl's `-H 'Name:'`
-/// does), and `Content-Length` with the body when there is one (unless the
-/// user gave their own).
+/// does), and `Content-Length` with the body when there is one, or `0` for
+/// POST, PUT and PATCH without one (unless the user gave their own
+/// `Content-Length` or `Transfer-Encoding`).
 pub fn build_request(
     method: &str,
     host: &str,
@@ -49,13 +53,13 @@ pub fn build_request(
     for (name, value) in list.iter().filter(|(_, v)| !v.is_empty()) {
         let _ = write!(r, "{name}: {value}\r\n");
     }
-    if let Some(b) = body {
-        if !list
-            .iter()
-            .any(|(n, _)| n.eq_ignore_ascii_case("content-length"))
-        {
-            let _ = write!(r, "Content-Length: {}\r\n", b.len());
-        }
+    // A method that defines a meaning for content says how long it is,
+    // even without a body (RFC 9110 §8.6; some servers answer 411).
+    let framed = list.iter().any(|(n, _)| {
+        n.eq_ignore_ascii_case("content-length") || n.eq_ignore_ascii_case("transfer-encoding")
+    });
+    if !framed && (body.is_some() || matches!(method, "POST" | "PUT" | "PATCH")) {
+        let _ = write!(r, "Content-Length: {}\r\n", body.map_or(0, <[u8]>::len));
     }
     r.push_str("\r\n");
     let head_len = r.len();
@@ -66,7 +70,12 @@ pub fn build_request(
     Request {
         bytes,
         head_len,
-        head: method.eq_ignore_ascii_case("HEAD"),
+        // Methods are case-sensitive (RFC 9110 §9.1): `head` is another one.
+        head: method == "HEAD",
+        close: list.iter().any(|(n, v)| {
+            n.eq_ignore_ascii_case("connection")
+                && v.split(',').any(|t| t.trim().eq_ignore_ascii_case("close"))
+        }),
     }
 }
 
@@ -179,20 +188,20 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
     let status = resp.code.unwrap_or(0);
     let version = resp.version.unwrap_or(1);
     let mut close = version == 0;
-    let mut length: Option<u64> = None;
-    let mut chunked = false;
+    let mut length: Result<Option<u64>, Malformed> = Ok(None);
+    // Some(chunked is the final coding) when Transfer-Encoding is present:
+    // its lines combine into one list (RFC 9110 §5.3).
+    let mut chunked: Option<bool> = None;
     for h in resp.headers.iter() {
         if name_is(h.name, b"content-length") {
-            let text = std::str::from_utf8(h.value).unwrap_or("");
-            length =
-                Some(text.trim().parse().map_err(|_| {
-                    Malformed(format!("bad Content-Length '{}'", text.escape_debug()))
-                })?);
+            if let Ok(earlier) = length {
+                length = content_length(h.value, earlier).map(Some);
+            }
         } else if name_is(h.name, b"transfer-encoding") {
-            chunked = h
-                .value
-                .split(|&b| b == b',')
-                .any(|v| v.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            let mut codings = h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii);
+            if let Some(last) = codings.rfind(|v| !v.is_empty()) {
+                chunked = Some(last.eq_ignore_ascii_case(b"chunked"));
+            }
         } else if name_is(h.name, b"connection") {
             for token in h.value.split(|&b| b == b',') {
                 let t = token.trim_ascii();
@@ -204,11 +213,15 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
             }
         }
     }
+    // RFC 9112 §6.3: no body (rules 1, 2); Transfer-Encoding overrides
+    // Content-Length, and a body whose final coding is not chunked runs to
+    // the close (rules 3, 4); then Content-Length, valid (rule 5); else the
+    // close (rule 8).
     let body = if no_body || status < 200 || status == 204 || status == 304 {
         State::Body(0)
-    } else if chunked {
+    } else if chunked == Some(true) {
         State::ChunkSize
-    } else if let Some(n) = length {
+    } else if let (None, Some(n)) = (chunked, length?) {
         State::Body(n)
     } else {
         close = true;
@@ -220,6 +233,35 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
         close,
         body,
     }))
+}
+
+/// The value of a `Content-Length` line: one length, or a list of equal
+/// ones (`3, 3`), equal to `earlier` (the lines before it) if given. Any
+/// other value is malformed: RFC 9112 §6.3 item 5 (RFC 9110 §8.6) makes
+/// differing lengths an unrecoverable error, the connection closed.
+fn content_length(value: &[u8], earlier: Option<u64>) -> Result<u64, Malformed> {
+    let mut n = earlier;
+    for v in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+        let this = std::str::from_utf8(v)
+            .ok()
+            .filter(|t| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|t| t.parse().ok());
+        match (this, n) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(Malformed(format!(
+                    "two different Content-Length values ({b} and {a})"
+                )))
+            }
+            (Some(a), _) => n = Some(a),
+            (None, _) => {
+                return Err(Malformed(format!(
+                    "bad Content-Length '{}'",
+                    String::from_utf8_lossy(value).escape_debug()
+                )))
+            }
+        }
+    }
+    n.ok_or_else(|| Malformed("empty Content-Length".into()))
 }
 
 impl ResponseParser {
@@ -485,6 +527,65 @@ mod tests {
     }
 
     #[test]
+    fn differing_content_lengths_are_malformed_and_equal_ones_accepted() {
+        let feed = |head: &str| {
+            let r = format!("HTTP/1.1 200 OK\r\n{head}\r\nabc");
+            ResponseParser::default().feed(r.as_bytes())
+        };
+        for same in [
+            "Content-Length: 3\r\n",
+            "Content-Length: 3, 3\r\n",
+            "Content-Length: 3\r\ncontent-length: 3\r\n",
+        ] {
+            assert!(
+                matches!(feed(same), Ok(Feed::Done { status: 200, .. })),
+                "{same:?}"
+            );
+        }
+        for bad in [
+            "Content-Length: 3\r\nContent-Length: 5\r\n",
+            "Content-Length: 3, 5\r\n",
+            "Content-Length: +3\r\n",
+            "Content-Length: 3,\r\n",
+        ] {
+            assert!(feed(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn transfer_encoding_framing_follows_rfc_9112() {
+        let feed = |head: &str, body: &str| {
+            let r = format!("HTTP/1.1 200 OK\r\n{head}\r\n{body}");
+            let mut p = ResponseParser::default();
+            (p.feed(r.as_bytes()).unwrap(), p)
+        };
+        // Chunked not the final coding: the body runs to the close.
+        let (f, mut p) = feed("Transfer-Encoding: chunked, gzip\r\n", "0\r\n\r\nmore");
+        assert_eq!(f, Feed::More);
+        assert_eq!(p.eof().unwrap(), Some(200));
+        // Transfer-Encoding overrides Content-Length.
+        let (f, mut p) = feed("Transfer-Encoding: gzip\r\nContent-Length: 3\r\n", "abcdef");
+        assert_eq!(f, Feed::More);
+        assert_eq!(p.eof().unwrap(), Some(200));
+        let (f, _) = feed(
+            "Content-Length: 30\r\nTransfer-Encoding: chunked\r\n",
+            "1\r\na\r\n0\r\n\r\n",
+        );
+        assert!(matches!(f, Feed::Done { close: false, .. }), "{f:?}");
+        // Several lines make one list: its last coding decides.
+        let (f, _) = feed(
+            "Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n",
+            "0\r\n\r\n",
+        );
+        assert!(matches!(f, Feed::Done { .. }), "{f:?}");
+        let (f, _) = feed(
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n",
+            "0\r\n\r\n",
+        );
+        assert_eq!(f, Feed::More);
+    }
+
+    #[test]
     fn request_has_host_and_headers() {
         let r = build_request("GET", "h:1", "/a?b", &[("X-A".into(), "1".into())], None);
         let s = String::from_utf8(r.bytes).unwrap();
@@ -514,6 +615,36 @@ mod tests {
         );
         assert_eq!(r.head_len, s.len() - 3);
         assert!(build_request("HEAD", "h", "/", &[], None).head);
+    }
+
+    #[test]
+    fn a_method_is_sent_as_typed_and_only_head_is_head() {
+        let r = build_request("head", "h", "/", &[], None);
+        assert!(!r.head);
+        assert!(r.bytes.starts_with(b"head / HTTP/1.1\r\n"));
+        assert!(build_request("HEAD", "h", "/", &[], None).head);
+    }
+
+    #[test]
+    fn a_user_connection_close_is_noted() {
+        let h = |v: &str| [("connection".to_string(), v.to_string())];
+        assert!(build_request("GET", "h", "/", &h("Close"), None).close);
+        assert!(build_request("GET", "h", "/", &h("TE, close"), None).close);
+        assert!(!build_request("GET", "h", "/", &h("keep-alive"), None).close);
+        assert!(!build_request("GET", "h", "/", &[], None).close);
+    }
+
+    #[test]
+    fn methods_with_content_say_its_length_without_a_body() {
+        let text = |m: &str, h: &[(String, String)]| {
+            String::from_utf8(build_request(m, "h", "/", h, None).bytes).unwrap()
+        };
+        for m in ["POST", "PUT", "PATCH"] {
+            assert!(text(m, &[]).ends_with("Content-Length: 0\r\n\r\n"), "{m}");
+        }
+        assert!(!text("GET", &[]).contains("Content-Length"));
+        let own = [("content-length".to_string(), "0".to_string())];
+        assert_eq!(text("POST", &own).matches("ontent-").count(), 1);
     }
 
     #[test]

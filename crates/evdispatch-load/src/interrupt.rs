@@ -1,20 +1,69 @@
-//! Ctrl-C (`SIGINT`): the run stops where it is, and what was measured so
-//! far is reported, marked as interrupted. The handler only raises a flag;
-//! the workers' loops look at it on every turn (at least every 100 ms).
+//! Ctrl-C (`SIGINT`) and `SIGTERM`: the run stops where it is, and what was
+//! measured so far is reported, marked as interrupted. The handler only
+//! records the signal; the workers' loops look at it on every turn (at
+//! least every 100 ms). The exit status says which it was: 130 for
+//! `SIGINT`, 143 for `SIGTERM` (128 + the signal, as a shell reports it).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
-static REQUESTED: AtomicBool = AtomicBool::new(false);
+use signal_hook::consts::{SIGINT, SIGTERM};
 
-/// Catch `SIGINT` from now on: instead of ending the process, it raises the
-/// flag that [`requested`] reads. Call once per process (`evdispatch load`
-/// and its worker processes do).
-pub fn catch() -> anyhow::Result<()> {
-    ctrlc::set_handler(|| REQUESTED.store(true, Ordering::SeqCst))
-        .map_err(|e| anyhow::anyhow!("cannot catch Ctrl-C: {e}"))
+/// The signal that stopped the run (0: none yet).
+static SIGNAL: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+
+fn signal() -> &'static Arc<AtomicUsize> {
+    SIGNAL.get_or_init(Default::default)
 }
 
-/// True once `SIGINT` arrived.
+/// Catch `SIGINT` and `SIGTERM` from now on: instead of ending the
+/// process, each records itself for [`requested`] and [`which`] to read.
+/// Call once per process (`evdispatch load` and its worker processes do).
+pub fn catch() -> anyhow::Result<()> {
+    for s in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_usize(s, signal().clone(), s as usize)
+            .map_err(|e| anyhow::anyhow!("cannot catch signal {s}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// True once `SIGINT` or `SIGTERM` arrived.
 pub fn requested() -> bool {
-    REQUESTED.load(Ordering::Relaxed)
+    which().is_some()
+}
+
+/// The signal that arrived, if one did.
+pub fn which() -> Option<i32> {
+    match signal().load(Ordering::Relaxed) {
+        0 => None,
+        s => Some(s as i32),
+    }
+}
+
+/// How the output names the interruption: `Ctrl-C` or `SIGTERM`.
+pub fn name() -> &'static str {
+    match which() {
+        Some(SIGTERM) => "SIGTERM",
+        _ => "Ctrl-C",
+    }
+}
+
+/// The exit status of an interrupted run: 128 + the signal (130 after
+/// Ctrl-C, 143 after `SIGTERM`).
+pub fn exit_status() -> i32 {
+    128 + which().unwrap_or(SIGINT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sigterm_is_named_and_exits_143() {
+        catch().unwrap();
+        assert_eq!((requested(), name()), (false, "Ctrl-C"));
+        signal_hook::low_level::raise(SIGTERM).unwrap();
+        assert_eq!((requested(), name(), exit_status()), (true, "SIGTERM", 143));
+        assert_eq!(crate::EXIT_TERMINATED, 143);
+    }
 }

@@ -6,9 +6,11 @@
 //! HdrHistogram interval log (`--hdr-log`).
 //!
 //! A reply belongs to the interval in which the worker's loop received it;
-//! requests to the interval in which they were sent; errors to the one in
-//! which they were counted. Replies that arrive in the drain after the
-//! window are in the run's totals, not in any interval.
+//! requests to the interval in which they were sent (so the intervals add
+//! up to the run's `requests`, but for measured requests that waited for
+//! their connection past the window); errors to the one in which they were
+//! counted. Replies that arrive in the drain after the window are in the
+//! run's totals, not in any interval.
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | sessions | `--sessions N --calls K --rate R` | new connection at each arrival, `K` requests one after the other, close (httperf's `--num-conns --num-calls --rate`) |
 //! | persistent | `--persistent C --rate R` | `C` keep-alive connections sharing `R` requests/s: arrivals are dealt round-robin, so each connection sends periodically (seed 004 §3.1) |
-//! | closed loop | `--rate max --connections C` | `C` connections, each sending its next request when the reply is in (saturation, like wrk); with `--sessions`, `C` sessions back to back |
+//! | closed loop | `--rate max --connections C` | `C` connections, each sending its next request when the reply is in (saturation, like wrk); with `--sessions N`, `N` sessions in all, `C` at a time |
 //! | inactive | `--inactive I [--inactive-send partial\|none]` | connect, send the request without its final blank line (or nothing), never finish it; reopened when the server closes it (seed 000 §5, httperf's idleconn) |
 //! | idle | `--idle I` | one request, then silence on the open connection; reopened when the server closes it (seed 004 §4.1) |
 //! | slow | `--slow S --slow-bytes B --slow-interval T [--slow-ramp R]` | sends the request `B` bytes every `T`, reads the reply, starts over |
@@ -23,7 +23,24 @@
 //! the handshake time is reported apart from the connect time. Requests use
 //! `--method`, `--body FILE` and `--header` (which replaces a default of the
 //! same name), pick their path by weight from `--urls FILE`, or play
-//! httperf's session log with `--wsesslog N,X,FILE` ([`wsesslog`]).
+//! httperf's session log with `--wsesslog N,X,FILE` ([`wsesslog`]). A
+//! reply that comes before its request is all written (a server answering
+//! an upload early) is counted when it arrives, and the rest of the
+//! request still goes out before the next one on that connection (its
+//! framing is on the wire: RFC 9112 §9.5), as wrk and curl do.
+//!
+//! ## How long a run lasts
+//!
+//! `--duration` (default 10 s) is the measured window, after `--warmup`;
+//! then the requests still outstanding are waited for, `--timeout` at
+//! most. With `--sessions N` (or `--wsesslog N,…`) and no `--duration`,
+//! the run lasts, as httperf's test, until the last of the `N` sessions
+//! ends: every call of every session is measured, and `duration_s` is that
+//! window (`config.run_to_end` says so). It always ends by itself: every
+//! connect and every call has its `--timeout`, think times are finite and a
+//! session's failed connection ends it. With `--duration`, no session call
+//! starts after the window; the sessions cut short are counted
+//! (`sessions_unfinished`).
 //!
 //! ## Open loop and coordinated omission
 //!
@@ -86,8 +103,8 @@
 //! | field | type | meaning |
 //! |---|---|---|
 //! | `schema` | string | `"evdispatch-load/1"` |
-//! | `config` | object | the full configuration ([`Config`]): `url`, `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s`, `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
-//! | `duration_s` | number | length of the measured window |
+//! | `config` | object | the full configuration ([`Config`]): `url`, `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
+//! | `duration_s` | number | length of the measured window (with `config.run_to_end`, until the last session ended) |
 //! | `requests` | integer | requests of the active workloads whose slot fell in the window and that were sent |
 //! | `replies` | integer | complete replies to those requests (including ones that arrived in the drain after the window) |
 //! | `replies_in_window` | integer | replies received inside the window |
@@ -109,9 +126,10 @@
 //! | `reopens` | integer | inactive and idle connections reopened after the server closed them, whole run |
 //! | `reopens_in_window` | integer | those inside the window |
 //! | `reopen_rate` | number | `reopens_in_window / duration_s` |
-//! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them |
+//! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them (or reset them), between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error), and after each reply when `-H 'Connection: close'` makes every request the last of its connection |
 //! | `slow_replies` | integer | replies to slow clients |
 //! | `unmeasured_replies` | integer | replies outside the measurement (warm-up, idle connections' one request) |
+//! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window) or Ctrl-C; 0 with `config.run_to_end` |
 //! | `generator_cpu_pct` | number | CPU of all worker processes over the window, % of one core |
 //! | `generator_cpu_per_process_pct` | array | the same per worker |
 //! | `generator_cores` | integer | cores the generator could use |
@@ -120,7 +138,7 @@
 //! | `server_cpu` | object or null | `pids`, `cpu_s`, `pct` |
 //! | `setup_s` | number | time to open the long-lived connections before the run |
 //! | `warnings` | array | strings the reader must see |
-//! | `interrupted` | bool | Ctrl-C stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
+//! | `interrupted` | bool | Ctrl-C (or `SIGTERM`) stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
 //! | `window_start_unix_s`, `window_end_unix_s` | number | the measured window in wall-clock time, Unix seconds (0 when none began) |
 //! | `histograms` | object | `latency`, `latency_uncorrected`, `connect`: the histograms (µs) in HdrHistogram's V2 serialization, base64, what `load merge` adds up |
 //! | `checks` | array | the `--fail-if` thresholds: `expr`, `measured`, `limit` (in the expression's unit: µs for latencies), `pass` |
@@ -129,23 +147,29 @@
 //!
 //! `evdispatch load URL` alone runs the default load: closed loop over
 //! [`config::DEFAULT_CONNECTIONS`] (10, as wrk) connections for 10 s. wrk's
-//! short flags work: `-c` connections (closed loop without `-R`; with
+//! short flags work, and their counts take wrk's SI suffixes (`-c 1k`, `-R
+//! 2k`, `--sessions 1M`: 1000-based; also `--persistent`, `--inactive`,
+//! `--idle`, `--slow`): `-c` connections (closed loop without `-R`; with
 //! `-R R`, wrk2's open loop of `R` requests/s dealt over them), `-d`
-//! duration, `-R` rate, `-H` header, `-T` timeout, `-t` worker processes
-//! (each one single-threaded loop, as a wrk thread), `-L`/`--latency` the
+//! duration, `-R` rate, `-H` header, `-T` timeout, `-t`/`--threads` worker
+//! processes (each one single-threaded loop, as a wrk thread; no more than
+//! the connections, as wrk requires), `-L`/`--latency` the
 //! percentile tables as wrk2 prints them.
 //!
 //! Exit status: 0; 1 on bad input, or when no reply succeeded (no reply, or
 //! only 4xx/5xx; a line on standard error says which); 99 when a
 //! `--fail-if` threshold ([`check`] has the grammar) is broken; 130 after
-//! Ctrl-C, which stops the run (worker processes too), prints the results
-//! so far marked as interrupted and writes the interval files up to then.
+//! Ctrl-C (`SIGINT`) and 143 after `SIGTERM`, which stop the run (worker
+//! processes too), print the results so far marked as interrupted (naming
+//! the signal) and write the interval files up to then.
 //!
 //! Per `--interval` ([`interval`]): `--json-stream` prints one JSON line
 //! (the sum over the workers) as each ends, with `interval`, `start_s`,
 //! `end_s` (from the window's start), `time_unix_s`, `requests`, `replies`,
 //! `errors`, `reply_rate`, `latency_us` and `latency_uncorrected_us` (as in
-//! the summary); `--csv FILE` one row (columns
+//! the summary), and standard output stays clean JSON Lines to the end: the
+//! text summary goes to standard error then, and with `--json` the final
+//! document is one compact line after the intervals'; `--csv FILE` one row (columns
 //! in `--help`); `--hdr-log FILE` an HdrHistogram interval log (V2
 //! compressed, tags `corrected` and `uncorrected`, values in µs: give
 //! HistogramLogProcessor `-outputValueUnitRatio 1000` for ms).
@@ -156,7 +180,16 @@
 //! `--json` outputs losslessly into one report (itself mergeable).
 //!
 //! The human summary (without `--json`) shows the same figures in httperf's
-//! manner; a progress line runs on standard error while it works.
+//! manner; a progress line runs on standard error while it works. Its
+//! `Requests:` line counts the measured requests and replies; `Reply
+//! status:` counts every reply, and says how many of them were measured.
+//! With `-L`, wrk2's percentile tables follow (their headings exactly
+//! wrk2's, a note after each saying where its latency is measured from),
+//! and the text ends as wrk's does, in wrk's number format, for scripts
+//! written for wrk: `N requests in T, B read` (the replies in the window),
+//! `Socket errors: connect A, read B, write C, timeout D` and `Non-2xx or
+//! 3xx responses: N` when not zero ([`Summary::wrk_lines`] maps the error
+//! causes), `Requests/sec:` (the reply rate) and `Transfer/sec:`.
 //!
 //! ## Where things are
 //!
@@ -216,43 +249,45 @@ pub struct LoadArgs {
     #[arg(required_unless_present = "worker")]
     pub url: Option<String>,
     /// Offered rate of the active workloads, requests (or sessions) per
-    /// second, or `max` for closed loop. With `-c C` and no other workload,
+    /// second (wrk's SI suffixes: 2k is 2000), or `max` for closed loop. With `-c C` and no other workload,
     /// `-R R` spreads R requests/s over C persistent connections (wrk2).
     #[arg(long, short = 'R', value_name = "R|max")]
     pub rate: Option<String>,
-    /// Length of the measured window (e.g. 10, 10s, 500ms, 1m). Default 10 s, or
-    /// sessions ÷ rate when --sessions N is given with a rate.
+    /// Length of the measured window (e.g. 10, 10s, 500ms, 1m). Default 10
+    /// s; with --sessions N (or --wsesslog) the run lasts until the last
+    /// session ends, every call measured (httperf's test-duration).
     #[arg(long, short = 'd')]
     pub duration: Option<String>,
     /// Unmeasured time before the window.
     #[arg(long, default_value = "0")]
     pub warmup: String,
     /// Sessions workload: start this many sessions, warm-up included (0: as
-    /// many as the rate gives over the run).
-    #[arg(long, value_name = "N")]
+    /// many as the rate gives over --duration). With --rate max, -c C of
+    /// them at a time.
+    #[arg(long, value_name = "N", value_parser = config::parse_count)]
     pub sessions: Option<u64>,
     /// Requests per session.
     #[arg(long, default_value_t = 1, value_name = "K")]
     pub calls: u32,
     /// Persistent connections sharing --rate (each sends periodically).
-    #[arg(long, value_name = "C")]
+    #[arg(long, value_name = "C", value_parser = config::parse_count)]
     pub persistent: Option<u64>,
     /// Connections of the closed loop (--rate max, or no --rate: closed
     /// loop, as wrk), or with an open-loop --rate the persistent connections
     /// sharing it (as wrk2 -c with -R).
-    #[arg(long, short = 'c', value_name = "C")]
+    #[arg(long, short = 'c', value_name = "C", value_parser = config::parse_count)]
     pub connections: Option<u64>,
     /// Inactive connections: connect, never complete a request, reopen when closed.
-    #[arg(long, value_name = "I")]
+    #[arg(long, value_name = "I", value_parser = config::parse_count)]
     pub inactive: Option<u64>,
     /// What an inactive connection sends: a request without its end, or nothing.
     #[arg(long, value_enum, default_value = "partial")]
     pub inactive_send: InactiveSend,
     /// Idle persistent connections: one request, then silence.
-    #[arg(long, value_name = "I")]
+    #[arg(long, value_name = "I", value_parser = config::parse_count)]
     pub idle: Option<u64>,
     /// Slow clients: send the request a few bytes at a time.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_parser = config::parse_count)]
     pub slow: Option<u64>,
     /// Bytes per step of a slow client.
     #[arg(long, default_value_t = 1)]
@@ -265,9 +300,16 @@ pub struct LoadArgs {
     /// `--connect-burst` allows).
     #[arg(long, default_value = "0s", value_name = "T")]
     pub slow_ramp: String,
-    /// Worker processes (each holds its share of every workload; `-t` as
-    /// wrk's threads: each worker is one single-threaded event loop).
-    #[arg(long, short = 't', default_value_t = 1, value_name = "P")]
+    /// Worker processes (each holds its share of every workload; `-t` and
+    /// `--threads` as wrk's threads: each worker is one single-threaded
+    /// event loop).
+    #[arg(
+        long,
+        short = 't',
+        visible_alias = "threads",
+        default_value_t = 1,
+        value_name = "P"
+    )]
     pub procs: u32,
     /// Server process(es) whose CPU (with their children's) is sampled over the window.
     #[arg(long, value_name = "PID[,PID…]")]
@@ -354,7 +396,9 @@ pub struct ResultsArgs {
     #[arg(long, value_name = "FILE")]
     pub csv: Option<std::path::PathBuf>,
     /// Print one JSON line per --interval on standard output as the run
-    /// goes (the sum over the worker processes).
+    /// goes (the sum over the worker processes); standard output then
+    /// holds JSON lines only: the text summary goes to standard error, and
+    /// --json's document is one compact last line.
     #[arg(long)]
     pub json_stream: bool,
     /// Start the run at this time (RFC 3339, e.g. 2026-11-24T08:00:00Z, or
@@ -382,12 +426,14 @@ pub enum LoadSubcommand {
 pub const EXIT_CHECK_FAILED: i32 = 99;
 /// Exit status of a run stopped by Ctrl-C (128 + SIGINT).
 pub const EXIT_INTERRUPTED: i32 = 130;
+/// Exit status of a run stopped by `SIGTERM` (128 + SIGTERM).
+pub const EXIT_TERMINATED: i32 = 143;
 /// Exit status of a run in which no reply succeeded.
 pub const EXIT_NO_REPLY: i32 = 1;
 
 /// Run the command. Besides errors (exit 1 from the caller), the run ends
-/// the process with [`EXIT_NO_REPLY`], [`EXIT_CHECK_FAILED`] or
-/// [`EXIT_INTERRUPTED`] after printing its results.
+/// the process with [`EXIT_NO_REPLY`], [`EXIT_CHECK_FAILED`],
+/// [`EXIT_INTERRUPTED`] or [`EXIT_TERMINATED`] after printing its results.
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     if args.worker {
         return runner::worker_main();
@@ -433,27 +479,54 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         .join()
         .map_err(|_| anyhow::anyhow!("the interval writer failed"))??;
     let mut summary = summary?;
-    let status = report(&mut summary, &checks, args.json, r.latency)?;
+    let out = Output {
+        json: args.json,
+        latency: r.latency,
+        stream: r.json_stream,
+    };
+    let status = report(&mut summary, &checks, out)?;
     exit_with(status)
+}
+
+/// How the results are printed.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Output {
+    /// `--json`: the JSON document instead of the text.
+    pub json: bool,
+    /// `--latency`: the percentile tables in the text.
+    pub latency: bool,
+    /// `--json-stream`: standard output carries JSON lines only, so the
+    /// document is one compact line and the text goes to standard error.
+    pub stream: bool,
+}
+
+impl Output {
+    /// The summary as printed: what goes to standard output, and to
+    /// standard error.
+    pub fn render(&self, summary: &Summary) -> anyhow::Result<(String, String)> {
+        Ok(match (self.json, self.stream) {
+            (true, false) => (serde_json::to_string_pretty(summary)? + "\n", String::new()),
+            (true, true) => (serde_json::to_string(summary)? + "\n", String::new()),
+            (false, stream) => {
+                let text = summary.text(self.latency);
+                if stream {
+                    (String::new(), text)
+                } else {
+                    (text, String::new())
+                }
+            }
+        })
+    }
 }
 
 /// Evaluate the checks, print the summary (JSON or text, the percentile
 /// tables on demand, the checks) and say which exit status the run earns.
-pub fn report(
-    summary: &mut Summary,
-    checks: &[check::Check],
-    json: bool,
-    latency: bool,
-) -> anyhow::Result<i32> {
+pub fn report(summary: &mut Summary, checks: &[check::Check], out: Output) -> anyhow::Result<i32> {
+    let json = out.json;
     let passed = check::evaluate_all(checks, summary)?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        if latency {
-            print!("{}", summary.latency_tables());
-        }
-        print!("{}", summary.human());
-    }
+    let (stdout, stderr) = out.render(summary)?;
+    print!("{stdout}");
+    eprint!("{stderr}");
     let saturated = summary
         .warnings
         .iter()
@@ -472,8 +545,11 @@ pub fn report(
     let expects_replies =
         summary.config.rate.is_some() || summary.config.idle > 0 || summary.config.slow > 0;
     Ok(if summary.interrupted {
-        eprintln!("evdispatch load: interrupted (Ctrl-C): results so far above");
-        EXIT_INTERRUPTED
+        eprintln!(
+            "evdispatch load: interrupted ({}): results so far above",
+            interrupt::name()
+        );
+        interrupt::exit_status()
     } else if expects_replies && succeeded == 0 {
         let total: u64 = summary.status.values().sum();
         if total == 0 {
@@ -559,4 +635,39 @@ pub fn parse_start_at(
         }
     }
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_json_stream_leaves_standard_output_to_json_lines() {
+        let cfg = Config::from_command_line(["http://127.0.0.1:1/", "-R", "10"]).unwrap();
+        let s = Summary::new(&cfg, record::Merged::default(), None);
+        let out = |json, stream| {
+            Output {
+                json,
+                latency: true,
+                stream,
+            }
+            .render(&s)
+            .unwrap()
+        };
+        // --json-stream alone: the text goes to standard error.
+        let (stdout, stderr) = out(false, true);
+        assert!(
+            stdout.is_empty() && stderr.contains("Requests:"),
+            "{stdout}"
+        );
+        // With --json: one compact line, a JSON value.
+        let (stdout, stderr) = out(true, true);
+        assert_eq!(stdout.lines().count(), 1);
+        assert!(stdout.ends_with('\n') && stderr.is_empty());
+        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        assert_eq!(v["schema"], report::SCHEMA);
+        // Without --json-stream, as before: text or a pretty document.
+        assert!(out(false, false).0.contains("Requests:"));
+        assert!(out(true, false).0.lines().count() > 10);
+    }
 }

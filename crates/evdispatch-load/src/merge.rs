@@ -59,7 +59,12 @@ pub fn run(a: &MergeArgs) -> anyhow::Result<i32> {
         s.interrupted = false;
     }
     let checks = crate::check::parse_all(&a.fail_if, &s.config)?;
-    crate::report(&mut s, &checks, a.json, a.latency)
+    let out = crate::Output {
+        json: a.json,
+        latency: a.latency,
+        stream: false,
+    };
+    crate::report(&mut s, &checks, out)
 }
 
 /// One `--json` output.
@@ -93,6 +98,7 @@ fn as_report(i: usize, s: &Summary) -> WorkerReport {
             reconnects: s.reconnects,
             slow_replies: s.slow_replies,
             unmeasured_replies: s.unmeasured_replies,
+            sessions_unfinished: s.sessions_unfinished,
             bytes_sent: s.bytes_sent,
             bytes_received: s.bytes_received,
             conn_attempted: k.attempted,

@@ -132,12 +132,14 @@ counts! {
     reopens,
     /// Reopens inside the measured window.
     reopens_in_window,
-    /// Persistent and closed-loop connections reconnected after the server closed them.
+    /// Persistent and closed-loop connections reconnected after the server closed (or reset) them, with or without a request outstanding.
     reconnects,
     /// Replies to slow clients.
     slow_replies,
     /// Replies to requests outside the measured window (warm-up, idle connections' first request).
     unmeasured_replies,
+    /// Sessions started that still had calls to make when the run ended (cut by `--duration` or Ctrl-C).
+    sessions_unfinished,
     /// Bytes written.
     bytes_sent,
     /// Bytes read.
@@ -197,6 +199,16 @@ impl Recorder {
     pub fn errors_total(&self) -> u64 {
         self.errors.iter().flatten().sum()
     }
+}
+
+/// `v[i]`, `v` grown to hold it (a window that lasts until its sessions
+/// end has no length known ahead; other windows are sized at the start).
+#[inline]
+pub fn at(v: &mut Vec<u64>, i: usize) -> &mut u64 {
+    if i >= v.len() {
+        v.resize(i + 1, 0);
+    }
+    &mut v[i]
 }
 
 /// A histogram in HdrHistogram's V2 serialization, base64: how histograms

@@ -78,15 +78,35 @@ impl Latency {
     }
 }
 
-/// A duration in µs the way wrk prints one: `850.00us`, `1.21ms`, `2.03s`.
-pub fn fmt_us(us: f64) -> String {
-    if us < 1000.0 {
-        format!("{us:.2}us")
-    } else if us < 1_000_000.0 {
-        format!("{:.2}ms", us / 1000.0)
-    } else {
-        format!("{:.2}s", us / 1_000_000.0)
+/// A number as wrk's units.c prints one: `n` in `base`, moved up through
+/// `units` (each `scale` times the one before) while it is at least 0.85
+/// of the next step, never to the last of them; two decimals.
+fn wrk_units(n: f64, scale: f64, base: &str, units: &[&str]) -> String {
+    let (mut amount, mut unit) = (n, base);
+    for u in &units[..units.len() - 1] {
+        if amount < scale * 0.85 {
+            break;
+        }
+        amount /= scale;
+        unit = u;
     }
+    format!("{amount:.2}{unit}")
+}
+
+/// A duration in µs the way wrk prints one: `849.00us`, `0.85ms`, `2.03s`,
+/// `1.50m`.
+pub fn fmt_us(us: f64) -> String {
+    if us >= 1e6 {
+        wrk_units(us / 1e6, 60.0, "s", &["m", "h"])
+    } else {
+        wrk_units(us, 1000.0, "us", &["ms", "s"])
+    }
+}
+
+/// A byte count the way wrk prints one, before its `B`: `512.00`,
+/// `1.17M` (binary units).
+pub fn fmt_binary(bytes: f64) -> String {
+    wrk_units(bytes, 1024.0, "", &["K", "M", "G", "T", "P"])
 }
 
 /// The histograms of the run: those a worker records and the parent
@@ -256,12 +276,18 @@ pub struct Summary {
     pub reopens_in_window: u64,
     /// `reopens_in_window / duration_s`.
     pub reopen_rate: f64,
-    /// Persistent or closed-loop connections re-established after the server closed them.
+    /// Persistent or closed-loop connections re-established after the
+    /// server closed (or reset) them, with or without a request outstanding.
     pub reconnects: u64,
     /// Replies to slow clients.
     pub slow_replies: u64,
     /// Replies outside the measurement (warm-up, idle connections' first request).
     pub unmeasured_replies: u64,
+    /// Sessions started that still had calls to make when the run ended
+    /// (cut by `--duration` or Ctrl-C; 0 when the run lasted until the
+    /// sessions ended).
+    #[serde(default)]
+    pub sessions_unfinished: u64,
     /// Generator CPU over the window, % of one core, all processes.
     pub generator_cpu_pct: f64,
     /// Per worker process.
@@ -323,11 +349,15 @@ impl Summary {
     /// Build the summary from the merged worker records.
     pub fn new(config: &Config, m: Merged, server_cpu: Option<ServerCpu>) -> Summary {
         let c = &m.counts;
-        let d = if m.interrupted {
+        let d = if m.interrupted || config.run_to_end {
             m.window_s
         } else {
             config.duration_s
         };
+        let mut config = config.clone();
+        if config.run_to_end {
+            config.duration_s = d;
+        }
         let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
@@ -380,7 +410,6 @@ impl Summary {
         );
         Summary {
             schema: SCHEMA.to_string(),
-            config: config.clone(),
             duration_s: d,
             requests: c.requests,
             replies: c.replies,
@@ -407,6 +436,7 @@ impl Summary {
             reconnects: c.reconnects,
             slow_replies: c.slow_replies,
             unmeasured_replies: c.unmeasured_replies,
+            sessions_unfinished: c.sessions_unfinished,
             generator_cpu_pct,
             generator_cpu_per_process_pct: m.cpu_pct.clone(),
             generator_cores: cores,
@@ -424,6 +454,7 @@ impl Summary {
             },
             histograms: m.histograms.map(|h| encode(h).unwrap_or_default()),
             checks: Vec::new(),
+            config,
         }
     }
 
@@ -447,19 +478,25 @@ impl Summary {
     pub fn latency_tables(&self) -> String {
         let mut o = String::new();
         let hists = self.decode_histograms().ok();
-        for (i, (title, l)) in [
+        for (i, (title, l, note)) in [
             (
-                "Recorded Latency, from the intended send time",
+                "Recorded Latency",
                 &self.latency_us,
+                "from each request's intended send time (coordinated omission corrected)",
             ),
             (
-                "Uncorrected Latency, from the actual send (coordinated omission not corrected)",
+                "Uncorrected Latency (measured without taking delayed starts into account)",
                 &self.latency_uncorrected_us,
+                "from the moment each request was actually sent",
             ),
         ]
         .into_iter()
         .enumerate()
         {
+            // wrk2's headings, exactly: parsers look for them.
+            if i > 0 {
+                o.push('\n');
+            }
             let _ = writeln!(o, "  Latency Distribution (HdrHistogram - {title})");
             for p in &l.percentiles {
                 let _ = writeln!(o, "{:>7.3}%{:>10}", p.percentile, fmt_us(p.us as f64));
@@ -502,14 +539,76 @@ impl Summary {
             }
             let _ = writeln!(
                 o,
-                "----------------------------------------------------------"
+                "----------------------------------------------------------\n  ({title}: {note})"
             );
         }
         o
     }
 
-    /// The human summary, in httperf's spirit.
+    /// The text summary: the httperf-like lines, the percentile tables
+    /// (`latency`), then wrk's closing lines ([`Summary::wrk_lines`]), in
+    /// wrk2's order.
+    pub fn text(&self, latency: bool) -> String {
+        let mut o = self.httperf_lines();
+        if latency {
+            o.push_str(&self.latency_tables());
+        }
+        o.push_str(&self.wrk_lines());
+        o
+    }
+
+    /// The text summary without the percentile tables.
     pub fn human(&self) -> String {
+        self.text(false)
+    }
+
+    /// wrk's closing lines, formatted as wrk does: `N requests in T, B
+    /// read` (the replies in the window, over it), `Socket errors: connect,
+    /// read, write, timeout` (when any: refused, out of descriptors or
+    /// ports and TLS as connect; reset, malformed, closed by the server and
+    /// other as read, the generator not telling a reset on a write from
+    /// one on a read), `Non-2xx or 3xx responses` (when any: 4xx, 5xx and
+    /// other statuses, as wrk counts above 399), `Requests/sec` (the reply
+    /// rate) and `Transfer/sec`.
+    pub fn wrk_lines(&self) -> String {
+        let mut o = String::new();
+        let d = self.duration_s;
+        let _ = writeln!(
+            o,
+            "  {} requests in {}, {}B read",
+            self.replies_in_window,
+            fmt_us(d * 1e6),
+            fmt_binary(self.bytes_received as f64)
+        );
+        let sum = |keys: &[&str], of: &BTreeMap<String, u64>| -> u64 {
+            keys.iter().filter_map(|k| of.get(*k)).sum()
+        };
+        let e = &self.errors;
+        let connect = sum(&["refused", "client_fd", "client_port", "tls"], e);
+        let read = sum(&["reset", "malformed", "server_closed", "other"], e);
+        let timeout = sum(&["timeout"], e);
+        if connect + read + timeout > 0 {
+            let _ = writeln!(
+                o,
+                "  Socket errors: connect {connect}, read {read}, write 0, timeout {timeout}"
+            );
+        }
+        let failed = sum(&["4xx", "5xx", "other"], &self.status);
+        if failed > 0 {
+            let _ = writeln!(o, "  Non-2xx or 3xx responses: {failed}");
+        }
+        let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
+        let _ = writeln!(o, "Requests/sec: {:9.2}", self.reply_rate);
+        let _ = writeln!(
+            o,
+            "Transfer/sec: {:>10}B",
+            fmt_binary(per_s(self.bytes_received))
+        );
+        o
+    }
+
+    /// The httperf-like lines of the text summary.
+    fn httperf_lines(&self) -> String {
         let c = &self.config;
         let ms = |us: u64| us as f64 / 1000.0;
         let mut o = String::new();
@@ -521,7 +620,8 @@ impl Summary {
         if self.interrupted {
             let _ = writeln!(
                 o,
-                "INTERRUPTED (Ctrl-C): the figures cover the {:.1} s measured before it",
+                "INTERRUPTED ({}): the figures cover the {:.1} s measured before it",
+                crate::interrupt::name(),
                 self.duration_s
             );
         }
@@ -635,14 +735,27 @@ impl Summary {
                 l.mean / 1000.0
             );
         }
+        if c.sessions.is_some() && self.sessions_unfinished > 0 {
+            let _ = writeln!(
+                o,
+                "Sessions: {} unfinished when the run ended (cut by {}; without --duration every session runs to its end)",
+                self.sessions_unfinished,
+                if self.interrupted { "Ctrl-C" } else { "--duration" }
+            );
+        }
+        // Every reply, which the "Requests:" line's measured ones are part of.
         let _ = writeln!(
             o,
-            "Reply status: {}",
+            "Reply status: {} (all {} replies: {} measured, {} unmeasured, {} to slow clients)",
             self.status
                 .iter()
                 .map(|(k, v)| format!("{k}={v}"))
                 .collect::<Vec<_>>()
-                .join(" ")
+                .join(" "),
+            self.status.values().sum::<u64>(),
+            self.replies,
+            self.unmeasured_replies,
+            self.slow_replies
         );
         let _ = writeln!(
             o,
@@ -726,6 +839,50 @@ mod tests {
         let s = Summary::new(&c, merged(vec![86.0]), None);
         assert!(s.generator_saturated);
         assert!(s.connections.accounted && s.server_cpu_pct.is_none());
+    }
+
+    #[test]
+    fn the_text_ends_as_wrk_s_and_the_tables_have_wrk2_s_headings() {
+        let c = Config::from_command_line(["http://127.0.0.1:1/", "-R", "10"]).unwrap();
+        let mut s = Summary::new(&c, merged(vec![1.0]), None);
+        (s.duration_s, s.replies_in_window, s.reply_rate) = (2.0, 1000, 500.0);
+        s.bytes_received = 1_226_833; // 1.17 MiB
+        let text = s.text(true);
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        assert_eq!(
+            tail,
+            [
+                "Transfer/sec:    599.04KB",
+                "Requests/sec:    500.00",
+                "  1000 requests in 2.00s, 1.17MB read"
+            ]
+        );
+        assert!(!text.contains("Socket errors") && !text.contains("Non-2xx"));
+        s.errors.insert("refused".into(), 2);
+        s.errors.insert("timeout".into(), 1);
+        s.errors.insert("server_closed".into(), 4);
+        s.status.insert("5xx".into(), 3);
+        let text = s.human();
+        assert!(text.contains("\n  Socket errors: connect 2, read 4, write 0, timeout 1\n  Non-2xx or 3xx responses: 3\nRequests/sec:"), "{text}");
+        // The tables come after the httperf-like lines, before wrk's.
+        let text = s.text(true);
+        let at = |t: &str| {
+            text.find(t)
+                .unwrap_or_else(|| panic!("{t} missing: {text}"))
+        };
+        assert!(
+            at("Reply status:") < at("  Latency Distribution (HdrHistogram - Recorded Latency)\n")
+        );
+        assert!(at("\n\n  Latency Distribution (HdrHistogram - Uncorrected Latency (measured without taking delayed starts into account))\n") < at("requests in"));
+        // wrk's units.
+        assert_eq!(
+            [849.0, 850.0, 1_210.0, 2_030_000.0, 90e6].map(fmt_us),
+            ["849.00us", "0.85ms", "1.21ms", "2.03s", "1.50m"]
+        );
+        assert_eq!(
+            [512.0, 900.0, 3e12].map(fmt_binary),
+            ["512.00", "0.88K", "2.73T"]
+        );
     }
 
     #[test]

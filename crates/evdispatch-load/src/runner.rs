@@ -52,48 +52,65 @@ pub enum WorkerMsg {
     Error(String),
 }
 
+/// The server's CPU being sampled: the thread, and what stops it (dropped
+/// when the run ends, which ends the sample then if the window did not end
+/// before: a run to its sessions' end, or Ctrl-C).
+struct Sampler(thread::JoinHandle<ServerCpu>, mpsc::Sender<()>);
+
+impl Sampler {
+    fn result(self) -> Option<ServerCpu> {
+        drop(self.1);
+        self.0.join().ok()
+    }
+}
+
 /// Sample the server's CPU over the measured window of a run of `cfg` that
 /// started at `t0`, from a thread (none without `--server-pid`).
-fn sample_server(cfg: &Config, t0: Instant) -> Option<thread::JoinHandle<ServerCpu>> {
+fn sample_server(cfg: &Config, t0: Instant) -> Option<Sampler> {
     if cfg.server_pids.is_empty() {
         return None;
     }
     let pids = cfg.server_pids.clone();
     let from = t0 + Duration::from_secs_f64(cfg.warmup_s);
-    let to = from + Duration::from_secs_f64(cfg.duration_s);
-    Some(thread::spawn(move || {
-        sleep_until(from);
-        let all = evdispatch_proc::with_children(&pids);
-        let meters: Vec<_> = all
-            .iter()
-            .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
-            .collect();
-        let t_start = Instant::now();
-        sleep_until(to);
-        let wall = t_start.elapsed().as_secs_f64();
-        let cpu_s: f64 = meters
-            .iter()
-            .filter_map(|m| m.read().ok())
-            .map(|u| u.cpu_s)
-            .sum();
-        let pct = if wall > 0.0 {
-            cpu_s / wall * 100.0
-        } else {
-            0.0
+    let to = (!cfg.run_to_end).then(|| from + Duration::from_secs_f64(cfg.duration_s));
+    let (stop, stopped) = mpsc::channel::<()>();
+    let wait = move |until: Option<Instant>| {
+        let _ = match until {
+            Some(t) => stopped
+                .recv_timeout(t.saturating_duration_since(Instant::now()))
+                .ok(),
+            None => stopped.recv().ok(),
         };
-        ServerCpu {
-            pids: all,
-            cpu_s,
-            pct,
-        }
-    }))
-}
-
-fn sleep_until(t: Instant) {
-    let now = Instant::now();
-    if t > now {
-        thread::sleep(t - now);
-    }
+    };
+    Some(Sampler(
+        thread::spawn(move || {
+            wait(Some(from));
+            let all = evdispatch_proc::with_children(&pids);
+            let meters: Vec<_> = all
+                .iter()
+                .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
+                .collect();
+            let t_start = Instant::now();
+            wait(to);
+            let wall = t_start.elapsed().as_secs_f64();
+            let cpu_s: f64 = meters
+                .iter()
+                .filter_map(|m| m.read().ok())
+                .map(|u| u.cpu_s)
+                .sum();
+            let pct = if wall > 0.0 {
+                cpu_s / wall * 100.0
+            } else {
+                0.0
+            };
+            ServerCpu {
+                pids: all,
+                cpu_s,
+                pct,
+            }
+        }),
+        stop,
+    ))
 }
 
 /// The progress line on standard error (indicatif draws it only on a
@@ -127,7 +144,7 @@ fn show_progress(bar: &ProgressBar, samples: &[Progress]) {
 
 struct InProcess<'a> {
     line: &'a ProgressBar,
-    sampler: Option<thread::JoinHandle<ServerCpu>>,
+    sampler: Option<Sampler>,
     cfg: &'a Config,
     intervals: IntervalJoin,
     error: Option<anyhow::Error>,
@@ -162,7 +179,7 @@ pub fn execute(cfg: &Config, opts: &RunOptions) -> anyhow::Result<Summary> {
         };
         let start = opts.start_at.map_or(Start::Now, Start::At);
         let report = run_worker(cfg.worker_spec(0), start, &mut hooks);
-        let server = hooks.sampler.take().and_then(|h| h.join().ok());
+        let server = hooks.sampler.take().and_then(Sampler::result);
         if let Some(e) = hooks.error.take() {
             return Err(e);
         }
@@ -304,7 +321,7 @@ fn run_processes(
         }
     }
     intervals.finish();
-    let server = sampler.and_then(|h| h.join().ok());
+    let server = sampler.and_then(Sampler::result);
     drop(workers);
     Ok((reports.into_iter().flatten().collect(), server))
 }

@@ -111,6 +111,14 @@ impl TlsClient {
                              — is it speaking TLS on this port (or plain http://)?"
                         )
                     }
+                    // The socket's timeout: its read reports EAGAIN.
+                    None if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                    {
+                        anyhow!("TLS handshake with {addr} did not finish within {timeout:?}")
+                    }
                     None => anyhow!("TLS handshake with {addr} failed: {e}"),
                 });
             }
@@ -236,5 +244,30 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handshake_never_answered_says_it_timed_out() {
+        // Accepts, then says nothing (a plain server waiting for a request).
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        let held = std::thread::spawn(move || l.accept().map(|(s, _)| s));
+        let client = TlsClient::new(&TlsSettings {
+            server_name: "127.0.0.1".into(),
+            insecure: true,
+            cacert: None,
+        })
+        .unwrap();
+        let e = client
+            .check(addr, Duration::from_millis(200))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did not finish within 200ms"), "{e}");
+        drop(held.join());
     }
 }

@@ -104,7 +104,14 @@ fn accept_each(
     bind: &str,
     handle: impl Fn(TcpStream, &Seen) + Clone + Send + 'static,
 ) -> (SocketAddr, Arc<Seen>) {
-    let l = TcpListener::bind(bind).unwrap();
+    accept_on(TcpListener::bind(bind).unwrap(), handle)
+}
+
+/// [`accept_each`] on a listener made by the caller.
+fn accept_on(
+    l: TcpListener,
+    handle: impl Fn(TcpStream, &Seen) + Clone + Send + 'static,
+) -> (SocketAddr, Arc<Seen>) {
     let addr = l.local_addr().unwrap();
     let seen = Arc::new(Seen::default());
     let s = seen.clone();
@@ -194,6 +201,19 @@ fn config(url: &str, args: &str) -> Config {
 
 fn run(url: &str, args: &str) -> anyhow::Result<Summary> {
     execute(&config(url, args), &RunOptions::default())
+}
+
+/// [`run`] on `--engine engine`; `None` (said) where io_uring is not
+/// available.
+fn run_on(engine: &str, url: &str, args: &str) -> Option<Summary> {
+    match run(url, &format!("{args} --engine {engine}")) {
+        Ok(s) => Some(s),
+        Err(e) if format!("{e:#}").contains("cannot set up an io_uring") => {
+            eprintln!("skipped on {engine}: {e:#}");
+            None
+        }
+        Err(e) => panic!("{engine}: {e:#}"),
+    }
 }
 
 fn all_versions() -> Vec<&'static rustls::SupportedProtocolVersion> {
@@ -415,16 +435,11 @@ fn large_request_bodies_arrive_whole_on_both_engines() {
     for engine in ["uring", "readiness"] {
         let server = Recorder::start("127.0.0.1:0", None);
         let args = format!(
-            "--rate max --connections 2 --duration 0.3 --method POST --body {} --engine {engine}",
+            "--rate max --connections 2 --duration 0.3 --method POST --body {}",
             body.display()
         );
-        let s = match run(&server.http("/up"), &args) {
-            Ok(s) => s,
-            Err(e) if format!("{e:#}").contains("cannot set up an io_uring") => {
-                eprintln!("skipped on {engine}: {e:#}");
-                continue;
-            }
-            Err(e) => panic!("{engine}: {e:#}"),
+        let Some(s) = run_on(engine, &server.http("/up"), &args) else {
+            continue;
         };
         assert!(
             s.replies > 2 && s.errors_total == 0,
@@ -703,4 +718,295 @@ fn nginx_tls_1_2_only_1_3_only_and_too_old() {
         run(&url, &format!("--idle 1 --cacert {}", certs.ca())).unwrap_err()
     );
     assert!(e.contains("protocol version"), "{e}");
+}
+
+/// Reads a request's head, answers at once (keep-alive), then, a moment
+/// later, reads its body: a server that replies before the upload is read
+/// (a 401 or 413 does), recording each request as it read it.
+fn early_server() -> (SocketAddr, Arc<Seen>) {
+    accept_on(small_buffer_listener(), |sock, s| {
+        let _ = sock.set_read_timeout(Some(Duration::from_secs(20)));
+        let mut r = BufReader::new(sock);
+        while let Some(head) = read_head(&mut r) {
+            let len: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("Content-Length: ")?.parse().ok())
+                .unwrap_or(0);
+            let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            if r.get_mut().write_all(reply).is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            let mut body = vec![0; len];
+            let complete = r.read_exact(&mut body).is_ok();
+            s.requests.lock().unwrap().push((head, body));
+            if !complete {
+                return;
+            }
+        }
+    })
+}
+
+#[test]
+fn a_reply_before_the_body_is_sent_waits_for_the_body_on_both_engines() {
+    // A body far larger than the socket buffers: the reply comes while
+    // most of it is still to be written. The next request must follow the
+    // whole body, not start in its middle.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    let bytes: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(&body, &bytes).unwrap();
+    for engine in ["uring", "readiness"] {
+        let (addr, seen) = early_server();
+        let args = format!(
+            "--rate max --connections 2 --duration 0.4 --method POST --body {}",
+            body.display()
+        );
+        let Some(s) = run_on(engine, &format!("http://{addr}/early"), &args) else {
+            continue;
+        };
+        let got = seen.requests.lock().unwrap().clone();
+        assert!(s.replies >= 4, "{engine}: {} replies", s.replies);
+        for (head, b) in &got {
+            assert!(
+                head.starts_with("POST /early HTTP/1.1\r\n"),
+                "{engine}: the server read a request line out of step: {:?}",
+                &head[..head.len().min(60)]
+            );
+            assert!(
+                b.len() < bytes.len() || *b == bytes,
+                "{engine}: a body arrived damaged"
+            );
+        }
+        assert_eq!(s.errors_total, 0, "{engine}: {:?}", s.errors);
+        assert_eq!(
+            s.status["2xx"],
+            s.replies + s.unmeasured_replies,
+            "{engine}"
+        );
+        // Every request's body went out whole before the next request.
+        let whole = got.iter().filter(|(_, b)| *b == bytes).count() as u64;
+        assert!(
+            whole + 2 >= s.replies + s.unmeasured_replies,
+            "{engine}: {whole} whole bodies"
+        );
+        assert!(s.bytes_sent >= whole * bytes.len() as u64, "{engine}");
+    }
+}
+
+/// A listener on 127.0.0.1 whose connections have a small receive buffer
+/// (inherited by the accepted sockets, and not grown by the kernel): a
+/// client cannot have a large body out before a reply comes.
+fn small_buffer_listener() -> TcpListener {
+    let l = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    l.set_recv_buffer_size(16 * 1024).unwrap();
+    l.bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    l.listen(64).unwrap();
+    l.into()
+}
+
+#[test]
+fn bytes_sent_count_a_send_cut_by_the_close_on_both_engines() {
+    // The server refuses the upload after its head (413, Connection:
+    // close), waits, then reads whatever still comes until the end: the
+    // generator closes with its send in flight. What the server received
+    // was sent.
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    // Larger than the most a socket buffers (4 MiB here): a send is still
+    // going when the reply comes.
+    std::fs::write(&body, vec![7u8; 12_000_000]).unwrap();
+    for engine in ["uring", "readiness"] {
+        let received = Arc::new(AtomicU64::new(0));
+        let got = received.clone();
+        let (addr, _) = accept_on(small_buffer_listener(), move |sock, _| {
+            let mut r = BufReader::new(sock);
+            let Some(head) = read_head(&mut r) else {
+                return;
+            };
+            let reply = b"HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+            if r.get_mut().write_all(reply).is_err() {
+                return;
+            }
+            // Not read meanwhile: the generator's send is stuck when the
+            // reply makes it close.
+            std::thread::sleep(Duration::from_millis(20));
+            let mut n = head.len() as u64 + r.buffer().len() as u64;
+            r.consume(r.buffer().len());
+            let mut buf = vec![0; 64 * 1024];
+            while let Ok(k) = r.get_mut().read(&mut buf) {
+                if k == 0 {
+                    break;
+                }
+                n += k as u64;
+            }
+            got.fetch_add(n, Ordering::Relaxed);
+        });
+        let args = format!(
+            "--rate max --connections 1 --duration 0.3 --method POST --body {}",
+            body.display()
+        );
+        let Some(s) = run_on(engine, &format!("http://{addr}/up"), &args) else {
+            continue;
+        };
+        // The server's threads finish reading after the run's last close.
+        std::thread::sleep(Duration::from_millis(200));
+        let received = received.load(Ordering::Relaxed);
+        assert!(s.replies >= 3, "{engine}: {} replies", s.replies);
+        assert!(
+            s.bytes_sent >= received && received > 0,
+            "{engine}: bytes_sent {} but the server received {received}",
+            s.bytes_sent
+        );
+    }
+}
+
+#[test]
+fn closed_loop_sessions_run_exactly_n_and_end_with_the_last() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    for (n, c) in [(1, 2), (3, 2), (7, 3)] {
+        let before = server.requests().len();
+        let t = std::time::Instant::now();
+        let s = run(
+            &server.http("/cl"),
+            &format!("--rate max -c {c} --sessions {n}"),
+        )
+        .unwrap();
+        let took = t.elapsed();
+        assert_eq!(server.requests().len() - before, n, "-c {c} --sessions {n}");
+        assert_eq!((s.requests, s.replies), (n as u64, n as u64));
+        assert!(s.config.run_to_end);
+        // Not the default 10 s: the window is the sessions' time.
+        assert!(took < Duration::from_secs(3), "{took:?}");
+        assert!(s.duration_s < 1.0 && s.duration_s == s.config.duration_s);
+        assert!(s.reply_rate > n as f64, "{}", s.reply_rate);
+    }
+}
+
+/// A keep-alive server that answers each request after `delay`, counting
+/// requests (heads only).
+fn delay_server(delay: Duration) -> (SocketAddr, Arc<Seen>) {
+    accept_each("127.0.0.1:0", move |sock, s| {
+        let mut r = BufReader::new(sock);
+        while let Some(head) = read_head(&mut r) {
+            s.requests.lock().unwrap().push((head, Vec::new()));
+            std::thread::sleep(delay);
+            let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+            if r.get_mut().write_all(reply).is_err() {
+                return;
+            }
+        }
+    })
+}
+
+#[test]
+fn sessions_run_to_their_end_or_are_counted_unfinished() {
+    let (addr, seen) = delay_server(Duration::from_millis(200));
+    let url = format!("http://{addr}/delay");
+    let sent = |seen: &Seen| seen.requests.lock().unwrap().len() as u64;
+    // Without --duration (httperf): every call of every session, measured.
+    let s = run(&url, "--sessions 3 --calls 3 --rate 10").unwrap();
+    assert_eq!((s.requests, s.replies, sent(&seen)), (9, 9, 9));
+    assert_eq!((s.status["2xx"], s.sessions_unfinished), (9, 0));
+    assert!(s.duration_s > 0.6 && s.duration_s < 2.0, "{}", s.duration_s);
+    // A session log's think times fire for as long as sessions run.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.log");
+    std::fs::write(&f, "/a\n\n/b think=0.2\n/c\n").unwrap();
+    let s = run(&url, &format!("--rate 10 --wsesslog 2,0.1,{}", f.display())).unwrap();
+    assert_eq!((s.requests, s.replies, s.sessions_unfinished), (3, 3, 0));
+    // With --duration 0.3: the calls after the window are not made, and
+    // the sessions cut short are counted; what was sent was measured.
+    let before = sent(&seen);
+    let s = run(&url, "--sessions 3 --calls 3 --rate 10 --duration 0.3").unwrap();
+    assert_eq!(
+        sent(&seen) - before,
+        s.requests,
+        "a call went out after the window"
+    );
+    assert_eq!(s.replies, s.requests);
+    assert_eq!(s.status["2xx"], s.replies + s.unmeasured_replies);
+    assert_eq!(s.sessions_unfinished, 3);
+    let text = s.human();
+    assert!(text.contains("Sessions: 3 unfinished"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "(all {} replies: {} measured",
+            s.replies, s.replies
+        )),
+        "{text}"
+    );
+}
+
+#[test]
+fn interval_requests_add_up_to_the_run() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let opts = RunOptions {
+        intervals: Some(tx),
+        ..RunOptions::default()
+    };
+    let cfg = config(&server.http("/"), "-R 200 -c 2 -d 1 --interval 0.25");
+    let s = execute(&cfg, &opts).unwrap();
+    drop(opts);
+    let ivs: Vec<_> = rx.iter().collect();
+    assert_eq!(ivs.len(), 4);
+    let sum: u64 = ivs.iter().map(|i| i.requests).sum();
+    assert_eq!(
+        (sum, s.requests),
+        (200, 200),
+        "{:?}",
+        ivs.iter().map(|i| i.requests).collect::<Vec<_>>()
+    );
+    // 50 slots in each quarter; a slot on a boundary belongs to the next.
+    for iv in &ivs {
+        assert!(
+            (49..=51).contains(&iv.requests),
+            "interval {}: {}",
+            iv.index,
+            iv.requests
+        );
+    }
+}
+
+#[test]
+fn a_close_with_a_request_outstanding_is_an_error_and_a_reconnect() {
+    // Answers one request per connection, then closes without a word on
+    // the next one.
+    let (addr, _) = accept_each("127.0.0.1:0", |sock, _| {
+        let mut r = BufReader::new(sock);
+        if read_head(&mut r).is_some() {
+            let _ = r
+                .get_mut()
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        }
+        let _ = read_head(&mut r);
+    });
+    let s = run(&format!("http://{addr}/"), "--rate max -c 1 --duration 0.3").unwrap();
+    let closed = s.errors["server_closed"] + s.errors["reset"];
+    assert!(closed >= 3, "{:?}", s.errors);
+    assert_eq!(s.reconnects, closed, "{:?}", s.errors);
+}
+
+#[test]
+fn a_users_connection_close_is_one_request_per_connection() {
+    // The server would keep the connection; the request says close.
+    let server = Recorder::start("127.0.0.1:0", None);
+    let s = run(
+        &server.http("/"),
+        "--rate max -c 1 --duration 0.3 -H Connection:close",
+    )
+    .unwrap();
+    let conns = server.seen.connections.load(Ordering::Relaxed);
+    let replies = s.replies + s.unmeasured_replies;
+    assert!(replies >= 5, "{replies}");
+    assert_eq!(s.errors_total, 0, "{:?}", s.errors);
+    // One connection per request (and the pre-flight's).
+    assert!(
+        conns >= replies,
+        "{conns} connections for {replies} replies"
+    );
+    assert!(s.reconnects + 1 >= replies, "{} reconnects", s.reconnects);
+    assert!(s.connections.accounted, "{:?}", s.connections);
 }

@@ -6,12 +6,9 @@ use super::*;
 impl Engine<'_> {
     pub(super) fn arrivals(&mut self, now: Instant) {
         while let Some(t) = self.next_session.filter(|&t| t <= now) {
-            if t >= self.t_me || self.sessions_left == Some(0) {
+            if t >= self.t_me || !self.take_session() {
                 self.next_session = None;
                 break;
-            }
-            if let Some(n) = &mut self.sessions_left {
-                *n -= 1;
             }
             if self.in_window(t) && missed(true, t, now, self.tolerance) {
                 self.rec.counts.missed_slots += 1;
@@ -40,7 +37,26 @@ impl Engine<'_> {
         }
     }
 
+    /// Count one more session against `--sessions`: false when they have
+    /// all started.
+    pub(super) fn take_session(&mut self) -> bool {
+        match &mut self.sessions_left {
+            Some(0) => false,
+            Some(n) => {
+                *n -= 1;
+                true
+            }
+            None => true,
+        }
+    }
+
+    /// No session to start and none under way.
+    pub(super) fn sessions_done(&self) -> bool {
+        self.sessions_left == Some(0) && self.sessions_active == 0
+    }
+
     pub(super) fn start_session(&mut self, intended: Instant, now: Instant) {
+        self.sessions_active += 1;
         let slot = self.alloc(Role::Session, now);
         let c = &mut self.slab[slot];
         c.intended = intended;
@@ -93,8 +109,9 @@ impl Engine<'_> {
                 }
             }
             _ => {
-                self.free.push(slot);
-                self.session_over(now);
+                // Calls were left: the window ended first.
+                self.rec.counts.sessions_unfinished += u64::from(next.is_some());
+                self.session_over(slot, now)
             }
         }
     }
@@ -140,14 +157,16 @@ impl Engine<'_> {
         None
     }
 
-    pub(super) fn session_over(&mut self, now: Instant) {
-        if self.closed_sessions > 0 && self.phase == Phase::Run && now < self.t_me {
-            if let Some(n) = &mut self.sessions_left {
-                if *n == 0 {
-                    return;
-                }
-                *n -= 1;
-            }
+    /// The session of `slot` is over (its connection closed): free the
+    /// slot and, in closed loop, start the next session.
+    pub(super) fn session_over(&mut self, slot: usize, now: Instant) {
+        self.free.push(slot);
+        self.sessions_active -= 1;
+        if self.closed_sessions > 0
+            && self.phase == Phase::Run
+            && now < self.t_me
+            && self.take_session()
+        {
             self.start_session(now, now);
         }
     }

@@ -297,6 +297,10 @@ impl Engine<'_> {
         self.rec.error(role, cause);
         if matches!(cause, Cause::Reset | Cause::ServerClosed) {
             self.rec.counts.conn_closed_by_server += 1;
+            if matches!(role, Role::Persistent | Role::Closed) {
+                // Re-established below, as after a close between requests.
+                self.rec.counts.reconnects += 1;
+            }
         } else {
             self.rec.counts.conn_closed_by_client += 1;
         }
@@ -324,7 +328,6 @@ impl Engine<'_> {
                 // A receive in flight holds the socket open past `close`:
                 // shutting it down completes that receive (with 0).
                 let _ = sock.shutdown(std::net::Shutdown::Both);
-                c.send_again = false;
                 if let Some(r) = self.ring.as_mut() {
                     // Requests queued this turn for this connection go out
                     // now, while its entry and descriptor still name it
@@ -353,8 +356,7 @@ impl Engine<'_> {
         match c.role {
             Role::Session => {
                 c.st = St::Free;
-                self.free.push(slot);
-                self.session_over(now);
+                self.session_over(slot, now);
             }
             _ => {
                 // An idle connection lost before its first reply stays

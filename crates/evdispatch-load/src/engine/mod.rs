@@ -120,6 +120,10 @@ enum St {
     /// TCP connected, TLS handshake under way.
     Handshaking,
     Sending,
+    /// The reply came before the whole request was sent, and the
+    /// connection stays open: the rest of the request goes out first (its
+    /// framing is on the wire: RFC 9112 §9.5), then what follows the reply.
+    Finishing,
     Receiving,
     /// Connected, no request outstanding (persistent, closed loop).
     Waiting,
@@ -165,9 +169,6 @@ struct Conn {
     rbuf: Option<Box<[u8]>>,
     recv_inflight: bool,
     send_inflight: bool,
-    /// A new request started while the previous send was still in flight:
-    /// send it when that completes.
-    send_again: bool,
     /// How the ring names the socket (its entry in the table of registered
     /// files, or its descriptor) while `ring`.
     target: Target,
@@ -211,7 +212,6 @@ impl Conn {
             rbuf: None,
             recv_inflight: false,
             send_inflight: false,
-            send_again: false,
             target: Target::Fd(-1),
         }
     }
@@ -311,7 +311,10 @@ pub struct Engine<'h> {
     slow_opened: u64,
     connecting: u64,
     idle_first_pending: u64,
+    /// Sessions still to start (None: no limit).
     sessions_left: Option<u64>,
+    /// Sessions started and not over.
+    sessions_active: u64,
     session_arrivals: Option<Arrivals>,
     next_session: Option<Instant>,
     persistent_slots: Vec<usize>,
@@ -328,8 +331,10 @@ pub struct Engine<'h> {
     /// Its corrected and uncorrected latencies.
     iv_latency: hdrhistogram::Histogram<u64>,
     iv_latency_uncorrected: hdrhistogram::Histogram<u64>,
-    /// Requests and errors counted before it began (None: window not begun).
-    iv_base: Option<(u64, u64)>,
+    /// Errors counted before it began (None: window not begun).
+    iv_base: Option<u64>,
+    /// Measured requests sent in each interval (by the instant they left).
+    iv_requests: Vec<u64>,
     /// Wall-clock start of the measured window, Unix seconds.
     window_start_unix_s: f64,
     /// Ctrl-C stopped the run.
@@ -383,12 +388,16 @@ impl<'h> Engine<'h> {
         .filter(|&(_, n)| n > 0)
         .collect();
         let interval = Duration::from_secs_f64(c.interval_s);
-        // A window that is not a whole number of intervals ends with a
-        // shorter one of its own; only full intervals give a rate sample.
-        let n_intervals = ((c.duration_s / c.interval_s) - 1e-9).ceil().max(1.0) as usize;
+        let n_intervals = if c.run_to_end {
+            usize::MAX // known when the window ends
+        } else {
+            intervals_in(c.duration_s, c.interval_s)
+        };
+        // Sized now where the window's length is known (grown otherwise).
+        let known = if c.run_to_end { 0 } else { n_intervals };
         let rec = Recorder {
-            interval_replies: vec![0; n_intervals],
-            interval_peak_conns: vec![0; n_intervals],
+            interval_replies: vec![0; known],
+            interval_peak_conns: vec![0; known],
             ..Default::default()
         };
         // CLOCK_MONOTONIC is the clock of `Instant`; the timerfd has nanosecond
@@ -463,7 +472,10 @@ impl<'h> Engine<'h> {
             slow_opened: 0,
             connecting: 0,
             idle_first_pending: 0,
-            sessions_left: spec.sessions.filter(|&n| n > 0),
+            // `Some(0)` is no limit for the run, and a worker's empty share
+            // of a limited one.
+            sessions_left: spec.sessions.filter(|_| c.sessions != Some(0)),
+            sessions_active: 0,
             session_arrivals: None,
             next_session: None,
             persistent_slots: Vec::new(),
@@ -478,6 +490,7 @@ impl<'h> Engine<'h> {
             iv_latency: new_histogram(),
             iv_latency_uncorrected: new_histogram(),
             iv_base: None,
+            iv_requests: vec![0; known],
             window_start_unix_s: 0.0,
             interrupted: false,
             ring,
@@ -569,12 +582,19 @@ impl<'h> Engine<'h> {
                 }
                 Phase::Run => {
                     self.pump_opens(now);
+                    if now >= self.t_ms && self.iv_base.is_none() {
+                        self.iv_base = Some(self.rec.errors_total());
+                    }
                     self.arrivals(now);
                     if now >= self.t_ms && self.cpu.is_none() && self.cpu_use.is_none() {
                         self.cpu = Some(evdispatch_proc::CpuMeter::start(0)?);
                     }
-                    if now >= self.t_ms && self.iv_base.is_none() {
-                        self.iv_base = Some((self.rec.counts.requests, self.rec.errors_total()));
+                    if self.spec.config.run_to_end && now < self.t_me && self.sessions_done() {
+                        // httperf's test-duration: the window ends with the
+                        // last session.
+                        self.t_me = now.max(self.t_ms);
+                        let window = self.t_me.duration_since(self.t_ms).as_secs_f64();
+                        self.n_intervals = intervals_in(window, self.interval.as_secs_f64());
                     }
                     self.flush_intervals(now)?;
                     if now >= self.t_me {
@@ -760,7 +780,7 @@ impl<'h> Engine<'h> {
                     self.on_readable(token);
                     continue;
                 }
-                St::Sending if ev.is_writable() => {
+                St::Sending | St::Finishing if ev.is_writable() => {
                     self.write_request(token);
                     if self.slab[token].gen != gen {
                         continue;
@@ -855,7 +875,13 @@ impl<'h> Engine<'h> {
         self.phase = Phase::Run;
         self.t0 = now;
         self.t_ms = now + Duration::from_secs_f64(c.warmup_s);
-        self.t_me = self.t_ms + Duration::from_secs_f64(c.duration_s);
+        self.t_me = self.t_ms
+            + if c.run_to_end {
+                // Until the last session ends (`run`).
+                UNTIL_THE_END
+            } else {
+                Duration::from_secs_f64(c.duration_s)
+            };
         self.window_start_unix_s = unix_s(SystemTime::now()) + c.warmup_s;
         self.next_progress = now + self.interval;
         self.hooks.go(now);
@@ -882,7 +908,11 @@ impl<'h> Engine<'h> {
                     self.start_request(i, now, now >= self.t_ms, now);
                 }
             }
+            // As many at once as the connections, of the sessions given.
             for _ in 0..self.closed_sessions {
+                if !self.take_session() {
+                    break;
+                }
                 self.start_session(now, now);
             }
         }
@@ -951,6 +981,16 @@ fn build_requests(c: &Config) -> (Vec<Request>, Vec<Script>) {
     };
     (requests, Vec::new())
 }
+
+/// Sampling intervals in a window of `window_s`: a window that is not a
+/// whole number of them ends with a shorter one (at least one).
+fn intervals_in(window_s: f64, interval_s: f64) -> usize {
+    ((window_s / interval_s) - 1e-9).ceil().max(1.0) as usize
+}
+
+/// How far ahead the end of a `run_to_end` window is put until its last
+/// session ends (a year: never reached).
+const UNTIL_THE_END: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Run one worker in this process and return its report.
 pub fn run_worker(

@@ -27,6 +27,9 @@ impl Engine<'_> {
         c.parser.expect_no_body(self.requests[c.req].head);
         if measured {
             self.rec.counts.requests += 1;
+            // In the interval it leaves in (the last, if after the window).
+            let i = self.interval_index(now);
+            *crate::record::at(&mut self.iv_requests, i) += 1;
         }
         self.write_request(slot);
     }
@@ -52,7 +55,7 @@ impl Engine<'_> {
                 if c.woff < end {
                     match tls.writer().write(&req.bytes[c.woff..end]) {
                         Ok(n) => c.woff += n,
-                        Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+                        Err(e) => return self.io_failed(slot, &e, Instant::now()),
                     }
                 }
                 match tls_flush(tls, sock, &mut self.rec.counts.bytes_sent) {
@@ -62,7 +65,7 @@ impl Engine<'_> {
                         self.set_interest(slot, Interest::BOTH);
                         return;
                     }
-                    Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+                    Err(e) => return self.io_failed(slot, &e, Instant::now()),
                 }
             }
         } else {
@@ -78,17 +81,27 @@ impl Engine<'_> {
                         return;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => return self.fail(slot, Cause::of(&e), Instant::now()),
+                    Err(e) => return self.io_failed(slot, &e, Instant::now()),
                 }
             }
         }
         if c.role == Role::Inactive {
             c.st = St::Holding;
             c.deadline = None;
-        } else {
-            c.st = St::Receiving;
+            return self.set_interest(slot, Interest::READABLE);
         }
         self.set_interest(slot, Interest::READABLE);
+        self.request_out(slot);
+    }
+
+    /// The whole request is on the wire: its reply is awaited, or, when it
+    /// came first (`St::Finishing`), what follows it happens now.
+    pub(super) fn request_out(&mut self, slot: usize) {
+        let c = &mut self.slab[slot];
+        if c.st == St::Finishing {
+            return self.after_reply(slot, None, Instant::now());
+        }
+        c.st = St::Receiving;
     }
 
     pub(super) fn slow_step(&mut self, slot: usize, now: Instant) {
@@ -163,7 +176,7 @@ impl Engine<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.read_failed(slot, &e, Instant::now());
+                    self.io_failed(slot, &e, Instant::now());
                     break;
                 }
             }
@@ -200,7 +213,7 @@ impl Engine<'_> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => drained = true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    self.read_failed(slot, &e, Instant::now());
+                    self.io_failed(slot, &e, Instant::now());
                     break;
                 }
             }
@@ -239,7 +252,7 @@ impl Engine<'_> {
             let now = Instant::now();
             match tls_flush(tls, sock, &mut self.rec.counts.bytes_sent) {
                 Err(e) => {
-                    self.fail(slot, Cause::of(&e), now);
+                    self.io_failed(slot, &e, now);
                     break;
                 }
                 Ok(all) if handshaking => {
@@ -302,14 +315,11 @@ impl Engine<'_> {
                 Ok(Some(status)) => {
                     self.complete(slot, status, true, now);
                 }
-                _ => {
-                    self.rec.counts.conn_closed_by_server += 1;
-                    let role = c.role;
-                    self.rec.error(role, Cause::ServerClosed);
-                    self.close(slot, now);
-                    self.after_loss(slot, now, false);
-                }
+                _ => self.fail(slot, Cause::ServerClosed, now),
             },
+            // The reply is in; the server closed while the rest of the
+            // request went out.
+            St::Finishing => self.after_reply(slot, Some(true), now),
             St::Handshaking => {
                 if !self.tls_warned {
                     self.tls_warned = true;
@@ -325,13 +335,13 @@ impl Engine<'_> {
         }
     }
 
-    /// A read failed: a reset of a connection with nothing outstanding is
-    /// the server closing it.
-    pub(super) fn read_failed(&mut self, slot: usize, e: &io::Error, now: Instant) {
-        if matches!(self.slab[slot].st, St::Holding | St::Waiting) {
-            self.server_closed_quietly(slot, now);
-        } else {
-            self.fail(slot, Cause::of(e), now);
+    /// A read or a write failed: a reset of a connection with nothing
+    /// outstanding (or whose reply is in) is the server closing it.
+    pub(super) fn io_failed(&mut self, slot: usize, e: &io::Error, now: Instant) {
+        match self.slab[slot].st {
+            St::Holding | St::Waiting => self.server_closed_quietly(slot, now),
+            St::Finishing => self.after_reply(slot, Some(true), now),
+            _ => self.fail(slot, Cause::of(e), now),
         }
     }
 
@@ -386,13 +396,43 @@ impl Engine<'_> {
         }
         if in_window && role != Role::Slow {
             self.rec.counts.replies_in_window += 1;
-            self.rec.interval_replies[idx] += 1;
+            *crate::record::at(&mut self.rec.interval_replies, idx) += 1;
         }
-        c.deadline = None;
         c.measured = false;
-        if close {
-            // The server announced it closes the connection.
-            self.rec.counts.conn_closed_by_server += 1;
+        // The user's `Connection: close` (RFC 9112 §9.6): no further
+        // request on this connection; this side closes it after the reply.
+        let closing = match (close, self.requests[c.req].close) {
+            (true, _) => Some(true),
+            (false, true) => Some(false),
+            (false, false) => None,
+        };
+        if closing.is_none() && c.st == St::Sending {
+            // Early (a 401 or 413 before the upload is read): the rest of
+            // the request goes out first, then the next one (as wrk and curl
+            // on a kept connection; stopping the body would oblige the
+            // generator to close it, RFC 9112 §9.5).
+            c.st = St::Finishing;
+            c.deadline = Some(now + self.timeout);
+            return;
+        }
+        self.after_reply(slot, closing, now);
+    }
+
+    /// What follows a reply: the next request, a think time, the end of a
+    /// session, or, when the connection closes (`closing`: `Some(true)` when
+    /// the server closes it, as its reply said or while the request was
+    /// being finished; `Some(false)` when the request said it would), a new
+    /// connection.
+    pub(super) fn after_reply(&mut self, slot: usize, closing: Option<bool>, now: Instant) {
+        let c = &mut self.slab[slot];
+        c.deadline = None;
+        let role = c.role;
+        if let Some(by_server) = closing {
+            if by_server {
+                self.rec.counts.conn_closed_by_server += 1;
+            } else {
+                self.rec.counts.conn_closed_by_client += 1;
+            }
             match role {
                 Role::Persistent | Role::Closed => self.rec.counts.reconnects += 1,
                 Role::Idle => {
@@ -413,6 +453,9 @@ impl Engine<'_> {
         }
         match role {
             Role::Session => match self.session_next(slot) {
+                // The window is over (--duration): no further call; still
+                // open at the end, the session is counted unfinished.
+                Some(_) if self.phase != Phase::Run => self.slab[slot].st = St::Waiting,
                 Some(Some(think)) if !think.is_zero() => {
                     self.think(slot, now + think);
                     self.set_interest(slot, Interest::READABLE);
@@ -424,8 +467,7 @@ impl Engine<'_> {
                 None => {
                     self.rec.counts.conn_closed_by_client += 1;
                     self.close(slot, now);
-                    self.free.push(slot);
-                    self.session_over(now);
+                    self.session_over(slot, now);
                 }
             },
             Role::Persistent => {

@@ -37,7 +37,6 @@ impl Engine<'_> {
         };
         c.ring_id = ring::next_id(c.ring_id);
         c.send_inflight = false;
-        c.send_again = false;
         let multishot = self.ring.as_ref().is_some_and(|r| r.multishot());
         if c.rbuf.is_none() && !multishot {
             c.rbuf = Some(vec![0u8; ring_buf_size(&self.spec)].into_boxed_slice());
@@ -82,10 +81,9 @@ impl Engine<'_> {
     #[allow(unsafe_code)]
     pub(super) fn ring_send(&mut self, slot: usize) {
         let c = &mut self.slab[slot];
-        if c.send_inflight {
-            c.send_again = true;
-            return;
-        }
+        // One send at a time: the next request waits for the whole of this
+        // one (`St::Finishing`).
+        debug_assert!(!c.send_inflight);
         let (Some(ring), Some(_)) = (self.ring.as_mut(), c.sock.as_ref()) else {
             return;
         };
@@ -98,15 +96,20 @@ impl Engine<'_> {
                 // Sent whole, or its completion says it failed.
                 self.rec.counts.bytes_sent += bytes.len() as u64;
                 c.woff += bytes.len();
-                c.st = St::Receiving;
+                self.request_out(slot);
             }
             Ok(false) => c.send_inflight = true,
-            Err(e) => self.fail(slot, Cause::of(&e), Instant::now()),
+            Err(e) => self.io_failed(slot, &e, Instant::now()),
         }
     }
 
     /// A send of `slot` completed.
     pub(super) fn ring_sent(&mut self, slot: usize, id: u32, res: i32, quiet: bool) {
+        // Bytes out are bytes out, also those of a connection closed while
+        // its send was in flight (a quiet send counted them when queued).
+        if res > 0 && !quiet {
+            self.rec.counts.bytes_sent += res as u64;
+        }
         let Some(c) = self.slab.get_mut(slot) else {
             return;
         };
@@ -118,26 +121,21 @@ impl Engine<'_> {
             // Quiet sends complete only when they fail or fall short (the
             // socket broke midway): either way the request is lost.
             let e = io::Error::from_raw_os_error(if res < 0 { -res } else { libc::EPIPE });
-            return self.fail(slot, Cause::of(&e), Instant::now());
+            return self.io_failed(slot, &e, Instant::now());
         }
         if res < 0 {
             let e = io::Error::from_raw_os_error(-res);
             if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::WouldBlock {
                 return self.ring_send(slot);
             }
-            return self.fail(slot, Cause::of(&e), Instant::now());
-        }
-        self.rec.counts.bytes_sent += res as u64;
-        if std::mem::take(&mut c.send_again) {
-            // The bytes were the previous request's: start the new one.
-            return self.ring_send(slot);
+            return self.io_failed(slot, &e, Instant::now());
         }
         c.woff += res as usize;
-        if c.st == St::Sending {
+        if matches!(c.st, St::Sending | St::Finishing) {
             if c.woff < self.requests[c.req].bytes.len() {
                 self.ring_send(slot);
             } else {
-                c.st = St::Receiving;
+                self.request_out(slot);
             }
         }
     }
@@ -194,7 +192,7 @@ impl Engine<'_> {
                         e.kind(),
                         io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
                     ) {
-                        self.read_failed(slot, &e, now);
+                        self.io_failed(slot, &e, now);
                     }
                 }
             }

@@ -20,7 +20,7 @@ impl Engine<'_> {
     pub(super) fn note_peak(&mut self, now: Instant) {
         if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
             let i = self.interval_index(now);
-            let p = &mut self.rec.interval_peak_conns[i];
+            let p = crate::record::at(&mut self.rec.interval_peak_conns, i);
             *p = (*p).max(self.open);
         }
     }
@@ -110,19 +110,18 @@ impl Engine<'_> {
             && now >= self.interval_end(self.iv_index)
         {
             let i = self.iv_index;
-            let (requests, errors) = (self.rec.counts.requests, self.rec.errors_total());
-            let (base_requests, base_errors) = self.iv_base.unwrap_or((requests, errors));
+            let errors = self.rec.errors_total();
             let r = IntervalReport {
                 index: i,
                 start_s: (self.interval * i).as_secs_f64(),
                 end_s: self.interval_end(i).duration_since(self.t_ms).as_secs_f64(),
-                requests: requests - base_requests,
+                requests: self.iv_requests.get(i as usize).copied().unwrap_or(0),
                 replies: self.iv_latency.len(),
-                errors: errors - base_errors,
+                errors: errors - self.iv_base.unwrap_or(errors),
                 latency_hist: encode(&self.iv_latency)?,
                 latency_uncorrected_hist: encode(&self.iv_latency_uncorrected)?,
             };
-            self.iv_base = Some((requests, errors));
+            self.iv_base = Some(errors);
             self.iv_latency.reset();
             self.iv_latency_uncorrected.reset();
             self.iv_index += 1;
@@ -152,6 +151,10 @@ impl Engine<'_> {
             let unsent = c.queue.iter().filter(|(_, m)| *m).count() as u64;
             self.rec.counts.unsent_at_end += unsent;
             c.queue.clear();
+            // A session not over: the end came before its last call.
+            if c.role == Role::Session && c.st != St::Free {
+                self.rec.counts.sessions_unfinished += 1;
+            }
             if matches!(c.st, St::Sending | St::Receiving) && c.measured && !self.interrupted {
                 // Still outstanding after the drain: it timed out.
                 let role = c.role;
@@ -185,7 +188,7 @@ impl Engine<'_> {
         // httperf's reply-rate samples): not a shorter last one, nor those
         // after Ctrl-C.
         let full = ((window_s / self.interval.as_secs_f64()) + 1e-9).floor() as usize;
-        self.rec.interval_replies.truncate(full);
+        self.rec.interval_replies.resize(full, 0);
         let mut report = WorkerReport::new(
             self.spec.index,
             &self.rec,
