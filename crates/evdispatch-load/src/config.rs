@@ -313,15 +313,20 @@ impl Config {
     /// before the run is checked here; reachability is checked by
     /// [`Config::preflight`] (which also picks the address).
     pub fn from_args(a: &LoadArgs) -> anyhow::Result<Config> {
-        let url_text = a
+        let given = a
             .url
-            .clone()
+            .as_deref()
             .ok_or_else(|| anyhow!("give the URL to load, e.g. http://127.0.0.1:8080/"))?;
-        let url = url::Url::parse(&url_text).map_err(|e| {
+        let (url_text, authorization) = target::userinfo(given);
+        let mut url = url::Url::parse(given).map_err(|e| {
             anyhow!(
                 "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
             )
         })?;
+        if url.password().is_some() {
+            // Shown in errors as in the summary.
+            let _ = url.set_password(Some("***"));
+        }
         let mut resolved = target::resolve(&url_text, &url, &a.net)?;
         if a.source_addrs > 1 {
             // Sources in 127.0.0.0/8 reach only IPv4 loopback addresses.
@@ -489,6 +494,16 @@ impl Config {
                 bail!("--header '{h}': the value may not contain a line break");
             }
             headers.push((n.to_string(), v.trim().to_string()));
+        }
+        // The URL's user and password, as curl sends them, unless the user
+        // gave the header.
+        if let Some(value) = authorization {
+            if !headers
+                .iter()
+                .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
+            {
+                headers.push(("Authorization".to_string(), value));
+            }
         }
         let cpus = match &a.cpu {
             Some(list) => {
@@ -719,6 +734,23 @@ mod tests {
                 assert_eq!((0..p).map(|i| share(total, p, i)).sum::<u64>(), total);
             }
         }
+    }
+
+    #[test]
+    fn url_credentials_are_sent_but_never_shown() {
+        let c = cfg("http://u:secret@127.0.0.1:1/x").unwrap();
+        assert_eq!(c.url, "http://u:***@127.0.0.1:1/x");
+        assert_eq!(c.path, "/x");
+        let auth = (
+            "Authorization".to_string(),
+            "Basic dTpzZWNyZXQ=".to_string(),
+        );
+        assert_eq!(c.headers, [auth]);
+        // The user's own header wins.
+        let c = cfg("http://u:secret@127.0.0.1:1/ -H Authorization:Bearer_t").unwrap();
+        assert_eq!(c.headers, [("Authorization".into(), "Bearer_t".into())]);
+        let e = cfg("http://u:secret@127.0.0.1:1/ --insecure").unwrap_err();
+        assert!(!e.to_string().contains("secret"), "{e}");
     }
 
     #[test]

@@ -103,7 +103,7 @@
 //! | field | type | meaning |
 //! |---|---|---|
 //! | `schema` | string | `"evdispatch-load/1"` |
-//! | `config` | object | the full configuration ([`Config`]): `url`, `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers`, `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
+//! | `config` | object | the full configuration ([`Config`]): `url` (a password in it shown as `***`), `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers` (an `Authorization` or `Proxy-Authorization` value shown as its scheme and `***`), `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
 //! | `duration_s` | number | length of the measured window (with `config.run_to_end`, until the last session ended) |
 //! | `requests` | integer | requests of the active workloads whose slot fell in the window and that were sent |
 //! | `replies` | integer | complete replies to those requests (including ones that arrived in the drain after the window) |
@@ -245,7 +245,10 @@ pub struct LoadArgs {
     /// The URL to load: http:// or https://, any host (names through the
     /// system resolver, IPv4 or IPv6), e.g. `https://example.org/index.html`.
     /// Alone, it runs the default load: closed loop over 10 connections for
-    /// 10 s (as `--rate max -c 10 -d 10s`).
+    /// 10 s (as `--rate max -c 10 -d 10s`). A user and password in it
+    /// (`http://user:pass@host/`) are sent as `Authorization: Basic`, as curl
+    /// does, unless `-H Authorization:…` is given; the password is never
+    /// printed.
     #[arg(required_unless_present = "worker")]
     pub url: Option<String>,
     /// Offered rate of the active workloads, requests (or sessions) per

@@ -358,6 +358,15 @@ impl Summary {
         if config.run_to_end {
             config.duration_s = d;
         }
+        // Credentials never reach a results file; the scheme stays.
+        for (name, value) in &mut config.headers {
+            if ["authorization", "proxy-authorization"]
+                .iter()
+                .any(|a| name.eq_ignore_ascii_case(a))
+            {
+                *value = format!("{} ***", value.split(' ').next().unwrap_or(""));
+            }
+        }
         let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
@@ -839,6 +848,26 @@ mod tests {
         let s = Summary::new(&c, merged(vec![86.0]), None);
         assert!(s.generator_saturated);
         assert!(s.connections.accounted && s.server_cpu_pct.is_none());
+    }
+
+    #[test]
+    fn no_credential_reaches_the_summary() {
+        let c = Config::from_command_line([
+            "http://u:secret@127.0.0.1:1/",
+            "-H",
+            "Proxy-Authorization: Basic cDpx",
+        ])
+        .unwrap();
+        let s = Summary::new(&c, merged(vec![1.0]), None);
+        let json = serde_json::to_string(&s).unwrap();
+        assert!(
+            !json.contains("secret") && !json.contains("dTpzZWNyZXQ") && !json.contains("cDpx")
+        );
+        assert!(
+            json.contains("u:***@") && json.contains("\"Basic ***\""),
+            "{json}"
+        );
+        assert!(!s.text(false).contains("secret"));
     }
 
     #[test]

@@ -83,6 +83,36 @@ pub struct Resolved {
     pub tls: Option<TlsSettings>,
 }
 
+/// The user information of a URL (`http://user:pass@host/`), taken as
+/// curl takes it: `Some` value of an `Authorization: Basic` header
+/// (`user:pass`, percent-decoded, in base64; RFC 7617), and the URL as
+/// written with its password shown as `***`, for everything that prints it.
+pub fn userinfo(text: &str) -> (String, Option<String>) {
+    use base64::Engine as _;
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return (text.to_string(), None);
+    };
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else {
+        return (text.to_string(), None);
+    };
+    let info = &authority[..at];
+    let decode = |s: &str| percent_encoding::percent_decode_str(s).collect::<Vec<u8>>();
+    let (user, password) = info.split_once(':').unwrap_or((info, ""));
+    let mut plain = decode(user);
+    plain.push(b':');
+    plain.extend(decode(password));
+    let value = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(plain)
+    );
+    let shown = match info.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
+        None => text.to_string(),
+    };
+    (shown, Some(value))
+}
+
 /// Resolve `url` (http:// or https://, `text` as the user wrote it) with
 /// the system resolver.
 pub fn resolve(text: &str, url: &url::Url, net: &NetArgs) -> anyhow::Result<Resolved> {
@@ -255,6 +285,20 @@ pub fn check_method(m: &str) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn url_credentials_become_basic_auth_and_the_password_is_hidden() {
+        // RFC 7617's example pair, percent-encoded in the URL as a browser would.
+        let (shown, auth) = userinfo("http://Aladdin:open%20sesame@h:8/p?q@x");
+        assert_eq!(shown, "http://Aladdin:***@h:8/p?q@x");
+        assert_eq!(auth.as_deref(), Some("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="));
+        // A user alone: an empty password, nothing to hide.
+        let (shown, auth) = userinfo("https://bob@h/");
+        assert_eq!(shown, "https://bob@h/");
+        assert_eq!(auth.as_deref(), Some("Basic Ym9iOg=="));
+        // An @ after the authority is not user information.
+        assert_eq!(userinfo("http://h/a@b"), ("http://h/a@b".to_string(), None));
+    }
 
     #[test]
     fn url_lists() {
