@@ -322,7 +322,9 @@ pub fn as_http11(buf: &[u8], max_header: usize) -> Option<Vec<u8>> {
 }
 
 /// httparse says "version" both for `HTTP/2.0` (a version we do not speak:
-/// 505) and for garbage where the version should be (400). The version is
+/// 505) and for garbage where the version should be (400), which includes
+/// anything but one digit on each side of the dot (`HTTP/01.1`, RFC 9112
+/// §2.3: `HTTP-version = HTTP-name "/" DIGIT "." DIGIT`). The version is
 /// the third element of the request line; until that line ends, a version
 /// that may still become `HTTP/d.d` is not judged (so the status never
 /// depends on how the bytes were split), within the head limit.
@@ -348,12 +350,10 @@ fn version_error(buf: &[u8], max_header: usize) -> Parsed<'_> {
             Some(dot) => (&rest[..dot], Some(&rest[dot + 1..])),
             None => (rest, None),
         };
-        let nonempty = |s: &[u8]| !s.is_empty() || !whole;
-        let minor_ok = match minor {
-            Some(m) => digits(m) && nonempty(m),
-            None => true,
-        };
-        digits(major) && nonempty(major) && minor_ok
+        // One digit each (`HTTP/01.1`, `HTTP/1.10` are not versions); a
+        // part still arriving may be empty.
+        let one_digit = |s: &[u8]| digits(s) && s.len() <= 1 && (s.len() == 1 || !whole);
+        one_digit(major) && minor.is_none_or(one_digit)
     };
     match line_end {
         Some(_) if shape(version, true) => Parsed::Reject(Status::VersionNotSupported),
@@ -535,6 +535,32 @@ mod tests {
         assert_eq!(
             parse_request(b"GET / HTTP/2x\r\n\r\n", 8192),
             Parsed::Reject(Status::BadRequest)
+        );
+        // One digit each side of the dot (RFC 9112 §2.3), however split.
+        for bad in [
+            "HTTP/01.1",
+            "HTTP/1.01",
+            "HTTP/10.0",
+            "HTTP/1.10",
+            "HTTP/11",
+        ] {
+            let line = format!("GET / {bad}\r\nHost: t\r\n\r\n");
+            for cut in 6..line.len() {
+                let got = parse_request(&line.as_bytes()[..cut], 8192);
+                assert!(
+                    matches!(got, Parsed::Partial | Parsed::Reject(Status::BadRequest)),
+                    "{bad} cut at {cut}: {got:?}"
+                );
+            }
+            assert_eq!(
+                parse_request(line.as_bytes(), 8192),
+                Parsed::Reject(Status::BadRequest),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse_request(b"GET / HTTP/0.9\r\n\r\n", 8192),
+            Parsed::Reject(Status::VersionNotSupported)
         );
     }
 
