@@ -107,7 +107,8 @@
 //!   `index.html` answers 403 (as nginx with `autoindex off`), or with
 //!   `--listing` an HTML listing (sorted, names escaped and percent-encoded
 //!   in links, sizes, dates, directories with a trailing `/`, dotfiles
-//!   hidden unless allowed). Media types from `mime_guess`, with
+//!   hidden unless allowed). Media types from `mime_guess` (but `.mjs` is
+//!   `text/javascript` as `.js` is, RFC 9239), with
 //!   `; charset=utf-8` for `text/*`, JavaScript, JSON and XML.
 //!
 //! `tests/nginx_diff.rs` serves one tree with nginx and with this server and
