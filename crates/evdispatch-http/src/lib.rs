@@ -69,7 +69,8 @@
 //!   `ETag`, `Last-Modified`, `Vary` when the file has variants, and no body.
 //! * **Ranges.** `Accept-Ranges: bytes` on every 200 of a file. One range
 //!   (`a-b`, `a-`, `-n`) answers 206 with `Content-Range: bytes a-b/LEN`;
-//!   none satisfiable 416 with `Content-Range: bytes */LEN`; overlapping or
+//!   none satisfiable 416 with `Content-Range: bytes */LEN` (but `-n` of an
+//!   empty file, satisfiable and empty, §14.1.2: 200, as nginx); overlapping or
 //!   touching ranges are coalesced (§14.2 allows it). Several disjoint ranges
 //!   answer 206 `multipart/byteranges` (§14.6) as nginx does: a random
 //!   20-digit boundary, each part with `Content-Type` and `Content-Range`,
@@ -116,7 +117,8 @@
 //! byte, boundaries aside). Deliberate differences, each allowed by the
 //! clause named: overlapping ranges (one coalesced range here, where nginx
 //! sends them as separate parts; §14.2, §15.3.7.2); an invalid range such as `bytes=a-b` (ignored here, 416
-//! there; §14.2); an invalid `If-Unmodified-Since` date (ignored here, 412
+//! there; §14.2); `bytes=0-` of an empty file (416 here, ignored there:
+//! §14.1.1 makes it unsatisfiable); an invalid `If-Unmodified-Since` date (ignored here, 412
 //! there; §13.1.4 says ignore); `If-Unmodified-Since` beside a matching
 //! `If-Match` (not evaluated here, 412 there; §13.2.2); ranges of a
 //! precompressed variant (served here with

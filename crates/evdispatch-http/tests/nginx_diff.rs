@@ -68,6 +68,13 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
          we ignore it (200, as for any header we cannot use), nginx rejects it (416)",
     ),
     (
+        "range-from-empty-file",
+        "status",
+        "RFC 9110 §14.1.1, §15.5.17: bytes=0- of an empty file starts at or past \
+         its end, unsatisfiable: 416 here; nginx ignores every range of an empty \
+         file (200)",
+    ),
+    (
         "ius-junk",
         "status",
         "RFC 9110 §13.1.4: a recipient MUST ignore an If-Unmodified-Since that is \
@@ -258,6 +265,18 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
             &[("Range", &many_ranges(17))],
         ),
         case("range-dir", "GET", "/docs/", &[("Range", "bytes=0-1")]),
+        case(
+            "range-suffix-empty-file",
+            "GET",
+            "/zero.txt",
+            &[("Range", "bytes=-1")],
+        ),
+        case(
+            "range-from-empty-file",
+            "GET",
+            "/zero.txt",
+            &[("Range", "bytes=0-")],
+        ),
         case("inm-match", "GET", "/six.txt", &[("If-None-Match", etag)]),
         case(
             "inm-nomatch",
@@ -565,6 +584,7 @@ fn agrees_with_nginx_where_it_matters() {
     .unwrap();
     std::fs::create_dir_all(r.join("list")).unwrap();
     std::fs::write(r.join("list/a.txt"), "a").unwrap();
+    std::fs::write(r.join("zero.txt"), "").unwrap();
 
     let mut peer = PeerConfig::new(&site.root);
     peer.nginx_server_extra = NGINX_EXTRA.into();

@@ -58,6 +58,7 @@ fn extend(site: &Site) {
 #[test]
 fn ranges_of_cached_and_large_files() {
     let site = site();
+    std::fs::write(site.root.join("zero.txt"), "").unwrap();
     each_model(
         &site,
         |_| {},
@@ -158,6 +159,21 @@ fn ranges_of_cached_and_large_files() {
                     let r = ask(c, "GET", path, &[("Range", range)]);
                     assert_eq!(r.status, 200, "{model} {path} {range}");
                     assert!(r.body == *body, "{model} {path} {range}");
+                }
+            }
+            // An empty file: a suffix range is satisfiable but selects
+            // nothing (RFC 9110 §14.1.2), so the whole empty file with 200;
+            // any other range is 416.
+            for (range, status) in [("bytes=-1", 200), ("bytes=-0", 416), ("bytes=0-", 416)] {
+                for method in ["GET", "HEAD"] {
+                    let r = ask(c, method, "/zero.txt", &[("Range", range)]);
+                    assert_eq!(r.status, status, "{model} {method} {range}");
+                    if status == 200 {
+                        assert_eq!(r.header("content-length"), Some("0"), "{model}");
+                        assert_eq!(r.header("content-range"), None, "{model}");
+                    } else {
+                        assert_eq!(r.header("content-range"), Some("bytes */0"), "{model}");
+                    }
                 }
             }
             // The connection stayed usable through all of it.
