@@ -102,7 +102,9 @@
 //!   `Vary`), as nginx's `gzip_static` does for the index it redirects to.
 //! * **Paths.** A directory named without its slash answers 301 with
 //!   `Location:` the path as sent (percent-encoding kept, leading slashes
-//!   collapsed to one) plus `/`, query kept. `--dotfiles deny` (default):
+//!   collapsed to one) plus `/`, query kept. A backslash is an ordinary
+//!   byte of a name (Linux has no other separator than `/`), served when
+//!   such a file exists, as nginx does. `--dotfiles deny` (default):
 //!   any path segment starting with `.` answers 404, except `.well-known` at
 //!   the root (RFC 8615); `--dotfiles allow` serves them. A directory without
 //!   `index.html` answers 403 (as nginx with `autoindex off`), or with

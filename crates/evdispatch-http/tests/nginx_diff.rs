@@ -492,6 +492,8 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
             &[("Accept-Encoding", "gzip;q=0")],
         ),
         case("missing", "GET", "/nope.txt", &[]),
+        case("backslash-name", "GET", "/list/b%5Cs.txt", &[]),
+        case("backslash-missing", "GET", "/a%5cb", &[]),
         case("file-as-dir", "GET", "/six.txt/", &[]),
     ]
 }
@@ -585,6 +587,7 @@ fn agrees_with_nginx_where_it_matters() {
     std::fs::create_dir_all(r.join("list")).unwrap();
     std::fs::write(r.join("list/a.txt"), "a").unwrap();
     std::fs::write(r.join("zero.txt"), "").unwrap();
+    std::fs::write(r.join("list/b\\s.txt"), "backslash").unwrap();
 
     let mut peer = PeerConfig::new(&site.root);
     peer.nginx_server_extra = NGINX_EXTRA.into();

@@ -554,6 +554,34 @@ fn dotfiles_redirects_and_listings() {
 }
 
 #[test]
+fn a_backslash_is_a_byte_of_a_name() {
+    // On Linux `\` is no separator: a file may have it in its name, and
+    // the listing's link to it must lead to it (as in nginx).
+    let site = site();
+    std::fs::create_dir_all(site.root.join("bs")).unwrap();
+    std::fs::write(site.root.join("bs/x\\y.txt"), "back\n").unwrap();
+    each_model(
+        &site,
+        |cfg| cfg.site.listing = true,
+        |model, c| {
+            let page = String::from_utf8(c.get("/bs/").body).unwrap();
+            assert!(page.contains("href=\"x%5Cy.txt\""), "{model}: {page}");
+            for target in ["/bs/x%5Cy.txt", "/bs/x%5cy.txt", "/bs/x\\y.txt"] {
+                let r = c.get(target);
+                assert_eq!(
+                    (r.status, &r.body[..]),
+                    (200, &b"back\n"[..]),
+                    "{model} {target}"
+                );
+            }
+            for target in ["/bs/..%5Cx", "/a%5cb", "/..\\six.txt"] {
+                assert_eq!(c.get(target).status, 404, "{model} {target}");
+            }
+        },
+    );
+}
+
+#[test]
 fn head_answers_exactly_the_headers_of_get() {
     let site = site();
     extend(&site);

@@ -213,15 +213,15 @@ pub fn corpus() -> Vec<Attack> {
     );
     t(
         "backslash-raw",
-        "..\\ (Windows separator, raw)",
+        "..\\ (a Windows separator, raw: a byte of a name on Linux, a missing file)",
         b"/..\\secret.txt",
-        &[403],
+        &[404],
     );
     t(
         "backslash-pct",
-        "..%5c (Windows separator, encoded)",
+        "..%5c (a Windows separator, encoded: a byte of a name on Linux)",
         b"/..%5csecret.txt",
-        &[403],
+        &[404],
     );
     t(
         "nul-pct",

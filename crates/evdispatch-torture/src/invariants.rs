@@ -18,7 +18,8 @@
 //! Invariants of [`evdispatch_http::normalize_target`]:
 //! * it never panics; a refusal is 400 or 403;
 //! * a result is relative, made of plain names only (no empty, `.` or `..`
-//!   segment, no NUL, no backslash), so joined to any root it stays there;
+//!   segment, no NUL; a backslash is a byte of a name), so joined to any
+//!   root it stays there;
 //! * it agrees with an independent reference (decode once, split, let each
 //!   `..` remove the segment before it and refuse one that would climb out
 //!   of the root), and re-encoding the result and normalising again gives
@@ -174,7 +175,7 @@ pub fn check_target(data: &[u8]) {
             let want = match why {
                 RefError::Malformed => Status::BadRequest,
                 // A climb out of the root is always 403.
-                RefError::Forbidden | Traversal => Status::Forbidden,
+                Traversal => Status::Forbidden,
             };
             assert_eq!(
                 *st,
@@ -190,7 +191,7 @@ pub fn check_target(data: &[u8]) {
     }
     if got.is_ok() {
         assert!(!out.starts_with(b"/"), "absolute result");
-        assert!(!out.contains(&0) && !out.contains(&b'\\'));
+        assert!(!out.contains(&0));
         if !out.is_empty() {
             for seg in out.split(|&b| b == b'/') {
                 assert!(
@@ -230,8 +231,6 @@ pub fn check_target(data: &[u8]) {
 enum RefError {
     /// Not a path, a broken escape or a NUL (400).
     Malformed,
-    /// A backslash (403).
-    Forbidden,
     /// A `..` segment with nothing left to remove: a climb out of the root
     /// (403).
     Traversal,
@@ -292,13 +291,12 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
             i += 1;
         }
     }
-    // A NUL (400) or a backslash (403) stops the streaming implementation
-    // where it stands, as a bad escape does (400): the segments closed
-    // before the first of them are judged first.
-    let stop = decoded.iter().position(|&b| b == 0 || b == b'\\');
+    // A NUL (400) stops the streaming implementation where it stands, as a
+    // bad escape does (400): the segments closed before it are judged
+    // first. A backslash is a byte like any other.
+    let stop = decoded.iter().position(|&b| b == 0);
     let stop_error = match stop {
-        Some(p) if decoded[p] == 0 => Some(RefError::Malformed),
-        Some(_) => Some(RefError::Forbidden),
+        Some(_) => Some(RefError::Malformed),
         None if bad_escape => Some(RefError::Malformed),
         None => None,
     };
@@ -477,18 +475,26 @@ mod tests {
     fn reference_agrees_on_known_shapes() {
         assert_eq!(reference_normalize(b"/a/./b/"), Ok((b"a/b".to_vec(), true)));
         assert_eq!(reference_normalize(b"/%2e%2e/x"), Err(Traversal));
-        assert_eq!(reference_normalize(b"/a%5cb"), Err(RefError::Forbidden));
+        assert_eq!(
+            reference_normalize(b"/a%5cb"),
+            Ok((b"a\\b".to_vec(), false))
+        );
         assert_eq!(reference_normalize(b"*"), Err(RefError::Malformed));
         assert_eq!(reference_normalize(b"/..%zz"), Err(RefError::Malformed));
         assert_eq!(reference_normalize(b"/../%zz"), Err(Traversal));
         assert_eq!(reference_normalize(b"/a%zz"), Err(RefError::Malformed));
-        // A NUL or a backslash stops where it stands, as the code does.
+        // A NUL stops where it stands, as the code does.
         assert_eq!(reference_normalize(b"/../%00"), Err(Traversal));
         assert_eq!(
             reference_normalize(b"/a%00/../.."),
             Err(RefError::Malformed)
         );
-        assert_eq!(reference_normalize(b"/..\\x"), Err(RefError::Forbidden));
+        assert_eq!(
+            reference_normalize(b"/..\\x"),
+            Ok((b"..\\x".to_vec(), false))
+        );
+        assert_eq!(reference_normalize(b"/a%5c/../.."), Err(Traversal));
+        check_target(b"/a%5c..%5cb");
         check_target(b"/../%00");
         check_target(b"/a%00/../..");
     }
