@@ -135,6 +135,13 @@
 //! sleeps until the next deadline; the `threads` model sets them as the
 //! sockets' read and write timeouts.
 //!
+//! Limits: a request head of at most `--max-header` bytes (default 8 KiB;
+//! more: 431, or 414 when the request line alone is longer), and, whatever
+//! that allows, a target of at most [`MAX_TARGET`] bytes (8 KiB, nginx's
+//! default line size; more: 414) and at most [`MAX_HEADERS`] header lines
+//! (100; more: 431); at most [`MAX_RANGES`] ranges (16; more: the whole
+//! file).
+//!
 //! # Command-line contract
 //!
 //! Once every worker listens, the server prints exactly one line,
@@ -782,7 +789,10 @@ pub struct ServeArgs {
     /// Largest file cached; larger files are sent with sendfile.
     #[arg(long, default_value_t = 256 << 10)]
     pub cache_max_file: usize,
-    /// Largest request head accepted, bytes (larger: 431 or 414).
+    /// Largest request head accepted, bytes (larger: 431, or 414 when the
+    /// request line alone is longer); also the read buffer. Fixed limits
+    /// besides: a request target of at most 8192 bytes (414), at most 100
+    /// header lines (431).
     #[arg(long, default_value_t = 8192)]
     pub max_header: usize,
     /// Listen backlog.

@@ -9,10 +9,14 @@
 
 use crate::status::Status;
 
-/// Most header lines a request may carry.
-pub const MAX_HEADERS: usize = 48;
-/// Longest request target accepted (longer: 414).
-pub const MAX_TARGET: usize = 4096;
+/// Most header lines a request may carry (more: 431), whatever
+/// `--max-header` allows: proxies and CDNs add tracing headers, and 100
+/// lines of 16 bytes each is a plausible head. The parser's array of them
+/// lives on the stack, uninitialised until parsed into.
+pub const MAX_HEADERS: usize = 100;
+/// Longest request target accepted (longer: 414), whatever `--max-header`
+/// allows: 8 KiB, nginx's default `large_client_header_buffers` line.
+pub const MAX_TARGET: usize = 8192;
 
 /// A list-valued field (`If-None-Match`, `If-Match`, `Accept-Encoding`),
 /// which RFC 9110 §5.3 lets a client split over several lines: it means the
@@ -135,9 +139,9 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     // Only the first `max_header` bytes are ever looked at, so the verdict
     // never depends on bytes beyond the limit.
     let buf = &buf[..buf.len().min(max_header)];
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut headers);
-    let len = match req.parse(buf) {
+    let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, &mut headers) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             if buf.len() < max_header {
@@ -467,13 +471,28 @@ mod tests {
         assert_eq!(status(&long_line), Status::UriTooLong);
         let big_header = format!("GET / HTTP/1.1\r\nX: {}\r\n", "a".repeat(9000));
         assert_eq!(status(&big_header), Status::HeaderFieldsTooLarge);
-        let many: String = (0..60).map(|i| format!("X{i}: y\r\n")).collect();
+        // MAX_HEADERS lines (Host among them) are taken, one more is 431.
+        let lines = |n: usize| -> String {
+            let many: String = (1..n).map(|i| format!("X{i}: y\r\n")).collect();
+            format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")
+        };
+        assert!(matches!(parse(&lines(MAX_HEADERS)), Parsed::Complete(_)));
         assert_eq!(
-            status(&format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")),
+            status(&lines(MAX_HEADERS + 1)),
             Status::HeaderFieldsTooLarge
         );
-        let long_target = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "b".repeat(5000));
-        assert_eq!(status(&long_target), Status::UriTooLong);
+        // A target of MAX_TARGET bytes is taken when the head limit allows
+        // it; one more is 414.
+        let target = |n: usize| format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "b".repeat(n - 1));
+        let fits = target(MAX_TARGET);
+        assert!(
+            matches!(parse_request(fits.as_bytes(), 16384), Parsed::Complete(r) if r.target.len() == MAX_TARGET)
+        );
+        let over = target(MAX_TARGET + 1);
+        assert_eq!(
+            parse_request(over.as_bytes(), 16384),
+            Parsed::Reject(Status::UriTooLong)
+        );
     }
 
     #[test]

@@ -459,6 +459,39 @@ fn protocol_errors() {
 }
 
 #[test]
+fn fixed_limits_of_the_head() {
+    // The target and the header count have limits of their own, beyond
+    // --max-header's: MAX_TARGET bytes and MAX_HEADERS lines are served.
+    use evdispatch_http::{MAX_HEADERS, MAX_TARGET};
+    let site = site();
+    let lines = |n: usize| -> Vec<u8> {
+        let extra: String = (1..n).map(|i| format!("X-Trace-{i}: {i}\r\n")).collect();
+        format!("GET /six.txt HTTP/1.1\r\nHost: t\r\n{extra}\r\n").into_bytes()
+    };
+    let target = |n: usize| format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "t".repeat(n - 1));
+    for model in Model::all() {
+        let Some(server) = start(model, &site.root, |c| c.max_header = 16384) else {
+            continue;
+        };
+        let mut c = Client::connect(server.local_addr());
+        c.send(&lines(MAX_HEADERS));
+        assert_eq!(c.response(false).unwrap().status, 200, "{model}");
+        c.send(target(MAX_TARGET).as_bytes());
+        assert_eq!(c.response(false).unwrap().status, 404, "{model}");
+        for (raw, want) in [
+            (lines(MAX_HEADERS + 1), 431),
+            (target(MAX_TARGET + 1).into_bytes(), 414),
+        ] {
+            let mut c = Client::connect(server.local_addr());
+            c.send(&raw);
+            assert_eq!(c.response(false).unwrap().status, want, "{model}");
+            assert!(c.closed(), "{model}: open after {want}");
+        }
+        server.stop().unwrap();
+    }
+}
+
+#[test]
 fn header_and_idle_timeouts() {
     let site = site();
     let header = Duration::from_millis(300);

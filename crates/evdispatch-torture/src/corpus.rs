@@ -306,22 +306,27 @@ pub fn corpus() -> Vec<Attack> {
         &get(format!("/{}", "a".repeat(9000)).as_bytes()),
         &[414],
     );
-    l(
+    v.push(Attack::new(
         "long-target",
-        "target of 5,000 bytes, head within the limit",
-        &get(format!("/{}", "b".repeat(5000)).as_bytes()),
-        &[414],
-    );
+        Limits,
+        "target of 8,000 bytes, head within the limit: a missing file",
+        &get(format!("/{}", "b".repeat(8000)).as_bytes()),
+        vec![&[404]],
+        KeepAlive,
+    ));
+    let mut l = |id, what, raw: &[u8], st: &'static [u16]| {
+        v.push(Attack::new(id, Limits, what, raw, vec![st], Close));
+    };
     l(
         "long-header",
         "one header of 9,000 bytes",
         &with_headers(format!("X-Big: {}\r\n", "c".repeat(9000)).as_bytes()),
         &[431],
     );
-    let many: String = (0..60).map(|i| format!("X-{i}: y\r\n")).collect();
+    let many: String = (0..110).map(|i| format!("X-{i}: y\r\n")).collect();
     l(
         "many-headers",
-        "60 header lines (more than 48)",
+        "111 header lines (more than 100)",
         &with_headers(many.as_bytes()),
         &[431],
     );
