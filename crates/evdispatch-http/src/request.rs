@@ -3,9 +3,10 @@
 //!
 //! Only what a static server needs is accepted: `GET` and `HEAD` with no body.
 //! Every shape a request-smuggling attack relies on (`Content-Length` together
-//! with `Transfer-Encoding`, a repeated or malformed `Content-Length`) is
-//! refused with 400 and the connection closed, so no two parsers on the path
-//! can disagree about where this request ends.
+//! with `Transfer-Encoding`, a repeated or malformed `Content-Length`, a
+//! `Transfer-Encoding` other than `chunked` alone) is refused with 400 and
+//! the connection closed, so no two parsers on the path can disagree about
+//! where this request ends.
 
 use crate::status::Status;
 
@@ -181,7 +182,11 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     }
 
     let mut content_length: Option<&[u8]> = None;
+    // Transfer-Encoding: whether present, how many codings its lines list,
+    // and whether the last is chunked.
     let mut transfer_encoding = false;
+    let mut codings = 0;
+    let mut chunked_last = false;
     let mut hosts = 0;
     let mut close = false;
     let mut keep = false;
@@ -203,6 +208,12 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             content_length = Some(h.value);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             transfer_encoding = true;
+            for coding in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                if !coding.is_empty() {
+                    codings += 1;
+                    chunked_last = coding.eq_ignore_ascii_case(b"chunked");
+                }
+            }
         } else if name.eq_ignore_ascii_case(b"host") {
             hosts += 1;
             bad_host |= !valid_host(h.value.trim_ascii());
@@ -254,13 +265,18 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         range = None;
     }
     if transfer_encoding {
-        // With Content-Length: the classic smuggling shape. Alone: a body
-        // this server does not take.
-        return Parsed::Reject(if content_length.is_some() {
-            Status::BadRequest
-        } else {
-            Status::PayloadTooLarge
-        });
+        // With Content-Length: the classic smuggling shape (RFC 9112 §6.3
+        // item 3 lets a server refuse it). Any coding but `chunked` alone
+        // leaves the body's length unknown: a final coding other than
+        // chunked MUST be 400 (item 4); `gzip, chunked` or `chunked,
+        // chunked` get the same (§6.1 would have 501 for a coding not
+        // understood; one answer for every framing we will not decode).
+        // All close the connection.
+        if content_length.is_some() || codings != 1 || !chunked_last {
+            return Parsed::Reject(Status::BadRequest);
+        }
+        // `chunked` alone: a body this server does not take.
+        return Parsed::Reject(Status::PayloadTooLarge);
     }
     if let Some(v) = content_length {
         match parse_decimal(v.trim_ascii()) {
@@ -705,6 +721,30 @@ mod tests {
         assert_eq!(
             status(&format!("{h}Transfer-Encoding: chunked\r\n\r\n")),
             Status::PayloadTooLarge
+        );
+        // A final coding other than chunked, or more than chunked: 400
+        // (RFC 9112 §6.3 item 4), never 413.
+        for te in [
+            "gzip",
+            "identity",
+            "xchunked",
+            "chunked, gzip",
+            "gzip, chunked",
+            "chunked, chunked",
+            "",
+            ",",
+        ] {
+            assert_eq!(
+                status(&format!("{h}Transfer-Encoding: {te}\r\n\r\n")),
+                Status::BadRequest,
+                "{te:?}"
+            );
+        }
+        assert_eq!(
+            status(&format!(
+                "{h}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )),
+            Status::BadRequest
         );
         assert!(matches!(
             parse(&format!("{h}Content-Length: 0\r\n\r\n")),

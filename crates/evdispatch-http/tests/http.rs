@@ -421,6 +421,9 @@ fn protocol_errors() {
         (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec(), 400),
         (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nContent-Length: 5\r\n\r\n".to_vec(), 400),
         (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 1x\r\n\r\n".to_vec(), 400),
+        // A final coding other than chunked: 400 (RFC 9112 §6.3 item 4).
+        (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, identity\r\n\r\n".to_vec(), 400),
         (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello".to_vec(), 413),
         (format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "b".repeat(9000)).into_bytes(), 431),
         (format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "u".repeat(9000)).into_bytes(), 414),

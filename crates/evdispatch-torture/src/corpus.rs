@@ -418,9 +418,21 @@ pub fn corpus() -> Vec<Attack> {
     );
     s(
         "te-obfuscated",
-        "Transfer-Encoding: xchunked",
+        "Transfer-Encoding: xchunked (a final coding other than chunked)",
         &with_headers(b"Transfer-Encoding: xchunked\r\n"),
-        &[413, 501],
+        BAD,
+    );
+    s(
+        "te-gzip",
+        "Transfer-Encoding: gzip (the body's length unknown)",
+        &with_headers(b"Transfer-Encoding: gzip\r\n"),
+        BAD,
+    );
+    s(
+        "te-chunked-gzip",
+        "Transfer-Encoding: chunked, gzip (chunked not last)",
+        &with_headers(b"Transfer-Encoding: chunked, gzip\r\n"),
+        BAD,
     );
     s(
         "te-space-before-colon",
