@@ -15,7 +15,8 @@
 //!   multishot accept, multishot receive into provided buffers, gathered
 //!   sends.
 //!
-//! HTTP/1.0 and 1.1, `GET` and `HEAD`, persistent connections and
+//! HTTP/1.0 and 1.1, `GET` and `HEAD` (a request body read and
+//! discarded), persistent connections and
 //! pipelining, conditional and range requests, precompressed variants,
 //! `index.html` for directories (or a listing); small files from a bounded
 //! in-memory cache revalidated by modification time, large ones with
@@ -46,6 +47,22 @@
 //!   [`cmdline::ServeCommand`].
 //!
 //! # HTTP semantics (RFC 9110), as nginx and darkhttpd users expect
+//!
+//! * **Request bodies** (RFC 9112 §6). A `GET` or `HEAD` with a body
+//!   (`Content-Length` or `Transfer-Encoding: chunked`, extensions and
+//!   trailers included) is answered as without one, as nginx does: the
+//!   body is read and discarded, and the next pipelined request follows it.
+//!   A body still arriving is waited for (under the header timeout) while
+//!   it fits in the read buffer with its head (`--max-header`); a larger
+//!   one, or one the client holds back for `Expect: 100-continue`, is not
+//!   read: the answer is sent at once and the connection closed, with the
+//!   lingering close draining what still comes (RFC 9110 §9.3.1, §10.1.1;
+//!   RFC 9112 §9.5; no `100 Continue` is ever sent). A `Content-Length`
+//!   above [`MAX_BODY`] (1 MiB, nginx's `client_max_body_size`) is 413; a
+//!   broken chunked coding, a `Transfer-Encoding` other than `chunked`
+//!   alone (§6.3: a MUST for a final coding other than chunked; also
+//!   `gzip, chunked`, where §6.1 suggests 501), or one beside a
+//!   `Content-Length` (the smuggling shape) is 400; all three close.
 //!
 //! * **Validators.** Every file answer (200, 206, 304) carries
 //!   `Last-Modified` and a strong `ETag` built as nginx builds it,
@@ -126,7 +143,9 @@
 //! precompressed variant (served here with
 //! `Accept-Ranges`, not by `gzip_static`; §14.1, §14.3); the `Location` of a
 //! percent-encoded directory name (kept as sent here, decoded there;
-//! RFC 3986 §6.2.2.2); and `/%2e%2e/…` (403 here, 400 there; both refuse it).
+//! RFC 3986 §6.2.2.2); a `Transfer-Encoding` whose final coding is not
+//! `chunked` (400 here, as RFC 9112 §6.3 requires; 501 there, §6.1); and
+//! `/%2e%2e/…` (403 here, 400 there; both refuse it).
 //!
 //! Timeouts: `--header-timeout` runs from accept for the first request and
 //! from its first byte for later ones; `--idle-timeout` between requests on a
@@ -140,7 +159,9 @@
 //! that allows, a target of at most [`MAX_TARGET`] bytes (8 KiB, nginx's
 //! default line size; more: 414) and at most [`MAX_HEADERS`] header lines
 //! (100; more: 431); at most [`MAX_RANGES`] ranges (16; more: the whole
-//! file).
+//! file); a `Content-Length` of at most [`MAX_BODY`] (1 MiB; more: 413),
+//! a body waited for only while it fits in `--max-header` with its head
+//! (larger: answered without it, then closed).
 //!
 //! # Command-line contract
 //!
@@ -253,7 +274,8 @@ pub use files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
 pub use paths::{Dotfiles, SiteOptions};
 pub use range::{evaluate_range, RangeAnswer, Ranges, MAX_RANGES};
 pub use request::{
-    parse_request, FieldLines, Method, Parsed, Request, Version, MAX_HEADERS, MAX_TARGET,
+    parse_request, FieldLines, Framing, Method, Parsed, Request, RequestEnd, Version, MAX_BODY,
+    MAX_HEADERS, MAX_TARGET,
 };
 pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
 pub use stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
@@ -792,7 +814,9 @@ pub struct ServeArgs {
     /// Largest request head accepted, bytes (larger: 431, or 414 when the
     /// request line alone is longer); also the read buffer. Fixed limits
     /// besides: a request target of at most 8192 bytes (414), at most 100
-    /// header lines (431).
+    /// header lines (431), a Content-Length of at most 1 MiB (413); a GET
+    /// body is waited for (and discarded) only while it fits in this many
+    /// bytes with its head, else answered without and the connection closed.
     #[arg(long, default_value_t = 8192)]
     pub max_header: usize,
     /// Listen backlog.

@@ -630,7 +630,7 @@ impl Worker {
             &mut self.counters,
             fd,
         );
-        let (close_after, reject) = (a.close, a.refused);
+        let (close_after, linger) = (a.close, a.linger);
         let c = &mut self.conns[idx];
         c.start = (start + a.consumed) as u32;
         c.buf = Some(buf);
@@ -654,7 +654,7 @@ impl Worker {
                     let c = &mut self.conns[idx];
                     c.out = Some(pending);
                     c.close_after = close_after;
-                    c.linger_after = reject;
+                    c.linger_after = linger;
                     if !c.writing {
                         c.writing = true;
                         self.set_interest(idx, Interest::WRITABLE);
@@ -671,7 +671,7 @@ impl Worker {
             }
         }
         if close_after {
-            self.conns[idx].linger_after = reject;
+            self.conns[idx].linger_after = linger;
             self.finish_close(idx);
             return (Flow::Closed, true);
         }

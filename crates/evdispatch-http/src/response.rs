@@ -588,15 +588,16 @@ impl Responder {
 /// What [`Responder::answer`] did with a buffer of requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Answered {
-    /// Bytes of input consumed (complete requests; all of it after a refusal).
+    /// Bytes of input consumed (complete requests, bodies included; all of
+    /// it when the connection closes).
     pub consumed: usize,
     /// Requests answered (a refusal included).
     pub answered: usize,
     /// The connection closes after this output.
     pub close: bool,
-    /// The close follows a refused request (the client may still be
-    /// sending: drain before closing).
-    pub refused: bool,
+    /// Close with a lingering close: the client may still be sending (a
+    /// refused request, a body not read).
+    pub linger: bool,
 }
 
 /// Most pipelined responses gathered into one batch.
@@ -604,9 +605,11 @@ pub const MAX_BATCH: usize = 64;
 
 impl Responder {
     /// Answer the complete requests at the start of `input` into `out`, in
-    /// order, counting each status in `counters`; stop at a partial request,
-    /// at a response that closes the connection, or when the batch is full
-    /// (it is then written before more are answered). The one request loop
+    /// order, counting each status in `counters`; stop at a partial request
+    /// (or a body still arriving), at a response that closes the
+    /// connection, or when the batch is full (it is then written before
+    /// more are answered). A request's body is skipped (read and
+    /// discarded: [`crate::request::Request::end`]). The one request loop
     /// of every model. `fd`, the connection, names the client in the
     /// access log.
     pub fn answer(
@@ -618,63 +621,87 @@ impl Responder {
         counters: &mut crate::stats::Counters,
         fd: RawFd,
     ) -> Answered {
+        use crate::request::{Parsed, RequestEnd};
         let mut a = Answered {
             consumed: 0,
             answered: 0,
             close: false,
-            refused: false,
+            linger: false,
         };
         while a.consumed < input.len() {
             let rest = &input[a.consumed..];
             let as_11;
             let mut parsed = crate::request::parse_request(rest, max_header);
-            if parsed == crate::request::Parsed::Reject(Status::VersionNotSupported) {
+            if parsed == Parsed::Reject(Status::VersionNotSupported) {
                 // HTTP/1.2 … 1.9: answered as 1.1 (RFC 9110 §2.5).
                 if let Some(copy) = crate::request::as_http11(rest, max_header) {
                     as_11 = copy;
                     parsed = crate::request::parse_request(&as_11, max_header);
                 }
             }
-            match parsed {
-                crate::request::Parsed::Complete(req) => {
-                    let from = out.parts.len();
-                    let (st, keep) = self.respond(&req, out, closing);
-                    counters.response(st);
-                    if self.log.is_some() {
-                        let head = &input[a.consumed..a.consumed + req.len];
-                        self.log(fd, Some(head), st, out.body_bytes_from(from));
-                    }
-                    a.consumed += req.len;
-                    a.answered += 1;
-                    if !keep {
-                        a.close = true;
-                        break;
-                    }
-                    if out.responses >= MAX_BATCH || out.has_file() || out.head.len() > 16 * 1024 {
-                        break;
-                    }
-                }
-                crate::request::Parsed::Partial => break,
-                crate::request::Parsed::Reject(st) => {
-                    let from = out.parts.len();
-                    // A refused HEAD gets the head of the error page only
-                    // (RFC 9110 §9.3.2).
-                    let head_only = input[a.consumed..].starts_with(b"HEAD ");
-                    self.error(st, out, false, Version::Http11, head_only);
-                    counters.response(st);
-                    if self.log.is_some() {
-                        let body = out.body_bytes_from(from);
-                        self.log(fd, Some(&input[a.consumed..]), st, body);
-                    }
-                    a.consumed = input.len();
-                    a.answered += 1;
-                    a.close = true;
-                    a.refused = true;
+            let (req, end) = match parsed {
+                Parsed::Complete(req) => (req, req.end(rest, max_header)),
+                Parsed::Partial => break,
+                Parsed::Reject(st) => {
+                    self.refuse(st, rest, out, counters, fd, &mut a);
                     break;
                 }
+            };
+            let (len, unread) = match end {
+                RequestEnd::At(len) => (len, false),
+                RequestEnd::Wait => break,
+                RequestEnd::Unread => (rest.len(), true),
+                RequestEnd::Malformed => {
+                    self.refuse(Status::BadRequest, rest, out, counters, fd, &mut a);
+                    break;
+                }
+            };
+            let from = out.parts.len();
+            let (st, keep) = self.respond(&req, out, closing || unread);
+            counters.response(st);
+            if self.log.is_some() {
+                self.log(fd, Some(&rest[..req.len]), st, out.body_bytes_from(from));
+            }
+            a.consumed += len;
+            a.answered += 1;
+            if !keep {
+                a.close = true;
+                a.linger = unread;
+                break;
+            }
+            if out.responses >= MAX_BATCH || out.has_file() || out.head.len() > 16 * 1024 {
+                break;
             }
         }
         a
+    }
+
+    /// Refuse the request at the start of `rest` with `st` and close: its
+    /// end is not known, so nothing after it is read (all of `rest` is
+    /// consumed) and the close lingers.
+    fn refuse(
+        &mut self,
+        st: Status,
+        rest: &[u8],
+        out: &mut OutBatch,
+        counters: &mut crate::stats::Counters,
+        fd: RawFd,
+        a: &mut Answered,
+    ) {
+        let from = out.parts.len();
+        // A refused HEAD gets the head of the error page only (RFC 9110
+        // §9.3.2).
+        let head_only = rest.starts_with(b"HEAD ");
+        self.error(st, out, false, Version::Http11, head_only);
+        counters.response(st);
+        if self.log.is_some() {
+            let body = out.body_bytes_from(from);
+            self.log(fd, Some(rest), st, body);
+        }
+        a.consumed += rest.len();
+        a.answered += 1;
+        a.close = true;
+        a.linger = true;
     }
 }
 

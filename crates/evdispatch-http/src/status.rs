@@ -62,8 +62,8 @@ statuses! {
     RequestTimeout = 408 "Request Timeout" "408 request headers not received in time\n";
     /// 412: `If-Match` or `If-Unmodified-Since` does not hold.
     PreconditionFailed = 412 "Precondition Failed" "412 precondition failed\n";
-    /// 413: the request carries a body.
-    PayloadTooLarge = 413 "Content Too Large" "413 request bodies are not accepted\n";
+    /// 413: the request announces a body larger than `MAX_BODY`.
+    PayloadTooLarge = 413 "Content Too Large" "413 request body too large\n";
     /// 414: the request target is too long.
     UriTooLong = 414 "URI Too Long" "414 request target too long\n";
     /// 416: no range of the request lies within the file.

@@ -389,7 +389,7 @@ fn refused_head_requests_get_no_body() {
             (&b"HEAD / HTTP/1.1\r\n\r\n"[..], 400),
             (&b"HEAD /../secret.txt HTTP/1.1\r\nHost: t\r\n\r\n"[..], 403),
             (
-                &b"HEAD / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\n"[..],
+                &b"HEAD / HTTP/1.1\r\nHost: t\r\nContent-Length: 1048577\r\n\r\n"[..],
                 413,
             ),
         ] {
@@ -424,7 +424,8 @@ fn protocol_errors() {
         // A final coding other than chunked: 400 (RFC 9112 §6.3 item 4).
         (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n".to_vec(), 400),
         (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, identity\r\n\r\n".to_vec(), 400),
-        (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello".to_vec(), 413),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 1048577\r\n\r\nhello".to_vec(), 413),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3\nabc\r\n0\r\n\r\n".to_vec(), 400),
         (format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "b".repeat(9000)).into_bytes(), 431),
         (format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "u".repeat(9000)).into_bytes(), 414),
         (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03".to_vec(), 400),
@@ -459,6 +460,76 @@ fn protocol_errors() {
         assert!(c.closed(), "{model}: answered a smuggled request");
         server.stop().unwrap();
     }
+}
+
+#[test]
+fn bodies_of_get_and_head_are_read_and_discarded() {
+    // As nginx: a body on GET or HEAD is skipped and the connection goes
+    // on (RFC 9112 §6: it is framed, so its end is known).
+    on_every_model(|model, site| {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            return;
+        };
+        let addr = server.local_addr();
+        let index = std::fs::read(site.root.join("index.html")).unwrap();
+        let mut c = Client::connect(addr);
+        c.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc\
+                 GET /index.html HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+                 3;x=y\r\nabc\r\n0\r\nTrailer: t\r\n\r\n\
+                 HEAD /six.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 2\r\n\r\nhi\
+                 GET /index.html HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nx");
+        let r = c.response(false).unwrap();
+        assert_eq!((r.status, r.body.len()), (200, 6144), "{model}");
+        assert_eq!(
+            (c.response(false).unwrap().body),
+            index,
+            "{model}: after a chunked body"
+        );
+        let r = c.response(true).unwrap();
+        assert_eq!(
+            (r.status, r.header("content-length")),
+            (200, Some("6144")),
+            "{model}"
+        );
+        assert_eq!(c.response(false).unwrap().body, index, "{model}");
+        // A body that comes in pieces is waited for.
+        c.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 6\r\n\r\nab");
+        std::thread::sleep(Duration::from_millis(50));
+        c.send(b"cd");
+        std::thread::sleep(Duration::from_millis(50));
+        c.send(b"efGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(c.response(false).unwrap().body.len(), 6144, "{model}");
+        assert_eq!(c.response(false).unwrap().body, index, "{model}");
+        assert_eq!(c.get("/six.txt").status, 200, "{model}: kept open");
+
+        // The client waits for 100 Continue (curl -H 'Expect: 100-continue'
+        // --data-binary @file -X GET): the final answer at once, then the
+        // close, since the body will not be read.
+        let mut c = Client::connect(addr);
+        let t0 = Instant::now();
+        c.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n");
+        let r = c.response(false).unwrap();
+        assert_eq!((r.status, r.body.len()), (200, 6144), "{model}");
+        assert_eq!(r.header("connection"), Some("close"), "{model}");
+        assert!(
+            t0.elapsed() < Duration::from_millis(500),
+            "{model}: {:?}",
+            t0.elapsed()
+        );
+        assert!(c.closed(), "{model}");
+
+        // Larger than the read buffer: answered, closed, the body drained.
+        let mut c = Client::connect(addr);
+        let mut raw =
+            b"GET /six.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 100000\r\n\r\n".to_vec();
+        raw.resize(raw.len() + 100_000, b'b');
+        c.send(&raw);
+        let r = c.response(false).unwrap();
+        assert_eq!((r.status, r.body.len()), (200, 6144), "{model}");
+        assert_eq!(r.header("connection"), Some("close"), "{model}");
+        assert!(c.closed(), "{model}");
+        server.stop().unwrap();
+    });
 }
 
 #[test]

@@ -75,6 +75,13 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
          file (200)",
     ),
     (
+        "te-not-chunked",
+        "status",
+        "RFC 9112 §6.3 item 4: a Transfer-Encoding whose final coding is not chunked \
+         MUST be answered 400 (and closed); nginx answers 501 (§6.1's SHOULD for a \
+         coding not understood)",
+    ),
+    (
         "ius-junk",
         "status",
         "RFC 9110 §13.1.4: a recipient MUST ignore an If-Unmodified-Since that is \
@@ -147,6 +154,8 @@ struct Case {
     method: &'static str,
     target: &'static str,
     headers: Vec<(&'static str, String)>,
+    /// Sent after the head (framed by `headers`).
+    body: &'static [u8],
 }
 
 fn case(
@@ -160,6 +169,7 @@ fn case(
         method,
         target,
         headers: headers.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+        body: b"",
     }
 }
 
@@ -495,6 +505,29 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
         case("backslash-name", "GET", "/list/b%5Cs.txt", &[]),
         case("backslash-missing", "GET", "/a%5cb", &[]),
         case("file-as-dir", "GET", "/six.txt/", &[]),
+        Case {
+            body: b"abc",
+            ..case("body-length", "GET", "/six.txt", &[("Content-Length", "3")])
+        },
+        Case {
+            body: b"3;e=1\r\nabc\r\n0\r\nT: t\r\n\r\n",
+            ..case(
+                "body-chunked",
+                "GET",
+                "/six.txt",
+                &[("Transfer-Encoding", "chunked")],
+            )
+        },
+        Case {
+            body: b"abc",
+            ..case("body-head", "HEAD", "/six.txt", &[("Content-Length", "3")])
+        },
+        case(
+            "te-not-chunked",
+            "GET",
+            "/six.txt",
+            &[("Transfer-Encoding", "gzip, chunked, identity")],
+        ),
     ]
 }
 
@@ -565,7 +598,7 @@ fn send(addr: SocketAddr, c: &Case) -> Resp {
         raw.push_str(&format!("{k}: {v}\r\n"));
     }
     raw.push_str("Connection: close\r\n\r\n");
-    once(addr, raw.as_bytes())
+    once(addr, &[raw.as_bytes(), c.body].concat())
 }
 
 #[test]

@@ -410,11 +410,29 @@ pub fn corpus() -> Vec<Attack> {
         &with_headers(b"Content-Length: 1000000000000000000\r\n"),
         &[413],
     );
-    s(
+    let body = |id, what, raw: &[u8], st: &'static [u16]| {
+        Attack::new(id, Smuggling, what, raw, vec![st; 2], KeepAlive)
+    };
+    v.push(body(
         "te-chunked",
-        "Transfer-Encoding: chunked alone (a body on a GET)",
-        &with_headers(b"Transfer-Encoding: chunked\r\n"),
-        &[413],
+        "a chunked body on a GET, then a request: read and discarded, both answered",
+        b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\nX: y\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
+    v.push(body(
+        "cl-body",
+        "GET with Content-Length: 5 and a body, then a request: both answered",
+        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
+    let mut s = |id, what, raw: &[u8], st: &'static [u16]| {
+        v.push(Attack::new(id, Smuggling, what, raw, vec![st], Close));
+    };
+    s(
+        "te-chunked-bare-lf",
+        "a chunked body with a bare LF after the size (a smuggling shape)",
+        b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
+        BAD,
     );
     s(
         "te-obfuscated",
@@ -439,12 +457,6 @@ pub fn corpus() -> Vec<Attack> {
         "Transfer-Encoding : chunked (space before the colon)",
         &with_headers(b"Transfer-Encoding : chunked\r\n"),
         BAD,
-    );
-    s(
-        "cl-body",
-        "GET with Content-Length: 5 and a body",
-        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
-        &[413],
     );
     s(
         "smuggled-after-refusal",

@@ -9,11 +9,15 @@
 //! * a refusal is one of 400, 405, 413, 414, 431, 501, 505;
 //! * a complete request is `GET` or `HEAD` as the bytes begin, ends with a
 //!   blank line, lies within the buffer and the head limit, its target is a
-//!   piece of it no longer than the target limit, and it carries no
-//!   `Transfer-Encoding`, at most one `Content-Length` (zero) and, for
-//!   HTTP/1.1, exactly one `Host`;
-//! * verdicts are stable: bytes appended after a complete or refused head
-//!   change nothing (where a request ends never depends on what follows).
+//!   piece of it no longer than the target limit, its body framing is what
+//!   its one `Transfer-Encoding` (`chunked`, then no `Content-Length`) or
+//!   its one `Content-Length` (at most the body limit) says, and, for
+//!   HTTP/1.1, it has exactly one `Host`;
+//! * where a request ends, its body included, lies within the buffer
+//!   after its head; it is waited for only below the head limit;
+//! * verdicts are stable: bytes appended after a complete or refused head,
+//!   or after a whole or broken body, change nothing (where a request ends
+//!   never depends on what follows).
 //!
 //! Invariants of [`evdispatch_http::normalize_target`]:
 //! * it never panics; a refusal is 400 or 403;
@@ -29,7 +33,9 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
-use evdispatch_http::{normalize_target, parse_request, Method, Parsed, Status, Version};
+use evdispatch_http::{
+    normalize_target, parse_request, Framing, Method, Parsed, RequestEnd, Status, Version, MAX_BODY,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -100,9 +106,24 @@ fn check_request_with(data: &[u8], max: usize) {
             );
             assert!(r.target.len() <= evdispatch_http::MAX_TARGET);
             let h = Headers::scan(head);
-            assert_eq!(h.transfer_encoding, 0, "Transfer-Encoding accepted");
+            assert!(
+                h.transfer_encoding <= 1,
+                "Transfer-Encoding repeated, accepted"
+            );
             assert!(h.content_length <= 1, "Content-Length repeated, accepted");
-            assert!(h.cl_nonzero == 0, "a body announced, accepted");
+            let framing = match (h.transfer_encoding, h.cl_value) {
+                (1, _) => {
+                    assert_eq!(h.content_length, 0, "Transfer-Encoding with Content-Length");
+                    Framing::Chunked
+                }
+                (_, None | Some(0)) => Framing::None,
+                (_, Some(n)) => {
+                    assert!(n <= MAX_BODY, "a body past the limit accepted");
+                    Framing::Length(n)
+                }
+            };
+            assert_eq!(r.body, framing, "the framing is not what the head says");
+            check_end(&r, data, max);
             if r.version == Version::Http11 {
                 assert_eq!(h.host, 1, "HTTP/1.1 needs exactly one Host");
             } else {
@@ -123,12 +144,46 @@ fn check_request_with(data: &[u8], max: usize) {
     }
 }
 
+/// Where the request of `data` (complete, `r`) ends: within the input,
+/// after the head; waited for only below the head limit; the same with
+/// bytes appended once it is known.
+fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
+    let end = r.end(data, max);
+    assert_eq!(end, r.end(data, max), "end not deterministic");
+    let mut more = data.to_vec();
+    more.extend_from_slice(b"0\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+    match end {
+        RequestEnd::At(n) => {
+            assert!(
+                r.len <= n && n <= data.len(),
+                "ends at {n} of {}",
+                data.len()
+            );
+            assert_eq!(
+                r.end(&more, max),
+                end,
+                "the end moved when bytes were appended"
+            );
+        }
+        RequestEnd::Wait => assert!(data.len() < max, "waits with {} bytes", data.len()),
+        RequestEnd::Malformed => {
+            assert_eq!(
+                r.end(&more, max),
+                end,
+                "broken framing mended by appended bytes"
+            )
+        }
+        RequestEnd::Unread => {}
+    }
+}
+
 /// Header counts found by a plain line scan of a complete head.
 #[derive(Default)]
 struct Headers {
     transfer_encoding: usize,
     content_length: usize,
-    cl_nonzero: usize,
+    /// The value of the (last) `Content-Length`, if a number.
+    cl_value: Option<u64>,
     host: usize,
 }
 
@@ -145,9 +200,9 @@ impl Headers {
                 h.transfer_encoding += 1;
             } else if name.eq_ignore_ascii_case(b"content-length") {
                 h.content_length += 1;
-                if value.iter().any(|b| b.is_ascii_digit() && *b != b'0') {
-                    h.cl_nonzero += 1;
-                }
+                h.cl_value = std::str::from_utf8(value.trim_ascii())
+                    .ok()
+                    .and_then(|v| v.parse().ok());
             } else if name.eq_ignore_ascii_case(b"host") {
                 h.host += 1;
             }
@@ -358,6 +413,11 @@ const PIECES: &[&[u8]] = &[
     b"Content-Length: 0\r\n",
     b"Content-Length: -1\r\n",
     b"Transfer-Encoding: chunked\r\n",
+    b"Content-Length: 5\r\n",
+    b"0\r\n\r\n",
+    b"5\r\nhello\r\n",
+    b";ext=\"v\"",
+    b"Expect: 100-continue\r\n",
     b"Connection: close\r\n",
     b"HTTP/1.1",
     b"HTTP/1.0",
@@ -513,7 +573,7 @@ mod tests {
         let h = Headers::scan(
             b"GET / HTTP/1.1\r\nTransfer-Encoding: x\r\nhost: a\r\nContent-Length: 01\r\n\r\n",
         );
-        assert_eq!((h.transfer_encoding, h.host, h.cl_nonzero), (1, 1, 1));
+        assert_eq!((h.transfer_encoding, h.host, h.cl_value), (1, 1, Some(1)));
     }
 
     #[test]
