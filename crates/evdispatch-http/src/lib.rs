@@ -48,6 +48,11 @@
 //!
 //! # HTTP semantics (RFC 9110), as nginx and darkhttpd users expect
 //!
+//! * **Methods.** `GET` and `HEAD` are served. The other methods RFC 9110
+//!   defines answer 405 with `Allow: GET, HEAD`, any other token 501
+//!   (§9.1: methods are case-sensitive, `get` is unknown); both keep the
+//!   connection, as nginx does for 405, a body skipped as below (a request
+//!   whose framing is not known closes it, whatever its method).
 //! * **Request bodies** (RFC 9112 §6). A `GET` or `HEAD` with a body
 //!   (`Content-Length` or `Transfer-Encoding: chunked`, extensions and
 //!   trailers included) is answered as without one, as nginx does: the

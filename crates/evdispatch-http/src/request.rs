@@ -77,13 +77,18 @@ impl<'a> FieldLines<'a> {
     }
 }
 
-/// `GET` or `HEAD`; every other method is refused before a [`Request`] exists.
+/// `GET` or `HEAD`, or another method, which is refused; its request is
+/// parsed all the same, so that its end is known and the connection can
+/// go on after the refusal, as nginx does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// `GET`: headers and body.
     Get,
     /// `HEAD`: the headers a `GET` would have had.
     Head,
+    /// Any other method, answered with this status: 405 for the methods
+    /// RFC 9110 defines, 501 for the rest (§9.1).
+    Refused(Status),
 }
 
 /// The protocol version of a request.
@@ -352,9 +357,9 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         "GET" => Method::Get,
         "HEAD" => Method::Head,
         "POST" | "PUT" | "DELETE" | "PATCH" | "OPTIONS" | "TRACE" | "CONNECT" => {
-            return Parsed::Reject(Status::MethodNotAllowed)
+            Method::Refused(Status::MethodNotAllowed)
         }
-        _ => return Parsed::Reject(Status::NotImplemented),
+        _ => Method::Refused(Status::NotImplemented),
     };
     let target = req.path.unwrap_or("").as_bytes();
     if target.len() > MAX_TARGET {
@@ -857,14 +862,34 @@ mod tests {
 
     #[test]
     fn methods_and_versions() {
+        // Other methods are parsed whole (their end is known), to be
+        // refused.
+        let method = |s: &str| match parse(s) {
+            Parsed::Complete(r) => (r.method, r.body, r.keep_alive),
+            other => panic!("{s:?}: {other:?}"),
+        };
         assert_eq!(
-            status("POST / HTTP/1.1\r\nHost: a\r\n\r\n"),
-            Status::MethodNotAllowed
+            method("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"),
+            (
+                Method::Refused(Status::MethodNotAllowed),
+                Framing::Length(3),
+                true
+            )
         );
         assert_eq!(
-            status("BREW / HTTP/1.1\r\nHost: a\r\n\r\n"),
-            Status::NotImplemented
+            method("BREW / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            (Method::Refused(Status::NotImplemented), Framing::None, true)
         );
+        assert_eq!(
+            method("get / HTTP/1.0\r\n\r\n").0,
+            Method::Refused(Status::NotImplemented)
+        );
+        // A framing or Host error still closes.
+        assert_eq!(
+            status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"),
+            Status::BadRequest
+        );
+        assert_eq!(status("PUT / HTTP/1.1\r\n\r\n"), Status::BadRequest);
         assert_eq!(
             status("GET / HTTP/2.0\r\n\r\n"),
             Status::VersionNotSupported

@@ -228,9 +228,10 @@ impl Responder {
         out.responses += 1;
     }
 
-    /// Answer `req` into `out`. `closing`: the server is stopping, so the
-    /// connection will close. Returns the status and whether the connection
-    /// stays open.
+    /// Answer `req` into `out` (a method other than GET and HEAD with its
+    /// refusal). `closing`: the connection closes after this answer (the
+    /// server is stopping, or a body is left unread). Returns the status
+    /// and whether the connection stays open.
     pub fn respond(
         &mut self,
         req: &Request<'_>,
@@ -238,6 +239,11 @@ impl Responder {
         closing: bool,
     ) -> (Status, bool) {
         let keep = req.keep_alive && !closing;
+        if let Method::Refused(st) = req.method {
+            let keep = keep && !st.closes();
+            self.error(st, out, keep, req.version, false);
+            return (st, keep);
+        }
         let found = match normalize_target(req.target, &mut self.path) {
             Ok(_) if self.site.dotfiles == Dotfiles::Deny && paths::hidden(&self.path) => {
                 Err(Status::NotFound)

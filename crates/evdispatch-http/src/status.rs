@@ -86,7 +86,10 @@ impl Status {
     }
 
     /// Whether the connection must be closed after this response (the
-    /// request stream can no longer be trusted).
+    /// request stream can no longer be trusted). 405 and 501 refuse a
+    /// method, not the framing: the request's end is known and the next
+    /// one can follow (when its framing is not known, the parser refuses
+    /// the request outright, and the connection closes whatever the status).
     pub const fn closes(self) -> bool {
         !matches!(
             self,
@@ -98,6 +101,8 @@ impl Status {
                 | Status::PreconditionFailed
                 | Status::NotFound
                 | Status::Forbidden
+                | Status::MethodNotAllowed
+                | Status::NotImplemented
         )
     }
 }

@@ -589,23 +589,31 @@ pub fn corpus() -> Vec<Attack> {
     // Protocol.
     let close = |id, what, raw: &[u8], st| Attack::new(id, Protocol, what, raw, vec![st], Close);
     let keep = |id, what, raw: &[u8], st| Attack::new(id, Protocol, what, raw, vec![st], KeepAlive);
-    v.push(close(
+    v.push(keep(
         "post",
-        "POST is not served",
+        "POST is not served (its end is known: the connection goes on)",
         b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
         &[405],
     ));
-    v.push(close(
+    v.push(Attack::new(
+        "post-body",
+        Protocol,
+        "POST with a body, then a GET: 405, the body skipped, 200",
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nGET GET / HTTP/1.1\r\nHost: t\r\n\r\n",
+        vec![&[405], OK],
+        KeepAlive,
+    ));
+    v.push(keep(
         "unknown-method",
         "an unknown method",
         b"BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n",
         &[501],
     ));
-    v.push(close(
+    v.push(keep(
         "lowercase-method",
-        "get in lower case (methods are case-sensitive)",
+        "get in lower case (methods are case-sensitive: an unknown one)",
         b"get / HTTP/1.1\r\nHost: t\r\n\r\n",
-        &[400, 501],
+        &[501],
     ));
     v.push(close(
         "http2-version",

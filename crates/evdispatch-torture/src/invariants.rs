@@ -7,7 +7,8 @@
 //! * it never panics, and gives the same verdict twice;
 //! * `Partial` only while the buffer is shorter than the head limit;
 //! * a refusal is one of 400, 405, 413, 414, 431, 501, 505;
-//! * a complete request is `GET` or `HEAD` as the bytes begin, ends with a
+//! * a complete request is `GET` or `HEAD` as the bytes begin (another
+//!   method: refused with 405 or 501), ends with a
 //!   blank line, lies within the buffer and the head limit, its target is a
 //!   piece of it no longer than the target limit, its body framing is what
 //!   its one `Transfer-Encoding` (`chunked`, then no `Content-Length`) or
@@ -89,16 +90,20 @@ fn check_request_with(data: &[u8], max: usize) {
                 body.ends_with(b"\n"),
                 "a complete head must end with a blank line"
             );
-            let method: &[u8] = match r.method {
-                Method::Get => b"GET ",
-                Method::Head => b"HEAD ",
-            };
             // Empty lines before the request line are skipped (RFC 9112 §2.2).
             let line = &head[head
                 .iter()
                 .position(|&b| b != b'\r' && b != b'\n')
                 .unwrap_or(head.len())..];
-            assert!(line.starts_with(method), "method does not match the bytes");
+            let served = |m: &[u8]| line.starts_with(m);
+            match r.method {
+                Method::Get => assert!(served(b"GET "), "method does not match the bytes"),
+                Method::Head => assert!(served(b"HEAD "), "method does not match the bytes"),
+                Method::Refused(st) => {
+                    assert!(matches!(st.code(), 405 | 501), "method refused with {st:?}");
+                    assert!(!served(b"GET ") && !served(b"HEAD "), "GET or HEAD refused");
+                }
+            }
             let t = r.target.as_ptr() as usize - data.as_ptr() as usize;
             assert!(
                 t + r.target.len() <= r.len,
