@@ -89,6 +89,10 @@
 //!   `If-Modified-Since` (not modified when the file is not newer than the
 //!   date, §13.1.3; an unparsable date is ignored). A match answers 304 with
 //!   `ETag`, `Last-Modified`, `Vary` when the file has variants, and no body.
+//!   A `--listing` page, which has neither tag nor date, is evaluated the
+//!   same way: `If-Match: *` holds and any tag fails (412),
+//!   `If-None-Match: *` answers 304 and any tag does not, the dates are
+//!   ignored (as nginx).
 //! * **Ranges.** `Accept-Ranges: bytes` on every 200 of a file. One range
 //!   (`a-b`, `a-`, `-n`) answers 206 with `Content-Range: bytes a-b/LEN`;
 //!   none satisfiable 416 with `Content-Range: bytes */LEN` (but `-n` of an

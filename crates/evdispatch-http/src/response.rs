@@ -266,6 +266,11 @@ impl Responder {
             Ok(Found::Redirect) => self.redirect(req, out, keep, head_only),
             Ok(Found::Directory(dir)) if self.site.listing => {
                 let with_hidden = self.site.dotfiles == Dotfiles::Allow;
+                let conditions = conditional::Conditions::of(req);
+                // No validators: only `*` preconditions can hold (§13.1).
+                if let Some(st) = self.preconditions(&conditions, req, out, keep, None, false) {
+                    return (st, keep);
+                }
                 match crate::listing::render(&dir, &self.path, with_hidden) {
                     Ok(page) => self.page(&page, out, keep, req.version, head_only),
                     Err(_) => {
@@ -298,12 +303,7 @@ impl Responder {
             Body::Cached(c) => (c.variants(), c.content_type),
             Body::Large(l) => (l.variants, l.content_type),
         };
-        let conditions = conditional::Conditions {
-            if_match: req.if_match,
-            if_unmodified_since: req.if_unmodified_since,
-            if_none_match: req.if_none_match,
-            if_modified_since: req.if_modified_since,
-        };
+        let conditions = conditional::Conditions::of(req);
         let plain = conditions.is_empty() && req.range.is_none();
         if let (Body::Cached(c), true, 0) = (&body, plain, variants) {
             // The keep-alive hot path: prebuilt headers and the cached bytes.
@@ -338,22 +338,9 @@ impl Responder {
         let (size, mtime, modified) = body.meta();
         let etag = ETag::new(mtime, size, coding);
         let vary = variants != 0;
-        match conditional::evaluate(&conditions, &etag, modified) {
-            Precondition::Proceed => {}
-            Precondition::NotModified => {
-                let start = self.start(out, Status::NotModified);
-                validator_headers(&mut out.head, modified, &etag);
-                Self::variant_headers(out, Coding::Identity, vary);
-                Self::finish(out, start, keep, req.version);
-                return Status::NotModified;
-            }
-            Precondition::Failed => {
-                let st = Status::PreconditionFailed;
-                let start = self.start(out, st);
-                Self::variant_headers(out, Coding::Identity, vary);
-                self.error_tail(st, out, start, keep, req.version, head_only);
-                return st;
-            }
+        let validators = Some((&etag, modified));
+        if let Some(st) = self.preconditions(&conditions, req, out, keep, validators, vary) {
+            return st;
         }
         let answer = match req.range {
             Some(r)
@@ -411,6 +398,39 @@ impl Responder {
             });
         }
         st
+    }
+
+    /// The answer `conditions` decide on, if any: 304 (with the validators
+    /// and `Vary`) or 412; `None`: answer normally. `validators`: the
+    /// representation's `ETag` and `Last-Modified`, `None` for one that
+    /// has neither (a listing); `vary`: the file has variants.
+    fn preconditions(
+        &mut self,
+        conditions: &conditional::Conditions<'_>,
+        req: &Request<'_>,
+        out: &mut OutBatch,
+        keep: bool,
+        validators: Option<(&ETag, i64)>,
+        vary: bool,
+    ) -> Option<Status> {
+        let st = match conditional::evaluate(conditions, validators) {
+            Precondition::Proceed => return None,
+            Precondition::NotModified => Status::NotModified,
+            Precondition::Failed => Status::PreconditionFailed,
+        };
+        let start = self.start(out, st);
+        if st == Status::NotModified {
+            if let Some((etag, modified)) = validators {
+                validator_headers(&mut out.head, modified, etag);
+            }
+            Self::variant_headers(out, Coding::Identity, vary);
+            Self::finish(out, start, keep, req.version);
+        } else {
+            Self::variant_headers(out, Coding::Identity, vary);
+            let head_only = req.method == Method::Head;
+            self.error_tail(st, out, start, keep, req.version, head_only);
+        }
+        Some(st)
     }
 
     /// 206 with a `multipart/byteranges` body (RFC 9110 §14.6): per range

@@ -478,6 +478,30 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
         case("dir-index", "GET", "/docs/", &[]),
         case("dir-listing", "GET", "/list/", &[]),
         case(
+            "dir-listing-if-match",
+            "GET",
+            "/list/",
+            &[("If-Match", "\"nope\"")],
+        ),
+        case(
+            "dir-listing-if-match-star",
+            "GET",
+            "/list/",
+            &[("If-Match", "*")],
+        ),
+        case(
+            "dir-listing-inm-star",
+            "GET",
+            "/list/",
+            &[("If-None-Match", "*")],
+        ),
+        case(
+            "dir-listing-inm",
+            "GET",
+            "/list/",
+            &[("If-None-Match", "\"nope\"")],
+        ),
+        case(
             "dir-index-gz",
             "GET",
             "/docs/",

@@ -541,6 +541,28 @@ fn dotfiles_redirects_and_listings() {
                 "{model}: dotfiles shown when allowed"
             );
             assert!(page.contains("<title>Index of /empty/</title>"), "{page}");
+            // The listing has no validators: no tag matches it, `*` does
+            // (RFC 9110 §13.1.1, §13.1.2); dates are ignored.
+            for (headers, status) in [
+                (vec![("If-Match", "\"nope\"")], 412),
+                (vec![("If-Match", "*")], 200),
+                (vec![("If-None-Match", "*")], 304),
+                (vec![("If-None-Match", "\"nope\"")], 200),
+                (vec![("If-Match", "\"nope\""), ("If-None-Match", "*")], 412),
+                (
+                    vec![("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                    200,
+                ),
+                (
+                    vec![("If-Modified-Since", "Fri, 01 Jan 2100 00:00:00 GMT")],
+                    200,
+                ),
+            ] {
+                for method in ["GET", "HEAD"] {
+                    let r = ask(c, method, "/empty/", &headers);
+                    assert_eq!(r.status, status, "{model} {method} {headers:?}");
+                }
+            }
             // A directory with an index is still served by it.
             assert_eq!(c.get("/docs/").body, b"<p>docs</p>\n", "{model}");
             // Nothing outside the root, listing or not.
