@@ -8,7 +8,8 @@
 //! `$remote_user` is always `-` (no authentication), `$time_local` is in
 //! UTC (`+0000`), `$body_bytes_sent` is the length of the body the response
 //! carries (0 for HEAD and 304), `$request` is the request line as received
-//! (`-` when there was none, e.g. a 408 before a request line ended).
+//! (`-` when there was none, e.g. a 408 before a request line ended; the
+//! `Referer` and `User-Agent` of a 408 are those whose lines had ended).
 //! Quotes, backslashes and bytes outside printable ASCII are escaped as
 //! `\xHH`, as nginx does, so a line can always be split on its quotes.
 //!
@@ -303,15 +304,29 @@ pub(crate) fn clf_time(http_date: &str) -> String {
     }
 }
 
-/// The request line at the start of a request head (without its line end).
+/// A request head without the empty lines a client may send before it
+/// (RFC 9112 §2.2: ignored, so not part of the request).
+fn skip_empty_lines(head: &[u8]) -> &[u8] {
+    let at = head.iter().position(|&b| b != b'\r' && b != b'\n');
+    &head[at.unwrap_or(head.len())..]
+}
+
+/// The request line at the start of a request head (without its line
+/// end), once it has ended (a head cut short, as at a 408, may have none).
 pub(crate) fn request_line(head: &[u8]) -> Option<&[u8]> {
+    let head = skip_empty_lines(head);
     let end = head.iter().position(|&b| b == b'\r' || b == b'\n')?;
     (end > 0).then(|| &head[..end])
 }
 
-/// The value of header `name` (lower case) in a request head, if present.
+/// The value of header `name` (lower case) in a request head, if present
+/// on a line that has ended.
 pub(crate) fn header<'a>(head: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    for line in head.split(|&b| b == b'\n').skip(1) {
+    let head = skip_empty_lines(head);
+    for line in head.split_inclusive(|&b| b == b'\n').skip(1) {
+        let Some(line) = line.strip_suffix(b"\n") else {
+            break; // not ended yet
+        };
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             break;
@@ -342,6 +357,16 @@ mod tests {
         assert_eq!(header(head, b"referer"), Some(&b"http://r/"[..]));
         assert_eq!(header(head, b"x-after"), None, "past the head");
         assert_eq!(request_line(b"\r\n"), None);
+        // Empty lines before the request are no part of it (RFC 9112 §2.2).
+        let late = b"\r\n\nGET /x HTTP/1.1\r\nUser-Agent: u\r\n\r\n";
+        assert_eq!(request_line(late), Some(&b"GET /x HTTP/1.1"[..]));
+        assert_eq!(header(late, b"user-agent"), Some(&b"u"[..]));
+        // A head cut short (a 408): what has ended.
+        let cut = b"GET /y HTTP/1.1\r\nReferer: r\r\nUser-Agent: cu";
+        assert_eq!(request_line(cut), Some(&b"GET /y HTTP/1.1"[..]));
+        assert_eq!(header(cut, b"referer"), Some(&b"r"[..]));
+        assert_eq!(header(cut, b"user-agent"), None);
+        assert_eq!(request_line(b"GET /y HTT"), None);
     }
 
     #[test]

@@ -890,8 +890,9 @@ impl Worker {
                 Expiry::Close => self.close_conn(idx),
                 Expiry::RequestTimeout => {
                     let mut st = self.spare.pop().unwrap_or_else(SendState::new);
-                    let fd = self.conns[idx].fd();
-                    self.responder.timed_out(&mut st.batch, fd);
+                    let c = &self.conns[idx];
+                    self.responder
+                        .timed_out(&mut st.batch, c.fd(), &c.input[c.start..]);
                     let c = &mut self.conns[idx];
                     c.close_after = true;
                     c.linger_after = true;

@@ -795,7 +795,12 @@ impl Worker {
             match lifecycle::expire(phase, self.gate.stopping(), &mut self.counters) {
                 Expiry::Close => self.close(idx),
                 Expiry::RequestTimeout => {
-                    self.responder.timed_out(&mut self.batch, fd);
+                    let c = &self.conns[idx];
+                    let partial = match &c.buf {
+                        Some(b) => &b[c.start as usize..c.end as usize],
+                        None => &[],
+                    };
+                    self.responder.timed_out(&mut self.batch, fd, partial);
                     // Half-closed right after (finish_close lingers).
                     self.batch.set_last(true);
                     let _ = self.batch.send(fd);

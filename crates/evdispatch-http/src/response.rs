@@ -179,13 +179,15 @@ impl Responder {
         });
     }
 
-    /// Answer a request that timed out part-way with 408 (and log it).
-    pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd) {
+    /// Answer a request that timed out part-way with 408 (and log it, with
+    /// its request line if that much of `partial`, the bytes received, had
+    /// arrived).
+    pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd, partial: &[u8]) {
         let st = crate::lifecycle::Expiry::STATUS;
         let from = out.parts.len();
         self.error(st, out, false, Version::Http11, false);
         let body = out.body_bytes_from(from);
-        self.log(fd, None, st, body);
+        self.log(fd, Some(partial), st, body);
     }
 
     /// A fresh `multipart/byteranges` boundary: 20 decimal digits (nginx's

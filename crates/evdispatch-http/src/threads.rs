@@ -249,7 +249,16 @@ fn serve(
                     },
                     None => Phase::Idle,
                 };
-                expired(phase, stream, buf, responder, out, counters, stop);
+                expired(
+                    phase,
+                    stream,
+                    buf,
+                    start..end,
+                    responder,
+                    out,
+                    counters,
+                    stop,
+                );
                 return;
             }
             Err(_) => {
@@ -283,7 +292,8 @@ fn serve(
                     Ok(false) => {
                         // A blocking send came back short: the send timeout.
                         out.clear();
-                        expired(Phase::Sending, stream, buf, responder, out, counters, stop);
+                        let (phase, none) = (Phase::Sending, 0..0);
+                        expired(phase, stream, buf, none, responder, out, counters, stop);
                         return;
                     }
                     Err(_) => {
@@ -305,18 +315,29 @@ fn serve(
             request_began = None;
         } else if request_began.is_some_and(|t| t.elapsed() > cfg.header_timeout) {
             let phase = Phase::Request { some_input: true };
-            expired(phase, stream, buf, responder, out, counters, stop);
+            expired(
+                phase,
+                stream,
+                buf,
+                start..end,
+                responder,
+                out,
+                counters,
+                stop,
+            );
             return;
         }
     }
 }
 
-/// A timeout met in `phase`: counted, and for a partial request a 408
-/// followed by the lingering close, as in every model.
+/// A timeout met in `phase`: counted, and for a partial request (in
+/// `buf[partial]`) a 408 followed by the lingering close, as in every model.
+#[allow(clippy::too_many_arguments)]
 fn expired(
     phase: Phase,
     stream: &TcpStream,
     buf: &mut [u8],
+    partial: std::ops::Range<usize>,
     responder: &Mutex<Responder>,
     out: &mut OutBatch,
     counters: &mut Counters,
@@ -324,7 +345,7 @@ fn expired(
 ) {
     let stopping = stop.load(Ordering::Relaxed);
     if lifecycle::expire(phase, stopping, counters) == Expiry::RequestTimeout {
-        crate::lock(responder).timed_out(out, stream.as_raw_fd());
+        crate::lock(responder).timed_out(out, stream.as_raw_fd(), &buf[partial]);
         out.set_last(true);
         let _ = out.send(stream.as_raw_fd());
         out.clear();

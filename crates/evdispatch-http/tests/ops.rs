@@ -95,6 +95,37 @@ fn access_log_lines_on_every_model() {
     });
 }
 
+#[test]
+fn access_log_request_lines_after_empty_lines_and_at_a_408() {
+    // Empty lines before a request are no part of it (RFC 9112 §2.2), and
+    // a 408 whose request line had arrived logs it, as nginx does.
+    on_every_model(|model, site| {
+        let path = site.dir.path().join(format!("lines-{}.log", model.name()));
+        let Some(server) = start(model, &site.root, |c| {
+            c.access_log = Some(path.clone());
+            c.header_timeout = Duration::from_millis(300);
+        }) else {
+            return;
+        };
+        let mut c = Client::connect(server.local_addr());
+        c.send(b"\r\n\r\nGET /six.txt?two HTTP/1.1\r\nHost: t\r\nUser-Agent: UA-2\r\nReferer: http://ref/\r\n\r\n");
+        assert_eq!(c.response(false).unwrap().status, 200, "{model}");
+        let mut slow = Client::connect(server.local_addr());
+        slow.send(b"GET /index.html HTTP/1.1\r\nUser-Agent: slow\r\nHo");
+        assert_eq!(slow.response(false).unwrap().status, 408, "{model}");
+        server.stop().unwrap();
+        let l = lines(&path);
+        assert_eq!(l.len(), 2, "{model}: {l:?}");
+        assert_eq!(l[0].request, "GET /six.txt?two HTTP/1.1", "{model}");
+        assert_eq!(
+            (l[0].referer.as_str(), l[0].agent.as_str()),
+            ("http://ref/", "UA-2")
+        );
+        assert_eq!(l[1].request, "GET /index.html HTTP/1.1", "{model}");
+        assert_eq!((l[1].status, l[1].agent.as_str()), (408, "slow"), "{model}");
+    });
+}
+
 fn signal(child: &Child, sig: &str) {
     // Through kill(1): the test stays free of unsafe code.
     let ok = Command::new("kill")
