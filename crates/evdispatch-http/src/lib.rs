@@ -161,7 +161,8 @@
 //! keep-alive connection, and while a client does not read its response. In
 //! the readiness and io_uring models a timer wheel holds them and a wait
 //! sleeps until the next deadline; the `threads` model sets them as the
-//! sockets' read and write timeouts.
+//! sockets' read and write timeouts (the header timeout as what is left of
+//! it at each read: a deadline there too, however the bytes trickle in).
 //!
 //! Limits: a request head of at most `--max-header` bytes (default 8 KiB;
 //! more: 431, or 414 when the request line alone is longer), and, whatever

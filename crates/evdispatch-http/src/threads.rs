@@ -224,7 +224,28 @@ fn serve(
     let mut current_timeout = Duration::ZERO;
     loop {
         let want = match request_began {
-            Some(_) => cfg.header_timeout,
+            // The header timeout is a deadline: a read waits for what is
+            // left of it (a client trickling a byte now and then must not
+            // restart it), and none left is the timeout.
+            Some(t) => match cfg.header_timeout.checked_sub(t.elapsed()) {
+                Some(left) if !left.is_zero() => left,
+                _ => {
+                    let phase = Phase::Request {
+                        some_input: end > start,
+                    };
+                    expired(
+                        phase,
+                        stream,
+                        buf,
+                        start..end,
+                        responder,
+                        out,
+                        counters,
+                        stop,
+                    );
+                    return;
+                }
+            },
             None => cfg.idle_timeout,
         };
         if want != current_timeout {
@@ -313,19 +334,6 @@ fn serve(
         }
         if start == end {
             request_began = None;
-        } else if request_began.is_some_and(|t| t.elapsed() > cfg.header_timeout) {
-            let phase = Phase::Request { some_input: true };
-            expired(
-                phase,
-                stream,
-                buf,
-                start..end,
-                responder,
-                out,
-                counters,
-                stop,
-            );
-            return;
         }
     }
 }
@@ -345,7 +353,12 @@ fn expired(
 ) {
     let stopping = stop.load(Ordering::Relaxed);
     if lifecycle::expire(phase, stopping, counters) == Expiry::RequestTimeout {
-        crate::lock(responder).timed_out(out, stream.as_raw_fd(), &buf[partial]);
+        let mut r = crate::lock(responder);
+        // The Date of the 408 (and the log's time) is now, not the last
+        // read's.
+        r.set_time(SystemTime::now());
+        r.timed_out(out, stream.as_raw_fd(), &buf[partial]);
+        drop(r);
         out.set_last(true);
         let _ = out.send(stream.as_raw_fd());
         out.clear();

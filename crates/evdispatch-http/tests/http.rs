@@ -667,6 +667,44 @@ fn timeouts_on(model: Model, site: &Site, header: Duration, idle: Duration) {
 }
 
 #[test]
+fn the_header_timeout_is_a_deadline_and_the_408_is_dated_now() {
+    // A client that sends a byte now and then does not restart the header
+    // timeout (threads re-armed it at every read: up to twice as long),
+    // and the 408 says when it was sent (threads dated it at the last
+    // read). Long enough that a stale Date shows at whole seconds.
+    let header = Duration::from_millis(2500);
+    on_every_model(|model, site| {
+        let Some(server) = start(model, &site.root, |c| c.header_timeout = header) else {
+            return;
+        };
+        let t0 = Instant::now();
+        let mut trickle = Client::connect(server.local_addr());
+        trickle.send(b"GET /six.txt HTTP/1.1\r\n");
+        let mut silent = Client::connect(server.local_addr());
+        silent.send(b"GET /six.txt HTTP/1.1\r\n");
+        std::thread::sleep(Duration::from_millis(2000));
+        trickle.send(b"H");
+        let r = silent.response(false).expect("a 408");
+        let now = std::time::SystemTime::now();
+        assert_eq!(r.status, 408, "{model}");
+        let date = httpdate::parse_http_date(r.header("date").unwrap()).unwrap();
+        let lag = now.duration_since(date).unwrap_or_default();
+        assert!(
+            lag < Duration::from_secs(2),
+            "{model}: a 408 dated {lag:?} ago"
+        );
+        let r = trickle.response(false).expect("a 408");
+        assert_eq!(r.status, 408, "{model}");
+        let took = t0.elapsed();
+        assert!(
+            took < header + Duration::from_millis(700),
+            "{model}: 408 after {took:?}"
+        );
+        server.stop().unwrap();
+    });
+}
+
+#[test]
 fn cache_revalidates_by_mtime() {
     let site = site();
     std::thread::scope(|scope| {
