@@ -189,7 +189,11 @@
 //!
 //! `--access-log FILE` (or `-`) writes one line per response in the
 //! Combined Log Format, from per-worker buffers through a writer thread, so
-//! no event loop waits on the disk (see the `access_log` module). The
+//! no event loop waits on the disk (see the `access_log` module).
+//! `$body_bytes_sent` is what was sent of the body, as in nginx (a line is
+//! completed when its response's output is written or given up, so an
+//! abandoned download shows); unlike nginx, `$time_local` is when the
+//! response was made, not when its last byte went. The
 //! connection lifecycle every model shares (accept pauses, timer expiry,
 //! lingering close, graceful stop, and their constants) is the `lifecycle`
 //! module.

@@ -154,10 +154,11 @@ impl Responder {
         }));
     }
 
-    /// The access-log line of a response with `status` and `body_bytes` to
-    /// the request whose head starts `head` (`None`: no request line) on
-    /// the connection `fd`; nothing when there is no access log.
-    fn log(&mut self, fd: RawFd, head: Option<&[u8]>, status: Status, body_bytes: u64) {
+    /// The access-log line of the response with `status` just added to
+    /// `out` from its byte `from` on, to the request whose head starts
+    /// `head` on the connection `fd`: pending in `out` until its bytes are
+    /// written ([`OutBatch`]); nothing when there is no access log.
+    fn log(&mut self, fd: RawFd, head: &[u8], status: Status, out: &mut OutBatch, from: u64) {
         let Some(l) = self.log.as_deref_mut() else {
             return;
         };
@@ -167,16 +168,28 @@ impl Responder {
             let date = line.trim_start_matches("Date: ").trim_end();
             l.time = access_log::clf_time(date);
         }
-        let head = head.unwrap_or_default();
-        l.buf.log(&access_log::Entry {
+        let entry = access_log::Entry {
             remote: crate::sys::peer_ip(fd),
             time: l.time.as_bytes(),
             request: access_log::request_line(head),
             status: status.code(),
-            body_bytes,
             referer: access_log::header(head, b"referer"),
             user_agent: access_log::header(head, b"user-agent"),
-        });
+        };
+        // The response's body: its bytes after its head.
+        let body = from + out.last_head as u64..out.stream_len();
+        out.log
+            .get_or_insert_with(|| Box::new(access_log::Pending::new(l.buf.clone())))
+            .push(&entry, body);
+    }
+
+    /// Where the next response begins in `out`, for the access log (0, not
+    /// counted, without one).
+    fn log_from(&self, out: &OutBatch) -> u64 {
+        match self.log {
+            Some(_) => out.stream_len(),
+            None => 0,
+        }
     }
 
     /// Answer a request that timed out part-way with 408 (and log it, with
@@ -184,10 +197,9 @@ impl Responder {
     /// arrived).
     pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd, partial: &[u8]) {
         let st = crate::lifecycle::Expiry::STATUS;
-        let from = out.parts.len();
+        let from = self.log_from(out);
         self.error(st, out, false, Version::Http11, false);
-        let body = out.body_bytes_from(from);
-        self.log(fd, Some(partial), st, body);
+        self.log(fd, partial, st, out, from);
     }
 
     /// A fresh `multipart/byteranges` boundary: 20 decimal digits (nginx's
@@ -226,6 +238,7 @@ impl Responder {
             out.head.extend_from_slice(b"Connection: keep-alive\r\n");
         }
         out.head.extend_from_slice(b"\r\n");
+        out.last_head = out.head.len() - start;
         out.push_head(start);
         out.responses += 1;
     }
@@ -684,11 +697,11 @@ impl Responder {
                     break;
                 }
             };
-            let from = out.parts.len();
+            let from = self.log_from(out);
             let (st, keep) = self.respond(&req, out, closing || unread);
             counters.response(st);
             if self.log.is_some() {
-                self.log(fd, Some(&rest[..req.len]), st, out.body_bytes_from(from));
+                self.log(fd, &rest[..req.len], st, out, from);
             }
             a.consumed += len;
             a.answered += 1;
@@ -716,16 +729,13 @@ impl Responder {
         fd: RawFd,
         a: &mut Answered,
     ) {
-        let from = out.parts.len();
+        let from = self.log_from(out);
         // A refused HEAD gets the head of the error page only (RFC 9110
         // §9.3.2).
         let head_only = rest.starts_with(b"HEAD ");
         self.error(st, out, false, Version::Http11, head_only);
         counters.response(st);
-        if self.log.is_some() {
-            let body = out.body_bytes_from(from);
-            self.log(fd, Some(rest), st, body);
-        }
+        self.log(fd, rest, st, out, from);
         a.consumed += rest.len();
         a.answered += 1;
         a.close = true;
