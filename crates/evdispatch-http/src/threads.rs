@@ -223,41 +223,29 @@ fn serve(
     let mut request_began = Some(Instant::now());
     let mut current_timeout = Duration::ZERO;
     loop {
+        // The header timeout is a deadline: a read waits for what is left
+        // of it (a client trickling a byte now and then must not restart
+        // it), and none left is the timeout.
         let want = match request_began {
-            // The header timeout is a deadline: a read waits for what is
-            // left of it (a client trickling a byte now and then must not
-            // restart it), and none left is the timeout.
-            Some(t) => match cfg.header_timeout.checked_sub(t.elapsed()) {
-                Some(left) if !left.is_zero() => left,
-                _ => {
-                    let phase = Phase::Request {
-                        some_input: end > start,
-                    };
-                    expired(
-                        phase,
-                        stream,
-                        buf,
-                        start..end,
-                        responder,
-                        out,
-                        counters,
-                        stop,
-                    );
-                    return;
-                }
-            },
-            None => cfg.idle_timeout,
+            Some(t) => cfg.header_timeout.checked_sub(t.elapsed()),
+            None => Some(cfg.idle_timeout),
         };
-        if want != current_timeout {
-            let _ = stream.set_read_timeout(Some(want));
-            current_timeout = want;
-        }
-        if start > 0 {
-            buf.copy_within(start..end, 0);
-            end -= start;
-            start = 0;
-        }
-        let n = match stream.read(&mut buf[end..]) {
+        let read = match want.filter(|w| !w.is_zero()) {
+            Some(want) => {
+                if want != current_timeout {
+                    let _ = stream.set_read_timeout(Some(want));
+                    current_timeout = want;
+                }
+                if start > 0 {
+                    buf.copy_within(start..end, 0);
+                    end -= start;
+                    start = 0;
+                }
+                stream.read(&mut buf[end..])
+            }
+            None => Err(io::ErrorKind::TimedOut.into()),
+        };
+        let n = match read {
             Ok(0) => return,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,

@@ -306,17 +306,6 @@ pub fn corpus() -> Vec<Attack> {
         &get(format!("/{}", "a".repeat(9000)).as_bytes()),
         &[414],
     );
-    v.push(Attack::new(
-        "long-target",
-        Limits,
-        "target of 8,000 bytes, head within the limit: a missing file",
-        &get(format!("/{}", "b".repeat(8000)).as_bytes()),
-        vec![&[404]],
-        KeepAlive,
-    ));
-    let mut l = |id, what, raw: &[u8], st: &'static [u16]| {
-        v.push(Attack::new(id, Limits, what, raw, vec![st], Close));
-    };
     l(
         "long-header",
         "one header of 9,000 bytes",
@@ -345,6 +334,14 @@ pub fn corpus() -> Vec<Attack> {
         format!("GET / HTTP/1.1\r\nHost: t\r\n{pads}").as_bytes(),
         &[431],
     );
+    v.push(Attack::new(
+        "long-target",
+        Limits,
+        "target of 8,000 bytes, head within the limit: a missing file",
+        &get(format!("/{}", "b".repeat(8000)).as_bytes()),
+        vec![&[404]],
+        KeepAlive,
+    ));
 
     // Bodies and smuggling shapes.
     let mut s = |id, what, raw: &[u8], st: &'static [u16]| {
@@ -410,24 +407,6 @@ pub fn corpus() -> Vec<Attack> {
         &with_headers(b"Content-Length: 1000000000000000000\r\n"),
         &[413],
     );
-    let body = |id, what, raw: &[u8], st: &'static [u16]| {
-        Attack::new(id, Smuggling, what, raw, vec![st; 2], KeepAlive)
-    };
-    v.push(body(
-        "te-chunked",
-        "a chunked body on a GET, then a request: read and discarded, both answered",
-        b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\nX: y\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
-        OK,
-    ));
-    v.push(body(
-        "cl-body",
-        "GET with Content-Length: 5 and a body, then a request: both answered",
-        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
-        OK,
-    ));
-    let mut s = |id, what, raw: &[u8], st: &'static [u16]| {
-        v.push(Attack::new(id, Smuggling, what, raw, vec![st], Close));
-    };
     s(
         "te-chunked-bare-lf",
         "a chunked body with a bare LF after the size (a smuggling shape)",
@@ -464,6 +443,22 @@ pub fn corpus() -> Vec<Attack> {
         b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
         BAD,
     );
+
+    let body = |id, what, raw: &[u8], st: &'static [u16]| {
+        Attack::new(id, Smuggling, what, raw, vec![st; 2], KeepAlive)
+    };
+    v.push(body(
+        "te-chunked",
+        "a chunked body on a GET, then a request: read and discarded, both answered",
+        b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\nX: y\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
+    v.push(body(
+        "cl-body",
+        "GET with Content-Length: 5 and a body, then a request: both answered",
+        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
 
     // Pipelining.
     let index = get(b"/index.html");
