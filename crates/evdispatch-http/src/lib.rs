@@ -153,8 +153,12 @@
 //! `Accept-Ranges`, not by `gzip_static`; §14.1, §14.3); the `Location` of a
 //! percent-encoded directory name (kept as sent here, decoded there;
 //! RFC 3986 §6.2.2.2); a `Transfer-Encoding` whose final coding is not
-//! `chunked` (400 here, as RFC 9112 §6.3 requires; 501 there, §6.1); and
-//! `/%2e%2e/…` (403 here, 400 there; both refuse it).
+//! `chunked` (400 here, as RFC 9112 §6.3 requires; 501 there, §6.1); a
+//! body that does not fit the read buffer with its head, or one held back
+//! for `Expect: 100-continue` (answered without it and the connection
+//! closed here; read and discarded there, after a `100 Continue`; RFC 9110
+//! §9.3.1, §10.1.1, RFC 9112 §9.5); and `/%2e%2e/…` (403 here, 400 there;
+//! both refuse it).
 //!
 //! Timeouts: `--header-timeout` runs from accept for the first request and
 //! from its first byte for later ones; `--idle-timeout` between requests on a
