@@ -6,9 +6,14 @@
 //! ```
 //!
 //! `$remote_user` is always `-` (no authentication), `$time_local` is in
-//! UTC (`+0000`), `$body_bytes_sent` is the length of the body the response
-//! carries (0 for HEAD and 304), `$request` is the request line as received
-//! (`-` when there was none, e.g. a 408 before a request line ended).
+//! UTC (`+0000`) and the time the response was made (nginx logs the time
+//! the request ended, later for a long transfer), `$body_bytes_sent` is
+//! what was sent of the response's body, as in nginx (all of it, unless the
+//! connection closed first; 0 for HEAD and 304): a line is completed when
+//! the output batch holding its response is written or given up
+//! (`Pending`), `$request` is the request line as received
+//! (`-` when there was none, e.g. a 408 before a request line ended; the
+//! `Referer` and `User-Agent` of a 408 are those whose lines had ended).
 //! Quotes, backslashes and bytes outside printable ASCII are escaped as
 //! `\xHH`, as nginx does, so a line can always be split on its quotes.
 //!
@@ -151,7 +156,6 @@ impl AccessLog {
         LogBuffer {
             buf,
             shared: self.shared.clone(),
-            line: Vec::with_capacity(256),
         }
     }
 
@@ -214,12 +218,12 @@ fn writer(shared: &Shared, mut sink: Sink) {
     }
 }
 
-/// One worker's log buffer: lines are formatted into a scratch line and
-/// appended to the buffer the writer takes.
+/// One worker's log buffer (a handle to it: the batches of its responses
+/// hold clones), which the writer takes.
+#[derive(Clone)]
 pub struct LogBuffer {
     buf: Arc<Mutex<Vec<u8>>>,
     shared: Arc<Shared>,
-    line: Vec<u8>,
 }
 
 impl std::fmt::Debug for LogBuffer {
@@ -228,7 +232,8 @@ impl std::fmt::Debug for LogBuffer {
     }
 }
 
-/// What one access-log line says about a response.
+/// What one access-log line says about a response, but the body bytes
+/// sent, known only once its output is written.
 #[derive(Debug, Clone, Copy)]
 pub struct Entry<'a> {
     /// The client's address (`-` when unknown).
@@ -239,19 +244,49 @@ pub struct Entry<'a> {
     pub request: Option<&'a [u8]>,
     /// The status code.
     pub status: u16,
-    /// Body bytes of the response.
-    pub body_bytes: u64,
     /// The `Referer` header.
     pub referer: Option<&'a [u8]>,
     /// The `User-Agent` header.
     pub user_agent: Option<&'a [u8]>,
 }
 
-impl LogBuffer {
-    /// Append the line of `e`.
-    pub fn log(&mut self, e: &Entry<'_>) {
-        let l = &mut self.line;
-        l.clear();
+/// The lines of the responses of one output batch, formatted in two
+/// halves around `$body_bytes_sent`, which is filled in when the batch is
+/// done with ([`Pending::complete`]): written in full, or given up when
+/// the connection closed. `$body_bytes_sent` is then, as in nginx, what
+/// was sent of the body: the part of the response's body span (in the
+/// batch's bytes) that lies before the bytes written.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    sink: LogBuffer,
+    /// The halves, back to back.
+    text: Vec<u8>,
+    lines: Vec<PendingLine>,
+}
+
+#[derive(Debug)]
+struct PendingLine {
+    /// Where the first half ends (and the second begins) in `text`, and
+    /// where the second ends.
+    mid: usize,
+    end: usize,
+    /// The body's bytes in the batch's output.
+    body: std::ops::Range<u64>,
+}
+
+impl Pending {
+    /// Lines that go to `sink`.
+    pub(crate) fn new(sink: LogBuffer) -> Pending {
+        Pending {
+            sink,
+            text: Vec::with_capacity(512),
+            lines: Vec::new(),
+        }
+    }
+
+    /// The line of `e`, whose body is the bytes `body` of the batch.
+    pub(crate) fn push(&mut self, e: &Entry<'_>, body: std::ops::Range<u64>) {
+        let l = &mut self.text;
         match e.remote {
             Some(ip) => {
                 let _ = write!(l, "{ip}");
@@ -262,18 +297,39 @@ impl LogBuffer {
         l.extend_from_slice(e.time);
         l.extend_from_slice(b"] \"");
         quoted(l, e.request);
-        let _ = write!(l, "\" {} {} \"", e.status, e.body_bytes);
+        let _ = write!(l, "\" {} ", e.status);
+        let mid = l.len();
+        l.extend_from_slice(b" \"");
         quoted(l, e.referer);
         l.extend_from_slice(b"\" \"");
         quoted(l, e.user_agent);
         l.extend_from_slice(b"\"\n");
+        let end = l.len();
+        self.lines.push(PendingLine { mid, end, body });
+    }
+
+    /// Complete every line, `sent` bytes of the batch having been written,
+    /// into the buffer (under one lock), and forget them.
+    pub(crate) fn complete(&mut self, sent: u64) {
+        if self.lines.is_empty() {
+            return;
+        }
         let full = {
-            let mut b = crate::lock(&self.buf);
-            b.extend_from_slice(l);
+            let mut b = crate::lock(&self.sink.buf);
+            let mut start = 0;
+            for line in &self.lines {
+                let body = sent.clamp(line.body.start, line.body.end.max(line.body.start));
+                b.extend_from_slice(&self.text[start..line.mid]);
+                let _ = write!(b, "{}", body - line.body.start);
+                b.extend_from_slice(&self.text[line.mid..line.end]);
+                start = line.end;
+            }
             b.len() >= FLUSH_BYTES
         };
+        self.text.clear();
+        self.lines.clear();
         if full {
-            self.shared.signal(|f| f.full = true);
+            self.sink.shared.signal(|f| f.full = true);
         }
     }
 }
@@ -303,15 +359,29 @@ pub(crate) fn clf_time(http_date: &str) -> String {
     }
 }
 
-/// The request line at the start of a request head (without its line end).
+/// A request head without the empty lines a client may send before it
+/// (RFC 9112 §2.2: ignored, so not part of the request).
+fn skip_empty_lines(head: &[u8]) -> &[u8] {
+    let at = head.iter().position(|&b| b != b'\r' && b != b'\n');
+    &head[at.unwrap_or(head.len())..]
+}
+
+/// The request line at the start of a request head (without its line
+/// end), once it has ended (a head cut short, as at a 408, may have none).
 pub(crate) fn request_line(head: &[u8]) -> Option<&[u8]> {
+    let head = skip_empty_lines(head);
     let end = head.iter().position(|&b| b == b'\r' || b == b'\n')?;
     (end > 0).then(|| &head[..end])
 }
 
-/// The value of header `name` (lower case) in a request head, if present.
+/// The value of header `name` (lower case) in a request head, if present
+/// on a line that has ended.
 pub(crate) fn header<'a>(head: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
-    for line in head.split(|&b| b == b'\n').skip(1) {
+    let head = skip_empty_lines(head);
+    for line in head.split_inclusive(|&b| b == b'\n').skip(1) {
+        let Some(line) = line.strip_suffix(b"\n") else {
+            break; // not ended yet
+        };
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
             break;
@@ -342,6 +412,16 @@ mod tests {
         assert_eq!(header(head, b"referer"), Some(&b"http://r/"[..]));
         assert_eq!(header(head, b"x-after"), None, "past the head");
         assert_eq!(request_line(b"\r\n"), None);
+        // Empty lines before the request are no part of it (RFC 9112 §2.2).
+        let late = b"\r\n\nGET /x HTTP/1.1\r\nUser-Agent: u\r\n\r\n";
+        assert_eq!(request_line(late), Some(&b"GET /x HTTP/1.1"[..]));
+        assert_eq!(header(late, b"user-agent"), Some(&b"u"[..]));
+        // A head cut short (a 408): what has ended.
+        let cut = b"GET /y HTTP/1.1\r\nReferer: r\r\nUser-Agent: cu";
+        assert_eq!(request_line(cut), Some(&b"GET /y HTTP/1.1"[..]));
+        assert_eq!(header(cut, b"referer"), Some(&b"r"[..]));
+        assert_eq!(header(cut, b"user-agent"), None);
+        assert_eq!(request_line(b"GET /y HTT"), None);
     }
 
     #[test]
@@ -349,18 +429,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("access.log");
         let log = AccessLog::open(&path).unwrap();
-        let mut b = log.buffer();
+        let mut b = Pending::new(log.buffer());
         let time = clf_time("Tue, 24 Nov 2026 07:05:00 GMT");
         let e = Entry {
             remote: Some("127.0.0.1".parse().unwrap()),
             time: time.as_bytes(),
             request: Some(b"GET /\"q\" HTTP/1.1"),
             status: 200,
-            body_bytes: 6144,
             referer: None,
             user_agent: Some(b"t\x01"),
         };
-        b.log(&e);
+        // All of its body sent (a response head of 100 bytes before it).
+        b.push(&e, 100..6244);
+        b.complete(7000);
         log.reopen();
         // The reopen writes what was buffered to the old file first.
         let t0 = std::time::Instant::now();
@@ -375,13 +456,18 @@ mod tests {
             assert!(t0.elapsed() < Duration::from_secs(10), "never reopened");
             thread::sleep(Duration::from_millis(10));
         }
-        b.log(&Entry {
-            status: 404,
-            body_bytes: 0,
-            request: None,
-            remote: None,
-            ..e
-        });
+        // Of two responses, the first sent in part, the second not at all.
+        b.push(
+            &Entry {
+                status: 404,
+                request: None,
+                remote: None,
+                ..e
+            },
+            50..150,
+        );
+        b.push(&Entry { status: 200, ..e }, 300..400);
+        b.complete(120);
         log.finish();
         assert_eq!(
             std::fs::read_to_string(&rotated).unwrap(),
@@ -389,7 +475,8 @@ mod tests {
         );
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
-            "- - - [24/Nov/2026:07:05:00 +0000] \"-\" 404 0 \"-\" \"t\\x01\"\n"
+            "- - - [24/Nov/2026:07:05:00 +0000] \"-\" 404 70 \"-\" \"t\\x01\"\n\
+             127.0.0.1 - - [24/Nov/2026:07:05:00 +0000] \"GET /\\x22q\\x22 HTTP/1.1\" 200 0 \"-\" \"t\\x01\"\n"
         );
     }
 }

@@ -645,7 +645,7 @@ impl Worker {
             c.fd(),
         );
         let start = c.start + a.consumed;
-        let (close_after, reject, answered) = (a.close, a.refused, a.answered);
+        let (close_after, linger, answered) = (a.close, a.linger, a.answered);
         let c = &mut self.conns[idx];
         c.input = input;
         if start >= c.input.len() {
@@ -662,7 +662,7 @@ impl Worker {
             c.partial = c.input.len() > c.start;
         }
         c.close_after |= close_after;
-        c.linger_after |= reject;
+        c.linger_after |= linger;
         if !st.batch.is_empty() {
             self.start_send(idx, st);
             return;
@@ -890,8 +890,9 @@ impl Worker {
                 Expiry::Close => self.close_conn(idx),
                 Expiry::RequestTimeout => {
                     let mut st = self.spare.pop().unwrap_or_else(SendState::new);
-                    let fd = self.conns[idx].fd();
-                    self.responder.timed_out(&mut st.batch, fd);
+                    let c = &self.conns[idx];
+                    self.responder
+                        .timed_out(&mut st.batch, c.fd(), &c.input[c.start..]);
                     let c = &mut self.conns[idx];
                     c.close_after = true;
                     c.linger_after = true;

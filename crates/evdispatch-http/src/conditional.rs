@@ -144,7 +144,17 @@ pub struct Conditions<'a> {
     pub if_modified_since: Option<&'a [u8]>,
 }
 
-impl Conditions<'_> {
+impl<'a> Conditions<'a> {
+    /// The precondition headers of `req`.
+    pub fn of(req: &crate::request::Request<'a>) -> Self {
+        Conditions {
+            if_match: req.if_match,
+            if_unmodified_since: req.if_unmodified_since,
+            if_none_match: req.if_none_match,
+            if_modified_since: req.if_modified_since,
+        }
+    }
+
     /// True when the request has none of them.
     pub fn is_empty(&self) -> bool {
         *self == Conditions::default()
@@ -152,14 +162,21 @@ impl Conditions<'_> {
 }
 
 /// Evaluate the preconditions of a GET or HEAD in RFC 9110 §13.2.2 order:
-/// `If-Match` (strong comparison, `*` matches any file), else
+/// `If-Match` (strong comparison, `*` matches any representation), else
 /// `If-Unmodified-Since` (true when the file is not newer than the date; an
 /// invalid date is ignored, §13.1.4), either false: 412; then
 /// `If-None-Match`, else `If-Modified-Since`, either false: 304.
-pub fn evaluate(c: &Conditions<'_>, etag: &ETag, mtime: i64) -> Precondition {
+/// `validators`: the representation's entity tag and modification time;
+/// `None` for one that has neither (a listing): no tag can match it, but
+/// `*` does, and the dates are ignored (§13.1.3, §13.1.4).
+pub fn evaluate(c: &Conditions<'_>, validators: Option<(&ETag, i64)>) -> Precondition {
+    let (etag, mtime) = (validators.map(|v| v.0), validators.map(|v| v.1));
     let holds = match (c.if_match.is_absent(), c.if_unmodified_since) {
         (false, _) => lists_tag(&c.if_match, etag, false),
-        (true, Some(ius)) => parse_date(ius).is_none_or(|until| mtime <= until),
+        (true, Some(ius)) => match (parse_date(ius), mtime) {
+            (Some(until), Some(mtime)) => mtime <= until,
+            _ => true,
+        },
         (true, None) => true,
     };
     if !holds {
@@ -167,7 +184,10 @@ pub fn evaluate(c: &Conditions<'_>, etag: &ETag, mtime: i64) -> Precondition {
     }
     let not_modified = match (c.if_none_match.is_absent(), c.if_modified_since) {
         (false, _) => lists_tag(&c.if_none_match, etag, true),
-        (true, Some(ims)) => parse_date(ims).is_some_and(|since| mtime <= since),
+        (true, Some(ims)) => match (parse_date(ims), mtime) {
+            (Some(since), Some(mtime)) => mtime <= since,
+            _ => false,
+        },
         (true, None) => false,
     };
     if not_modified {
@@ -179,19 +199,23 @@ pub fn evaluate(c: &Conditions<'_>, etag: &ETag, mtime: i64) -> Precondition {
 
 /// True when a line of the field names `etag` (one list split over lines
 /// means the same as on one line: RFC 9110 §5.3).
-fn lists_tag(field: &FieldLines<'_>, etag: &ETag, weak: bool) -> bool {
+fn lists_tag(field: &FieldLines<'_>, etag: Option<&ETag>, weak: bool) -> bool {
     field.lines().any(|line| line_lists_tag(line, etag, weak))
 }
 
 /// True when the list of entity tags `value` (or `*`) names `etag`: with
 /// the weak comparison (§8.8.3.2) if `weak`, else the strong one (a weak tag
 /// never matches). Elements that are not entity tags are skipped, so a
-/// garbage value names nothing.
-fn line_lists_tag(value: &[u8], etag: &ETag, weak: bool) -> bool {
+/// garbage value names nothing, and nothing but `*` names a representation
+/// without a tag (`None`).
+fn line_lists_tag(value: &[u8], etag: Option<&ETag>, weak: bool) -> bool {
     let value = crate::range::trim_ows(value);
     if value == b"*" {
         return true;
     }
+    let Some(etag) = etag else {
+        return false;
+    };
     let ours = opaque(etag.as_bytes());
     let mut rest = value;
     loop {
@@ -284,7 +308,7 @@ mod tests {
             ",,\"a\",\t\"2ebc98a1-1800\"",
         ] {
             assert!(
-                lists_tag(&FieldLines::one(Some(yes.as_bytes())), &t, true),
+                lists_tag(&FieldLines::one(Some(yes.as_bytes())), Some(&t), true),
                 "{yes}"
             );
         }
@@ -300,7 +324,7 @@ mod tests {
             "garbage \"",
         ] {
             assert!(
-                !lists_tag(&FieldLines::one(Some(no.as_bytes())), &t, true),
+                !lists_tag(&FieldLines::one(Some(no.as_bytes())), Some(&t), true),
                 "{no}"
             );
         }
@@ -319,7 +343,7 @@ mod tests {
             if_modified_since: ims,
             ..Conditions::default()
         };
-        let e = |c: Conditions<'_>, mtime| evaluate(&c, &t, mtime);
+        let e = |c: Conditions<'_>, mtime| evaluate(&c, Some((&t, mtime)));
         let lm = Some(LM.as_bytes());
         assert_eq!(e(inm_ims(None, lm), MT), nm);
         assert_eq!(e(inm_ims(None, lm), MT + 1), go);
@@ -368,6 +392,33 @@ mod tests {
     }
 
     #[test]
+    fn a_representation_without_validators() {
+        // A listing: `*` is true of it, no tag names it, dates say nothing.
+        let e = |c: Conditions<'_>| evaluate(&c, None);
+        let one = |v: &'static str| FieldLines::one(Some(v.as_bytes()));
+        let im = |v| Conditions {
+            if_match: one(v),
+            ..Conditions::default()
+        };
+        let inm = |v| Conditions {
+            if_none_match: one(v),
+            ..Conditions::default()
+        };
+        assert_eq!(e(im("*")), Precondition::Proceed);
+        assert_eq!(e(im("\"x\"")), Precondition::Failed);
+        assert_eq!(e(im("W/\"x\", \"y\"")), Precondition::Failed);
+        assert_eq!(e(inm("*")), Precondition::NotModified);
+        assert_eq!(e(inm("\"x\"")), Precondition::Proceed);
+        let dates = Conditions {
+            if_unmodified_since: Some(b"Sun, 06 Nov 1994 08:49:37 GMT"),
+            if_modified_since: Some(b"Fri, 01 Jan 2100 00:00:00 GMT"),
+            ..Conditions::default()
+        };
+        assert_eq!(e(dates), Precondition::Proceed);
+        assert_eq!(e(Conditions::default()), Precondition::Proceed);
+    }
+
+    #[test]
     fn if_range_is_strong_or_an_exact_date() {
         let t = tag();
         assert!(if_range_holds(t.as_bytes(), &t, MT));
@@ -387,8 +438,14 @@ mod tests {
         let pieces = ["\"", "W/", ",", " ", "2ebc98a1", "-", "1800", "x", "*x"];
         crate::each_word(&pieces, 5, |h| {
             let whole = h.contains("\"2ebc98a1-1800\"");
-            assert!(!line_lists_tag(h.as_bytes(), &t, true) || whole, "{h}");
-            assert!(!line_lists_tag(h.as_bytes(), &t, false) || whole, "{h}");
+            assert!(
+                !line_lists_tag(h.as_bytes(), Some(&t), true) || whole,
+                "{h}"
+            );
+            assert!(
+                !line_lists_tag(h.as_bytes(), Some(&t), false) || whole,
+                "{h}"
+            );
             assert!(
                 !if_range_holds(h.as_bytes(), &t, MT) || h.trim() == "\"2ebc98a1-1800\"",
                 "{h}"

@@ -505,7 +505,8 @@ pub fn epoch_secs(t: SystemTime) -> u64 {
 }
 
 /// The `Content-Type` for a path, from its extension (`mime_guess`'s
-/// table; `application/octet-stream` when unknown). Text types, and the
+/// table, but `.mjs` is `text/javascript` as `.js` is, RFC 9239;
+/// `application/octet-stream` when unknown). Text types, and the
 /// JavaScript, JSON and XML ones, say `charset=utf-8`.
 pub fn content_type(path: &[u8]) -> ContentType {
     let name = path.rsplit(|&b| b == b'/').next().unwrap_or(path);
@@ -516,7 +517,15 @@ pub fn content_type(path: &[u8]) -> ContentType {
     let mime = std::str::from_utf8(ext)
         .ok()
         .filter(|e| !e.is_empty())
-        .and_then(|e| mime_guess::from_ext(e).first_raw())
+        .and_then(|e| {
+            // RFC 9239: JavaScript modules are `text/javascript` as `.js`
+            // is (mime_guess says `application/javascript`).
+            if e.eq_ignore_ascii_case("mjs") {
+                Some("text/javascript")
+            } else {
+                mime_guess::from_ext(e).first_raw()
+            }
+        })
         .unwrap_or("application/octet-stream");
     let utf8 = mime.starts_with("text/")
         || matches!(
@@ -539,7 +548,9 @@ mod tests {
         assert_eq!(ct(b"x.png"), "image/png");
         assert_eq!(ct(b"x.css"), "text/css; charset=utf-8");
         assert_eq!(ct(b"x.json"), "application/json; charset=utf-8");
-        assert!(ct(b"x.js").ends_with("javascript; charset=utf-8"));
+        assert_eq!(ct(b"x.js"), "text/javascript; charset=utf-8");
+        assert_eq!(ct(b"x.mjs"), "text/javascript; charset=utf-8");
+        assert_eq!(ct(b"x.MJS"), "text/javascript; charset=utf-8");
         assert_eq!(ct(b"x.woff2"), "font/woff2");
         assert_eq!(ct(b"x.gz"), "application/gzip");
         assert_eq!(ct(b"noext"), "application/octet-stream");

@@ -15,7 +15,8 @@
 //!   multishot accept, multishot receive into provided buffers, gathered
 //!   sends.
 //!
-//! HTTP/1.0 and 1.1, `GET` and `HEAD`, persistent connections and
+//! HTTP/1.0 and 1.1, `GET` and `HEAD` (a request body read and
+//! discarded), persistent connections and
 //! pipelining, conditional and range requests, precompressed variants,
 //! `index.html` for directories (or a listing); small files from a bounded
 //! in-memory cache revalidated by modification time, large ones with
@@ -47,6 +48,27 @@
 //!
 //! # HTTP semantics (RFC 9110), as nginx and darkhttpd users expect
 //!
+//! * **Methods.** `GET` and `HEAD` are served. The other methods RFC 9110
+//!   defines answer 405 with `Allow: GET, HEAD`, any other token 501
+//!   (§9.1: methods are case-sensitive, `get` is unknown); both keep the
+//!   connection, as nginx does for 405, a body skipped as below (a request
+//!   whose framing is not known closes it, whatever its method).
+//! * **Request bodies** (RFC 9112 §6). A `GET` or `HEAD` with a body
+//!   (`Content-Length` or `Transfer-Encoding: chunked`, extensions and
+//!   trailers included) is answered as without one, as nginx does: the
+//!   body is read and discarded, and the next pipelined request follows it.
+//!   A body still arriving is waited for (under the header timeout) while
+//!   it fits in the read buffer with its head (`--max-header`); a larger
+//!   one, or one the client holds back for `Expect: 100-continue`, is not
+//!   read: the answer is sent at once and the connection closed, with the
+//!   lingering close draining what still comes (RFC 9110 §9.3.1, §10.1.1;
+//!   RFC 9112 §9.5; no `100 Continue` is ever sent). A `Content-Length`
+//!   above [`MAX_BODY`] (1 MiB, nginx's `client_max_body_size`) is 413; a
+//!   broken chunked coding, a `Transfer-Encoding` other than `chunked`
+//!   alone (§6.3: a MUST for a final coding other than chunked; also
+//!   `gzip, chunked`, where §6.1 suggests 501), or one beside a
+//!   `Content-Length` (the smuggling shape) is 400; all three close.
+//!
 //! * **Validators.** Every file answer (200, 206, 304) carries
 //!   `Last-Modified` and a strong `ETag` built as nginx builds it,
 //!   `"mtime-size"` in hex (`-gz`/`-br` appended for a precompressed
@@ -67,9 +89,14 @@
 //!   `If-Modified-Since` (not modified when the file is not newer than the
 //!   date, §13.1.3; an unparsable date is ignored). A match answers 304 with
 //!   `ETag`, `Last-Modified`, `Vary` when the file has variants, and no body.
+//!   A `--listing` page, which has neither tag nor date, is evaluated the
+//!   same way: `If-Match: *` holds and any tag fails (412),
+//!   `If-None-Match: *` answers 304 and any tag does not, the dates are
+//!   ignored (as nginx).
 //! * **Ranges.** `Accept-Ranges: bytes` on every 200 of a file. One range
 //!   (`a-b`, `a-`, `-n`) answers 206 with `Content-Range: bytes a-b/LEN`;
-//!   none satisfiable 416 with `Content-Range: bytes */LEN`; overlapping or
+//!   none satisfiable 416 with `Content-Range: bytes */LEN` (but `-n` of an
+//!   empty file, satisfiable and empty, §14.1.2: 200, as nginx); overlapping or
 //!   touching ranges are coalesced (§14.2 allows it). Several disjoint ranges
 //!   answer 206 `multipart/byteranges` (§14.6) as nginx does: a random
 //!   20-digit boundary, each part with `Content-Type` and `Content-Range`,
@@ -101,13 +128,16 @@
 //!   `Vary`), as nginx's `gzip_static` does for the index it redirects to.
 //! * **Paths.** A directory named without its slash answers 301 with
 //!   `Location:` the path as sent (percent-encoding kept, leading slashes
-//!   collapsed to one) plus `/`, query kept. `--dotfiles deny` (default):
+//!   collapsed to one) plus `/`, query kept. A backslash is an ordinary
+//!   byte of a name (Linux has no other separator than `/`), served when
+//!   such a file exists, as nginx does. `--dotfiles deny` (default):
 //!   any path segment starting with `.` answers 404, except `.well-known` at
 //!   the root (RFC 8615); `--dotfiles allow` serves them. A directory without
 //!   `index.html` answers 403 (as nginx with `autoindex off`), or with
 //!   `--listing` an HTML listing (sorted, names escaped and percent-encoded
 //!   in links, sizes, dates, directories with a trailing `/`, dotfiles
-//!   hidden unless allowed). Media types from `mime_guess`, with
+//!   hidden unless allowed). Media types from `mime_guess` (but `.mjs` is
+//!   `text/javascript` as `.js` is, RFC 9239), with
 //!   `; charset=utf-8` for `text/*`, JavaScript, JSON and XML.
 //!
 //! `tests/nginx_diff.rs` serves one tree with nginx and with this server and
@@ -115,20 +145,37 @@
 //! byte, boundaries aside). Deliberate differences, each allowed by the
 //! clause named: overlapping ranges (one coalesced range here, where nginx
 //! sends them as separate parts; §14.2, §15.3.7.2); an invalid range such as `bytes=a-b` (ignored here, 416
-//! there; §14.2); an invalid `If-Unmodified-Since` date (ignored here, 412
+//! there; §14.2); `bytes=0-` of an empty file (416 here, ignored there:
+//! §14.1.1 makes it unsatisfiable); an invalid `If-Unmodified-Since` date (ignored here, 412
 //! there; §13.1.4 says ignore); `If-Unmodified-Since` beside a matching
 //! `If-Match` (not evaluated here, 412 there; §13.2.2); ranges of a
 //! precompressed variant (served here with
 //! `Accept-Ranges`, not by `gzip_static`; §14.1, §14.3); the `Location` of a
 //! percent-encoded directory name (kept as sent here, decoded there;
-//! RFC 3986 §6.2.2.2); and `/%2e%2e/…` (403 here, 400 there; both refuse it).
+//! RFC 3986 §6.2.2.2); a `Transfer-Encoding` whose final coding is not
+//! `chunked` (400 here, as RFC 9112 §6.3 requires; 501 there, §6.1); a
+//! body that does not fit the read buffer with its head, or one held back
+//! for `Expect: 100-continue` (answered without it and the connection
+//! closed here; read and discarded there, after a `100 Continue`; RFC 9110
+//! §9.3.1, §10.1.1, RFC 9112 §9.5); and `/%2e%2e/…` (403 here, 400 there;
+//! both refuse it).
 //!
 //! Timeouts: `--header-timeout` runs from accept for the first request and
 //! from its first byte for later ones; `--idle-timeout` between requests on a
 //! keep-alive connection, and while a client does not read its response. In
 //! the readiness and io_uring models a timer wheel holds them and a wait
 //! sleeps until the next deadline; the `threads` model sets them as the
-//! sockets' read and write timeouts.
+//! sockets' read and write timeouts (the header timeout as what is left of
+//! it at each read: a deadline there too, however the bytes trickle in).
+//!
+//! Limits: a request head of at most `--max-header` bytes (default 8 KiB;
+//! more: 431, or 414 when the request line alone is longer), and, whatever
+//! that allows, a target of at most [`MAX_TARGET`] bytes (8 KiB, nginx's
+//! default line size; more: 414) and at most [`MAX_HEADERS`] header lines
+//! (100; more: 431); at most [`MAX_RANGES`] ranges (16; more: the whole
+//! file); a `Content-Length` of at most [`MAX_BODY`] (1 MiB; more: 413),
+//! a body waited for only while it fits in `--max-header` with its head
+//! (larger: answered without it, then closed).
 //!
 //! # Command-line contract
 //!
@@ -146,7 +193,11 @@
 //!
 //! `--access-log FILE` (or `-`) writes one line per response in the
 //! Combined Log Format, from per-worker buffers through a writer thread, so
-//! no event loop waits on the disk (see the `access_log` module). The
+//! no event loop waits on the disk (see the `access_log` module).
+//! `$body_bytes_sent` is what was sent of the body, as in nginx (a line is
+//! completed when its response's output is written or given up, so an
+//! abandoned download shows); unlike nginx, `$time_local` is when the
+//! response was made, not when its last byte went. The
 //! connection lifecycle every model shares (accept pauses, timer expiry,
 //! lingering close, graceful stop, and their constants) is the `lifecycle`
 //! module.
@@ -241,7 +292,8 @@ pub use files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
 pub use paths::{Dotfiles, SiteOptions};
 pub use range::{evaluate_range, RangeAnswer, Ranges, MAX_RANGES};
 pub use request::{
-    parse_request, FieldLines, Method, Parsed, Request, Version, MAX_HEADERS, MAX_TARGET,
+    parse_request, FieldLines, Framing, Method, Parsed, Request, RequestEnd, Version, MAX_BODY,
+    MAX_HEADERS, MAX_TARGET,
 };
 pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
 pub use stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
@@ -777,7 +829,12 @@ pub struct ServeArgs {
     /// Largest file cached; larger files are sent with sendfile.
     #[arg(long, default_value_t = 256 << 10)]
     pub cache_max_file: usize,
-    /// Largest request head accepted, bytes (larger: 431 or 414).
+    /// Largest request head accepted, bytes (larger: 431, or 414 when the
+    /// request line alone is longer); also the read buffer. Fixed limits
+    /// besides: a request target of at most 8192 bytes (414), at most 100
+    /// header lines (431), a Content-Length of at most 1 MiB (413); a GET
+    /// body is waited for (and discarded) only while it fits in this many
+    /// bytes with its head, else answered without and the connection closed.
     #[arg(long, default_value_t = 8192)]
     pub max_header: usize,
     /// Listen backlog.

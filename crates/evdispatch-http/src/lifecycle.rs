@@ -39,8 +39,10 @@ use crate::status::Status;
 pub(crate) const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// How long a lingering close reads what the client still sends.
 pub(crate) const LINGER: Duration = Duration::from_secs(2);
-/// The most a lingering close reads before giving up on the client.
-pub(crate) const LINGER_MAX_BYTES: usize = 1 << 20;
+/// The most a lingering close reads before giving up on the client: as
+/// much as the largest body a request may announce, so that a body the
+/// server did not read is drained whole.
+pub(crate) const LINGER_MAX_BYTES: usize = crate::request::MAX_BODY as usize;
 /// How long a stopping server lets busy connections finish.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(3);
 

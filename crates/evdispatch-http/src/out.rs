@@ -11,6 +11,7 @@ use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
+use crate::access_log::Pending;
 use crate::files::CachedFile;
 use crate::sys;
 
@@ -46,6 +47,18 @@ pub enum Part {
     },
 }
 
+impl Part {
+    /// Its length: for a file part, what is left of it to send.
+    fn len(&self) -> u64 {
+        match self {
+            Part::Head { start, end } => (end - start) as u64,
+            Part::Static(b) => b.len() as u64,
+            Part::Cached { start, end, .. } => (end - start) as u64,
+            Part::File { offset, end, .. } => end.saturating_sub(*offset),
+        }
+    }
+}
+
 /// The open file of a [`Part::File`]: owned by the one part of a plain or
 /// single-range answer (no allocation), shared by the parts of a
 /// `multipart/byteranges` answer.
@@ -67,6 +80,11 @@ impl AsRawFd for FileRef {
 }
 
 /// The output of one or more (pipelined) responses, written in order.
+///
+/// With an access log, it also carries the log lines of its responses,
+/// complete but for the body bytes sent: they are completed from what was
+/// written when the batch is cleared (all written, or given up) or dropped
+/// (its connection closed), wherever that happens, in every model.
 #[derive(Debug, Default)]
 pub struct OutBatch {
     /// Header bytes of the responses.
@@ -80,16 +98,40 @@ pub struct OutBatch {
     /// The connection is closed (or half-closed) right after this batch:
     /// see [`OutBatch::set_last`].
     last: bool,
+    /// Bytes of this batch written since it was cleared (all parts).
+    sent: u64,
+    /// The length of the head of the last response finished.
+    pub(crate) last_head: usize,
+    /// The access-log lines of the responses (`None` without a log).
+    pub(crate) log: Option<Box<Pending>>,
+}
+
+impl Drop for OutBatch {
+    fn drop(&mut self) {
+        self.complete_log();
+    }
 }
 
 impl OutBatch {
     /// An empty batch with room for typical pipelines.
     pub fn new() -> OutBatch {
-        OutBatch {
-            head: Vec::with_capacity(4096),
-            parts: Vec::with_capacity(16),
-            ..Default::default()
+        let mut b = OutBatch::default();
+        b.head.reserve(4096);
+        b.parts.reserve(16);
+        b
+    }
+
+    /// Complete the pending access-log lines with the bytes written.
+    fn complete_log(&mut self) {
+        if let Some(log) = self.log.as_deref_mut() {
+            log.complete(self.sent);
         }
+    }
+
+    /// The bytes of every part, written or not: where the next response
+    /// would begin (only for the access log: a sum over the parts).
+    pub(crate) fn stream_len(&self) -> u64 {
+        self.parts.iter().map(Part::len).sum()
     }
 
     /// True when everything has been written.
@@ -105,8 +147,11 @@ impl OutBatch {
             .any(|p| matches!(p, Part::File { .. }))
     }
 
-    /// Forget everything (keeps the allocations; `written` is the owner's).
+    /// Forget everything (keeps the allocations; `written` is the owner's),
+    /// completing the access-log lines with what was written.
     pub fn clear(&mut self) {
+        self.complete_log();
+        self.sent = 0;
         self.head.clear();
         self.parts.clear();
         self.first = 0;
@@ -126,22 +171,6 @@ impl OutBatch {
     /// [`OutBatch::clear`].
     pub fn set_last(&mut self, last: bool) {
         self.last = last;
-    }
-
-    /// Body bytes of the parts from index `from` on (the headers not
-    /// counted): what the responses added since had as bodies.
-    pub(crate) fn body_bytes_from(&self, from: usize) -> u64 {
-        self.parts
-            .get(from..)
-            .unwrap_or_default()
-            .iter()
-            .map(|p| match p {
-                Part::Head { .. } => 0,
-                Part::Static(b) => b.len() as u64,
-                Part::Cached { start, end, .. } => (end - start) as u64,
-                Part::File { offset, end, .. } => end.saturating_sub(*offset),
-            })
-            .sum()
     }
 
     pub(crate) fn push_head(&mut self, start: usize) {
@@ -182,14 +211,13 @@ impl OutBatch {
 
     /// Mark `n` bytes of memory parts as written.
     pub fn advance(&mut self, mut n: usize) {
+        self.sent += n as u64;
         while n > 0 && self.first < self.parts.len() {
-            let len = match &self.parts[self.first] {
-                Part::Head { start, end } => end - start,
-                Part::Static(s) => s.len(),
-                Part::Cached { start, end, .. } => end - start,
-                Part::File { .. } => return,
-            };
-            let left = len - self.offset;
+            let part = &self.parts[self.first];
+            if matches!(part, Part::File { .. }) {
+                return;
+            }
+            let left = part.len() as usize - self.offset;
             if n >= left {
                 n -= left;
                 self.first += 1;
@@ -204,13 +232,8 @@ impl OutBatch {
 
     fn skip_empty(&mut self) {
         while self.first < self.parts.len() {
-            let empty = match &self.parts[self.first] {
-                Part::Head { start, end } => end - start == self.offset,
-                Part::Static(s) => s.len() == self.offset,
-                Part::Cached { start, end, .. } => end - start == self.offset,
-                Part::File { offset, end, .. } => offset == end,
-            };
-            if !empty {
+            // (`offset` is 0 at a file part, which counts its own.)
+            if self.parts[self.first].len() != self.offset as u64 {
                 break;
             }
             self.first += 1;
@@ -246,6 +269,7 @@ impl OutBatch {
                 }
                 Ok(n) => {
                     self.written += n as u64;
+                    self.sent += n as u64;
                     self.skip_empty()
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),

@@ -11,8 +11,11 @@
 //!   nginx's `max_ranges` does: a cheap bound on the work one request can ask
 //!   for.
 //! * When no range is satisfiable (§14.1.1: a first position at or past the
-//!   end, a zero-length suffix, any range of an empty file): 416 with
-//!   `Content-Range: bytes */LEN`.
+//!   end, a zero-length suffix): 416 with `Content-Range: bytes */LEN`. Of
+//!   an empty file only a suffix range of non-zero length is satisfiable
+//!   (§14.1.2); no 206 can describe an empty range, so such a set is
+//!   ignored and the (empty) file sent with 200, as nginx does; `bytes=0-`
+//!   of an empty file is 416.
 //! * The satisfiable ranges are coalesced when they overlap or touch
 //!   (§14.2 allows a server to coalesce them; §15.3.7.2 too, "regardless of
 //!   the order" they were asked in). If one range remains, 206 with that
@@ -90,6 +93,11 @@ pub fn evaluate_range(header: &[u8], len: u64) -> RangeAnswer {
         let Some(r) = parse_spec(spec) else {
             return RangeAnswer::Full;
         };
+        if len == 0 && matches!(r, Spec::Suffix(n) if n > 0) {
+            // Satisfiable (§14.1.2), but selects nothing: the whole, empty,
+            // representation.
+            return RangeAnswer::Full;
+        }
         if let Some((start, end)) = resolve(r, len) {
             found[satisfiable] = (start, end, specs);
             satisfiable += 1;
@@ -223,9 +231,19 @@ mod tests {
         assert_eq!(r("bytes=10-20", 10), Unsatisfiable);
         assert_eq!(r("bytes=-0", 10), Unsatisfiable);
         assert_eq!(r("bytes=0-0", 0), Unsatisfiable);
-        assert_eq!(r("bytes=-5", 0), Unsatisfiable);
+        assert_eq!(r("bytes=0-", 0), Unsatisfiable);
+        assert_eq!(r("bytes=-0", 0), Unsatisfiable);
         assert_eq!(r("bytes=20-30,40-", 10), Unsatisfiable);
         assert_eq!(r("bytes=99999999999999999999999-", 10), Unsatisfiable);
+    }
+
+    #[test]
+    fn a_suffix_of_an_empty_file_is_the_whole_empty_file() {
+        // RFC 9110 §14.1.2: the only satisfiable range of an empty
+        // representation; no 206 can carry it.
+        assert_eq!(r("bytes=-5", 0), Full);
+        assert_eq!(r("bytes=-1", 0), Full);
+        assert_eq!(r("bytes=0-0,-1", 0), Full);
     }
 
     #[test]

@@ -630,7 +630,7 @@ impl Worker {
             &mut self.counters,
             fd,
         );
-        let (close_after, reject) = (a.close, a.refused);
+        let (close_after, linger) = (a.close, a.linger);
         let c = &mut self.conns[idx];
         c.start = (start + a.consumed) as u32;
         c.buf = Some(buf);
@@ -654,7 +654,7 @@ impl Worker {
                     let c = &mut self.conns[idx];
                     c.out = Some(pending);
                     c.close_after = close_after;
-                    c.linger_after = reject;
+                    c.linger_after = linger;
                     if !c.writing {
                         c.writing = true;
                         self.set_interest(idx, Interest::WRITABLE);
@@ -671,7 +671,7 @@ impl Worker {
             }
         }
         if close_after {
-            self.conns[idx].linger_after = reject;
+            self.conns[idx].linger_after = linger;
             self.finish_close(idx);
             return (Flow::Closed, true);
         }
@@ -795,7 +795,12 @@ impl Worker {
             match lifecycle::expire(phase, self.gate.stopping(), &mut self.counters) {
                 Expiry::Close => self.close(idx),
                 Expiry::RequestTimeout => {
-                    self.responder.timed_out(&mut self.batch, fd);
+                    let c = &self.conns[idx];
+                    let partial = match &c.buf {
+                        Some(b) => &b[c.start as usize..c.end as usize],
+                        None => &[],
+                    };
+                    self.responder.timed_out(&mut self.batch, fd, partial);
                     // Half-closed right after (finish_close lingers).
                     self.batch.set_last(true);
                     let _ = self.batch.send(fd);

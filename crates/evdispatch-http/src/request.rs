@@ -1,18 +1,30 @@
 //! Request parsing: bytes in, a verdict out. A pure function (no I/O, no
 //! allocation), so fuzz targets can be built on it.
 //!
-//! Only what a static server needs is accepted: `GET` and `HEAD` with no body.
+//! Only what a static server needs is accepted: `GET` and `HEAD`; a body
+//! they carry is framed here ([`Framing`], [`Request::end`]) so that it can
+//! be skipped.
 //! Every shape a request-smuggling attack relies on (`Content-Length` together
-//! with `Transfer-Encoding`, a repeated or malformed `Content-Length`) is
-//! refused with 400 and the connection closed, so no two parsers on the path
-//! can disagree about where this request ends.
+//! with `Transfer-Encoding`, a repeated or malformed `Content-Length`, a
+//! `Transfer-Encoding` other than `chunked` alone) is refused with 400 and
+//! the connection closed, so no two parsers on the path can disagree about
+//! where this request ends.
 
 use crate::status::Status;
 
-/// Most header lines a request may carry.
-pub const MAX_HEADERS: usize = 48;
-/// Longest request target accepted (longer: 414).
-pub const MAX_TARGET: usize = 4096;
+/// Most header lines a request may carry (more: 431), whatever
+/// `--max-header` allows: proxies and CDNs add tracing headers, and 100
+/// lines of 16 bytes each is a plausible head. The parser's array of them
+/// lives on the stack, uninitialised until parsed into.
+pub const MAX_HEADERS: usize = 100;
+/// Largest `Content-Length` taken (larger: 413 and close), as nginx's
+/// default `client_max_body_size`. Bodies are read only to be discarded
+/// (GET and HEAD serve no body; other methods are refused); a body not
+/// read at all is drained by the lingering close, which reads as much.
+pub const MAX_BODY: u64 = 1 << 20;
+/// Longest request target accepted (longer: 414), whatever `--max-header`
+/// allows: 8 KiB, nginx's default `large_client_header_buffers` line.
+pub const MAX_TARGET: usize = 8192;
 
 /// A list-valued field (`If-None-Match`, `If-Match`, `Accept-Encoding`),
 /// which RFC 9110 §5.3 lets a client split over several lines: it means the
@@ -65,13 +77,18 @@ impl<'a> FieldLines<'a> {
     }
 }
 
-/// `GET` or `HEAD`; every other method is refused before a [`Request`] exists.
+/// `GET` or `HEAD`, or another method, which is refused; its request is
+/// parsed all the same, so that its end is known and the connection can
+/// go on after the refusal, as nginx does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// `GET`: headers and body.
     Get,
     /// `HEAD`: the headers a `GET` would have had.
     Head,
+    /// Any other method, answered with this status: 405 for the methods
+    /// RFC 9110 defines, 501 for the rest (§9.1).
+    Refused(Status),
 }
 
 /// The protocol version of a request.
@@ -109,8 +126,181 @@ pub struct Request<'a> {
     pub if_range: Option<&'a [u8]>,
     /// The `Accept-Encoding` lines.
     pub accept_encoding: FieldLines<'a>,
-    /// Bytes of the input this request occupies (headers; there is no body).
+    /// Bytes of the input the request's head occupies (its body, if any,
+    /// follows: [`Request::end`]).
     pub len: usize,
+    /// How the body, if any, is framed.
+    pub body: Framing,
+    /// `Expect: 100-continue`: the client may wait for an interim answer
+    /// before it sends the body.
+    pub expect_continue: bool,
+}
+
+/// How the body of a request is framed (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// No body (no `Content-Length`, or 0).
+    None,
+    /// `Content-Length: n`, n > 0 (at most [`MAX_BODY`]).
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+}
+
+/// Where a request that [`parse_request`] found complete ends, its body
+/// included: [`Request::end`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestEnd {
+    /// Head and body take the first this many bytes of the input.
+    At(usize),
+    /// The body is still arriving and fits in the read buffer with its
+    /// head: read on, as for a partial head.
+    Wait,
+    /// The body will not be waited for (larger than the read buffer, or
+    /// the client waits for `100 Continue`): answer at once and close the
+    /// connection, with the lingering close that drains what still comes.
+    Unread,
+    /// The chunked framing is broken: 400 and close.
+    Malformed,
+}
+
+impl Request<'_> {
+    /// Where the request that starts `input` (this request's head, then
+    /// what followed it) ends, so that its body is discarded and the next
+    /// request found: a body is read and thrown away as nginx does, when
+    /// it has all arrived. One that is still arriving is waited for while
+    /// it fits with its head in `max_header` bytes (the read buffer of
+    /// every model) unless the client asked to be told to go on
+    /// (`Expect: 100-continue`: RFC 9110 §10.1.1 lets the server answer
+    /// the final status at once instead); otherwise it is not read (RFC
+    /// 9110 §9.3.1, RFC 9112 §9.5: answer and close).
+    pub fn end(&self, input: &[u8], max_header: usize) -> RequestEnd {
+        if self.body == Framing::None {
+            return RequestEnd::At(self.len);
+        }
+        let after = &input[self.len.min(input.len())..];
+        let whole = match self.body {
+            Framing::None => Some(0),
+            Framing::Length(n) => match usize::try_from(n) {
+                Ok(n) if n <= after.len() => Some(n),
+                _ => None,
+            },
+            Framing::Chunked => match chunked_length(after) {
+                Chunked::Whole(n) => Some(n),
+                Chunked::Incomplete => None,
+                Chunked::Malformed => return RequestEnd::Malformed,
+            },
+        };
+        let fits = match self.body {
+            Framing::Length(n) => (self.len as u64).saturating_add(n) <= max_header as u64,
+            _ => input.len() < max_header,
+        };
+        match whole {
+            Some(n) => RequestEnd::At(self.len + n),
+            None if fits && !self.expect_continue => RequestEnd::Wait,
+            None => RequestEnd::Unread,
+        }
+    }
+}
+
+/// What [`chunked_length`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Chunked {
+    /// The chunked body takes this many bytes.
+    Whole(usize),
+    /// Not all there yet.
+    Incomplete,
+    /// Not the chunked coding of RFC 9112 §7.1 (whatever follows).
+    Malformed,
+}
+
+/// The length of the chunked body at the start of `b` (RFC 9112 §7.1):
+/// chunks of a hex size (at most 16 digits), extensions after a `;`, the
+/// data and CRLF; the last chunk (size 0), trailer field lines and an empty
+/// line. Strict: lines end with CRLF, no bare CR or LF, no control bytes,
+/// so that no parser before this server can read another end into it. The
+/// verdict never depends on how the bytes were split.
+fn chunked_length(b: &[u8]) -> Chunked {
+    let mut at = 0;
+    loop {
+        let digits = b[at..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
+        if digits > 16 {
+            return Chunked::Malformed;
+        }
+        if at + digits == b.len() {
+            return Chunked::Incomplete;
+        }
+        if digits == 0 {
+            return Chunked::Malformed;
+        }
+        let size = b[at..at + digits].iter().fold(0u64, |n, &c| {
+            let d = (c as char).to_digit(16).unwrap_or(0);
+            (n << 4) | u64::from(d)
+        });
+        at += digits;
+        let (ext, next) = match crlf_line(b, at) {
+            Ok(Some(l)) => l,
+            Ok(None) => return Chunked::Incomplete,
+            Err(()) => return Chunked::Malformed,
+        };
+        // Nothing, or extensions: `;` after optional whitespace.
+        let ext = b[at..ext].trim_ascii_start();
+        if !ext.is_empty() && ext[0] != b';' {
+            return Chunked::Malformed;
+        }
+        at = next;
+        if size == 0 {
+            break;
+        }
+        let left = (b.len() - at) as u64;
+        if left < size.saturating_add(2) {
+            return Chunked::Incomplete;
+        }
+        at += size as usize;
+        if &b[at..at + 2] != b"\r\n" {
+            return Chunked::Malformed;
+        }
+        at += 2;
+    }
+    // The trailer section: field lines, then an empty line.
+    loop {
+        let (end, next) = match crlf_line(b, at) {
+            Ok(Some(l)) => l,
+            Ok(None) => return Chunked::Incomplete,
+            Err(()) => return Chunked::Malformed,
+        };
+        let line = &b[at..end];
+        if line.is_empty() {
+            return Chunked::Whole(next);
+        }
+        let name = line.split(|&c| c == b':').next().unwrap_or_default();
+        let tchar = |c: &u8| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(c);
+        if name.is_empty() || name.len() == line.len() || !name.iter().all(tchar) {
+            return Chunked::Malformed;
+        }
+        at = next;
+    }
+}
+
+/// The line of `b` from `from`: where its content ends and the next line
+/// begins (`Ok(None)`: no CRLF yet); `Err` for a bare CR or LF or another
+/// control byte (tab aside).
+fn crlf_line(b: &[u8], from: usize) -> Result<Option<(usize, usize)>, ()> {
+    for i in from..b.len() {
+        match b[i] {
+            b'\r' => {
+                return match b.get(i + 1) {
+                    None => Ok(None),
+                    Some(b'\n') => Ok(Some((i, i + 2))),
+                    Some(_) => Err(()),
+                }
+            }
+            b'\t' => {}
+            c if c < 0x20 || c == 0x7f => return Err(()),
+            _ => {}
+        }
+    }
+    Ok(None)
 }
 
 /// The verdict on the start of a buffer.
@@ -135,9 +325,9 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     // Only the first `max_header` bytes are ever looked at, so the verdict
     // never depends on bytes beyond the limit.
     let buf = &buf[..buf.len().min(max_header)];
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut headers);
-    let len = match req.parse(buf) {
+    let mut headers = [const { std::mem::MaybeUninit::uninit() }; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match req.parse_with_uninit_headers(buf, &mut headers) {
         Ok(httparse::Status::Complete(n)) => n,
         Ok(httparse::Status::Partial) => {
             if buf.len() < max_header {
@@ -167,9 +357,9 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         "GET" => Method::Get,
         "HEAD" => Method::Head,
         "POST" | "PUT" | "DELETE" | "PATCH" | "OPTIONS" | "TRACE" | "CONNECT" => {
-            return Parsed::Reject(Status::MethodNotAllowed)
+            Method::Refused(Status::MethodNotAllowed)
         }
-        _ => return Parsed::Reject(Status::NotImplemented),
+        _ => Method::Refused(Status::NotImplemented),
     };
     let target = req.path.unwrap_or("").as_bytes();
     if target.len() > MAX_TARGET {
@@ -177,7 +367,11 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     }
 
     let mut content_length: Option<&[u8]> = None;
+    // Transfer-Encoding: whether present, how many codings its lines list,
+    // and whether the last is chunked.
     let mut transfer_encoding = false;
+    let mut codings = 0;
+    let mut chunked_last = false;
     let mut hosts = 0;
     let mut close = false;
     let mut keep = false;
@@ -189,6 +383,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     let mut accept_encoding = FieldLines::default();
     let mut if_match = FieldLines::default();
     let mut ius = None;
+    let mut expect_continue = false;
     let mut bad_host = false;
     for h in req.headers.iter() {
         let name = h.name.as_bytes();
@@ -199,6 +394,12 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             content_length = Some(h.value);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
             transfer_encoding = true;
+            for coding in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
+                if !coding.is_empty() {
+                    codings += 1;
+                    chunked_last = coding.eq_ignore_ascii_case(b"chunked");
+                }
+            }
         } else if name.eq_ignore_ascii_case(b"host") {
             hosts += 1;
             bad_host |= !valid_host(h.value.trim_ascii());
@@ -244,29 +445,36 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             }
         } else if name.eq_ignore_ascii_case(b"if-unmodified-since") {
             ius = Some(h.value.trim_ascii());
+        } else if name.eq_ignore_ascii_case(b"expect") {
+            expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
     }
     if ranges > 1 {
         range = None;
     }
     if transfer_encoding {
-        // With Content-Length: the classic smuggling shape. Alone: a body
-        // this server does not take.
-        return Parsed::Reject(if content_length.is_some() {
-            Status::BadRequest
-        } else {
-            Status::PayloadTooLarge
-        });
-    }
-    if let Some(v) = content_length {
-        match parse_decimal(v.trim_ascii()) {
-            None => return Parsed::Reject(Status::BadRequest),
-            Some(0) => {}
-            Some(_) => return Parsed::Reject(Status::PayloadTooLarge),
+        // With Content-Length: the classic smuggling shape (RFC 9112 §6.3
+        // item 3 lets a server refuse it). Any coding but `chunked` alone
+        // leaves the body's length unknown: a final coding other than
+        // chunked MUST be 400 (item 4); `gzip, chunked` or `chunked,
+        // chunked` get the same (§6.1 would have 501 for a coding not
+        // understood; one answer for every framing we will not decode).
+        // All close the connection.
+        if content_length.is_some() || codings != 1 || !chunked_last {
+            return Parsed::Reject(Status::BadRequest);
         }
     }
+    let body = match content_length.map(|v| parse_decimal(v.trim_ascii())) {
+        _ if transfer_encoding => Framing::Chunked,
+        None | Some(Some(0)) => Framing::None,
+        Some(Some(n)) => Framing::Length(n),
+        Some(None) => return Parsed::Reject(Status::BadRequest),
+    };
     if hosts > 1 || bad_host || (version == Version::Http11 && hosts == 0) {
         return Parsed::Reject(Status::BadRequest);
+    }
+    if matches!(body, Framing::Length(n) if n > MAX_BODY) {
+        return Parsed::Reject(Status::PayloadTooLarge);
     }
     let keep_alive = match version {
         Version::Http11 => !close,
@@ -285,6 +493,8 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         if_range,
         accept_encoding,
         len,
+        body,
+        expect_continue,
     })
 }
 
@@ -322,7 +532,9 @@ pub fn as_http11(buf: &[u8], max_header: usize) -> Option<Vec<u8>> {
 }
 
 /// httparse says "version" both for `HTTP/2.0` (a version we do not speak:
-/// 505) and for garbage where the version should be (400). The version is
+/// 505) and for garbage where the version should be (400), which includes
+/// anything but one digit on each side of the dot (`HTTP/01.1`, RFC 9112
+/// §2.3: `HTTP-version = HTTP-name "/" DIGIT "." DIGIT`). The version is
 /// the third element of the request line; until that line ends, a version
 /// that may still become `HTTP/d.d` is not judged (so the status never
 /// depends on how the bytes were split), within the head limit.
@@ -348,12 +560,10 @@ fn version_error(buf: &[u8], max_header: usize) -> Parsed<'_> {
             Some(dot) => (&rest[..dot], Some(&rest[dot + 1..])),
             None => (rest, None),
         };
-        let nonempty = |s: &[u8]| !s.is_empty() || !whole;
-        let minor_ok = match minor {
-            Some(m) => digits(m) && nonempty(m),
-            None => true,
-        };
-        digits(major) && nonempty(major) && minor_ok
+        // One digit each (`HTTP/01.1`, `HTTP/1.10` are not versions); a
+        // part still arriving may be empty.
+        let one_digit = |s: &[u8]| digits(s) && s.len() <= 1 && (s.len() == 1 || !whole);
+        one_digit(major) && minor.is_none_or(one_digit)
     };
     match line_end {
         Some(_) if shape(version, true) => Parsed::Reject(Status::VersionNotSupported),
@@ -467,13 +677,28 @@ mod tests {
         assert_eq!(status(&long_line), Status::UriTooLong);
         let big_header = format!("GET / HTTP/1.1\r\nX: {}\r\n", "a".repeat(9000));
         assert_eq!(status(&big_header), Status::HeaderFieldsTooLarge);
-        let many: String = (0..60).map(|i| format!("X{i}: y\r\n")).collect();
+        // MAX_HEADERS lines (Host among them) are taken, one more is 431.
+        let lines = |n: usize| -> String {
+            let many: String = (1..n).map(|i| format!("X{i}: y\r\n")).collect();
+            format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")
+        };
+        assert!(matches!(parse(&lines(MAX_HEADERS)), Parsed::Complete(_)));
         assert_eq!(
-            status(&format!("GET / HTTP/1.1\r\nHost: a\r\n{many}\r\n")),
+            status(&lines(MAX_HEADERS + 1)),
             Status::HeaderFieldsTooLarge
         );
-        let long_target = format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "b".repeat(5000));
-        assert_eq!(status(&long_target), Status::UriTooLong);
+        // A target of MAX_TARGET bytes is taken when the head limit allows
+        // it; one more is 414.
+        let target = |n: usize| format!("GET /{} HTTP/1.1\r\nHost: a\r\n\r\n", "b".repeat(n - 1));
+        let fits = target(MAX_TARGET);
+        assert!(
+            matches!(parse_request(fits.as_bytes(), 16384), Parsed::Complete(r) if r.target.len() == MAX_TARGET)
+        );
+        let over = target(MAX_TARGET + 1);
+        assert_eq!(
+            parse_request(over.as_bytes(), 16384),
+            Parsed::Reject(Status::UriTooLong)
+        );
     }
 
     #[test]
@@ -535,6 +760,32 @@ mod tests {
         assert_eq!(
             parse_request(b"GET / HTTP/2x\r\n\r\n", 8192),
             Parsed::Reject(Status::BadRequest)
+        );
+        // One digit each side of the dot (RFC 9112 §2.3), however split.
+        for bad in [
+            "HTTP/01.1",
+            "HTTP/1.01",
+            "HTTP/10.0",
+            "HTTP/1.10",
+            "HTTP/11",
+        ] {
+            let line = format!("GET / {bad}\r\nHost: t\r\n\r\n");
+            for cut in 6..line.len() {
+                let got = parse_request(&line.as_bytes()[..cut], 8192);
+                assert!(
+                    matches!(got, Parsed::Partial | Parsed::Reject(Status::BadRequest)),
+                    "{bad} cut at {cut}: {got:?}"
+                );
+            }
+            assert_eq!(
+                parse_request(line.as_bytes(), 8192),
+                Parsed::Reject(Status::BadRequest),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse_request(b"GET / HTTP/0.9\r\n\r\n", 8192),
+            Parsed::Reject(Status::VersionNotSupported)
         );
     }
 
@@ -611,14 +862,34 @@ mod tests {
 
     #[test]
     fn methods_and_versions() {
+        // Other methods are parsed whole (their end is known), to be
+        // refused.
+        let method = |s: &str| match parse(s) {
+            Parsed::Complete(r) => (r.method, r.body, r.keep_alive),
+            other => panic!("{s:?}: {other:?}"),
+        };
         assert_eq!(
-            status("POST / HTTP/1.1\r\nHost: a\r\n\r\n"),
-            Status::MethodNotAllowed
+            method("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc"),
+            (
+                Method::Refused(Status::MethodNotAllowed),
+                Framing::Length(3),
+                true
+            )
         );
         assert_eq!(
-            status("BREW / HTTP/1.1\r\nHost: a\r\n\r\n"),
-            Status::NotImplemented
+            method("BREW / HTTP/1.1\r\nHost: a\r\n\r\n"),
+            (Method::Refused(Status::NotImplemented), Framing::None, true)
         );
+        assert_eq!(
+            method("get / HTTP/1.0\r\n\r\n").0,
+            Method::Refused(Status::NotImplemented)
+        );
+        // A framing or Host error still closes.
+        assert_eq!(
+            status("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: gzip\r\n\r\n"),
+            Status::BadRequest
+        );
+        assert_eq!(status("PUT / HTTP/1.1\r\n\r\n"), Status::BadRequest);
         assert_eq!(
             status("GET / HTTP/2.0\r\n\r\n"),
             Status::VersionNotSupported
@@ -653,18 +924,123 @@ mod tests {
                 "{extra:?}"
             );
         }
+        // A body is framed, not refused; a Content-Length past MAX_BODY is 413.
+        let framing = |extra: &str| match parse(&format!("{h}{extra}\r\n")) {
+            Parsed::Complete(r) => r.body,
+            other => panic!("{extra:?}: {other:?}"),
+        };
+        assert_eq!(framing("Content-Length: 3\r\n"), Framing::Length(3));
+        assert_eq!(framing("Content-Length: 0\r\n"), Framing::None);
+        assert_eq!(framing("Transfer-Encoding: chunked\r\n"), Framing::Chunked);
+        assert_eq!(framing("Transfer-Encoding: CHUNKED \r\n"), Framing::Chunked);
         assert_eq!(
-            status(&format!("{h}Content-Length: 3\r\n\r\nabc")),
-            Status::PayloadTooLarge
+            framing(&format!("Content-Length: {MAX_BODY}\r\n")),
+            Framing::Length(MAX_BODY)
         );
         assert_eq!(
-            status(&format!("{h}Transfer-Encoding: chunked\r\n\r\n")),
+            status(&format!("{h}Content-Length: {}\r\n\r\n", MAX_BODY + 1)),
             Status::PayloadTooLarge
+        );
+        // A final coding other than chunked, or more than chunked: 400
+        // (RFC 9112 §6.3 item 4), never 413.
+        for te in [
+            "gzip",
+            "identity",
+            "xchunked",
+            "chunked, gzip",
+            "gzip, chunked",
+            "chunked, chunked",
+            "",
+            ",",
+        ] {
+            assert_eq!(
+                status(&format!("{h}Transfer-Encoding: {te}\r\n\r\n")),
+                Status::BadRequest,
+                "{te:?}"
+            );
+        }
+        assert_eq!(
+            status(&format!(
+                "{h}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )),
+            Status::BadRequest
         );
         assert!(matches!(
             parse(&format!("{h}Content-Length: 0\r\n\r\n")),
             Parsed::Complete(_)
         ));
+    }
+
+    /// Where `text` (one request, then whatever followed) ends.
+    fn end(text: &str, max_header: usize) -> RequestEnd {
+        match parse_request(text.as_bytes(), max_header) {
+            Parsed::Complete(r) => r.end(text.as_bytes(), max_header),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bodies_are_skipped_when_they_are_all_there() {
+        let h = "GET / HTTP/1.1\r\nHost: a\r\n";
+        let head = |extra: &str| format!("{h}{extra}\r\n");
+        let at = |extra: &str, body: &str| RequestEnd::At(head(extra).len() + body.len());
+        let cl = "Content-Length: 3\r\n";
+        assert_eq!(end(&format!("{}abcGET /", head(cl)), 8192), at(cl, "abc"));
+        assert_eq!(end(&head(""), 8192), at("", ""));
+        // Still arriving: waited for while head and body fit the buffer.
+        assert_eq!(end(&format!("{}ab", head(cl)), 8192), RequestEnd::Wait);
+        assert_eq!(end(&head(cl), 8192), RequestEnd::Wait);
+        let fits = head(cl).len() + 3;
+        assert_eq!(end(&head(cl), fits), RequestEnd::Wait);
+        assert_eq!(end(&head(cl), fits - 1), RequestEnd::Unread);
+        let big = "Content-Length: 100000\r\n";
+        assert_eq!(end(&head(big), 8192), RequestEnd::Unread);
+        // The client waits for 100 Continue: answered at once instead.
+        let expect = "Content-Length: 3\r\nExpect: 100-Continue\r\n";
+        assert_eq!(end(&head(expect), 8192), RequestEnd::Unread);
+        assert_eq!(
+            end(&format!("{}abc", head(expect)), 8192),
+            at(expect, "abc")
+        );
+
+        let te = "Transfer-Encoding: chunked\r\n";
+        for body in [
+            "0\r\n\r\n",
+            "3\r\nabc\r\n0\r\n\r\n",
+            "3;name=val;x\r\nabc\r\nA \t;y=\"q\"\r\n0123456789\r\n000\r\nTrailer: t\r\nX-2:\r\n\r\n",
+            "0000000000000001\r\nx\r\n0\r\n\r\n",
+        ] {
+            let whole = format!("{}{body}", head(te));
+            assert_eq!(end(&whole, 8192), at(te, body), "{body:?}");
+            assert_eq!(end(&format!("{whole}GET / HTTP/1.1\r\n"), 8192), at(te, body));
+            // Every prefix is still arriving, never refused.
+            for cut in head(te).len()..whole.len() {
+                assert_eq!(end(&whole[..cut], 8192), RequestEnd::Wait, "{body:?} cut at {cut}");
+                assert_eq!(end(&whole[..cut], cut), RequestEnd::Unread, "{body:?} cut at {cut}");
+            }
+        }
+        for bad in [
+            "x\r\n",
+            "\r\n",
+            "3\nabc\r\n0\r\n\r\n",
+            "3\r\nabcd\r\n0\r\n\r\n",
+            "3 x\r\nabc\r\n0\r\n\r\n",
+            "-3\r\n",
+            "0x3\r\n",
+            "00000000000000001\r\n",
+            "3\rabc",
+            "0\r\nno-colon\r\n\r\n",
+            "0\r\n: empty name\r\n\r\n",
+            "0\r\nBad Name: x\r\n\r\n",
+            "0\r\n\n",
+            "0;a\x01\r\n\r\n",
+        ] {
+            assert_eq!(
+                end(&format!("{}{bad}", head(te)), 8192),
+                RequestEnd::Malformed,
+                "{bad:?}"
+            );
+        }
     }
 
     #[test]

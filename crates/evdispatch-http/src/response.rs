@@ -154,10 +154,11 @@ impl Responder {
         }));
     }
 
-    /// The access-log line of a response with `status` and `body_bytes` to
-    /// the request whose head starts `head` (`None`: no request line) on
-    /// the connection `fd`; nothing when there is no access log.
-    fn log(&mut self, fd: RawFd, head: Option<&[u8]>, status: Status, body_bytes: u64) {
+    /// The access-log line of the response with `status` just added to
+    /// `out` from its byte `from` on, to the request whose head starts
+    /// `head` on the connection `fd`: pending in `out` until its bytes are
+    /// written ([`OutBatch`]); nothing when there is no access log.
+    fn log(&mut self, fd: RawFd, head: &[u8], status: Status, out: &mut OutBatch, from: u64) {
         let Some(l) = self.log.as_deref_mut() else {
             return;
         };
@@ -167,25 +168,38 @@ impl Responder {
             let date = line.trim_start_matches("Date: ").trim_end();
             l.time = access_log::clf_time(date);
         }
-        let head = head.unwrap_or_default();
-        l.buf.log(&access_log::Entry {
+        let entry = access_log::Entry {
             remote: crate::sys::peer_ip(fd),
             time: l.time.as_bytes(),
             request: access_log::request_line(head),
             status: status.code(),
-            body_bytes,
             referer: access_log::header(head, b"referer"),
             user_agent: access_log::header(head, b"user-agent"),
-        });
+        };
+        // The response's body: its bytes after its head.
+        let body = from + out.last_head as u64..out.stream_len();
+        out.log
+            .get_or_insert_with(|| Box::new(access_log::Pending::new(l.buf.clone())))
+            .push(&entry, body);
     }
 
-    /// Answer a request that timed out part-way with 408 (and log it).
-    pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd) {
+    /// Where the next response begins in `out`, for the access log (0, not
+    /// counted, without one).
+    fn log_from(&self, out: &OutBatch) -> u64 {
+        match self.log {
+            Some(_) => out.stream_len(),
+            None => 0,
+        }
+    }
+
+    /// Answer a request that timed out part-way with 408 (and log it, with
+    /// its request line if that much of `partial`, the bytes received, had
+    /// arrived).
+    pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd, partial: &[u8]) {
         let st = crate::lifecycle::Expiry::STATUS;
-        let from = out.parts.len();
+        let from = self.log_from(out);
         self.error(st, out, false, Version::Http11, false);
-        let body = out.body_bytes_from(from);
-        self.log(fd, None, st, body);
+        self.log(fd, partial, st, out, from);
     }
 
     /// A fresh `multipart/byteranges` boundary: 20 decimal digits (nginx's
@@ -224,13 +238,15 @@ impl Responder {
             out.head.extend_from_slice(b"Connection: keep-alive\r\n");
         }
         out.head.extend_from_slice(b"\r\n");
+        out.last_head = out.head.len() - start;
         out.push_head(start);
         out.responses += 1;
     }
 
-    /// Answer `req` into `out`. `closing`: the server is stopping, so the
-    /// connection will close. Returns the status and whether the connection
-    /// stays open.
+    /// Answer `req` into `out` (a method other than GET and HEAD with its
+    /// refusal). `closing`: the connection closes after this answer (the
+    /// server is stopping, or a body is left unread). Returns the status
+    /// and whether the connection stays open.
     pub fn respond(
         &mut self,
         req: &Request<'_>,
@@ -238,6 +254,11 @@ impl Responder {
         closing: bool,
     ) -> (Status, bool) {
         let keep = req.keep_alive && !closing;
+        if let Method::Refused(st) = req.method {
+            let keep = keep && !st.closes();
+            self.error(st, out, keep, req.version, false);
+            return (st, keep);
+        }
         let found = match normalize_target(req.target, &mut self.path) {
             Ok(_) if self.site.dotfiles == Dotfiles::Deny && paths::hidden(&self.path) => {
                 Err(Status::NotFound)
@@ -260,6 +281,11 @@ impl Responder {
             Ok(Found::Redirect) => self.redirect(req, out, keep, head_only),
             Ok(Found::Directory(dir)) if self.site.listing => {
                 let with_hidden = self.site.dotfiles == Dotfiles::Allow;
+                let conditions = conditional::Conditions::of(req);
+                // No validators: only `*` preconditions can hold (§13.1).
+                if let Some(st) = self.preconditions(&conditions, req, out, keep, None, false) {
+                    return (st, keep);
+                }
                 match crate::listing::render(&dir, &self.path, with_hidden) {
                     Ok(page) => self.page(&page, out, keep, req.version, head_only),
                     Err(_) => {
@@ -292,12 +318,7 @@ impl Responder {
             Body::Cached(c) => (c.variants(), c.content_type),
             Body::Large(l) => (l.variants, l.content_type),
         };
-        let conditions = conditional::Conditions {
-            if_match: req.if_match,
-            if_unmodified_since: req.if_unmodified_since,
-            if_none_match: req.if_none_match,
-            if_modified_since: req.if_modified_since,
-        };
+        let conditions = conditional::Conditions::of(req);
         let plain = conditions.is_empty() && req.range.is_none();
         if let (Body::Cached(c), true, 0) = (&body, plain, variants) {
             // The keep-alive hot path: prebuilt headers and the cached bytes.
@@ -332,22 +353,9 @@ impl Responder {
         let (size, mtime, modified) = body.meta();
         let etag = ETag::new(mtime, size, coding);
         let vary = variants != 0;
-        match conditional::evaluate(&conditions, &etag, modified) {
-            Precondition::Proceed => {}
-            Precondition::NotModified => {
-                let start = self.start(out, Status::NotModified);
-                validator_headers(&mut out.head, modified, &etag);
-                Self::variant_headers(out, Coding::Identity, vary);
-                Self::finish(out, start, keep, req.version);
-                return Status::NotModified;
-            }
-            Precondition::Failed => {
-                let st = Status::PreconditionFailed;
-                let start = self.start(out, st);
-                Self::variant_headers(out, Coding::Identity, vary);
-                self.error_tail(st, out, start, keep, req.version, head_only);
-                return st;
-            }
+        let validators = Some((&etag, modified));
+        if let Some(st) = self.preconditions(&conditions, req, out, keep, validators, vary) {
+            return st;
         }
         let answer = match req.range {
             Some(r)
@@ -405,6 +413,39 @@ impl Responder {
             });
         }
         st
+    }
+
+    /// The answer `conditions` decide on, if any: 304 (with the validators
+    /// and `Vary`) or 412; `None`: answer normally. `validators`: the
+    /// representation's `ETag` and `Last-Modified`, `None` for one that
+    /// has neither (a listing); `vary`: the file has variants.
+    fn preconditions(
+        &mut self,
+        conditions: &conditional::Conditions<'_>,
+        req: &Request<'_>,
+        out: &mut OutBatch,
+        keep: bool,
+        validators: Option<(&ETag, i64)>,
+        vary: bool,
+    ) -> Option<Status> {
+        let st = match conditional::evaluate(conditions, validators) {
+            Precondition::Proceed => return None,
+            Precondition::NotModified => Status::NotModified,
+            Precondition::Failed => Status::PreconditionFailed,
+        };
+        let start = self.start(out, st);
+        if st == Status::NotModified {
+            if let Some((etag, modified)) = validators {
+                validator_headers(&mut out.head, modified, etag);
+            }
+            Self::variant_headers(out, Coding::Identity, vary);
+            Self::finish(out, start, keep, req.version);
+        } else {
+            Self::variant_headers(out, Coding::Identity, vary);
+            let head_only = req.method == Method::Head;
+            self.error_tail(st, out, start, keep, req.version, head_only);
+        }
+        Some(st)
     }
 
     /// 206 with a `multipart/byteranges` body (RFC 9110 §14.6): per range
@@ -588,15 +629,16 @@ impl Responder {
 /// What [`Responder::answer`] did with a buffer of requests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Answered {
-    /// Bytes of input consumed (complete requests; all of it after a refusal).
+    /// Bytes of input consumed (complete requests, bodies included; all of
+    /// it when the connection closes).
     pub consumed: usize,
     /// Requests answered (a refusal included).
     pub answered: usize,
     /// The connection closes after this output.
     pub close: bool,
-    /// The close follows a refused request (the client may still be
-    /// sending: drain before closing).
-    pub refused: bool,
+    /// Close with a lingering close: the client may still be sending (a
+    /// refused request, a body not read).
+    pub linger: bool,
 }
 
 /// Most pipelined responses gathered into one batch.
@@ -604,9 +646,11 @@ pub const MAX_BATCH: usize = 64;
 
 impl Responder {
     /// Answer the complete requests at the start of `input` into `out`, in
-    /// order, counting each status in `counters`; stop at a partial request,
-    /// at a response that closes the connection, or when the batch is full
-    /// (it is then written before more are answered). The one request loop
+    /// order, counting each status in `counters`; stop at a partial request
+    /// (or a body still arriving), at a response that closes the
+    /// connection, or when the batch is full (it is then written before
+    /// more are answered). A request's body is skipped (read and
+    /// discarded: [`crate::request::Request::end`]). The one request loop
     /// of every model. `fd`, the connection, names the client in the
     /// access log.
     pub fn answer(
@@ -618,63 +662,84 @@ impl Responder {
         counters: &mut crate::stats::Counters,
         fd: RawFd,
     ) -> Answered {
+        use crate::request::{Parsed, RequestEnd};
         let mut a = Answered {
             consumed: 0,
             answered: 0,
             close: false,
-            refused: false,
+            linger: false,
         };
         while a.consumed < input.len() {
             let rest = &input[a.consumed..];
             let as_11;
             let mut parsed = crate::request::parse_request(rest, max_header);
-            if parsed == crate::request::Parsed::Reject(Status::VersionNotSupported) {
+            if parsed == Parsed::Reject(Status::VersionNotSupported) {
                 // HTTP/1.2 … 1.9: answered as 1.1 (RFC 9110 §2.5).
                 if let Some(copy) = crate::request::as_http11(rest, max_header) {
                     as_11 = copy;
                     parsed = crate::request::parse_request(&as_11, max_header);
                 }
             }
-            match parsed {
-                crate::request::Parsed::Complete(req) => {
-                    let from = out.parts.len();
-                    let (st, keep) = self.respond(&req, out, closing);
-                    counters.response(st);
-                    if self.log.is_some() {
-                        let head = &input[a.consumed..a.consumed + req.len];
-                        self.log(fd, Some(head), st, out.body_bytes_from(from));
-                    }
-                    a.consumed += req.len;
-                    a.answered += 1;
-                    if !keep {
-                        a.close = true;
-                        break;
-                    }
-                    if out.responses >= MAX_BATCH || out.has_file() || out.head.len() > 16 * 1024 {
-                        break;
-                    }
-                }
-                crate::request::Parsed::Partial => break,
-                crate::request::Parsed::Reject(st) => {
-                    let from = out.parts.len();
-                    // A refused HEAD gets the head of the error page only
-                    // (RFC 9110 §9.3.2).
-                    let head_only = input[a.consumed..].starts_with(b"HEAD ");
-                    self.error(st, out, false, Version::Http11, head_only);
-                    counters.response(st);
-                    if self.log.is_some() {
-                        let body = out.body_bytes_from(from);
-                        self.log(fd, Some(&input[a.consumed..]), st, body);
-                    }
-                    a.consumed = input.len();
-                    a.answered += 1;
-                    a.close = true;
-                    a.refused = true;
+            let (req, end) = match parsed {
+                Parsed::Complete(req) => (req, req.end(rest, max_header)),
+                Parsed::Partial => break,
+                Parsed::Reject(st) => {
+                    self.refuse(st, rest, out, counters, fd, &mut a);
                     break;
                 }
+            };
+            let (len, unread) = match end {
+                RequestEnd::At(len) => (len, false),
+                RequestEnd::Wait => break,
+                RequestEnd::Unread => (rest.len(), true),
+                RequestEnd::Malformed => {
+                    self.refuse(Status::BadRequest, rest, out, counters, fd, &mut a);
+                    break;
+                }
+            };
+            let from = self.log_from(out);
+            let (st, keep) = self.respond(&req, out, closing || unread);
+            counters.response(st);
+            if self.log.is_some() {
+                self.log(fd, &rest[..req.len], st, out, from);
+            }
+            a.consumed += len;
+            a.answered += 1;
+            if !keep {
+                a.close = true;
+                a.linger = unread;
+                break;
+            }
+            if out.responses >= MAX_BATCH || out.has_file() || out.head.len() > 16 * 1024 {
+                break;
             }
         }
         a
+    }
+
+    /// Refuse the request at the start of `rest` with `st` and close: its
+    /// end is not known, so nothing after it is read (all of `rest` is
+    /// consumed) and the close lingers.
+    fn refuse(
+        &mut self,
+        st: Status,
+        rest: &[u8],
+        out: &mut OutBatch,
+        counters: &mut crate::stats::Counters,
+        fd: RawFd,
+        a: &mut Answered,
+    ) {
+        let from = self.log_from(out);
+        // A refused HEAD gets the head of the error page only (RFC 9110
+        // §9.3.2).
+        let head_only = rest.starts_with(b"HEAD ");
+        self.error(st, out, false, Version::Http11, head_only);
+        counters.response(st);
+        self.log(fd, rest, st, out, from);
+        a.consumed += rest.len();
+        a.answered += 1;
+        a.close = true;
+        a.linger = true;
     }
 }
 

@@ -62,8 +62,8 @@ statuses! {
     RequestTimeout = 408 "Request Timeout" "408 request headers not received in time\n";
     /// 412: `If-Match` or `If-Unmodified-Since` does not hold.
     PreconditionFailed = 412 "Precondition Failed" "412 precondition failed\n";
-    /// 413: the request carries a body.
-    PayloadTooLarge = 413 "Content Too Large" "413 request bodies are not accepted\n";
+    /// 413: the request announces a body larger than `MAX_BODY`.
+    PayloadTooLarge = 413 "Content Too Large" "413 request body too large\n";
     /// 414: the request target is too long.
     UriTooLong = 414 "URI Too Long" "414 request target too long\n";
     /// 416: no range of the request lies within the file.
@@ -86,7 +86,10 @@ impl Status {
     }
 
     /// Whether the connection must be closed after this response (the
-    /// request stream can no longer be trusted).
+    /// request stream can no longer be trusted). 405 and 501 refuse a
+    /// method, not the framing: the request's end is known and the next
+    /// one can follow (when its framing is not known, the parser refuses
+    /// the request outright, and the connection closes whatever the status).
     pub const fn closes(self) -> bool {
         !matches!(
             self,
@@ -98,6 +101,8 @@ impl Status {
                 | Status::PreconditionFailed
                 | Status::NotFound
                 | Status::Forbidden
+                | Status::MethodNotAllowed
+                | Status::NotImplemented
         )
     }
 }

@@ -4,9 +4,10 @@
 //! The target is decoded once (`%XX`), then split into segments; empty and
 //! `.` segments are dropped, and a `..` segment removes the segment before it
 //! (RFC 3986 §5.2.4, as nginx and darkhttpd resolve `/a/../b` to `/b`). A
-//! `..` with nothing left to remove would climb out of the root: that or a
-//! backslash anywhere refuses the request (403); a NUL byte, which no file
-//! name can hold, makes it malformed (400, as nginx). Decoding happens
+//! `..` with nothing left to remove would climb out of the root: that
+//! refuses the request (403); a NUL byte, which no file name can hold, makes
+//! it malformed (400, as nginx). A backslash is an ordinary byte of a Linux
+//! file name (`/..\x` names the file `..\x`, as in nginx). Decoding happens
 //! exactly once, so a double-encoded `%252e%252e` becomes the literal name
 //! `%2e%2e`, never `..`. The result never starts with `/` and never climbs:
 //! the file layer then opens it beneath the root with
@@ -53,7 +54,6 @@ pub fn normalize_target(target: &[u8], out: &mut Vec<u8>) -> Result<bool, Status
         };
         match b {
             0 => return Err(Status::BadRequest),
-            b'\\' => return Err(Status::Forbidden),
             b'/' => {
                 close_segment(out, segment_start)?;
                 segment_start = out.len();
@@ -155,6 +155,11 @@ mod tests {
             (".well-known/x".into(), false)
         );
         assert_eq!(norm("/..a/b..").unwrap(), ("..a/b..".into(), false));
+        // A backslash is a byte of a name on Linux, not a separator.
+        assert_eq!(norm("/a\\b").unwrap(), ("a\\b".into(), false));
+        assert_eq!(norm("/..\\etc").unwrap(), ("..\\etc".into(), false));
+        assert_eq!(norm("/a%5c..%5Cb/").unwrap(), ("a\\..\\b".into(), true));
+        assert_eq!(norm("/a%5c/../..").unwrap_err(), Status::Forbidden);
     }
 
     #[test]
@@ -173,9 +178,6 @@ mod tests {
             "/..%2fetc",
             "/a%2f..%2f..%2fx",
             "/a/%2e%2e/%2e%2e/x",
-            "/..\\etc",
-            "/a%5c..%5cb",
-            "/a\\b",
             "http://h/../x",
         ] {
             assert_eq!(norm(t), Err(Status::Forbidden), "{t}");

@@ -223,20 +223,29 @@ fn serve(
     let mut request_began = Some(Instant::now());
     let mut current_timeout = Duration::ZERO;
     loop {
+        // The header timeout is a deadline: a read waits for what is left
+        // of it (a client trickling a byte now and then must not restart
+        // it), and none left is the timeout.
         let want = match request_began {
-            Some(_) => cfg.header_timeout,
-            None => cfg.idle_timeout,
+            Some(t) => cfg.header_timeout.checked_sub(t.elapsed()),
+            None => Some(cfg.idle_timeout),
         };
-        if want != current_timeout {
-            let _ = stream.set_read_timeout(Some(want));
-            current_timeout = want;
-        }
-        if start > 0 {
-            buf.copy_within(start..end, 0);
-            end -= start;
-            start = 0;
-        }
-        let n = match stream.read(&mut buf[end..]) {
+        let read = match want.filter(|w| !w.is_zero()) {
+            Some(want) => {
+                if want != current_timeout {
+                    let _ = stream.set_read_timeout(Some(want));
+                    current_timeout = want;
+                }
+                if start > 0 {
+                    buf.copy_within(start..end, 0);
+                    end -= start;
+                    start = 0;
+                }
+                stream.read(&mut buf[end..])
+            }
+            None => Err(io::ErrorKind::TimedOut.into()),
+        };
+        let n = match read {
             Ok(0) => return,
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -249,7 +258,16 @@ fn serve(
                     },
                     None => Phase::Idle,
                 };
-                expired(phase, stream, buf, responder, out, counters, stop);
+                expired(
+                    phase,
+                    stream,
+                    buf,
+                    start..end,
+                    responder,
+                    out,
+                    counters,
+                    stop,
+                );
                 return;
             }
             Err(_) => {
@@ -283,7 +301,8 @@ fn serve(
                     Ok(false) => {
                         // A blocking send came back short: the send timeout.
                         out.clear();
-                        expired(Phase::Sending, stream, buf, responder, out, counters, stop);
+                        let (phase, none) = (Phase::Sending, 0..0);
+                        expired(phase, stream, buf, none, responder, out, counters, stop);
                         return;
                     }
                     Err(_) => {
@@ -303,20 +322,18 @@ fn serve(
         }
         if start == end {
             request_began = None;
-        } else if request_began.is_some_and(|t| t.elapsed() > cfg.header_timeout) {
-            let phase = Phase::Request { some_input: true };
-            expired(phase, stream, buf, responder, out, counters, stop);
-            return;
         }
     }
 }
 
-/// A timeout met in `phase`: counted, and for a partial request a 408
-/// followed by the lingering close, as in every model.
+/// A timeout met in `phase`: counted, and for a partial request (in
+/// `buf[partial]`) a 408 followed by the lingering close, as in every model.
+#[allow(clippy::too_many_arguments)]
 fn expired(
     phase: Phase,
     stream: &TcpStream,
     buf: &mut [u8],
+    partial: std::ops::Range<usize>,
     responder: &Mutex<Responder>,
     out: &mut OutBatch,
     counters: &mut Counters,
@@ -324,7 +341,12 @@ fn expired(
 ) {
     let stopping = stop.load(Ordering::Relaxed);
     if lifecycle::expire(phase, stopping, counters) == Expiry::RequestTimeout {
-        crate::lock(responder).timed_out(out, stream.as_raw_fd());
+        let mut r = crate::lock(responder);
+        // The Date of the 408 (and the log's time) is now, not the last
+        // read's.
+        r.set_time(SystemTime::now());
+        r.timed_out(out, stream.as_raw_fd(), &buf[partial]);
+        drop(r);
         out.set_last(true);
         let _ = out.send(stream.as_raw_fd());
         out.clear();

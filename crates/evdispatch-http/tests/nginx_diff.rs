@@ -68,6 +68,20 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
          we ignore it (200, as for any header we cannot use), nginx rejects it (416)",
     ),
     (
+        "range-from-empty-file",
+        "status",
+        "RFC 9110 §14.1.1, §15.5.17: bytes=0- of an empty file starts at or past \
+         its end, unsatisfiable: 416 here; nginx ignores every range of an empty \
+         file (200)",
+    ),
+    (
+        "te-not-chunked",
+        "status",
+        "RFC 9112 §6.3 item 4: a Transfer-Encoding whose final coding is not chunked \
+         MUST be answered 400 (and closed); nginx answers 501 (§6.1's SHOULD for a \
+         coding not understood)",
+    ),
+    (
         "ius-junk",
         "status",
         "RFC 9110 §13.1.4: a recipient MUST ignore an If-Unmodified-Since that is \
@@ -140,6 +154,8 @@ struct Case {
     method: &'static str,
     target: &'static str,
     headers: Vec<(&'static str, String)>,
+    /// Sent after the head (framed by `headers`).
+    body: &'static [u8],
 }
 
 fn case(
@@ -153,6 +169,7 @@ fn case(
         method,
         target,
         headers: headers.iter().map(|(k, v)| (*k, v.to_string())).collect(),
+        body: b"",
     }
 }
 
@@ -258,6 +275,18 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
             &[("Range", &many_ranges(17))],
         ),
         case("range-dir", "GET", "/docs/", &[("Range", "bytes=0-1")]),
+        case(
+            "range-suffix-empty-file",
+            "GET",
+            "/zero.txt",
+            &[("Range", "bytes=-1")],
+        ),
+        case(
+            "range-from-empty-file",
+            "GET",
+            "/zero.txt",
+            &[("Range", "bytes=0-")],
+        ),
         case("inm-match", "GET", "/six.txt", &[("If-None-Match", etag)]),
         case(
             "inm-nomatch",
@@ -449,6 +478,30 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
         case("dir-index", "GET", "/docs/", &[]),
         case("dir-listing", "GET", "/list/", &[]),
         case(
+            "dir-listing-if-match",
+            "GET",
+            "/list/",
+            &[("If-Match", "\"nope\"")],
+        ),
+        case(
+            "dir-listing-if-match-star",
+            "GET",
+            "/list/",
+            &[("If-Match", "*")],
+        ),
+        case(
+            "dir-listing-inm-star",
+            "GET",
+            "/list/",
+            &[("If-None-Match", "*")],
+        ),
+        case(
+            "dir-listing-inm",
+            "GET",
+            "/list/",
+            &[("If-None-Match", "\"nope\"")],
+        ),
+        case(
             "dir-index-gz",
             "GET",
             "/docs/",
@@ -473,7 +526,32 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
             &[("Accept-Encoding", "gzip;q=0")],
         ),
         case("missing", "GET", "/nope.txt", &[]),
+        case("backslash-name", "GET", "/list/b%5Cs.txt", &[]),
+        case("backslash-missing", "GET", "/a%5cb", &[]),
         case("file-as-dir", "GET", "/six.txt/", &[]),
+        Case {
+            body: b"abc",
+            ..case("body-length", "GET", "/six.txt", &[("Content-Length", "3")])
+        },
+        Case {
+            body: b"3;e=1\r\nabc\r\n0\r\nT: t\r\n\r\n",
+            ..case(
+                "body-chunked",
+                "GET",
+                "/six.txt",
+                &[("Transfer-Encoding", "chunked")],
+            )
+        },
+        Case {
+            body: b"abc",
+            ..case("body-head", "HEAD", "/six.txt", &[("Content-Length", "3")])
+        },
+        case(
+            "te-not-chunked",
+            "GET",
+            "/six.txt",
+            &[("Transfer-Encoding", "gzip, chunked, identity")],
+        ),
     ]
 }
 
@@ -544,7 +622,7 @@ fn send(addr: SocketAddr, c: &Case) -> Resp {
         raw.push_str(&format!("{k}: {v}\r\n"));
     }
     raw.push_str("Connection: close\r\n\r\n");
-    once(addr, raw.as_bytes())
+    once(addr, &[raw.as_bytes(), c.body].concat())
 }
 
 #[test]
@@ -565,6 +643,8 @@ fn agrees_with_nginx_where_it_matters() {
     .unwrap();
     std::fs::create_dir_all(r.join("list")).unwrap();
     std::fs::write(r.join("list/a.txt"), "a").unwrap();
+    std::fs::write(r.join("zero.txt"), "").unwrap();
+    std::fs::write(r.join("list/b\\s.txt"), "backslash").unwrap();
 
     let mut peer = PeerConfig::new(&site.root);
     peer.nginx_server_extra = NGINX_EXTRA.into();

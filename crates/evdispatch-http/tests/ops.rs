@@ -95,6 +95,89 @@ fn access_log_lines_on_every_model() {
     });
 }
 
+#[test]
+fn access_log_counts_the_body_bytes_sent() {
+    // As nginx's $body_bytes_sent: what was sent of the body, so a client
+    // that goes away part-way shows; bodies built in the head buffer (a
+    // listing, multipart part headers) count too.
+    on_every_model(|model, site| {
+        let big = site.root.join(format!("big-{}.bin", model.name()));
+        let len: u64 = 64 << 20;
+        std::fs::File::create(&big).unwrap().set_len(len).unwrap();
+        let path = site.dir.path().join(format!("bytes-{}.log", model.name()));
+        let Some(server) = start(model, &site.root, |c| {
+            c.access_log = Some(path.clone());
+            c.site.listing = true;
+        }) else {
+            return;
+        };
+        let mut c = Client::connect(server.local_addr());
+        let listing = c.get("/empty/");
+        c.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=0-1,10-20\r\n\r\n");
+        let multipart = c.response(false).unwrap();
+        assert_eq!(multipart.status, 206, "{model}");
+        // A download abandoned after a little.
+        let mut quitter = Client::connect(server.local_addr());
+        socket2::SockRef::from(&quitter.s)
+            .set_recv_buffer_size(16 << 10)
+            .unwrap();
+        let name = big.file_name().unwrap().to_str().unwrap();
+        quitter.send(format!("GET /{name} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+        let mut some = [0u8; 4096];
+        std::io::Read::read_exact(&mut quitter.s, &mut some).unwrap();
+        drop(quitter);
+        // The server notices when its next send fails; the line is written
+        // then (or at the stop).
+        std::thread::sleep(Duration::from_millis(300));
+        server.stop().unwrap();
+        let l = lines(&path);
+        assert_eq!(l.len(), 3, "{model}: {l:?}");
+        assert_eq!(l[0].bytes, listing.body.len() as u64, "{model}: listing");
+        assert_eq!(
+            l[1].bytes,
+            multipart.body.len() as u64,
+            "{model}: multipart"
+        );
+        assert_eq!(l[2].status, 200, "{model}");
+        assert!(
+            l[2].bytes > 0 && l[2].bytes < len,
+            "{model}: {} of {len} bytes logged for an abandoned download",
+            l[2].bytes
+        );
+    });
+}
+
+#[test]
+fn access_log_request_lines_after_empty_lines_and_at_a_408() {
+    // Empty lines before a request are no part of it (RFC 9112 §2.2), and
+    // a 408 whose request line had arrived logs it, as nginx does.
+    on_every_model(|model, site| {
+        let path = site.dir.path().join(format!("lines-{}.log", model.name()));
+        let Some(server) = start(model, &site.root, |c| {
+            c.access_log = Some(path.clone());
+            c.header_timeout = Duration::from_millis(300);
+        }) else {
+            return;
+        };
+        let mut c = Client::connect(server.local_addr());
+        c.send(b"\r\n\r\nGET /six.txt?two HTTP/1.1\r\nHost: t\r\nUser-Agent: UA-2\r\nReferer: http://ref/\r\n\r\n");
+        assert_eq!(c.response(false).unwrap().status, 200, "{model}");
+        let mut slow = Client::connect(server.local_addr());
+        slow.send(b"GET /index.html HTTP/1.1\r\nUser-Agent: slow\r\nHo");
+        assert_eq!(slow.response(false).unwrap().status, 408, "{model}");
+        server.stop().unwrap();
+        let l = lines(&path);
+        assert_eq!(l.len(), 2, "{model}: {l:?}");
+        assert_eq!(l[0].request, "GET /six.txt?two HTTP/1.1", "{model}");
+        assert_eq!(
+            (l[0].referer.as_str(), l[0].agent.as_str()),
+            ("http://ref/", "UA-2")
+        );
+        assert_eq!(l[1].request, "GET /index.html HTTP/1.1", "{model}");
+        assert_eq!((l[1].status, l[1].agent.as_str()), (408, "slow"), "{model}");
+    });
+}
+
 fn signal(child: &Child, sig: &str) {
     // Through kill(1): the test stays free of unsafe code.
     let ok = Command::new("kill")

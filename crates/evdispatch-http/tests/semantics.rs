@@ -58,6 +58,7 @@ fn extend(site: &Site) {
 #[test]
 fn ranges_of_cached_and_large_files() {
     let site = site();
+    std::fs::write(site.root.join("zero.txt"), "").unwrap();
     each_model(
         &site,
         |_| {},
@@ -158,6 +159,21 @@ fn ranges_of_cached_and_large_files() {
                     let r = ask(c, "GET", path, &[("Range", range)]);
                     assert_eq!(r.status, 200, "{model} {path} {range}");
                     assert!(r.body == *body, "{model} {path} {range}");
+                }
+            }
+            // An empty file: a suffix range is satisfiable but selects
+            // nothing (RFC 9110 §14.1.2), so the whole empty file with 200;
+            // any other range is 416.
+            for (range, status) in [("bytes=-1", 200), ("bytes=-0", 416), ("bytes=0-", 416)] {
+                for method in ["GET", "HEAD"] {
+                    let r = ask(c, method, "/zero.txt", &[("Range", range)]);
+                    assert_eq!(r.status, status, "{model} {method} {range}");
+                    if status == 200 {
+                        assert_eq!(r.header("content-length"), Some("0"), "{model}");
+                        assert_eq!(r.header("content-range"), None, "{model}");
+                    } else {
+                        assert_eq!(r.header("content-range"), Some("bytes */0"), "{model}");
+                    }
                 }
             }
             // The connection stayed usable through all of it.
@@ -525,6 +541,28 @@ fn dotfiles_redirects_and_listings() {
                 "{model}: dotfiles shown when allowed"
             );
             assert!(page.contains("<title>Index of /empty/</title>"), "{page}");
+            // The listing has no validators: no tag matches it, `*` does
+            // (RFC 9110 §13.1.1, §13.1.2); dates are ignored.
+            for (headers, status) in [
+                (vec![("If-Match", "\"nope\"")], 412),
+                (vec![("If-Match", "*")], 200),
+                (vec![("If-None-Match", "*")], 304),
+                (vec![("If-None-Match", "\"nope\"")], 200),
+                (vec![("If-Match", "\"nope\""), ("If-None-Match", "*")], 412),
+                (
+                    vec![("If-Unmodified-Since", "Sun, 06 Nov 1994 08:49:37 GMT")],
+                    200,
+                ),
+                (
+                    vec![("If-Modified-Since", "Fri, 01 Jan 2100 00:00:00 GMT")],
+                    200,
+                ),
+            ] {
+                for method in ["GET", "HEAD"] {
+                    let r = ask(c, method, "/empty/", &headers);
+                    assert_eq!(r.status, status, "{model} {method} {headers:?}");
+                }
+            }
             // A directory with an index is still served by it.
             assert_eq!(c.get("/docs/").body, b"<p>docs</p>\n", "{model}");
             // Nothing outside the root, listing or not.
@@ -532,6 +570,34 @@ fn dotfiles_redirects_and_listings() {
                 let r = c.get(p);
                 assert!(matches!(r.status, 403 | 404), "{model} {p}: {}", r.status);
                 assert!(!String::from_utf8_lossy(&r.body).contains("secret"));
+            }
+        },
+    );
+}
+
+#[test]
+fn a_backslash_is_a_byte_of_a_name() {
+    // On Linux `\` is no separator: a file may have it in its name, and
+    // the listing's link to it must lead to it (as in nginx).
+    let site = site();
+    std::fs::create_dir_all(site.root.join("bs")).unwrap();
+    std::fs::write(site.root.join("bs/x\\y.txt"), "back\n").unwrap();
+    each_model(
+        &site,
+        |cfg| cfg.site.listing = true,
+        |model, c| {
+            let page = String::from_utf8(c.get("/bs/").body).unwrap();
+            assert!(page.contains("href=\"x%5Cy.txt\""), "{model}: {page}");
+            for target in ["/bs/x%5Cy.txt", "/bs/x%5cy.txt", "/bs/x\\y.txt"] {
+                let r = c.get(target);
+                assert_eq!(
+                    (r.status, &r.body[..]),
+                    (200, &b"back\n"[..]),
+                    "{model} {target}"
+                );
+            }
+            for target in ["/bs/..%5Cx", "/a%5cb", "/..\\six.txt"] {
+                assert_eq!(c.get(target).status, 404, "{model} {target}");
             }
         },
     );

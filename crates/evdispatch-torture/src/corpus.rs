@@ -213,15 +213,15 @@ pub fn corpus() -> Vec<Attack> {
     );
     t(
         "backslash-raw",
-        "..\\ (Windows separator, raw)",
+        "..\\ (a Windows separator, raw: a byte of a name on Linux, a missing file)",
         b"/..\\secret.txt",
-        &[403],
+        &[404],
     );
     t(
         "backslash-pct",
-        "..%5c (Windows separator, encoded)",
+        "..%5c (a Windows separator, encoded: a byte of a name on Linux)",
         b"/..%5csecret.txt",
-        &[403],
+        &[404],
     );
     t(
         "nul-pct",
@@ -307,21 +307,15 @@ pub fn corpus() -> Vec<Attack> {
         &[414],
     );
     l(
-        "long-target",
-        "target of 5,000 bytes, head within the limit",
-        &get(format!("/{}", "b".repeat(5000)).as_bytes()),
-        &[414],
-    );
-    l(
         "long-header",
         "one header of 9,000 bytes",
         &with_headers(format!("X-Big: {}\r\n", "c".repeat(9000)).as_bytes()),
         &[431],
     );
-    let many: String = (0..60).map(|i| format!("X-{i}: y\r\n")).collect();
+    let many: String = (0..110).map(|i| format!("X-{i}: y\r\n")).collect();
     l(
         "many-headers",
-        "60 header lines (more than 48)",
+        "111 header lines (more than 100)",
         &with_headers(many.as_bytes()),
         &[431],
     );
@@ -340,6 +334,14 @@ pub fn corpus() -> Vec<Attack> {
         format!("GET / HTTP/1.1\r\nHost: t\r\n{pads}").as_bytes(),
         &[431],
     );
+    v.push(Attack::new(
+        "long-target",
+        Limits,
+        "target of 8,000 bytes, head within the limit: a missing file",
+        &get(format!("/{}", "b".repeat(8000)).as_bytes()),
+        vec![&[404]],
+        KeepAlive,
+    ));
 
     // Bodies and smuggling shapes.
     let mut s = |id, what, raw: &[u8], st: &'static [u16]| {
@@ -406,16 +408,28 @@ pub fn corpus() -> Vec<Attack> {
         &[413],
     );
     s(
-        "te-chunked",
-        "Transfer-Encoding: chunked alone (a body on a GET)",
-        &with_headers(b"Transfer-Encoding: chunked\r\n"),
-        &[413],
+        "te-chunked-bare-lf",
+        "a chunked body with a bare LF after the size (a smuggling shape)",
+        b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
+        BAD,
     );
     s(
         "te-obfuscated",
-        "Transfer-Encoding: xchunked",
+        "Transfer-Encoding: xchunked (a final coding other than chunked)",
         &with_headers(b"Transfer-Encoding: xchunked\r\n"),
-        &[413, 501],
+        BAD,
+    );
+    s(
+        "te-gzip",
+        "Transfer-Encoding: gzip (the body's length unknown)",
+        &with_headers(b"Transfer-Encoding: gzip\r\n"),
+        BAD,
+    );
+    s(
+        "te-chunked-gzip",
+        "Transfer-Encoding: chunked, gzip (chunked not last)",
+        &with_headers(b"Transfer-Encoding: chunked, gzip\r\n"),
+        BAD,
     );
     s(
         "te-space-before-colon",
@@ -424,17 +438,27 @@ pub fn corpus() -> Vec<Attack> {
         BAD,
     );
     s(
-        "cl-body",
-        "GET with Content-Length: 5 and a body",
-        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
-        &[413],
-    );
-    s(
         "smuggled-after-refusal",
         "CL+TE request followed by a second request: only the 400 comes back",
         b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
         BAD,
     );
+
+    let body = |id, what, raw: &[u8], st: &'static [u16]| {
+        Attack::new(id, Smuggling, what, raw, vec![st; 2], KeepAlive)
+    };
+    v.push(body(
+        "te-chunked",
+        "a chunked body on a GET, then a request: read and discarded, both answered",
+        b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\nX: y\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
+    v.push(body(
+        "cl-body",
+        "GET with Content-Length: 5 and a body, then a request: both answered",
+        b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
 
     // Pipelining.
     let index = get(b"/index.html");
@@ -560,23 +584,31 @@ pub fn corpus() -> Vec<Attack> {
     // Protocol.
     let close = |id, what, raw: &[u8], st| Attack::new(id, Protocol, what, raw, vec![st], Close);
     let keep = |id, what, raw: &[u8], st| Attack::new(id, Protocol, what, raw, vec![st], KeepAlive);
-    v.push(close(
+    v.push(keep(
         "post",
-        "POST is not served",
+        "POST is not served (its end is known: the connection goes on)",
         b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n",
         &[405],
     ));
-    v.push(close(
+    v.push(Attack::new(
+        "post-body",
+        Protocol,
+        "POST with a body, then a GET: 405, the body skipped, 200",
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nGET GET / HTTP/1.1\r\nHost: t\r\n\r\n",
+        vec![&[405], OK],
+        KeepAlive,
+    ));
+    v.push(keep(
         "unknown-method",
         "an unknown method",
         b"BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n",
         &[501],
     ));
-    v.push(close(
+    v.push(keep(
         "lowercase-method",
-        "get in lower case (methods are case-sensitive)",
+        "get in lower case (methods are case-sensitive: an unknown one)",
         b"get / HTTP/1.1\r\nHost: t\r\n\r\n",
-        &[400, 501],
+        &[501],
     ));
     v.push(close(
         "http2-version",

@@ -7,18 +7,24 @@
 //! * it never panics, and gives the same verdict twice;
 //! * `Partial` only while the buffer is shorter than the head limit;
 //! * a refusal is one of 400, 405, 413, 414, 431, 501, 505;
-//! * a complete request is `GET` or `HEAD` as the bytes begin, ends with a
+//! * a complete request is `GET` or `HEAD` as the bytes begin (another
+//!   method: refused with 405 or 501), ends with a
 //!   blank line, lies within the buffer and the head limit, its target is a
-//!   piece of it no longer than the target limit, and it carries no
-//!   `Transfer-Encoding`, at most one `Content-Length` (zero) and, for
-//!   HTTP/1.1, exactly one `Host`;
-//! * verdicts are stable: bytes appended after a complete or refused head
-//!   change nothing (where a request ends never depends on what follows).
+//!   piece of it no longer than the target limit, its body framing is what
+//!   its one `Transfer-Encoding` (`chunked`, then no `Content-Length`) or
+//!   its one `Content-Length` (at most the body limit) says, and, for
+//!   HTTP/1.1, it has exactly one `Host`;
+//! * where a request ends, its body included, lies within the buffer
+//!   after its head; it is waited for only below the head limit;
+//! * verdicts are stable: bytes appended after a complete or refused head,
+//!   or after a whole or broken body, change nothing (where a request ends
+//!   never depends on what follows).
 //!
 //! Invariants of [`evdispatch_http::normalize_target`]:
 //! * it never panics; a refusal is 400 or 403;
 //! * a result is relative, made of plain names only (no empty, `.` or `..`
-//!   segment, no NUL, no backslash), so joined to any root it stays there;
+//!   segment, no NUL; a backslash is a byte of a name), so joined to any
+//!   root it stays there;
 //! * it agrees with an independent reference (decode once, split, let each
 //!   `..` remove the segment before it and refuse one that would climb out
 //!   of the root), and re-encoding the result and normalising again gives
@@ -28,7 +34,9 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
-use evdispatch_http::{normalize_target, parse_request, Method, Parsed, Status, Version};
+use evdispatch_http::{
+    normalize_target, parse_request, Framing, Method, Parsed, RequestEnd, Status, Version, MAX_BODY,
+};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -82,16 +90,20 @@ fn check_request_with(data: &[u8], max: usize) {
                 body.ends_with(b"\n"),
                 "a complete head must end with a blank line"
             );
-            let method: &[u8] = match r.method {
-                Method::Get => b"GET ",
-                Method::Head => b"HEAD ",
-            };
             // Empty lines before the request line are skipped (RFC 9112 §2.2).
             let line = &head[head
                 .iter()
                 .position(|&b| b != b'\r' && b != b'\n')
                 .unwrap_or(head.len())..];
-            assert!(line.starts_with(method), "method does not match the bytes");
+            let served = |m: &[u8]| line.starts_with(m);
+            match r.method {
+                Method::Get => assert!(served(b"GET "), "method does not match the bytes"),
+                Method::Head => assert!(served(b"HEAD "), "method does not match the bytes"),
+                Method::Refused(st) => {
+                    assert!(matches!(st.code(), 405 | 501), "method refused with {st:?}");
+                    assert!(!served(b"GET ") && !served(b"HEAD "), "GET or HEAD refused");
+                }
+            }
             let t = r.target.as_ptr() as usize - data.as_ptr() as usize;
             assert!(
                 t + r.target.len() <= r.len,
@@ -99,9 +111,24 @@ fn check_request_with(data: &[u8], max: usize) {
             );
             assert!(r.target.len() <= evdispatch_http::MAX_TARGET);
             let h = Headers::scan(head);
-            assert_eq!(h.transfer_encoding, 0, "Transfer-Encoding accepted");
+            assert!(
+                h.transfer_encoding <= 1,
+                "Transfer-Encoding repeated, accepted"
+            );
             assert!(h.content_length <= 1, "Content-Length repeated, accepted");
-            assert!(h.cl_nonzero == 0, "a body announced, accepted");
+            let framing = match (h.transfer_encoding, h.cl_value) {
+                (1, _) => {
+                    assert_eq!(h.content_length, 0, "Transfer-Encoding with Content-Length");
+                    Framing::Chunked
+                }
+                (_, None | Some(0)) => Framing::None,
+                (_, Some(n)) => {
+                    assert!(n <= MAX_BODY, "a body past the limit accepted");
+                    Framing::Length(n)
+                }
+            };
+            assert_eq!(r.body, framing, "the framing is not what the head says");
+            check_end(&r, data, max);
             if r.version == Version::Http11 {
                 assert_eq!(h.host, 1, "HTTP/1.1 needs exactly one Host");
             } else {
@@ -122,12 +149,46 @@ fn check_request_with(data: &[u8], max: usize) {
     }
 }
 
+/// Where the request of `data` (complete, `r`) ends: within the input,
+/// after the head; waited for only below the head limit; the same with
+/// bytes appended once it is known.
+fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
+    let end = r.end(data, max);
+    assert_eq!(end, r.end(data, max), "end not deterministic");
+    let mut more = data.to_vec();
+    more.extend_from_slice(b"0\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+    match end {
+        RequestEnd::At(n) => {
+            assert!(
+                r.len <= n && n <= data.len(),
+                "ends at {n} of {}",
+                data.len()
+            );
+            assert_eq!(
+                r.end(&more, max),
+                end,
+                "the end moved when bytes were appended"
+            );
+        }
+        RequestEnd::Wait => assert!(data.len() < max, "waits with {} bytes", data.len()),
+        RequestEnd::Malformed => {
+            assert_eq!(
+                r.end(&more, max),
+                end,
+                "broken framing mended by appended bytes"
+            )
+        }
+        RequestEnd::Unread => {}
+    }
+}
+
 /// Header counts found by a plain line scan of a complete head.
 #[derive(Default)]
 struct Headers {
     transfer_encoding: usize,
     content_length: usize,
-    cl_nonzero: usize,
+    /// The value of the (last) `Content-Length`, if a number.
+    cl_value: Option<u64>,
     host: usize,
 }
 
@@ -144,9 +205,9 @@ impl Headers {
                 h.transfer_encoding += 1;
             } else if name.eq_ignore_ascii_case(b"content-length") {
                 h.content_length += 1;
-                if value.iter().any(|b| b.is_ascii_digit() && *b != b'0') {
-                    h.cl_nonzero += 1;
-                }
+                h.cl_value = std::str::from_utf8(value.trim_ascii())
+                    .ok()
+                    .and_then(|v| v.parse().ok());
             } else if name.eq_ignore_ascii_case(b"host") {
                 h.host += 1;
             }
@@ -174,7 +235,7 @@ pub fn check_target(data: &[u8]) {
             let want = match why {
                 RefError::Malformed => Status::BadRequest,
                 // A climb out of the root is always 403.
-                RefError::Forbidden | Traversal => Status::Forbidden,
+                Traversal => Status::Forbidden,
             };
             assert_eq!(
                 *st,
@@ -190,7 +251,7 @@ pub fn check_target(data: &[u8]) {
     }
     if got.is_ok() {
         assert!(!out.starts_with(b"/"), "absolute result");
-        assert!(!out.contains(&0) && !out.contains(&b'\\'));
+        assert!(!out.contains(&0));
         if !out.is_empty() {
             for seg in out.split(|&b| b == b'/') {
                 assert!(
@@ -230,8 +291,6 @@ pub fn check_target(data: &[u8]) {
 enum RefError {
     /// Not a path, a broken escape or a NUL (400).
     Malformed,
-    /// A backslash (403).
-    Forbidden,
     /// A `..` segment with nothing left to remove: a climb out of the root
     /// (403).
     Traversal,
@@ -292,13 +351,12 @@ fn reference_normalize(target: &[u8]) -> Result<(Vec<u8>, bool), RefError> {
             i += 1;
         }
     }
-    // A NUL (400) or a backslash (403) stops the streaming implementation
-    // where it stands, as a bad escape does (400): the segments closed
-    // before the first of them are judged first.
-    let stop = decoded.iter().position(|&b| b == 0 || b == b'\\');
+    // A NUL (400) stops the streaming implementation where it stands, as a
+    // bad escape does (400): the segments closed before it are judged
+    // first. A backslash is a byte like any other.
+    let stop = decoded.iter().position(|&b| b == 0);
     let stop_error = match stop {
-        Some(p) if decoded[p] == 0 => Some(RefError::Malformed),
-        Some(_) => Some(RefError::Forbidden),
+        Some(_) => Some(RefError::Malformed),
         None if bad_escape => Some(RefError::Malformed),
         None => None,
     };
@@ -360,6 +418,11 @@ const PIECES: &[&[u8]] = &[
     b"Content-Length: 0\r\n",
     b"Content-Length: -1\r\n",
     b"Transfer-Encoding: chunked\r\n",
+    b"Content-Length: 5\r\n",
+    b"0\r\n\r\n",
+    b"5\r\nhello\r\n",
+    b";ext=\"v\"",
+    b"Expect: 100-continue\r\n",
     b"Connection: close\r\n",
     b"HTTP/1.1",
     b"HTTP/1.0",
@@ -477,18 +540,26 @@ mod tests {
     fn reference_agrees_on_known_shapes() {
         assert_eq!(reference_normalize(b"/a/./b/"), Ok((b"a/b".to_vec(), true)));
         assert_eq!(reference_normalize(b"/%2e%2e/x"), Err(Traversal));
-        assert_eq!(reference_normalize(b"/a%5cb"), Err(RefError::Forbidden));
+        assert_eq!(
+            reference_normalize(b"/a%5cb"),
+            Ok((b"a\\b".to_vec(), false))
+        );
         assert_eq!(reference_normalize(b"*"), Err(RefError::Malformed));
         assert_eq!(reference_normalize(b"/..%zz"), Err(RefError::Malformed));
         assert_eq!(reference_normalize(b"/../%zz"), Err(Traversal));
         assert_eq!(reference_normalize(b"/a%zz"), Err(RefError::Malformed));
-        // A NUL or a backslash stops where it stands, as the code does.
+        // A NUL stops where it stands, as the code does.
         assert_eq!(reference_normalize(b"/../%00"), Err(Traversal));
         assert_eq!(
             reference_normalize(b"/a%00/../.."),
             Err(RefError::Malformed)
         );
-        assert_eq!(reference_normalize(b"/..\\x"), Err(RefError::Forbidden));
+        assert_eq!(
+            reference_normalize(b"/..\\x"),
+            Ok((b"..\\x".to_vec(), false))
+        );
+        assert_eq!(reference_normalize(b"/a%5c/../.."), Err(Traversal));
+        check_target(b"/a%5c..%5cb");
         check_target(b"/../%00");
         check_target(b"/a%00/../..");
     }
@@ -507,7 +578,7 @@ mod tests {
         let h = Headers::scan(
             b"GET / HTTP/1.1\r\nTransfer-Encoding: x\r\nhost: a\r\nContent-Length: 01\r\n\r\n",
         );
-        assert_eq!((h.transfer_encoding, h.host, h.cl_nonzero), (1, 1, 1));
+        assert_eq!((h.transfer_encoding, h.host, h.cl_value), (1, 1, Some(1)));
     }
 
     #[test]
