@@ -636,8 +636,17 @@ fn bad_input_is_an_error(m: Mechanism) {
 fn closed_while_registered(m: Mechanism) {
     let mut p = poller_or_skip!(m);
     let mut ev = Events::with_capacity(8);
-    let (a, _b) = pair();
-    let fd = a.as_raw_fd();
+    // The number is closed and then taken again by dup2: it must be one no
+    // other test of this process can open meanwhile. Descriptors are handed
+    // out lowest first, so a high one (below select's 1024) is safe while the
+    // tests that open thousands wait.
+    let _heavy = FD_HEAVY.lock().unwrap_or_else(|e| e.into_inner());
+    let (low, _b) = pair();
+    // SAFETY of the test: F_DUPFD_CLOEXEC returns a fresh descriptor, owned below.
+    let fd = unsafe { libc::fcntl(low.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 1000) };
+    assert!(fd >= 1000);
+    let a = unsafe { OwnedFd::from_raw_fd(fd) };
+    drop(low);
     p.register(fd, Token(1), Interest::READABLE).unwrap();
     p.wait(&mut ev, Some(Duration::ZERO)).unwrap();
     // The next socket, opened first so that it does not take the number.

@@ -74,23 +74,27 @@ pub(crate) struct Hybrid {
 }
 
 pub(crate) fn open(config: &Config) -> io::Result<Box<dyn Backend>> {
-    let q = SignalQueue::open(config, true, false)?;
-    let ep = ep::create()?;
-    let empty = libc::epoll_event { events: 0, u64: 0 };
-    Ok(Box::new(Hybrid {
-        q,
-        ep,
-        buf: vec![empty; config.initial_events.max(1)],
-        mode: Mode::Signal,
-        calm: 0,
-        to_epoll_batch: config.hybrid_to_epoll_batch.max(1),
-        to_signal_waits: config.hybrid_to_signal_waits.max(1),
-        to_signal_events: config.hybrid_to_signal_events,
-        mark: sig::coarse_now_ns(),
-    }))
+    Ok(Box::new(Hybrid::new(config)?))
 }
 
 impl Hybrid {
+    fn new(config: &Config) -> io::Result<Hybrid> {
+        let q = SignalQueue::open(config, true, false)?;
+        let ep = ep::create()?;
+        let empty = libc::epoll_event { events: 0, u64: 0 };
+        Ok(Hybrid {
+            q,
+            ep,
+            buf: vec![empty; config.initial_events.max(1)],
+            mode: Mode::Signal,
+            calm: 0,
+            to_epoll_batch: config.hybrid_to_epoll_batch.max(1),
+            to_signal_waits: config.hybrid_to_signal_waits.max(1),
+            to_signal_events: config.hybrid_to_signal_events,
+            mark: sig::coarse_now_ns(),
+        })
+    }
+
     /// Charge the time since the last mark to the current mode.
     #[inline]
     fn account(&mut self, stats: &mut Stats) {
@@ -248,5 +252,61 @@ impl Backend for Hybrid {
         self.q.emit(events);
         self.account(stats);
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The mode switches on a real signal queue and epoll set, driven
+    //! directly: a few descriptors, so a few signals at most (the floods are
+    //! in `tests/rtsig_storm.rs`).
+
+    use super::*;
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+
+    /// A hybrid with a 4-entry epoll buffer in epoll mode, and 40 registered
+    /// sockets each made readable while in it.
+    fn forty_ready(to_signal_waits: u32) -> (Hybrid, Stats, Vec<(UnixStream, UnixStream)>) {
+        let mut c = Config::new(crate::Mechanism::Hybrid);
+        c.initial_events = 4;
+        c.hybrid_to_signal_waits = to_signal_waits;
+        let mut h = Hybrid::new(&c).unwrap();
+        let mut stats = Stats::default();
+        let pairs: Vec<_> = (0..40).map(|_| UnixStream::pair().unwrap()).collect();
+        for (i, (a, _)) in pairs.iter().enumerate() {
+            a.set_nonblocking(true).unwrap();
+            h.register(a.as_raw_fd(), Token(i), Interest::READABLE)
+                .unwrap();
+        }
+        h.switch_to_epoll(false, &mut stats).unwrap();
+        for (_, b) in &pairs {
+            (&*b).write_all(b"x").unwrap();
+        }
+        (h, stats, pairs)
+    }
+
+    fn tokens(h: &mut Hybrid) -> std::collections::BTreeSet<usize> {
+        let mut events = Events::with_capacity(64);
+        h.q.emit(&mut events);
+        events.iter().map(|e| e.token().0).collect()
+    }
+
+    #[test]
+    fn the_way_back_to_signals_sweeps_the_whole_ready_list() {
+        let (mut h, mut stats, _pairs) = forty_ready(8);
+        h.switch_to_signals(&mut stats).unwrap();
+        assert_eq!(h.mode, Mode::Signal);
+        // One harvest would have taken 4; signal mode never reads the rest.
+        assert_eq!(tokens(&mut h).len(), 40, "{stats:?}");
+    }
+
+    #[test]
+    fn a_harvest_that_fills_the_buffer_is_not_calm() {
+        let (mut h, mut stats, _pairs) = forty_ready(1);
+        h.wait_epoll(Some(Duration::ZERO), &mut stats).unwrap();
+        // 4 events, fewer than hybrid_to_signal_events, but more are ready.
+        assert_eq!((h.mode, h.calm), (Mode::Epoll, 0));
+        assert_eq!(tokens(&mut h).len(), 4);
     }
 }
