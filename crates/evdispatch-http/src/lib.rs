@@ -66,8 +66,10 @@
 //!   above [`MAX_BODY`] (1 MiB, nginx's `client_max_body_size`) is 413; a
 //!   broken chunked coding, a `Transfer-Encoding` other than `chunked`
 //!   alone (§6.3: a MUST for a final coding other than chunked; also
-//!   `gzip, chunked`, where §6.1 suggests 501), or one beside a
-//!   `Content-Length` (the smuggling shape) is 400; all three close.
+//!   `gzip, chunked`, where §6.1 suggests 501), one beside a
+//!   `Content-Length` (the smuggling shape), or one in an HTTP/1.0
+//!   request (§6.1: 1.0 has no transfer codings, so its framing is
+//!   faulty; nginx answers 400 too) is 400; all of these close.
 //!
 //! * **Validators.** Every file answer (200, 206, 304) carries
 //!   `Last-Modified` and a strong `ETag` built as nginx builds it,

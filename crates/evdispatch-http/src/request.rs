@@ -6,7 +6,8 @@
 //! be skipped.
 //! Every shape a request-smuggling attack relies on (`Content-Length` together
 //! with `Transfer-Encoding`, a repeated or malformed `Content-Length`, a
-//! `Transfer-Encoding` other than `chunked` alone) is refused with 400 and
+//! `Transfer-Encoding` other than `chunked` alone or on HTTP/1.0) is
+//! refused with 400 and
 //! the connection closed, so no two parsers on the path can disagree about
 //! where this request ends.
 
@@ -459,8 +460,10 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         // chunked MUST be 400 (item 4); `gzip, chunked` or `chunked,
         // chunked` get the same (§6.1 would have 501 for a coding not
         // understood; one answer for every framing we will not decode).
-        // All close the connection.
-        if content_length.is_some() || codings != 1 || !chunked_last {
+        // All close the connection. HTTP/1.0 has no Transfer-Encoding: a
+        // 1.0 intermediary frames the message without it, so RFC 9112 §6.1
+        // makes its framing faulty (400 and close, as nginx answers).
+        if content_length.is_some() || codings != 1 || !chunked_last || version == Version::Http10 {
             return Parsed::Reject(Status::BadRequest);
         }
     }
@@ -899,6 +902,15 @@ mod tests {
             Status::VersionNotSupported
         );
         assert_eq!(status("GET / FOO\r\n\r\n"), Status::BadRequest);
+        // Transfer-Encoding on HTTP/1.0 (RFC 9112 §6.1: faulty framing),
+        // with or without keep-alive, whatever the method.
+        for req in [
+            "GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+            "GET / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "POST / HTTP/1.0\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n",
+        ] {
+            assert_eq!(status(req), Status::BadRequest, "{req:?}");
+        }
         assert_eq!(status("\u{1}GET / HTTP/1.1\r\n\r\n"), Status::BadRequest);
         assert_eq!(status("GET / HTTP/1.1\r\n\r\n"), Status::BadRequest); // no Host
     }

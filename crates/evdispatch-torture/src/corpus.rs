@@ -438,6 +438,15 @@ pub fn corpus() -> Vec<Attack> {
         BAD,
     );
     s(
+        "te-http10",
+        "HTTP/1.0 keep-alive with Transfer-Encoding: chunked, a request in the chunk, then another: \
+         only the 400 comes back (RFC 9112 §6.1)",
+        b"GET / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n\
+          1f\r\nGET /six.txt HTTP/1.0\r\nX: y\r\n\r\n\r\n0\r\n\r\n\
+          GET /six.txt HTTP/1.0\r\n\r\n",
+        BAD,
+    );
+    s(
         "smuggled-after-refusal",
         "CL+TE request followed by a second request: only the 400 comes back",
         b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",

@@ -12,8 +12,9 @@
 //!   blank line, lies within the buffer and the head limit, its target is a
 //!   piece of it no longer than the target limit, its body framing is what
 //!   its one `Transfer-Encoding` (`chunked`, then no `Content-Length`) or
-//!   its one `Content-Length` (at most the body limit) says, and, for
-//!   HTTP/1.1, it has exactly one `Host`;
+//!   its one `Content-Length` (at most the body limit) says, it carries no
+//!   `Transfer-Encoding` if it is HTTP/1.0, and, for HTTP/1.1, it has
+//!   exactly one `Host`;
 //! * where a request ends, its body included, lies within the buffer
 //!   after its head; it is waited for only below the head limit;
 //! * verdicts are stable: bytes appended after a complete or refused head,
@@ -116,6 +117,10 @@ fn check_request_with(data: &[u8], max: usize) {
                 "Transfer-Encoding repeated, accepted"
             );
             assert!(h.content_length <= 1, "Content-Length repeated, accepted");
+            assert!(
+                h.transfer_encoding == 0 || r.version == Version::Http11,
+                "Transfer-Encoding on HTTP/1.0 accepted"
+            );
             let framing = match (h.transfer_encoding, h.cl_value) {
                 (1, _) => {
                     assert_eq!(h.content_length, 0, "Transfer-Encoding with Content-Length");
