@@ -65,8 +65,10 @@
 //!   RFC 9112 §9.5; no `100 Continue` is ever sent). A `Content-Length`
 //!   above [`MAX_BODY`] (1 MiB, nginx's `client_max_body_size`) is 413; a
 //!   broken chunked coding, a `Transfer-Encoding` other than `chunked`
-//!   alone (§6.3: a MUST for a final coding other than chunked; also
-//!   `gzip, chunked`, where §6.1 suggests 501), one beside a
+//!   alone on one line (§6.3: a MUST for a final coding other than
+//!   chunked; also `gzip, chunked`, where §6.1 suggests 501; a second
+//!   line, even an empty one, which a parser that takes the last line
+//!   would read as no body), one beside a
 //!   `Content-Length` (the smuggling shape), or one in an HTTP/1.0
 //!   request (§6.1: 1.0 has no transfer codings, so its framing is
 //!   faulty; nginx answers 400 too) is 400; all of these close.

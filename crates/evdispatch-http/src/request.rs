@@ -368,9 +368,9 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     }
 
     let mut content_length: Option<&[u8]> = None;
-    // Transfer-Encoding: whether present, how many codings its lines list,
-    // and whether the last is chunked.
-    let mut transfer_encoding = false;
+    // Transfer-Encoding: how many lines carry it, how many codings they
+    // list, and whether the last is chunked.
+    let mut te_lines = 0;
     let mut codings = 0;
     let mut chunked_last = false;
     let mut hosts = 0;
@@ -394,7 +394,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
             }
             content_length = Some(h.value);
         } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            transfer_encoding = true;
+            te_lines += 1;
             for coding in h.value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
                 if !coding.is_empty() {
                     codings += 1;
@@ -453,6 +453,7 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     if ranges > 1 {
         range = None;
     }
+    let transfer_encoding = te_lines > 0;
     if transfer_encoding {
         // With Content-Length: the classic smuggling shape (RFC 9112 §6.3
         // item 3 lets a server refuse it). Any coding but `chunked` alone
@@ -460,10 +461,19 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         // chunked MUST be 400 (item 4); `gzip, chunked` or `chunked,
         // chunked` get the same (§6.1 would have 501 for a coding not
         // understood; one answer for every framing we will not decode).
-        // All close the connection. HTTP/1.0 has no Transfer-Encoding: a
-        // 1.0 intermediary frames the message without it, so RFC 9112 §6.1
-        // makes its framing faulty (400 and close, as nginx answers).
-        if content_length.is_some() || codings != 1 || !chunked_last || version == Version::Http10 {
+        // One line only: a second line, even one that names nothing, is
+        // read differently by a parser that takes the last (or the first)
+        // line (`chunked` then an empty line: no body there, a chunked
+        // body here). HTTP/1.0 has no Transfer-Encoding: a 1.0
+        // intermediary frames the message without it, so RFC 9112 §6.1
+        // makes its framing faulty (400, as nginx answers). All close the
+        // connection.
+        if content_length.is_some()
+            || te_lines > 1
+            || codings != 1
+            || !chunked_last
+            || version == Version::Http10
+        {
             return Parsed::Reject(Status::BadRequest);
         }
     }
@@ -971,12 +981,21 @@ mod tests {
                 "{te:?}"
             );
         }
-        assert_eq!(
-            status(&format!(
-                "{h}Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
-            )),
-            Status::BadRequest
-        );
+        // One Transfer-Encoding line only: a second one, even one that
+        // names no coding, is 400 (a parser taking the last line would
+        // see no body).
+        for lines in [
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n",
+            "Transfer-Encoding: chunked\r\nTransfer-Encoding:\r\n",
+            "Transfer-Encoding: chunked\r\ntransfer-encoding: , \r\n",
+            "Transfer-Encoding:\r\nTransfer-Encoding: chunked\r\n",
+        ] {
+            assert_eq!(
+                status(&format!("{h}{lines}\r\n0\r\n\r\n")),
+                Status::BadRequest,
+                "{lines:?}"
+            );
+        }
         assert!(matches!(
             parse(&format!("{h}Content-Length: 0\r\n\r\n")),
             Parsed::Complete(_)

@@ -438,6 +438,17 @@ pub fn corpus() -> Vec<Attack> {
         BAD,
     );
     s(
+        "te-te-empty",
+        "Transfer-Encoding: chunked, then an empty Transfer-Encoding line (no body for a \
+         parser that takes the last line)",
+        &[
+            &with_headers(b"Transfer-Encoding: chunked\r\nTransfer-Encoding:\r\n")[..],
+            b"0\r\n\r\n",
+        ]
+        .concat(),
+        BAD,
+    );
+    s(
         "te-http10",
         "HTTP/1.0 keep-alive with Transfer-Encoding: chunked, a request in the chunk, then another: \
          only the 400 comes back (RFC 9112 §6.1)",
