@@ -573,10 +573,11 @@ fn version_error(buf: &[u8], max_header: usize) -> Parsed<'_> {
             Some(dot) => (&rest[..dot], Some(&rest[dot + 1..])),
             None => (rest, None),
         };
-        // One digit each (`HTTP/01.1`, `HTTP/1.10` are not versions); a
+        // One digit each (`HTTP/01.1`, `HTTP/1.10` are not versions), the
+        // dot included once the line has ended (`HTTP/1` is not one); a
         // part still arriving may be empty.
         let one_digit = |s: &[u8]| digits(s) && s.len() <= 1 && (s.len() == 1 || !whole);
-        one_digit(major) && minor.is_none_or(one_digit)
+        one_digit(major) && minor.map_or(!whole, one_digit)
     };
     match line_end {
         Some(_) if shape(version, true) => Parsed::Reject(Status::VersionNotSupported),
@@ -767,7 +768,7 @@ mod tests {
         // An unfinished version that may still be valid waits for its line.
         assert_eq!(parse_request(b"GET / HTTP/2", 8192), Parsed::Partial);
         assert_eq!(
-            parse_request(b"GET / HTTP/2\r\n\r\n", 8192),
+            parse_request(b"GET / HTTP/2.0\r\n\r\n", 8192),
             Parsed::Reject(Status::VersionNotSupported)
         );
         assert_eq!(
@@ -781,6 +782,8 @@ mod tests {
             "HTTP/10.0",
             "HTTP/1.10",
             "HTTP/11",
+            "HTTP/1",
+            "HTTP/2",
         ] {
             let line = format!("GET / {bad}\r\nHost: t\r\n\r\n");
             for cut in 6..line.len() {

@@ -637,6 +637,12 @@ pub fn corpus() -> Vec<Attack> {
         &[505],
     ));
     v.push(close(
+        "version-no-minor",
+        "HTTP/1 on the request line (no dot and minor digit: not a version)",
+        b"GET / HTTP/1\r\nHost: t\r\n\r\n",
+        BAD,
+    ));
+    v.push(close(
         "http09",
         "an HTTP/0.9 request (no version)",
         b"GET /\r\n\r\n",
