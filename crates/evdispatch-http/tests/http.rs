@@ -682,6 +682,9 @@ fn the_header_timeout_is_a_deadline_and_the_408_is_dated_now() {
         trickle.send(b"GET /six.txt HTTP/1.1\r\n");
         let mut silent = Client::connect(server.local_addr());
         silent.send(b"GET /six.txt HTTP/1.1\r\n");
+        // A whole head, its body waited for under the same timeout.
+        let mut body = Client::connect(server.local_addr());
+        body.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab");
         std::thread::sleep(Duration::from_millis(2000));
         trickle.send(b"H");
         let r = silent.response(false).expect("a 408");
@@ -692,6 +695,13 @@ fn the_header_timeout_is_a_deadline_and_the_408_is_dated_now() {
         assert!(
             lag < Duration::from_secs(2),
             "{model}: a 408 dated {lag:?} ago"
+        );
+        // The page does not blame the headers: they had all come.
+        let r = body.response(false).expect("a 408");
+        assert_eq!(
+            (r.status, String::from_utf8_lossy(&r.body).as_ref()),
+            (408, "408 request not received in time\n"),
+            "{model}"
         );
         let r = trickle.response(false).expect("a 408");
         assert_eq!(r.status, 408, "{model}");
