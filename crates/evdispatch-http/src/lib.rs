@@ -59,7 +59,8 @@
 //!   body is read and discarded, and the next pipelined request follows it.
 //!   A body still arriving is waited for (under the header timeout) while
 //!   it fits in the read buffer with its head (`--max-header`); a larger
-//!   one, or one the client holds back for `Expect: 100-continue`, is not
+//!   one, or one the client holds back for `Expect: 100-continue` (on
+//!   HTTP/1.1: ignored on 1.0, as §10.1.1 requires), is not
 //!   read: the answer is sent at once and the connection closed, with the
 //!   lingering close draining what still comes (RFC 9110 §9.3.1, §10.1.1;
 //!   RFC 9112 §9.5; no `100 Continue` is ever sent). A `Content-Length`

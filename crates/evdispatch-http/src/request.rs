@@ -132,8 +132,9 @@ pub struct Request<'a> {
     pub len: usize,
     /// How the body, if any, is framed.
     pub body: Framing,
-    /// `Expect: 100-continue`: the client may wait for an interim answer
-    /// before it sends the body.
+    /// `Expect: 100-continue` on HTTP/1.1 (ignored on 1.0: RFC 9110
+    /// §10.1.1): the client may wait for an interim answer before it sends
+    /// the body.
     pub expect_continue: bool,
 }
 
@@ -447,7 +448,9 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
         } else if name.eq_ignore_ascii_case(b"if-unmodified-since") {
             ius = Some(h.value.trim_ascii());
         } else if name.eq_ignore_ascii_case(b"expect") {
-            expect_continue = h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
+            // Ignored on HTTP/1.0 (RFC 9110 §10.1.1: a MUST).
+            expect_continue = version == Version::Http11
+                && h.value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
         }
     }
     if ranges > 1 {
@@ -1035,6 +1038,14 @@ mod tests {
         assert_eq!(
             end(&format!("{}abc", head(expect)), 8192),
             at(expect, "abc")
+        );
+        // Not on HTTP/1.0, where Expect is ignored (RFC 9110 §10.1.1): the
+        // body is waited for.
+        let ten = format!("GET / HTTP/1.0\r\n{expect}\r\n");
+        assert_eq!(end(&ten, 8192), RequestEnd::Wait);
+        assert_eq!(
+            end(&format!("{ten}abc"), 8192),
+            RequestEnd::At(ten.len() + 3)
         );
 
         let te = "Transfer-Encoding: chunked\r\n";
