@@ -58,8 +58,9 @@
 //!   trailers included) is answered as without one, as nginx does: the
 //!   body is read and discarded, and the next pipelined request follows it.
 //!   A body still arriving is waited for (under the header timeout) while
-//!   it fits in the read buffer with its head (`--max-header`); a larger
-//!   one, or one the client holds back for `Expect: 100-continue` (on
+//!   it fits with its head in `--max-header` bytes (the read buffer; the
+//!   same bound in the io_uring model, whose input grows); a larger
+//!   one, even one all received, or one the client holds back for `Expect: 100-continue` (on
 //!   HTTP/1.1: ignored on 1.0, as §10.1.1 requires), is not
 //!   read: the answer is sent at once and the connection closed, with the
 //!   lingering close draining what still comes (RFC 9110 §9.3.1, §10.1.1;
@@ -179,8 +180,8 @@
 //! default line size; more: 414) and at most [`MAX_HEADERS`] header lines
 //! (100; more: 431); at most [`MAX_RANGES`] ranges (16; more: the whole
 //! file); a `Content-Length` of at most [`MAX_BODY`] (1 MiB; more: 413),
-//! a body waited for only while it fits in `--max-header` with its head
-//! (larger: answered without it, then closed).
+//! a body read only when it fits in `--max-header` with its head
+//! (larger: answered without it, then closed, in every model).
 //!
 //! # Command-line contract
 //!

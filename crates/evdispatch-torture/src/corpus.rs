@@ -479,6 +479,15 @@ pub fn corpus() -> Vec<Attack> {
         b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
         OK,
     ));
+    let mut long = b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 300\r\n\r\n".to_vec();
+    long.resize(long.len() + 300, b'b');
+    long.extend_from_slice(&get(b"/six.txt"));
+    v.push(body(
+        "cl-body-300",
+        "GET with a 300-byte body (beyond a small head limit), then a request: both answered",
+        &long,
+        OK,
+    ));
 
     // Pipelining.
     let index = get(b"/index.html");

@@ -17,7 +17,9 @@
 //!   `Transfer-Encoding` if it is HTTP/1.0, and, for HTTP/1.1, it has
 //!   exactly one `Host`;
 //! * where a request ends, its body included, lies within the buffer
-//!   after its head; it is waited for only below the head limit;
+//!   after its head and within the head limit (whatever the buffer holds:
+//!   the same verdict in every model); it is waited for only below the
+//!   head limit;
 //! * verdicts are stable: bytes appended after a complete or refused head,
 //!   or after a whole or broken body, change nothing (where a request ends
 //!   never depends on what follows).
@@ -156,9 +158,9 @@ fn check_request_with(data: &[u8], max: usize) {
     }
 }
 
-/// Where the request of `data` (complete, `r`) ends: within the input,
-/// after the head; waited for only below the head limit; the same with
-/// bytes appended once it is known.
+/// Where the request of `data` (complete, `r`) ends: within the input and
+/// the head limit, after the head; waited for only below the head limit;
+/// the same with bytes appended once it is known.
 fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
     let end = r.end(data, max);
     assert_eq!(end, r.end(data, max), "end not deterministic");
@@ -167,8 +169,8 @@ fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
     match end {
         RequestEnd::At(n) => {
             assert!(
-                r.len <= n && n <= data.len(),
-                "ends at {n} of {}",
+                r.len <= n && n <= data.len() && n <= max,
+                "ends at {n} of {} (limit {max})",
                 data.len()
             );
             assert_eq!(
