@@ -167,7 +167,9 @@
 //! both refuse it).
 //!
 //! Timeouts: `--header-timeout` runs from accept for the first request and
-//! from its first byte for later ones; `--idle-timeout` between requests on a
+//! from its first byte for later ones (for one whose bytes came while the
+//! answers before it were being sent, from the end of those answers, in
+//! every model); `--idle-timeout` between requests on a
 //! keep-alive connection, and while a client does not read its response. In
 //! the readiness and io_uring models a timer wheel holds them and a wait
 //! sleeps until the next deadline; the `threads` model sets them as the

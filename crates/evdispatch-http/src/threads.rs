@@ -281,6 +281,7 @@ fn serve(
         end += n;
         // Answer the complete requests, a batch at a time, all of them
         // before reading again (the client may be waiting for them).
+        let mut answered_any = false;
         loop {
             let (close, answered) = {
                 let mut r = crate::lock(responder);
@@ -290,6 +291,7 @@ fn serve(
                 start += a.consumed;
                 (a.close, a.answered)
             };
+            answered_any |= answered > 0;
             if !out.is_empty() {
                 // A close follows at once (linger half-closes): its FIN
                 // rides on the last segment.
@@ -320,8 +322,12 @@ fn serve(
                 break;
             }
         }
-        if start == end {
-            request_began = None;
+        if answered_any {
+            // The next request's clock starts when the answers are out, as
+            // in the other models (`arm_after_response`, `after_send`): a
+            // pipelined head that began during a long send is not already
+            // late. With nothing left, the idle timeout applies.
+            request_began = (start < end).then(Instant::now);
         }
     }
 }

@@ -737,6 +737,55 @@ fn the_header_timeout_is_a_deadline_and_the_408_is_dated_now() {
 }
 
 #[test]
+fn a_pipelined_head_is_timed_from_the_end_of_the_answer_before_it() {
+    // The first bytes of a second request arrive with the first; the
+    // answer to the first takes longer than --header-timeout to send (a
+    // client that does not read for a while, a small receive buffer, a
+    // file larger than the socket buffers). The rest of the second head,
+    // sent once the answer is read, is answered: its header clock starts
+    // when the answer before it is written (threads counted it from the
+    // first request's first byte: a 408 at once).
+    let site = site();
+    let big: Vec<u8> = (0..16u32 << 20).map(|i| (i % 253) as u8).collect();
+    std::fs::write(site.root.join("big.bin"), &big).unwrap();
+    let header = Duration::from_secs(1);
+    let models = Model::all()
+        .into_iter()
+        .filter(|m| matches!(m, Model::Threads | Model::UringCompletion) || m.name() == "epoll");
+    std::thread::scope(|scope| {
+        for model in models {
+            let (site, big) = (&site, &big);
+            scope.spawn(move || {
+                let Some(server) = start(model, &site.root, |c| {
+                    c.header_timeout = header;
+                    c.idle_timeout = Duration::from_secs(10);
+                }) else {
+                    return;
+                };
+                let mut c = Client::connect(server.local_addr());
+                socket2::SockRef::from(&c.s)
+                    .set_recv_buffer_size(16 << 10)
+                    .unwrap();
+                c.send(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /six.txt HTTP/1.1\r\n");
+                // Not reading: the answer is still being sent after more
+                // than the header timeout.
+                std::thread::sleep(header * 5 / 2);
+                let r = c.response(false).unwrap();
+                assert!(r.status == 200 && r.body == *big, "{model}: the large file");
+                c.send(b"Host: t\r\n\r\n");
+                let r = c.response(false).unwrap();
+                assert_eq!(
+                    (r.status, r.body == site.small),
+                    (200, true),
+                    "{model}: the pipelined request"
+                );
+                server.stop().unwrap();
+            });
+        }
+    });
+}
+
+#[test]
 fn cache_revalidates_by_mtime() {
     let site = site();
     std::thread::scope(|scope| {
