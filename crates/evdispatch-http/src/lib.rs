@@ -174,7 +174,9 @@
 //! the readiness and io_uring models a timer wheel holds them and a wait
 //! sleeps until the next deadline; the `threads` model sets them as the
 //! sockets' read and write timeouts (the header timeout as what is left of
-//! it at each read: a deadline there too, however the bytes trickle in).
+//! it at each read: a deadline there too, however the bytes trickle in; a
+//! read timeout up to 50 ms shorter than that is kept, and a read woken
+//! early waits again, so a head in several pieces costs one `setsockopt`).
 //!
 //! Limits: a request head of at most `--max-header` bytes (default 8 KiB;
 //! more: 431, or 414 when the request line alone is longer), and, whatever
