@@ -58,16 +58,22 @@
 //!   trailers included) is answered as without one, as nginx does: the
 //!   body is read and discarded, and the next pipelined request follows it.
 //!   A body still arriving is waited for (under the header timeout) while
-//!   it fits in the read buffer with its head (`--max-header`); a larger
-//!   one, or one the client holds back for `Expect: 100-continue`, is not
+//!   it fits with its head in `--max-header` bytes (the read buffer; the
+//!   same bound in the io_uring model, whose input grows); a larger
+//!   one, even one all received, or one the client holds back for `Expect: 100-continue` (on
+//!   HTTP/1.1: ignored on 1.0, as §10.1.1 requires), is not
 //!   read: the answer is sent at once and the connection closed, with the
 //!   lingering close draining what still comes (RFC 9110 §9.3.1, §10.1.1;
 //!   RFC 9112 §9.5; no `100 Continue` is ever sent). A `Content-Length`
 //!   above [`MAX_BODY`] (1 MiB, nginx's `client_max_body_size`) is 413; a
 //!   broken chunked coding, a `Transfer-Encoding` other than `chunked`
-//!   alone (§6.3: a MUST for a final coding other than chunked; also
-//!   `gzip, chunked`, where §6.1 suggests 501), or one beside a
-//!   `Content-Length` (the smuggling shape) is 400; all three close.
+//!   alone on one line (§6.3: a MUST for a final coding other than
+//!   chunked; also `gzip, chunked`, where §6.1 suggests 501; a second
+//!   line, even an empty one, which a parser that takes the last line
+//!   would read as no body), one beside a
+//!   `Content-Length` (the smuggling shape), or one in an HTTP/1.0
+//!   request (§6.1: 1.0 has no transfer codings, so its framing is
+//!   faulty; nginx answers 400 too) is 400; all of these close.
 //!
 //! * **Validators.** Every file answer (200, 206, 304) carries
 //!   `Last-Modified` and a strong `ETag` built as nginx builds it,
@@ -161,12 +167,16 @@
 //! both refuse it).
 //!
 //! Timeouts: `--header-timeout` runs from accept for the first request and
-//! from its first byte for later ones; `--idle-timeout` between requests on a
+//! from its first byte for later ones (for one whose bytes came while the
+//! answers before it were being sent, from the end of those answers, in
+//! every model); `--idle-timeout` between requests on a
 //! keep-alive connection, and while a client does not read its response. In
 //! the readiness and io_uring models a timer wheel holds them and a wait
 //! sleeps until the next deadline; the `threads` model sets them as the
 //! sockets' read and write timeouts (the header timeout as what is left of
-//! it at each read: a deadline there too, however the bytes trickle in).
+//! it at each read: a deadline there too, however the bytes trickle in; a
+//! read timeout up to 50 ms shorter than that is kept, and a read woken
+//! early waits again, so a head in several pieces costs one `setsockopt`).
 //!
 //! Limits: a request head of at most `--max-header` bytes (default 8 KiB;
 //! more: 431, or 414 when the request line alone is longer), and, whatever
@@ -174,8 +184,8 @@
 //! default line size; more: 414) and at most [`MAX_HEADERS`] header lines
 //! (100; more: 431); at most [`MAX_RANGES`] ranges (16; more: the whole
 //! file); a `Content-Length` of at most [`MAX_BODY`] (1 MiB; more: 413),
-//! a body waited for only while it fits in `--max-header` with its head
-//! (larger: answered without it, then closed).
+//! a body read only when it fits in `--max-header` with its head
+//! (larger: answered without it, then closed, in every model).
 //!
 //! # Command-line contract
 //!

@@ -89,7 +89,11 @@ impl AsRawFd for FileRef {
 pub struct OutBatch {
     /// Header bytes of the responses.
     pub head: Vec<u8>,
-    pub(crate) parts: Vec<Part>,
+    /// Added only through [`OutBatch::push`] and [`OutBatch::push_head`],
+    /// which keep `stream_len`.
+    parts: Vec<Part>,
+    /// The bytes of every part as added since the batch was cleared.
+    stream_len: u64,
     first: usize,
     offset: usize,
     pub(crate) responses: usize,
@@ -129,9 +133,15 @@ impl OutBatch {
     }
 
     /// The bytes of every part, written or not: where the next response
-    /// would begin (only for the access log: a sum over the parts).
+    /// would begin (for the access log), kept as parts are added.
     pub(crate) fn stream_len(&self) -> u64 {
-        self.parts.iter().map(Part::len).sum()
+        self.stream_len
+    }
+
+    /// Add a body part after what the batch holds.
+    pub(crate) fn push(&mut self, part: Part) {
+        self.stream_len += part.len();
+        self.parts.push(part);
     }
 
     /// True when everything has been written.
@@ -152,6 +162,7 @@ impl OutBatch {
     pub fn clear(&mut self) {
         self.complete_log();
         self.sent = 0;
+        self.stream_len = 0;
         self.head.clear();
         self.parts.clear();
         self.first = 0;
@@ -175,6 +186,7 @@ impl OutBatch {
 
     pub(crate) fn push_head(&mut self, start: usize) {
         let end = self.head.len();
+        self.stream_len += (end - start) as u64;
         let live = self.first < self.parts.len();
         if let Some(Part::Head { end: e, .. }) = self.parts.last_mut() {
             if *e == start && live {
@@ -323,7 +335,7 @@ mod tests {
         let mut b = OutBatch::new();
         b.head.extend_from_slice(b"abc");
         b.push_head(0);
-        b.parts.push(Part::Static(b"defg"));
+        b.push(Part::Static(b"defg"));
         b.head.extend_from_slice(b"hi");
         b.push_head(3);
         {
@@ -338,5 +350,30 @@ mod tests {
         assert_eq!(rest, b"fghi");
         b.advance(4);
         assert!(b.is_empty());
+        assert_eq!(b.stream_len(), 0, "cleared");
+    }
+
+    #[test]
+    fn stream_len_is_where_the_next_response_begins() {
+        let mut b = OutBatch::new();
+        b.head.extend_from_slice(b"abc");
+        b.push_head(0);
+        b.head.extend_from_slice(b"de");
+        b.push_head(3); // merged into the first head part
+        b.push(Part::Static(b"fgh"));
+        let file = File::open("/proc/self/exe").unwrap();
+        b.push(Part::File {
+            file: FileRef::Owned(file),
+            offset: 100,
+            end: 150,
+        });
+        assert_eq!(b.stream_len(), 5 + 3 + 50);
+        // Written bytes still count (the parts' lengths shrink only for a
+        // file part, as it is sent: the position does not move back).
+        b.advance(8);
+        *b.front_file().unwrap().1 += 20;
+        assert_eq!(b.stream_len(), 58);
+        b.clear();
+        assert_eq!(b.stream_len(), 0);
     }
 }

@@ -327,7 +327,7 @@ impl Responder {
             Self::finish(out, start, keep, req.version);
             if !head_only && !c.body.is_empty() {
                 let end = c.body.len();
-                out.parts.push(Part::Cached {
+                out.push(Part::Cached {
                     file: c.clone(),
                     start: 0,
                     end,
@@ -399,7 +399,7 @@ impl Responder {
         Self::finish(out, start, keep, req.version);
         let (from, to) = part;
         if !head_only && to > from {
-            out.parts.push(match body {
+            out.push(match body {
                 Body::Cached(file) => Part::Cached {
                     file,
                     start: from as usize,
@@ -515,8 +515,8 @@ impl Responder {
         };
         for (i, &(a, b)) in spans.iter().enumerate() {
             let (hs, he) = heads[i];
-            out.parts.push(Part::Head { start: hs, end: he });
-            out.parts.push(match &source {
+            out.push(Part::Head { start: hs, end: he });
+            out.push(match &source {
                 Source::Memory(file) => Part::Cached {
                     file: file.clone(),
                     start: a as usize,
@@ -530,7 +530,7 @@ impl Responder {
             });
         }
         let (hs, he) = heads[spans.len()];
-        out.parts.push(Part::Head { start: hs, end: he });
+        out.push(Part::Head { start: hs, end: he });
     }
 
     /// `Content-Encoding` (for a variant) and `Vary` (for a file that has
@@ -621,7 +621,7 @@ impl Responder {
         let _ = write!(out.head, "{}\r\n", body.len());
         Self::finish(out, start, keep, version);
         if !head_only {
-            out.parts.push(Part::Static(body));
+            out.push(Part::Static(body));
         }
     }
 }

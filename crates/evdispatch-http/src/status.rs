@@ -58,8 +58,9 @@ statuses! {
     NotFound = 404 "Not Found" "404 not found\n";
     /// 405: a method other than GET and HEAD.
     MethodNotAllowed = 405 "Method Not Allowed" "405 only GET and HEAD are served\n";
-    /// 408: the request headers did not arrive in time.
-    RequestTimeout = 408 "Request Timeout" "408 request headers not received in time\n";
+    /// 408: the request (its head, or a body waited for) did not arrive
+    /// in time.
+    RequestTimeout = 408 "Request Timeout" "408 request not received in time\n";
     /// 412: `If-Match` or `If-Unmodified-Since` does not hold.
     PreconditionFailed = 412 "Precondition Failed" "412 precondition failed\n";
     /// 413: the request announces a body larger than `MAX_BODY`.

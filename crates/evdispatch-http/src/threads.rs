@@ -232,9 +232,14 @@ fn serve(
         };
         let read = match want.filter(|w| !w.is_zero()) {
             Some(want) => {
-                if want != current_timeout {
-                    let _ = stream.set_read_timeout(Some(want));
-                    current_timeout = want;
+                let slack = if request_began.is_some() {
+                    READ_SLACK
+                } else {
+                    Duration::ZERO
+                };
+                if let Some(set) = read_timeout(current_timeout, want, slack) {
+                    let _ = stream.set_read_timeout(Some(set));
+                    current_timeout = set;
                 }
                 if start > 0 {
                     buf.copy_within(start..end, 0);
@@ -252,6 +257,11 @@ fn serve(
             Err(e)
                 if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut =>
             {
+                if request_began.is_some_and(|t| t.elapsed() < cfg.header_timeout) {
+                    // Woken up to READ_SLACK before the deadline: wait for
+                    // the rest of it.
+                    continue;
+                }
                 let phase = match request_began {
                     Some(_) => Phase::Request {
                         some_input: end > start,
@@ -281,6 +291,7 @@ fn serve(
         end += n;
         // Answer the complete requests, a batch at a time, all of them
         // before reading again (the client may be waiting for them).
+        let mut answered_any = false;
         loop {
             let (close, answered) = {
                 let mut r = crate::lock(responder);
@@ -290,6 +301,7 @@ fn serve(
                 start += a.consumed;
                 (a.close, a.answered)
             };
+            answered_any |= answered > 0;
             if !out.is_empty() {
                 // A close follows at once (linger half-closes): its FIN
                 // rides on the last segment.
@@ -320,10 +332,33 @@ fn serve(
                 break;
             }
         }
-        if start == end {
-            request_began = None;
+        if answered_any {
+            // The next request's clock starts when the answers are out, as
+            // in the other models (`arm_after_response`, `after_send`): a
+            // pipelined head that began during a long send is not already
+            // late. With nothing left, the idle timeout applies.
+            request_began = (start < end).then(Instant::now);
         }
     }
+}
+
+/// How much earlier than the header deadline a read may time out (it is
+/// then read again for the rest): a head that arrives in several reads
+/// within this time costs one `setsockopt` for its read timeout, not one
+/// per read.
+const READ_SLACK: Duration = Duration::from_millis(50);
+
+/// The read timeout to set before a read that may wait `want`, given the
+/// one set now (`current`), or `None` to keep it: kept while it is no
+/// longer than `want` and at most `slack` shorter, so a read never waits
+/// past the deadline and wakes at most `slack` early; otherwise `want`
+/// less the slack (all of `want` when that is less than the slack).
+fn read_timeout(current: Duration, want: Duration, slack: Duration) -> Option<Duration> {
+    let low = match want.checked_sub(slack) {
+        Some(low) if !low.is_zero() => low,
+        _ => want,
+    };
+    (current > want || current < low).then_some(low)
 }
 
 /// A timeout met in `phase`: counted, and for a partial request (in
@@ -351,5 +386,45 @@ fn expired(
         let _ = out.send(stream.as_raw_fd());
         out.clear();
         lifecycle::linger_blocking(stream, buf);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_timeouts_are_set_rarely_and_never_past_the_deadline() {
+        let ms = Duration::from_millis;
+        let slack = READ_SLACK;
+        // A head arriving in pieces: set once, kept while what is left
+        // stays within the slack above it.
+        let first = read_timeout(ms(10_000), ms(5_000), slack).unwrap();
+        assert_eq!(first, ms(5_000) - slack);
+        for left in [ms(4_999), ms(4_980), ms(4_950)] {
+            assert_eq!(read_timeout(first, left, slack), None, "{left:?}");
+        }
+        // Less left than the timeout set: set again, never longer.
+        assert_eq!(
+            read_timeout(first, ms(4_949), slack),
+            Some(ms(4_949) - slack)
+        );
+        // The last stretch: exactly what is left.
+        assert_eq!(read_timeout(ms(100), slack, slack), Some(slack));
+        assert_eq!(read_timeout(ms(100), ms(3), slack), Some(ms(3)));
+        assert_eq!(read_timeout(ms(3), ms(3), slack), None);
+        // Without slack (the idle timeout): exactly `want`, kept when equal.
+        assert_eq!(
+            read_timeout(ms(4_000), ms(60_000), Duration::ZERO),
+            Some(ms(60_000))
+        );
+        assert_eq!(read_timeout(ms(60_000), ms(60_000), Duration::ZERO), None);
+        // Whatever is set or kept never exceeds what is left.
+        for current in (0..300).map(|i| ms(i * 7)) {
+            for want in (1..300).map(|i| ms(i * 5)) {
+                let used = read_timeout(current, want, slack).unwrap_or(current);
+                assert!(used <= want && used + slack >= want, "{current:?} {want:?}");
+            }
+        }
     }
 }

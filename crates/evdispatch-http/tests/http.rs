@@ -528,6 +528,28 @@ fn bodies_of_get_and_head_are_read_and_discarded() {
 }
 
 #[test]
+fn a_whole_body_past_the_head_limit_is_not_read_on_any_model() {
+    // Head and body past --max-header, all sent at once: the io_uring
+    // model's input grows and held it all, and skipped it where the others
+    // could not; now every model answers without reading it, and closes.
+    on_every_model(|model, site| {
+        let Some(server) = start(model, &site.root, |c| c.max_header = 256) else {
+            return;
+        };
+        let mut c = Client::connect(server.local_addr());
+        let mut raw = b"GET /six.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 300\r\n\r\n".to_vec();
+        raw.resize(raw.len() + 300, b'b');
+        raw.extend_from_slice(b"GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+        c.send(&raw);
+        let r = c.response(false).unwrap();
+        assert_eq!(r.status, 200, "{model}");
+        assert_eq!(r.header("connection"), Some("close"), "{model}");
+        assert!(c.closed(), "{model}");
+        server.stop().unwrap();
+    });
+}
+
+#[test]
 fn refused_methods_keep_the_connection() {
     // 405 and 501 refuse the method, not the framing: as nginx, the
     // connection goes on, a body of the refused request skipped; when the
@@ -682,6 +704,9 @@ fn the_header_timeout_is_a_deadline_and_the_408_is_dated_now() {
         trickle.send(b"GET /six.txt HTTP/1.1\r\n");
         let mut silent = Client::connect(server.local_addr());
         silent.send(b"GET /six.txt HTTP/1.1\r\n");
+        // A whole head, its body waited for under the same timeout.
+        let mut body = Client::connect(server.local_addr());
+        body.send(b"GET /six.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nab");
         std::thread::sleep(Duration::from_millis(2000));
         trickle.send(b"H");
         let r = silent.response(false).expect("a 408");
@@ -693,6 +718,13 @@ fn the_header_timeout_is_a_deadline_and_the_408_is_dated_now() {
             lag < Duration::from_secs(2),
             "{model}: a 408 dated {lag:?} ago"
         );
+        // The page does not blame the headers: they had all come.
+        let r = body.response(false).expect("a 408");
+        assert_eq!(
+            (r.status, String::from_utf8_lossy(&r.body).as_ref()),
+            (408, "408 request not received in time\n"),
+            "{model}"
+        );
         let r = trickle.response(false).expect("a 408");
         assert_eq!(r.status, 408, "{model}");
         let took = t0.elapsed();
@@ -701,6 +733,55 @@ fn the_header_timeout_is_a_deadline_and_the_408_is_dated_now() {
             "{model}: 408 after {took:?}"
         );
         server.stop().unwrap();
+    });
+}
+
+#[test]
+fn a_pipelined_head_is_timed_from_the_end_of_the_answer_before_it() {
+    // The first bytes of a second request arrive with the first; the
+    // answer to the first takes longer than --header-timeout to send (a
+    // client that does not read for a while, a small receive buffer, a
+    // file larger than the socket buffers). The rest of the second head,
+    // sent once the answer is read, is answered: its header clock starts
+    // when the answer before it is written (threads counted it from the
+    // first request's first byte: a 408 at once).
+    let site = site();
+    let big: Vec<u8> = (0..16u32 << 20).map(|i| (i % 253) as u8).collect();
+    std::fs::write(site.root.join("big.bin"), &big).unwrap();
+    let header = Duration::from_secs(1);
+    let models = Model::all()
+        .into_iter()
+        .filter(|m| matches!(m, Model::Threads | Model::UringCompletion) || m.name() == "epoll");
+    std::thread::scope(|scope| {
+        for model in models {
+            let (site, big) = (&site, &big);
+            scope.spawn(move || {
+                let Some(server) = start(model, &site.root, |c| {
+                    c.header_timeout = header;
+                    c.idle_timeout = Duration::from_secs(10);
+                }) else {
+                    return;
+                };
+                let mut c = Client::connect(server.local_addr());
+                socket2::SockRef::from(&c.s)
+                    .set_recv_buffer_size(16 << 10)
+                    .unwrap();
+                c.send(b"GET /big.bin HTTP/1.1\r\nHost: t\r\n\r\nGET /six.txt HTTP/1.1\r\n");
+                // Not reading: the answer is still being sent after more
+                // than the header timeout.
+                std::thread::sleep(header * 5 / 2);
+                let r = c.response(false).unwrap();
+                assert!(r.status == 200 && r.body == *big, "{model}: the large file");
+                c.send(b"Host: t\r\n\r\n");
+                let r = c.response(false).unwrap();
+                assert_eq!(
+                    (r.status, r.body == site.small),
+                    (200, true),
+                    "{model}: the pipelined request"
+                );
+                server.stop().unwrap();
+            });
+        }
     });
 }
 

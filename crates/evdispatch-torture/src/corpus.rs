@@ -438,6 +438,26 @@ pub fn corpus() -> Vec<Attack> {
         BAD,
     );
     s(
+        "te-te-empty",
+        "Transfer-Encoding: chunked, then an empty Transfer-Encoding line (no body for a \
+         parser that takes the last line)",
+        &[
+            &with_headers(b"Transfer-Encoding: chunked\r\nTransfer-Encoding:\r\n")[..],
+            b"0\r\n\r\n",
+        ]
+        .concat(),
+        BAD,
+    );
+    s(
+        "te-http10",
+        "HTTP/1.0 keep-alive with Transfer-Encoding: chunked, a request in the chunk, then another: \
+         only the 400 comes back (RFC 9112 §6.1)",
+        b"GET / HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n\
+          1f\r\nGET /six.txt HTTP/1.0\r\nX: y\r\n\r\n\r\n0\r\n\r\n\
+          GET /six.txt HTTP/1.0\r\n\r\n",
+        BAD,
+    );
+    s(
         "smuggled-after-refusal",
         "CL+TE request followed by a second request: only the 400 comes back",
         b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
@@ -457,6 +477,15 @@ pub fn corpus() -> Vec<Attack> {
         "cl-body",
         "GET with Content-Length: 5 and a body, then a request: both answered",
         b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
+    let mut long = b"GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 300\r\n\r\n".to_vec();
+    long.resize(long.len() + 300, b'b');
+    long.extend_from_slice(&get(b"/six.txt"));
+    v.push(body(
+        "cl-body-300",
+        "GET with a 300-byte body (beyond a small head limit), then a request: both answered",
+        &long,
         OK,
     ));
 
@@ -615,6 +644,12 @@ pub fn corpus() -> Vec<Attack> {
         "HTTP/2.0 on the request line",
         b"GET / HTTP/2.0\r\nHost: t\r\n\r\n",
         &[505],
+    ));
+    v.push(close(
+        "version-no-minor",
+        "HTTP/1 on the request line (no dot and minor digit: not a version)",
+        b"GET / HTTP/1\r\nHost: t\r\n\r\n",
+        BAD,
     ));
     v.push(close(
         "http09",

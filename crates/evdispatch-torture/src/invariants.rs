@@ -11,11 +11,15 @@
 //!   method: refused with 405 or 501), ends with a
 //!   blank line, lies within the buffer and the head limit, its target is a
 //!   piece of it no longer than the target limit, its body framing is what
-//!   its one `Transfer-Encoding` (`chunked`, then no `Content-Length`) or
-//!   its one `Content-Length` (at most the body limit) says, and, for
-//!   HTTP/1.1, it has exactly one `Host`;
+//!   its one `Transfer-Encoding` line (naming `chunked` alone, and no
+//!   `Content-Length`) or
+//!   its one `Content-Length` (at most the body limit) says, it carries no
+//!   `Transfer-Encoding` if it is HTTP/1.0, and, for HTTP/1.1, it has
+//!   exactly one `Host`;
 //! * where a request ends, its body included, lies within the buffer
-//!   after its head; it is waited for only below the head limit;
+//!   after its head and within the head limit (whatever the buffer holds:
+//!   the same verdict in every model); it is waited for only below the
+//!   head limit;
 //! * verdicts are stable: bytes appended after a complete or refused head,
 //!   or after a whole or broken body, change nothing (where a request ends
 //!   never depends on what follows).
@@ -116,9 +120,14 @@ fn check_request_with(data: &[u8], max: usize) {
                 "Transfer-Encoding repeated, accepted"
             );
             assert!(h.content_length <= 1, "Content-Length repeated, accepted");
+            assert!(
+                h.transfer_encoding == 0 || r.version == Version::Http11,
+                "Transfer-Encoding on HTTP/1.0 accepted"
+            );
             let framing = match (h.transfer_encoding, h.cl_value) {
                 (1, _) => {
                     assert_eq!(h.content_length, 0, "Transfer-Encoding with Content-Length");
+                    assert!(h.te_chunked, "a coding other than chunked alone accepted");
                     Framing::Chunked
                 }
                 (_, None | Some(0)) => Framing::None,
@@ -149,9 +158,9 @@ fn check_request_with(data: &[u8], max: usize) {
     }
 }
 
-/// Where the request of `data` (complete, `r`) ends: within the input,
-/// after the head; waited for only below the head limit; the same with
-/// bytes appended once it is known.
+/// Where the request of `data` (complete, `r`) ends: within the input and
+/// the head limit, after the head; waited for only below the head limit;
+/// the same with bytes appended once it is known.
 fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
     let end = r.end(data, max);
     assert_eq!(end, r.end(data, max), "end not deterministic");
@@ -160,8 +169,8 @@ fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
     match end {
         RequestEnd::At(n) => {
             assert!(
-                r.len <= n && n <= data.len(),
-                "ends at {n} of {}",
+                r.len <= n && n <= data.len() && n <= max,
+                "ends at {n} of {} (limit {max})",
                 data.len()
             );
             assert_eq!(
@@ -186,6 +195,9 @@ fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
 #[derive(Default)]
 struct Headers {
     transfer_encoding: usize,
+    /// The (last) `Transfer-Encoding` line lists `chunked` and nothing
+    /// else (empty list elements aside: RFC 9110 §5.6.1).
+    te_chunked: bool,
     content_length: usize,
     /// The value of the (last) `Content-Length`, if a number.
     cl_value: Option<u64>,
@@ -203,6 +215,14 @@ impl Headers {
             let (name, value) = (&line[..colon], &line[colon + 1..]);
             if name.eq_ignore_ascii_case(b"transfer-encoding") {
                 h.transfer_encoding += 1;
+                let mut codings = value
+                    .split(|&b| b == b',')
+                    .map(<[u8]>::trim_ascii)
+                    .filter(|c| !c.is_empty());
+                h.te_chunked = codings
+                    .next()
+                    .is_some_and(|c| c.eq_ignore_ascii_case(b"chunked"))
+                    && codings.next().is_none();
             } else if name.eq_ignore_ascii_case(b"content-length") {
                 h.content_length += 1;
                 h.cl_value = std::str::from_utf8(value.trim_ascii())
