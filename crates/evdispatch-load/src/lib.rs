@@ -27,7 +27,10 @@
 //! reply that comes before its request is all written (a server answering
 //! an upload early) is counted when it arrives, and the rest of the
 //! request still goes out before the next one on that connection (its
-//! framing is on the wire: RFC 9112 §9.5), as wrk and curl do.
+//! framing is on the wire: RFC 9112 §9.5), as wrk and curl do; when it
+//! cannot within `--timeout`, the generator closes the connection and goes
+//! on over a new one (`connections.closed_by_client`, a reconnect), which
+//! is not an error: the request has its reply.
 //!
 //! ## How long a run lasts
 //!
@@ -126,7 +129,7 @@
 //! | `reopens` | integer | inactive and idle connections reopened after the server closed them, whole run |
 //! | `reopens_in_window` | integer | those inside the window |
 //! | `reopen_rate` | number | `reopens_in_window / duration_s` |
-//! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them (or reset them), between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error), and after each reply when `-H 'Connection: close'` makes every request the last of its connection |
+//! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them (or reset them), between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error), after each reply when `-H 'Connection: close'` makes every request the last of its connection, and after an early reply whose request could not be finished within `--timeout` (closed by the generator, not an error) |
 //! | `slow_replies` | integer | replies to slow clients |
 //! | `unmeasured_replies` | integer | replies outside the measurement (warm-up, idle connections' one request) |
 //! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window) or Ctrl-C; 0 with `config.run_to_end` |

@@ -806,17 +806,23 @@ fn small_buffer_listener() -> TcpListener {
     l.into()
 }
 
+/// A request body larger than the most a socket buffers (4 MiB here), in
+/// a file of the directory returned: a send is still going when a reply
+/// comes early.
+fn upload_larger_than_the_buffers() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, vec![7u8; 12_000_000]).unwrap();
+    (dir, body)
+}
+
 #[test]
 fn bytes_sent_count_a_send_cut_by_the_close_on_both_engines() {
     // The server refuses the upload after its head (413, Connection:
     // close), waits, then reads whatever still comes until the end: the
     // generator closes with its send in flight. What the server received
     // was sent.
-    let dir = tempfile::tempdir().unwrap();
-    let body = dir.path().join("body");
-    // Larger than the most a socket buffers (4 MiB here): a send is still
-    // going when the reply comes.
-    std::fs::write(&body, vec![7u8; 12_000_000]).unwrap();
+    let (_dir, body) = upload_larger_than_the_buffers();
     for engine in ["uring", "readiness"] {
         let received = Arc::new(AtomicU64::new(0));
         let got = received.clone();
@@ -859,6 +865,46 @@ fn bytes_sent_count_a_send_cut_by_the_close_on_both_engines() {
             "{engine}: bytes_sent {} but the server received {received}",
             s.bytes_sent
         );
+    }
+}
+
+#[test]
+fn an_early_reply_whose_body_cannot_go_out_ends_the_connection_not_in_an_error() {
+    // The server refuses the upload after its head (413, keep-alive), then
+    // reads nothing more: the rest of the body never goes out. The reply
+    // is counted; after --timeout the generator closes the connection and
+    // goes on over a new one, without a timeout error on top of the reply.
+    let (_dir, body) = upload_larger_than_the_buffers();
+    for engine in ["uring", "readiness"] {
+        let (addr, _) = accept_on(small_buffer_listener(), |sock, _| {
+            let mut r = BufReader::new(sock);
+            if read_head(&mut r).is_none() {
+                return;
+            }
+            let reply = b"HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\n\r\n";
+            if r.get_mut().write_all(reply).is_ok() {
+                std::thread::sleep(Duration::from_secs(3));
+            }
+        });
+        let args = format!(
+            "--rate max --connections 1 --duration 1 --timeout 0.2 --method POST --body {}",
+            body.display()
+        );
+        let Some(s) = run_on(engine, &format!("http://{addr}/up"), &args) else {
+            continue;
+        };
+        assert_eq!(s.errors_total, 0, "{engine}: {:?}", s.errors);
+        assert!(s.replies >= 2, "{engine}: {} replies", s.replies);
+        assert_eq!(
+            s.status["4xx"],
+            s.replies + s.unmeasured_replies,
+            "{engine}"
+        );
+        // Each ended connection is the generator's close, and a reconnect.
+        let k = &s.connections;
+        assert!(k.closed_by_client >= 1 && k.accounted, "{engine}: {k:?}");
+        assert_eq!(k.closed_by_server, 0, "{engine}: {k:?}");
+        assert_eq!(s.reconnects, k.closed_by_client, "{engine}: {k:?}");
     }
 }
 

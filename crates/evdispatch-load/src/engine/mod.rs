@@ -123,6 +123,8 @@ enum St {
     /// The reply came before the whole request was sent, and the
     /// connection stays open: the rest of the request goes out first (its
     /// framing is on the wire: RFC 9112 §9.5), then what follows the reply.
+    /// When it cannot within `--timeout`, the generator closes the
+    /// connection (not an error: the reply is in) and goes on over a new one.
     Finishing,
     Receiving,
     /// Connected, no request outstanding (persistent, closed loop).
@@ -796,11 +798,14 @@ impl<'h> Engine<'h> {
         Ok(())
     }
 
+    /// What the drain waits for. `Finishing` too: its reply is counted,
+    /// but the server is still reading its request, which `finish` would
+    /// otherwise cut in the middle of the body (the deadline bounds it).
     fn outstanding(&self, c: &Conn) -> bool {
         matches!(c.role, Role::Session | Role::Persistent | Role::Closed)
             && (matches!(
                 c.st,
-                St::Connecting | St::Handshaking | St::Sending | St::Receiving
+                St::Connecting | St::Handshaking | St::Sending | St::Finishing | St::Receiving
             ) || (!c.queue.is_empty() && c.st != St::Backoff))
     }
 

@@ -421,8 +421,9 @@ impl Engine<'_> {
     /// What follows a reply: the next request, a think time, the end of a
     /// session, or, when the connection closes (`closing`: `Some(true)` when
     /// the server closes it, as its reply said or while the request was
-    /// being finished; `Some(false)` when the request said it would), a new
-    /// connection.
+    /// being finished; `Some(false)` when the generator does, as the request
+    /// said it would or because the rest of the request did not go out
+    /// within `--timeout` after an early reply), a new connection.
     pub(super) fn after_reply(&mut self, slot: usize, closing: Option<bool>, now: Instant) {
         let c = &mut self.slab[slot];
         c.deadline = None;

@@ -57,10 +57,16 @@ impl Engine<'_> {
     pub(super) fn tick(&mut self, now: Instant) {
         self.next_tick = now + TICK;
         for slot in 0..self.slab.len() {
-            if let Some(d) = self.slab[slot].deadline {
-                if d <= now {
-                    self.fail(slot, Cause::Timeout, now);
+            let c = &self.slab[slot];
+            match c.deadline {
+                // The reply is in and counted; the rest of its request did
+                // not go out in time: the generator ends the connection
+                // (and goes on over a new one), no request failed.
+                Some(d) if d <= now && c.st == St::Finishing => {
+                    self.after_reply(slot, Some(false), now)
                 }
+                Some(d) if d <= now => self.fail(slot, Cause::Timeout, now),
+                _ => {}
             }
         }
         self.note_peak(now);
