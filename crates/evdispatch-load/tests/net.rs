@@ -962,10 +962,14 @@ fn sessions_run_to_their_end_or_are_counted_unfinished() {
     std::fs::write(&f, "/a\n\n/b think=0.2\n/c\n").unwrap();
     let s = run(&url, &format!("--rate 10 --wsesslog 2,0.1,{}", f.display())).unwrap();
     assert_eq!((s.requests, s.replies, s.sessions_unfinished), (3, 3, 0));
-    // With --duration 0.3: the calls after the window are not made, and
-    // the sessions cut short are counted; what was sent was measured.
+    // With --duration: the calls after the window are not made, and the
+    // sessions cut short are counted; what was sent was measured. Sessions
+    // begin at 0, 0.1 and 0.2 s and their replies come 0.2 s apart, so no
+    // reply is due within 50 ms of the end at 0.35 s; and every session has
+    // its third call (0.4 s after its start at the earliest) cut, whenever
+    // a loaded machine handles what.
     let before = sent(&seen);
-    let s = run(&url, "--sessions 3 --calls 3 --rate 10 --duration 0.3").unwrap();
+    let s = run(&url, "--sessions 3 --calls 3 --rate 10 --duration 0.35").unwrap();
     assert_eq!(
         sent(&seen) - before,
         s.requests,

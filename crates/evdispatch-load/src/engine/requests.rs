@@ -456,7 +456,7 @@ impl Engine<'_> {
             Role::Session => match self.session_next(slot) {
                 // The window is over (--duration): no further call; still
                 // open at the end, the session is counted unfinished.
-                Some(_) if self.phase != Phase::Run => self.slab[slot].st = St::Waiting,
+                Some(_) if !self.may_start(now) => self.slab[slot].st = St::Waiting,
                 Some(Some(think)) if !think.is_zero() => {
                     self.think(slot, now + think);
                     self.set_interest(slot, Interest::READABLE);
@@ -479,11 +479,11 @@ impl Engine<'_> {
                 }
             }
             Role::Closed => {
-                if self.phase == Phase::Run && now < self.t_me {
+                if self.may_start(now) {
                     let m = self.in_window(now);
                     self.start_request(slot, now, m, now);
                 } else {
-                    c.st = St::Waiting;
+                    self.slab[slot].st = St::Waiting;
                 }
             }
             Role::Idle => {

@@ -37,7 +37,7 @@ impl Engine<'_> {
             }
             match what {
                 Timer::SlowStep if c.st == St::Dribbling => self.slow_step(slot, now),
-                Timer::Think if c.st == St::Waiting && self.phase == Phase::Run => {
+                Timer::Think if c.st == St::Waiting && self.may_start(now) => {
                     if c.sock.is_none() {
                         // The server closed it during the think time.
                         self.session_reconnect(slot, now);
