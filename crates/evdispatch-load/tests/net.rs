@@ -1001,19 +1001,30 @@ fn interval_requests_add_up_to_the_run() {
     let s = execute(&cfg, &opts).unwrap();
     drop(opts);
     let ivs: Vec<_> = rx.iter().collect();
+    let per: Vec<u64> = ivs.iter().map(|i| i.requests).collect();
     assert_eq!(ivs.len(), 4);
-    let sum: u64 = ivs.iter().map(|i| i.requests).sum();
-    assert_eq!(
-        (sum, s.requests),
-        (200, 200),
-        "{:?}",
-        ivs.iter().map(|i| i.requests).collect::<Vec<_>>()
+    // The 200 slots of the window: each sent once, or still queued.
+    assert_eq!(s.requests + s.unsent_at_end, 200, "{per:?}");
+    // A request counts in the interval it leaves in. Only a missed slot
+    // (queued behind a busy connection, or the generator late past
+    // --slot-tolerance-ms, as on a loaded machine) may leave after the
+    // window, when no interval is left to count it; every other request
+    // is in exactly one interval.
+    let sum: u64 = per.iter().sum();
+    let missed = s.missed_slots;
+    assert!(
+        sum <= s.requests && sum + missed >= s.requests,
+        "intervals {per:?}, requests {}, missed {missed}",
+        s.requests
     );
     // 50 slots in each quarter; a slot on a boundary belongs to the next.
+    // Leaving late moves a request to a later interval: a missed slot by
+    // any number, another (within the 5 ms tolerance, slots 5 ms apart) by
+    // one boundary at most.
     for iv in &ivs {
         assert!(
-            (49..=51).contains(&iv.requests),
-            "interval {}: {}",
+            iv.requests.abs_diff(50) <= missed + 1,
+            "interval {}: {} (missed slots {missed})",
             iv.index,
             iv.requests
         );
