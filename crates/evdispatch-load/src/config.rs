@@ -76,7 +76,7 @@ pub enum IoEngine {
 /// (`config`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
-    /// The URL as given.
+    /// The URL as given, its credentials hidden ([`target::userinfo`]).
     pub url: String,
     /// The address connected to: the first of `addresses` that accepted
     /// the pre-flight connect (the first resolved before it).
@@ -323,9 +323,11 @@ impl Config {
                 "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
             )
         })?;
+        // Shown in errors as in the summary.
         if url.password().is_some() {
-            // Shown in errors as in the summary.
             let _ = url.set_password(Some("***"));
+        } else if !url.username().is_empty() {
+            let _ = url.set_username("***");
         }
         let mut resolved = target::resolve(&url_text, &url, &a.net)?;
         if a.source_addrs > 1 {
@@ -746,11 +748,21 @@ mod tests {
             "Basic dTpzZWNyZXQ=".to_string(),
         );
         assert_eq!(c.headers, [auth]);
-        // The user's own header wins.
+        // The user's own header wins; a value of one token (a raw key) is
+        // sent as given, and results show none of it.
         let c = cfg("http://u:secret@127.0.0.1:1/ -H Authorization:Bearer_t").unwrap();
         assert_eq!(c.headers, [("Authorization".into(), "Bearer_t".into())]);
+        let s = crate::Summary::new(&c, Default::default(), None);
+        assert_eq!(s.config.headers, [("Authorization".into(), "***".into())]);
         let e = cfg("http://u:secret@127.0.0.1:1/ --insecure").unwrap_err();
         assert!(!e.to_string().contains("secret"), "{e}");
+        // A token given as the user (no password) is sent, and hidden too.
+        let c = cfg("http://sk_live_T0k3n@127.0.0.1:1/x").unwrap();
+        assert_eq!(c.url, "http://***@127.0.0.1:1/x");
+        let auth = ("Authorization".into(), "Basic c2tfbGl2ZV9UMGszbjo=".into());
+        assert_eq!(c.headers, [auth]);
+        let e = cfg("http://sk_live_T0k3n@127.0.0.1:1/ --insecure").unwrap_err();
+        assert!(!e.to_string().contains("T0k3n"), "{e}");
     }
 
     #[test]

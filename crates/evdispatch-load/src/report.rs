@@ -323,6 +323,16 @@ pub struct Summary {
     pub checks: Vec<CheckResult>,
 }
 
+/// An `Authorization` value as results show it: its scheme and `***`
+/// (`Bearer ***`), or `***` alone when it is one token (a raw API key has
+/// no scheme to keep).
+fn redacted(value: &str) -> String {
+    match value.trim().split_once([' ', '\t']) {
+        Some((scheme, _)) => format!("{scheme} ***"),
+        None => "***".to_string(),
+    }
+}
+
 fn rate_intervals(replies: &[u64], interval_s: f64) -> RateIntervals {
     let samples: Vec<f64> = replies.iter().map(|&n| n as f64 / interval_s).collect();
     if samples.is_empty() {
@@ -358,13 +368,13 @@ impl Summary {
         if config.run_to_end {
             config.duration_s = d;
         }
-        // Credentials never reach a results file; the scheme stays.
+        // Credentials never reach a results file.
         for (name, value) in &mut config.headers {
             if ["authorization", "proxy-authorization"]
                 .iter()
                 .any(|a| name.eq_ignore_ascii_case(a))
             {
-                *value = format!("{} ***", value.split(' ').next().unwrap_or(""));
+                *value = redacted(value);
             }
         }
         let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
@@ -852,14 +862,17 @@ mod tests {
 
     #[test]
     fn no_credential_reaches_the_summary() {
-        let c = Config::from_command_line([
+        let summary = |args: &[&str]| {
+            let c = Config::from_command_line(args).unwrap();
+            let s = Summary::new(&c, merged(vec![1.0]), None);
+            let json = serde_json::to_string(&s).unwrap();
+            (s, json)
+        };
+        let (s, json) = summary(&[
             "http://u:secret@127.0.0.1:1/",
             "-H",
             "Proxy-Authorization: Basic cDpx",
-        ])
-        .unwrap();
-        let s = Summary::new(&c, merged(vec![1.0]), None);
-        let json = serde_json::to_string(&s).unwrap();
+        ]);
         assert!(
             !json.contains("secret") && !json.contains("dTpzZWNyZXQ") && !json.contains("cDpx")
         );
@@ -868,6 +881,27 @@ mod tests {
             "{json}"
         );
         assert!(!s.text(false).contains("secret"));
+        // A raw key (no scheme), a tab after the scheme, and a token given
+        // as the URL's user.
+        let (s, json) = summary(&[
+            "http://sk_live_T0k3n@127.0.0.1:1/",
+            "-H",
+            "Authorization: sk-live-abcdef",
+            "-H",
+            "Proxy-Authorization: Bearer\tt4b",
+        ]);
+        for secret in ["sk-live", "abcdef", "t4b", "T0k3n", "c2tfbGl2ZV9UMGszbjo"] {
+            assert!(!json.contains(secret), "{secret}: {json}");
+            assert!(!s.text(false).contains(secret), "{secret}");
+        }
+        assert_eq!(
+            s.config.headers,
+            [
+                ("Authorization".to_string(), "***".to_string()),
+                ("Proxy-Authorization".to_string(), "Bearer ***".to_string())
+            ]
+        );
+        assert!(s.config.url.starts_with("http://***@127.0.0.1"), "{json}");
     }
 
     #[test]
