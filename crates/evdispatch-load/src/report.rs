@@ -323,6 +323,16 @@ pub struct Summary {
     pub checks: Vec<CheckResult>,
 }
 
+/// `n` per second over `secs`: 0 over an empty window (one that ended as
+/// it began: every session over during the warm-up, an early Ctrl-C).
+pub(crate) fn per_s(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
 /// An `Authorization` value as results show it: its scheme and `***`
 /// (`Bearer ***`), or `***` alone when it is one token (a raw API key has
 /// no scheme to keep).
@@ -377,7 +387,6 @@ impl Summary {
                 *value = redacted(value);
             }
         }
-        let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
             crate::record::add_counts(&mut errors, causes);
@@ -433,7 +442,7 @@ impl Summary {
             requests: c.requests,
             replies: c.replies,
             replies_in_window: c.replies_in_window,
-            reply_rate: per_s(c.replies_in_window),
+            reply_rate: per_s(c.replies_in_window, d),
             rate_intervals: rate_intervals(&m.interval_replies, config.interval_s),
             latency_us: Latency::of(&m.histograms.latency),
             latency_uncorrected_us: Latency::of(&m.histograms.latency_uncorrected),
@@ -451,7 +460,7 @@ impl Summary {
             connections,
             reopens: c.reopens,
             reopens_in_window: c.reopens_in_window,
-            reopen_rate: per_s(c.reopens_in_window),
+            reopen_rate: per_s(c.reopens_in_window, d),
             reconnects: c.reconnects,
             slow_replies: c.slow_replies,
             unmeasured_replies: c.unmeasured_replies,
@@ -616,12 +625,11 @@ impl Summary {
         if failed > 0 {
             let _ = writeln!(o, "  Non-2xx or 3xx responses: {failed}");
         }
-        let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let _ = writeln!(o, "Requests/sec: {:9.2}", self.reply_rate);
         let _ = writeln!(
             o,
             "Transfer/sec: {:>10}B",
-            fmt_binary(per_s(self.bytes_received))
+            fmt_binary(per_s(self.bytes_received, d))
         );
         o
     }
@@ -781,7 +789,7 @@ impl Summary {
             "Net I/O: sent {:.1} KB, received {:.1} KB ({:.1} KB/s)",
             self.bytes_sent as f64 / 1024.0,
             self.bytes_received as f64 / 1024.0,
-            self.bytes_received as f64 / 1024.0 / self.duration_s
+            per_s(self.bytes_received, self.duration_s) / 1024.0
         );
         let _ = writeln!(
             o,
@@ -946,6 +954,31 @@ mod tests {
             [512.0, 900.0, 3e12].map(fmt_binary),
             ["512.00", "0.88K", "2.73T"]
         );
+    }
+
+    #[test]
+    fn an_empty_window_has_rates_of_zero() {
+        // Every session over during the warm-up: the window is empty.
+        let c = Config::from_command_line([
+            "http://127.0.0.1:1/",
+            "--sessions",
+            "1",
+            "--rate",
+            "1",
+            "--warmup",
+            "1",
+        ])
+        .unwrap();
+        assert!(c.run_to_end);
+        let mut m = merged(vec![1.0]);
+        m.counts.bytes_received = 2048;
+        m.window_s = 0.0;
+        let s = Summary::new(&c, m, None);
+        assert_eq!((s.duration_s, s.reply_rate, s.reopen_rate), (0.0, 0.0, 0.0));
+        let text = s.text(false);
+        assert!(text.contains("received 2.0 KB (0.0 KB/s)"), "{text}");
+        assert!(text.contains("\nTransfer/sec:       0.00B\n"), "{text}");
+        assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
     }
 
     #[test]
