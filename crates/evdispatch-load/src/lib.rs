@@ -142,6 +142,7 @@
 //! | `setup_s` | number | time to open the long-lived connections before the run |
 //! | `warnings` | array | strings the reader must see |
 //! | `interrupted` | bool | Ctrl-C (or `SIGTERM`) stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
+//! | `interrupted_by` | string or null | the signal that did, `"SIGINT"` (Ctrl-C) or `"SIGTERM"`, as the workers recorded it (so `load merge` names it too); `null` when not interrupted, and in outputs of earlier versions |
 //! | `window_start_unix_s`, `window_end_unix_s` | number | the measured window in wall-clock time, Unix seconds (0 when none began) |
 //! | `histograms` | object | `latency`, `latency_uncorrected`, `connect`: the histograms (µs) in HdrHistogram's V2 serialization, base64, what `load merge` adds up |
 //! | `checks` | array | the `--fail-if` thresholds: `expr`, `measured`, `limit` (in the expression's unit: µs for latencies), `pass` |

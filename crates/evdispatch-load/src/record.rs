@@ -272,9 +272,13 @@ pub struct WorkerReport {
     /// Wall-clock start of its measured window, Unix seconds.
     #[serde(default)]
     pub window_start_unix_s: f64,
-    /// Ctrl-C stopped it.
+    /// Ctrl-C or `SIGTERM` stopped it.
     #[serde(default)]
     pub interrupted: bool,
+    /// The signal that did: `"SIGINT"` or `"SIGTERM"` (None: not
+    /// interrupted, or a report of an earlier version).
+    #[serde(default)]
+    pub signal: Option<String>,
 }
 
 /// Names of the status classes, in the order of [`Recorder::status`].
@@ -322,6 +326,7 @@ impl WorkerReport {
             window_s: 0.0,
             window_start_unix_s: 0.0,
             interrupted: false,
+            signal: None,
         })
     }
 }
@@ -352,8 +357,10 @@ pub struct Merged {
     pub window_s: f64,
     /// Earliest start of a worker's window, Unix seconds (0: none started).
     pub window_start_unix_s: f64,
-    /// A worker was stopped by Ctrl-C.
+    /// A worker was stopped by Ctrl-C or `SIGTERM`.
     pub interrupted: bool,
+    /// The signal that stopped the first worker that says.
+    pub signal: Option<String>,
 }
 
 /// Add `from`'s counts into `into`, key by key.
@@ -406,6 +413,9 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
             m.window_start_unix_s = r.window_start_unix_s;
         }
         m.interrupted |= r.interrupted;
+        if m.signal.is_none() {
+            m.signal.clone_from(&r.signal);
+        }
     }
     // The peak of the sum is at most the sum of the peaks; within one
     // interval the summed per-interval peaks bound it, so take the larger of

@@ -305,9 +305,14 @@ pub struct Summary {
     pub setup_s: f64,
     /// Anything the reader must know (generator saturation first).
     pub warnings: Vec<String>,
-    /// Ctrl-C stopped the run: the figures cover the window up to that moment.
+    /// Ctrl-C or `SIGTERM` stopped the run: the figures cover the window up
+    /// to that moment.
     #[serde(default)]
     pub interrupted: bool,
+    /// The signal that stopped it: `"SIGINT"` (Ctrl-C) or `"SIGTERM"`;
+    /// `null` when none did (and in outputs of earlier versions).
+    #[serde(default)]
+    pub interrupted_by: Option<String>,
     /// Wall-clock start of the measured window, Unix seconds (0 when no
     /// window began).
     #[serde(default)]
@@ -474,6 +479,7 @@ impl Summary {
             setup_s: m.setup_s,
             warnings,
             interrupted: m.interrupted,
+            interrupted_by: m.signal.clone().filter(|_| m.interrupted),
             window_start_unix_s: m.window_start_unix_s,
             window_end_unix_s: if m.window_start_unix_s > 0.0 {
                 m.window_start_unix_s + d
@@ -648,7 +654,7 @@ impl Summary {
             let _ = writeln!(
                 o,
                 "INTERRUPTED ({}): the figures cover the {:.1} s measured before it",
-                crate::interrupt::name(),
+                crate::interrupt::shown(self.interrupted_by.as_deref()),
                 self.duration_s
             );
         }
@@ -767,7 +773,11 @@ impl Summary {
                 o,
                 "Sessions: {} unfinished when the run ended (cut by {}; without --duration every session runs to its end)",
                 self.sessions_unfinished,
-                if self.interrupted { "Ctrl-C" } else { "--duration" }
+                if self.interrupted {
+                    crate::interrupt::shown(self.interrupted_by.as_deref())
+                } else {
+                    "--duration"
+                }
             );
         }
         // Every reply, which the "Requests:" line's measured ones are part of.
@@ -954,6 +964,43 @@ mod tests {
             [512.0, 900.0, 3e12].map(fmt_binary),
             ["512.00", "0.88K", "2.73T"]
         );
+    }
+
+    /// The text names the signal the report recorded, not this process's
+    /// (`load merge` of a run stopped by SIGTERM says SIGTERM; a unit test
+    /// in this binary raises SIGTERM in this process).
+    #[test]
+    fn an_interruption_is_named_by_the_signal_the_report_recorded() {
+        let c = Config::from_command_line([
+            "http://127.0.0.1:1/",
+            "--sessions",
+            "5",
+            "--rate",
+            "1",
+            "-d",
+            "2",
+        ])
+        .unwrap();
+        for (signal, shown) in [("SIGTERM", "SIGTERM"), ("SIGINT", "Ctrl-C")] {
+            let mut m = merged(vec![1.0]);
+            (m.interrupted, m.signal, m.window_s) = (true, Some(signal.into()), 0.5);
+            m.counts.sessions_unfinished = 2;
+            let s = Summary::new(&c, m, None);
+            // Through a results file, as `load merge` reads one.
+            let s: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+            assert_eq!(s.interrupted_by.as_deref(), Some(signal));
+            let text = s.text(false);
+            assert!(text.contains(&format!("INTERRUPTED ({shown})")), "{text}");
+            assert!(text.contains(&format!("(cut by {shown};")), "{text}");
+        }
+        // An output of an earlier version does not say which.
+        let mut m = merged(vec![1.0]);
+        (m.interrupted, m.window_s) = (true, 0.5);
+        let mut json = serde_json::to_value(Summary::new(&c, m, None)).unwrap();
+        json.as_object_mut().unwrap().remove("interrupted_by");
+        let s: Summary = serde_json::from_value(json).unwrap();
+        assert_eq!(s.interrupted_by, None);
+        assert!(s.text(false).contains("INTERRUPTED (Ctrl-C or SIGTERM)"));
     }
 
     #[test]

@@ -339,7 +339,7 @@ pub struct Engine<'h> {
     iv_requests: Vec<u64>,
     /// Wall-clock start of the measured window, Unix seconds.
     window_start_unix_s: f64,
-    /// Ctrl-C stopped the run.
+    /// Ctrl-C or `SIGTERM` stopped the run.
     interrupted: bool,
     /// The `uring` engine's ring (None: the readiness engine).
     ring: Option<Ring>,

@@ -206,6 +206,9 @@ impl Engine<'_> {
         report.window_s = window_s;
         report.window_start_unix_s = self.window_start_unix_s;
         report.interrupted = self.interrupted;
+        if self.interrupted {
+            report.signal = crate::interrupt::which_name().map(String::from);
+        }
         Ok(report)
     }
 }
