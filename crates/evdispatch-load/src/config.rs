@@ -497,6 +497,27 @@ impl Config {
             }
             headers.push((n.to_string(), v.trim().to_string()));
         }
+        // A body goes out as it is, framed by its Content-Length: under the
+        // user's Transfer-Encoding (which replaces that) the server would
+        // read it as chunks, or to the close.
+        let bodies = body.is_some()
+            || wsesslog.as_ref().is_some_and(|l| {
+                l.log
+                    .iter()
+                    .flatten()
+                    .any(|b| b.requests.iter().any(|r| r.contents.is_some()))
+            });
+        if bodies
+            && headers
+                .iter()
+                .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && !v.is_empty())
+        {
+            bail!(
+                "--header Transfer-Encoding with a request body (--body, or contents= in \
+                 --wsesslog): the body is sent as it is, with its Content-Length, not \
+                 chunk-encoded; leave out the header"
+            );
+        }
         // The URL's user and password, as curl sends them, unless the user
         // gave the header.
         if let Some(value) = authorization {
@@ -783,6 +804,31 @@ mod tests {
         let ports = e("http://127.0.0.1:1/ --inactive 30000 --procs 2");
         assert!(ports.contains("--source-addrs 2"), "{ports}");
         assert!(cfg("http://127.0.0.1:1/ --inactive 30000 --procs 2 --source-addrs 2").is_ok());
+    }
+
+    #[test]
+    fn a_transfer_encoding_over_a_body_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = dir.path().join("b");
+        std::fs::write(&body, b"hello").unwrap();
+        let log = dir.path().join("s.log");
+        std::fs::write(&log, "/a method=POST contents=hi\n").unwrap();
+        let url = "http://127.0.0.1:1/ --rate 1";
+        for args in [
+            format!("{url} --sessions 1 --method POST --body {}", body.display()),
+            format!("{url} --wsesslog 1,0,{}", log.display()),
+        ] {
+            for te in [
+                "Transfer-Encoding:chunked",
+                "transfer-encoding:gzip,chunked",
+            ] {
+                let e = cfg(&format!("{args} -H {te}")).unwrap_err().to_string();
+                assert!(e.contains("Transfer-Encoding with a request body"), "{e}");
+            }
+            assert!(cfg(&args).is_ok(), "{args}");
+        }
+        // Without a body, the user's framing is the user's.
+        assert!(cfg(&format!("{url} --sessions 1 -H Transfer-Encoding:chunked")).is_ok());
     }
 
     #[test]

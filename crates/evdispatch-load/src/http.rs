@@ -30,7 +30,8 @@ pub struct Request {
 /// it in place; one with an empty value removes it, as curl's `-H 'Name:'`
 /// does), and `Content-Length` with the body when there is one, or `0` for
 /// POST, PUT and PATCH without one (unless the user gave their own
-/// `Content-Length` or `Transfer-Encoding`).
+/// `Content-Length` or `Transfer-Encoding`; the configuration refuses the
+/// latter with a body, which is never chunk-encoded here).
 pub fn build_request(
     method: &str,
     host: &str,

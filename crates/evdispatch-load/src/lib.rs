@@ -22,7 +22,8 @@
 //! ALPN `http/1.1`, the system's roots, `--cacert FILE` or `--insecure`;
 //! the handshake time is reported apart from the connect time. Requests use
 //! `--method`, `--body FILE` and `--header` (which replaces a default of the
-//! same name), pick their path by weight from `--urls FILE`, or play
+//! same name; a `Transfer-Encoding` over a body is refused, the body being
+//! sent as it is with its `Content-Length`), pick their path by weight from `--urls FILE`, or play
 //! httperf's session log with `--wsesslog N,X,FILE` ([`wsesslog`]). A
 //! reply that comes before its request is all written (a server answering
 //! an upload early) is counted when it arrives, and the rest of the

@@ -48,7 +48,7 @@ pub struct NetArgs {
     #[arg(long, default_value = "GET", value_name = "M")]
     pub method: String,
     /// Send this file as the request body, with its Content-Length (`-`:
-    /// standard input).
+    /// standard input); not with a `-H Transfer-Encoding`, which is refused.
     #[arg(long, value_name = "FILE")]
     pub body: Option<String>,
     /// Request the URLs of this file, one per line `URL [WEIGHT]`, picked
