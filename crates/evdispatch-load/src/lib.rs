@@ -130,10 +130,10 @@
 //! | `reopens` | integer | inactive and idle connections reopened after the server closed them, whole run |
 //! | `reopens_in_window` | integer | those inside the window |
 //! | `reopen_rate` | number | `reopens_in_window / duration_s` |
-//! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them (or reset them), between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error), after each reply when `-H 'Connection: close'` makes every request the last of its connection, and after an early reply whose request could not be finished within `--timeout` (closed by the generator, not an error) |
+//! | `reconnects` | integer | connections that ended to be replaced by a new one, counted when they end: a persistent or closed-loop connection closed (or reset) by the server between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error); a persistent, closed-loop or session connection closed after a reply because the reply or `-H 'Connection: close'` said so, or by the generator after an early reply whose request could not be finished within `--timeout` (not an error) — a session's only when it has a call left and the window is open; a session's closed by the server during a think time. One that ends in the drain, or in a think time that outlasts the window, is counted though no new connection is opened then |
 //! | `slow_replies` | integer | replies to slow clients |
 //! | `unmeasured_replies` | integer | replies outside the measurement (warm-up, idle connections' one request) |
-//! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window) or Ctrl-C; 0 with `config.run_to_end` |
+//! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window), or by Ctrl-C or `SIGTERM` (`interrupted`); with `config.run_to_end`, 0 unless interrupted |
 //! | `generator_cpu_pct` | number | CPU of all worker processes over the window, % of one core |
 //! | `generator_cpu_per_process_pct` | array | the same per worker |
 //! | `generator_cores` | integer | cores the generator could use |

@@ -132,13 +132,13 @@ counts! {
     reopens,
     /// Reopens inside the measured window.
     reopens_in_window,
-    /// Persistent and closed-loop connections reconnected after the server closed (or reset) them, with or without a request outstanding.
+    /// Connections that ended to be replaced by a new one, counted when they end (the `reconnects` of the summary).
     reconnects,
     /// Replies to slow clients.
     slow_replies,
     /// Replies to requests outside the measured window (warm-up, idle connections' first request).
     unmeasured_replies,
-    /// Sessions started that still had calls to make when the run ended (cut by `--duration` or Ctrl-C).
+    /// Sessions started that still had calls to make when the run ended (cut by `--duration`, Ctrl-C or `SIGTERM`).
     sessions_unfinished,
     /// Bytes written.
     bytes_sent,

@@ -276,16 +276,18 @@ pub struct Summary {
     pub reopens_in_window: u64,
     /// `reopens_in_window / duration_s`.
     pub reopen_rate: f64,
-    /// Persistent or closed-loop connections re-established after the
-    /// server closed (or reset) them, with or without a request outstanding.
+    /// Connections that ended to be replaced by a new one (persistent,
+    /// closed loop, sessions between calls), counted when they end, also
+    /// when the drain or the window's end means no new one is opened: see
+    /// the crate docs.
     pub reconnects: u64,
     /// Replies to slow clients.
     pub slow_replies: u64,
     /// Replies outside the measurement (warm-up, idle connections' first request).
     pub unmeasured_replies: u64,
     /// Sessions started that still had calls to make when the run ended
-    /// (cut by `--duration` or Ctrl-C; 0 when the run lasted until the
-    /// sessions ended).
+    /// (cut by `--duration`, or by Ctrl-C or `SIGTERM`; with `run_to_end`, 0
+    /// unless the run was interrupted).
     #[serde(default)]
     pub sessions_unfinished: u64,
     /// Generator CPU over the window, % of one core, all processes.
