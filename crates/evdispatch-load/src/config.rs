@@ -76,7 +76,7 @@ pub enum IoEngine {
 /// (`config`).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Config {
-    /// The URL as given.
+    /// The URL as given, its credentials hidden ([`target::userinfo`]).
     pub url: String,
     /// The address connected to: the first of `addresses` that accepted
     /// the pre-flight connect (the first resolved before it).
@@ -323,9 +323,11 @@ impl Config {
                 "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
             )
         })?;
+        // Shown in errors as in the summary.
         if url.password().is_some() {
-            // Shown in errors as in the summary.
             let _ = url.set_password(Some("***"));
+        } else if !url.username().is_empty() {
+            let _ = url.set_username("***");
         }
         let mut resolved = target::resolve(&url_text, &url, &a.net)?;
         if a.source_addrs > 1 {
@@ -494,6 +496,27 @@ impl Config {
                 bail!("--header '{h}': the value may not contain a line break");
             }
             headers.push((n.to_string(), v.trim().to_string()));
+        }
+        // A body goes out as it is, framed by its Content-Length: under the
+        // user's Transfer-Encoding (which replaces that) the server would
+        // read it as chunks, or to the close.
+        let bodies = body.is_some()
+            || wsesslog.as_ref().is_some_and(|l| {
+                l.log
+                    .iter()
+                    .flatten()
+                    .any(|b| b.requests.iter().any(|r| r.contents.is_some()))
+            });
+        if bodies
+            && headers
+                .iter()
+                .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && !v.is_empty())
+        {
+            bail!(
+                "--header Transfer-Encoding with a request body (--body, or contents= in \
+                 --wsesslog): the body is sent as it is, with its Content-Length, not \
+                 chunk-encoded; leave out the header"
+            );
         }
         // The URL's user and password, as curl sends them, unless the user
         // gave the header.
@@ -746,11 +769,21 @@ mod tests {
             "Basic dTpzZWNyZXQ=".to_string(),
         );
         assert_eq!(c.headers, [auth]);
-        // The user's own header wins.
+        // The user's own header wins; a value of one token (a raw key) is
+        // sent as given, and results show none of it.
         let c = cfg("http://u:secret@127.0.0.1:1/ -H Authorization:Bearer_t").unwrap();
         assert_eq!(c.headers, [("Authorization".into(), "Bearer_t".into())]);
+        let s = crate::Summary::new(&c, Default::default(), None);
+        assert_eq!(s.config.headers, [("Authorization".into(), "***".into())]);
         let e = cfg("http://u:secret@127.0.0.1:1/ --insecure").unwrap_err();
         assert!(!e.to_string().contains("secret"), "{e}");
+        // A token given as the user (no password) is sent, and hidden too.
+        let c = cfg("http://sk_live_T0k3n@127.0.0.1:1/x").unwrap();
+        assert_eq!(c.url, "http://***@127.0.0.1:1/x");
+        let auth = ("Authorization".into(), "Basic c2tfbGl2ZV9UMGszbjo=".into());
+        assert_eq!(c.headers, [auth]);
+        let e = cfg("http://sk_live_T0k3n@127.0.0.1:1/ --insecure").unwrap_err();
+        assert!(!e.to_string().contains("T0k3n"), "{e}");
     }
 
     #[test]
@@ -771,6 +804,31 @@ mod tests {
         let ports = e("http://127.0.0.1:1/ --inactive 30000 --procs 2");
         assert!(ports.contains("--source-addrs 2"), "{ports}");
         assert!(cfg("http://127.0.0.1:1/ --inactive 30000 --procs 2 --source-addrs 2").is_ok());
+    }
+
+    #[test]
+    fn a_transfer_encoding_over_a_body_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let body = dir.path().join("b");
+        std::fs::write(&body, b"hello").unwrap();
+        let log = dir.path().join("s.log");
+        std::fs::write(&log, "/a method=POST contents=hi\n").unwrap();
+        let url = "http://127.0.0.1:1/ --rate 1";
+        for args in [
+            format!("{url} --sessions 1 --method POST --body {}", body.display()),
+            format!("{url} --wsesslog 1,0,{}", log.display()),
+        ] {
+            for te in [
+                "Transfer-Encoding:chunked",
+                "transfer-encoding:gzip,chunked",
+            ] {
+                let e = cfg(&format!("{args} -H {te}")).unwrap_err().to_string();
+                assert!(e.contains("Transfer-Encoding with a request body"), "{e}");
+            }
+            assert!(cfg(&args).is_ok(), "{args}");
+        }
+        // Without a body, the user's framing is the user's.
+        assert!(cfg(&format!("{url} --sessions 1 -H Transfer-Encoding:chunked")).is_ok());
     }
 
     #[test]

@@ -30,7 +30,8 @@ pub struct Request {
 /// it in place; one with an empty value removes it, as curl's `-H 'Name:'`
 /// does), and `Content-Length` with the body when there is one, or `0` for
 /// POST, PUT and PATCH without one (unless the user gave their own
-/// `Content-Length` or `Transfer-Encoding`).
+/// `Content-Length` or `Transfer-Encoding`; the configuration refuses the
+/// latter with a body, which is never chunk-encoded here).
 pub fn build_request(
     method: &str,
     host: &str,
@@ -214,14 +215,19 @@ fn parse_head(buf: &[u8], no_body: bool) -> Result<Option<Head>, Malformed> {
         }
     }
     // RFC 9112 §6.3: no body (rules 1, 2); Transfer-Encoding overrides
-    // Content-Length, and a body whose final coding is not chunked runs to
-    // the close (rules 3, 4); then Content-Length, valid (rule 5); else the
-    // close (rule 8).
+    // Content-Length, not even read then (a malformed one does not matter),
+    // and a body whose final coding is not chunked runs to the close (rules
+    // 3, 4); then Content-Length, valid (rule 5); else the close (rule 8).
     let body = if no_body || status < 200 || status == 204 || status == 304 {
         State::Body(0)
-    } else if chunked == Some(true) {
-        State::ChunkSize
-    } else if let (None, Some(n)) = (chunked, length?) {
+    } else if let Some(chunked) = chunked {
+        if chunked {
+            State::ChunkSize
+        } else {
+            close = true;
+            State::UntilClose
+        }
+    } else if let Some(n) = length? {
         State::Body(n)
     } else {
         close = true;
@@ -563,10 +569,19 @@ mod tests {
         let (f, mut p) = feed("Transfer-Encoding: chunked, gzip\r\n", "0\r\n\r\nmore");
         assert_eq!(f, Feed::More);
         assert_eq!(p.eof().unwrap(), Some(200));
-        // Transfer-Encoding overrides Content-Length.
-        let (f, mut p) = feed("Transfer-Encoding: gzip\r\nContent-Length: 3\r\n", "abcdef");
-        assert_eq!(f, Feed::More);
-        assert_eq!(p.eof().unwrap(), Some(200));
+        // Transfer-Encoding overrides Content-Length, which is not even
+        // read: a malformed one does not make the reply malformed.
+        for cl in ["3", "x", "3, 5"] {
+            let head = format!("Transfer-Encoding: gzip\r\nContent-Length: {cl}\r\n");
+            let (f, mut p) = feed(&head, "abcdef");
+            assert_eq!(f, Feed::More, "{cl}");
+            assert_eq!(p.eof().unwrap(), Some(200), "{cl}");
+        }
+        let (f, _) = feed(
+            "Content-Length: x\r\nTransfer-Encoding: chunked\r\n",
+            "0\r\n\r\n",
+        );
+        assert!(matches!(f, Feed::Done { .. }), "{f:?}");
         let (f, _) = feed(
             "Content-Length: 30\r\nTransfer-Encoding: chunked\r\n",
             "1\r\na\r\n0\r\n\r\n",

@@ -40,10 +40,26 @@ pub fn which() -> Option<i32> {
     }
 }
 
-/// How the output names the interruption: `Ctrl-C` or `SIGTERM`.
+/// The signal that arrived, as reports store it: `"SIGINT"` or `"SIGTERM"`.
+pub fn which_name() -> Option<&'static str> {
+    which().map(|s| if s == SIGTERM { "SIGTERM" } else { "SIGINT" })
+}
+
+/// How the output names an interruption by `signal` (as reports store
+/// it): `Ctrl-C` for `SIGINT`, `SIGTERM`; a report that does not say
+/// (written by an earlier version) gets both names.
+pub fn shown(signal: Option<&str>) -> &str {
+    match signal {
+        Some("SIGINT") => "Ctrl-C",
+        Some(s) => s,
+        None => "Ctrl-C or SIGTERM",
+    }
+}
+
+/// How the output names this process's interruption: `Ctrl-C` or `SIGTERM`.
 pub fn name() -> &'static str {
-    match which() {
-        Some(SIGTERM) => "SIGTERM",
+    match which_name() {
+        Some("SIGTERM") => "SIGTERM",
         _ => "Ctrl-C",
     }
 }
@@ -64,6 +80,9 @@ mod tests {
         assert_eq!((requested(), name()), (false, "Ctrl-C"));
         signal_hook::low_level::raise(SIGTERM).unwrap();
         assert_eq!((requested(), name(), exit_status()), (true, "SIGTERM", 143));
+        assert_eq!(which_name(), Some("SIGTERM"));
+        assert_eq!(shown(which_name()), "SIGTERM");
+        assert_eq!(shown(Some("SIGINT")), "Ctrl-C");
         assert_eq!(crate::EXIT_TERMINATED, 143);
     }
 }

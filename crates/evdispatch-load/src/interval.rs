@@ -104,12 +104,7 @@ impl Interval {
 
     /// Replies per second over the interval.
     pub fn reply_rate(&self) -> f64 {
-        let d = self.end_s - self.start_s;
-        if d > 0.0 {
-            self.replies as f64 / d
-        } else {
-            0.0
-        }
+        crate::report::per_s(self.replies, self.end_s - self.start_s)
     }
 
     /// The `--json-stream` line (without its newline).

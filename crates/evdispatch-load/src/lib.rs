@@ -22,12 +22,16 @@
 //! ALPN `http/1.1`, the system's roots, `--cacert FILE` or `--insecure`;
 //! the handshake time is reported apart from the connect time. Requests use
 //! `--method`, `--body FILE` and `--header` (which replaces a default of the
-//! same name), pick their path by weight from `--urls FILE`, or play
+//! same name; a `Transfer-Encoding` over a body is refused, the body being
+//! sent as it is with its `Content-Length`), pick their path by weight from `--urls FILE`, or play
 //! httperf's session log with `--wsesslog N,X,FILE` ([`wsesslog`]). A
 //! reply that comes before its request is all written (a server answering
 //! an upload early) is counted when it arrives, and the rest of the
 //! request still goes out before the next one on that connection (its
-//! framing is on the wire: RFC 9112 §9.5), as wrk and curl do.
+//! framing is on the wire: RFC 9112 §9.5), as wrk and curl do; when it
+//! cannot within `--timeout`, the generator closes the connection and goes
+//! on over a new one (`connections.closed_by_client`, a reconnect), which
+//! is not an error: the request has its reply.
 //!
 //! ## How long a run lasts
 //!
@@ -103,7 +107,7 @@
 //! | field | type | meaning |
 //! |---|---|---|
 //! | `schema` | string | `"evdispatch-load/1"` |
-//! | `config` | object | the full configuration ([`Config`]): `url` (a password in it shown as `***`), `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers` (an `Authorization` or `Proxy-Authorization` value shown as its scheme and `***`), `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
+//! | `config` | object | the full configuration ([`Config`]): `url` (a password in it shown as `***`, and a user given without a password, often a token, as `***` too), `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers` (an `Authorization` or `Proxy-Authorization` value shown as its scheme and `***`, or as `***` alone when it is a single token such as a raw key), `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
 //! | `duration_s` | number | length of the measured window (with `config.run_to_end`, until the last session ended) |
 //! | `requests` | integer | requests of the active workloads whose slot fell in the window and that were sent |
 //! | `replies` | integer | complete replies to those requests (including ones that arrived in the drain after the window) |
@@ -126,10 +130,10 @@
 //! | `reopens` | integer | inactive and idle connections reopened after the server closed them, whole run |
 //! | `reopens_in_window` | integer | those inside the window |
 //! | `reopen_rate` | number | `reopens_in_window / duration_s` |
-//! | `reconnects` | integer | persistent or closed-loop connections re-established after the server closed them (or reset them), between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error), and after each reply when `-H 'Connection: close'` makes every request the last of its connection |
+//! | `reconnects` | integer | connections that ended to be replaced by a new one, counted when they end: a persistent or closed-loop connection closed (or reset) by the server between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error); a persistent, closed-loop or session connection closed after a reply because the reply or `-H 'Connection: close'` said so, or by the generator after an early reply whose request could not be finished within `--timeout` (not an error) — a session's only when it has a call left and the window is open; a session's closed by the server during a think time. One that ends in the drain, or in a think time that outlasts the window, is counted though no new connection is opened then |
 //! | `slow_replies` | integer | replies to slow clients |
 //! | `unmeasured_replies` | integer | replies outside the measurement (warm-up, idle connections' one request) |
-//! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window) or Ctrl-C; 0 with `config.run_to_end` |
+//! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window), or by Ctrl-C or `SIGTERM` (`interrupted`); with `config.run_to_end`, 0 unless interrupted |
 //! | `generator_cpu_pct` | number | CPU of all worker processes over the window, % of one core |
 //! | `generator_cpu_per_process_pct` | array | the same per worker |
 //! | `generator_cores` | integer | cores the generator could use |
@@ -139,6 +143,7 @@
 //! | `setup_s` | number | time to open the long-lived connections before the run |
 //! | `warnings` | array | strings the reader must see |
 //! | `interrupted` | bool | Ctrl-C (or `SIGTERM`) stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
+//! | `interrupted_by` | string or null | the signal that did, `"SIGINT"` (Ctrl-C) or `"SIGTERM"`, as the workers recorded it (so `load merge` names it too); `null` when not interrupted, and in outputs of earlier versions |
 //! | `window_start_unix_s`, `window_end_unix_s` | number | the measured window in wall-clock time, Unix seconds (0 when none began) |
 //! | `histograms` | object | `latency`, `latency_uncorrected`, `connect`: the histograms (µs) in HdrHistogram's V2 serialization, base64, what `load merge` adds up |
 //! | `checks` | array | the `--fail-if` thresholds: `expr`, `measured`, `limit` (in the expression's unit: µs for latencies), `pass` |

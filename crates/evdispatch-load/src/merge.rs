@@ -43,20 +43,12 @@ pub fn run(a: &MergeArgs) -> anyhow::Result<i32> {
         .map(|p| read(p).with_context(|| format!("merge: {}", p.display())))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut s = merge(&runs)?;
-    // Exit 130 says this command was stopped by Ctrl-C; the merge was not.
-    // A run that was is a warning (its window is shorter).
-    if s.interrupted {
-        let stopped: Vec<String> = runs
-            .iter()
-            .zip(&a.files)
-            .filter(|(r, _)| r.interrupted)
-            .map(|(_, p)| p.display().to_string())
-            .collect();
-        s.warnings.push(format!(
-            "interrupted by Ctrl-C, so their windows are shorter: {}",
-            stopped.join(", ")
-        ));
+    // Exit 130 or 143 says this command was stopped by a signal; the merge
+    // was not. A run that was is a warning (its window is shorter).
+    if let Some(note) = interrupted_note(&runs, &a.files) {
+        s.warnings.push(note);
         s.interrupted = false;
+        s.interrupted_by = None;
     }
     let checks = crate::check::parse_all(&a.fail_if, &s.config)?;
     let out = crate::Output {
@@ -65,6 +57,31 @@ pub fn run(a: &MergeArgs) -> anyhow::Result<i32> {
         stream: false,
     };
     crate::report(&mut s, &checks, out)
+}
+
+/// The warning that names the runs a signal stopped, by the signal each
+/// output recorded, if any was: `interrupted by SIGTERM (a.json) and by
+/// Ctrl-C (b.json, c.json), so their windows are shorter`.
+fn interrupted_note(runs: &[Summary], files: &[PathBuf]) -> Option<String> {
+    let mut by: Vec<(&str, Vec<String>)> = Vec::new();
+    for (r, p) in runs.iter().zip(files).filter(|(r, _)| r.interrupted) {
+        let signal = crate::interrupt::shown(r.interrupted_by.as_deref());
+        let file = p.display().to_string();
+        match by.iter_mut().find(|(s, _)| *s == signal) {
+            Some((_, list)) => list.push(file),
+            None => by.push((signal, vec![file])),
+        }
+    }
+    let groups: Vec<String> = by
+        .iter()
+        .map(|(signal, list)| format!("by {signal} ({})", list.join(", ")))
+        .collect();
+    (!groups.is_empty()).then(|| {
+        format!(
+            "interrupted {}, so their windows are shorter",
+            groups.join(" and ")
+        )
+    })
 }
 
 /// One `--json` output.
@@ -138,6 +155,7 @@ fn as_report(i: usize, s: &Summary) -> WorkerReport {
         window_s: s.duration_s,
         window_start_unix_s: s.window_start_unix_s,
         interrupted: s.interrupted,
+        signal: s.interrupted_by.clone(),
     }
 }
 
@@ -316,6 +334,31 @@ mod tests {
             "{:?}",
             abc.warnings
         );
+    }
+
+    #[test]
+    fn an_interrupted_run_is_named_with_its_own_signal() {
+        let files: Vec<PathBuf> = ["a.json", "b.json", "c.json"].map(PathBuf::from).into();
+        let mut runs = vec![
+            run(1..=10, 1000.0, 10),
+            run(1..=10, 1000.0, 10),
+            run(1..=10, 1000.0, 10),
+        ];
+        assert_eq!(interrupted_note(&runs, &files), None);
+        (runs[1].interrupted, runs[1].interrupted_by) = (true, Some("SIGTERM".into()));
+        (runs[2].interrupted, runs[2].interrupted_by) = (true, Some("SIGINT".into()));
+        assert_eq!(
+            interrupted_note(&runs, &files).as_deref(),
+            Some("interrupted by SIGTERM (b.json) and by Ctrl-C (c.json), so their windows are shorter")
+        );
+        (runs[0].interrupted, runs[0].interrupted_by) = (true, Some("SIGINT".into()));
+        assert_eq!(
+            interrupted_note(&runs, &files).as_deref(),
+            Some("interrupted by Ctrl-C (a.json, c.json) and by SIGTERM (b.json), so their windows are shorter")
+        );
+        // The merge keeps the signal of the first run that says one.
+        let m = merge(&runs).unwrap();
+        assert!(m.interrupted && m.interrupted_by.as_deref() == Some("SIGINT"));
     }
 
     #[test]

@@ -132,13 +132,13 @@ counts! {
     reopens,
     /// Reopens inside the measured window.
     reopens_in_window,
-    /// Persistent and closed-loop connections reconnected after the server closed (or reset) them, with or without a request outstanding.
+    /// Connections that ended to be replaced by a new one, counted when they end (the `reconnects` of the summary).
     reconnects,
     /// Replies to slow clients.
     slow_replies,
     /// Replies to requests outside the measured window (warm-up, idle connections' first request).
     unmeasured_replies,
-    /// Sessions started that still had calls to make when the run ended (cut by `--duration` or Ctrl-C).
+    /// Sessions started that still had calls to make when the run ended (cut by `--duration`, Ctrl-C or `SIGTERM`).
     sessions_unfinished,
     /// Bytes written.
     bytes_sent,
@@ -272,9 +272,13 @@ pub struct WorkerReport {
     /// Wall-clock start of its measured window, Unix seconds.
     #[serde(default)]
     pub window_start_unix_s: f64,
-    /// Ctrl-C stopped it.
+    /// Ctrl-C or `SIGTERM` stopped it.
     #[serde(default)]
     pub interrupted: bool,
+    /// The signal that did: `"SIGINT"` or `"SIGTERM"` (None: not
+    /// interrupted, or a report of an earlier version).
+    #[serde(default)]
+    pub signal: Option<String>,
 }
 
 /// Names of the status classes, in the order of [`Recorder::status`].
@@ -322,6 +326,7 @@ impl WorkerReport {
             window_s: 0.0,
             window_start_unix_s: 0.0,
             interrupted: false,
+            signal: None,
         })
     }
 }
@@ -352,8 +357,10 @@ pub struct Merged {
     pub window_s: f64,
     /// Earliest start of a worker's window, Unix seconds (0: none started).
     pub window_start_unix_s: f64,
-    /// A worker was stopped by Ctrl-C.
+    /// A worker was stopped by Ctrl-C or `SIGTERM`.
     pub interrupted: bool,
+    /// The signal that stopped the first worker that says.
+    pub signal: Option<String>,
 }
 
 /// Add `from`'s counts into `into`, key by key.
@@ -406,6 +413,9 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
             m.window_start_unix_s = r.window_start_unix_s;
         }
         m.interrupted |= r.interrupted;
+        if m.signal.is_none() {
+            m.signal.clone_from(&r.signal);
+        }
     }
     // The peak of the sum is at most the sum of the peaks; within one
     // interval the summed per-interval peaks bound it, so take the larger of

@@ -276,16 +276,18 @@ pub struct Summary {
     pub reopens_in_window: u64,
     /// `reopens_in_window / duration_s`.
     pub reopen_rate: f64,
-    /// Persistent or closed-loop connections re-established after the
-    /// server closed (or reset) them, with or without a request outstanding.
+    /// Connections that ended to be replaced by a new one (persistent,
+    /// closed loop, sessions between calls), counted when they end, also
+    /// when the drain or the window's end means no new one is opened: see
+    /// the crate docs.
     pub reconnects: u64,
     /// Replies to slow clients.
     pub slow_replies: u64,
     /// Replies outside the measurement (warm-up, idle connections' first request).
     pub unmeasured_replies: u64,
     /// Sessions started that still had calls to make when the run ended
-    /// (cut by `--duration` or Ctrl-C; 0 when the run lasted until the
-    /// sessions ended).
+    /// (cut by `--duration`, or by Ctrl-C or `SIGTERM`; with `run_to_end`, 0
+    /// unless the run was interrupted).
     #[serde(default)]
     pub sessions_unfinished: u64,
     /// Generator CPU over the window, % of one core, all processes.
@@ -305,9 +307,14 @@ pub struct Summary {
     pub setup_s: f64,
     /// Anything the reader must know (generator saturation first).
     pub warnings: Vec<String>,
-    /// Ctrl-C stopped the run: the figures cover the window up to that moment.
+    /// Ctrl-C or `SIGTERM` stopped the run: the figures cover the window up
+    /// to that moment.
     #[serde(default)]
     pub interrupted: bool,
+    /// The signal that stopped it: `"SIGINT"` (Ctrl-C) or `"SIGTERM"`;
+    /// `null` when none did (and in outputs of earlier versions).
+    #[serde(default)]
+    pub interrupted_by: Option<String>,
     /// Wall-clock start of the measured window, Unix seconds (0 when no
     /// window began).
     #[serde(default)]
@@ -321,6 +328,26 @@ pub struct Summary {
     /// The `--fail-if` thresholds and how they came out.
     #[serde(default)]
     pub checks: Vec<CheckResult>,
+}
+
+/// `n` per second over `secs`: 0 over an empty window (one that ended as
+/// it began: every session over during the warm-up, an early Ctrl-C).
+pub(crate) fn per_s(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+/// An `Authorization` value as results show it: its scheme and `***`
+/// (`Bearer ***`), or `***` alone when it is one token (a raw API key has
+/// no scheme to keep).
+fn redacted(value: &str) -> String {
+    match value.trim().split_once([' ', '\t']) {
+        Some((scheme, _)) => format!("{scheme} ***"),
+        None => "***".to_string(),
+    }
 }
 
 fn rate_intervals(replies: &[u64], interval_s: f64) -> RateIntervals {
@@ -358,16 +385,15 @@ impl Summary {
         if config.run_to_end {
             config.duration_s = d;
         }
-        // Credentials never reach a results file; the scheme stays.
+        // Credentials never reach a results file.
         for (name, value) in &mut config.headers {
             if ["authorization", "proxy-authorization"]
                 .iter()
                 .any(|a| name.eq_ignore_ascii_case(a))
             {
-                *value = format!("{} ***", value.split(' ').next().unwrap_or(""));
+                *value = redacted(value);
             }
         }
-        let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
             crate::record::add_counts(&mut errors, causes);
@@ -423,7 +449,7 @@ impl Summary {
             requests: c.requests,
             replies: c.replies,
             replies_in_window: c.replies_in_window,
-            reply_rate: per_s(c.replies_in_window),
+            reply_rate: per_s(c.replies_in_window, d),
             rate_intervals: rate_intervals(&m.interval_replies, config.interval_s),
             latency_us: Latency::of(&m.histograms.latency),
             latency_uncorrected_us: Latency::of(&m.histograms.latency_uncorrected),
@@ -441,7 +467,7 @@ impl Summary {
             connections,
             reopens: c.reopens,
             reopens_in_window: c.reopens_in_window,
-            reopen_rate: per_s(c.reopens_in_window),
+            reopen_rate: per_s(c.reopens_in_window, d),
             reconnects: c.reconnects,
             slow_replies: c.slow_replies,
             unmeasured_replies: c.unmeasured_replies,
@@ -455,6 +481,7 @@ impl Summary {
             setup_s: m.setup_s,
             warnings,
             interrupted: m.interrupted,
+            interrupted_by: m.signal.clone().filter(|_| m.interrupted),
             window_start_unix_s: m.window_start_unix_s,
             window_end_unix_s: if m.window_start_unix_s > 0.0 {
                 m.window_start_unix_s + d
@@ -606,12 +633,11 @@ impl Summary {
         if failed > 0 {
             let _ = writeln!(o, "  Non-2xx or 3xx responses: {failed}");
         }
-        let per_s = |n: u64| if d > 0.0 { n as f64 / d } else { 0.0 };
         let _ = writeln!(o, "Requests/sec: {:9.2}", self.reply_rate);
         let _ = writeln!(
             o,
             "Transfer/sec: {:>10}B",
-            fmt_binary(per_s(self.bytes_received))
+            fmt_binary(per_s(self.bytes_received, d))
         );
         o
     }
@@ -630,7 +656,7 @@ impl Summary {
             let _ = writeln!(
                 o,
                 "INTERRUPTED ({}): the figures cover the {:.1} s measured before it",
-                crate::interrupt::name(),
+                crate::interrupt::shown(self.interrupted_by.as_deref()),
                 self.duration_s
             );
         }
@@ -749,7 +775,11 @@ impl Summary {
                 o,
                 "Sessions: {} unfinished when the run ended (cut by {}; without --duration every session runs to its end)",
                 self.sessions_unfinished,
-                if self.interrupted { "Ctrl-C" } else { "--duration" }
+                if self.interrupted {
+                    crate::interrupt::shown(self.interrupted_by.as_deref())
+                } else {
+                    "--duration"
+                }
             );
         }
         // Every reply, which the "Requests:" line's measured ones are part of.
@@ -771,7 +801,7 @@ impl Summary {
             "Net I/O: sent {:.1} KB, received {:.1} KB ({:.1} KB/s)",
             self.bytes_sent as f64 / 1024.0,
             self.bytes_received as f64 / 1024.0,
-            self.bytes_received as f64 / 1024.0 / self.duration_s
+            per_s(self.bytes_received, self.duration_s) / 1024.0
         );
         let _ = writeln!(
             o,
@@ -852,14 +882,17 @@ mod tests {
 
     #[test]
     fn no_credential_reaches_the_summary() {
-        let c = Config::from_command_line([
+        let summary = |args: &[&str]| {
+            let c = Config::from_command_line(args).unwrap();
+            let s = Summary::new(&c, merged(vec![1.0]), None);
+            let json = serde_json::to_string(&s).unwrap();
+            (s, json)
+        };
+        let (s, json) = summary(&[
             "http://u:secret@127.0.0.1:1/",
             "-H",
             "Proxy-Authorization: Basic cDpx",
-        ])
-        .unwrap();
-        let s = Summary::new(&c, merged(vec![1.0]), None);
-        let json = serde_json::to_string(&s).unwrap();
+        ]);
         assert!(
             !json.contains("secret") && !json.contains("dTpzZWNyZXQ") && !json.contains("cDpx")
         );
@@ -868,6 +901,27 @@ mod tests {
             "{json}"
         );
         assert!(!s.text(false).contains("secret"));
+        // A raw key (no scheme), a tab after the scheme, and a token given
+        // as the URL's user.
+        let (s, json) = summary(&[
+            "http://sk_live_T0k3n@127.0.0.1:1/",
+            "-H",
+            "Authorization: sk-live-abcdef",
+            "-H",
+            "Proxy-Authorization: Bearer\tt4b",
+        ]);
+        for secret in ["sk-live", "abcdef", "t4b", "T0k3n", "c2tfbGl2ZV9UMGszbjo"] {
+            assert!(!json.contains(secret), "{secret}: {json}");
+            assert!(!s.text(false).contains(secret), "{secret}");
+        }
+        assert_eq!(
+            s.config.headers,
+            [
+                ("Authorization".to_string(), "***".to_string()),
+                ("Proxy-Authorization".to_string(), "Bearer ***".to_string())
+            ]
+        );
+        assert!(s.config.url.starts_with("http://***@127.0.0.1"), "{json}");
     }
 
     #[test]
@@ -912,6 +966,68 @@ mod tests {
             [512.0, 900.0, 3e12].map(fmt_binary),
             ["512.00", "0.88K", "2.73T"]
         );
+    }
+
+    /// The text names the signal the report recorded, not this process's
+    /// (`load merge` of a run stopped by SIGTERM says SIGTERM; a unit test
+    /// in this binary raises SIGTERM in this process).
+    #[test]
+    fn an_interruption_is_named_by_the_signal_the_report_recorded() {
+        let c = Config::from_command_line([
+            "http://127.0.0.1:1/",
+            "--sessions",
+            "5",
+            "--rate",
+            "1",
+            "-d",
+            "2",
+        ])
+        .unwrap();
+        for (signal, shown) in [("SIGTERM", "SIGTERM"), ("SIGINT", "Ctrl-C")] {
+            let mut m = merged(vec![1.0]);
+            (m.interrupted, m.signal, m.window_s) = (true, Some(signal.into()), 0.5);
+            m.counts.sessions_unfinished = 2;
+            let s = Summary::new(&c, m, None);
+            // Through a results file, as `load merge` reads one.
+            let s: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+            assert_eq!(s.interrupted_by.as_deref(), Some(signal));
+            let text = s.text(false);
+            assert!(text.contains(&format!("INTERRUPTED ({shown})")), "{text}");
+            assert!(text.contains(&format!("(cut by {shown};")), "{text}");
+        }
+        // An output of an earlier version does not say which.
+        let mut m = merged(vec![1.0]);
+        (m.interrupted, m.window_s) = (true, 0.5);
+        let mut json = serde_json::to_value(Summary::new(&c, m, None)).unwrap();
+        json.as_object_mut().unwrap().remove("interrupted_by");
+        let s: Summary = serde_json::from_value(json).unwrap();
+        assert_eq!(s.interrupted_by, None);
+        assert!(s.text(false).contains("INTERRUPTED (Ctrl-C or SIGTERM)"));
+    }
+
+    #[test]
+    fn an_empty_window_has_rates_of_zero() {
+        // Every session over during the warm-up: the window is empty.
+        let c = Config::from_command_line([
+            "http://127.0.0.1:1/",
+            "--sessions",
+            "1",
+            "--rate",
+            "1",
+            "--warmup",
+            "1",
+        ])
+        .unwrap();
+        assert!(c.run_to_end);
+        let mut m = merged(vec![1.0]);
+        m.counts.bytes_received = 2048;
+        m.window_s = 0.0;
+        let s = Summary::new(&c, m, None);
+        assert_eq!((s.duration_s, s.reply_rate, s.reopen_rate), (0.0, 0.0, 0.0));
+        let text = s.text(false);
+        assert!(text.contains("received 2.0 KB (0.0 KB/s)"), "{text}");
+        assert!(text.contains("\nTransfer/sec:       0.00B\n"), "{text}");
+        assert!(!text.contains("inf") && !text.contains("NaN"), "{text}");
     }
 
     #[test]

@@ -273,12 +273,17 @@ fn run_processes(
     let mut silent = Duration::ZERO;
     while reports.iter().any(Option::is_none) {
         if crate::interrupt::requested() && !forwarded {
-            // Ctrl-C at a terminal reaches the workers too; a SIGINT sent
-            // to this process alone must reach them as well.
+            // Ctrl-C at a terminal reaches the workers too; a signal sent
+            // to this process alone must reach them as well, the same one
+            // (each report says which stopped it).
             forwarded = true;
+            let sig = match crate::interrupt::which_name() {
+                Some("SIGTERM") => nix::sys::signal::Signal::SIGTERM,
+                _ => nix::sys::signal::Signal::SIGINT,
+            };
             for c in &workers.children {
                 let pid = nix::unistd::Pid::from_raw(c.id() as i32);
-                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+                let _ = nix::sys::signal::kill(pid, sig);
             }
         }
         let (i, msg) = match rx.recv_timeout(Duration::from_millis(100)) {
@@ -298,7 +303,7 @@ fn run_processes(
                         wait_until(t);
                     }
                     if crate::interrupt::requested() {
-                        // Not started: the workers stop on the SIGINT
+                        // Not started: the workers stop on the signal
                         // forwarded above and report nothing measured.
                         continue;
                     }

@@ -48,7 +48,7 @@ pub struct NetArgs {
     #[arg(long, default_value = "GET", value_name = "M")]
     pub method: String,
     /// Send this file as the request body, with its Content-Length (`-`:
-    /// standard input).
+    /// standard input); not with a `-H Transfer-Encoding`, which is refused.
     #[arg(long, value_name = "FILE")]
     pub body: Option<String>,
     /// Request the URLs of this file, one per line `URL [WEIGHT]`, picked
@@ -86,7 +86,9 @@ pub struct Resolved {
 /// The user information of a URL (`http://user:pass@host/`), taken as
 /// curl takes it: `Some` value of an `Authorization: Basic` header
 /// (`user:pass`, percent-decoded, in base64; RFC 7617), and the URL as
-/// written with its password shown as `***`, for everything that prints it.
+/// written with its password shown as `***`, for everything that prints it;
+/// a user without a password (`https://TOKEN@host/`, a token given as the
+/// user) is shown as `***` itself.
 pub fn userinfo(text: &str) -> (String, Option<String>) {
     use base64::Engine as _;
     let Some((scheme, rest)) = text.split_once("://") else {
@@ -107,8 +109,9 @@ pub fn userinfo(text: &str) -> (String, Option<String>) {
         base64::engine::general_purpose::STANDARD.encode(plain)
     );
     let shown = match info.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***{}", &rest[at..]),
-        None => text.to_string(),
+        Some((user, p)) if !p.is_empty() => format!("{scheme}://{user}:***{}", &rest[at..]),
+        _ if info.is_empty() => text.to_string(),
+        _ => format!("{scheme}://***{}", &rest[at..]),
     };
     (shown, Some(value))
 }
@@ -292,10 +295,14 @@ mod tests {
         let (shown, auth) = userinfo("http://Aladdin:open%20sesame@h:8/p?q@x");
         assert_eq!(shown, "http://Aladdin:***@h:8/p?q@x");
         assert_eq!(auth.as_deref(), Some("Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ=="));
-        // A user alone: an empty password, nothing to hide.
+        // A user alone (or with an empty password) is the secret: a token
+        // given as the user, as many APIs and Git hosts take one.
         let (shown, auth) = userinfo("https://bob@h/");
-        assert_eq!(shown, "https://bob@h/");
+        assert_eq!(shown, "https://***@h/");
         assert_eq!(auth.as_deref(), Some("Basic Ym9iOg=="));
+        let (shown, auth) = userinfo("https://ghp_T0k3n:@h/x");
+        assert_eq!(shown, "https://***@h/x");
+        assert_eq!(auth.as_deref(), Some("Basic Z2hwX1QwazNuOg=="));
         // An @ after the authority is not user information.
         assert_eq!(userinfo("http://h/a@b"), ("http://h/a@b".to_string(), None));
     }

@@ -100,7 +100,7 @@ impl Engine<'_> {
         now: Instant,
     ) {
         match next {
-            Some(think) if self.phase == Phase::Run => {
+            Some(think) if self.may_start(now) => {
                 self.rec.counts.reconnects += 1;
                 match think {
                     // No connection while it thinks: the timer reconnects.
@@ -162,11 +162,7 @@ impl Engine<'_> {
     pub(super) fn session_over(&mut self, slot: usize, now: Instant) {
         self.free.push(slot);
         self.sessions_active -= 1;
-        if self.closed_sessions > 0
-            && self.phase == Phase::Run
-            && now < self.t_me
-            && self.take_session()
-        {
+        if self.closed_sessions > 0 && self.may_start(now) && self.take_session() {
             self.start_session(now, now);
         }
     }

@@ -223,11 +223,11 @@ impl Engine<'_> {
             Role::Persistent | Role::Closed => {
                 if let Some((t, m)) = c.queue.pop_front() {
                     self.start_request(slot, t, m, now);
-                } else if c.role == Role::Closed && self.phase == Phase::Run && now < self.t_me {
+                } else if c.role == Role::Closed && self.may_start(now) {
                     let m = self.in_window(now);
                     self.start_request(slot, now, m, now);
                 } else {
-                    c.st = St::Waiting;
+                    self.slab[slot].st = St::Waiting;
                     self.set_interest(slot, Interest::READABLE);
                 }
             }

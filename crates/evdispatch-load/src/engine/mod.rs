@@ -123,6 +123,8 @@ enum St {
     /// The reply came before the whole request was sent, and the
     /// connection stays open: the rest of the request goes out first (its
     /// framing is on the wire: RFC 9112 §9.5), then what follows the reply.
+    /// When it cannot within `--timeout`, the generator closes the
+    /// connection (not an error: the reply is in) and goes on over a new one.
     Finishing,
     Receiving,
     /// Connected, no request outstanding (persistent, closed loop).
@@ -337,7 +339,7 @@ pub struct Engine<'h> {
     iv_requests: Vec<u64>,
     /// Wall-clock start of the measured window, Unix seconds.
     window_start_unix_s: f64,
-    /// Ctrl-C stopped the run.
+    /// Ctrl-C or `SIGTERM` stopped the run.
     interrupted: bool,
     /// The `uring` engine's ring (None: the readiness engine).
     ring: Option<Ring>,
@@ -796,11 +798,14 @@ impl<'h> Engine<'h> {
         Ok(())
     }
 
+    /// What the drain waits for. `Finishing` too: its reply is counted,
+    /// but the server is still reading its request, which `finish` would
+    /// otherwise cut in the middle of the body (the deadline bounds it).
     fn outstanding(&self, c: &Conn) -> bool {
         matches!(c.role, Role::Session | Role::Persistent | Role::Closed)
             && (matches!(
                 c.st,
-                St::Connecting | St::Handshaking | St::Sending | St::Receiving
+                St::Connecting | St::Handshaking | St::Sending | St::Finishing | St::Receiving
             ) || (!c.queue.is_empty() && c.st != St::Backoff))
     }
 
@@ -920,6 +925,14 @@ impl<'h> Engine<'h> {
 
     fn in_window(&self, t: Instant) -> bool {
         t >= self.t_ms && t < self.t_me
+    }
+
+    /// May a session's next call, or a closed-loop request, start at
+    /// `now`? Only while the run is on and before the window's end: the
+    /// phase changes at the top of the loop, so a reply or a timer handled
+    /// in the turn that passes `t_me` still sees `Phase::Run`.
+    fn may_start(&self, now: Instant) -> bool {
+        self.phase == Phase::Run && now < self.t_me
     }
 }
 
@@ -1081,6 +1094,70 @@ fn next_lead(lead: Duration, late: Duration) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    struct NoHooks;
+    impl Hooks for NoHooks {}
+
+    /// A reply or a timer handled in the loop's turn that passes the
+    /// window's end (the phase is still `Run` then) starts nothing: not a
+    /// session's next call, nor its reconnect, nor a closed-loop request.
+    #[test]
+    fn nothing_starts_after_the_window_in_the_turn_that_ends_it() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", l.local_addr().unwrap());
+        let cfg = Config::from_command_line([
+            url.as_str(),
+            "--sessions",
+            "9",
+            "--calls",
+            "3",
+            "--rate",
+            "10",
+            "--duration",
+            "1",
+            "--engine",
+            "readiness",
+        ])
+        .unwrap();
+        let mut hooks = NoHooks;
+        let mut e = Engine::new(cfg.worker_spec(0), Start::Now, &mut hooks).unwrap();
+        let now = Instant::now();
+        e.phase = Phase::Run;
+        e.t_ms = now - Duration::from_secs(1);
+        e.t_me = now - Duration::from_millis(1);
+        // A session connected, its first reply in: calls are left.
+        let session = |e: &mut Engine, st: St| {
+            e.sessions_active += 1;
+            let slot = e.alloc(Role::Session, now);
+            e.slab[slot].calls_left = 3;
+            e.connect(slot, now);
+            e.slab[slot].st = st;
+            slot
+        };
+        let a = session(&mut e, St::Receiving);
+        e.after_reply(a, None, now);
+        assert_eq!(e.slab[a].st, St::Waiting, "a call after a reply");
+        // Its think time over.
+        let b = session(&mut e, St::Waiting);
+        e.set_timer(now - Duration::from_millis(1), Timer::Think, b);
+        e.fire_timers(now);
+        assert_eq!(e.slab[b].st, St::Waiting, "a call after a think time");
+        // The server closed it after a reply: no new connection.
+        let c = session(&mut e, St::Receiving);
+        e.after_reply(c, Some(true), now);
+        assert_eq!(e.slab[c].st, St::Free, "a session reconnected");
+        assert_eq!(
+            (e.rec.counts.reconnects, e.rec.counts.sessions_unfinished),
+            (0, 1)
+        );
+        // Closed loop.
+        let d = e.alloc(Role::Closed, now);
+        e.connect(d, now);
+        e.slab[d].st = St::Receiving;
+        e.after_reply(d, None, now);
+        assert_eq!(e.slab[d].st, St::Waiting, "a closed-loop request");
+        assert_eq!(e.rec.counts.requests + e.rec.counts.bytes_sent, 0);
+    }
 
     #[test]
     fn the_arrival_lead_settles_at_a_high_quantile_of_the_lateness() {

@@ -421,8 +421,9 @@ impl Engine<'_> {
     /// What follows a reply: the next request, a think time, the end of a
     /// session, or, when the connection closes (`closing`: `Some(true)` when
     /// the server closes it, as its reply said or while the request was
-    /// being finished; `Some(false)` when the request said it would), a new
-    /// connection.
+    /// being finished; `Some(false)` when the generator does, as the request
+    /// said it would or because the rest of the request did not go out
+    /// within `--timeout` after an early reply), a new connection.
     pub(super) fn after_reply(&mut self, slot: usize, closing: Option<bool>, now: Instant) {
         let c = &mut self.slab[slot];
         c.deadline = None;
@@ -455,7 +456,7 @@ impl Engine<'_> {
             Role::Session => match self.session_next(slot) {
                 // The window is over (--duration): no further call; still
                 // open at the end, the session is counted unfinished.
-                Some(_) if self.phase != Phase::Run => self.slab[slot].st = St::Waiting,
+                Some(_) if !self.may_start(now) => self.slab[slot].st = St::Waiting,
                 Some(Some(think)) if !think.is_zero() => {
                     self.think(slot, now + think);
                     self.set_interest(slot, Interest::READABLE);
@@ -478,11 +479,11 @@ impl Engine<'_> {
                 }
             }
             Role::Closed => {
-                if self.phase == Phase::Run && now < self.t_me {
+                if self.may_start(now) {
                     let m = self.in_window(now);
                     self.start_request(slot, now, m, now);
                 } else {
-                    c.st = St::Waiting;
+                    self.slab[slot].st = St::Waiting;
                 }
             }
             Role::Idle => {

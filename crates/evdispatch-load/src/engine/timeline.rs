@@ -37,7 +37,7 @@ impl Engine<'_> {
             }
             match what {
                 Timer::SlowStep if c.st == St::Dribbling => self.slow_step(slot, now),
-                Timer::Think if c.st == St::Waiting && self.phase == Phase::Run => {
+                Timer::Think if c.st == St::Waiting && self.may_start(now) => {
                     if c.sock.is_none() {
                         // The server closed it during the think time.
                         self.session_reconnect(slot, now);
@@ -57,10 +57,16 @@ impl Engine<'_> {
     pub(super) fn tick(&mut self, now: Instant) {
         self.next_tick = now + TICK;
         for slot in 0..self.slab.len() {
-            if let Some(d) = self.slab[slot].deadline {
-                if d <= now {
-                    self.fail(slot, Cause::Timeout, now);
+            let c = &self.slab[slot];
+            match c.deadline {
+                // The reply is in and counted; the rest of its request did
+                // not go out in time: the generator ends the connection
+                // (and goes on over a new one), no request failed.
+                Some(d) if d <= now && c.st == St::Finishing => {
+                    self.after_reply(slot, Some(false), now)
                 }
+                Some(d) if d <= now => self.fail(slot, Cause::Timeout, now),
+                _ => {}
             }
         }
         self.note_peak(now);
@@ -200,6 +206,9 @@ impl Engine<'_> {
         report.window_s = window_s;
         report.window_start_unix_s = self.window_start_unix_s;
         report.interrupted = self.interrupted;
+        if self.interrupted {
+            report.signal = crate::interrupt::which_name().map(String::from);
+        }
         Ok(report)
     }
 }
