@@ -225,7 +225,9 @@ fn sighup_reopens_the_access_log_and_never_stops_the_server() {
         assert_eq!(c.get("/six.txt").status, 200);
         // Its line is written once the response is sent, a moment after the
         // client may have it: rotate after it is in.
-        wait_for("the first line was never written", || lines(&log).len() == 1);
+        wait_for("the first line was never written", || {
+            lines(&log).len() == 1
+        });
         let rotated = site.dir.path().join("access.log.1");
         std::fs::rename(&log, &rotated).unwrap();
         signal(&s.child, "-HUP");
