@@ -216,6 +216,12 @@ fn run_on(engine: &str, url: &str, args: &str) -> Option<Summary> {
     }
 }
 
+/// `len` bytes of a pattern that repeats every 251 (a prime, so a body cut
+/// or shifted anywhere does not match itself).
+fn patterned(len: u32) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
 fn all_versions() -> Vec<&'static rustls::SupportedProtocolVersion> {
     vec![&rustls::version::TLS13, &rustls::version::TLS12]
 }
@@ -428,9 +434,8 @@ fn method_body_and_headers_that_replace_the_defaults() {
 fn large_request_bodies_arrive_whole_on_both_engines() {
     // 300 kB bodies: more than a socket takes at once, and above the size
     // the uring engine sends quietly, so its sends complete with counts.
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, bytes) = (tempfile::tempdir().unwrap(), patterned(300_000));
     let body = dir.path().join("body");
-    let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(&body, &bytes).unwrap();
     for engine in ["uring", "readiness"] {
         let server = Recorder::start("127.0.0.1:0", None);
@@ -752,9 +757,8 @@ fn a_reply_before_the_body_is_sent_waits_for_the_body_on_both_engines() {
     // A body far larger than the socket buffers: the reply comes while
     // most of it is still to be written. The next request must follow the
     // whole body, not start in its middle.
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, bytes) = (tempfile::tempdir().unwrap(), patterned(4_000_000));
     let body = dir.path().join("body");
-    let bytes: Vec<u8> = (0..4_000_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(&body, &bytes).unwrap();
     for engine in ["uring", "readiness"] {
         let (addr, seen) = early_server();
