@@ -14,7 +14,7 @@ use std::thread;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context};
-use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_server::cmdline::ServeCommand;
 
 use crate::process::{free_port, wait_listening, ChildGroup, ServerProcess};
 use crate::sys;

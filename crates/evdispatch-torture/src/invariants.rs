@@ -3,7 +3,7 @@
 //! deterministically in the test suite, so the invariants are exercised
 //! without a nightly toolchain.
 //!
-//! Invariants of [`evdispatch_http::parse_request`]:
+//! Invariants of [`evdispatch_server::parse_request`]:
 //! * it never panics, and gives the same verdict twice;
 //! * `Partial` only while the buffer is shorter than the head limit;
 //! * a refusal is one of 400, 405, 413, 414, 431, 501, 505;
@@ -24,7 +24,7 @@
 //!   or after a whole or broken body, change nothing (where a request ends
 //!   never depends on what follows).
 //!
-//! Invariants of [`evdispatch_http::normalize_target`]:
+//! Invariants of [`evdispatch_server::normalize_target`]:
 //! * it never panics; a refusal is 400 or 403;
 //! * a result is relative, made of plain names only (no empty, `.` or `..`
 //!   segment, no NUL; a backslash is a byte of a name), so joined to any
@@ -38,7 +38,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
-use evdispatch_http::{
+use evdispatch_server::{
     normalize_target, parse_request, Framing, Method, Parsed, RequestEnd, Status, Version, MAX_BODY,
 };
 use rand::rngs::SmallRng;
@@ -113,7 +113,7 @@ fn check_request_with(data: &[u8], max: usize) {
                 t + r.target.len() <= r.len,
                 "the target is not inside the head"
             );
-            assert!(r.target.len() <= evdispatch_http::MAX_TARGET);
+            assert!(r.target.len() <= evdispatch_server::MAX_TARGET);
             let h = Headers::scan(head);
             assert!(
                 h.transfer_encoding <= 1,
@@ -161,7 +161,7 @@ fn check_request_with(data: &[u8], max: usize) {
 /// Where the request of `data` (complete, `r`) ends: within the input and
 /// the head limit, after the head; waited for only below the head limit;
 /// the same with bytes appended once it is known.
-fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
+fn check_end(r: &evdispatch_server::Request<'_>, data: &[u8], max: usize) {
     let end = r.end(data, max);
     assert_eq!(end, r.end(data, max), "end not deterministic");
     let mut more = data.to_vec();

@@ -216,7 +216,7 @@ pub fn run_scenario(env: &Env, which: Which) -> anyhow::Result<ScenarioReport> {
 /// Run `evdispatch torture`.
 pub fn run(args: TortureArgs) -> anyhow::Result<()> {
     for m in &args.mechanisms {
-        m.parse::<evdispatch_http::Model>()
+        m.parse::<evdispatch_server::Model>()
             .map_err(anyhow::Error::msg)?;
     }
     let env = Env {

@@ -79,7 +79,7 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Context};
 use evdispatch_harness::{find, Peer, Tool};
-use evdispatch_http::Model;
+use evdispatch_server::Model;
 use serde::Serialize;
 
 pub use floor::{main as floor_main, Floor, FloorArgs};

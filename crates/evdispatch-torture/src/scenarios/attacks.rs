@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_server::cmdline::ServeCommand;
 
 use super::{start_target, stop, targets, Run, ScenarioReport};
 use crate::corpus::{corpus, Attack};

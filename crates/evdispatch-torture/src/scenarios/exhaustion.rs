@@ -21,8 +21,8 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
+use evdispatch_server::cmdline::ServeCommand;
 use serde_json::json;
 
 use super::{

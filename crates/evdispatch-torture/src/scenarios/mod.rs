@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use evdispatch_harness::{OursConfig, Peer, PeerConfig, ServerProcess};
-use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::cmdline::LoadCommand;
+use evdispatch_server::cmdline::ServeCommand;
 use serde::Serialize;
 use serde_json::Value;
 

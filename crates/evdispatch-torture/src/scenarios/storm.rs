@@ -9,8 +9,8 @@
 
 use std::time::Duration;
 
-use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
+use evdispatch_server::cmdline::ServeCommand;
 use serde_json::json;
 
 use super::{load, longest_gap_s, start_or_skip, stop, Run, ScenarioReport};

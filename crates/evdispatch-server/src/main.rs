@@ -11,12 +11,12 @@ use clap::Parser;
 )]
 struct Cli {
     #[command(flatten)]
-    args: evdispatch_http::ServeArgs,
+    args: evdispatch_server::ServeArgs,
 }
 
 fn main() {
     let cli = Cli::parse();
-    if let Err(e) = evdispatch_http::run(cli.args) {
+    if let Err(e) = evdispatch_server::run(cli.args) {
         eprintln!("evdispatch-serve: {e:#}");
         std::process::exit(1);
     }

@@ -20,7 +20,7 @@ use std::net::SocketAddr;
 
 use common::*;
 use evdispatch_harness::{start_peer, Peer, PeerConfig};
-use evdispatch_http::{Model, Server, ServerConfig};
+use evdispatch_server::{Model, Server, ServerConfig};
 
 /// nginx directives that make it behave as our defaults plus `--listing`:
 /// precompressed `.gz` beside files (`gzip_static`, with `Vary`), strong

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use common::*;
-use evdispatch_http::Model;
+use evdispatch_server::Model;
 
 /// 1,000 requests in one write. The server answers at most a batch of
 /// responses per pass; a pass that ended with the socket drained used to

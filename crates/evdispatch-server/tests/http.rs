@@ -8,7 +8,7 @@ use std::io::Write;
 use std::time::{Duration, Instant};
 
 use common::*;
-use evdispatch_http::{Model, Status};
+use evdispatch_server::{Model, Status};
 
 #[test]
 fn get_head_dirs_and_conditional() {
@@ -592,7 +592,7 @@ fn refused_methods_keep_the_connection() {
 fn fixed_limits_of_the_head() {
     // The target and the header count have limits of their own, beyond
     // --max-header's: MAX_TARGET bytes and MAX_HEADERS lines are served.
-    use evdispatch_http::{MAX_HEADERS, MAX_TARGET};
+    use evdispatch_server::{MAX_HEADERS, MAX_TARGET};
     let site = site();
     let lines = |n: usize| -> Vec<u8> {
         let extra: String = (1..n).map(|i| format!("X-Trace-{i}: {i}\r\n")).collect();

@@ -10,8 +10,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{on_every_model, site, spawn, start, Client};
-use evdispatch_http::cmdline::ServeCommand;
-use evdispatch_http::ListenerMode;
+use evdispatch_server::cmdline::ServeCommand;
+use evdispatch_server::ListenerMode;
 
 fn bad<T>(line: &str) -> T {
     panic!("not a combined log line: {line:?}")

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use evdispatch_http::{Dotfiles, Model, ServerConfig, MAX_RANGES};
+use evdispatch_server::{Dotfiles, Model, ServerConfig, MAX_RANGES};
 
 /// One request on `c` with extra header lines; HEAD reads no body.
 fn ask(c: &mut Client, method: &str, path: &str, headers: &[(&str, &str)]) -> Resp {

@@ -11,8 +11,8 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::*;
-use evdispatch_http::cmdline::ServeCommand;
-use evdispatch_http::{ListenerMode, Model};
+use evdispatch_server::cmdline::ServeCommand;
+use evdispatch_server::{ListenerMode, Model};
 
 /// Idle connections held at once (fewer where the mechanism cannot watch that many).
 const IDLE: usize = 5000;
@@ -317,7 +317,7 @@ fn accept_one_per_report_still_serves_a_burst() {
             continue;
         }
         let Some(server) = start(model, &site.root, |c| {
-            c.accept = evdispatch_http::AcceptMode::One;
+            c.accept = evdispatch_server::AcceptMode::One;
         }) else {
             continue;
         };

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use evdispatch_http::cmdline::ServeCommand;
-use evdispatch_http::{Model, Server, ServerConfig};
+use evdispatch_server::cmdline::ServeCommand;
+use evdispatch_server::{Model, Server, ServerConfig};
 
 /// Serialises the tests that open thousands of descriptors (20,000 per process).
 pub static FD_HEAVY: Mutex<()> = Mutex::new(());

@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{site, start, Client};
-use evdispatch_http::Model;
+use evdispatch_server::Model;
 
 #[test]
 fn one_request_connections_never_touch_the_poller() {
