@@ -274,42 +274,28 @@ use anyhow::Context;
 use evdispatch::{Mechanism, Waker};
 use serde_json::json;
 
-mod access_log;
 pub mod cmdline;
-mod completion;
-mod conditional;
-mod encoding;
-mod files;
-mod lifecycle;
-mod listing;
-mod out;
-mod paths;
-mod range;
-mod readiness;
-mod request;
-mod response;
-mod stats;
-mod status;
+mod conn;
+mod content;
+mod models;
+mod semantics;
 mod sys;
-mod target;
-mod threads;
-mod timer;
 
-pub use access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer};
-pub use conditional::{Coding, ETag};
-pub use encoding::negotiate;
-pub use files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
-pub use paths::{Dotfiles, SiteOptions};
-pub use range::{evaluate_range, RangeAnswer, Ranges, MAX_RANGES};
-pub use request::{
+pub use conn::stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
+pub use conn::timer::TimerWheel;
+pub use content::access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer};
+pub use content::files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
+pub use content::paths::{Dotfiles, SiteOptions};
+pub use content::response::{Answered, OutBatch, Responder, MAX_BATCH};
+pub use semantics::conditional::{Coding, ETag};
+pub use semantics::encoding::negotiate;
+pub use semantics::range::{evaluate_range, RangeAnswer, Ranges, MAX_RANGES};
+pub use semantics::request::{
     parse_request, FieldLines, Framing, Method, Parsed, Request, RequestEnd, Version, MAX_BODY,
     MAX_HEADERS, MAX_TARGET,
 };
-pub use response::{Answered, OutBatch, Responder, MAX_BATCH};
-pub use stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
-pub use status::Status;
-pub use target::normalize_target;
-pub use timer::TimerWheel;
+pub use semantics::status::Status;
+pub use semantics::target::normalize_target;
 
 /// How connections are dispatched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -584,7 +570,7 @@ impl Server {
                 if let Some(cpus) = &cfg.cpus {
                     evdispatch_proc::pin_current_thread(cpus)?;
                 }
-                let master = threads::start(
+                let master = models::threads::start(
                     cfg.clone(),
                     listener.clone(),
                     cfg.responder(cfg.cache, log_buffer())?,
@@ -616,14 +602,15 @@ impl Server {
                             let responder = cfg.responder(per_worker_cache, log).map_err(fail)?;
                             let c = cfg.clone();
                             if cfg.model == Model::UringCompletion {
-                                let (w, wake) =
-                                    completion::Worker::new(i, cpu, c, listener, responder, stop)
-                                        .map_err(fail)?;
+                                let (w, wake) = models::completion::Worker::new(
+                                    i, cpu, c, listener, responder, stop,
+                                )
+                                .map_err(fail)?;
                                 let _ = tx.send(Ok(Wakeup::Completion(wake)));
                                 drop(tx);
                                 return w.run();
                             }
-                            let (w, waker) = readiness::Worker::new(
+                            let (w, waker) = models::readiness::Worker::new(
                                 i, cpu, c, listener, shared, responder, stop,
                             )
                             .map_err(fail)?;
@@ -924,12 +911,6 @@ impl ServeArgs {
     }
 }
 
-/// Lock `m`, also when a thread panicked while holding it (nothing guarded
-/// here is left half-changed by a panic that matters).
-pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// How many connections a server may hold with `nofile` descriptors
 /// allowed, `open_now` open before it starts and `workers` workers: what is
 /// left after 8 descriptors per worker (listener, poller, waker, timers)
@@ -1014,28 +995,6 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         t.accepted
     );
     Ok(())
-}
-
-/// Every word of exactly `len` pieces (with repetition): the exhaustive
-/// checks of the pure parsers run over these.
-#[cfg(test)]
-pub(crate) fn each_word(pieces: &[&str], len: usize, mut f: impl FnMut(String)) {
-    let mut idx = vec![0usize; len];
-    loop {
-        f(idx.iter().map(|&i| pieces[i]).collect());
-        let mut k = 0;
-        loop {
-            if k == idx.len() {
-                return;
-            }
-            idx[k] += 1;
-            if idx[k] < pieces.len() {
-                break;
-            }
-            idx[k] = 0;
-            k += 1;
-        }
-    }
 }
 
 #[cfg(test)]

@@ -292,6 +292,12 @@ pub fn errno_name(errno: i32) -> String {
     }
 }
 
+/// Lock `m`, also when a thread panicked while holding it (nothing guarded
+/// here is left half-changed by a panic that matters).
+pub(crate) fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

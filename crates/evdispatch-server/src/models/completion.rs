@@ -29,11 +29,11 @@ use std::time::{Duration, Instant, SystemTime};
 use evdispatch::uring::{self, BufRing, Issuer, Wait};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER};
-use crate::response::{OutBatch, Responder};
-use crate::stats::{Counters, TurnMeter, WorkerReport};
+use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER};
+use crate::conn::stats::{Counters, TurnMeter, WorkerReport};
+use crate::conn::timer::TimerWheel;
+use crate::content::response::{OutBatch, Responder};
 use crate::sys;
-use crate::timer::TimerWheel;
 use crate::ServerConfig;
 
 const K_ACCEPT: u64 = 1;
@@ -873,7 +873,7 @@ impl Worker {
     fn expire_timers(&mut self) -> u64 {
         let mut fired = std::mem::take(&mut self.fired);
         self.wheel
-            .expire_at_most(self.now, &mut fired, crate::timer::EXPIRE_BATCH);
+            .expire_at_most(self.now, &mut fired, crate::conn::timer::EXPIRE_BATCH);
         let n = fired.len() as u64;
         for &idx in &fired {
             let c = &self.conns[idx];

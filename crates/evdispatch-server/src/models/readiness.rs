@@ -30,11 +30,11 @@ use std::time::{Duration, Instant, SystemTime};
 
 use evdispatch::{Events, Interest, Poller, Token, Waker};
 
-use crate::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER, LINGER_MAX_BYTES};
-use crate::response::{OutBatch, Responder};
-use crate::stats::{Counters, TurnMeter, WorkerReport};
+use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER, LINGER_MAX_BYTES};
+use crate::conn::stats::{Counters, TurnMeter, WorkerReport};
+use crate::conn::timer::TimerWheel;
+use crate::content::response::{OutBatch, Responder};
 use crate::sys;
-use crate::timer::TimerWheel;
 use crate::{AcceptMode, ServerConfig};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -778,7 +778,7 @@ impl Worker {
     fn expire_timers(&mut self) -> u64 {
         let mut fired = std::mem::take(&mut self.fired);
         self.wheel
-            .expire_at_most(self.now, &mut fired, crate::timer::EXPIRE_BATCH);
+            .expire_at_most(self.now, &mut fired, crate::conn::timer::EXPIRE_BATCH);
         let n = fired.len() as u64;
         for &idx in &fired {
             let c = &self.conns[idx];

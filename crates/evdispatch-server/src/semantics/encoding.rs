@@ -13,8 +13,8 @@
 //!   acceptable but least preferred; named with a weight it competes with
 //!   that weight (`gzip;q=0.5, identity` sends the file as it is).
 
-use crate::conditional::Coding;
-use crate::request::FieldLines;
+use crate::semantics::conditional::Coding;
+use crate::semantics::request::FieldLines;
 
 /// The coding to send given the `Accept-Encoding` lines (none: header
 /// absent) and the set of variants present (bits of [`Coding::bit`]).
@@ -26,20 +26,23 @@ pub fn negotiate(accept: &FieldLines<'_>, available: u8) -> Coding {
     let (mut br, mut gzip, mut identity, mut star) = (None, None, None, None);
     for element in accept.elements() {
         let mut parts = element.split(|&b| b == b';');
-        let coding = crate::range::trim_ows(parts.next().unwrap_or(b""));
+        let coding = crate::semantics::range::trim_ows(parts.next().unwrap_or(b""));
         if coding.is_empty() {
             continue;
         }
         let mut q = Some(1000u16);
         for param in parts {
-            let param = crate::range::trim_ows(param);
+            let param = crate::semantics::range::trim_ows(param);
             let Some(eq) = param.iter().position(|&b| b == b'=') else {
                 q = None;
                 break;
             };
-            let (name, value) = (crate::range::trim_ows(&param[..eq]), &param[eq + 1..]);
+            let (name, value) = (
+                crate::semantics::range::trim_ows(&param[..eq]),
+                &param[eq + 1..],
+            );
             if name.eq_ignore_ascii_case(b"q") {
-                q = qvalue(crate::range::trim_ows(value));
+                q = qvalue(crate::semantics::range::trim_ows(value));
             }
         }
         let Some(q) = q else {
@@ -164,7 +167,7 @@ mod tests {
         let pieces = [
             "gzip", "br", ";", "q=", "0", "1", ".5", ",", "*", " ", "identity",
         ];
-        crate::each_word(&pieces, 5, |h| {
+        crate::semantics::each_word(&pieces, 5, |h| {
             for avail in 0..4u8 {
                 let c = n(&h, avail);
                 assert!(c == Identity || avail & c.bit() != 0, "{h} {avail}: {c:?}");

@@ -5,8 +5,8 @@ use std::time::Instant;
 use hdrhistogram::Histogram;
 use serde_json::{json, Map, Value};
 
-use crate::files::CacheStats;
-use crate::status::Status;
+use crate::content::files::CacheStats;
+use crate::semantics::status::Status;
 use crate::sys::errno_name;
 
 /// Counters of one worker (one event loop, or the whole thread pool).

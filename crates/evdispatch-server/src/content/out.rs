@@ -4,15 +4,15 @@
 //! The models fill an [`OutBatch`] through the [`Responder`] and send it
 //! here, however many responses it holds.
 //!
-//! [`Responder`]: crate::response::Responder
+//! [`Responder`]: crate::content::response::Responder
 
 use std::fs::File;
 use std::io::{self, IoSlice};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use crate::access_log::Pending;
-use crate::files::CachedFile;
+use crate::content::access_log::Pending;
+use crate::content::files::CachedFile;
 use crate::sys;
 
 /// One piece of output.

@@ -19,9 +19,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::lifecycle::{self, AcceptFailure, Expiry, Phase, ACCEPT_RETRY, STOP_GRACE};
-use crate::response::{OutBatch, Responder};
-use crate::stats::{Counters, WorkerReport};
+use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Phase, ACCEPT_RETRY, STOP_GRACE};
+use crate::conn::stats::{Counters, WorkerReport};
+use crate::content::response::{OutBatch, Responder};
 use crate::sys;
 use crate::ServerConfig;
 
@@ -133,7 +133,7 @@ fn master(
             counters.merge(&c);
         }
     }
-    let cache = crate::lock(&responder).store.stats();
+    let cache = crate::sys::lock(&responder).store.stats();
     counters.peak_open = open.peak.load(Ordering::Relaxed) as u64;
     Ok(WorkerReport {
         worker: 0,
@@ -147,7 +147,7 @@ fn master(
 /// `shutdown(how)` on every connection a pool thread serves now.
 fn shutdown_active(active: &[Mutex<RawFd>], how: libc::c_int) {
     for slot in active {
-        let fd = *crate::lock(slot);
+        let fd = *crate::sys::lock(slot);
         if fd >= 0 {
             sys::shutdown(fd, how);
         }
@@ -168,13 +168,13 @@ fn pool_thread(
     let mut out = OutBatch::new();
     loop {
         let fd = {
-            let rx = crate::lock(rx);
+            let rx = crate::sys::lock(rx);
             match rx.recv() {
                 Ok(fd) => fd,
                 Err(_) => break,
             }
         };
-        *crate::lock(&active[me]) = fd.as_raw_fd();
+        *crate::sys::lock(&active[me]) = fd.as_raw_fd();
         let stream = TcpStream::from(fd);
         if !stop.load(Ordering::Acquire) {
             serve(
@@ -188,7 +188,7 @@ fn pool_thread(
             );
         }
         // Close under the lock, so the master never shuts down a reused number.
-        let mut slot = crate::lock(&active[me]);
+        let mut slot = crate::sys::lock(&active[me]);
         drop(stream);
         *slot = -1;
         open.now.fetch_sub(1, Ordering::Relaxed);
@@ -294,7 +294,7 @@ fn serve(
         let mut answered_any = false;
         loop {
             let (close, answered) = {
-                let mut r = crate::lock(responder);
+                let mut r = crate::sys::lock(responder);
                 r.set_time(SystemTime::now());
                 let closing = stop.load(Ordering::Relaxed);
                 let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters, fd);
@@ -376,7 +376,7 @@ fn expired(
 ) {
     let stopping = stop.load(Ordering::Relaxed);
     if lifecycle::expire(phase, stopping, counters) == Expiry::RequestTimeout {
-        let mut r = crate::lock(responder);
+        let mut r = crate::sys::lock(responder);
         // The Date of the 408 (and the log's time) is now, not the last
         // read's.
         r.set_time(SystemTime::now());

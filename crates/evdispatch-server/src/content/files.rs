@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::conditional::{Coding, ETag};
-use crate::status::Status;
+use crate::semantics::conditional::{Coding, ETag};
+use crate::semantics::status::Status;
 use crate::sys;
 
 /// A small file held in memory, with the headers of its 200 prebuilt.

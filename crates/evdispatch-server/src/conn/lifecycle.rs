@@ -31,8 +31,8 @@ use std::io::{self, Read};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use crate::stats::Counters;
-use crate::status::Status;
+use crate::conn::stats::Counters;
+use crate::semantics::status::Status;
 
 /// Accepting stays paused this long after descriptor exhaustion or at the
 /// connection cap before a retry.
@@ -42,7 +42,7 @@ pub(crate) const LINGER: Duration = Duration::from_secs(2);
 /// The most a lingering close reads before giving up on the client: as
 /// much as the largest body a request may announce, so that a body the
 /// server did not read is drained whole.
-pub(crate) const LINGER_MAX_BYTES: usize = crate::request::MAX_BODY as usize;
+pub(crate) const LINGER_MAX_BYTES: usize = crate::semantics::request::MAX_BODY as usize;
 /// How long a stopping server lets busy connections finish.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(3);
 

@@ -11,19 +11,19 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::access_log::{self, LogBuffer};
-use crate::conditional::{self, Coding, ETag, Precondition};
-use crate::files::{
+use crate::content::access_log::{self, LogBuffer};
+use crate::content::files::{
     entity_headers, epoch_secs, validator_headers, CachedFile, ContentType, FileStore, Found,
     LargeFile,
 };
-use crate::paths::{self, Dotfiles, SiteOptions};
-use crate::range::{evaluate_range, RangeAnswer};
-use crate::request::{Method, Request, Version};
-use crate::status::Status;
-use crate::target::normalize_target;
+use crate::content::paths::{self, Dotfiles, SiteOptions};
+use crate::semantics::conditional::{self, Coding, ETag, Precondition};
+use crate::semantics::range::{evaluate_range, RangeAnswer};
+use crate::semantics::request::{Method, Request, Version};
+use crate::semantics::status::Status;
+use crate::semantics::target::normalize_target;
 
-pub use crate::out::{FileRef, OutBatch, Part};
+pub use crate::content::out::{FileRef, OutBatch, Part};
 
 const SERVER: &[u8] = b"Server: evdispatch\r\n";
 
@@ -196,7 +196,7 @@ impl Responder {
     /// its request line if that much of `partial`, the bytes received, had
     /// arrived).
     pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd, partial: &[u8]) {
-        let st = crate::lifecycle::Expiry::STATUS;
+        let st = crate::conn::lifecycle::Expiry::STATUS;
         let from = self.log_from(out);
         self.error(st, out, false, Version::Http11, false);
         self.log(fd, partial, st, out, from);
@@ -286,7 +286,7 @@ impl Responder {
                 if let Some(st) = self.preconditions(&conditions, req, out, keep, None, false) {
                     return (st, keep);
                 }
-                match crate::listing::render(&dir, &self.path, with_hidden) {
+                match crate::content::listing::render(&dir, &self.path, with_hidden) {
                     Ok(page) => self.page(&page, out, keep, req.version, head_only),
                     Err(_) => {
                         self.error(Status::InternalError, out, false, req.version, head_only);
@@ -335,11 +335,11 @@ impl Responder {
             }
             return Status::Ok;
         }
-        let mut coding = crate::encoding::negotiate(&req.accept_encoding, variants);
+        let mut coding = crate::semantics::encoding::negotiate(&req.accept_encoding, variants);
         let mut body = body;
         if coding != Coding::Identity {
             let len = self.path.len();
-            crate::files::push_variant_name(&mut self.path, coding);
+            crate::content::files::push_variant_name(&mut self.path, coding);
             match self
                 .store
                 .lookup(&self.path, self.now_sec)
@@ -462,14 +462,14 @@ impl Responder {
         keep: bool,
         body: Body,
         e: Entity<'_>,
-        ranges: &crate::range::Ranges,
+        ranges: &crate::semantics::range::Ranges,
     ) {
         use std::io::Write;
         let boundary = self.next_boundary();
         let spans = ranges.as_slice();
         // Where each part's header lies in `out.head`; the last is the
         // closing boundary.
-        let mut heads = [(0usize, 0usize); crate::range::MAX_RANGES + 1];
+        let mut heads = [(0usize, 0usize); crate::semantics::range::MAX_RANGES + 1];
         let mut length = 0u64;
         for (i, &(a, b)) in spans.iter().enumerate() {
             let from = out.head.len();
@@ -650,7 +650,7 @@ impl Responder {
     /// (or a body still arriving), at a response that closes the
     /// connection, or when the batch is full (it is then written before
     /// more are answered). A request's body is skipped (read and
-    /// discarded: [`crate::request::Request::end`]). The one request loop
+    /// discarded: [`crate::semantics::request::Request::end`]). The one request loop
     /// of every model. `fd`, the connection, names the client in the
     /// access log.
     pub fn answer(
@@ -659,10 +659,10 @@ impl Responder {
         max_header: usize,
         out: &mut OutBatch,
         closing: bool,
-        counters: &mut crate::stats::Counters,
+        counters: &mut crate::conn::stats::Counters,
         fd: RawFd,
     ) -> Answered {
-        use crate::request::{Parsed, RequestEnd};
+        use crate::semantics::request::{Parsed, RequestEnd};
         let mut a = Answered {
             consumed: 0,
             answered: 0,
@@ -672,12 +672,12 @@ impl Responder {
         while a.consumed < input.len() {
             let rest = &input[a.consumed..];
             let as_11;
-            let mut parsed = crate::request::parse_request(rest, max_header);
+            let mut parsed = crate::semantics::request::parse_request(rest, max_header);
             if parsed == Parsed::Reject(Status::VersionNotSupported) {
                 // HTTP/1.2 … 1.9: answered as 1.1 (RFC 9110 §2.5).
-                if let Some(copy) = crate::request::as_http11(rest, max_header) {
+                if let Some(copy) = crate::semantics::request::as_http11(rest, max_header) {
                     as_11 = copy;
-                    parsed = crate::request::parse_request(&as_11, max_header);
+                    parsed = crate::semantics::request::parse_request(&as_11, max_header);
                 }
             }
             let (req, end) = match parsed {
@@ -725,7 +725,7 @@ impl Responder {
         st: Status,
         rest: &[u8],
         out: &mut OutBatch,
-        counters: &mut crate::stats::Counters,
+        counters: &mut crate::conn::stats::Counters,
         fd: RawFd,
         a: &mut Answered,
     ) {

@@ -313,7 +313,7 @@ mod tests {
             "x",
             "18446744073709551616",
         ];
-        crate::each_word(&pieces, 4, |h| {
+        crate::semantics::each_word(&pieces, 4, |h| {
             for len in [0u64, 1, 2, 9, 10, 100] {
                 match evaluate_range(h.as_bytes(), len) {
                     Single { start, end } => {

@@ -21,8 +21,8 @@
 //! strongly (a weak tag never does, §13.1.5), a date must equal
 //! `Last-Modified` exactly; anything else means the whole file with 200.
 
-use crate::files::epoch_secs;
-use crate::request::FieldLines;
+use crate::content::files::epoch_secs;
+use crate::semantics::request::FieldLines;
 
 /// Which representation of a file: the file itself or a precompressed
 /// variant beside it.
@@ -146,7 +146,7 @@ pub struct Conditions<'a> {
 
 impl<'a> Conditions<'a> {
     /// The precondition headers of `req`.
-    pub fn of(req: &crate::request::Request<'a>) -> Self {
+    pub fn of(req: &crate::semantics::request::Request<'a>) -> Self {
         Conditions {
             if_match: req.if_match,
             if_unmodified_since: req.if_unmodified_since,
@@ -209,7 +209,7 @@ fn lists_tag(field: &FieldLines<'_>, etag: Option<&ETag>, weak: bool) -> bool {
 /// garbage value names nothing, and nothing but `*` names a representation
 /// without a tag (`None`).
 fn line_lists_tag(value: &[u8], etag: Option<&ETag>, weak: bool) -> bool {
-    let value = crate::range::trim_ows(value);
+    let value = crate::semantics::range::trim_ows(value);
     if value == b"*" {
         return true;
     }
@@ -251,7 +251,7 @@ fn line_lists_tag(value: &[u8], etag: Option<&ETag>, weak: bool) -> bool {
 
 /// True when `If-Range: value` holds, so the `Range` header applies.
 pub fn if_range_holds(value: &[u8], etag: &ETag, mtime: i64) -> bool {
-    let value = crate::range::trim_ows(value);
+    let value = crate::semantics::range::trim_ows(value);
     match value.first() {
         Some(b'"') => value == etag.as_bytes(),
         Some(b'W') if value.starts_with(b"W/") => false,
@@ -436,7 +436,7 @@ mod tests {
         // Without the tag's own bytes (or `*`), nothing matches.
         let t = tag();
         let pieces = ["\"", "W/", ",", " ", "2ebc98a1", "-", "1800", "x", "*x"];
-        crate::each_word(&pieces, 5, |h| {
+        crate::semantics::each_word(&pieces, 5, |h| {
             let whole = h.contains("\"2ebc98a1-1800\"");
             assert!(
                 !line_lists_tag(h.as_bytes(), Some(&t), true) || whole,

@@ -13,7 +13,7 @@
 //! the file layer then opens it beneath the root with
 //! `openat2(RESOLVE_BENEATH)`, which also stops symlinks that lead out.
 
-use crate::status::Status;
+use crate::semantics::status::Status;
 
 /// Decode and normalise `target` into `out` (cleared first) as a relative
 /// path such as `docs/index.html` (empty for the root). Returns whether the
@@ -231,7 +231,7 @@ mod tests {
         // A small exhaustive check over an alphabet of troublesome pieces.
         let pieces = ["/", ".", "..", "%2e", "%2f", "a", "%25", "?"];
         let mut out = Vec::new();
-        crate::each_word(&pieces, 5, |word| {
+        crate::semantics::each_word(&pieces, 5, |word| {
             let t = format!("/{word}");
             if normalize_target(t.as_bytes(), &mut out).is_ok() {
                 assert!(!out.starts_with(b"/"), "{t}");

@@ -11,7 +11,7 @@
 //! the connection closed, so no two parsers on the path can disagree about
 //! where this request ends.
 
-use crate::status::Status;
+use crate::semantics::status::Status;
 
 /// Most header lines a request may carry (more: 431), whatever
 /// `--max-header` allows: proxies and CDNs add tracing headers, and 100

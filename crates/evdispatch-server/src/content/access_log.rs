@@ -59,7 +59,7 @@ struct Shared {
 
 impl Shared {
     fn signal(&self, set: impl FnOnce(&mut Flags)) {
-        let mut f = crate::lock(&self.flags);
+        let mut f = crate::sys::lock(&self.flags);
         set(&mut f);
         self.wake.notify_one();
     }
@@ -152,7 +152,7 @@ impl AccessLog {
     /// A new buffer for one worker's lines.
     pub fn buffer(&self) -> LogBuffer {
         let buf = Arc::new(Mutex::new(Vec::with_capacity(FLUSH_BYTES)));
-        crate::lock(&self.shared.buffers).push(buf.clone());
+        crate::sys::lock(&self.shared.buffers).push(buf.clone());
         LogBuffer {
             buf,
             shared: self.shared.clone(),
@@ -189,7 +189,7 @@ fn writer(shared: &Shared, mut sink: Sink) {
     let mut taken: Vec<u8> = Vec::with_capacity(FLUSH_BYTES);
     loop {
         let (reopen, stop) = {
-            let f = crate::lock(&shared.flags);
+            let f = crate::sys::lock(&shared.flags);
             let (mut f, _) = shared
                 .wake
                 .wait_timeout_while(f, FLUSH_EVERY, |f| !(f.full || f.reopen || f.stop))
@@ -198,10 +198,10 @@ fn writer(shared: &Shared, mut sink: Sink) {
             *f = Flags::default();
             r
         };
-        let buffers: Vec<_> = crate::lock(&shared.buffers).clone();
+        let buffers: Vec<_> = crate::sys::lock(&shared.buffers).clone();
         for b in &buffers {
             {
-                let mut b = crate::lock(b);
+                let mut b = crate::sys::lock(b);
                 std::mem::swap(&mut *b, &mut taken);
             }
             if !taken.is_empty() {
@@ -315,7 +315,7 @@ impl Pending {
             return;
         }
         let full = {
-            let mut b = crate::lock(&self.sink.buf);
+            let mut b = crate::sys::lock(&self.sink.buf);
             let mut start = 0;
             for line in &self.lines {
                 let body = sent.clamp(line.body.start, line.body.end.max(line.body.start));
