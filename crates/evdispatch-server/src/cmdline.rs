@@ -1,5 +1,5 @@
 //! A typed `evdispatch serve` command line for programs that start the server:
-//! the flags are [`ServeArgs`](crate::ServeArgs)'s, checked by this file's test.
+//! the flags are [`ServeArgs`](crate::cli::ServeArgs)'s, checked by this file's test.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::{AcceptMode, ListenerMode};
+use crate::config::{AcceptMode, ListenerMode};
 
 /// The arguments after `evdispatch serve`: each field is the flag of the
 /// same name, left out when `None`, empty or `false` (the server's default
@@ -129,7 +129,7 @@ mod tests {
     #[derive(Parser)]
     struct Serve {
         #[command(flatten)]
-        args: crate::ServeArgs,
+        args: crate::cli::ServeArgs,
     }
 
     #[test]

@@ -26,6 +26,20 @@
 //! * [`LINGER_MAX_BYTES`] (1 MiB): the most a lingering close reads.
 //! * [`STOP_GRACE`] (3 s): how long a stopping server lets busy connections
 //!   finish; idle ones are closed at once.
+//!
+//! # Timeouts
+//!
+//! `--header-timeout` runs from accept for the first request and
+//! from its first byte for later ones (for one whose bytes came while the
+//! answers before it were being sent, from the end of those answers, in
+//! every model); `--idle-timeout` between requests on a
+//! keep-alive connection, and while a client does not read its response. In
+//! the readiness and io_uring models a timer wheel holds them and a wait
+//! sleeps until the next deadline; the `threads` model sets them as the
+//! sockets' read and write timeouts (the header timeout as what is left of
+//! it at each read: a deadline there too, however the bytes trickle in; a
+//! read timeout up to 50 ms shorter than that is kept, and a read woken
+//! early waits again, so a head in several pieces costs one `setsockopt`).
 
 use std::io::{self, Read};
 use std::net::TcpStream;
@@ -36,15 +50,15 @@ use crate::semantics::status::Status;
 
 /// Accepting stays paused this long after descriptor exhaustion or at the
 /// connection cap before a retry.
-pub(crate) const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+pub const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// How long a lingering close reads what the client still sends.
-pub(crate) const LINGER: Duration = Duration::from_secs(2);
+pub const LINGER: Duration = Duration::from_secs(2);
 /// The most a lingering close reads before giving up on the client: as
 /// much as the largest body a request may announce, so that a body the
 /// server did not read is drained whole.
-pub(crate) const LINGER_MAX_BYTES: usize = crate::semantics::request::MAX_BODY as usize;
+pub const LINGER_MAX_BYTES: usize = crate::semantics::request::MAX_BODY as usize;
 /// How long a stopping server lets busy connections finish.
-pub(crate) const STOP_GRACE: Duration = Duration::from_secs(3);
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// What an `accept` that failed with an errno asks of the caller.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,8 +12,8 @@
 //! * [`exchange`]: the one request loop of every model.
 //!
 //! May import: [`content`](crate::content), [`semantics`](crate::semantics)
-//! and [`sys`](crate::sys); never the models.
+//! and `sys`; never the models.
 
-pub(crate) mod lifecycle;
-pub(crate) mod stats;
-pub(crate) mod timer;
+pub mod lifecycle;
+pub mod stats;
+pub mod timer;

@@ -1,4 +1,48 @@
 //! What the server counts, and the `--stats-json` document the study reads.
+//!
+//! # The stats document (`schema: "evdispatch-serve-stats/1"`)
+//!
+//! ```text
+//! { "schema", "model": "readiness"|"threads"|"uring-completion",
+//!   "mechanism": the --mechanism value, "address": "IP:PORT" listened on,
+//!   "config": { "root", "listen", "model", "mechanism", "workers",
+//!       "accept", "listener", "exclusive", "idle_timeout_ms",
+//!       "header_timeout_ms", "cpus", "max_connections", "threads",
+//!       "cache_bytes", "cache_max_file", "max_header", "backlog",
+//!       "eager_read", "defer_accept_s", "dotfiles", "listing", "access_log",
+//!       "poller_opts", "initial_events", "uring_entries" },
+//!   "elapsed_s",
+//!   "requests": { "total", "by_status": { "200": n, "404": n, … } },
+//!   "connections": { "accepted", "closed", "header_timed_out",
+//!       "idle_timed_out", "write_timed_out", "client_errors",
+//!       "register_errors", "peak_open" },
+//!   "accept": { "listener_events", "listener_empty", "pauses",
+//!       "errors": { "EMFILE": n, … }, "wakeups_per_accept" },
+//!   "wakeups", "bytes_sent",
+//!   "turns": { "count", "total_ms", "p50_le_us", "p99_le_us", "p999_le_us",
+//!       "at_least_256us", "at_least_1ms", "log2_us_buckets": [24 counts],
+//!       "longest": { "us", "events", "accepted", "closed", "expired" },
+//!       "long_256us": { "count", "sum": { same fields, added up } } },
+//!   "poller": evdispatch::Stats summed over workers,
+//!   "cache": { "hits", "misses", "revalidations", "reloads", "evictions",
+//!       "bytes", "entries" } summed,
+//!   "workers": [ { "worker", "cpu", "requests", "connections", "accept",
+//!       "wakeups", "bytes_sent", "turns", "poller", "cache" }, … ] }
+//! ```
+//!
+//! `turns` times the event loop's turns, from a wait's return to the next
+//! wait (a request that arrives during a turn waits for the rest of it):
+//! bucket `k` of `log2_us_buckets` counts turns of `[2^(k-1), 2^k)` µs
+//! (bucket 0: under 1 µs), the `_le_us` quantiles are bounds in whole µs
+//! (all derived from an HdrHistogram of 3 significant digits), and
+//! `longest` is the longest turn with what it did, `long_256us` what the
+//! turns of 256 µs or more did between them. Empty for `threads`.
+//!
+//! `accept.wakeups_per_accept` is listener reports per accepted connection:
+//! above 1 with a shared listener is the thundering herd. For `threads` the
+//! poller object is empty; for `uring-completion` it holds the ring's
+//! counters (`waits`, `wait_syscalls`, `events` = completions,
+//! `sqes_submitted`, `rearms`).
 
 use std::time::Instant;
 

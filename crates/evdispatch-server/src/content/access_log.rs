@@ -27,6 +27,10 @@
 //! `postrotate` expects: lines written before go to the renamed file, the
 //! next ones to a new file of the old name. With no `--access-log` none of
 //! this exists and a response costs one branch more.
+//!
+//! An abandoned download shows in its line: `$body_bytes_sent` counts what
+//! was sent before the connection closed. Unlike nginx, `$time_local` is
+//! when the response was made, not when its last byte went.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};

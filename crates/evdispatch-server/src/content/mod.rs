@@ -12,11 +12,11 @@
 //! * [`access_log`]: `--access-log`, written by a thread of its own.
 //!
 //! May import: [`semantics`](crate::semantics) and
-//! [`sys`](crate::sys); never the connection layer or the models.
+//! `sys`; never the connection layer or the models.
 
-pub(crate) mod access_log;
-pub(crate) mod files;
-pub(crate) mod listing;
-pub(crate) mod out;
-pub(crate) mod paths;
-pub(crate) mod response;
+pub mod access_log;
+pub mod files;
+pub mod listing;
+pub mod out;
+pub mod paths;
+pub mod response;

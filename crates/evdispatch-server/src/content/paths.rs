@@ -15,6 +15,22 @@
 //!   kept; a relative reference (RFC 9110 §10.2.2), so it never names a host.
 //!   Leading slashes are collapsed to one so that `//host` can never become
 //!   a reference to another host.
+//!
+//! # As the server applies them
+//!
+//! * **Paths.** A directory named without its slash answers 301 with
+//!   `Location:` the path as sent (percent-encoding kept, leading slashes
+//!   collapsed to one) plus `/`, query kept. A backslash is an ordinary
+//!   byte of a name (Linux has no other separator than `/`), served when
+//!   such a file exists, as nginx does. `--dotfiles deny` (default):
+//!   any path segment starting with `.` answers 404, except `.well-known` at
+//!   the root (RFC 8615); `--dotfiles allow` serves them. A directory without
+//!   `index.html` answers 403 (as nginx with `autoindex off`), or with
+//!   `--listing` an HTML listing (sorted, names escaped and percent-encoded
+//!   in links, sizes, dates, directories with a trailing `/`, dotfiles
+//!   hidden unless allowed). Media types from `mime_guess` (but `.mjs` is
+//!   `text/javascript` as `.js` is, RFC 9239), with
+//!   `; charset=utf-8` for `text/*`, JavaScript, JSON and XML.
 
 /// `--dotfiles`: whether paths with a segment starting with `.` are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]

@@ -5,6 +5,22 @@
 //! The fast path allocates nothing: header bytes go into the batch's reused
 //! buffer, a cached body is an `Arc` clone, and the `Date` line is formatted
 //! once a second.
+//!
+//! # Precompressed variants
+//!
+//! * **Precompressed variants** (nginx `gzip_static`, `brotli_static`): when
+//!   `f.br` or `f.gz` sits beside `f` and `Accept-Encoding` takes it (q-values
+//!   honoured, `q=0` refuses, `*` counts, an invalid q-value voids its
+//!   element, br preferred to gzip at equal weight, identity least preferred
+//!   unless weighted), the variant is sent with `Content-Encoding`, the
+//!   `Content-Type` of `f` and an ETag of its own; ranges apply to the
+//!   encoded bytes. Every answer for a file that has a variant (identity and
+//!   304 included) carries `Vary: Accept-Encoding`. Variants are looked for
+//!   when a file enters the cache and on its once-a-second revalidation (for
+//!   large files, in a small per-path memo with the same period). A
+//!   directory answers as its `index.html` does, variants included
+//!   (`/dir/` with `index.html.gz` beside the index: `Content-Encoding`,
+//!   `Vary`), as nginx's `gzip_static` does for the index it redirects to.
 
 use std::fs::File;
 use std::os::fd::RawFd;

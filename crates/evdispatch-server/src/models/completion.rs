@@ -29,12 +29,12 @@ use std::time::{Duration, Instant, SystemTime};
 use evdispatch::uring::{self, BufRing, Issuer, Wait};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
+use crate::config::ServerConfig;
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER};
 use crate::conn::stats::{Counters, TurnMeter, WorkerReport};
 use crate::conn::timer::TimerWheel;
 use crate::content::response::{OutBatch, Responder};
 use crate::sys;
-use crate::ServerConfig;
 
 const K_ACCEPT: u64 = 1;
 const K_RECV: u64 = 2;

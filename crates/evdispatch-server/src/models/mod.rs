@@ -9,10 +9,10 @@
 //! * [`completion`]: io_uring completions (`uring-completion`).
 //! * [`threads`]: a master and a pool of blocking threads.
 //!
-//! May import: [`config`](crate::config), [`conn`](crate::conn),
+//! May import: the configuration ([`ServerConfig`](crate::ServerConfig)), [`conn`](crate::conn),
 //! [`content`](crate::content), [`semantics`](crate::semantics) and
-//! [`sys`](crate::sys). Only [`server`](crate::server) imports the models.
+//! `sys`. Only the [`Server`](crate::Server) start-up imports the models.
 
-pub(crate) mod completion;
-pub(crate) mod readiness;
-pub(crate) mod threads;
+pub mod completion;
+pub mod readiness;
+pub mod threads;

@@ -30,12 +30,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use evdispatch::{Events, Interest, Poller, Token, Waker};
 
+use crate::config::{AcceptMode, ServerConfig};
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER, LINGER_MAX_BYTES};
 use crate::conn::stats::{Counters, TurnMeter, WorkerReport};
 use crate::conn::timer::TimerWheel;
 use crate::content::response::{OutBatch, Responder};
 use crate::sys;
-use crate::{AcceptMode, ServerConfig};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);

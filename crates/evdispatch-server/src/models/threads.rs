@@ -19,11 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::config::ServerConfig;
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Phase, ACCEPT_RETRY, STOP_GRACE};
 use crate::conn::stats::{Counters, WorkerReport};
 use crate::content::response::{OutBatch, Responder};
 use crate::sys;
-use crate::ServerConfig;
 
 /// Start the master and the pool on a blocking `listener`.
 pub(crate) fn start(

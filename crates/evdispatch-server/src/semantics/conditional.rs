@@ -20,6 +20,30 @@
 //! Then `If-Range` decides whether `Range` applies: an entity tag must match
 //! strongly (a weak tag never does, §13.1.5), a date must equal
 //! `Last-Modified` exactly; anything else means the whole file with 200.
+//!
+//! # As the server applies them
+//!
+//! * **Validators.** Every file answer (200, 206, 304) carries
+//!   `Last-Modified` and a strong `ETag` built as nginx builds it,
+//!   `"mtime-size"` in hex (`-gz`/`-br` appended for a precompressed
+//!   variant), from the metadata the cache holds: no `stat` per request. A
+//!   modification time in the future is sent as the second the file was
+//!   looked up, never later than `Date` (§8.8.2.1), and the date
+//!   preconditions compare that same value.
+//! * **Preconditions** in §13.2.2 order: `If-Match` (a list or `*`, strong
+//!   comparison: a weak tag never matches, §13.1.1) and, only when it is
+//!   absent, `If-Unmodified-Since` (holds when the file is not newer than
+//!   the date; an invalid date is ignored, §13.1.4): either false answers
+//!   412 (with `Vary` when the file has variants; GET and HEAD alike, as
+//!   nginx). Then `If-None-Match` (a list, `*`, weak comparison; elements
+//!   that are not entity tags are skipped) and, only when it is absent,
+//!   `If-Modified-Since` (not modified when the file is not newer than the
+//!   date, §13.1.3; an unparsable date is ignored). A match answers 304 with
+//!   `ETag`, `Last-Modified`, `Vary` when the file has variants, and no body.
+//!   A `--listing` page, which has neither tag nor date, is evaluated the
+//!   same way: `If-Match: *` holds and any tag fails (412),
+//!   `If-None-Match: *` answers 304 and any tag does not, the dates are
+//!   ignored (as nginx).
 
 use crate::content::files::epoch_secs;
 use crate::semantics::request::FieldLines;

@@ -11,13 +11,35 @@
 //!
 //! May import: the standard library and outside crates only; nothing
 //! else of this crate (not even `sys`). Every other layer imports this one.
+//!
+//! # Deliberate differences from nginx
+//!
+//! `tests/nginx_diff.rs` serves one tree with nginx and with this server and
+//! compares the answers to a corpus of requests (multipart bodies byte for
+//! byte, boundaries aside). Deliberate differences, each allowed by the
+//! clause named: overlapping ranges (one coalesced range here, where nginx
+//! sends them as separate parts; §14.2, §15.3.7.2); an invalid range such as `bytes=a-b` (ignored here, 416
+//! there; §14.2); `bytes=0-` of an empty file (416 here, ignored there:
+//! §14.1.1 makes it unsatisfiable); an invalid `If-Unmodified-Since` date (ignored here, 412
+//! there; §13.1.4 says ignore); `If-Unmodified-Since` beside a matching
+//! `If-Match` (not evaluated here, 412 there; §13.2.2); ranges of a
+//! precompressed variant (served here with
+//! `Accept-Ranges`, not by `gzip_static`; §14.1, §14.3); the `Location` of a
+//! percent-encoded directory name (kept as sent here, decoded there;
+//! RFC 3986 §6.2.2.2); a `Transfer-Encoding` whose final coding is not
+//! `chunked` (400 here, as RFC 9112 §6.3 requires; 501 there, §6.1); a
+//! body that does not fit the read buffer with its head, or one held back
+//! for `Expect: 100-continue` (answered without it and the connection
+//! closed here; read and discarded there, after a `100 Continue`; RFC 9110
+//! §9.3.1, §10.1.1, RFC 9112 §9.5); and `/%2e%2e/…` (403 here, 400 there;
+//! both refuse it).
 
-pub(crate) mod conditional;
-pub(crate) mod encoding;
-pub(crate) mod range;
-pub(crate) mod request;
-pub(crate) mod status;
-pub(crate) mod target;
+pub mod conditional;
+pub mod encoding;
+pub mod range;
+pub mod request;
+pub mod status;
+pub mod target;
 
 /// Every word of exactly `len` pieces (with repetition): the exhaustive
 /// checks of the pure parsers run over these.

@@ -30,6 +30,29 @@
 //!   add up to no more than the file: nginx's own test, ranges adding up to
 //!   more than the file, can never trip here), so no further refusal or
 //!   gap-coalescing is needed; the answer stays the one nginx gives.
+//!
+//! # As the server applies them
+//!
+//! * **Ranges.** `Accept-Ranges: bytes` on every 200 of a file. One range
+//!   (`a-b`, `a-`, `-n`) answers 206 with `Content-Range: bytes a-b/LEN`;
+//!   none satisfiable 416 with `Content-Range: bytes */LEN` (but `-n` of an
+//!   empty file, satisfiable and empty, §14.1.2: 200, as nginx); overlapping or
+//!   touching ranges are coalesced (§14.2 allows it). Several disjoint ranges
+//!   answer 206 `multipart/byteranges` (§14.6) as nginx does: a random
+//!   20-digit boundary, each part with `Content-Type` and `Content-Range`,
+//!   in the order asked for, `Content-Length` computed ahead (HEAD: the same
+//!   head). A set of more than [`MAX_RANGES`] (16, as nginx's `max_ranges`)
+//!   gets the whole file with 200, the answer to "many small ranges" §14.2
+//!   allows (at most 16 part headers of overhead otherwise), as does any
+//!   invalid header (another unit, `5-1`, junk; §14.2 lets a server ignore
+//!   it). `If-Range` applies the range only
+//!   when its entity tag matches strongly or its date equals
+//!   `Last-Modified` exactly (§13.1.5). HEAD answers GET's headers, 206 and
+//!   416 included. A range of a cached file is a slice of the cached bytes;
+//!   of a large file, `sendfile` from the range's offset (a multipart
+//!   answer: part header, `sendfile` segment, next part header…) on every model
+//!   (uring-completion included: it waits for writability with a one-shot
+//!   poll when the socket is full), never a copy through user space.
 
 /// Most ranges one `Range` header may name; more and the header is ignored.
 pub const MAX_RANGES: usize = 16;

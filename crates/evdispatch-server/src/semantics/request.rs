@@ -10,6 +10,52 @@
 //! refused with 400 and
 //! the connection closed, so no two parsers on the path can disagree about
 //! where this request ends.
+//!
+//! # Methods and bodies (RFC 9110 §9, RFC 9112 §6)
+//!
+//! * **Methods.** `GET` and `HEAD` are served. The other methods RFC 9110
+//!   defines answer 405 with `Allow: GET, HEAD`, any other token 501
+//!   (§9.1: methods are case-sensitive, `get` is unknown); both keep the
+//!   connection, as nginx does for 405, a body skipped as below (a request
+//!   whose framing is not known closes it, whatever its method).
+//! * **Request bodies** (RFC 9112 §6). A `GET` or `HEAD` with a body
+//!   (`Content-Length` or `Transfer-Encoding: chunked`, extensions and
+//!   trailers included) is answered as without one, as nginx does: the
+//!   body is read and discarded, and the next pipelined request follows it.
+//!   A body still arriving is waited for (under the header timeout) while
+//!   it fits with its head in `--max-header` bytes (the read buffer; the
+//!   same bound in the io_uring model, whose input grows); a larger
+//!   one, even one all received, or one the client holds back for `Expect: 100-continue` (on
+//!   HTTP/1.1: ignored on 1.0, as §10.1.1 requires), is not
+//!   read: the answer is sent at once and the connection closed, with the
+//!   lingering close draining what still comes (RFC 9110 §9.3.1, §10.1.1;
+//!   RFC 9112 §9.5; no `100 Continue` is ever sent). A `Content-Length`
+//!   above [`MAX_BODY`] (1 MiB, nginx's `client_max_body_size`) is 413; a
+//!   broken chunked coding, a `Transfer-Encoding` other than `chunked`
+//!   alone on one line (§6.3: a MUST for a final coding other than
+//!   chunked; also `gzip, chunked`, where §6.1 suggests 501; a second
+//!   line, even an empty one, which a parser that takes the last line
+//!   would read as no body), one beside a
+//!   `Content-Length` (the smuggling shape), or one in an HTTP/1.0
+//!   request (§6.1: 1.0 has no transfer codings, so its framing is
+//!   faulty; nginx answers 400 too) is 400; all of these close.
+//!
+//! # Lists over several lines
+//!
+//! `If-Match`, `If-None-Match` and
+//! `Accept-Encoding` may be repeated; the lines are read as one list
+//! ([`FieldLines`], §5.3).
+//!
+//! # Limits
+//!
+//! A request head of at most `--max-header` bytes (default 8 KiB;
+//! more: 431, or 414 when the request line alone is longer), and, whatever
+//! that allows, a target of at most [`MAX_TARGET`] bytes (8 KiB, nginx's
+//! default line size; more: 414) and at most [`MAX_HEADERS`] header lines
+//! (100; more: 431); at most [`MAX_RANGES`](crate::MAX_RANGES) ranges (16; more: the whole
+//! file); a `Content-Length` of at most [`MAX_BODY`] (1 MiB; more: 413),
+//! a body read only when it fits in `--max-header` with its head
+//! (larger: answered without it, then closed, in every model).
 
 use crate::semantics::status::Status;
 
