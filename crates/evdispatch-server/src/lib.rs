@@ -72,12 +72,13 @@ mod sys;
 
 pub use cli::{connection_budget, run, ServeArgs};
 pub use config::{AcceptMode, ListenerMode, Model, ServerConfig};
+pub use conn::exchange::{Answered, MAX_BATCH};
 pub use conn::stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
 pub use conn::timer::TimerWheel;
 pub use content::access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer};
 pub use content::files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
 pub use content::paths::{Dotfiles, SiteOptions};
-pub use content::response::{Answered, OutBatch, Responder, MAX_BATCH};
+pub use content::response::{OutBatch, Responder};
 pub use semantics::conditional::{Coding, ETag};
 pub use semantics::encoding::negotiate;
 pub use semantics::range::{evaluate_range, RangeAnswer, Ranges, MAX_RANGES};

@@ -3,7 +3,7 @@
 //! deadlines in a timer wheel, the counters and the stats document, and the
 //! exchange: a connection's input bytes in, every complete request in them
 //! answered into one output batch. The transport a connection's bytes
-//! travel over (plain TCP today, TLS beside it) belongs here too.
+//! travel over belongs to this layer as well.
 //!
 //! * [`lifecycle`]: accept errors and pauses, timer expiry, lingering
 //!   close, graceful stop.
@@ -14,6 +14,7 @@
 //! May import: [`content`](crate::content), [`semantics`](crate::semantics)
 //! and `sys`; never the models.
 
+pub mod exchange;
 pub mod lifecycle;
 pub mod stats;
 pub mod timer;

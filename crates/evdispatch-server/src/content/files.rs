@@ -16,7 +16,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, UNIX_EPOCH};
 
 use crate::semantics::conditional::{Coding, ETag};
 use crate::semantics::status::Status;
@@ -497,11 +497,6 @@ pub fn validator_headers(out: &mut Vec<u8>, modified: i64, etag: &ETag) {
     out.extend_from_slice(b"\r\nETag: ");
     out.extend_from_slice(etag.as_bytes());
     out.extend_from_slice(b"\r\n");
-}
-
-/// Whole seconds since the epoch of `t`.
-pub fn epoch_secs(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The `Content-Type` for a path, from its extension (`mime_guess`'s

@@ -29,11 +29,10 @@ use std::time::SystemTime;
 
 use crate::content::access_log::{self, LogBuffer};
 use crate::content::files::{
-    entity_headers, epoch_secs, validator_headers, CachedFile, ContentType, FileStore, Found,
-    LargeFile,
+    entity_headers, validator_headers, CachedFile, ContentType, FileStore, Found, LargeFile,
 };
 use crate::content::paths::{self, Dotfiles, SiteOptions};
-use crate::semantics::conditional::{self, Coding, ETag, Precondition};
+use crate::semantics::conditional::{self, epoch_secs, Coding, ETag, Precondition};
 use crate::semantics::range::{evaluate_range, RangeAnswer};
 use crate::semantics::request::{Method, Request, Version};
 use crate::semantics::status::Status;
@@ -174,7 +173,14 @@ impl Responder {
     /// `out` from its byte `from` on, to the request whose head starts
     /// `head` on the connection `fd`: pending in `out` until its bytes are
     /// written ([`OutBatch`]); nothing when there is no access log.
-    fn log(&mut self, fd: RawFd, head: &[u8], status: Status, out: &mut OutBatch, from: u64) {
+    pub(crate) fn log(
+        &mut self,
+        fd: RawFd,
+        head: &[u8],
+        status: Status,
+        out: &mut OutBatch,
+        from: u64,
+    ) {
         let Some(l) = self.log.as_deref_mut() else {
             return;
         };
@@ -201,21 +207,16 @@ impl Responder {
 
     /// Where the next response begins in `out`, for the access log (0, not
     /// counted, without one).
-    fn log_from(&self, out: &OutBatch) -> u64 {
+    pub(crate) fn log_from(&self, out: &OutBatch) -> u64 {
         match self.log {
             Some(_) => out.stream_len(),
             None => 0,
         }
     }
 
-    /// Answer a request that timed out part-way with 408 (and log it, with
-    /// its request line if that much of `partial`, the bytes received, had
-    /// arrived).
-    pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd, partial: &[u8]) {
-        let st = crate::conn::lifecycle::Expiry::STATUS;
-        let from = self.log_from(out);
-        self.error(st, out, false, Version::Http11, false);
-        self.log(fd, partial, st, out, from);
+    /// Whether responses are logged (there is an access log).
+    pub(crate) fn logging(&self) -> bool {
+        self.log.is_some()
     }
 
     /// A fresh `multipart/byteranges` boundary: 20 decimal digits (nginx's
@@ -605,7 +606,7 @@ impl Responder {
         Status::Ok
     }
 
-    fn error(
+    pub(crate) fn error(
         &mut self,
         st: Status,
         out: &mut OutBatch,
@@ -639,123 +640,6 @@ impl Responder {
         if !head_only {
             out.push(Part::Static(body));
         }
-    }
-}
-
-/// What [`Responder::answer`] did with a buffer of requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Answered {
-    /// Bytes of input consumed (complete requests, bodies included; all of
-    /// it when the connection closes).
-    pub consumed: usize,
-    /// Requests answered (a refusal included).
-    pub answered: usize,
-    /// The connection closes after this output.
-    pub close: bool,
-    /// Close with a lingering close: the client may still be sending (a
-    /// refused request, a body not read).
-    pub linger: bool,
-}
-
-/// Most pipelined responses gathered into one batch.
-pub const MAX_BATCH: usize = 64;
-
-impl Responder {
-    /// Answer the complete requests at the start of `input` into `out`, in
-    /// order, counting each status in `counters`; stop at a partial request
-    /// (or a body still arriving), at a response that closes the
-    /// connection, or when the batch is full (it is then written before
-    /// more are answered). A request's body is skipped (read and
-    /// discarded: [`crate::semantics::request::Request::end`]). The one request loop
-    /// of every model. `fd`, the connection, names the client in the
-    /// access log.
-    pub fn answer(
-        &mut self,
-        input: &[u8],
-        max_header: usize,
-        out: &mut OutBatch,
-        closing: bool,
-        counters: &mut crate::conn::stats::Counters,
-        fd: RawFd,
-    ) -> Answered {
-        use crate::semantics::request::{Parsed, RequestEnd};
-        let mut a = Answered {
-            consumed: 0,
-            answered: 0,
-            close: false,
-            linger: false,
-        };
-        while a.consumed < input.len() {
-            let rest = &input[a.consumed..];
-            let as_11;
-            let mut parsed = crate::semantics::request::parse_request(rest, max_header);
-            if parsed == Parsed::Reject(Status::VersionNotSupported) {
-                // HTTP/1.2 … 1.9: answered as 1.1 (RFC 9110 §2.5).
-                if let Some(copy) = crate::semantics::request::as_http11(rest, max_header) {
-                    as_11 = copy;
-                    parsed = crate::semantics::request::parse_request(&as_11, max_header);
-                }
-            }
-            let (req, end) = match parsed {
-                Parsed::Complete(req) => (req, req.end(rest, max_header)),
-                Parsed::Partial => break,
-                Parsed::Reject(st) => {
-                    self.refuse(st, rest, out, counters, fd, &mut a);
-                    break;
-                }
-            };
-            let (len, unread) = match end {
-                RequestEnd::At(len) => (len, false),
-                RequestEnd::Wait => break,
-                RequestEnd::Unread => (rest.len(), true),
-                RequestEnd::Malformed => {
-                    self.refuse(Status::BadRequest, rest, out, counters, fd, &mut a);
-                    break;
-                }
-            };
-            let from = self.log_from(out);
-            let (st, keep) = self.respond(&req, out, closing || unread);
-            counters.response(st);
-            if self.log.is_some() {
-                self.log(fd, &rest[..req.len], st, out, from);
-            }
-            a.consumed += len;
-            a.answered += 1;
-            if !keep {
-                a.close = true;
-                a.linger = unread;
-                break;
-            }
-            if out.responses >= MAX_BATCH || out.has_file() || out.head.len() > 16 * 1024 {
-                break;
-            }
-        }
-        a
-    }
-
-    /// Refuse the request at the start of `rest` with `st` and close: its
-    /// end is not known, so nothing after it is read (all of `rest` is
-    /// consumed) and the close lingers.
-    fn refuse(
-        &mut self,
-        st: Status,
-        rest: &[u8],
-        out: &mut OutBatch,
-        counters: &mut crate::conn::stats::Counters,
-        fd: RawFd,
-        a: &mut Answered,
-    ) {
-        let from = self.log_from(out);
-        // A refused HEAD gets the head of the error page only (RFC 9110
-        // §9.3.2).
-        let head_only = rest.starts_with(b"HEAD ");
-        self.error(st, out, false, Version::Http11, head_only);
-        counters.response(st);
-        self.log(fd, rest, st, out, from);
-        a.consumed += rest.len();
-        a.answered += 1;
-        a.close = true;
-        a.linger = true;
     }
 }
 

@@ -45,7 +45,8 @@
 //!   `If-None-Match: *` answers 304 and any tag does not, the dates are
 //!   ignored (as nginx).
 
-use crate::content::files::epoch_secs;
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use crate::semantics::request::FieldLines;
 
 /// Which representation of a file: the file itself or a precompressed
@@ -294,6 +295,11 @@ pub fn parse_date(raw: &[u8]) -> Option<i64> {
     let s = std::str::from_utf8(raw).ok()?;
     let t = httpdate::parse_http_date(s).ok()?;
     Some(epoch_secs(t) as i64)
+}
+
+/// Whole seconds since the epoch of `t`.
+pub fn epoch_secs(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 #[cfg(test)]
