@@ -102,7 +102,7 @@ pub struct ServeArgs {
     /// client (whole seconds; 0: off, accept at the handshake).
     #[arg(long, default_value = "1s", value_parser = evdispatch_proc::parse_duration)]
     pub defer_accept: Duration,
-    // HTTP semantics (issue 18 items 1-3): keep these flags together.
+    // The HTTP semantics flags: keep these together.
     /// Files and directories whose name starts with `.`: `deny` answers 404
     /// (`.well-known` at the root excepted), `allow` serves them.
     #[arg(long, value_enum, default_value = "deny")]

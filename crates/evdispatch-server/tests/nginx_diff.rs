@@ -1,4 +1,4 @@
-//! The differential test against nginx (issue 18 item 7): the same tree served
+//! The differential test against nginx: the same tree served
 //! by nginx (started by the harness with an equivalent configuration) and by
 //! our server, a corpus of requests sent to both over loopback, and the
 //! answers compared on what matters: the status, `Content-Range`,

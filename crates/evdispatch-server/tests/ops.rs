@@ -1,4 +1,4 @@
-//! Operations (issue 18 item 4): the access log in the Combined Log Format
+//! Operations: the access log in the Combined Log Format
 //! on every model, SIGHUP reopening it without stopping the server, and a
 //! clear failure when the address is taken by another process.
 

@@ -1,5 +1,5 @@
-//! Regressions found by `evdispatch torture` (issue 7), one test each, on
-//! every model.
+//! Regressions found by `evdispatch torture`, one test each, on every
+//! model.
 
 mod common;
 
@@ -10,9 +10,9 @@ use common::*;
 use evdispatch_server::Model;
 
 /// 1,000 requests in one write. The server answers at most a batch of
-/// responses per pass; a pass that ended with the socket drained used to
-/// leave the rest of the buffered requests unanswered until the header
-/// timeout fired (a 408 after 1,856 of 2,000 responses).
+/// responses per pass; a pass that ends with the socket drained must still
+/// answer the rest of the buffered requests, not leave them until the
+/// header timeout fires (a 408 after some 1,800 of 2,000 responses).
 #[test]
 fn a_pipelined_flood_is_answered_in_full() {
     let site = site();

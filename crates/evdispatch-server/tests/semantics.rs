@@ -1,4 +1,4 @@
-//! HTTP semantics on every model (issue 18 items 1-3): ranges, validators and
+//! HTTP semantics on every model: ranges, validators and
 //! preconditions, precompressed variants, dotfiles, directory redirects and
 //! listings. Bodies are checked byte for byte, so a range sent from the wrong
 //! offset (cache slice, sendfile, or the completion model's chunks) fails.

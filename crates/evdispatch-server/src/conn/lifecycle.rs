@@ -5,8 +5,8 @@
 //! thread pool each keep only what their mechanism makes different (how a
 //! listener is watched, how a read is issued); the decisions and their
 //! constants are here, once. Each loop arms the deadlines itself, when its
-//! connection changes phase (`readiness.rs` and `completion.rs` in the
-//! timer wheel, `threads.rs` as socket timeouts), with the durations and
+//! connection changes phase (`models/readiness.rs` and `models/completion.rs` in the
+//! timer wheel, `models/threads.rs` as socket timeouts), with the durations and
 //! the verdicts taken from here.
 //!
 //! The constants:
@@ -17,12 +17,13 @@
 //! * [`LINGER`] (2 s): how long a connection closed with input possibly
 //!   unread keeps reading (and dropping) what the client still sends after
 //!   the server's half-close, so that its last response is not destroyed by
-//!   a reset. Two seconds for every model: the event loops already used it
-//!   and it is Apache httpd's lingering close (`SECONDS_TO_LINGER`); the
-//!   thread pool used 500 ms per read, which both cut off a client a little
-//!   slower than that and let one that trickles bytes hold a pool thread
-//!   without end. A lingering connection costs an event loop nothing while
-//!   it waits, and a pool thread is released as soon as the client closes.
+//!   a reset. Two seconds for every model, Apache httpd's lingering close
+//!   (`SECONDS_TO_LINGER`), as one deadline over the whole linger: a
+//!   shorter wait per read would cut off a client a little slower than
+//!   that, and a wait per read with no overall bound would let one that
+//!   trickles bytes hold a pool thread without end. A lingering connection
+//!   costs an event loop nothing while it waits, and a pool thread is
+//!   released as soon as the client closes.
 //! * [`LINGER_MAX_BYTES`] (1 MiB): the most a lingering close reads.
 //! * [`STOP_GRACE`] (3 s): how long a stopping server lets busy connections
 //!   finish; idle ones are closed at once.
