@@ -220,7 +220,8 @@ pub fn connection_budget(
 /// SIGHUP never stops it: it reopens the `--access-log` file (logrotate's
 /// `postrotate`), and is ignored without one. Start-up fails with "address
 /// already in use" and a non-zero exit when another process listens on the
-/// address, also with `--listener reuseport` (see the listeners' probe in `server.rs`).
+/// address, also with `--listener reuseport` (see the listeners' probe in
+/// `server.rs`).
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     use evdispatch_proc::{set_rlimit, Resource};
     if let Some(n) = args.rlimit_nofile {

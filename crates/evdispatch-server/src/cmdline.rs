@@ -1,5 +1,5 @@
 //! A typed `evdispatch serve` command line for programs that start the server:
-//! the flags are [`ServeArgs`](crate::cli::ServeArgs)'s, checked by this file's test.
+//! the flags are [`ServeArgs`](crate::ServeArgs)'s, checked by this file's test.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;

@@ -1,8 +1,8 @@
 //! The ground floor, under every layer: the system calls of the server,
 //! through `nix` and `socket2`, and a lock that survives a panic. Every
 //! `unsafe` block of the crate is here, each with the reason it is sound,
-//! except the io_uring ones in `models/completion.rs` (sound only beside the loop
-//! that owns their buffers; the ring itself is `evdispatch::uring`'s). By
+//! except the io_uring ones in `models/completion.rs` (sound only beside
+//! the loop that owns their buffers; the ring itself is `evdispatch::uring`'s). By
 //! hand still: `TCP_DEFER_ACCEPT` (neither crate has the option) and the
 //! adoption of descriptors io_uring returns.
 

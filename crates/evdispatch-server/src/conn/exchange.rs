@@ -50,8 +50,8 @@ impl Responder {
     /// (or a body still arriving), at a response that closes the
     /// connection, or when the batch is full (it is then written before
     /// more are answered). A request's body is skipped (read and
-    /// discarded: [`crate::semantics::request::Request::end`]). The one request loop
-    /// of every model. `fd`, the connection, names the client in the
+    /// discarded: [`Request::end`](crate::Request::end)). The one request
+    /// loop of every model. `fd`, the connection, names the client in the
     /// access log.
     pub fn answer(
         &mut self,

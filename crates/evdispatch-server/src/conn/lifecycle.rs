@@ -5,9 +5,9 @@
 //! thread pool each keep only what their mechanism makes different (how a
 //! listener is watched, how a read is issued); the decisions and their
 //! constants are here, once. Each loop arms the deadlines itself, when its
-//! connection changes phase (`models/readiness.rs` and `models/completion.rs` in the
-//! timer wheel, `models/threads.rs` as socket timeouts), with the durations and
-//! the verdicts taken from here.
+//! connection changes phase (`models/readiness.rs` and
+//! `models/completion.rs` in the timer wheel, `models/threads.rs` as socket
+//! timeouts), with the durations and the verdicts taken from here.
 //!
 //! The constants:
 //!

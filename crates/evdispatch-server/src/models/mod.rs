@@ -9,9 +9,10 @@
 //! * [`completion`]: io_uring completions (`uring-completion`).
 //! * [`threads`]: a master and a pool of blocking threads.
 //!
-//! May import: the configuration ([`ServerConfig`](crate::ServerConfig)), [`conn`](crate::conn),
-//! [`content`](crate::content), [`semantics`](crate::semantics) and
-//! `sys`. Only the [`Server`](crate::Server) start-up imports the models.
+//! May import: the configuration ([`ServerConfig`](crate::ServerConfig)),
+//! [`conn`](crate::conn), [`content`](crate::content),
+//! [`semantics`](crate::semantics) and `sys`. Only the
+//! [`Server`](crate::Server) start-up imports the models.
 
 pub mod completion;
 pub mod readiness;

@@ -52,8 +52,8 @@
 //! more: 431, or 414 when the request line alone is longer), and, whatever
 //! that allows, a target of at most [`MAX_TARGET`] bytes (8 KiB, nginx's
 //! default line size; more: 414) and at most [`MAX_HEADERS`] header lines
-//! (100; more: 431); at most [`MAX_RANGES`](crate::MAX_RANGES) ranges (16; more: the whole
-//! file); a `Content-Length` of at most [`MAX_BODY`] (1 MiB; more: 413),
+//! (100; more: 431); at most [`MAX_RANGES`](crate::MAX_RANGES) ranges
+//! (16; more: the whole file); a `Content-Length` of at most [`MAX_BODY`] (1 MiB; more: 413),
 //! a body read only when it fits in `--max-header` with its head
 //! (larger: answered without it, then closed, in every model).
 
