@@ -88,5 +88,4 @@ pub use semantics::request::{
 };
 pub use semantics::status::Status;
 pub use semantics::target::normalize_target;
-
 pub use server::Server;
