@@ -37,7 +37,8 @@ use crate::tls::{TlsClient, TlsSettings};
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct NetArgs {
     /// Trust the certificates of this PEM bundle instead of the system's
-    /// roots (https:// URLs).
+    /// roots (https:// URLs); a server presenting exactly one of them (a
+    /// self-signed certificate) is trusted too, as curl does.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// Accept any server certificate and name (https:// URLs); the output
