@@ -218,16 +218,12 @@
 // engine calls that post a send or a receive, each allowed where it is.
 #![deny(unsafe_code)]
 
-pub mod check;
 pub mod cmdline;
 pub mod config;
 pub mod engine;
-pub mod http;
 pub mod interrupt;
-pub mod interval;
-pub mod merge;
-pub mod record;
-pub mod report;
+pub mod proto;
+pub mod results;
 #[allow(unsafe_code)]
 mod ring;
 pub mod runner;
@@ -237,7 +233,9 @@ pub mod tls;
 pub mod wsesslog;
 
 pub use config::{Arrival, Config, InactiveSend, IoEngine, Rate, WorkerSpec};
-pub use report::{Latency, Summary};
+pub use results::record;
+pub use results::summary::{Latency, Summary};
+use results::{checks as check, merge, record::interval};
 pub use runner::{execute, RunOptions};
 
 /// Command-line arguments of `evdispatch load`.
@@ -673,7 +671,7 @@ mod tests {
         assert_eq!(stdout.lines().count(), 1);
         assert!(stdout.ends_with('\n') && stderr.is_empty());
         let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-        assert_eq!(v["schema"], report::SCHEMA);
+        assert_eq!(v["schema"], results::summary::SCHEMA);
         // Without --json-stream, as before: text or a pretty document.
         assert!(out(false, false).0.contains("Requests:"));
         assert!(out(true, false).0.lines().count() > 10);

@@ -279,7 +279,7 @@ pub fn read_body(name: &str) -> anyhow::Result<Vec<u8>> {
 
 /// Check `--method`: an HTTP token.
 pub fn check_method(m: &str) -> anyhow::Result<()> {
-    if !crate::http::is_token(m) {
+    if !crate::proto::http1::is_token(m) {
         bail!("--method '{m}' is not an HTTP method token (e.g. GET, POST, HEAD)");
     }
     Ok(())

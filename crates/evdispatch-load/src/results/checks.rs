@@ -23,7 +23,7 @@
 use anyhow::anyhow;
 
 use crate::config::{Config, Rate};
-use crate::report::{fmt_us, CheckResult, Summary};
+use crate::results::summary::{fmt_us, CheckResult, Summary};
 
 /// A latency histogram, in the order [`Summary::decode_histograms`] gives them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -371,18 +371,18 @@ mod tests {
     #[test]
     fn checks_compare_the_measured_values() {
         let c = cfg("200");
-        let mut r = crate::record::Recorder::default();
+        let mut r = crate::results::record::Recorder::default();
         for v in 1..=1000u64 {
             r.histograms.latency.record(v).unwrap();
         }
         r.counts.replies = 1000;
         r.counts.replies_in_window = 1000;
         r.error(
-            crate::record::Role::Persistent,
-            crate::record::Cause::Timeout,
+            crate::results::record::Role::Persistent,
+            crate::results::record::Cause::Timeout,
         );
-        let rep = crate::record::WorkerReport::new(0, &r, 0.0, 0.0, 0.0, vec![]).unwrap();
-        let mut s = Summary::new(&c, crate::record::merge(&[rep]).unwrap(), None);
+        let rep = crate::results::record::WorkerReport::new(0, &r, 0.0, 0.0, 0.0, vec![]).unwrap();
+        let mut s = Summary::new(&c, crate::results::record::merge(&[rep]).unwrap(), None);
         let run =
             |e: &str, s: &mut Summary| evaluate_all(&[Check::parse(e, &c).unwrap()], s).unwrap();
         assert!(run("p99<1ms", &mut s)); // p99 is 990 µs

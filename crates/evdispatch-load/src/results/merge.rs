@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context};
 
 use crate::config::Rate;
-use crate::record::{merge as merge_reports, Counts, WorkerReport};
-use crate::report::{Summary, SCHEMA};
+use crate::results::record::{merge as merge_reports, Counts, WorkerReport};
+use crate::results::summary::{Summary, SCHEMA};
 
 /// Arguments of `evdispatch load merge`.
 #[derive(Debug, Clone, clap::Args)]
@@ -50,7 +50,7 @@ pub fn run(a: &MergeArgs) -> anyhow::Result<i32> {
         s.interrupted = false;
         s.interrupted_by = None;
     }
-    let checks = crate::check::parse_all(&a.fail_if, &s.config)?;
+    let checks = crate::results::checks::parse_all(&a.fail_if, &s.config)?;
     let out = crate::Output {
         json: a.json,
         latency: a.latency,
@@ -271,7 +271,7 @@ pub fn merge(runs: &[Summary]) -> anyhow::Result<Summary> {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::record::{merge as merge_workers, Recorder};
+    use crate::results::record::{merge as merge_workers, Recorder};
 
     fn run(values: std::ops::RangeInclusive<u64>, start: f64, replies: u64) -> Summary {
         let cfg =

@@ -11,7 +11,9 @@ use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::report::Histograms;
+use crate::results::summary::Histograms;
+
+pub mod interval;
 
 /// Highest latency the histograms hold, µs (one hour); larger values are
 /// clamped to it.

@@ -8,7 +8,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, Rate};
-use crate::record::{decode, encode, new_histogram, Merged};
+use crate::results::record::{decode, encode, new_histogram, Merged};
 
 /// Version of the JSON layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "evdispatch-load/1";
@@ -137,7 +137,7 @@ impl<H> Histograms<H> {
     }
 }
 
-/// Four empty histograms ([`crate::record::new_histogram`]).
+/// Four empty histograms ([`crate::results::record::new_histogram`]).
 impl Default for Histograms<Histogram<u64>> {
     fn default() -> Self {
         Histograms {
@@ -396,7 +396,7 @@ impl Summary {
         }
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
-            crate::record::add_counts(&mut errors, causes);
+            crate::results::record::add_counts(&mut errors, causes);
         }
         let errors_total = errors.values().sum();
         let connections = Connections {
@@ -837,15 +837,16 @@ mod tests {
     use super::*;
 
     fn merged(cpu: Vec<f64>) -> Merged {
-        let r = crate::record::Recorder::default();
+        let r = crate::results::record::Recorder::default();
         let reports: Vec<_> = cpu
             .iter()
             .enumerate()
             .map(|(i, &p)| {
-                crate::record::WorkerReport::new(i as u32, &r, 0.0, p, 0.0, vec![]).unwrap()
+                crate::results::record::WorkerReport::new(i as u32, &r, 0.0, p, 0.0, vec![])
+                    .unwrap()
             })
             .collect();
-        crate::record::merge(&reports).unwrap()
+        crate::results::record::merge(&reports).unwrap()
     }
 
     #[test]

@@ -23,8 +23,8 @@ use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::record::{decode, new_histogram};
-use crate::report::Latency;
+use crate::results::record::{decode, new_histogram};
+use crate::results::summary::Latency;
 
 /// One worker's interval, as sent to the parent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -104,7 +104,7 @@ impl Interval {
 
     /// Replies per second over the interval.
     pub fn reply_rate(&self) -> f64 {
-        crate::report::per_s(self.replies, self.end_s - self.start_s)
+        crate::results::summary::per_s(self.replies, self.end_s - self.start_s)
     }
 
     /// The `--json-stream` line (without its newline).

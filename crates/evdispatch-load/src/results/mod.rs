@@ -1,0 +1,6 @@
+//! The run's results.
+
+pub mod checks;
+pub mod merge;
+pub mod record;
+pub mod summary;
