@@ -33,7 +33,7 @@ use serde::{Deserialize, Serialize};
 use crate::tls::{TlsClient, TlsSettings};
 
 /// The options of `evdispatch load` that say what is requested and how the
-/// server is reached (flattened into [`crate::LoadArgs`]).
+/// server is reached (flattened into `evdispatch load`'s arguments).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct NetArgs {
     /// Trust the certificates of this PEM bundle instead of the system's

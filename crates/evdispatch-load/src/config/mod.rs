@@ -10,10 +10,11 @@ use anyhow::{anyhow, bail};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use crate::args::{si, LoadArgs};
+pub use crate::args::{Arrival, InactiveSend, IoEngine};
 use crate::target::{self, WeightedUrl};
 use crate::tls::TlsSettings;
 use crate::wsesslog::{Session, SessionLog};
-use crate::LoadArgs;
 
 /// Connections of the default load (`evdispatch load URL` alone, or with
 /// only `-R`), as wrk's default `-c 10`.
@@ -32,44 +33,6 @@ pub enum Rate {
     /// Closed loop: each connection sends its next request as soon as the
     /// previous reply is in (saturation, like wrk).
     Max,
-}
-
-/// How arrivals are spaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Arrival {
-    /// Evenly spaced, 1/rate apart.
-    Uniform,
-    /// Exponential gaps with mean 1/rate (a Poisson process).
-    Poisson,
-}
-
-/// What an inactive connection sends before going silent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum InactiveSend {
-    /// Nothing at all: connect and wait.
-    None,
-    /// The request line and headers without the final blank line, so the
-    /// server holds a request it can never complete.
-    Partial,
-}
-
-/// How a worker does the I/O of its keep-alive connections (`--engine`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum IoEngine {
-    /// `uring` where the kernel allows io_uring and the mechanism has a
-    /// descriptor, `readiness` otherwise.
-    #[default]
-    Auto,
-    /// Plain-HTTP closed-loop and persistent connections send and receive
-    /// through io_uring (one `io_uring_enter` per turn of the loop);
-    /// everything else stays on the readiness mechanism.
-    Uring,
-    /// Every connection on the readiness mechanism (`write`/`read` after
-    /// each event).
-    Readiness,
 }
 
 /// The whole configuration of a run, as reported in the JSON output
@@ -233,28 +196,6 @@ pub fn split_persistent(rate: Option<Rate>, sessions: Option<u64>, persistent: u
         (Some(Rate::Max), Some(_)) => (0, persistent.max(1)),
         _ => (persistent, 0),
     }
-}
-
-/// A number and its multiplier from wrk's SI suffix (its units.c: `k`, `M`,
-/// `G`, 1000-based for counts, in either case).
-fn si(text: &str) -> (&str, u64) {
-    let t = text.trim();
-    match t.as_bytes().last().map(u8::to_ascii_lowercase) {
-        Some(b'k') => (&t[..t.len() - 1], 1_000),
-        Some(b'm') => (&t[..t.len() - 1], 1_000_000),
-        Some(b'g') => (&t[..t.len() - 1], 1_000_000_000),
-        _ => (t, 1),
-    }
-}
-
-/// A count of connections or sessions, with wrk's SI suffixes: `1k` is
-/// 1000 (clap's parser of those flags).
-pub fn parse_count(text: &str) -> Result<u64, String> {
-    let (n, scale) = si(text);
-    n.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("'{text}' is not a count (e.g. 100, 1k, 2M)"))
 }
 
 fn share(total: u64, procs: u32, i: u32) -> u64 {
@@ -745,6 +686,7 @@ impl WorkerSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::parse_count;
 
     fn cfg(args: &str) -> anyhow::Result<Config> {
         Config::from_command_line(args.split_whitespace())
@@ -770,11 +712,9 @@ mod tests {
         );
         assert_eq!(c.headers, [auth]);
         // The user's own header wins; a value of one token (a raw key) is
-        // sent as given, and results show none of it.
+        // sent as given (the summary hides it: its tests).
         let c = cfg("http://u:secret@127.0.0.1:1/ -H Authorization:Bearer_t").unwrap();
         assert_eq!(c.headers, [("Authorization".into(), "Bearer_t".into())]);
-        let s = crate::Summary::new(&c, Default::default(), None);
-        assert_eq!(s.config.headers, [("Authorization".into(), "***".into())]);
         let e = cfg("http://u:secret@127.0.0.1:1/ --insecure").unwrap_err();
         assert!(!e.to_string().contains("secret"), "{e}");
         // A token given as the user (no password) is sent, and hidden too.
@@ -899,7 +839,7 @@ mod tests {
         let merge = CommandLine::try_parse_from(["merge", "a.json", "b.json", "--json"]).unwrap();
         assert!(matches!(
             merge.args.command,
-            Some(crate::LoadSubcommand::Merge(_))
+            Some(crate::args::LoadSubcommand::Merge(_))
         ));
     }
 

@@ -1,14 +1,65 @@
-//! The run's results: [`Summary`] (the `--json` contract) and the
-//! httperf-like human summary.
+//! The second stage of the results: the merged record aggregated into
+//! [`Summary`] (rates over the window, percentiles, connection accounting,
+//! generator saturation, credentials hidden), which is the `--json`
+//! output.
+//!
+//! # The `--json` contract
+//!
+//! One JSON object ([`Summary`]); programs (the study) read it. Fields keep
+//! their meaning while `schema` is `"evdispatch-load/1"`:
+//!
+//! | field | type | meaning |
+//! |---|---|---|
+//! | `schema` | string | `"evdispatch-load/1"` |
+//! | `config` | object | the full configuration ([`Config`]): `url` (a password in it shown as `***`, and a user given without a password, often a token, as `***` too), `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers` (an `Authorization` or `Proxy-Authorization` value shown as its scheme and `***`, or as `***` alone when it is a single token such as a raw key), `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
+//! | `duration_s` | number | length of the measured window (with `config.run_to_end`, until the last session ended) |
+//! | `requests` | integer | requests of the active workloads whose slot fell in the window and that were sent |
+//! | `replies` | integer | complete replies to those requests (including ones that arrived in the drain after the window) |
+//! | `replies_in_window` | integer | replies received inside the window |
+//! | `reply_rate` | number | `replies_in_window / duration_s`, replies/s |
+//! | `rate_intervals` | object | `interval_s`, `samples` (replies/s of each full interval), `min`, `avg`, `max`, `stddev` (as httperf's "Reply rate") |
+//! | `latency_us` | object | corrected latency, µs: `count`, `min`, `mean`, `stddev`, `p50`, `p90`, `p99`, `p999`, `max` (all 0 when `count` is 0), and `percentiles`: `[{"percentile": 50.0, "us": …}, …]` at 50, 75, 90, 99, 99.9, 99.99, 99.999 and 100 (empty when `count` is 0) |
+//! | `latency_uncorrected_us` | object | the same from the actual send time |
+//! | `connect_us` | object | the same for TCP connects completed in the window |
+//! | `tls_handshake_us` | object | the same for TLS handshakes completed in the window (from the TCP connect to the handshake's end; `count` 0 for http) |
+//! | `missed_slots` | integer | slots whose request could not go out on time |
+//! | `unsent_at_end` | integer | measured slots never sent (queued when the run ended) |
+//! | `errors` | object | cause → count, every cause present: `refused`, `reset`, `timeout`, `client_fd` (generator out of descriptors), `client_port` (out of source ports), `malformed`, `server_closed` (closed with a request outstanding), `tls` (a TLS handshake or record failed), `other` |
+//! | `errors_total` | integer | sum of `errors` |
+//! | `errors_by_workload` | object | workload (`sessions`, `persistent`, `closed_loop`, `inactive`, `idle`, `slow`) → cause → count |
+//! | `status` | object | `1xx` … `5xx`, `other` → replies |
+//! | `bytes_sent`, `bytes_received` | integer | bytes written and read, whole run |
+//! | `connections` | object | `attempted`, `established`, `failed`, `closed_by_client`, `closed_by_server`, `open_at_end`, `peak`, and `accounted` (true when attempted = established + failed and established = closed by either side + open at end) |
+//! | `connections_peak` | integer | most connections open at once (workers' per-interval peaks summed: exact for long-lived connections, an upper bound within one interval otherwise) |
+//! | `reopens` | integer | inactive and idle connections reopened after the server closed them, whole run |
+//! | `reopens_in_window` | integer | those inside the window |
+//! | `reopen_rate` | number | `reopens_in_window / duration_s` |
+//! | `reconnects` | integer | connections that ended to be replaced by a new one, counted when they end: a persistent or closed-loop connection closed (or reset) by the server between requests or with one outstanding (then also a `server_closed` or `reset` error, as wrk counts a read error); a persistent, closed-loop or session connection closed after a reply because the reply or `-H 'Connection: close'` said so, or by the generator after an early reply whose request could not be finished within `--timeout` (not an error) — a session's only when it has a call left and the window is open; a session's closed by the server during a think time. One that ends in the drain, or in a think time that outlasts the window, is counted though no new connection is opened then |
+//! | `slow_replies` | integer | replies to slow clients |
+//! | `unmeasured_replies` | integer | replies outside the measurement (warm-up, idle connections' one request) |
+//! | `sessions_unfinished` | integer | sessions started that still had calls to make when the run ended: cut by `--duration` (no call starts after the window), or by Ctrl-C or `SIGTERM` (`interrupted`); with `config.run_to_end`, 0 unless interrupted |
+//! | `generator_cpu_pct` | number | CPU of all worker processes over the window, % of one core |
+//! | `generator_cpu_per_process_pct` | array | the same per worker |
+//! | `generator_cores` | integer | cores the generator could use |
+//! | `generator_saturated` | bool | a worker above 85% of its core, or all above 85% of theirs: the figures may be the generator's limit (also a `warnings` entry starting `GENERATOR SATURATED`) |
+//! | `server_cpu_pct` | number or null | CPU of `--server-pid` and its children over the window, % of one core |
+//! | `server_cpu` | object or null | `pids`, `cpu_s`, `pct` |
+//! | `setup_s` | number | time to open the long-lived connections before the run |
+//! | `warnings` | array | strings the reader must see |
+//! | `interrupted` | bool | Ctrl-C (or `SIGTERM`) stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
+//! | `interrupted_by` | string or null | the signal that did, `"SIGINT"` (Ctrl-C) or `"SIGTERM"`, as the workers recorded it (so `load merge` names it too); `null` when not interrupted, and in outputs of earlier versions |
+//! | `window_start_unix_s`, `window_end_unix_s` | number | the measured window in wall-clock time, Unix seconds (0 when none began) |
+//! | `histograms` | object | `latency`, `latency_uncorrected`, `connect`: the histograms (µs) in HdrHistogram's V2 serialization, base64, what `load merge` adds up |
+//! | `checks` | array | the `--fail-if` thresholds: `expr`, `measured`, `limit` (in the expression's unit: µs for latencies), `pass` |
+//!
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, Rate};
-use crate::results::record::{decode, encode, new_histogram, Merged};
+use crate::config::Config;
+use crate::results::record::{add_counts, decode, encode, per_s, Histograms, Merged};
 
 /// Version of the JSON layout; bumped when a field changes meaning or goes away.
 pub const SCHEMA: &str = "evdispatch-load/1";
@@ -78,84 +129,6 @@ impl Latency {
     }
 }
 
-/// A number as wrk's units.c prints one: `n` in `base`, moved up through
-/// `units` (each `scale` times the one before) while it is at least 0.85
-/// of the next step, never to the last of them; two decimals.
-fn wrk_units(n: f64, scale: f64, base: &str, units: &[&str]) -> String {
-    let (mut amount, mut unit) = (n, base);
-    for u in &units[..units.len() - 1] {
-        if amount < scale * 0.85 {
-            break;
-        }
-        amount /= scale;
-        unit = u;
-    }
-    format!("{amount:.2}{unit}")
-}
-
-/// A duration in µs the way wrk prints one: `849.00us`, `0.85ms`, `2.03s`,
-/// `1.50m`.
-pub fn fmt_us(us: f64) -> String {
-    if us >= 1e6 {
-        wrk_units(us / 1e6, 60.0, "s", &["m", "h"])
-    } else {
-        wrk_units(us, 1000.0, "us", &["ms", "s"])
-    }
-}
-
-/// A byte count the way wrk prints one, before its `B`: `512.00`,
-/// `1.17M` (binary units).
-pub fn fmt_binary(bytes: f64) -> String {
-    wrk_units(bytes, 1024.0, "", &["K", "M", "G", "T", "P"])
-}
-
-/// The histograms of the run: those a worker records and the parent
-/// merges, and in the `--json` output each in HdrHistogram's V2
-/// serialization, base64 (what `evdispatch load merge` adds up).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Histograms<H = String> {
-    /// Corrected latency, µs.
-    pub latency: H,
-    /// Uncorrected latency, µs.
-    pub latency_uncorrected: H,
-    /// Connect time, µs.
-    pub connect: H,
-    /// TLS handshake time, µs (empty in outputs of versions without TLS).
-    #[serde(default)]
-    pub tls_handshake: H,
-}
-
-impl<H> Histograms<H> {
-    /// `f` of each histogram.
-    pub fn map<T>(&self, mut f: impl FnMut(&H) -> T) -> Histograms<T> {
-        Histograms {
-            latency: f(&self.latency),
-            latency_uncorrected: f(&self.latency_uncorrected),
-            connect: f(&self.connect),
-            tls_handshake: f(&self.tls_handshake),
-        }
-    }
-}
-
-/// Four empty histograms ([`crate::results::record::new_histogram`]).
-impl Default for Histograms<Histogram<u64>> {
-    fn default() -> Self {
-        Histograms {
-            latency: new_histogram(),
-            latency_uncorrected: new_histogram(),
-            connect: new_histogram(),
-            tls_handshake: new_histogram(),
-        }
-    }
-}
-
-/// Four empty strings (no histograms).
-impl Default for Histograms {
-    fn default() -> Self {
-        Histograms::<Histogram<u64>>::default().map(|_| String::new())
-    }
-}
-
 /// One `--fail-if` threshold, checked after the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
@@ -220,8 +193,8 @@ pub struct ServerCpu {
     pub pct: f64,
 }
 
-/// Everything a run measured: the `--json` output. See the crate docs for
-/// the contract.
+/// Everything a run measured: the `--json` output (the contract is in
+/// this module's docs).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Summary {
     /// [`SCHEMA`].
@@ -279,7 +252,7 @@ pub struct Summary {
     /// Connections that ended to be replaced by a new one (persistent,
     /// closed loop, sessions between calls), counted when they end, also
     /// when the drain or the window's end means no new one is opened: see
-    /// the crate docs.
+    /// the contract in this module's docs.
     pub reconnects: u64,
     /// Replies to slow clients.
     pub slow_replies: u64,
@@ -328,16 +301,6 @@ pub struct Summary {
     /// The `--fail-if` thresholds and how they came out.
     #[serde(default)]
     pub checks: Vec<CheckResult>,
-}
-
-/// `n` per second over `secs`: 0 over an empty window (one that ended as
-/// it began: every session over during the warm-up, an early Ctrl-C).
-pub(crate) fn per_s(n: u64, secs: f64) -> f64 {
-    if secs > 0.0 {
-        n as f64 / secs
-    } else {
-        0.0
-    }
 }
 
 /// An `Authorization` value as results show it: its scheme and `***`
@@ -396,7 +359,7 @@ impl Summary {
         }
         let mut errors: BTreeMap<String, u64> = BTreeMap::new();
         for causes in m.errors.values() {
-            crate::results::record::add_counts(&mut errors, causes);
+            add_counts(&mut errors, causes);
         }
         let errors_total = errors.values().sum();
         let connections = Connections {
@@ -507,347 +470,12 @@ impl Summary {
         let [c, u, k] = [&h.latency, &h.latency_uncorrected, &h.connect].map(|s| decode(s));
         Ok([c?, u?, k?])
     }
-
-    /// The percentile tables of `--latency`, as wrk2 prints them: corrected
-    /// then uncorrected, each followed by its detailed percentile spectrum
-    /// (HdrHistogram's own layout, values in ms).
-    pub fn latency_tables(&self) -> String {
-        let mut o = String::new();
-        let hists = self.decode_histograms().ok();
-        for (i, (title, l, note)) in [
-            (
-                "Recorded Latency",
-                &self.latency_us,
-                "from each request's intended send time (coordinated omission corrected)",
-            ),
-            (
-                "Uncorrected Latency (measured without taking delayed starts into account)",
-                &self.latency_uncorrected_us,
-                "from the moment each request was actually sent",
-            ),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            // wrk2's headings, exactly: parsers look for them.
-            if i > 0 {
-                o.push('\n');
-            }
-            let _ = writeln!(o, "  Latency Distribution (HdrHistogram - {title})");
-            for p in &l.percentiles {
-                let _ = writeln!(o, "{:>7.3}%{:>10}", p.percentile, fmt_us(p.us as f64));
-            }
-            if let Some(h) = hists.as_ref().map(|h| &h[i]).filter(|h| !h.is_empty()) {
-                let _ = writeln!(
-                    o,
-                    "\n  Detailed Percentile spectrum:\n{:>12} {:>12} {:>12} {:>16}\n",
-                    "Value", "Percentile", "TotalCount", "1/(1-Percentile)"
-                );
-                for v in h.iter_quantiles(5) {
-                    let q = v.quantile_iterated_to();
-                    // The last row, at 100%, has no 1/(1-Percentile).
-                    let inv = if q < 1.0 {
-                        format!(" {:>12.2}", 1.0 / (1.0 - q))
-                    } else {
-                        String::new()
-                    };
-                    let _ = writeln!(
-                        o,
-                        "{:>12.3} {:>12.6} {:>12}{inv}",
-                        v.value_iterated_to() as f64 / 1000.0,
-                        q,
-                        (v.quantile() * h.len() as f64).round() as u64,
-                    );
-                }
-                let _ = writeln!(
-                    o,
-                    "#[Mean    = {:>12.3}, StdDeviation   = {:>12.3}]\n\
-                     #[Max     = {:>12.3}, Total count    = {:>12}]\n\
-                     #[Buckets = {:>12}, SubBuckets     = {:>12}]",
-                    h.mean() / 1000.0,
-                    h.stdev() / 1000.0,
-                    h.max() as f64 / 1000.0,
-                    h.len(),
-                    h.buckets(),
-                    // counts = (buckets + 1) × half the sub-buckets
-                    2 * h.distinct_values() / (h.buckets() as usize + 1)
-                );
-            }
-            let _ = writeln!(
-                o,
-                "----------------------------------------------------------\n  ({title}: {note})"
-            );
-        }
-        o
-    }
-
-    /// The text summary: the httperf-like lines, the percentile tables
-    /// (`latency`), then wrk's closing lines ([`Summary::wrk_lines`]), in
-    /// wrk2's order.
-    pub fn text(&self, latency: bool) -> String {
-        let mut o = self.httperf_lines();
-        if latency {
-            o.push_str(&self.latency_tables());
-        }
-        o.push_str(&self.wrk_lines());
-        o
-    }
-
-    /// The text summary without the percentile tables.
-    pub fn human(&self) -> String {
-        self.text(false)
-    }
-
-    /// wrk's closing lines, formatted as wrk does: `N requests in T, B
-    /// read` (the replies in the window, over it), `Socket errors: connect,
-    /// read, write, timeout` (when any: refused, out of descriptors or
-    /// ports and TLS as connect; reset, malformed, closed by the server and
-    /// other as read, the generator not telling a reset on a write from
-    /// one on a read), `Non-2xx or 3xx responses` (when any: 4xx, 5xx and
-    /// other statuses, as wrk counts above 399), `Requests/sec` (the reply
-    /// rate) and `Transfer/sec`.
-    pub fn wrk_lines(&self) -> String {
-        let mut o = String::new();
-        let d = self.duration_s;
-        let _ = writeln!(
-            o,
-            "  {} requests in {}, {}B read",
-            self.replies_in_window,
-            fmt_us(d * 1e6),
-            fmt_binary(self.bytes_received as f64)
-        );
-        let sum = |keys: &[&str], of: &BTreeMap<String, u64>| -> u64 {
-            keys.iter().filter_map(|k| of.get(*k)).sum()
-        };
-        let e = &self.errors;
-        let connect = sum(&["refused", "client_fd", "client_port", "tls"], e);
-        let read = sum(&["reset", "malformed", "server_closed", "other"], e);
-        let timeout = sum(&["timeout"], e);
-        if connect + read + timeout > 0 {
-            let _ = writeln!(
-                o,
-                "  Socket errors: connect {connect}, read {read}, write 0, timeout {timeout}"
-            );
-        }
-        let failed = sum(&["4xx", "5xx", "other"], &self.status);
-        if failed > 0 {
-            let _ = writeln!(o, "  Non-2xx or 3xx responses: {failed}");
-        }
-        let _ = writeln!(o, "Requests/sec: {:9.2}", self.reply_rate);
-        let _ = writeln!(
-            o,
-            "Transfer/sec: {:>10}B",
-            fmt_binary(per_s(self.bytes_received, d))
-        );
-        o
-    }
-
-    /// The httperf-like lines of the text summary.
-    fn httperf_lines(&self) -> String {
-        let c = &self.config;
-        let ms = |us: u64| us as f64 / 1000.0;
-        let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "evdispatch load {} — {:.1} s measured after {:.1} s warm-up; {} process(es) on {}",
-            c.url, self.duration_s, c.warmup_s, c.procs, c.mechanism
-        );
-        if self.interrupted {
-            let _ = writeln!(
-                o,
-                "INTERRUPTED ({}): the figures cover the {:.1} s measured before it",
-                crate::interrupt::shown(self.interrupted_by.as_deref()),
-                self.duration_s
-            );
-        }
-        let _ = writeln!(
-            o,
-            "Target: {}{}{}",
-            c.target,
-            if c.addresses.len() > 1 {
-                format!(" (first to accept of {} resolved)", c.addresses.len())
-            } else {
-                String::new()
-            },
-            match &c.tls {
-                None => String::new(),
-                Some(t) if t.insecure => "; TLS, certificate NOT verified (--insecure)".into(),
-                Some(t) => format!(
-                    "; TLS, certificate verified for '{}' against {}",
-                    t.server_name,
-                    t.cacert
-                        .as_ref()
-                        .map_or("the system's roots".into(), |p| p.display().to_string())
-                ),
-            }
-        );
-        let mut w = Vec::new();
-        let rate = match c.rate {
-            Some(Rate::PerSecond(r)) => format!("{r}/s {:?}", c.arrival).to_lowercase(),
-            Some(Rate::Max) => "max (closed loop)".into(),
-            None => String::new(),
-        };
-        if let Some(n) = c.sessions {
-            let count = if n == 0 {
-                "unbounded".to_string()
-            } else {
-                n.to_string()
-            };
-            w.push(format!("sessions {count} at {rate} × {} call(s)", c.calls));
-        } else if c.persistent > 0 {
-            w.push(format!("persistent {} at {rate}", c.persistent));
-        }
-        for (n, name) in [(c.inactive, "inactive"), (c.idle, "idle"), (c.slow, "slow")] {
-            if n > 0 {
-                w.push(format!("{name} {n}"));
-            }
-        }
-        let _ = writeln!(o, "Workloads: {}", w.join("; "));
-        let k = &self.connections;
-        let _ = writeln!(
-            o,
-            "Connections: attempted {} established {} failed {} closed by client {} by server {} open at end {} (peak {}){}",
-            k.attempted,
-            k.established,
-            k.failed,
-            k.closed_by_client,
-            k.closed_by_server,
-            k.open_at_end,
-            k.peak,
-            if k.accounted { "" } else { " — DOES NOT ADD UP" }
-        );
-        if c.inactive + c.idle > 0 {
-            let _ = writeln!(
-                o,
-                "Reopens: {} in the window ({:.1}/s), {} in all; reconnects {}",
-                self.reopens_in_window, self.reopen_rate, self.reopens, self.reconnects
-            );
-        }
-        let tls = c
-            .tls
-            .is_some()
-            .then_some(("TLS handshake", &self.tls_handshake_us));
-        for (what, l) in std::iter::once(("Connect time", &self.connect_us)).chain(tls) {
-            let _ = writeln!(
-                o,
-                "{what} [ms]: min {:.3} avg {:.3} p99 {:.3} max {:.3} ({} in the window)",
-                ms(l.min),
-                l.mean / 1000.0,
-                ms(l.p99),
-                ms(l.max),
-                l.count
-            );
-        }
-        let _ = writeln!(
-            o,
-            "Requests: {} sent, {} replies; missed slots {}, unsent at end {}",
-            self.requests, self.replies, self.missed_slots, self.unsent_at_end
-        );
-        let r = &self.rate_intervals;
-        let _ = writeln!(
-            o,
-            "Reply rate [replies/s]: min {:.1} avg {:.1} max {:.1} stddev {:.1} ({} samples of {} s); overall {:.1}",
-            r.min,
-            r.avg,
-            r.max,
-            r.stddev,
-            r.samples.len(),
-            r.interval_s,
-            self.reply_rate
-        );
-        for (name, l) in [
-            ("corrected  ", &self.latency_us),
-            ("uncorrected", &self.latency_uncorrected_us),
-        ] {
-            let _ = writeln!(
-                o,
-                "Latency [ms] {name}: p50 {:.3} p90 {:.3} p99 {:.3} p99.9 {:.3} max {:.3} (mean {:.3})",
-                ms(l.p50),
-                ms(l.p90),
-                ms(l.p99),
-                ms(l.p999),
-                ms(l.max),
-                l.mean / 1000.0
-            );
-        }
-        if c.sessions.is_some() && self.sessions_unfinished > 0 {
-            let _ = writeln!(
-                o,
-                "Sessions: {} unfinished when the run ended (cut by {}; without --duration every session runs to its end)",
-                self.sessions_unfinished,
-                if self.interrupted {
-                    crate::interrupt::shown(self.interrupted_by.as_deref())
-                } else {
-                    "--duration"
-                }
-            );
-        }
-        // Every reply, which the "Requests:" line's measured ones are part of.
-        let _ = writeln!(
-            o,
-            "Reply status: {} (all {} replies: {} measured, {} unmeasured, {} to slow clients)",
-            self.status
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" "),
-            self.status.values().sum::<u64>(),
-            self.replies,
-            self.unmeasured_replies,
-            self.slow_replies
-        );
-        let _ = writeln!(
-            o,
-            "Net I/O: sent {:.1} KB, received {:.1} KB ({:.1} KB/s)",
-            self.bytes_sent as f64 / 1024.0,
-            self.bytes_received as f64 / 1024.0,
-            per_s(self.bytes_received, self.duration_s) / 1024.0
-        );
-        let _ = writeln!(
-            o,
-            "Errors: total {} {}",
-            self.errors_total,
-            self.errors
-                .iter()
-                .map(|(k, v)| format!("{}={v}", k.replace('_', "-")))
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let server = match &self.server_cpu {
-            Some(s) => format!("server {:.1}% of a core (pids {:?})", s.pct, s.pids),
-            None => "server not sampled (give --server-pid)".into(),
-        };
-        let _ = writeln!(
-            o,
-            "CPU: generator {:.1}% of a core over {} core(s); {server}",
-            self.generator_cpu_pct, self.generator_cores
-        );
-        for w in &self.warnings {
-            let _ = writeln!(o, "WARNING: {w}");
-        }
-        for k in &self.checks {
-            let _ = writeln!(o, "Check {k}");
-        }
-        o
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn merged(cpu: Vec<f64>) -> Merged {
-        let r = crate::results::record::Recorder::default();
-        let reports: Vec<_> = cpu
-            .iter()
-            .enumerate()
-            .map(|(i, &p)| {
-                crate::results::record::WorkerReport::new(i as u32, &r, 0.0, p, 0.0, vec![])
-                    .unwrap()
-            })
-            .collect();
-        crate::results::record::merge(&reports).unwrap()
-    }
+    use crate::results::record::idle_workers as merged;
 
     #[test]
     fn a_busy_generator_is_flagged_loudly() {
@@ -923,87 +551,17 @@ mod tests {
             ]
         );
         assert!(s.config.url.starts_with("http://***@127.0.0.1"), "{json}");
-    }
-
-    #[test]
-    fn the_text_ends_as_wrk_s_and_the_tables_have_wrk2_s_headings() {
-        let c = Config::from_command_line(["http://127.0.0.1:1/", "-R", "10"]).unwrap();
-        let mut s = Summary::new(&c, merged(vec![1.0]), None);
-        (s.duration_s, s.replies_in_window, s.reply_rate) = (2.0, 1000, 500.0);
-        s.bytes_received = 1_226_833; // 1.17 MiB
-        let text = s.text(true);
-        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        // The user's own header over the URL's credentials, one token: hidden
+        // whole.
+        let (s, _) = summary(&[
+            "http://u:secret@127.0.0.1:1/",
+            "-H",
+            "Authorization:Bearer_t",
+        ]);
         assert_eq!(
-            tail,
-            [
-                "Transfer/sec:    599.04KB",
-                "Requests/sec:    500.00",
-                "  1000 requests in 2.00s, 1.17MB read"
-            ]
+            s.config.headers,
+            [("Authorization".to_string(), "***".to_string())]
         );
-        assert!(!text.contains("Socket errors") && !text.contains("Non-2xx"));
-        s.errors.insert("refused".into(), 2);
-        s.errors.insert("timeout".into(), 1);
-        s.errors.insert("server_closed".into(), 4);
-        s.status.insert("5xx".into(), 3);
-        let text = s.human();
-        assert!(text.contains("\n  Socket errors: connect 2, read 4, write 0, timeout 1\n  Non-2xx or 3xx responses: 3\nRequests/sec:"), "{text}");
-        // The tables come after the httperf-like lines, before wrk's.
-        let text = s.text(true);
-        let at = |t: &str| {
-            text.find(t)
-                .unwrap_or_else(|| panic!("{t} missing: {text}"))
-        };
-        assert!(
-            at("Reply status:") < at("  Latency Distribution (HdrHistogram - Recorded Latency)\n")
-        );
-        assert!(at("\n\n  Latency Distribution (HdrHistogram - Uncorrected Latency (measured without taking delayed starts into account))\n") < at("requests in"));
-        // wrk's units.
-        assert_eq!(
-            [849.0, 850.0, 1_210.0, 2_030_000.0, 90e6].map(fmt_us),
-            ["849.00us", "0.85ms", "1.21ms", "2.03s", "1.50m"]
-        );
-        assert_eq!(
-            [512.0, 900.0, 3e12].map(fmt_binary),
-            ["512.00", "0.88K", "2.73T"]
-        );
-    }
-
-    /// The text names the signal the report recorded, not this process's
-    /// (`load merge` of a run stopped by SIGTERM says SIGTERM; a unit test
-    /// in this binary raises SIGTERM in this process).
-    #[test]
-    fn an_interruption_is_named_by_the_signal_the_report_recorded() {
-        let c = Config::from_command_line([
-            "http://127.0.0.1:1/",
-            "--sessions",
-            "5",
-            "--rate",
-            "1",
-            "-d",
-            "2",
-        ])
-        .unwrap();
-        for (signal, shown) in [("SIGTERM", "SIGTERM"), ("SIGINT", "Ctrl-C")] {
-            let mut m = merged(vec![1.0]);
-            (m.interrupted, m.signal, m.window_s) = (true, Some(signal.into()), 0.5);
-            m.counts.sessions_unfinished = 2;
-            let s = Summary::new(&c, m, None);
-            // Through a results file, as `load merge` reads one.
-            let s: Summary = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
-            assert_eq!(s.interrupted_by.as_deref(), Some(signal));
-            let text = s.text(false);
-            assert!(text.contains(&format!("INTERRUPTED ({shown})")), "{text}");
-            assert!(text.contains(&format!("(cut by {shown};")), "{text}");
-        }
-        // An output of an earlier version does not say which.
-        let mut m = merged(vec![1.0]);
-        (m.interrupted, m.window_s) = (true, 0.5);
-        let mut json = serde_json::to_value(Summary::new(&c, m, None)).unwrap();
-        json.as_object_mut().unwrap().remove("interrupted_by");
-        let s: Summary = serde_json::from_value(json).unwrap();
-        assert_eq!(s.interrupted_by, None);
-        assert!(s.text(false).contains("INTERRUPTED (Ctrl-C or SIGTERM)"));
     }
 
     #[test]
