@@ -70,6 +70,7 @@ pub fn fmt_measured(expr: &str, v: f64) -> String {
     }
 }
 
+/// The summary as text (the methods of [`Summary`] that print it).
 impl Summary {
     /// The percentile tables of `--latency`, as wrk2 prints them: corrected
     /// then uncorrected, each followed by its detailed percentile spectrum
