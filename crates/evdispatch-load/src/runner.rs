@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, WorkerSpec};
 use crate::engine::{run_worker, Hooks, Progress, Start};
-use crate::interval::{Interval, IntervalJoin, IntervalReport};
-use crate::record::{merge, WorkerReport};
-use crate::report::{ServerCpu, Summary};
+use crate::results::record::interval::{Interval, IntervalJoin, IntervalReport};
+use crate::results::record::{merge, WorkerReport};
+use crate::results::summary::{ServerCpu, Summary};
 
 /// How to run.
 #[derive(Debug, Clone, Default)]

@@ -1,6 +1,5 @@
 //! Agreement with the reference generators on the same server in the same
-//! run (issue 5): reply rate within 3% of httperf's at a rate httperf can
-//! drive, saturation throughput within 5% of wrk's. nginx serves (one
+//! run: reply rate within 3% of httperf's at a rate httperf can drive, saturation throughput within 5% of wrk's. nginx serves (one
 //! worker, CPU 0); every client runs on CPU 1. Skipped, with the reason
 //! printed, when nginx, httperf or wrk is absent.
 

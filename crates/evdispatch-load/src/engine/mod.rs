@@ -34,9 +34,9 @@ use rustls::ClientConnection;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::config::{Config, InactiveSend, IoEngine, Rate, WorkerSpec};
-use crate::http::{build_request, Feed, Request, ResponseParser};
-use crate::interval::{unix_s, IntervalReport};
-use crate::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
+use crate::proto::http1::{build_request, Feed, Request, ResponseParser};
+use crate::results::record::interval::{unix_s, IntervalReport};
+use crate::results::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
 use crate::ring::{self, Completion, Kind, Ring, Target, Wait};
 use crate::schedule::{missed, Arrivals, RoundRobin};
 use crate::tls::TlsClient;
@@ -810,7 +810,7 @@ impl<'h> Engine<'h> {
     }
 
     fn error_summary(&self) -> String {
-        let parts: Vec<String> = crate::record::CAUSE_NAMES
+        let parts: Vec<String> = crate::results::record::CAUSE_NAMES
             .iter()
             .enumerate()
             .filter_map(|(i, name)| {

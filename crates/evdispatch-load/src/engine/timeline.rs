@@ -20,7 +20,7 @@ impl Engine<'_> {
     pub(super) fn note_peak(&mut self, now: Instant) {
         if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
             let i = self.interval_index(now);
-            let p = crate::record::at(&mut self.rec.interval_peak_conns, i);
+            let p = crate::results::record::at(&mut self.rec.interval_peak_conns, i);
             *p = (*p).max(self.open);
         }
     }

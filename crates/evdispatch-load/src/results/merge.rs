@@ -14,49 +14,25 @@ use std::path::PathBuf;
 use anyhow::{anyhow, bail, Context};
 
 use crate::config::Rate;
-use crate::record::{merge as merge_reports, Counts, WorkerReport};
-use crate::report::{Summary, SCHEMA};
+use crate::results::record::{merge as merge_reports, Counts, WorkerReport};
+use crate::results::summary::{Summary, SCHEMA};
 
-/// Arguments of `evdispatch load merge`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct MergeArgs {
-    /// The `evdispatch load --json` outputs to combine.
-    #[arg(required = true, num_args = 1.., value_name = "FILE")]
-    pub files: Vec<PathBuf>,
-    /// Print the merged summary as JSON (the same contract as one run's).
-    #[arg(long)]
-    pub json: bool,
-    /// Print the percentile tables, as `evdispatch load --latency`.
-    #[arg(long)]
-    pub latency: bool,
-    /// Thresholds on the merged results, as `evdispatch load --fail-if`
-    /// (exit 99 when one is broken).
-    #[arg(long, value_name = "EXPR")]
-    pub fail_if: Vec<String>,
-}
-
-/// Read, merge and report; the exit status the result earns.
-pub fn run(a: &MergeArgs) -> anyhow::Result<i32> {
-    let runs = a
-        .files
+/// Read the files and merge them; a run that a signal stopped is named in
+/// a warning (the merge itself was not stopped).
+pub fn merge_files(files: &[PathBuf]) -> anyhow::Result<Summary> {
+    let runs = files
         .iter()
         .map(|p| read(p).with_context(|| format!("merge: {}", p.display())))
         .collect::<anyhow::Result<Vec<_>>>()?;
     let mut s = merge(&runs)?;
     // Exit 130 or 143 says this command was stopped by a signal; the merge
     // was not. A run that was is a warning (its window is shorter).
-    if let Some(note) = interrupted_note(&runs, &a.files) {
+    if let Some(note) = interrupted_note(&runs, files) {
         s.warnings.push(note);
         s.interrupted = false;
         s.interrupted_by = None;
     }
-    let checks = crate::check::parse_all(&a.fail_if, &s.config)?;
-    let out = crate::Output {
-        json: a.json,
-        latency: a.latency,
-        stream: false,
-    };
-    crate::report(&mut s, &checks, out)
+    Ok(s)
 }
 
 /// The warning that names the runs a signal stopped, by the signal each
@@ -271,7 +247,7 @@ pub fn merge(runs: &[Summary]) -> anyhow::Result<Summary> {
 mod tests {
     use super::*;
     use crate::config::Config;
-    use crate::record::{merge as merge_workers, Recorder};
+    use crate::results::record::{merge as merge_workers, Recorder};
 
     fn run(values: std::ops::RangeInclusive<u64>, start: f64, replies: u64) -> Summary {
         let cfg =

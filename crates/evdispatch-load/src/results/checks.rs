@@ -23,7 +23,7 @@
 use anyhow::anyhow;
 
 use crate::config::{Config, Rate};
-use crate::report::{fmt_us, CheckResult, Summary};
+use crate::results::summary::{CheckResult, Summary};
 
 /// A latency histogram, in the order [`Summary::decode_histograms`] gives them.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -97,6 +97,17 @@ fn latency_stat(s: &str) -> Option<Stat> {
             (p > 0.0 && p <= 100.0).then_some(Stat::Percentile(p))
         }
     }
+}
+
+/// True when `metric` (lowercase) is a latency: `p99`, `min`, `mean`,
+/// `max`, with `uncorrected_` or `connect_` before them or not.
+pub fn is_latency(metric: &str) -> bool {
+    latency_stat(
+        metric
+            .trim_start_matches("uncorrected_")
+            .trim_start_matches("connect_"),
+    )
+    .is_some()
 }
 
 impl Check {
@@ -273,41 +284,6 @@ fn offered_requests(cfg: &Config, r: f64) -> f64 {
     r * if per_arrival > 0.0 { per_arrival } else { 1.0 }
 }
 
-/// `EXPR: measured VALUE — pass` (or `FAIL`), as the report lists a check.
-impl std::fmt::Display for CheckResult {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let measured = fmt_measured(&self.expr, self.measured);
-        let verdict = if self.pass { "pass" } else { "FAIL" };
-        write!(f, "{}: measured {measured} — {verdict}", self.expr)
-    }
-}
-
-/// A measured value in the unit its expression uses.
-pub fn fmt_measured(expr: &str, v: f64) -> String {
-    // Metric names are read case-insensitively, so they are printed so too.
-    let name = expr
-        .split(['<', '>', '='])
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    let name = name.as_str();
-    if latency_stat(
-        name.trim_start_matches("uncorrected_")
-            .trim_start_matches("connect_"),
-    )
-    .is_some()
-    {
-        fmt_us(v)
-    } else if expr.trim_end().ends_with('%') {
-        format!("{v:.3}%")
-    } else if name == "reply_rate" {
-        format!("{v:.1}/s")
-    } else {
-        format!("{v}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,18 +347,18 @@ mod tests {
     #[test]
     fn checks_compare_the_measured_values() {
         let c = cfg("200");
-        let mut r = crate::record::Recorder::default();
+        let mut r = crate::results::record::Recorder::default();
         for v in 1..=1000u64 {
             r.histograms.latency.record(v).unwrap();
         }
         r.counts.replies = 1000;
         r.counts.replies_in_window = 1000;
         r.error(
-            crate::record::Role::Persistent,
-            crate::record::Cause::Timeout,
+            crate::results::record::Role::Persistent,
+            crate::results::record::Cause::Timeout,
         );
-        let rep = crate::record::WorkerReport::new(0, &r, 0.0, 0.0, 0.0, vec![]).unwrap();
-        let mut s = Summary::new(&c, crate::record::merge(&[rep]).unwrap(), None);
+        let rep = crate::results::record::WorkerReport::new(0, &r, 0.0, 0.0, 0.0, vec![]).unwrap();
+        let mut s = Summary::new(&c, crate::results::record::merge(&[rep]).unwrap(), None);
         let run =
             |e: &str, s: &mut Summary| evaluate_all(&[Check::parse(e, &c).unwrap()], s).unwrap();
         assert!(run("p99<1ms", &mut s)); // p99 is 990 µs
@@ -398,9 +374,5 @@ mod tests {
         assert!(!run("reply_rate>=0.99*rate", &mut s));
         // No samples: a latency check cannot pass.
         assert!(!run("uncorrected_p50<1s", &mut s));
-        assert_eq!(fmt_measured("p99<1ms", 990.0), "0.99ms");
-        assert_eq!(fmt_measured("P99<1ms", 990.0), "0.99ms");
-        assert_eq!(fmt_measured("Reply_Rate>=10", 12.0), "12.0/s");
-        assert_eq!(fmt_measured("errors<0.1%", 0.0999), "0.100%");
     }
 }

@@ -1,6 +1,9 @@
 //! The run's configuration: the command line checked and resolved into
-//! [`Config`], every problem found before any connection is made, and the
-//! per-process share ([`WorkerSpec`]) each worker receives.
+//! [`Config`] ([`Config::from_args`], in `config/build.rs`, part by part:
+//! target, request mix, workloads, window, headers, placement), every
+//! problem found before any connection is made; the descriptor and port
+//! budget; and the per-process share ([`WorkerSpec`]) each worker
+//! receives.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -10,10 +13,12 @@ use anyhow::{anyhow, bail};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+mod build;
+
+pub use crate::args::{Arrival, InactiveSend, IoEngine};
 use crate::target::{self, WeightedUrl};
 use crate::tls::TlsSettings;
 use crate::wsesslog::{Session, SessionLog};
-use crate::LoadArgs;
 
 /// Connections of the default load (`evdispatch load URL` alone, or with
 /// only `-R`), as wrk's default `-c 10`.
@@ -32,44 +37,6 @@ pub enum Rate {
     /// Closed loop: each connection sends its next request as soon as the
     /// previous reply is in (saturation, like wrk).
     Max,
-}
-
-/// How arrivals are spaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Arrival {
-    /// Evenly spaced, 1/rate apart.
-    Uniform,
-    /// Exponential gaps with mean 1/rate (a Poisson process).
-    Poisson,
-}
-
-/// What an inactive connection sends before going silent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum InactiveSend {
-    /// Nothing at all: connect and wait.
-    None,
-    /// The request line and headers without the final blank line, so the
-    /// server holds a request it can never complete.
-    Partial,
-}
-
-/// How a worker does the I/O of its keep-alive connections (`--engine`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum IoEngine {
-    /// `uring` where the kernel allows io_uring and the mechanism has a
-    /// descriptor, `readiness` otherwise.
-    #[default]
-    Auto,
-    /// Plain-HTTP closed-loop and persistent connections send and receive
-    /// through io_uring (one `io_uring_enter` per turn of the loop);
-    /// everything else stays on the readiness mechanism.
-    Uring,
-    /// Every connection on the readiness mechanism (`write`/`read` after
-    /// each event).
-    Readiness,
 }
 
 /// The whole configuration of a run, as reported in the JSON output
@@ -235,37 +202,9 @@ pub fn split_persistent(rate: Option<Rate>, sessions: Option<u64>, persistent: u
     }
 }
 
-/// A number and its multiplier from wrk's SI suffix (its units.c: `k`, `M`,
-/// `G`, 1000-based for counts, in either case).
-fn si(text: &str) -> (&str, u64) {
-    let t = text.trim();
-    match t.as_bytes().last().map(u8::to_ascii_lowercase) {
-        Some(b'k') => (&t[..t.len() - 1], 1_000),
-        Some(b'm') => (&t[..t.len() - 1], 1_000_000),
-        Some(b'g') => (&t[..t.len() - 1], 1_000_000_000),
-        _ => (t, 1),
-    }
-}
-
-/// A count of connections or sessions, with wrk's SI suffixes: `1k` is
-/// 1000 (clap's parser of those flags).
-pub fn parse_count(text: &str) -> Result<u64, String> {
-    let (n, scale) = si(text);
-    n.parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(scale))
-        .ok_or_else(|| format!("'{text}' is not a count (e.g. 100, 1k, 2M)"))
-}
-
 fn share(total: u64, procs: u32, i: u32) -> u64 {
     let p = procs as u64;
     total / p + u64::from((i as u64) < total % p)
-}
-
-fn parse_secs(what: &str, text: &str) -> anyhow::Result<f64> {
-    evdispatch_proc::parse_duration(text)
-        .map(|d| d.as_secs_f64())
-        .map_err(|e| anyhow!("{what}: {e}"))
 }
 
 /// The first port and count of the ephemeral range
@@ -288,338 +227,7 @@ pub fn source_addr(k: u32) -> IpAddr {
     IpAddr::V4(Ipv4Addr::new(127, (k >> 8) as u8, k as u8, 1))
 }
 
-#[derive(clap::Parser)]
-#[command(name = "evdispatch load", no_binary_name = true)]
-struct CommandLine {
-    #[command(flatten)]
-    args: LoadArgs,
-}
-
 impl Config {
-    /// Build a configuration from `evdispatch load`'s arguments (without
-    /// the program and subcommand names), for programs and tests that run
-    /// the generator in-process: `Config::from_command_line(["http://127.0.0.1:8080/", "--rate", "100", "--sessions", "300"])`.
-    pub fn from_command_line<I, S>(args: I) -> anyhow::Result<Config>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<std::ffi::OsString> + Clone,
-    {
-        use clap::Parser;
-        let cl = CommandLine::try_parse_from(args).map_err(|e| anyhow!("{e}"))?;
-        Config::from_args(&cl.args)
-    }
-
-    /// Check and resolve the command line. Everything that can be known
-    /// before the run is checked here; reachability is checked by
-    /// [`Config::preflight`] (which also picks the address).
-    pub fn from_args(a: &LoadArgs) -> anyhow::Result<Config> {
-        let given = a
-            .url
-            .as_deref()
-            .ok_or_else(|| anyhow!("give the URL to load, e.g. http://127.0.0.1:8080/"))?;
-        let (url_text, authorization) = target::userinfo(given);
-        let mut url = url::Url::parse(given).map_err(|e| {
-            anyhow!(
-                "malformed URL '{url_text}': {e} (expected e.g. http://127.0.0.1:8080/index.html)"
-            )
-        })?;
-        // Shown in errors as in the summary.
-        if url.password().is_some() {
-            let _ = url.set_password(Some("***"));
-        } else if !url.username().is_empty() {
-            let _ = url.set_username("***");
-        }
-        let mut resolved = target::resolve(&url_text, &url, &a.net)?;
-        if a.source_addrs > 1 {
-            // Sources in 127.0.0.0/8 reach only IPv4 loopback addresses.
-            let all = std::mem::take(&mut resolved.addresses);
-            resolved.addresses = all
-                .iter()
-                .copied()
-                .filter(|t| t.is_ipv4() && t.ip().is_loopback())
-                .collect();
-            if resolved.addresses.is_empty() {
-                bail!(
-                    "--source-addrs spreads the connections over 127.0.0.0/8: it needs an IPv4 \
-                     loopback target ({} resolved to {all:?})",
-                    url.host_str().unwrap_or("")
-                );
-            }
-        }
-        let target = resolved.addresses[0];
-        target::check_method(&a.net.method)?;
-        let wsesslog = a
-            .net
-            .wsesslog
-            .as_deref()
-            .map(SessionLog::from_option)
-            .transpose()?;
-        let urls = match &a.net.urls {
-            Some(f) => target::read_urls(f, &url)?,
-            None => Vec::new(),
-        };
-        let body = a
-            .net
-            .body
-            .as_deref()
-            .map(target::read_body)
-            .transpose()?
-            .map(Arc::new);
-        let mut sessions = a.sessions;
-        if let Some(log) = &wsesslog {
-            if a.sessions.is_some() {
-                bail!("--wsesslog N,X,FILE gives the number of sessions (N): leave out --sessions");
-            }
-            if a.calls != 1 || !urls.is_empty() || body.is_some() || a.net.method != "GET" {
-                bail!("--wsesslog's file says what each session requests: leave out --calls, --urls, --body and --method");
-            }
-            sessions = Some(log.sessions);
-        }
-
-        let no_workload = sessions.is_none()
-            && a.persistent.is_none()
-            && a.inactive.is_none()
-            && a.idle.is_none()
-            && a.slow.is_none();
-        let rate = match a.rate.as_deref() {
-            // The default load (wrk's): closed loop, over -c connections
-            // (DEFAULT_CONNECTIONS without -c), for the default 10 s.
-            None if no_workload => Some(Rate::Max),
-            None if a.connections.is_some() && sessions.is_none() && a.persistent.is_none() => {
-                Some(Rate::Max)
-            }
-            None => None,
-            Some("max") => Some(Rate::Max),
-            Some(r) => {
-                let (n, scale) = si(r);
-                let v = n.parse::<f64>().map(|v| v * scale as f64).map_err(|_| {
-                    anyhow!("--rate '{r}': give requests per second (e.g. 1000 or 2k) or 'max'")
-                })?;
-                if !(v.is_finite() && v > 0.0) {
-                    bail!("--rate must be positive, or 'max'");
-                }
-                Some(Rate::PerSecond(v))
-            }
-        };
-        let mut persistent = a.persistent.unwrap_or(0);
-        let connections = match (a.connections, rate) {
-            (None, Some(Rate::Max)) if no_workload => Some(DEFAULT_CONNECTIONS),
-            // -R R -c C, as wrk2: R requests/s over C persistent connections.
-            (None, Some(Rate::PerSecond(_))) if no_workload => Some(DEFAULT_CONNECTIONS),
-            (c, _) => c,
-        };
-        if let Some(c) = connections {
-            let open_loop = matches!(rate, Some(Rate::PerSecond(_)));
-            if open_loop && sessions.is_some() {
-                bail!("--connections with an open-loop --rate are persistent connections; sessions open their own (leave out --connections, or use --rate max)");
-            }
-            if !open_loop && rate != Some(Rate::Max) {
-                bail!("--connections is for --rate max (closed loop); for an open-loop rate over persistent connections use --persistent");
-            }
-            if a.persistent.is_some_and(|p| p != c) {
-                let with = if open_loop {
-                    "an open-loop --rate"
-                } else {
-                    "--rate max"
-                };
-                bail!("give --connections or --persistent with {with}, not both");
-            }
-            if u64::from(a.procs) > c {
-                // wrk's words: every thread needs a connection.
-                bail!(
-                    "number of connections must be >= threads (-c {c}, -t {})",
-                    a.procs
-                );
-            }
-            persistent = c;
-        }
-        let active = sessions.is_some() || persistent > 0;
-        let passive = a.idle.unwrap_or(0) + a.inactive.unwrap_or(0) + a.slow.unwrap_or(0);
-        match rate {
-            None if active => bail!(
-                "--sessions and --persistent need --rate (requests per second, or 'max' for closed loop)"
-            ),
-            Some(_) if !active => {
-                if passive == 0 {
-                    bail!("--rate given but no workload: add --sessions N, --persistent C or --connections C")
-                }
-                bail!("--rate applies to --sessions or --persistent; the idle, inactive and slow workloads have no rate")
-            }
-            Some(Rate::Max) if sessions.is_some() && a.persistent.is_some() => {
-                bail!("--rate max runs one closed loop: give --sessions (with --connections for how many at once) or --persistent, not both")
-            }
-            _ => {}
-        }
-        if rate.is_none() && passive == 0 {
-            bail!("no workload given: use --sessions N, --persistent C, --rate max --connections C, --inactive I, --idle I or --slow S");
-        }
-        if a.calls == 0 {
-            bail!("--calls must be at least 1");
-        }
-        if a.procs == 0 {
-            bail!("--procs must be at least 1");
-        }
-        let run_to_end = a.duration.is_none() && sessions.is_some_and(|n| n > 0);
-        let duration_s = match (&a.duration, sessions, rate) {
-            (Some(d), _, _) => parse_secs("--duration", d)?,
-            (None, Some(n), Some(Rate::PerSecond(r))) if n > 0 => n as f64 / r,
-            _ if run_to_end => 0.0,
-            _ => 10.0,
-        };
-        if duration_s <= 0.0 && !run_to_end {
-            bail!("--duration must be positive");
-        }
-        let warmup_s = parse_secs("--warmup", &a.warmup)?;
-        let timeout_s = parse_secs("--timeout", &a.timeout)?;
-        if timeout_s <= 0.0 {
-            bail!("--timeout must be positive");
-        }
-        let interval_s = parse_secs("--interval", &a.interval)?;
-        if interval_s < 0.01 {
-            bail!("--interval must be at least 10ms");
-        }
-        let slow_interval_s = parse_secs("--slow-interval", &a.slow_interval)?;
-        let slow_ramp_s = parse_secs("--slow-ramp", &a.slow_ramp)?;
-        if a.slow_bytes == 0 {
-            bail!("--slow-bytes must be at least 1");
-        }
-        let mut headers = Vec::new();
-        for h in &a.header {
-            let (n, v) = h
-                .split_once(':')
-                .ok_or_else(|| anyhow!("--header '{h}' is not NAME:VALUE"))?;
-            let n = n.trim();
-            if n.is_empty() || n.bytes().any(|b| !b.is_ascii_graphic() || b == b':') {
-                bail!("--header '{h}': '{n}' is not a valid header name");
-            }
-            if v.bytes().any(|b| b == b'\r' || b == b'\n') {
-                bail!("--header '{h}': the value may not contain a line break");
-            }
-            headers.push((n.to_string(), v.trim().to_string()));
-        }
-        // A body goes out as it is, framed by its Content-Length: under the
-        // user's Transfer-Encoding (which replaces that) the server would
-        // read it as chunks, or to the close.
-        let bodies = body.is_some()
-            || wsesslog.as_ref().is_some_and(|l| {
-                l.log
-                    .iter()
-                    .flatten()
-                    .any(|b| b.requests.iter().any(|r| r.contents.is_some()))
-            });
-        if bodies
-            && headers
-                .iter()
-                .any(|(n, v)| n.eq_ignore_ascii_case("transfer-encoding") && !v.is_empty())
-        {
-            bail!(
-                "--header Transfer-Encoding with a request body (--body, or contents= in \
-                 --wsesslog): the body is sent as it is, with its Content-Length, not \
-                 chunk-encoded; leave out the header"
-            );
-        }
-        // The URL's user and password, as curl sends them, unless the user
-        // gave the header.
-        if let Some(value) = authorization {
-            if !headers
-                .iter()
-                .any(|(n, _)| n.eq_ignore_ascii_case("authorization"))
-            {
-                headers.push(("Authorization".to_string(), value));
-            }
-        }
-        let cpus = match &a.cpu {
-            Some(list) => {
-                evdispatch_proc::parse_cpu_list(list).map_err(|e| anyhow!("--cpu: {e}"))?
-            }
-            None => Vec::new(),
-        };
-        let server_pids = a
-            .server_pid
-            .iter()
-            .flat_map(|s| s.split(','))
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| {
-                let pid: u32 = s
-                    .trim()
-                    .parse()
-                    .map_err(|_| anyhow!("--server-pid '{s}' is not a process id"))?;
-                if !std::path::Path::new(&format!("/proc/{pid}/stat")).exists() {
-                    bail!("--server-pid {pid}: no such process");
-                }
-                Ok(pid)
-            })
-            .collect::<anyhow::Result<Vec<u32>>>()?;
-        let mechanism: evdispatch::Mechanism = a
-            .mechanism
-            .parse()
-            .map_err(|e: evdispatch::UnknownMechanism| anyhow!("--mechanism: {e}"))?;
-        if a.source_addrs == 0 {
-            bail!("--source-addrs must be at least 1");
-        }
-        if !a.results.source_addr.is_empty() && a.source_addrs > 1 {
-            bail!("give --source-addr ADDR (repeatable) or --source-addrs N, not both");
-        }
-        if let Some(bad) = a
-            .results
-            .source_addr
-            .iter()
-            .find(|s| s.is_ipv4() != target.is_ipv4())
-        {
-            bail!("--source-addr {bad}: the target {target} is of the other address family");
-        }
-        let source_addrs = if !a.results.source_addr.is_empty() {
-            a.results.source_addr.clone()
-        } else if a.source_addrs > 1 {
-            (0..a.source_addrs).map(source_addr).collect()
-        } else {
-            Vec::new()
-        };
-        let cfg = Config {
-            url: url_text,
-            target,
-            addresses: resolved.addresses,
-            tls: resolved.tls,
-            method: a.net.method.clone(),
-            body_file: a.net.body.clone(),
-            body_bytes: body.as_ref().map(|b| b.len() as u64),
-            body,
-            urls,
-            wsesslog,
-            host: resolved.host_header,
-            path: resolved.path,
-            rate,
-            arrival: a.arrival,
-            duration_s,
-            run_to_end,
-            warmup_s,
-            timeout_s,
-            sessions,
-            calls: a.calls,
-            persistent,
-            inactive: a.inactive.unwrap_or(0),
-            inactive_send: a.inactive_send,
-            idle: a.idle.unwrap_or(0),
-            slow: a.slow.unwrap_or(0),
-            slow_bytes: a.slow_bytes,
-            slow_interval_s,
-            slow_ramp_s,
-            procs: a.procs,
-            server_pids,
-            cpus,
-            headers,
-            source_addrs,
-            mechanism: mechanism.name().to_string(),
-            engine: a.engine,
-            interval_s,
-            slot_tolerance_ms: a.slot_tolerance_ms,
-            seed: a.seed,
-            connect_burst: a.connect_burst.max(1),
-        };
-        cfg.check_capacity()?;
-        Ok(cfg)
-    }
-
     /// Connections held for the whole run (persistent, closed loop,
     /// inactive, idle, slow), plus the sessions open at once in closed loop.
     pub fn long_lived(&self) -> u64 {
@@ -744,7 +352,9 @@ impl WorkerSpec {
 
 #[cfg(test)]
 mod tests {
+    use super::build::CommandLine;
     use super::*;
+    use crate::args::parse_count;
 
     fn cfg(args: &str) -> anyhow::Result<Config> {
         Config::from_command_line(args.split_whitespace())
@@ -770,11 +380,9 @@ mod tests {
         );
         assert_eq!(c.headers, [auth]);
         // The user's own header wins; a value of one token (a raw key) is
-        // sent as given, and results show none of it.
+        // sent as given (the summary hides it: its tests).
         let c = cfg("http://u:secret@127.0.0.1:1/ -H Authorization:Bearer_t").unwrap();
         assert_eq!(c.headers, [("Authorization".into(), "Bearer_t".into())]);
-        let s = crate::Summary::new(&c, Default::default(), None);
-        assert_eq!(s.config.headers, [("Authorization".into(), "***".into())]);
         let e = cfg("http://u:secret@127.0.0.1:1/ --insecure").unwrap_err();
         assert!(!e.to_string().contains("secret"), "{e}");
         // A token given as the user (no password) is sent, and hidden too.
@@ -899,7 +507,7 @@ mod tests {
         let merge = CommandLine::try_parse_from(["merge", "a.json", "b.json", "--json"]).unwrap();
         assert!(matches!(
             merge.args.command,
-            Some(crate::LoadSubcommand::Merge(_))
+            Some(crate::args::LoadSubcommand::Merge(_))
         ));
     }
 

@@ -1,26 +1,20 @@
-//! What a worker records, how it travels to the parent (JSON, histograms in
-//! HdrHistogram's V2 serialization, base64) and how the parent merges the
-//! workers' records without losing anything.
+//! The first stage of the results: what a worker records (counters,
+//! errors, statuses and the [`histograms`] it owns), how it travels to the
+//! parent (one JSON line, histograms in HdrHistogram's V2 serialization,
+//! base64) and how the parent merges the workers' records without losing
+//! anything; per `--interval`, the same for each [`interval`].
 
 use std::collections::BTreeMap;
 use std::io;
 
-use anyhow::{anyhow, Context};
-use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use anyhow::anyhow;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use crate::report::Histograms;
+pub mod histograms;
+pub mod interval;
 
-/// Highest latency the histograms hold, µs (one hour); larger values are
-/// clamped to it.
-pub const MAX_US: u64 = 3_600_000_000;
-
-/// A new latency histogram: 1 µs to one hour, 3 significant digits.
-pub fn new_histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_US, 3).expect("valid histogram bounds")
-}
+pub use histograms::{decode, encode, new_histogram, Histograms, MAX_US};
 
 /// Why a connection or request failed. Their names ([`CAUSE_NAMES`]) are
 /// the keys of `errors` in the JSON output.
@@ -211,27 +205,6 @@ pub fn at(v: &mut Vec<u64>, i: usize) -> &mut u64 {
     &mut v[i]
 }
 
-/// A histogram in HdrHistogram's V2 serialization, base64: how histograms
-/// travel from the workers and appear in the `--json` output.
-pub fn encode(h: &Histogram<u64>) -> anyhow::Result<String> {
-    let mut buf = Vec::new();
-    V2Serializer::new()
-        .serialize(h, &mut buf)
-        .map_err(|e| anyhow!("cannot serialize a histogram: {e:?}"))?;
-    Ok(base64::engine::general_purpose::STANDARD.encode(buf))
-}
-
-/// The histogram [`encode`] wrote.
-pub fn decode(s: &str) -> anyhow::Result<Histogram<u64>> {
-    let bytes = base64::engine::general_purpose::STANDARD
-        .decode(s)
-        .context("a worker's histogram is not valid base64")?;
-    let h: Histogram<u64> = Deserializer::new()
-        .deserialize(&mut io::Cursor::new(bytes))
-        .map_err(|e| anyhow!("a worker's histogram does not deserialize: {e:?}"))?;
-    Ok(h)
-}
-
 /// One worker's results as sent to the parent (one JSON line).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkerReport {
@@ -363,6 +336,16 @@ pub struct Merged {
     pub signal: Option<String>,
 }
 
+/// `n` per second over `secs`: 0 over an empty window (one that ended as
+/// it began: every session over during the warm-up, an early Ctrl-C).
+pub fn per_s(n: u64, secs: f64) -> f64 {
+    if secs > 0.0 {
+        n as f64 / secs
+    } else {
+        0.0
+    }
+}
+
 /// Add `from`'s counts into `into`, key by key.
 pub fn add_counts(into: &mut BTreeMap<String, u64>, from: &BTreeMap<String, u64>) {
     for (k, v) in from {
@@ -428,6 +411,19 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
         .unwrap_or(0);
     m.counts.conn_peak = interval_peak.max(single).min(peak_sum);
     Ok(m)
+}
+
+/// The merged records of workers that each used `cpu_pct` % of a core
+/// and recorded nothing else (for the tests of the later stages).
+#[cfg(test)]
+pub(crate) fn idle_workers(cpu_pct: Vec<f64>) -> Merged {
+    let r = Recorder::default();
+    let reports: Vec<_> = cpu_pct
+        .iter()
+        .enumerate()
+        .map(|(i, &p)| WorkerReport::new(i as u32, &r, 0.0, p, 0.0, vec![]).unwrap())
+        .collect();
+    merge(&reports).unwrap()
 }
 
 #[cfg(test)]
