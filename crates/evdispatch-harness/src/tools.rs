@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use anyhow::{anyhow, bail, Context};
 use evdispatch_load::cmdline::LoadCommand;
 
-use crate::peers::{find, Tool};
-use crate::process::{Background, ChildGroup};
+use crate::installed::{find, Tool};
+use crate::process::{evdispatch, Background, ChildGroup};
 use crate::sys;
 
 /// A wrk run.
@@ -573,25 +573,6 @@ pub fn spawn_evdispatch_load(
         name: format!("evdispatch load {load}"),
         dir,
     })
-}
-
-/// `BINARY COMMAND ARGS`, standard input closed, pinned to `cpus` if given.
-pub(crate) fn evdispatch(
-    binary: &Path,
-    command: &str,
-    args: Vec<std::ffi::OsString>,
-    cpus: &[usize],
-) -> anyhow::Result<Command> {
-    if !binary.is_file() {
-        bail!(
-            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
-            binary.display()
-        );
-    }
-    let mut cmd = Command::new(binary);
-    cmd.arg(command).args(args).stdin(Stdio::null());
-    sys::prepare(&mut cmd, cpus)?;
-    Ok(cmd)
 }
 
 #[cfg(test)]
