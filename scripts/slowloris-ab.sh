@@ -70,7 +70,7 @@ steal = 0.0
 for a, b in zip(open(d + "/stat0"), open(d + "/stat1")):
     # user nice system idle iowait irq softirq steal: the kinds that add up
     # to a CPU's time (guest time is inside user), as CpuTimes::total and
-    # evdispatch_proc::steal_pct_max count it for the torture scenarios.
+    # evdispatch_host::steal_pct_max count it for the torture scenarios.
     dx = [int(y) - int(x) for x, y in zip(a.split()[1:9], b.split()[1:9])]
     steal = max(steal, 100.0 * dx[7] / (sum(dx) or 1))
 print("%s p99 %5d us  p999 %6d  turns >=256us %s  >=1ms %s  steal %.1f%%  longest %s" % (

@@ -146,12 +146,12 @@ pub(crate) fn given_or(given: &[usize], default: Vec<usize>) -> Vec<usize> {
 
 /// Restores the thread's CPU affinity when dropped (so a program that runs
 /// a benchmark through this library is not left pinned).
-pub(crate) struct Pinned(Option<evdispatch_proc::CpuSet>);
+pub(crate) struct Pinned(Option<evdispatch_host::CpuSet>);
 
 impl Drop for Pinned {
     fn drop(&mut self) {
         if let Some(set) = self.0.take() {
-            let _ = evdispatch_proc::set_affinity(&set);
+            let _ = evdispatch_host::set_affinity(&set);
         }
     }
 }
@@ -165,7 +165,7 @@ pub(crate) fn pin_scoped(cpu: usize) -> anyhow::Result<Pinned> {
 
 /// Pin the calling thread (and so a single-threaded process) to `cpu`.
 pub(crate) fn pin_to(cpu: usize) -> anyhow::Result<()> {
-    evdispatch_proc::pin_current_thread(&[cpu]).map_err(|e| {
+    evdispatch_host::pin_current_thread(&[cpu]).map_err(|e| {
         anyhow::anyhow!(
             "{e}; this machine has {} cpus (numbered from 0)",
             std::thread::available_parallelism().map_or(1, |n| n.get())

@@ -204,7 +204,7 @@ impl ServerProcess {
     /// The started process and its children (nginx's workers): what
     /// `evdispatch load --server-pid` should sample.
     pub fn pids(&self) -> Vec<u32> {
-        evdispatch_proc::with_children(&[self.pid()])
+        evdispatch_host::with_children(&[self.pid()])
     }
 
     /// The directory holding the generated configuration and logs.
@@ -457,7 +457,7 @@ impl BenchLock {
 /// hard one (servers are configured within it); the soft limit as it is if
 /// that fails.
 pub fn nofile_limit() -> u64 {
-    use evdispatch_proc::{get_rlimit, set_rlimit, Resource};
+    use evdispatch_host::{get_rlimit, set_rlimit, Resource};
     set_rlimit(Resource::Nofile, None)
         .or_else(|_| get_rlimit(Resource::Nofile).map(|(soft, _)| soft))
         .unwrap_or(1024)

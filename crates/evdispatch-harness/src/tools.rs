@@ -64,7 +64,7 @@ pub struct WrkResult {
 }
 
 /// A value with a unit (`123.45us`, `1.2ms`, `2.00s`, `1m`, `12.34MB`,
-/// `40.00k`) in µs for times (read by [`evdispatch_proc::parse_duration`]),
+/// `40.00k`) in µs for times (read by [`evdispatch_host::parse_duration`]),
 /// bytes for sizes, units for counts.
 fn with_unit(s: &str) -> Option<f64> {
     let s = s.trim();
@@ -80,7 +80,7 @@ fn with_unit(s: &str) -> Option<f64> {
         "GB" => 1024.0 * 1024.0 * 1024.0,
         "k" => 1e3,
         "M" => 1e6,
-        _ => return Some(evdispatch_proc::parse_duration(s).ok()?.as_nanos() as f64 / 1e3),
+        _ => return Some(evdispatch_host::parse_duration(s).ok()?.as_nanos() as f64 / 1e3),
     };
     Some(v * mult)
 }
@@ -397,7 +397,7 @@ pub fn wait_for_httperf_ports(needed: u64) -> f64 {
     let t0 = std::time::Instant::now();
     loop {
         let held =
-            evdispatch_proc::held_local_ports(HTTPERF_LOW_PORT, u16::MAX).unwrap_or(0) as u64;
+            evdispatch_host::held_local_ports(HTTPERF_LOW_PORT, u16::MAX).unwrap_or(0) as u64;
         let waited = t0.elapsed().as_secs_f64();
         if held + needed <= HTTPERF_HOG_PORTS || waited >= HTTPERF_PORT_WAIT_S as f64 {
             if waited >= 1.0 {

@@ -263,7 +263,7 @@ fn share(total: u64, procs: u32, i: u32) -> u64 {
 }
 
 fn parse_secs(what: &str, text: &str) -> anyhow::Result<f64> {
-    evdispatch_proc::parse_duration(text)
+    evdispatch_host::parse_duration(text)
         .map(|d| d.as_secs_f64())
         .map_err(|e| anyhow!("{what}: {e}"))
 }
@@ -530,7 +530,7 @@ impl Config {
         }
         let cpus = match &a.cpu {
             Some(list) => {
-                evdispatch_proc::parse_cpu_list(list).map_err(|e| anyhow!("--cpu: {e}"))?
+                evdispatch_host::parse_cpu_list(list).map_err(|e| anyhow!("--cpu: {e}"))?
             }
             None => Vec::new(),
         };
@@ -633,7 +633,7 @@ impl Config {
     pub fn check_capacity(&self) -> anyhow::Result<()> {
         // Raising the soft `RLIMIT_NOFILE` to the hard one returns the hard one.
         let hard =
-            evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024);
+            evdispatch_host::set_rlimit(evdispatch_host::Resource::Nofile, None).unwrap_or(1024);
         let per_proc = hard.saturating_sub(FD_OVERHEAD).max(1);
         let conns = self.long_lived();
         let busiest = conns.div_ceil(self.procs as u64);

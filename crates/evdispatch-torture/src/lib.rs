@@ -154,7 +154,7 @@ pub struct TortureArgs {
     pub out: Option<PathBuf>,
     /// How long the soak runs (`90s`, `15min`, `1h`), instead of the
     /// profile's (3 min quick, 30 min full).
-    #[arg(long, value_name = "DURATION", value_parser = evdispatch_proc::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = evdispatch_host::parse_duration)]
     pub soak_duration: Option<std::time::Duration>,
 }
 
@@ -196,7 +196,7 @@ impl Env {
 
     /// CPUs of the server and of the load generator (none with one CPU).
     pub fn cpus(&self) -> (Option<usize>, Option<usize>) {
-        let two = evdispatch_proc::available_cpus() >= 2;
+        let two = evdispatch_host::available_cpus() >= 2;
         (two.then_some(0), two.then_some(1))
     }
 }

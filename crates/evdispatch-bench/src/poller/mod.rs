@@ -100,7 +100,7 @@ pub struct PollerArgs {
     /// round), so that poll and select at large N do not take the run
     /// hostage. The JSON's `iterations` says how many ran. A duration
     /// (`30s`, `1min`, or bare seconds).
-    #[arg(long, value_name = "DURATION", value_parser = evdispatch_proc::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = evdispatch_host::parse_duration)]
     pub cell_budget: Option<std::time::Duration>,
     /// A short profile that still shows the shape: N = 100,1000,10000,
     /// A = 1,100, 300 iterations.

@@ -10,9 +10,9 @@ use evdispatch_harness::{
     docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_listening_program,
     start_ours, start_peer, Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
 };
+use evdispatch_host::{open_fds_sum, resident_sum, sample_sum};
 use evdispatch_http::{cmdline::ServeCommand, Model};
 use evdispatch_load::{cmdline::LoadCommand, Rate};
-use evdispatch_proc::{open_fds_sum, resident_sum, sample_sum};
 use serde::Serialize;
 use serde_json::Value;
 

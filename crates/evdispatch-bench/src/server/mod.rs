@@ -109,11 +109,11 @@ pub struct ServerArgs {
     pub rounds: Option<usize>,
     /// Seconds of each measured wrk or load run (wrk takes whole seconds;
     /// default 8, 2 with --quick). A duration (`8s`, `1min`, or bare seconds).
-    #[arg(long, value_parser = evdispatch_proc::parse_duration)]
+    #[arg(long, value_parser = evdispatch_host::parse_duration)]
     pub duration: Option<std::time::Duration>,
     /// Seconds of unmeasured load before each measurement (default 1;
     /// 0 skips it). A duration (`500ms`, or bare seconds).
-    #[arg(long, value_parser = evdispatch_proc::parse_duration)]
+    #[arg(long, value_parser = evdispatch_host::parse_duration)]
     pub warmup: Option<std::time::Duration>,
     /// wrk's connections (`-c`).
     #[arg(long, default_value_t = 100)]

@@ -365,21 +365,21 @@ pub fn unstolen<T>(
     what: &str,
     f: impl FnMut() -> anyhow::Result<T>,
 ) -> anyhow::Result<Unstolen<T>> {
-    unstolen_by(env, what, evdispatch_proc::cpu_times, f)
+    unstolen_by(env, what, evdispatch_host::cpu_times, f)
 }
 
 /// [`unstolen`] with the CPU times read by `times`.
 fn unstolen_by<T>(
     env: &Env,
     what: &str,
-    mut times: impl FnMut() -> Vec<evdispatch_proc::CpuTimes>,
+    mut times: impl FnMut() -> Vec<evdispatch_host::CpuTimes>,
     mut f: impl FnMut() -> anyhow::Result<T>,
 ) -> anyhow::Result<Unstolen<T>> {
     let mut dropped = Vec::new();
     loop {
         let before = times();
         let value = f()?;
-        let steal_pct = evdispatch_proc::steal_pct_max(&before, &times());
+        let steal_pct = evdispatch_host::steal_pct_max(&before, &times());
         if steal_pct <= STEAL_LIMIT_PCT || dropped.len() == STEAL_RETRIES {
             return Ok(Unstolen {
                 value,
@@ -423,7 +423,7 @@ pub fn fds_down_to(pids: &[u32], max: usize) -> bool {
 pub fn cpu_pct_over(pids: &[u32], window: Duration) -> f64 {
     let meters: Vec<_> = pids
         .iter()
-        .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
+        .filter_map(|&p| evdispatch_host::CpuMeter::start(p).ok())
         .collect();
     std::thread::sleep(window);
     meters
@@ -436,7 +436,7 @@ pub fn cpu_pct_over(pids: &[u32], window: Duration) -> f64 {
 /// Open descriptors of `pids` together.
 pub fn fds_of(pids: &[u32]) -> usize {
     pids.iter()
-        .filter_map(|&p| evdispatch_proc::open_fds(p).ok())
+        .filter_map(|&p| evdispatch_host::open_fds(p).ok())
         .sum()
 }
 
@@ -486,7 +486,7 @@ pub fn start_target(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use evdispatch_proc::CpuTimes;
+    use evdispatch_host::CpuTimes;
 
     fn env() -> Env {
         Env {

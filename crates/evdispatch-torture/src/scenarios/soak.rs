@@ -224,7 +224,7 @@ fn soak_one(env: &Env, server: &ServerProcess, load_args: &LoadCommand, duration
             while !done.load(Ordering::Acquire) {
                 // Exact counts (/proc/PID/status): those of /proc/PID/stat
                 // move in 128 KiB steps, more than 1% of this server.
-                let kinds = evdispatch_proc::resident_sum(&pids);
+                let kinds = evdispatch_host::resident_sum(&pids);
                 let fds = fds_of(&pids);
                 samples.push(Sample {
                     t: t0.elapsed().as_secs_f64(),
