@@ -270,7 +270,7 @@ pub fn run(a: GeneratorArgs) -> anyhow::Result<()> {
             target: if scheme == Scheme::Http { 1.2 } else { 1.0 },
         });
     }
-    crate::emit(&outcome, a.json, a.save.as_deref(), print)
+    crate::output::emit(&outcome, a.json, a.save.as_deref(), print)
 }
 
 fn print(o: &Outcome) {

@@ -146,7 +146,7 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
         }
     }
     eprintln!();
-    crate::emit(&cells, args.json, None, |cells| print(cells))
+    crate::output::emit(&cells, args.json, None, |cells| print(cells))
 }
 
 /// `median (p10–p90)`, to 0.1 µs.

@@ -179,8 +179,8 @@ impl Plan {
             )
         };
         let (fds, active) = (
-            crate::given_or(&a.fds, fds),
-            crate::given_or(&a.active, active),
+            crate::sweep::given_or(&a.fds, fds),
+            crate::sweep::given_or(&a.active, active),
         );
         if fds.contains(&0) || active.contains(&0) {
             bail!("--fds and --active take positive numbers");
@@ -193,7 +193,7 @@ impl Plan {
         } else if let Some(&b) = a.cpu.first() {
             (Some(b), Some(a.cpu.get(1).copied().unwrap_or(b)))
         } else {
-            let last = crate::last_allowed_cpu();
+            let last = crate::machine::last_allowed_cpu();
             (last, last)
         };
         Ok(Plan {
@@ -294,7 +294,7 @@ pub struct Outcome {
     /// "poller".
     pub bench: &'static str,
     /// Where it ran.
-    pub machine: crate::Machine,
+    pub machine: crate::machine::Machine,
     /// The plan.
     pub plan: Plan,
     /// Rows that ran, with what they run on.
@@ -363,7 +363,7 @@ pub fn run(args: PollerArgs) -> anyhow::Result<()> {
         );
     }
     let outcome = measure(&plan, &mut specs, true)?;
-    crate::emit(&outcome, args.json, args.save.as_deref(), report::print)
+    crate::output::emit(&outcome, args.json, args.save.as_deref(), report::print)
 }
 
 fn kind_name(k: RowKind) -> &'static str {
@@ -646,7 +646,7 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
     if rows.is_empty() {
         bail!("no row can run here (see the reasons above)");
     }
-    let _pinned = plan.bench_cpu.map(crate::pin_scoped).transpose()?;
+    let _pinned = plan.bench_cpu.map(crate::machine::pin_scoped).transpose()?;
     let mut writer = match plan.writer {
         WriterKind::Helper => writer::Writer::helper(plan.writer_cpu)?,
         WriterKind::Local => writer::Writer::local(),
@@ -654,7 +654,7 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
     let dog = Watchdog::start();
 
     let blocks = (plan.fds.len() * plan.rounds * rows.len()) as u64;
-    let bar = crate::progress_bar(blocks, progress, true);
+    let bar = crate::output::progress_bar(blocks, progress, true);
 
     let mut data: BTreeMap<(usize, usize, usize), CellData> = BTreeMap::new();
     let mut details: Vec<Option<String>> = vec![None; rows.len()];
@@ -808,7 +808,7 @@ pub fn measure(plan: &Plan, specs: &mut [RowSpec], progress: bool) -> anyhow::Re
         .collect();
     Ok(Outcome {
         bench: "poller",
-        machine: crate::machine(),
+        machine: crate::machine::machine(),
         plan: plan.clone(),
         rows: rows_info,
         skipped,

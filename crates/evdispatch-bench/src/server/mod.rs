@@ -383,7 +383,7 @@ impl Plan {
         if !(plan.rate.is_finite() && plan.rate > 0.0) {
             bail!("--rate must be a positive number of requests per second");
         }
-        if plan.server_cpu == plan.client_cpu && crate::machine().cores > 1 {
+        if plan.server_cpu == plan.client_cpu && crate::machine::machine().cores > 1 {
             eprintln!(
                 "note: server and load tools share CPU {}: the server's CPU time then includes waiting for the tools",
                 plan.server_cpu
@@ -419,7 +419,7 @@ pub struct Outcome {
     /// `"evdispatch-bench-server/1"`.
     pub schema: &'static str,
     /// Where it ran.
-    pub machine: crate::Machine,
+    pub machine: crate::machine::Machine,
     /// The resolved settings.
     pub plan: Plan,
     /// The servers that ran.
@@ -438,7 +438,7 @@ pub struct Outcome {
 pub fn run(args: ServerArgs) -> anyhow::Result<()> {
     let plan = Plan::new(&args)?;
     let outcome = measure_all(plan)?;
-    crate::emit(&outcome, args.json, args.save.as_deref(), report::print)
+    crate::output::emit(&outcome, args.json, args.save.as_deref(), report::print)
 }
 
 /// Every measurement of `plan`, then the summaries.
@@ -476,7 +476,7 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
         .flat_map(|_| plan.scenarios.iter())
         .map(|&s| contestants.iter().filter(|c| c.runs(s)).count())
         .sum::<usize>() as u64;
-    let bar = crate::progress_bar(steps, true, true);
+    let bar = crate::output::progress_bar(steps, true, true);
     let mut runs = Vec::new();
     let mut servers: Vec<ServerInfo> = Vec::new();
     for round in 0..plan.rounds {
@@ -523,7 +523,7 @@ pub fn measure_all(mut plan: Plan) -> anyhow::Result<Outcome> {
     let analysis = report::analyse(&plan, &runs);
     Ok(Outcome {
         schema: "evdispatch-bench-server/1",
-        machine: crate::machine(),
+        machine: crate::machine::machine(),
         plan,
         servers,
         skipped,
