@@ -11,9 +11,9 @@ use evdispatch_http::cmdline::ServeCommand;
 
 use super::{start_target, stop, targets, Run, ScenarioReport};
 use crate::corpus::{corpus, Attack};
+use crate::env::Env;
 use crate::probe::{judge, send, Limits, Observed};
 use crate::site::Site;
-use crate::Env;
 
 /// Header and idle timeouts the servers run with here, seconds (short, so
 /// the never-reading client is dropped quickly).

@@ -29,8 +29,9 @@ use super::{
     cpu_pct_over, fds_down_to, fds_of, load, p99_ms, start_target, stop, targets, workload_errors,
     Baseline, Run, ScenarioReport,
 };
+use crate::env::Env;
+use crate::json::num;
 use crate::site::Site;
-use crate::{num, Env};
 
 /// The servers' header timeout here, seconds: longer than the crowd waits.
 const HEADER_TIMEOUT_S: u64 = 120;

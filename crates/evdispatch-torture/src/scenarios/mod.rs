@@ -10,8 +10,8 @@ use evdispatch_load::cmdline::LoadCommand;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::env::{Env, Profile};
 use crate::site::Site;
-use crate::{Env, Profile};
 
 pub mod attacks;
 pub mod exhaustion;
@@ -280,12 +280,12 @@ pub fn longest_gap_s(load: &Value) -> f64 {
         .into_iter()
         .flat_map(|s| s.split(|v| v.as_f64().unwrap_or(0.0) > 0.0));
     zeros.map(<[Value]>::len).max().unwrap_or(0) as f64
-        * crate::num(load, "rate_intervals.interval_s")
+        * crate::json::num(load, "rate_intervals.interval_s")
 }
 
 /// A load summary's p99 latency (corrected for coordinated omission), ms.
 pub fn p99_ms(load: &Value) -> f64 {
-    crate::num(load, "latency_us.p99") / 1e3
+    crate::json::num(load, "latency_us.p99") / 1e3
 }
 
 /// A baseline p99 measured twice, before a disturbance and after it has

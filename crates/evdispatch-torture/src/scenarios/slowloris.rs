@@ -32,8 +32,9 @@ use super::{
     fds_down_to, load, p99_ms, start_ours, start_target, stop, targets, unstolen, workload_errors,
     Baseline, Run, ScenarioReport, Unstolen,
 };
+use crate::env::Env;
+use crate::json::num;
 use crate::site::Site;
-use crate::{num, Env};
 
 /// How late after the header timeout a slow client may be closed, seconds.
 pub const LATE_S: f64 = 1.5;

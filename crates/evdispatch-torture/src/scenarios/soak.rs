@@ -15,8 +15,9 @@ use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
 use super::{fds_down_to, fds_of, load, start_or_skip, stop, workload_errors, Run, ScenarioReport};
+use crate::env::{Env, Profile};
+use crate::json::num;
 use crate::site::Site;
-use crate::{num, Env, Profile};
 use evdispatch_harness::ServerProcess;
 
 /// Largest RSS growth after warm-up, percent.

@@ -14,8 +14,9 @@ use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
 use super::{load, longest_gap_s, start_or_skip, stop, Run, ScenarioReport};
+use crate::env::{Env, SIGNAL_MODELS};
+use crate::json::num;
 use crate::site::Site;
-use crate::{num, Env, SIGNAL_MODELS};
 
 /// The queue limit of the storm.
 pub const SIGPENDING: u64 = 16;
