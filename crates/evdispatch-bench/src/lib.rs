@@ -11,12 +11,12 @@
 //!   overflow. See [`overflow`].
 //! * `bench server`: `evdispatch serve` against nginx, lighttpd and h2o
 //!   (server CPU per request and per connection, idle connections held,
-//!   memory per idle connection), the figures of issues 4 and 18, beside two floor
+//!   memory per idle connection), judged against its targets, beside two floor
 //!   servers (a canned response from memory on epoll and on io_uring) that
 //!   every server's CPU per request is divided by. See [`server`].
 //!
 //! * `bench generator`: `evdispatch load` against `wrk -t1`, requests per
-//!   generator CPU-second, plain HTTP and HTTPS (issue 17). See
+//!   generator CPU-second, plain HTTP and HTTPS. See
 //!   [`generator`].
 //!
 //! Each prints a table for people and, with `--json`, one document for

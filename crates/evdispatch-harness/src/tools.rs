@@ -373,7 +373,7 @@ pub fn httperf_limit_s(a: &HttperfArgs) -> f64 {
 }
 
 /// The local ports httperf `--hog` can count on here, less a margin.
-/// Measured at stop 21 (httperf 0.9.0, Linux 6.18): one run of 40,000
+/// Measured with httperf 0.9.0 on Linux 6.18: one run of 40,000
 /// connections at 8,000/s stopped making any once 33,263 ports of
 /// 1,024–65,535 were held (3,000 of them by an earlier run's TIME_WAITs),
 /// and retried `bind` for ever; back-to-back runs hung the same way at

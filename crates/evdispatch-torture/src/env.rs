@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use serde::Serialize;
 
-/// Models measured unless `--mechanism` is given (issue 7's list).
+/// Models measured unless `--mechanism` is given.
 pub const DEFAULT_MODELS: &[&str] = &["epoll", "uring-completion", "rtsig-batch", "hybrid"];
 
 /// The mechanisms whose readiness comes through the signal queue.
@@ -18,7 +18,7 @@ pub const SIGNAL_MODELS: &[&str] = &["rtsig", "rtsig-batch", "hybrid"];
 pub enum Profile {
     /// Seconds per scenario: the smoke test (thresholds still checked).
     Tiny,
-    /// The issue's figures in minutes (storm 60 s, soak 3 min).
+    /// The thresholds' figures in minutes (storm 60 s, soak 3 min).
     Quick,
     /// The soak for 30 minutes.
     Full,

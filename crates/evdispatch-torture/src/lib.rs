@@ -3,8 +3,8 @@
 //! `evdispatch torture SCENARIO [--profile tiny|quick|full] [--mechanism M]…
 //! [--no-nginx] [--json]` starts our server (and nginx where the attack
 //! applies) through `evdispatch-harness`, drives it with `evdispatch load`
-//! or raw sockets, and prints the figures with a pass/fail against the
-//! thresholds of issue 7:
+//! or raw sockets, and prints the figures with a pass/fail against these
+//! thresholds:
 //!
 //! | scenario | what | passes when |
 //! |---|---|---|

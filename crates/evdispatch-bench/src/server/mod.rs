@@ -1,5 +1,6 @@
 //! `bench server`: our server against nginx, lighttpd and h2o on one file,
-//! the figures of issues 4 and 18 (their targets: `report::TARGETS`).
+//! server CPU per request and per connection, idle connections held, memory
+//! per idle connection, judged against the targets in `report::TARGETS`.
 //!
 //! Every server runs with one worker pinned to `--server-cpu` (0), and every
 //! load tool on `--client-cpu` (1), through the harness
@@ -67,7 +68,7 @@
 //! sockets and timers of the runs before it (`--shared-netns` turns this
 //! off).
 //!
-//! The issue's targets are checked at the end ([`report::TARGETS`]); a
+//! The targets are checked at the end ([`report::TARGETS`]); a
 //! target is "met" when the median meets it, and the verdict says whether
 //! every round did.
 

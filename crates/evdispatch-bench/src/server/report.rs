@@ -126,7 +126,7 @@ pub enum Against {
     NginxLogCost,
 }
 
-/// One figure the issue asks for, for each of our servers.
+/// One figure a target bounds, for each of our servers.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Target {
     /// Short name.
@@ -143,7 +143,7 @@ pub struct Target {
     pub bound: Bound,
 }
 
-/// The targets of issues 4 and 18 ("Figures to reach").
+/// The targets every run is judged against.
 pub const TARGETS: &[Target] = &[
     Target {
         id: "keepalive-cpu",
@@ -155,7 +155,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         id: "keepalive-cpu-85",
-        what: "keep-alive, access log off: server CPU per request <= 0.85 x the best peer's (issue 18, for the best model)",
+        what: "keep-alive, access log off: server CPU per request <= 0.85 x the best peer's (for the best model)",
         scenarios: &[Scenario::Keepalive],
         figure: "cpu_us_per_request",
         against: Against::BestPeer,
@@ -163,7 +163,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         id: "keepalive-floor",
-        what: "keep-alive: server CPU per request <= 1.10 x the lower floor's (issue 18, for the best model)",
+        what: "keep-alive: server CPU per request <= 1.10 x the lower floor's (for the best model)",
         scenarios: &[Scenario::Keepalive],
         figure: "cpu_us_per_request",
         against: Against::Floor,
@@ -171,7 +171,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         id: "range-cpu",
-        what: "a 64 KiB range of a 1 MiB file: CPU per request <= 1.05 x a whole 64 KiB file's (the same bytes; 5% for noise; issue 18)",
+        what: "a 64 KiB range of a 1 MiB file: CPU per request <= 1.05 x a whole 64 KiB file's (the same bytes; 5% for noise)",
         scenarios: &[Scenario::Range],
         figure: "cpu_us_per_request",
         against: Against::Whole,
@@ -179,7 +179,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         id: "access-log-cost",
-        what: "keep-alive: CPU per request added by --access-log <= nginx's added by its access_log (issue 18)",
+        what: "keep-alive: CPU per request added by --access-log <= nginx's added by its access_log",
         scenarios: &[Scenario::Keepalive],
         figure: ACCESS_LOG_ADDED,
         against: Against::NginxLogCost,
@@ -219,7 +219,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         id: "idle-p99-own",
-        what: "(attribution, not the issue's figure) p99 with the connections held <= 1.2 x with them held by another process",
+        what: "(attribution, not a target of its own) p99 with the connections held <= 1.2 x with them held by another process",
         scenarios: &[Scenario::Idle],
         figure: "p99_own_ratio",
         against: Against::Itself,
@@ -227,7 +227,7 @@ pub const TARGETS: &[Target] = &[
     },
     Target {
         id: "idle-memory",
-        what: "user-space memory per idle connection <= 256 bytes (issue 18; issue 4 asked 512)",
+        what: "user-space memory per idle connection <= 256 bytes",
         scenarios: &[Scenario::Idle, Scenario::Memory],
         figure: "bytes_per_idle_connection",
         against: Against::Itself,
@@ -290,7 +290,7 @@ pub struct Analysis {
     pub access_log_costs: Vec<LogCostRow>,
     /// Our servers' added cost ÷ nginx's, paired within rounds.
     pub log_cost_vs_nginx: Vec<RatioRow>,
-    /// The issue's targets, judged.
+    /// The targets, judged.
     pub targets: Vec<Verdict>,
 }
 
@@ -807,9 +807,7 @@ pub(super) fn print(o: &Outcome) {
     }
     if !o.analysis.targets.is_empty() {
         println!();
-        println!(
-            "targets (issues 4 and 18): judged on the median; 'every round' when no round misses"
-        );
+        println!("targets: judged on the median; 'every round' when no round misses");
         for v in &o.analysis.targets {
             let verdict = match (v.met, v.every_round) {
                 (None, _) => "not measured".to_string(),

@@ -337,8 +337,8 @@ impl Baseline {
 /// A measured window in which the hypervisor took more than this share of
 /// any CPU (steal, %) measured the hypervisor as much as the server: it is
 /// measured again. On this shared machine most windows read 0; the ones
-/// that do not are the slow ones (stop 15: a slowloris window with 7% stolen
-/// read a p99 ×3 its neighbours').
+/// that do not are the slow ones (in the slowloris runs of 2026-11-23, a
+/// window with 7% stolen read a p99 ×3 its neighbours').
 pub const STEAL_LIMIT_PCT: f64 = 0.5;
 
 /// How many times a stolen window is measured again at most; the last

@@ -17,7 +17,8 @@
 //! two-CPU machine the attack traffic itself (its kernel work, its
 //! generator) lands on the CPUs the measurement uses; the control shows how
 //! much of the normal clients' p99 that alone costs. It is reported, not
-//! judged: the figure stays the (under attack ÷ without).
+//! judged: the judged figure stays the normal clients' p99 under attack ÷
+//! without.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
