@@ -16,7 +16,7 @@ use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Contestant, Plan, Scenario};
+use super::plan::{Contestant, Plan, Scenario};
 
 /// The file every server serves.
 const PATH: &str = "/index.html";
@@ -67,7 +67,7 @@ pub struct Run {
     /// Round, from 0.
     pub round: usize,
     /// Scenario.
-    pub scenario: super::Scenario,
+    pub scenario: Scenario,
     /// Server name.
     pub server: String,
     /// True for a peer.
