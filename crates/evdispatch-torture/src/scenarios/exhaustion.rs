@@ -25,10 +25,11 @@ use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
-use super::{
+use super::measure::{
     cpu_pct_over, fds_down_to, fds_of, load, p99_ms, start_target, stop, targets, workload_errors,
-    Baseline, Run, ScenarioReport,
+    Baseline,
 };
+use super::report::{Run, ScenarioReport};
 use crate::env::Env;
 use crate::json::num;
 use crate::site::Site;

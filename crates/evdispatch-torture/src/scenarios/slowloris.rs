@@ -29,10 +29,11 @@ use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::{json, Value};
 
-use super::{
+use super::measure::{
     fds_down_to, load, p99_ms, start_ours, start_target, stop, targets, unstolen, workload_errors,
-    Baseline, Run, ScenarioReport, Unstolen,
+    Baseline, Unstolen,
 };
+use super::report::{Run, ScenarioReport};
 use crate::env::Env;
 use crate::json::num;
 use crate::site::Site;
@@ -103,7 +104,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             duration: Some(Duration::from_secs_f64(base_s)),
             ..normal.clone()
         };
-        let fds_idle = super::fds_of(&server.pids());
+        let fds_idle = super::measure::fds_of(&server.pids());
         let who = format!("slowloris {name} {label}");
         // Every measured window goes through `unstolen`; what it dropped is
         // listed here.

@@ -14,7 +14,8 @@ use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
 use serde_json::json;
 
-use super::{fds_down_to, fds_of, load, start_or_skip, stop, workload_errors, Run, ScenarioReport};
+use super::measure::{fds_down_to, fds_of, load, start_or_skip, stop, workload_errors};
+use super::report::{Run, ScenarioReport};
 use crate::env::{Env, Profile};
 use crate::json::num;
 use crate::site::Site;
@@ -125,7 +126,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "requests": num(&soak, "requests"),
             "replies": num(&soak, "replies"),
             "reply_rate": num(&soak, "reply_rate"),
-            "p99_ms": super::p99_ms(&soak),
+            "p99_ms": super::measure::p99_ms(&soak),
             "active_errors": active_errors,
             "on_purpose_errors": workload_errors(&soak, &["idle", "inactive", "slow"]),
             "reopens": num(&soak, "reopens"),
