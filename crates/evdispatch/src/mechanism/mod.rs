@@ -1,9 +1,11 @@
 //! The mechanisms, one backend file per family (`epoll.rs` serves `epoll`
 //! and `epoll-et`, `rtsig.rs` `rtsig` and `rtsig-batch`; `signals.rs` and
-//! `fdtable.rs` are what several share), and the one table that lists them.
+//! `fdtable.rs` are what several share; `backend.rs` the trait each
+//! implements), and the one table that lists them.
 //!
 //! Adding a mechanism touches its own file (its system calls in `sys/`, the
-//! only place with `unsafe`), one variant of [`Mechanism`], one row of
+//! only place with `unsafe`), one variant of [`Mechanism`] (in `config.rs`,
+//! below the mechanisms, which read their tunables from it), one row of
 //! [`MECHANISMS`], its row in the crate docs' table, and its line in the
 //! conformance suite's `conformance!` list and `which_mechanisms_have_a_descriptor`:
 //! tests fail until each is there. The CLI, the benchmarks and the study's

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """import-circles: report every import circle between the modules of a crate.
 
-usage: scripts/import-circles [--graph] [SRC_DIR ...]
+usage: scripts/import-circles.py [--graph] [--self-test] [SRC_DIR ...]
 
 With no SRC_DIR, checks every crate of the workspace (crates/*/src). Each
 SRC_DIR is a crate's source folder; its crate roots are lib.rs, main.rs and
