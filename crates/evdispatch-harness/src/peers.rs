@@ -326,7 +326,7 @@ error-log: {d}/error.log
 }
 
 /// Start `peer` with a configuration generated in a temporary directory,
-/// and wait until it listens. Fails with [`NotInstalled`]'s message when the
+/// and wait until it listens. Fails with [`NotInstalled`](crate::NotInstalled)'s message when the
 /// program is absent.
 pub fn start_peer(peer: Peer, cfg: &PeerConfig) -> anyhow::Result<ServerProcess> {
     let program = find(peer.tool())?;
