@@ -260,6 +260,8 @@ def collect(src):
             with open(os.path.join(src, rel), encoding="utf-8") as f:
                 text = f.read()
             code = without_tests(code_only(text))
+            # `pub(in crate::a)` names where an item is visible, not a use.
+            code = re.sub(r"pub\s*\(\s*in\s+[^)]*\)", lambda m: " " * len(m.group(0)), code)
             m = Module(path, rel, code, text.split("\n"))
             mods[path] = m
             for d in MOD_DECL.finditer(code):
@@ -578,6 +580,16 @@ SELF_TESTS = [
             "event.rs": "pub struct Event;\n// crate::poller::Poller\nconst S: &str = \"crate::poller\";\n#[cfg(test)]\nmod tests { use super::*; use crate::Poller; }\n#[cfg(test)]\nmod testkit;\n",
             "event/testkit.rs": "use crate::poller::Poller;\n",
             "poller.rs": "use crate::Event;\npub struct Poller(Event);\n",
+        },
+        0,
+        ["no import circle"],
+    ),
+    (
+        "a visibility path is not a use",
+        {
+            "lib.rs": "mod a;\n",
+            "a/mod.rs": "mod b;\nfn g() { b::f() }\n",
+            "a/b.rs": "pub(in crate::a) fn f() {}\n",
         },
         0,
         ["no import circle"],
