@@ -146,7 +146,7 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
         }
     }
     eprintln!();
-    crate::emit(&cells, args.json, None, |cells| print(cells))
+    crate::output::emit(&cells, args.json, None, |cells| print(cells))
 }
 
 /// `median (p10–p90)`, to 0.1 µs.
@@ -220,7 +220,7 @@ fn child(spec: &str) -> anyhow::Result<Cell> {
     };
     let m: Mechanism = m.parse()?;
     let (n, q, reps): (usize, u64, usize) = (n.parse()?, q.parse()?, reps.parse()?);
-    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Sigpending, Some(q))
+    evdispatch_host::set_rlimit(evdispatch_host::Resource::Sigpending, Some(q))
         .context("lowering RLIMIT_SIGPENDING")?;
     let mut p = Poller::new(m)?;
     let mut readers = Vec::with_capacity(n);

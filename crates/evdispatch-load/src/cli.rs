@@ -40,7 +40,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         return exit_with(run_merge(m)?);
     }
     if args.background {
-        anyhow::Context::context(evdispatch_proc::set_idle_priority(), "--background")?;
+        anyhow::Context::context(evdispatch_host::set_idle_priority(), "--background")?;
     }
     let cfg = Config::from_args(&args)?;
     let r = &args.results;

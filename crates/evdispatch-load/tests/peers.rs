@@ -17,7 +17,7 @@ use evdispatch_load::{execute, Config, Rate, RunOptions, Summary};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn skip(tools: &[Tool]) -> bool {
-    if evdispatch_proc_cpus() < 2 {
+    if evdispatch_host_cpus() < 2 {
         eprintln!("skipped: the comparison pins the server and the clients to CPUs 0 and 1; this machine has one");
         return true;
     }
@@ -160,7 +160,7 @@ fn saturation_agrees_with_wrk() {
     );
 }
 
-fn evdispatch_proc_cpus() -> usize {
+fn evdispatch_host_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

@@ -43,10 +43,10 @@ pub struct ServeArgs {
     #[arg(long)]
     pub no_exclusive: bool,
     /// Close a keep-alive connection idle this long (also: a client not reading).
-    #[arg(long, default_value = "60s", value_parser = evdispatch_proc::parse_duration)]
+    #[arg(long, default_value = "60s", value_parser = evdispatch_host::parse_duration)]
     pub idle_timeout: Duration,
     /// Close a connection whose request headers take longer than this.
-    #[arg(long, default_value = "10s", value_parser = evdispatch_proc::parse_duration)]
+    #[arg(long, default_value = "10s", value_parser = evdispatch_host::parse_duration)]
     pub header_timeout: Duration,
     /// CPUs to pin workers to, e.g. `0`, `0,1`, `0-3`.
     #[arg(long)]
@@ -100,7 +100,7 @@ pub struct ServeArgs {
     /// TCP_DEFER_ACCEPT on the listener: accept a connection only once its
     /// request has begun to arrive, or after about this long for a silent
     /// client (whole seconds; 0: off, accept at the handshake).
-    #[arg(long, default_value = "1s", value_parser = evdispatch_proc::parse_duration)]
+    #[arg(long, default_value = "1s", value_parser = evdispatch_host::parse_duration)]
     pub defer_accept: Duration,
     // The HTTP semantics flags: keep these together.
     /// Files and directories whose name starts with `.`: `deny` answers 404
@@ -134,7 +134,7 @@ impl ServeArgs {
         poller
             .apply(self.poller_opt.iter().map(String::as_str))
             .map_err(anyhow::Error::msg)?;
-        let cpus = self.cpu.as_deref().map(evdispatch_proc::parse_cpu_list);
+        let cpus = self.cpu.as_deref().map(evdispatch_host::parse_cpu_list);
         Ok(ServerConfig {
             root: self.root.clone(),
             listen,
@@ -223,7 +223,7 @@ pub fn connection_budget(
 /// address, also with `--listener reuseport` (see the listeners' probe in
 /// `server.rs`).
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    use evdispatch_proc::{set_rlimit, Resource};
+    use evdispatch_host::{set_rlimit, Resource};
     if let Some(n) = args.rlimit_nofile {
         set_rlimit(Resource::Nofile, Some(n)).context("--rlimit-nofile")?;
     }
@@ -234,10 +234,10 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     // Stop accepting before the descriptor table is full, so that a request
     // arriving on an accepted connection can still open its file (at the
     // very limit it would get a 500).
-    let nofile = evdispatch_proc::get_rlimit(Resource::Nofile)
+    let nofile = evdispatch_host::get_rlimit(Resource::Nofile)
         .context("cannot read RLIMIT_NOFILE")?
         .0;
-    let open_now = evdispatch_proc::open_fds(std::process::id())
+    let open_now = evdispatch_host::open_fds(std::process::id())
         .context("cannot count this process's descriptors")?;
     if let Some(budget) = connection_budget(nofile, open_now, cfg.workers, args.fd_reserve) {
         cfg.max_connections = cfg.max_connections.min(budget);

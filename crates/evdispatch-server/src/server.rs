@@ -75,7 +75,7 @@ impl Server {
                 let listener = Arc::new(TcpListener::from(l));
                 let addr = listener.local_addr()?;
                 if let Some(cpus) = &cfg.cpus {
-                    evdispatch_proc::pin_current_thread(cpus)?;
+                    evdispatch_host::pin_current_thread(cpus)?;
                 }
                 let master = models::threads::start(
                     cfg.clone(),
@@ -104,7 +104,7 @@ impl Server {
                                 e
                             };
                             if let Some(c) = cpu {
-                                evdispatch_proc::pin_current_thread(&[c]).map_err(fail)?;
+                                evdispatch_host::pin_current_thread(&[c]).map_err(fail)?;
                             }
                             let responder = cfg.responder(per_worker_cache, log).map_err(fail)?;
                             let c = cfg.clone();

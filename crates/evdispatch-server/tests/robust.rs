@@ -171,7 +171,7 @@ fn spawn_model(
 }
 
 fn cpu_seconds(pid: u32) -> f64 {
-    evdispatch_proc::sample(pid).unwrap().cpu().as_secs_f64()
+    evdispatch_host::sample(pid).unwrap().cpu().as_secs_f64()
 }
 
 #[test]

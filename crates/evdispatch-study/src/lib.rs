@@ -320,12 +320,12 @@ fn write_report(
 
 /// Hold the CPUs in their shallowest idle state unless `allow_deep` (see
 /// `--allow-deep-idle`), and say what was done, for `results.json`.
-fn hold_idle(allow_deep: bool) -> (Option<evdispatch_proc::ShallowIdle>, Value) {
-    let (driver, governor) = evdispatch_proc::cpuidle().unzip();
+fn hold_idle(allow_deep: bool) -> (Option<evdispatch_host::ShallowIdle>, Value) {
+    let (driver, governor) = evdispatch_host::cpuidle().unzip();
     let (hold, held) = if allow_deep {
         (None, json!("no: --allow-deep-idle"))
     } else {
-        match evdispatch_proc::ShallowIdle::hold() {
+        match evdispatch_host::ShallowIdle::hold() {
             Ok(h) => (Some(h), json!("yes: PM QoS 0 µs (/dev/cpu_dma_latency)")),
             Err(e) => {
                 eprintln!("note: idle CPUs may halt as configured (cannot hold them shallow: /dev/cpu_dma_latency: {e})");

@@ -126,6 +126,7 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("evdispatch runs on Linux only: its mechanisms are Linux system calls");
 
+mod config;
 mod event;
 mod mechanism;
 mod poller;
@@ -133,7 +134,8 @@ mod stats;
 mod sys;
 pub mod uring;
 
+pub use config::{Config, Mechanism};
 pub use event::{Event, Events, Interest, Ready, Token};
-pub use mechanism::{Mechanism, MechanismInfo, Trigger, UnknownMechanism, MECHANISMS};
-pub use poller::{Config, NestablePoller, Poller, Waker};
+pub use mechanism::{MechanismInfo, Trigger, UnknownMechanism, MECHANISMS};
+pub use poller::{NestablePoller, Poller, Waker};
 pub use stats::Stats;

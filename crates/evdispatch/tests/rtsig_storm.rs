@@ -25,7 +25,7 @@ const SIGNAL_MECHANISMS: [Mechanism; 3] =
 /// `name` must be the calling test's name (the child runs only it).
 fn in_child(name: &str, body: impl FnOnce()) {
     if std::env::var(CHILD).as_deref() == Ok(name) {
-        evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Sigpending, Some(32))
+        evdispatch_host::set_rlimit(evdispatch_host::Resource::Sigpending, Some(32))
             .expect("lowering RLIMIT_SIGPENDING in the child");
         body();
         return;

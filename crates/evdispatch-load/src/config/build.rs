@@ -51,7 +51,7 @@ impl Config {
         let headers = headers(a, mix.has_bodies(), place.authorization)?;
         let cpus = match &a.cpu {
             Some(list) => {
-                evdispatch_proc::parse_cpu_list(list).map_err(|e| anyhow!("--cpu: {e}"))?
+                evdispatch_host::parse_cpu_list(list).map_err(|e| anyhow!("--cpu: {e}"))?
             }
             None => Vec::new(),
         };
@@ -464,7 +464,7 @@ fn source_addrs(a: &LoadArgs, target: SocketAddr) -> anyhow::Result<Vec<IpAddr>>
 }
 
 fn parse_secs(what: &str, text: &str) -> anyhow::Result<f64> {
-    evdispatch_proc::parse_duration(text)
+    evdispatch_host::parse_duration(text)
         .map(|d| d.as_secs_f64())
         .map_err(|e| anyhow!("{what}: {e}"))
 }

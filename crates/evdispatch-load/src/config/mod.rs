@@ -241,7 +241,7 @@ impl Config {
     pub fn check_capacity(&self) -> anyhow::Result<()> {
         // Raising the soft `RLIMIT_NOFILE` to the hard one returns the hard one.
         let hard =
-            evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None).unwrap_or(1024);
+            evdispatch_host::set_rlimit(evdispatch_host::Resource::Nofile, None).unwrap_or(1024);
         let per_proc = hard.saturating_sub(FD_OVERHEAD).max(1);
         let conns = self.long_lived();
         let busiest = conns.div_ceil(self.procs as u64);

@@ -141,7 +141,7 @@ impl Engine<'_> {
         if let Some(m) = self.cpu.take() {
             self.cpu_use = Some(m.read()?);
         } else if self.cpu_use.is_none() {
-            self.cpu_use = Some(evdispatch_proc::CpuMeter::start(0)?.read()?);
+            self.cpu_use = Some(evdispatch_host::CpuMeter::start(0)?.read()?);
         }
         self.phase = Phase::Drain;
         self.next_session = None;

@@ -10,7 +10,7 @@
 //!
 //! A latency (corrected unless `uncorrected_`; `connect_` is the connect
 //! time) takes a duration with its unit, in the one grammar of every flag
-//! ([`evdispatch_proc::parse_duration`]): `5ms`, `1.5ms`,
+//! ([`evdispatch_host::parse_duration`]): `5ms`, `1.5ms`,
 //! `250us`, `1s`, `1s 500ms`. `errors` takes a count, or a percentage of the
 //! attempts (`errors<0.1%`: errors ÷ (replies + errors)). `reply_rate`
 //! takes replies/s, or a factor of the offered rate (`reply_rate>=0.99*rate`,
@@ -170,7 +170,7 @@ impl Check {
                 let d = value
                     .trim()
                     .ends_with(|c: char| c.is_ascii_alphabetic())
-                    .then(|| evdispatch_proc::parse_duration(value).ok())
+                    .then(|| evdispatch_host::parse_duration(value).ok())
                     .flatten()
                     .ok_or_else(|| {
                         bad(format!(

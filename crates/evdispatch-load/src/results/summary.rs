@@ -375,7 +375,7 @@ impl Summary {
                     == c.conn_closed_by_client + c.conn_closed_by_server + c.conn_open_at_end,
         };
         let allowed = if config.cpus.is_empty() {
-            evdispatch_proc::available_cpus()
+            evdispatch_host::available_cpus()
         } else {
             config.cpus.iter().collect::<BTreeSet<_>>().len()
         };

@@ -13,9 +13,11 @@ use evdispatch_load::{cmdline::LoadCommand, Rate};
 use evdispatch_server::cmdline::ServeCommand;
 use serde_json::json;
 
-use super::{load, longest_gap_s, start_or_skip, stop, Run, ScenarioReport};
+use super::measure::{load, longest_gap_s, start_or_skip, stop};
+use super::report::{Run, ScenarioReport};
+use crate::env::{Env, SIGNAL_MODELS};
+use crate::json::num;
 use crate::site::Site;
-use crate::{num, Env, SIGNAL_MODELS};
 
 /// The queue limit of the storm.
 pub const SIGPENDING: u64 = 16;
@@ -114,7 +116,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "longest_gap_s": gap,
             "latency_uncorrected_max_ms": slowest_s * 1e3,
             "latency_uncorrected_p99_ms": num(&storm, "latency_uncorrected_us.p99") / 1e3,
-            "latency_p99_ms": super::p99_ms(&storm),
+            "latency_p99_ms": super::measure::p99_ms(&storm),
             "missed_slots": num(&storm, "missed_slots"),
             "unsent_at_end": num(&storm, "unsent_at_end"),
             "server_cpu_pct": num(&storm, "server_cpu_pct"),

@@ -19,10 +19,10 @@ use std::io;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Duration;
 
+use super::backend::Backend;
 use super::signals::{BatchWait, Dequeued, SignalQueue};
-use super::Backend;
+use crate::config::Config;
 use crate::event::{Events, Interest, Token};
-use crate::poller::Config;
 use crate::stats::Stats;
 
 pub(crate) struct RtSig {

@@ -62,8 +62,8 @@ use std::time::Duration;
 
 use libc::{c_int, pid_t};
 
+use crate::config::{check_rt_signal, Config};
 use crate::event::{Event, Events, Interest, Ready, Token};
-use crate::poller::Config;
 use crate::stats::Stats;
 use crate::sys::signal as sig;
 
@@ -105,25 +105,6 @@ fn ensure_ignored(signal: c_int) -> io::Result<()> {
 
 fn thread_key() -> u64 {
     THREAD_KEY.with(|k| *k)
-}
-
-/// The default RT signal: clear of the two glibc keeps below `SIGRTMIN()` for
-/// itself (thread cancellation and set*id broadcast), and of `SIGRTMIN()`
-/// itself, which other libraries commonly take first.
-pub(crate) fn default_signal() -> c_int {
-    libc::SIGRTMIN() + 6
-}
-
-/// Check a configured signal number.
-pub(crate) fn check_signal(signal: c_int) -> Result<(), String> {
-    let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
-    if (lo..=hi).contains(&signal) {
-        Ok(())
-    } else {
-        Err(format!(
-            "rtsig_signal {signal} is not a usable RT signal here; choose one in {lo}..={hi} (SIGRTMIN()..=SIGRTMAX(); glibc reserves those below)"
-        ))
-    }
 }
 
 /// Take `wanted` for this thread, or the next free RT signal after it.
@@ -258,7 +239,7 @@ impl SignalQueue {
     /// Block the signals in this thread, take a signal number, and (when
     /// `batch`) open a signalfd reading `config.rtsig_batch` at a time.
     pub(crate) fn open(config: &Config, batch: bool, keep_pollfds: bool) -> io::Result<Self> {
-        check_signal(config.rtsig_signal)
+        check_rt_signal(config.rtsig_signal)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let key = thread_key();
         let signal = allocate_signal(key, config.rtsig_signal)?;
@@ -936,15 +917,7 @@ mod tests {
     }
 
     #[test]
-    fn signal_numbers_are_checked_and_shared_out_per_thread() {
-        assert!(check_signal(libc::SIGRTMIN()).is_ok());
-        assert!(check_signal(libc::SIGRTMAX()).is_ok());
-        for bad in [libc::SIGIO, 0, libc::SIGRTMAX() + 1] {
-            assert!(
-                check_signal(bad).unwrap_err().contains("SIGRTMIN()"),
-                "{bad}"
-            );
-        }
+    fn signal_numbers_are_shared_out_per_thread() {
         // A key no thread has: the whole range, then a refusal, then reuse.
         let key = u64::MAX - 7;
         let span = (libc::SIGRTMAX() - libc::SIGRTMIN() + 1) as usize;
