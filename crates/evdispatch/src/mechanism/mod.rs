@@ -1,5 +1,5 @@
 //! The mechanisms, one backend file per family (`epoll.rs` serves `epoll`
-//! and `epoll-et`, `rtsig.rs` `rtsig` and `rtsig-batch`; `signals.rs` and
+//! and `epoll-et`, `rtsig.rs` `rtsig`, `rtsig-batch` and `rtsig-perfd`; `signals.rs` and
 //! `fdtable.rs` are what several share), and the one table that lists them.
 //!
 //! Adding a mechanism touches its own file (its system calls in `sys/`, the
@@ -46,7 +46,8 @@ pub enum Mechanism {
     Uring,
     /// POSIX RT signals, one `sigtimedwait` per event.
     ///
-    /// The three signal mechanisms (this one, `RtSigBatch` and `Hybrid`)
+    /// The four signal mechanisms (this one, `RtSigBatch`, `RtSigPerfd` and
+    /// `Hybrid`)
     /// change process state. The poller's RT signal and `SIGIO` are blocked
     /// in the thread that creates it; threads it spawns later inherit the
     /// mask, and the signals stay blocked after the poller is dropped.
@@ -62,6 +63,11 @@ pub enum Mechanism {
     RtSig,
     /// POSIX RT signals, many per `read` of a signalfd, coalesced per fd.
     RtSigBatch,
+    /// `RtSigBatch` with a descriptor's `O_ASYNC` cleared from the dequeue of
+    /// its signal until the next wait, which re-arms it and re-checks it with
+    /// a `poll`: about one queued signal per descriptor (seed 004's
+    /// signal-per-fd, as near as user space comes).
+    RtSigPerfd,
     /// RT signals at light load, epoll under overflow or heavy load.
     Hybrid,
 }
@@ -198,6 +204,17 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         max_fd: None,
         exclusive: false,
         open: rtsig::open_batch,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::RtSigPerfd,
+        name: "rtsig-perfd",
+        trigger: Trigger::Edge,
+        summary: "rtsig-batch that clears a descriptor's O_ASYNC when its signal is dequeued and sets it again at the next wait (the consumer has drained it by then), then re-checks the re-armed descriptors with one poll: about one queued signal per descriptor (seed 004's signal-per-fd, in user space)",
+        limits: "as rtsig, but a descriptor is silent from the dequeue of its signal to the next wait; unlike the kernel patch, which coalesced when a signal was queued, a descriptor still queues one signal per readiness change between its re-arm (or registration) and its next dequeue (several for a busy connection, one per incoming connection for a listener), so the queue can still overflow (recovered by flush and poll), and it costs two fcntl(F_SETFL) per served descriptor and a poll of the re-armed ones per wait; no descriptor to nest (a wait must re-arm)",
+        min_kernel: "2.6.32",
+        max_fd: None,
+        exclusive: false,
+        open: rtsig::open_per_fd,
     },
     MechanismInfo {
         mechanism: Mechanism::Hybrid,
