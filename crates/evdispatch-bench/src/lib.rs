@@ -9,6 +9,9 @@
 //!   [`fdalloc`].
 //! * `bench overflow`: the cost of recovering from an RT-signal queue
 //!   overflow. See [`overflow`].
+//! * `bench storm`: how often each RT-signal mechanism overflows in a storm
+//!   of busy descriptors, with a queue of one signal per descriptor and a
+//!   smaller one (rtsig-perfd beside rtsig and rtsig-batch). See [`storm`].
 //! * `bench server`: `evdispatch serve` against nginx, lighttpd and h2o
 //!   (server CPU per request and per connection, idle connections held,
 //!   memory per idle connection), the figures of issues 4 and 18, beside two floor
@@ -29,6 +32,7 @@ pub mod generator;
 pub mod overflow;
 pub mod poller;
 pub mod server;
+pub mod storm;
 mod summary;
 mod sys;
 
@@ -60,6 +64,9 @@ pub enum BenchCommand {
     /// RT-signal queue overflow: time to recover a full queue of Q signals
     /// with N descriptors registered (in a child with RLIMIT_SIGPENDING = Q).
     Overflow(overflow::OverflowArgs),
+    /// RT-signal queue storm: overflows of each signal mechanism when busy
+    /// descriptors receive data while served, with RLIMIT_SIGPENDING = Q.
+    Storm(storm::StormArgs),
     /// Our server against nginx, lighttpd and h2o: server CPU per request
     /// (keep-alive) and per connection (Connection: close), idle
     /// connections held, memory per idle connection.
@@ -83,6 +90,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Poller(a) => poller::run(a),
         BenchCommand::Fdalloc(a) => fdalloc::run(a),
         BenchCommand::Overflow(a) => overflow::run(a),
+        BenchCommand::Storm(a) => storm::run(a),
         BenchCommand::Server(a) => server::run(a),
         BenchCommand::Generator(a) => generator::run(a),
         BenchCommand::PollerWriter(a) => poller::writer_main(a.cpu),

@@ -8,7 +8,7 @@
 //!
 //! | scenario | what | passes when |
 //! |---|---|---|
-//! | `storm` | `rtsig`, `rtsig-batch`, `hybrid` with `--rlimit-sigpending 16`, offered 1.25× the knee (the closed-loop capacity) on persistent connections | every request answered (requests = replies, 0 errors), no stall ≥ 1 s (longest run of empty 0.25 s intervals, slowest reply from its send), the queue overflowed and every overflow was recovered (server stats) |
+//! | `storm` | `rtsig`, `rtsig-batch`, `rtsig-perfd`, `hybrid` with `--rlimit-sigpending 16`, offered 1.25× the knee (the closed-loop capacity) on persistent connections | every request answered (requests = replies, 0 errors), no stall ≥ 1 s (longest run of empty 0.25 s intervals, slowest reply from its send), the queue overflowed and every overflow was recovered (server stats) |
 //! | `exhaustion` | `--rlimit-nofile` low; keep-alive clients, then a crowd of connections beyond the limit | the clients' p99 within 2× their baseline (the mean of one before and one after), the server idle at the limit (< 5% of a core with the crowd waiting), every waiting connection served once descriptors free |
 //! | `slowloris` | 5,000 clients sending their request a byte a second beside a normal load | normal clients' p99 within 2× baseline (the mean of one before and one after the attack; `full` makes five such rounds and takes the median ratio, with its 90% interval and every round reported; a window the hypervisor took more than 0.5% of a CPU from is measured again, at most twice) and no errors, slow clients closed at the header timeout (timed probes: not early, at most 1.5 s late) |
 //! | `attacks` | the [`corpus`] (traversal in every encoding, limits, smuggling shapes, pipelining floods, invalid bytes, protocol garbage) | every attack answered as expected and the connection closed or kept as expected; nginx's answers are shown beside ours |
@@ -65,7 +65,7 @@ pub use scenarios::soak::duration_s as soak_duration_s;
 pub const DEFAULT_MODELS: &[&str] = &["epoll", "uring-completion", "rtsig-batch", "hybrid"];
 
 /// The mechanisms whose readiness comes through the signal queue.
-pub const SIGNAL_MODELS: &[&str] = &["rtsig", "rtsig-batch", "hybrid"];
+pub const SIGNAL_MODELS: &[&str] = &["rtsig", "rtsig-batch", "rtsig-perfd", "hybrid"];
 
 /// How long a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]

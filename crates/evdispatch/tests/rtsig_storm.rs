@@ -762,3 +762,27 @@ fn perfd_is_silent_from_dequeue_to_the_next_wait() {
     p.deregister(fd).unwrap();
     assert!(!has_o_async(fd));
 }
+
+/// `rtsig-perfd` reports a condition that persists without a change (here:
+/// writable, with nothing written) a bounded number of times, not at every
+/// wait: the probe after `register` reports and disarms it, the next wait's
+/// re-check reports it and leaves it armed, and then it is silent.
+#[test]
+fn perfd_does_not_repeat_a_lasting_condition() {
+    let mut p = Poller::new(Mechanism::RtSigPerfd).unwrap();
+    let mut ev = Events::with_capacity(8);
+    let (a, _b) = pair();
+    p.register(a.as_raw_fd(), Token(1), Interest::WRITABLE)
+        .unwrap();
+    let mut reports = 0;
+    for _ in 0..10 {
+        p.wait(&mut ev, Some(Duration::from_millis(10))).unwrap();
+        reports += ev.iter().filter(|e| e.token() == Token(1)).count();
+    }
+    assert!(
+        (1..=2).contains(&reports),
+        "writable reported {reports} times in 10 waits: {:?}",
+        p.stats()
+    );
+    assert!(has_o_async(a.as_raw_fd()), "left disarmed");
+}

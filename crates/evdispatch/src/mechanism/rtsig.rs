@@ -16,8 +16,8 @@
 //!   only when none was queued for it already (a bitmap said which), so that
 //!   a queue as long as the descriptor table could not overflow and a busy
 //!   descriptor could not crowd out the others. Here a descriptor whose
-//!   signal is dequeued (or that an overflow recovery finds ready) has its
-//!   `O_ASYNC` cleared, so it queues nothing while the consumer serves it;
+//!   signal is dequeued (or that an overflow recovery or the probe after its
+//!   registration finds ready) has its `O_ASYNC` cleared, so it queues nothing while the consumer serves it;
 //!   the next wait sets `O_ASYNC` again on every such descriptor and then
 //!   re-checks them with one `poll`, so that nothing that happened while one
 //!   was disarmed is lost (see [`signals`](super::signals)).

@@ -40,8 +40,9 @@
 //! # One signal per descriptor (`rtsig-perfd`)
 //!
 //! With [`per_fd`](SignalQueue::per_fd) set, a descriptor reported because
-//! its signal was dequeued (or because an overflow recovery's poll found it
-//! ready) is *disarmed*: `O_ASYNC` is cleared (`F_SETFL`, from the file
+//! its signal was dequeued, or because an overflow recovery's poll or the
+//! probe after its `register` or `modify` found it ready, is *disarmed*:
+//! `O_ASYNC` is cleared (`F_SETFL`, from the file
 //! status flags cached at `register`), so it queues nothing while the
 //! consumer serves it. The next wait is the moment the consumer has drained
 //! it (the Poller contract: read or write until `EAGAIN` before waiting
@@ -50,8 +51,8 @@
 //! over them comes after `O_ASYNC` is set, so a change made while one was
 //! disarmed is found by the poll, and a change after it queues a signal. A
 //! descriptor the re-check finds ready is reported but stays armed, so one
-//! that stays ready without a change (writable with nothing to write) is
-//! reported once, not at every wait.
+//! that stays ready without a change (writable with nothing to write, an
+//! end of file not acted on yet) is reported once, not at every wait.
 //!
 //! # Stale signals
 //!
@@ -187,6 +188,9 @@ struct Slot {
     out_idx: u32,
     /// `O_ASYNC` is set (false while `rtsig-perfd` has it disarmed).
     armed: bool,
+    /// The queued probe is `rtsig-perfd`'s re-check after a re-arm, whose
+    /// finding leaves the descriptor armed.
+    recheck: bool,
     /// The file status flags at `register`, with `O_NONBLOCK` and without
     /// `O_ASYNC`: what `rtsig-perfd` disarms and re-arms with.
     flags: c_int,
@@ -206,6 +210,7 @@ impl Slot {
         poll_idx: 0,
         out_idx: 0,
         armed: false,
+        recheck: false,
         flags: 0,
     };
 }
@@ -473,6 +478,7 @@ impl SignalQueue {
                 return Ok(());
             }
         }
+        self.slots[fd as usize].recheck = false;
         self.defer_probe(fd);
         Ok(())
     }
@@ -524,6 +530,8 @@ impl SignalQueue {
             match sig::set_flags(fd, s.flags | libc::O_ASYNC) {
                 Ok(()) => {
                     s.armed = true;
+                    // (A probe queued by `modify` stays one.)
+                    s.recheck = !s.probe;
                     stats.rearms += 1;
                     self.defer_probe(fd);
                 }
@@ -705,8 +713,14 @@ impl SignalQueue {
         let r = sig::poll_now(&mut buf);
         if r.is_ok() {
             for p in &buf {
+                let recheck = std::mem::take(&mut self.slots[p.fd as usize].recheck);
                 if p.revents != 0 {
-                    found |= self.add(p.fd, Ready::from_poll_bits(p.revents as u32), stats);
+                    let ready = Ready::from_poll_bits(p.revents as u32);
+                    found |= if recheck {
+                        self.add(p.fd, ready, stats)
+                    } else {
+                        self.add_disarming(p.fd, ready, stats)
+                    };
                 }
             }
         }
