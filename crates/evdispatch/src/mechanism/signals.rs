@@ -42,9 +42,8 @@
 //! With [`per_fd`](SignalQueue::per_fd) set, a descriptor reported because
 //! its signal was dequeued, or because an overflow recovery's poll or the
 //! probe after its `register` or `modify` found it ready, is *disarmed*:
-//! `O_ASYNC` is cleared (`F_SETFL`, from the file
-//! status flags cached at `register`), so it queues nothing while the
-//! consumer serves it. The next wait is the moment the consumer has drained
+//! `O_ASYNC` is cleared (`F_SETFL`, from the file status flags cached at
+//! `register`), so it queues nothing while the consumer serves it. The next wait is the moment the consumer has drained
 //! it (the Poller contract: read or write until `EAGAIN` before waiting
 //! again), so [`rearm`](SignalQueue::rearm) sets `O_ASYNC` on every disarmed
 //! descriptor and queues a deferred probe of each: the wait's one `poll`
