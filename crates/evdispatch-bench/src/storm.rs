@@ -51,7 +51,9 @@ pub struct StormArgs {
     /// Queue lengths Q (the child's `RLIMIT_SIGPENDING`), comma-separated:
     /// a number, or relative to N as `fds`, `fds+K` or `fds/K`. The default
     /// gives one signal per descriptor plus 256 for the user's other
-    /// processes, and a quarter of that.
+    /// processes (the limit counts theirs too: at exactly `fds`, one signal
+    /// queued elsewhere makes a round's N-th write overflow), and a quarter
+    /// of N.
     #[arg(long, value_delimiter = ',', default_value = "fds+256,fds/4")]
     pub queue: Vec<String>,
     /// Rounds (every socket written once and served per round).
