@@ -1,6 +1,6 @@
 //! The command line of `evdispatch bench`: one subcommand per benchmark.
 
-use crate::{fdalloc, generator, overflow, poller, server};
+use crate::{fdalloc, generator, overflow, poller, server, storm};
 
 /// Command-line arguments of `evdispatch bench`.
 #[derive(Debug, clap::Args)]
@@ -22,6 +22,9 @@ pub enum BenchCommand {
     /// RT-signal queue overflow: time to recover a full queue of Q signals
     /// with N descriptors registered (in a child with RLIMIT_SIGPENDING = Q).
     Overflow(overflow::OverflowArgs),
+    /// RT-signal queue storm: overflows of each signal mechanism when busy
+    /// descriptors receive data while served, with RLIMIT_SIGPENDING = Q.
+    Storm(storm::StormArgs),
     /// Our server against nginx, lighttpd and h2o: server CPU per request
     /// (keep-alive) and per connection (Connection: close), idle
     /// connections held, memory per idle connection.
@@ -45,6 +48,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         BenchCommand::Poller(a) => poller::run(a),
         BenchCommand::Fdalloc(a) => fdalloc::run(a),
         BenchCommand::Overflow(a) => overflow::run(a),
+        BenchCommand::Storm(a) => storm::run(a),
         BenchCommand::Server(a) => server::run(a),
         BenchCommand::Generator(a) => generator::run(a),
         BenchCommand::PollerWriter(a) => poller::writer_main(a.cpu),

@@ -32,6 +32,7 @@ mod output;
 pub mod overflow;
 pub mod poller;
 pub mod server;
+pub mod storm;
 mod summary;
 mod sweep;
 mod sys;

@@ -10,7 +10,7 @@ use serde::Serialize;
 pub const DEFAULT_MODELS: &[&str] = &["epoll", "uring-completion", "rtsig-batch", "hybrid"];
 
 /// The mechanisms whose readiness comes through the signal queue.
-pub const SIGNAL_MODELS: &[&str] = &["rtsig", "rtsig-batch", "hybrid"];
+pub const SIGNAL_MODELS: &[&str] = &["rtsig", "rtsig-batch", "rtsig-perfd", "hybrid"];
 
 /// How long a run is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]

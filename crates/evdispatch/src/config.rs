@@ -17,7 +17,8 @@ pub enum Mechanism {
     Uring,
     /// POSIX RT signals, one `sigtimedwait` per event.
     ///
-    /// The three signal mechanisms (this one, `RtSigBatch` and `Hybrid`)
+    /// The four signal mechanisms (this one, `RtSigBatch`, `RtSigPerfd` and
+    /// `Hybrid`)
     /// change process state. The poller's RT signal and `SIGIO` are blocked
     /// in the thread that creates it; threads it spawns later inherit the
     /// mask, and the signals stay blocked after the poller is dropped.
@@ -33,6 +34,11 @@ pub enum Mechanism {
     RtSig,
     /// POSIX RT signals, many per `read` of a signalfd, coalesced per fd.
     RtSigBatch,
+    /// `RtSigBatch` with a descriptor's `O_ASYNC` cleared from the dequeue of
+    /// its signal until the next wait, which re-arms it and re-checks it with
+    /// a `poll`: about one queued signal per descriptor (seed 004's
+    /// signal-per-fd, as near as user space comes).
+    RtSigPerfd,
     /// RT signals at light load, epoll under overflow or heavy load.
     Hybrid,
 }

@@ -114,6 +114,7 @@ impl Poller {
     /// | `rtsig-batch` | the signalfd; readable only in the thread that created the poller, to which the signals go: watch it from that thread |
     /// | `select`, `poll` | none: the interest set lives in the process, not the kernel |
     /// | `rtsig` | none: it dequeues with `sigtimedwait` |
+    /// | `rtsig-perfd` | none: a descriptor it reported raises nothing until the next wait re-arms it |
     /// | `hybrid` | none: it waits on the signalfd or on epoll, by mode |
     ///
     /// The descriptor shows what the kernel holds. `uring` submits
@@ -337,7 +338,7 @@ fn same_kind(e: io::Error, fd: RawFd, kind: io::ErrorKind) -> io::Error {
 /// # Panics
 ///
 /// For the mechanisms that wait on no single descriptor (`select`, `poll`,
-/// `rtsig`, `hybrid`): call [`as_fd_opt`](Poller::as_fd_opt) where the
+/// `rtsig`, `rtsig-perfd`, `hybrid`): call [`as_fd_opt`](Poller::as_fd_opt) where the
 /// mechanism is not known, or [`into_nestable`](Poller::into_nestable) to
 /// check once and get a type whose `as_fd` cannot fail.
 impl AsFd for Poller {

@@ -11,8 +11,8 @@ use evdispatch_harness::{
     start_ours, start_peer, Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
 };
 use evdispatch_host::{open_fds_sum, resident_sum, sample_sum};
-use evdispatch_server::{cmdline::ServeCommand, Model};
 use evdispatch_load::{cmdline::LoadCommand, Rate};
+use evdispatch_server::{cmdline::ServeCommand, Model};
 use serde::Serialize;
 use serde_json::Value;
 

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use evdispatch_harness::{OursConfig, Peer, PeerConfig, ServerProcess};
-use evdispatch_server::cmdline::ServeCommand;
 use evdispatch_load::cmdline::LoadCommand;
+use evdispatch_server::cmdline::ServeCommand;
 use serde_json::Value;
 
 use crate::env::Env;

@@ -1,5 +1,5 @@
 //! The mechanisms, one backend file per family (`epoll.rs` serves `epoll`
-//! and `epoll-et`, `rtsig.rs` `rtsig` and `rtsig-batch`; `signals.rs` and
+//! and `epoll-et`, `rtsig.rs` `rtsig`, `rtsig-batch` and `rtsig-perfd`; `signals.rs` and
 //! `fdtable.rs` are what several share; `backend.rs` the trait each
 //! implements), and the one table that lists them.
 //!
@@ -162,6 +162,17 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         max_fd: None,
         exclusive: false,
         open: rtsig::open_batch,
+    },
+    MechanismInfo {
+        mechanism: Mechanism::RtSigPerfd,
+        name: "rtsig-perfd",
+        trigger: Trigger::Edge,
+        summary: "rtsig-batch that clears a descriptor's O_ASYNC when its signal is dequeued and sets it again at the next wait (the consumer has drained it by then), then re-checks the re-armed descriptors with one poll: about one queued signal per descriptor (seed 004's signal-per-fd, in user space)",
+        limits: "as rtsig, but a descriptor is silent from the dequeue of its signal to the next wait; unlike the kernel patch, which coalesced when a signal was queued, a descriptor still queues one signal per readiness change between its re-arm (or registration) and its next dequeue (several for a busy connection, one per incoming connection for a listener), so the queue can still overflow (recovered by flush and poll), and it costs two fcntl(F_SETFL) per served descriptor and a poll of the re-armed ones per wait; no descriptor to nest (a wait must re-arm)",
+        min_kernel: "2.6.32",
+        max_fd: None,
+        exclusive: false,
+        open: rtsig::open_per_fd,
     },
     MechanismInfo {
         mechanism: Mechanism::Hybrid,
