@@ -2,14 +2,15 @@
 //! allocation), so fuzz targets can be built on it.
 //!
 //! Only what a static server needs is accepted: `GET`, `HEAD` and
-//! `OPTIONS`; a body they carry is framed here ([`Framing`], [`Request::end`]) so that it can
-//! be skipped.
-//! Every shape a request-smuggling attack relies on (`Content-Length` together
-//! with `Transfer-Encoding`, a repeated or malformed `Content-Length`, a
-//! `Transfer-Encoding` other than `chunked` alone or on HTTP/1.0) is
-//! refused with 400 and
-//! the connection closed, so no two parsers on the path can disagree about
-//! where this request ends.
+//! `OPTIONS`; a body they carry is framed here ([`Framing`],
+//! [`Request::end`]) so that it can be skipped. Every shape a
+//! request-smuggling attack relies on (`Content-Length` together with
+//! `Transfer-Encoding`, a repeated or malformed `Content-Length`, a
+//! `Transfer-Encoding` other than `chunked` alone or on HTTP/1.0, a
+//! chunk-size line the grammar does not have) is refused with 400 and the
+//! connection closed, so no two parsers on the path can disagree about
+//! where this request ends. Where RFC 9110 and RFC 9112 say a request is
+//! invalid, it is refused, even where nginx is lenient.
 //!
 //! # Methods and bodies (RFC 9110 §9, RFC 9112 §6)
 //!
@@ -97,7 +98,7 @@ use crate::semantics::status::Status;
 pub const MAX_HEADERS: usize = 100;
 /// Largest `Content-Length` taken (larger: 413 and close), as nginx's
 /// default `client_max_body_size`. Bodies are read only to be discarded
-/// (GET and HEAD serve no body; other methods are refused); a body not
+/// (GET, HEAD and OPTIONS take no body; other methods are refused); a body not
 /// read at all is drained by the lingering close, which reads as much.
 pub const MAX_BODY: u64 = 1 << 20;
 /// Longest request target accepted (longer: 414), whatever `--max-header`
