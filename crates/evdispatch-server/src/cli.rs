@@ -83,9 +83,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 256 << 10)]
     pub cache_max_file: usize,
     /// Largest request head accepted, bytes (larger: 431, or 414 when the
-    /// request line alone is longer); also the read buffer. Fixed limits
-    /// besides: a request target of at most 8192 bytes (414), at most 100
-    /// header lines (431), a Content-Length of at most 1 MiB (413); a GET
+    /// request line alone is longer, 501 when even its method is); also
+    /// the read buffer. Fixed limits besides: a request target of at most
+    /// 8192 bytes (414), at most 100 header lines (431), a Content-Length
+    /// of at most 1 MiB (413); a GET
     /// body is waited for (and discarded) only while it fits in this many
     /// bytes with its head, else answered without and the connection closed.
     #[arg(long, default_value_t = 8192)]

@@ -15,10 +15,11 @@
 //!   multishot accept, multishot receive into provided buffers, gathered
 //!   sends.
 //!
-//! HTTP/1.0 and 1.1, `GET` and `HEAD` (a request body read and
-//! discarded), persistent connections and
-//! pipelining, conditional and range requests, precompressed variants,
-//! `index.html` for directories (or a listing); small files from a bounded
+//! HTTP/1.0 and 1.1, `GET`, `HEAD` and `OPTIONS` (a request body read
+//! and discarded; what the RFCs call invalid refused), persistent
+//! connections and pipelining, conditional and range requests,
+//! precompressed variants, `index.html` for directories (or a listing);
+//! small files from a bounded
 //! in-memory cache revalidated by modification time, large ones with
 //! `sendfile`; nothing outside `--root` is ever served (every open is
 //! `openat2(RESOLVE_BENEATH)`, symlinks included).

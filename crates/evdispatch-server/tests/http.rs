@@ -427,6 +427,19 @@ fn protocol_errors() {
         (format!("GET / HTTP/1.1\r\nHost: t\r\nX-Big: {}\r\n\r\n", "b".repeat(9000)).into_bytes(), 431),
         (format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "u".repeat(9000)).into_bytes(), 414),
         (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03".to_vec(), 400),
+        // An empty Host, on either version (RFC 9110 §4.2.1, §7.2).
+        (b"GET / HTTP/1.1\r\nHost:\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.0\r\nHost: \r\n\r\n".to_vec(), 400),
+        // Bytes that are not a URI's, raw in the target (RFC 3986 §2).
+        ("GET /caf\u{e9}.html HTTP/1.1\r\nHost: t\r\n\r\n".into(), 400),
+        (b"GET /a|b HTTP/1.1\r\nHost: t\r\n\r\n".to_vec(), 400),
+        // Chunk-size lines the grammar does not have (RFC 9112 §7.1.1).
+        (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3 \r\nabc\r\n0\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;\r\nabc\r\n0\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;a@b\r\nabc\r\n0\r\n\r\n".to_vec(), 400),
+        (b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3;a=b \r\nabc\r\n0\r\n\r\n".to_vec(), 400),
+        // A method longer than the head: one not implemented, not a URI.
+        (format!("{} / HTTP/1.1\r\nHost: t\r\n\r\n", "M".repeat(9000)).into_bytes(), 501),
     ];
     for model in Model::all() {
         let Some(server) = start(model, &site.root, |_| {}) else {
@@ -561,7 +574,7 @@ fn refused_methods_keep_the_connection() {
         let mut c = Client::connect(server.local_addr());
         c.send(
             b"POST /six.txt HTTP/1.1\r\nHost: t\r\nContent-Length: 8\r\n\r\nGET /x\r\n\
-              OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n\
+              PUT * HTTP/1.1\r\nHost: t\r\n\r\n\
               DELETE /six.txt HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n\
               BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n",
         );
@@ -569,9 +582,8 @@ fn refused_methods_keep_the_connection() {
             let r = c.response(false).unwrap();
             assert_eq!(r.status, want, "{model}");
             assert_eq!(r.header("connection"), None, "{model}: {want}");
-            if want == 405 {
-                assert_eq!(r.header("allow"), Some("GET, HEAD"), "{model}");
-            }
+            let allow = (want == 405).then_some("GET, HEAD, OPTIONS");
+            assert_eq!(r.header("allow"), allow, "{model}: {want}");
         }
         assert_eq!(c.get("/six.txt").body.len(), 6144, "{model}");
         // HTTP/1.0 closes as it would after a 200.
@@ -582,6 +594,58 @@ fn refused_methods_keep_the_connection() {
         // The framing unknown: closed.
         let mut c = Client::connect(server.local_addr());
         c.send(b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n");
+        assert_eq!(c.response(false).unwrap().status, 400, "{model}");
+        assert!(c.closed(), "{model}");
+        server.stop().unwrap();
+    });
+}
+
+#[test]
+fn options_answers_the_methods_allowed() {
+    // RFC 9110 §9.3.7: 200, Allow, Content-Length: 0, for the server
+    // (`*`) and for a path a GET would find; a missing path is 404. The
+    // connection goes on; HEAD and GET of `*` are not served (400).
+    on_every_model(|model, site| {
+        let Some(server) = start(model, &site.root, |_| {}) else {
+            return;
+        };
+        let mut c = Client::connect(server.local_addr());
+        for (target, want) in [
+            ("*", 200),
+            ("/six.txt", 200),
+            ("/docs/", 200),
+            ("/docs", 200),
+            ("/", 200),
+            ("/six.txt?x=1", 200),
+            ("/nope.txt", 404),
+            ("/../secret.txt", 403),
+        ] {
+            c.send(format!("OPTIONS {target} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes());
+            let r = c.response(false).unwrap();
+            assert_eq!(r.status, want, "{model} {target}");
+            assert_eq!(r.header("connection"), None, "{model} {target}");
+            if want == 200 {
+                assert_eq!(r.header("allow"), Some("GET, HEAD, OPTIONS"), "{model}");
+                assert_eq!(r.header("content-length"), Some("0"), "{model}");
+                assert!(r.body.is_empty(), "{model}");
+            }
+        }
+        // A directory without an index, not listed: refused as a GET is.
+        c.send(b"OPTIONS /empty/ HTTP/1.1\r\nHost: t\r\n\r\n");
+        assert_eq!(c.response(false).unwrap().status, 403, "{model}");
+        assert_eq!(c.get("/six.txt").body.len(), 6144, "{model}");
+        // HTTP/1.0: answered, then closed.
+        let mut c = Client::connect(server.local_addr());
+        c.send(b"OPTIONS * HTTP/1.0\r\n\r\n");
+        let r = c.response(false).unwrap();
+        assert_eq!(
+            (r.status, r.header("allow")),
+            (200, Some("GET, HEAD, OPTIONS")),
+            "{model}"
+        );
+        assert!(c.closed(), "{model}");
+        let mut c = Client::connect(server.local_addr());
+        c.send(b"GET * HTTP/1.1\r\nHost: t\r\n\r\n");
         assert_eq!(c.response(false).unwrap().status, 400, "{model}");
         assert!(c.closed(), "{model}");
         server.stop().unwrap();

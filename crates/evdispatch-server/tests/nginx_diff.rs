@@ -147,6 +147,24 @@ const DELIBERATE: &[(&str, &str, &str)] = &[
         "RFC 9110 §15.5.4/§15.5.1: both refuse a path climbing out of the root; \
          we answer 403 (refused), nginx 400 (malformed)",
     ),
+    (
+        "options-file",
+        "status",
+        "RFC 9110 §9.3.7: OPTIONS of a file is answered 200 with Allow here; \
+         nginx's static module answers 405",
+    ),
+    (
+        "chunk-size-space",
+        "status",
+        "RFC 9112 §7.1.1: no whitespace between a chunk's size and its CRLF \
+         without an extension (400 and close here); nginx skips to the line's end",
+    ),
+    (
+        "target-raw-utf8",
+        "status",
+        "RFC 3986 §2, RFC 9112 §3.2: a raw non-ASCII byte is not a character of \
+         a URI, an invalid request line (400 here); nginx takes it (404)",
+    ),
 ];
 
 struct Case {
@@ -552,6 +570,17 @@ fn corpus(etag: &str, lm: &str) -> Vec<Case> {
             "/six.txt",
             &[("Transfer-Encoding", "gzip, chunked, identity")],
         ),
+        Case {
+            body: b"3 \r\nabc\r\n0\r\n\r\n",
+            ..case(
+                "chunk-size-space",
+                "GET",
+                "/six.txt",
+                &[("Transfer-Encoding", "chunked")],
+            )
+        },
+        case("options-file", "OPTIONS", "/six.txt", &[]),
+        case("target-raw-utf8", "GET", "/caf\u{e9}.txt", &[]),
     ]
 }
 

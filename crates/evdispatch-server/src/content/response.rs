@@ -41,6 +41,8 @@ use crate::semantics::target::normalize_target;
 pub use crate::content::out::{FileRef, OutBatch, Part};
 
 const SERVER: &[u8] = b"Server: evdispatch\r\n";
+/// The methods served, on every 405 and every answer to `OPTIONS`.
+const ALLOW: &[u8] = b"Allow: GET, HEAD, OPTIONS\r\n";
 
 /// The `Date` header line, formatted once per second.
 #[derive(Debug)]
@@ -260,8 +262,8 @@ impl Responder {
         out.responses += 1;
     }
 
-    /// Answer `req` into `out` (a method other than GET and HEAD with its
-    /// refusal). `closing`: the connection closes after this answer (the
+    /// Answer `req` into `out` (`OPTIONS` with the methods allowed, a
+    /// method not served with its refusal). `closing`: the connection closes after this answer (the
     /// server is stopping, or a body is left unread). Returns the status
     /// and whether the connection stays open.
     pub fn respond(
@@ -275,6 +277,10 @@ impl Responder {
             let keep = keep && !st.closes();
             self.error(st, out, keep, req.version, false);
             return (st, keep);
+        }
+        let options = req.method == Method::Options;
+        if options && req.target == b"*" {
+            return (self.options(out, keep, req.version), keep);
         }
         let found = match normalize_target(req.target, &mut self.path) {
             Ok(_) if self.site.dotfiles == Dotfiles::Deny && paths::hidden(&self.path) => {
@@ -295,6 +301,12 @@ impl Responder {
                 self.error(st, out, keep, req.version, head_only);
                 return (st, keep);
             }
+            // What a GET would send exists: the methods it allows.
+            Ok(Found::Directory(_)) if options && !self.site.listing => {
+                self.error(Status::Forbidden, out, keep, req.version, false);
+                Status::Forbidden
+            }
+            Ok(_) if options => self.options(out, keep, req.version),
             Ok(Found::Redirect) => self.redirect(req, out, keep, head_only),
             Ok(Found::Directory(dir)) if self.site.listing => {
                 let with_hidden = self.site.dotfiles == Dotfiles::Allow;
@@ -606,6 +618,15 @@ impl Responder {
         Status::Ok
     }
 
+    /// 200 to `OPTIONS`: `Allow` and no content (RFC 9110 §9.3.7).
+    fn options(&mut self, out: &mut OutBatch, keep: bool, version: Version) -> Status {
+        let start = self.start(out, Status::Ok);
+        out.head.extend_from_slice(ALLOW);
+        out.head.extend_from_slice(b"Content-Length: 0\r\n");
+        Self::finish(out, start, keep, version);
+        Status::Ok
+    }
+
     pub(crate) fn error(
         &mut self,
         st: Status,
@@ -616,7 +637,7 @@ impl Responder {
     ) {
         let start = self.start(out, st);
         if st == Status::MethodNotAllowed {
-            out.head.extend_from_slice(b"Allow: GET, HEAD\r\n");
+            out.head.extend_from_slice(ALLOW);
         }
         self.error_tail(st, out, start, keep, version, head_only);
     }

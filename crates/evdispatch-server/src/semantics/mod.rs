@@ -31,8 +31,17 @@
 //! body that does not fit the read buffer with its head, or one held back
 //! for `Expect: 100-continue` (answered without it and the connection
 //! closed here; read and discarded there, after a `100 Continue`; RFC 9110
-//! §9.3.1, §10.1.1, RFC 9112 §9.5); and `/%2e%2e/…` (403 here, 400 there;
-//! both refuse it).
+//! §9.3.1, §10.1.1, RFC 9112 §9.5); `/%2e%2e/…` (403 here, 400 there;
+//! both refuse it); `OPTIONS` of a file (200 with `Allow` here, 405
+//! there; RFC 9110 §9.3.7); a chunk-size line with whitespace after the
+//! size, a bare `;` or a name that is not a token (400 here, where nginx
+//! skips to the end of the line; RFC 9112 §7.1.1); and a raw byte that is
+//! not a URI's in the target, such as UTF-8 or `|` (400 here, taken
+//! there; RFC 9112 §3.2, RFC 3986 §2). Not in that corpus: a method
+//! longer than the head limit (501 here, 414 there: the method is not a
+//! URI; RFC 9110 §9.1). Where the RFCs are strict, so is
+//! [`request`]: an empty `Host` (400, as nginx), chunk extensions exactly
+//! as their grammar has them, the target's bytes those of a URI.
 
 pub mod conditional;
 pub mod encoding;

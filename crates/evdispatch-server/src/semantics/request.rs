@@ -1,23 +1,45 @@
 //! Request parsing: bytes in, a verdict out. A pure function (no I/O, no
 //! allocation), so fuzz targets can be built on it.
 //!
-//! Only what a static server needs is accepted: `GET` and `HEAD`; a body
-//! they carry is framed here ([`Framing`], [`Request::end`]) so that it can
-//! be skipped.
-//! Every shape a request-smuggling attack relies on (`Content-Length` together
-//! with `Transfer-Encoding`, a repeated or malformed `Content-Length`, a
-//! `Transfer-Encoding` other than `chunked` alone or on HTTP/1.0) is
-//! refused with 400 and
-//! the connection closed, so no two parsers on the path can disagree about
-//! where this request ends.
+//! Only what a static server needs is accepted: `GET`, `HEAD` and
+//! `OPTIONS`; a body they carry is framed here ([`Framing`],
+//! [`Request::end`]) so that it can be skipped. Every shape a
+//! request-smuggling attack relies on (`Content-Length` together with
+//! `Transfer-Encoding`, a repeated or malformed `Content-Length`, a
+//! `Transfer-Encoding` other than `chunked` alone or on HTTP/1.0, a
+//! chunk-size line the grammar does not have) is refused with 400 and the
+//! connection closed, so no two parsers on the path can disagree about
+//! where this request ends. Where RFC 9110 and RFC 9112 say a request is
+//! invalid, it is refused, even where nginx is lenient.
 //!
 //! # Methods and bodies (RFC 9110 §9, RFC 9112 §6)
 //!
-//! * **Methods.** `GET` and `HEAD` are served. The other methods RFC 9110
-//!   defines answer 405 with `Allow: GET, HEAD`, any other token 501
+//! * **Methods.** `GET` and `HEAD` are served, and `OPTIONS` (§9.3.7) is
+//!   answered 200 with `Allow: GET, HEAD, OPTIONS` and `Content-Length: 0`:
+//!   `OPTIONS *` (the server as a whole: the asterisk-form, §7.1, taken
+//!   with this method only; `GET *` is 400), and `OPTIONS /path` where a
+//!   `GET` of the path would find something to send (a file, a directory
+//!   listed or redirected to its slash); elsewhere it gets the status the
+//!   `GET` would (404 for a path that does not exist, 403, 400), as a
+//!   static server knows no more of a missing path than that it is
+//!   missing. The other methods RFC 9110 defines answer 405, always with
+//!   that `Allow`, any other token 501
 //!   (§9.1: methods are case-sensitive, `get` is unknown); both keep the
 //!   connection, as nginx does for 405, a body skipped as below (a request
-//!   whose framing is not known closes it, whatever its method).
+//!   whose framing is not known closes it, whatever its method). A method
+//!   longer than the head limit is still a method: 501 (400 once a byte
+//!   that is not a `tchar` arrives), never 414.
+//! * **Request target** (RFC 9112 §3.2, RFC 3986 §2). Only the characters
+//!   of a URI: a raw byte outside them (non-ASCII, a control, `"`, `<`,
+//!   `>`, `\`, `^`, `` ` ``, `{`, `|`, `}`) makes the request line
+//!   invalid: 400 and close (§3.2 allows a 400 or a redirect; a raw
+//!   non-ASCII name is never guessed at). Percent-encoded, every byte is
+//!   taken.
+//! * **Host** (RFC 9110 §7.2, RFC 9112 §3.2). HTTP/1.1 needs exactly one;
+//!   HTTP/1.0 may have none, or one. Present, it must be a valid
+//!   `uri-host [":" port]` on either version, which an empty value is not
+//!   (an `http` URI's host is never empty, RFC 9110 §4.2.1): 400, as nginx
+//!   answers an empty Host whatever the version.
 //! * **Request bodies** (RFC 9112 §6). A `GET` or `HEAD` with a body
 //!   (`Content-Length` or `Transfer-Encoding: chunked`, extensions and
 //!   trailers included) is answered as without one, as nginx does: the
@@ -39,6 +61,15 @@
 //!   `Content-Length` (the smuggling shape), or one in an HTTP/1.0
 //!   request (§6.1: 1.0 has no transfer codings, so its framing is
 //!   faulty; nginx answers 400 too) is 400; all of these close.
+//! * **Chunks** (RFC 9112 §7.1). A chunk-size line is hex digits, then
+//!   extensions exactly as §7.1.1's grammar has them, then CRLF:
+//!   `*( BWS ";" BWS name [ BWS "=" BWS value ] )`, a name a token, a
+//!   value a token or a quoted string. Whitespace is taken only where the
+//!   grammar has BWS (before and after `;`, around `=`), so `5 \r\n`,
+//!   `5;\r\n`, `5;a \r\n`, `5;a=\r\n` and a name that is not a token
+//!   are malformed: 400 and close, as is a bare CR or LF anywhere in the
+//!   body's framing or a malformed trailer line (lenient chunk parsing is
+//!   what request smuggling feeds on).
 //!
 //! # Lists over several lines
 //!
@@ -49,7 +80,8 @@
 //! # Limits
 //!
 //! A request head of at most `--max-header` bytes (default 8 KiB;
-//! more: 431, or 414 when the request line alone is longer), and, whatever
+//! more: 431, or 414 when the request line alone is longer, or 501 when
+//! even its method is), and, whatever
 //! that allows, a target of at most [`MAX_TARGET`] bytes (8 KiB, nginx's
 //! default line size; more: 414) and at most [`MAX_HEADERS`] header lines
 //! (100; more: 431); at most [`MAX_RANGES`](crate::MAX_RANGES) ranges
@@ -66,7 +98,7 @@ use crate::semantics::status::Status;
 pub const MAX_HEADERS: usize = 100;
 /// Largest `Content-Length` taken (larger: 413 and close), as nginx's
 /// default `client_max_body_size`. Bodies are read only to be discarded
-/// (GET and HEAD serve no body; other methods are refused); a body not
+/// (GET, HEAD and OPTIONS take no body; other methods are refused); a body not
 /// read at all is drained by the lingering close, which reads as much.
 pub const MAX_BODY: u64 = 1 << 20;
 /// Longest request target accepted (longer: 414), whatever `--max-header`
@@ -124,15 +156,17 @@ impl<'a> FieldLines<'a> {
     }
 }
 
-/// `GET` or `HEAD`, or another method, which is refused; its request is
-/// parsed all the same, so that its end is known and the connection can
-/// go on after the refusal, as nginx does.
+/// `GET`, `HEAD` or `OPTIONS`, or another method, which is refused; its
+/// request is parsed all the same, so that its end is known and the
+/// connection can go on after the refusal, as nginx does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
     /// `GET`: headers and body.
     Get,
     /// `HEAD`: the headers a `GET` would have had.
     Head,
+    /// `OPTIONS`: the methods allowed, in `Allow` (RFC 9110 §9.3.7).
+    Options,
     /// Any other method, answered with this status: 405 for the methods
     /// RFC 9110 defines, 501 for the rest (§9.1).
     Refused(Status),
@@ -268,8 +302,8 @@ enum Chunked {
 }
 
 /// The length of the chunked body at the start of `b` (RFC 9112 §7.1):
-/// chunks of a hex size (at most 16 digits), extensions after a `;`, the
-/// data and CRLF; the last chunk (size 0), trailer field lines and an empty
+/// chunks of a hex size (at most 16 digits), extensions exactly as the
+/// grammar has them ([`chunk_ext`]), the data and CRLF; the last chunk (size 0), trailer field lines and an empty
 /// line. Strict: lines end with CRLF, no bare CR or LF, no control bytes,
 /// so that no parser before this server can read another end into it. The
 /// verdict never depends on how the bytes were split.
@@ -296,9 +330,7 @@ fn chunked_length(b: &[u8]) -> Chunked {
             Ok(None) => return Chunked::Incomplete,
             Err(()) => return Chunked::Malformed,
         };
-        // Nothing, or extensions: `;` after optional whitespace.
-        let ext = b[at..ext].trim_ascii_start();
-        if !ext.is_empty() && ext[0] != b';' {
+        if !chunk_ext(&b[at..ext]) {
             return Chunked::Malformed;
         }
         at = next;
@@ -327,12 +359,79 @@ fn chunked_length(b: &[u8]) -> Chunked {
             return Chunked::Whole(next);
         }
         let name = line.split(|&c| c == b':').next().unwrap_or_default();
-        let tchar = |c: &u8| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(c);
         if name.is_empty() || name.len() == line.len() || !name.iter().all(tchar) {
             return Chunked::Malformed;
         }
         at = next;
     }
+}
+
+/// Whether `ext`, what follows a chunk's size up to its CRLF, is a
+/// `chunk-ext` of RFC 9112 §7.1.1, exactly:
+/// `*( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] )`, a name
+/// a token, a value a token or a quoted string (RFC 9110 §5.6.4: `qdtext`
+/// and `\`-pairs, obs-text included). So nothing (no extension) is valid;
+/// whitespace (BWS: spaces and tabs) may stand before each `;`, after it
+/// and around `=`, but not at the end of the line: `3 ` and `3;a ` are
+/// malformed, as are a bare `3;`, an empty name, `;a=` without a value and
+/// a name or value that is not a token.
+fn chunk_ext(mut ext: &[u8]) -> bool {
+    let bws = |s: &[u8]| -> usize { s.iter().take_while(|&&c| c == b' ' || c == b'\t').count() };
+    let token = |s: &[u8]| -> usize { s.iter().take_while(|c| tchar(c)).count() };
+    while !ext.is_empty() {
+        let Some(rest) = ext[bws(ext)..].strip_prefix(b";") else {
+            return false;
+        };
+        let rest = &rest[bws(rest)..];
+        let name = token(rest);
+        if name == 0 {
+            return false;
+        }
+        ext = &rest[name..];
+        let after = &ext[bws(ext)..];
+        if let Some(value) = after.strip_prefix(b"=") {
+            let value = &value[bws(value)..];
+            let len = match value.first() {
+                Some(b'"') => match quoted_string(value) {
+                    Some(len) => len,
+                    None => return false,
+                },
+                _ => token(value),
+            };
+            if len == 0 {
+                return false;
+            }
+            ext = &value[len..];
+        }
+    }
+    true
+}
+
+/// The length of the quoted string (RFC 9110 §5.6.4) at the start of `s`,
+/// which starts with `"`; `None` when it does not close or holds a byte
+/// it may not (a control other than tab, or a `\` before one).
+fn quoted_string(s: &[u8]) -> Option<usize> {
+    let text = |c: u8| c == b'\t' || c == b' ' || (0x21..=0x7e).contains(&c) || c >= 0x80;
+    let mut i = 1;
+    while let Some(&c) = s.get(i) {
+        match c {
+            b'"' => return Some(i + 1),
+            b'\\' => {
+                if !text(*s.get(i + 1)?) {
+                    return None;
+                }
+                i += 2;
+            }
+            c if text(c) => i += 1,
+            _ => return None,
+        }
+    }
+    None
+}
+
+/// A `tchar` of RFC 9110 §5.6.2, a byte of a token.
+fn tchar(c: &u8) -> bool {
+    c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(c)
 }
 
 /// The line of `b` from `from`: where its content ends and the next line
@@ -409,7 +508,8 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     let method = match req.method.unwrap_or("") {
         "GET" => Method::Get,
         "HEAD" => Method::Head,
-        "POST" | "PUT" | "DELETE" | "PATCH" | "OPTIONS" | "TRACE" | "CONNECT" => {
+        "OPTIONS" => Method::Options,
+        "POST" | "PUT" | "DELETE" | "PATCH" | "TRACE" | "CONNECT" => {
             Method::Refused(Status::MethodNotAllowed)
         }
         _ => Method::Refused(Status::NotImplemented),
@@ -417,6 +517,9 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     let target = req.path.unwrap_or("").as_bytes();
     if target.len() > MAX_TARGET {
         return Parsed::Reject(Status::UriTooLong);
+    }
+    if !target.iter().all(|&b| uri_char(b)) {
+        return Parsed::Reject(Status::BadRequest);
     }
 
     let mut content_length: Option<&[u8]> = None;
@@ -565,14 +668,34 @@ pub fn parse_request(buf: &[u8], max_header: usize) -> Parsed<'_> {
     })
 }
 
-/// A head beyond `max_header` bytes (`buf` holds at least that many): 414
-/// when even the request line does not end within the limit, else 431.
+/// A head beyond `max_header` bytes (`buf` holds at least that many): 431
+/// when the request line ends within the limit (empty lines before it
+/// skipped, RFC 9112 §2.2); when it does not, 501 if even the method does
+/// not end there (a token longer than any method served: httparse has
+/// already refused a method with a byte that is not a `tchar`, 400), else
+/// 414 (the target is what is too long).
 fn limit_status(buf: &[u8], max_header: usize) -> Status {
-    if buf[..max_header].contains(&b'\n') {
+    let head = &buf[..max_header];
+    let start = head.iter().position(|&b| b != b'\r' && b != b'\n');
+    let line = &head[start.unwrap_or(head.len())..];
+    if line.is_empty() || line.contains(&b'\n') {
         Status::HeaderFieldsTooLarge
+    } else if !line.contains(&b' ') {
+        Status::NotImplemented
     } else {
         Status::UriTooLong
     }
+}
+
+/// Whether `b` may appear in a request target: a character of a URI
+/// (RFC 3986 §2: unreserved, reserved and `%`). httparse passes every
+/// visible ASCII byte and every byte from 0x80 on; the rest are refused
+/// here (400, as RFC 9112 §3.2 allows for an invalid request line): raw
+/// non-ASCII bytes (UTF-8 must be percent-encoded), `"`, `<`, `>`, `\`,
+/// `^`, `` ` ``, `{`, `|`, `}`. A fragment (`#…`) is cut off by
+/// [`normalize_target`](crate::semantics::target::normalize_target).
+fn uri_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b)
 }
 
 /// RFC 9110 §2.5: a request of a later minor version of HTTP/1
@@ -650,9 +773,12 @@ fn version_error(buf: &[u8], max_header: usize) -> Parsed<'_> {
 /// A Host value as RFC 9112 §3.2 wants it: `uri-host [":" port]` (RFC 3986
 /// §3.2.2), that is a name of unreserved and sub-delim characters and
 /// %-escapes (an IPv4 address is one), or an IP literal in brackets, then
-/// digits after a colon. Empty is valid (a target without authority). A
-/// server must refuse anything else with 400: spaces, `/`, `\`, `@`,
-/// controls (nginx does too).
+/// digits after a colon. A server must refuse anything else with 400
+/// (RFC 9110 §7.2): spaces, `/`, `\`, `@`, controls (nginx does too), and
+/// an empty value or an empty name (`:80`): RFC 9112 §3.2 has a client
+/// send an empty Host only for a target URI without an authority, and an
+/// `http` or `https` URI always has one, with a host that may not be empty
+/// (RFC 9110 §4.2.1: a recipient MUST reject it).
 fn valid_host(v: &[u8]) -> bool {
     let (host, port) = match v.first() {
         Some(b'[') => match v.iter().position(|&b| b == b']') {
@@ -677,7 +803,7 @@ fn valid_host(v: &[u8]) -> bool {
         Some((b':', digits)) => digits.iter().all(u8::is_ascii_digit),
         Some(_) => false,
     };
-    host.iter().all(name) && port_ok
+    (!host.is_empty() || v.first() == Some(&b'[')) && host.iter().all(name) && port_ok
 }
 
 /// A non-negative decimal without sign, spaces or overflow.
@@ -870,7 +996,6 @@ mod tests {
             "[::1]:443",
             "xn--bcher-kva.example",
             "a_b~c%41:",
-            "",
         ] {
             assert!(valid_host(ok.as_bytes()), "{ok:?}");
         }
@@ -887,6 +1012,9 @@ mod tests {
             "h\tx",
             "h\u{7f}",
             "h\u{e9}",
+            "",
+            ":80",
+            ":",
         ] {
             assert!(!valid_host(bad.as_bytes()), "{bad:?}");
         }
@@ -1146,6 +1274,191 @@ mod tests {
                 RequestEnd::Malformed,
                 "{bad:?}"
             );
+        }
+    }
+
+    #[test]
+    fn an_empty_host_is_refused_on_both_versions() {
+        for req in [
+            "GET / HTTP/1.1\r\nHost:\r\n\r\n",
+            "GET / HTTP/1.1\r\nHost:  \r\n\r\n",
+            "GET / HTTP/1.1\r\nHost: :80\r\n\r\n",
+            "GET / HTTP/1.0\r\nHost:\r\n\r\n",
+            "GET http://a/ HTTP/1.1\r\nHost:\r\n\r\n",
+        ] {
+            assert_eq!(status(req), Status::BadRequest, "{req:?}");
+        }
+        // HTTP/1.0 may go without Host; HTTP/1.1 may not.
+        assert!(matches!(
+            parse("GET / HTTP/1.0\r\n\r\n"),
+            Parsed::Complete(_)
+        ));
+        assert!(matches!(
+            parse("GET / HTTP/1.1\r\nHost: [::1]:80\r\n\r\n"),
+            Parsed::Complete(_)
+        ));
+    }
+
+    #[test]
+    fn target_bytes_are_those_of_a_uri() {
+        let target = |t: &[u8]| {
+            let raw = [&b"GET "[..], t, b" HTTP/1.1\r\nHost: a\r\n\r\n"].concat();
+            match parse_request(&raw, 8192) {
+                Parsed::Complete(r) => Ok(r.target.len()),
+                Parsed::Reject(st) => Err(st),
+                Parsed::Partial => panic!("{t:?}: partial"),
+            }
+        };
+        let all = b"/AZaz09-._~:@!$&'()*+,;=%41/?q=/?#f[]";
+        assert_eq!(target(all), Ok(all.len()));
+        assert_eq!(target(b"*"), Ok(1));
+        for bad in [
+            &b"/\xc3\xa9.html"[..],
+            b"/\x80",
+            b"/\xff",
+            b"/a\"b",
+            b"/a<b",
+            b"/a>b",
+            b"/a\\b",
+            b"/a^b",
+            b"/a`b",
+            b"/a{b",
+            b"/a|b",
+            b"/a}b",
+            b"/a?q=\xe2\x82\xac",
+            b"/a?q={}",
+        ] {
+            assert_eq!(target(bad), Err(Status::BadRequest), "{bad:?}");
+        }
+        // Every byte from 0x80 on, and every ASCII byte not a URI's.
+        for b in 0x21..=0xffu8 {
+            let t = [b'/', b];
+            let want = b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(&b);
+            assert_eq!(target(&t).is_ok(), want, "{b:#x}");
+        }
+    }
+
+    #[test]
+    fn options_is_a_method_served() {
+        for (req, target) in [
+            ("OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n", &b"*"[..]),
+            ("OPTIONS /x HTTP/1.0\r\n\r\n", b"/x"),
+        ] {
+            match parse(req) {
+                Parsed::Complete(r) => assert_eq!((r.method, r.target), (Method::Options, target)),
+                other => panic!("{req:?}: {other:?}"),
+            }
+        }
+        assert_eq!(
+            parse("options * HTTP/1.1\r\nHost: a\r\n\r\n"),
+            parse("options * HTTP/1.1\r\nHost: a\r\n\r\n")
+        );
+        assert!(matches!(
+            parse("options * HTTP/1.1\r\nHost: a\r\n\r\n"),
+            Parsed::Complete(Request {
+                method: Method::Refused(Status::NotImplemented),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn a_long_method_is_not_a_long_target() {
+        // A method that does not end within the head limit: a token, so
+        // one not implemented (501), however split and whatever follows.
+        let method = "M".repeat(300);
+        for tail in ["", " / HTTP/1.1\r\nHost: a\r\n\r\n"] {
+            let raw = format!("{method}{tail}");
+            assert_eq!(
+                parse_request(raw.as_bytes(), 256),
+                Parsed::Reject(Status::NotImplemented)
+            );
+            let raw = format!("\r\n\r\n{raw}");
+            assert_eq!(
+                parse_request(raw.as_bytes(), 256),
+                Parsed::Reject(Status::NotImplemented)
+            );
+        }
+        for cut in 1..256 {
+            assert_eq!(
+                parse_request(&method.as_bytes()[..cut], 256),
+                Parsed::Partial
+            );
+        }
+        // Within the limit it is parsed whole, and refused as unknown.
+        let raw = format!("{method} / HTTP/1.1\r\nHost: a\r\n\r\n");
+        assert!(matches!(
+            parse(&raw),
+            Parsed::Complete(Request {
+                method: Method::Refused(Status::NotImplemented),
+                ..
+            })
+        ));
+        // Not a token: 400 at the first byte that is not one.
+        let raw = format!("{}\u{1}{}", &method[..100], &method[..300]);
+        assert_eq!(
+            parse_request(raw.as_bytes(), 256),
+            Parsed::Reject(Status::BadRequest)
+        );
+        let raw = format!("{}@{}", &method[..100], &method[..300]);
+        assert_eq!(
+            parse_request(raw.as_bytes(), 256),
+            Parsed::Reject(Status::BadRequest)
+        );
+        // The target too long: 414, as before; empty lines only: 431.
+        let raw = format!("GET /{method}");
+        assert_eq!(
+            parse_request(raw.as_bytes(), 256),
+            Parsed::Reject(Status::UriTooLong)
+        );
+        assert_eq!(
+            parse_request("\r\n".repeat(200).as_bytes(), 256),
+            Parsed::Reject(Status::HeaderFieldsTooLarge)
+        );
+    }
+
+    #[test]
+    fn chunk_extensions_follow_the_grammar() {
+        let te = "GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
+        let framed = |line: &str| end(&format!("{te}{line}\r\nabc\r\n0\r\n\r\n"), 8192);
+        for ok in [
+            "3",
+            "3;a",
+            "3;a=b",
+            "3 ;a",
+            "3\t;\ta",
+            "3 ; a = b ; c",
+            "3;a=\"\"",
+            "3;a=\"q \\\" \\\\ \t x\u{e9}\"",
+            "3;!#$%&'*+-.^_`|~=!#$%&'*+-.^_`|~",
+            "3;a;b=c;d=\"e\"",
+        ] {
+            assert!(matches!(framed(ok), RequestEnd::At(_)), "{ok:?}");
+        }
+        for bad in [
+            "3 ",
+            "3\t",
+            "3;",
+            "3 ;",
+            "3;a ",
+            "3;a=b ",
+            "3;a=",
+            "3;a= ",
+            "3;=b",
+            "3;;a",
+            "3;a;",
+            "3;a b",
+            "3;a=b c",
+            "3;a@b",
+            "3;a=b@c",
+            "3;a=\"x",
+            "3;a=\"x\"y",
+            "3;a=\"x\\",
+            "3;a=\"\u{1}\"",
+            "3;\"a\"",
+            "3 x",
+        ] {
+            assert_eq!(framed(bad), RequestEnd::Malformed, "{bad:?}");
         }
     }
 

@@ -56,8 +56,9 @@ statuses! {
     Forbidden = 403 "Forbidden" "403 forbidden\n";
     /// 404: no such file.
     NotFound = 404 "Not Found" "404 not found\n";
-    /// 405: a method other than GET and HEAD.
-    MethodNotAllowed = 405 "Method Not Allowed" "405 only GET and HEAD are served\n";
+    /// 405: a method RFC 9110 defines other than GET, HEAD and OPTIONS
+    /// (sent with `Allow`).
+    MethodNotAllowed = 405 "Method Not Allowed" "405 only GET, HEAD and OPTIONS are served\n";
     /// 408: the request (its head, or a body waited for) did not arrive
     /// in time.
     RequestTimeout = 408 "Request Timeout" "408 request not received in time\n";
@@ -73,7 +74,7 @@ statuses! {
     HeaderFieldsTooLarge = 431 "Request Header Fields Too Large" "431 request headers too large\n";
     /// 500: the file could not be read.
     InternalError = 500 "Internal Server Error" "500 the file could not be read\n";
-    /// 501: an unknown method.
+    /// 501: an unknown method (or one longer than the head limit).
     NotImplemented = 501 "Not Implemented" "501 method not implemented\n";
     /// 505: not HTTP/1.0 or HTTP/1.1.
     VersionNotSupported = 505 "HTTP Version Not Supported"

@@ -7,7 +7,11 @@
 //! `..` with nothing left to remove would climb out of the root: that
 //! refuses the request (403); a NUL byte, which no file name can hold, makes
 //! it malformed (400, as nginx). A backslash is an ordinary byte of a Linux
-//! file name (`/..\x` names the file `..\x`, as in nginx). Decoding happens
+//! file name (`/..%5Cx` names the file `..\x`, as in nginx; the request
+//! parser refuses a raw `\`, which is not a character of a URI, before the
+//! target gets here, and so every byte outside RFC 3986's set: this
+//! function takes any bytes). The asterisk-form `*` is no path (400 here:
+//! only `OPTIONS *` is answered, before this). Decoding happens
 //! exactly once, so a double-encoded `%252e%252e` becomes the literal name
 //! `%2e%2e`, never `..`. The result never starts with `/` and never climbs:
 //! the file layer then opens it beneath the root with
