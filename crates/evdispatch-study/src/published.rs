@@ -108,6 +108,8 @@ pub enum Unit {
     CountPerRun,
     /// A share: SIGIO overflows per signal dequeued.
     PerDequeue,
+    /// Requests (new connections) per second.
+    PerSecond,
 }
 
 impl Unit {
@@ -117,6 +119,7 @@ impl Unit {
             Unit::Us => " µs",
             Unit::Ms => " ms",
             Unit::Pct => "%",
+            Unit::PerSecond => " req/s",
             Unit::CountPerRun | Unit::PerDequeue => "",
         }
     }
@@ -149,6 +152,10 @@ pub enum Take {
     /// The point with the smallest value of this configuration key (the
     /// lowest load of a sweep).
     LowestOf(&'static str),
+    /// The knee of a sweep: the lowest value of this configuration key (the
+    /// offered rate) at which the metric (the reply rate) fell below 95% of
+    /// it.
+    Knee(&'static str),
 }
 
 /// Today's counterpart of a published number: what this study measures at
@@ -606,6 +613,58 @@ fn chandra() -> Vec<Published> {
             }],
         });
     }
+    // §4.1: CPU from the lowest load on, 6000 idle connections.
+    for (what, series, label) in [
+        (
+            "select (one accept per call)",
+            "select (accept one)",
+            "select (accept one)",
+        ),
+        ("multi-accept select", "select", "select (multi-accept)"),
+        ("/dev/poll", "epoll", "epoll"),
+    ] {
+        out.push(Published {
+            seed: "004",
+            source: "§4.1, Figs. 7(b) and 8(b)",
+            machine: CHANDRA_PIII,
+            what: format!("{what} server: CPU use at the lowest request rate"),
+            params: "6000 idle connections, 1-byte and 6 KB replies".into(),
+            value: Is::Exact(100.0),
+            unit: Unit::Pct,
+            claim: Some("rtsig-cpu-lower"),
+            headline: false,
+            now: vec![now(
+                label,
+                "throughput",
+                vec![("series", s(series)), ("idle", n(6000.0))],
+                "server_cpu_pct",
+                Take::LowestOf("rate"),
+            )],
+        });
+    }
+    // §4.2: where the RT-signal server saturated.
+    out.push(Published {
+        seed: "004",
+        source: "§4.2 (with Table 1)",
+        machine: CHANDRA_PIII,
+        what: "RT-signal server: request rate at which it saturated".into(),
+        params: "252 idle connections, 1-byte replies".into(),
+        value: Is::About(3200.0),
+        unit: Unit::PerSecond,
+        claim: Some("overflow-past-knee"),
+        headline: true,
+        now: vec![now(
+            "rtsig",
+            "throughput",
+            vec![
+                ("series", s("rtsig")),
+                ("idle", n(252.0)),
+                ("document", s("1b.txt")),
+            ],
+            "reply_rate",
+            Take::Knee("rate"),
+        )],
+    });
     // Table 1: sigwaitinfo calls and SIGIOs per request rate, 1-byte replies.
     let table: &[(f64, [(f64, f64); 7])] = &[
         (

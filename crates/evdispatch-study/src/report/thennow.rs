@@ -13,6 +13,7 @@ use super::figure::fmt_num;
 use super::summary::{anchor, str_of};
 use super::svg::esc;
 use crate::claims::rounds::{across, Across};
+use crate::claims::{generator_bound, KEEP};
 use crate::published::{self, Is, Now, Published, Take, Unit, Want};
 use crate::results::{Point, Results, ScenarioRecord};
 
@@ -81,6 +82,19 @@ fn median(v: &mut [f64]) -> Option<f64> {
 /// One value from the points matching `filter` in one round's record.
 fn one_value(rec: &ScenarioRecord, filter: &[(&str, Want)], now: &Now) -> Option<f64> {
     let mut pts = select(rec, filter);
+    if let Take::Knee(key) = now.take {
+        // A point the generator could not push is not the server's knee.
+        let mut xy: Vec<(f64, f64)> = pts
+            .iter()
+            .filter(|p| !generator_bound(p))
+            .filter_map(|p| Some((p.num(key)?, p.metric(now.metric)?)))
+            .collect();
+        xy.sort_by(|a, b| a.0.total_cmp(&b.0));
+        return xy
+            .iter()
+            .find(|(x, y)| *y < KEEP * x)
+            .map(|(x, _)| x * now.scale);
+    }
     if let Take::LowestOf(key) = now.take {
         let low = pts.iter().filter_map(|p| p.num(key)).reduce(f64::min)?;
         pts.retain(|p| p.num(key) == Some(low));
@@ -90,7 +104,7 @@ fn one_value(rec: &ScenarioRecord, filter: &[(&str, Want)], now: &Now) -> Option
         return None;
     }
     match now.take {
-        Take::Median | Take::LowestOf(_) => median(&mut vals),
+        Take::Median | Take::LowestOf(_) | Take::Knee(_) => median(&mut vals),
         Take::Max => vals.into_iter().reduce(f64::max),
         Take::Mean => Some(vals.iter().sum::<f64>() / vals.len() as f64),
     }
@@ -183,10 +197,26 @@ fn why_none(rec: &ScenarioRecord, filter: &[(&str, Want)], now: &Now) -> String 
                 rec.id,
                 has_text(&pts, key, want)
             );
-            if let Want::Str(s) = want {
-                if let Some(skip) = rec.skipped.iter().find(|k| k.what.contains(s)) {
-                    let _ = write!(why, "; {}: {}", skip.what, skip.why);
-                }
+            // A skip of the scenario naming the series (and the missing
+            // value) says why the run has no such point.
+            let mut names: Vec<String> = filter
+                .iter()
+                .filter_map(|(k, w)| match w {
+                    Want::Str(s) if *k == "series" => Some(s.to_string()),
+                    _ => None,
+                })
+                .collect();
+            match want {
+                Want::Num(x) => names.push(format!("{x}")),
+                Want::Str(s) => names.push(s.to_string()),
+                _ => {}
+            }
+            if let Some(skip) = rec
+                .skipped
+                .iter()
+                .find(|k| names.iter().all(|n| k.what.contains(n.as_str())))
+            {
+                let _ = write!(why, "; {}: {}", skip.what, skip.why);
             }
             return why;
         }
@@ -230,6 +260,22 @@ pub fn lookup(now: &Now, records: &[ScenarioRecord]) -> Today {
     match across(&vals) {
         Some(a) => Today::Measured(a),
         None => {
+            if let Take::Knee(key) = now.take {
+                let top = select(rec, &now.filter)
+                    .iter()
+                    .filter(|p| p.metric(now.metric).is_some())
+                    .filter_map(|p| p.num(key))
+                    .reduce(f64::max);
+                if let Some(top) = top {
+                    return Today::NotMeasured(format!(
+                        "{} kept up (answered ≥ {:.0}% of the offered rate) at every {key} up to {} in {}: its knee was not reached",
+                        now.label,
+                        KEEP * 100.0,
+                        fmt_num(top),
+                        rec.id
+                    ));
+                }
+            }
             let mut why = why_none(rec, &now.filter, now);
             if select(rec, &now.filter)
                 .iter()
@@ -271,6 +317,9 @@ fn sig3(v: f64) -> String {
     }
     let digits = (2 - v.abs().log10().floor() as i32).max(0) as usize;
     format!("{v:.digits$}")
+        .trim_end_matches('0')
+        .trim_end_matches('.')
+        .to_string()
 }
 
 /// A published number as printed: `≈ 6.67%`, `> 120 ms`, `1–3 ms`.
@@ -342,9 +391,9 @@ pub fn ratio_text(row: &Row<'_>) -> String {
     if a.median < 0.0 {
         return "– (opposite sign)".into();
     }
-    // Below 1 as a fraction, which reads better than ×0.000.
+    // Below a tenth as a fraction, which reads better than ×0.000.
     let r = |d: f64| match a.median / d {
-        x if x == 0.0 || x >= 1.0 => format!("×{}", fmt_num(x)),
+        x if x == 0.0 || x >= 0.1 => format!("×{}", fmt_num(x)),
         x => format!("×1/{}", fmt_num(1.0 / x)),
     };
     if lo == hi {
@@ -551,7 +600,7 @@ mod tests {
         assert_eq!(rows[0].verdict.as_deref(), Some("holds"));
         assert_eq!(today_text(&rows[0]), "1450 µs [1400 – 1500, 3 rounds]");
         // 1450 / 11,333.
-        assert_eq!(ratio_text(&rows[0]), "×1/7.82");
+        assert_eq!(ratio_text(&rows[0]), "×0.128");
         assert!(html(&res).contains("1450 µs [1400 – 1500, 3 rounds]"));
     }
 
@@ -576,6 +625,30 @@ mod tests {
                 assert!(why.contains("fds = 30k"), "{why}");
                 assert!(why.contains("fds = 100, 10k"), "{why}");
             }
+            t => panic!("{t:?}"),
+        }
+        // A skip that names the series and the value is quoted.
+        let mut skipped = rec(
+            "throughput",
+            vec![pt(
+                "select (accept one)",
+                json!({"idle": 252, "rate": 500}),
+                json!({"server_cpu_pct": 50.0}),
+            )],
+        );
+        skipped.skipped.push(crate::results::Skip {
+            what: "select (accept one), 6000 idle".into(),
+            why: "select watches descriptors below 1024 only".into(),
+        });
+        let cpu = all
+            .iter()
+            .find(|p| p.what.starts_with("select (one accept"))
+            .unwrap();
+        match lookup(&cpu.now[0], &[skipped]) {
+            Today::NotMeasured(why) => assert!(
+                why.contains("idle = 252") && why.ends_with("below 1024 only"),
+                "{why}"
+            ),
             t => panic!("{t:?}"),
         }
         // No record of the scenario at all.
@@ -665,6 +738,38 @@ mod tests {
                 json!({"server_cpu_pct": cpu}),
             )
         };
+        assert_eq!(
+            (sig3(0.000813), sig3(-0.003), sig3(0.25)),
+            ("0.000813".into(), "-0.003".into(), "0.250".into())
+        );
+        // The knee: the lowest offered rate answered below 95%; none when
+        // the server kept up everywhere.
+        let knee = all.iter().find(|p| p.what.contains("saturated")).unwrap();
+        let k = |rate: u32, replies: f64| {
+            pt(
+                "rtsig",
+                json!({"idle": 252, "document": "1b.txt", "rate": rate}),
+                json!({"reply_rate": replies}),
+            )
+        };
+        let past = rec(
+            "throughput",
+            vec![k(3000, 3000.0), k(6000, 5000.0), k(9000, 5100.0)],
+        );
+        assert_eq!(
+            lookup(&knee.now[0], &[past]),
+            Today::Measured(across(&[6000.0]).unwrap())
+        );
+        let kept = rec("throughput", vec![k(3000, 3000.0), k(10000, 9990.0)]);
+        match lookup(&knee.now[0], &[kept]) {
+            Today::NotMeasured(why) => {
+                assert!(
+                    why.contains("up to 10k") && why.contains("knee was not reached"),
+                    "{why}"
+                )
+            }
+            t => panic!("{t:?}"),
+        }
         // 10,000 connections lie outside the seed's 250–3000: left out.
         let r = rec("overhead", vec![o(250, 2.0), o(1000, 4.0), o(10000, 40.0)]);
         assert_eq!(
