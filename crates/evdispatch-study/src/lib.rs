@@ -556,20 +556,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         t_start.elapsed().as_secs_f64(),
         ran
     );
-    let count = |w: &str| {
-        res.claims
-            .iter()
-            .filter(|c| c["verdict"] == json!(w))
-            .count()
-    };
-    eprintln!(
-        "claims: {} hold, {} partly, {} fail, {} undecided, {} not measured",
-        count("holds"),
-        count("partly"),
-        count("fails"),
-        count("undecided"),
-        count("not measured")
-    );
+    eprintln!("{}", report::verdict_counts(&res));
     println!("{}", out.join("index.html").display());
     Ok(())
 }

@@ -109,7 +109,9 @@ pub fn verdict_tally(claims: &[Value]) -> Vec<(String, usize)> {
         .collect()
 }
 
-fn verdict_counts(res: &Results) -> String {
+/// The verdicts of a run counted, every verdict word it has:
+/// `43 claims: 21 hold, 3 partly, 2 fail, 6 undecided, 11 not measured`.
+pub fn verdict_counts(res: &Results) -> String {
     let counts: Vec<String> = verdict_tally(&res.claims)
         .into_iter()
         .map(|(w, n)| match w.as_str() {
@@ -591,6 +593,44 @@ mod tests {
     use crate::spec::Profile;
     use serde_json::json;
 
+    /// Every verdict word is counted, one unknown to the report among them,
+    /// and `undecided` only when some claim is.
+    #[test]
+    fn verdicts_are_counted_whatever_their_word() {
+        let claims: Vec<Value> = ["holds", "not reached", "holds", "fails", "not reached"]
+            .iter()
+            .map(|v| json!({"id": "x", "verdict": v}))
+            .collect();
+        let tally = verdict_tally(&claims);
+        assert_eq!(
+            tally,
+            [
+                ("holds", 2),
+                ("partly", 0),
+                ("fails", 1),
+                ("not measured", 0),
+                ("not reached", 2)
+            ]
+            .map(|(w, n)| (w.to_string(), n))
+        );
+    }
+
+    /// A reason splits into its sentences, not inside brackets, and at the
+    /// bar between rounds.
+    #[test]
+    fn reasons_split_into_sentences() {
+        assert_eq!(
+            sentences("holds in all 3 rounds. Intervals: the range (five rounds. Give 90%). Round 1: x ×1.5. Kegel saw ×493 | round 2 (fails): y."),
+            [
+                "holds in all 3 rounds.",
+                "Intervals: the range (five rounds. Give 90%).",
+                "Round 1: x ×1.5.",
+                "Kegel saw ×493",
+                "round 2 (fails): y.",
+            ]
+        );
+    }
+
     /// Every figure function finds the points its scenario's plan produces:
     /// synthetic metrics on each planned job's configuration (never
     /// reported; this checks the plumbing from plan to chart).
@@ -735,6 +775,12 @@ mod tests {
         assert!(!page.contains("NaN"));
         let md = markdown(&res);
         assert!(md.contains("## 8. "));
+        // summary.md: one screen, the verdicts counted, then the headline
+        // numbers beside today's.
+        let short = summary_markdown(&res);
+        assert!(short.lines().count() <= 40, "{short}");
+        assert!(short.contains("## Then beside now") && short.contains("| 001 results table"));
+        assert!(page.contains("id=\"then-vs-now\""));
         let _ = std::fs::write(std::env::temp_dir().join("evd-synthetic-report.html"), page);
     }
 }
