@@ -315,7 +315,7 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
 }
 
 /// Assemble and write `results.json`, a CSV per scenario beside it
-/// (`ID.csv`), `index.html` and `summary.md` from every saved scenario
+/// (`ID.csv`), `index.html`, `summary.md` and `report.md` from every saved scenario
 /// record in `out`.
 fn write_report(
     out: &Path,

@@ -1,9 +1,9 @@
-//! The report's opening summary, one screen long: what holds today, what
+//! The opening summary of index.html and report.md: what holds today, what
 //! changed since the papers (the claims that fail today), what holds only
 //! in part, and what is undecided or not measured on this machine, with
 //! the reason each of those claims carries. Computed from the claims'
 //! verdicts in `results.json` alone; rendered for `index.html` and for
-//! `summary.md` from the same [`Summary`].
+//! `report.md` from the same [`Summary`].
 
 use std::fmt::Write as _;
 
@@ -185,7 +185,7 @@ impl<'a> Summary<'a> {
         self.render(Markup::Html)
     }
 
-    /// The summary as the opening section of `summary.md`.
+    /// The summary as the opening section of `report.md`.
     pub fn markdown(&self) -> String {
         self.render(Markup::Markdown)
     }
@@ -334,7 +334,7 @@ impl<'a> Summary<'a> {
 }
 
 /// How the summary is written: HTML for `index.html` (escaped, claims
-/// linked to their rows), Markdown for `summary.md`.
+/// linked to their rows), Markdown for `report.md`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Markup {
     Html,
