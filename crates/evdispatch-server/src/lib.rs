@@ -40,7 +40,8 @@
 //!   [`Status`].
 //!
 //! Beside them, at the root: [`ServerConfig`] and [`Model`] (`config.rs`,
-//! read by the models), [`Server`] (`server.rs`: listeners, workers, stop,
+//! read by the models), [`TlsConfig`] (`tls.rs`: the certificate and key
+//! of HTTPS, checked at start-up), [`Server`] (`server.rs`: listeners, workers, stop,
 //! stats), [`ServeArgs`] and [`run`] (`cli.rs`), and [`cmdline::ServeCommand`],
 //! the typed command line other crates start a server with; `sys.rs`, the
 //! ground floor, holds the system calls and every `unsafe` outside io_uring.
@@ -69,11 +70,14 @@ pub mod models;
 pub mod semantics;
 mod server;
 mod sys;
+mod tls;
 
 pub use cli::{connection_budget, run, ServeArgs};
 pub use config::{AcceptMode, ListenerMode, Model, ServerConfig};
 pub use conn::exchange::{Answered, MAX_BATCH};
-pub use conn::stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
+pub use conn::stats::{
+    Counters, ServerReport, TlsCounters, TurnWork, Turns, WorkerReport, TURN_BUCKETS,
+};
 pub use conn::timer::TimerWheel;
 pub use content::access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer};
 pub use content::files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
@@ -89,3 +93,4 @@ pub use semantics::request::{
 pub use semantics::status::Status;
 pub use semantics::target::normalize_target;
 pub use server::Server;
+pub use tls::{TlsConfig, SESSION_CACHE};
