@@ -198,7 +198,7 @@ fn pipelined_requests_beyond_the_read_buffer_are_all_answered() {
         };
         let mut c = https(server.local_addr(), &client);
         let req = b"GET /index.html HTTP/1.1\r\nHost: t\r\nUser-Agent: a pipelining test\r\n\r\n";
-        let n = 12_000 / req.len();
+        let n = 40_000 / req.len();
         c.send(&req.repeat(n));
         c.s.flush().unwrap();
         for i in 0..n {
@@ -246,6 +246,97 @@ fn a_silent_client_is_closed_at_the_handshake_deadline() {
             });
         }
     });
+}
+
+/// The bytes of a ClientHello `cfg` would send.
+fn client_hello(cfg: &Arc<ClientConfig>) -> Vec<u8> {
+    let name = ServerName::try_from("localhost").unwrap();
+    let mut conn = ClientConnection::new(cfg.clone(), name).unwrap();
+    let mut hello = Vec::new();
+    conn.write_tls(&mut hello).unwrap();
+    hello
+}
+
+/// A ClientHello sent a byte at a time, slower than the deadline allows:
+/// the connection is closed at the deadline however the bytes trickle in,
+/// on every model (the thread pool reads on inside one TLS read: it too
+/// must look at the clock).
+#[test]
+fn a_handshake_sent_a_byte_at_a_time_is_closed_at_the_deadline() {
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let hello = client_hello(&pki.client13());
+    std::thread::scope(|scope| {
+        for model in MODELS {
+            let (site, pki, hello) = (&site, &pki, &hello);
+            scope.spawn(move || {
+                let timeout = Duration::from_millis(500);
+                let Some(server) = start_tls(model, site, pki, |cfg| cfg.header_timeout = timeout)
+                else {
+                    return;
+                };
+                let mut s = TcpStream::connect(server.local_addr()).unwrap();
+                s.set_nodelay(true).unwrap();
+                let t0 = Instant::now();
+                let mut closed_at = None;
+                for &b in hello.iter() {
+                    if s.write_all(&[b]).is_err() {
+                        closed_at = Some(t0.elapsed());
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(20));
+                    if t0.elapsed() > Duration::from_secs(4) {
+                        break;
+                    }
+                }
+                // The server closed: the writes fail (a reset answers the
+                // first one after the close), or the read sees the end.
+                let waited = closed_at.unwrap_or_else(|| {
+                    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+                    let _ = s.read(&mut [0u8; 16]);
+                    t0.elapsed()
+                });
+                assert!(
+                    waited >= timeout && waited < Duration::from_secs(2),
+                    "{model}: closed after {waited:?} ({} bytes of hello)",
+                    hello.len()
+                );
+                let t = stop(server);
+                assert_eq!(t.tls.failed_timeout, 1, "{model}: {:?}", t.tls);
+            });
+        }
+    });
+}
+
+/// A handshake record that holds no ClientHello is answered with an alert
+/// and counted as a protocol error.
+#[test]
+fn a_malformed_client_hello_gets_an_alert_and_is_counted() {
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let mut garbage = client_hello(&pki.client13());
+    // Keep the record and handshake headers, spoil what follows.
+    for b in &mut garbage[9..] {
+        *b = 0xee;
+    }
+    for model in MODELS {
+        let Some(server) = start_tls(model, &site, &pki, |_| {}) else {
+            continue;
+        };
+        let mut s = TcpStream::connect(server.local_addr()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s.write_all(&garbage).unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        assert_eq!(
+            got.first(),
+            Some(&0x15),
+            "{model}: no alert record: {got:?}"
+        );
+        let t = stop(server);
+        assert_eq!(t.tls.failed_protocol, 1, "{model}: {:?}", t.tls);
+        assert_eq!(t.tls.full, 0, "{model}");
+    }
 }
 
 /// Plaintext HTTP to the HTTPS port gets nginx's 400 in plaintext, and is

@@ -43,7 +43,7 @@
 use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::RawFd;
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use rustls::server::ServerConnection;
 
@@ -72,6 +72,9 @@ pub struct Tls {
     /// The connection failed (an alert was sent or received): nothing more
     /// is written in TLS.
     failed: bool,
+    /// On a blocking socket, when a read gives up (see
+    /// [`Tls::set_deadline`]).
+    deadline: Option<Instant>,
 }
 
 impl std::fmt::Debug for Tls {
@@ -173,7 +176,16 @@ impl Tls {
             first: None,
             established: false,
             failed: false,
+            deadline: None,
         }))
+    }
+
+    /// On a blocking socket: [`Tls::recv`] fails with `TimedOut` once
+    /// `deadline` has passed, even while bytes keep arriving (a handshake
+    /// or a record sent a byte at a time reads on inside one call, where
+    /// the caller's deadline would not be looked at).
+    pub fn set_deadline(&mut self, deadline: Instant) {
+        self.deadline = Some(deadline);
     }
 
     /// Encrypted bytes wait for the socket.
@@ -225,6 +237,9 @@ impl Tls {
                 }
             }
             self.write_pending(fd)?;
+            if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(io::ErrorKind::TimedOut.into());
+            }
         }
     }
 

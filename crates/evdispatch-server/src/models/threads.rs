@@ -277,6 +277,9 @@ fn serve(
                     end -= start;
                     start = 0;
                 }
+                if let Some(t) = io.tls.as_deref_mut() {
+                    t.set_deadline(Instant::now() + want);
+                }
                 transport::recv(io.tls, fd, &mut buf[end..], counters)
             }
             None => Err(io::ErrorKind::TimedOut.into()),
