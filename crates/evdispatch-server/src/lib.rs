@@ -15,12 +15,14 @@
 //!   multishot accept, multishot receive into provided buffers, gathered
 //!   sends.
 //!
-//! HTTP/1.0 and 1.1, `GET` and `HEAD` (a request body read and
-//! discarded), persistent connections and
+//! HTTP/1.0 and 1.1, over TCP or over TLS 1.3 and 1.2 (`--tls-cert`,
+//! `--tls-key`: [`TlsConfig`], rustls; readiness and threads models), `GET`
+//! and `HEAD` (a request body read and discarded), persistent connections and
 //! pipelining, conditional and range requests, precompressed variants,
 //! `index.html` for directories (or a listing); small files from a bounded
 //! in-memory cache revalidated by modification time, large ones with
-//! `sendfile`; nothing outside `--root` is ever served (every open is
+//! `sendfile` (over TLS, encrypted from the page cache a bounded chunk at a
+//! time: [`conn::transport`]); nothing outside `--root` is ever served (every open is
 //! `openat2(RESOLVE_BENEATH)`, symlinks included).
 //!
 //! # Layers

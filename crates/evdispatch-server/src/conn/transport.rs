@@ -119,7 +119,7 @@ impl Write for SockWrite {
     }
 }
 
-/// Read from a connection: [`sys::recv`], or [`Tls::recv`] over TLS.
+/// Read from a connection: `recv(2)`, or [`Tls::recv`] over TLS.
 #[inline]
 pub fn recv(
     tls: &mut Option<Box<Tls>>,
