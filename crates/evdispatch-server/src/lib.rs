@@ -16,7 +16,7 @@
 //!   sends.
 //!
 //! HTTP/1.0 and 1.1, over TCP or over TLS 1.3 and 1.2 (`--tls-cert`,
-//! `--tls-key`: [`TlsConfig`], rustls; readiness and threads models), `GET`
+//! `--tls-key`: [`TlsConfig`], rustls; every model), `GET`
 //! and `HEAD` (a request body read and discarded), persistent connections and
 //! pipelining, conditional and range requests, precompressed variants,
 //! `index.html` for directories (or a listing); small files from a bounded

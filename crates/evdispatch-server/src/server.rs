@@ -57,13 +57,6 @@ impl Server {
                 "--max-header must be at least 256 bytes",
             ));
         }
-        if cfg.tls.is_some() && cfg.model == Model::UringCompletion {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "HTTPS (--tls-cert) is not available with uring-completion yet: \
-                 use a readiness mechanism (epoll, poll, select, …) or threads",
-            ));
-        }
         let cfg = Arc::new(cfg);
         let stop = Arc::new(AtomicBool::new(false));
         let per_worker_cache = CacheLimits {

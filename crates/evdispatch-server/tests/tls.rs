@@ -19,8 +19,16 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
 
 /// The models HTTPS is tested on: epoll (level-triggered), epoll-et
-/// (edge-triggered), select, an RT-signal mechanism, the thread pool.
-const MODELS: [&str; 5] = ["epoll", "epoll-et", "select", "rtsig", "threads"];
+/// (edge-triggered), select, an RT-signal mechanism, the thread pool and
+/// io_uring completions.
+const MODELS: [&str; 6] = [
+    "epoll",
+    "epoll-et",
+    "select",
+    "rtsig",
+    "threads",
+    "uring-completion",
+];
 
 /// A CA, a server certificate it signed for `localhost` and 127.0.0.1
 /// (written as the PEM chain and key the server reads), and clients that
@@ -376,7 +384,7 @@ fn plaintext_http_to_the_https_port_is_answered_400_and_counted() {
 fn resumed_handshakes_are_counted() {
     let site = site();
     let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
-    for model in ["epoll", "threads"] {
+    for model in ["epoll", "threads", "uring-completion"] {
         for versions in [
             &[&rustls::version::TLS13][..],
             &[&rustls::version::TLS12][..],
@@ -411,7 +419,7 @@ fn an_untrusting_client_is_counted_as_an_alert() {
     let site = site();
     let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
     let other = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
-    for model in ["epoll", "threads"] {
+    for model in ["epoll", "threads", "uring-completion"] {
         let Some(server) = start_tls(model, &site, &pki, |_| {}) else {
             continue;
         };
@@ -469,18 +477,6 @@ fn other_key_types_and_tls12() {
     }
 }
 
-/// The uring-completion model refuses HTTPS rather than serve plaintext.
-#[test]
-fn uring_completion_refuses_https() {
-    let site = site();
-    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
-    let mut cfg = ServerConfig::new(&site.root, Model::UringCompletion);
-    cfg.tls = Some(pki.config());
-    let e = Server::start(cfg).unwrap_err();
-    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-    assert!(e.to_string().contains("uring-completion"), "{e}");
-}
-
 fn vm_rss_kib(pid: u32) -> u64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = s.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
@@ -503,7 +499,7 @@ fn a_slow_reader_of_a_large_file_holds_bounded_memory() {
             f.write_all(&block).unwrap();
         }
     }
-    for model in ["epoll", "threads"] {
+    for model in ["epoll", "threads", "uring-completion"] {
         let cmd = ServeCommand {
             tls_cert: Some(pki.cert()),
             tls_key: Some(pki.key()),

@@ -19,6 +19,9 @@
 //! whatever the socket does not take now stays queued in rustls until the
 //! next [`send`] ([`Tls::wants_write`] tells).
 //!
+//! The io_uring completion model receives through the ring instead: it
+//! hands the ciphertext it got to [`Tls::feed`].
+//!
 //! # Writing
 //!
 //! [`Tls::send`] encrypts the batch's memory parts straight from where
@@ -180,6 +183,12 @@ impl Tls {
         }))
     }
 
+    /// The transport of a connection just accepted: TLS with `config`
+    /// (HTTPS), or none.
+    pub fn accept(config: Option<&Arc<rustls::ServerConfig>>) -> io::Result<Option<Box<Tls>>> {
+        config.map(Tls::new).transpose()
+    }
+
     /// On a blocking socket: [`Tls::recv`] fails with `TimedOut` once
     /// `deadline` has passed, even while bytes keep arriving (a handshake
     /// or a record sent a byte at a time reads on inside one call, where
@@ -229,13 +238,7 @@ impl Tls {
             if let Err(err) = self.conn.process_new_packets() {
                 return Err(self.fail(err, fd, counters));
             }
-            if !self.established && !self.conn.is_handshaking() {
-                self.established = true;
-                match self.conn.handshake_kind() {
-                    Some(rustls::HandshakeKind::Resumed) => counters.tls.resumed += 1,
-                    _ => counters.tls.full += 1,
-                }
-            }
+            self.note_established(counters);
             self.write_pending(fd)?;
             if self.deadline.is_some_and(|d| Instant::now() >= d) {
                 return Err(io::ErrorKind::TimedOut.into());
@@ -243,9 +246,52 @@ impl Tls {
         }
     }
 
+    /// Ciphertext the kernel has already received (`data`, the
+    /// io_uring completion model's receive) into the connection, the
+    /// decrypted bytes appended to `plain`. The records this calls for
+    /// (handshake replies, tickets) stay queued for the next
+    /// [`Tls::send`] ([`Tls::wants_write`]). `InvalidData`: the connection
+    /// failed (counted and answered).
+    pub fn feed(
+        &mut self,
+        mut data: &[u8],
+        fd: RawFd,
+        plain: &mut Vec<u8>,
+        counters: &mut Counters,
+    ) -> io::Result<()> {
+        if self.first.is_none() {
+            self.first = data.first().copied();
+        }
+        while !data.is_empty() {
+            if self.conn.read_tls(&mut data)? == 0 {
+                break;
+            }
+            if let Err(err) = self.conn.process_new_packets() {
+                return Err(self.fail(err, fd, counters));
+            }
+            self.note_established(counters);
+            // All of it (the input grows as needed): nothing decrypted is
+            // left behind in rustls. WouldBlock ends it; what was read is
+            // appended whatever the error.
+            let _ = self.conn.reader().read_to_end(plain);
+        }
+        Ok(())
+    }
+
+    /// Count the handshake once it has completed, full or resumed.
+    fn note_established(&mut self, counters: &mut Counters) {
+        if !self.established && !self.conn.is_handshaking() {
+            self.established = true;
+            match self.conn.handshake_kind() {
+                Some(rustls::HandshakeKind::Resumed) => counters.tls.resumed += 1,
+                _ => counters.tls.full += 1,
+            }
+        }
+    }
+
     /// The end of the client's input; counted as a failed handshake when
     /// the handshake was not complete. Returns 0.
-    fn eof(&mut self, counters: &mut Counters) -> usize {
+    pub fn eof(&mut self, counters: &mut Counters) -> usize {
         if self.conn.is_handshaking() {
             counters.tls.failed_closed += 1;
         }

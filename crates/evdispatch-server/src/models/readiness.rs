@@ -375,16 +375,10 @@ impl Worker {
                 self.conns.len() - 1
             }
         };
-        let tls = match &self.cfg.tls {
-            None => None,
-            Some(t) => match Tls::new(&t.server) {
-                Ok(tls) => Some(tls),
-                Err(_) => {
-                    self.counters.closed += 1;
-                    self.free.push(idx as u32);
-                    return;
-                }
-            },
+        let Ok(tls) = Tls::accept(self.cfg.tls.as_ref().map(|t| &t.server)) else {
+            self.counters.closed += 1;
+            self.free.push(idx as u32);
+            return;
         };
         self.conns[idx] = Conn {
             sock: Some(fd),

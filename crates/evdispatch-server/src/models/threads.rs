@@ -178,10 +178,7 @@ fn pool_thread(
         };
         *crate::sys::lock(&active[me]) = fd.as_raw_fd();
         let stream = TcpStream::from(fd);
-        let tls = match &cfg.tls {
-            None => Ok(None),
-            Some(t) => Tls::new(&t.server).map(Some),
-        };
+        let tls = Tls::accept(cfg.tls.as_ref().map(|t| &t.server));
         if let (false, Ok(mut tls)) = (stop.load(Ordering::Acquire), tls) {
             let mut io = Io {
                 stream: &stream,
