@@ -40,11 +40,15 @@ struct Pki {
 
 impl Pki {
     fn new(alg: &'static rcgen::SignatureAlgorithm) -> Pki {
+        Pki::with_key(KeyPair::generate_for(alg).unwrap())
+    }
+
+    /// The server certificate for `key`.
+    fn with_key(key: KeyPair) -> Pki {
         let dir = tempfile::tempdir().unwrap();
         let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-        let key = KeyPair::generate_for(alg).unwrap();
         let leaf = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])
             .unwrap()
             .signed_by(&key, &ca)
@@ -405,9 +409,15 @@ fn resumed_handshakes_are_counted() {
                 "{model} {versions:?}"
             );
             drop(c);
-            let t = stop(server);
+            let report = server.stop().unwrap();
+            let t = report.totals();
             assert_eq!(t.tls.full, 1, "{model} {versions:?}: {:?}", t.tls);
             assert_eq!(t.tls.resumed, 3, "{model} {versions:?}: {:?}", t.tls);
+            // The stats document says so.
+            let doc = report.to_json();
+            assert_eq!(doc["tls"]["handshakes_full"], 1, "{model}");
+            assert_eq!(doc["tls"]["handshakes_resumed"], 3, "{model}");
+            assert_eq!(doc["tls"]["handshake_failures"]["timeout"], 0, "{model}");
         }
     }
 }
@@ -450,13 +460,41 @@ fn an_untrusting_client_is_counted_as_an_alert() {
     }
 }
 
-/// Ed25519 and P-384 certificates, and TLS 1.2.
+/// An RSA key made by `openssl` (ring signs with RSA keys but cannot make
+/// them), if it is installed.
+fn rsa_key() -> Option<KeyPair> {
+    let out = std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+        ])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let pem = String::from_utf8(o.stdout).unwrap();
+            Some(KeyPair::from_pem_and_sign_algo(&pem, &rcgen::PKCS_RSA_SHA256).unwrap())
+        }
+        _ => {
+            eprintln!("skipping RSA: openssl cannot make a key here");
+            None
+        }
+    }
+}
+
+/// RSA, Ed25519 and P-384 certificates, over TLS 1.3 and 1.2.
 #[test]
 fn other_key_types_and_tls12() {
     let site = site();
-    for alg in [&rcgen::PKCS_ED25519, &rcgen::PKCS_ECDSA_P384_SHA384] {
-        let pki = Pki::new(alg);
-        let Some(server) = start_tls("epoll", &site, &pki, |_| {}) else {
+    let mut pkis = vec![
+        Pki::new(&rcgen::PKCS_ED25519),
+        Pki::new(&rcgen::PKCS_ECDSA_P384_SHA384),
+    ];
+    pkis.extend(rsa_key().map(Pki::with_key));
+    for (alg, pki) in pkis.iter().enumerate() {
+        let Some(server) = start_tls("epoll", &site, pki, |_| {}) else {
             return;
         };
         for versions in [
