@@ -320,6 +320,55 @@ fn a_handshake_sent_a_byte_at_a_time_is_closed_at_the_deadline() {
     });
 }
 
+/// A flood of handshakes that stop after their ClientHello (the server
+/// does its part of each, then waits): a client already connected is served
+/// throughout, and every stalled handshake is closed at the deadline and
+/// counted. The event-loop models (the thread pool holds a thread per
+/// connection by design).
+#[test]
+fn a_flood_of_stalled_handshakes_does_not_hold_up_a_served_client() {
+    const FLOOD: usize = 300;
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let hello = client_hello(&pki.client13());
+    for model in ["epoll", "uring-completion"] {
+        let timeout = Duration::from_secs(1);
+        let Some(server) = start_tls(model, &site, &pki, |cfg| cfg.header_timeout = timeout) else {
+            continue;
+        };
+        let mut c = https(server.local_addr(), &pki.client13());
+        let mut flood = Vec::new();
+        for i in 0..FLOOD {
+            let mut s = TcpStream::connect(server.local_addr()).unwrap();
+            s.write_all(&hello).unwrap();
+            flood.push(s);
+            if i % 30 == 0 {
+                let r = c.get("/six.txt");
+                assert_eq!((r.status, r.body.len()), (200, 6144), "{model}: at {i}");
+            }
+        }
+        // Every stalled one is closed at its deadline (after the server's
+        // flight, which is read and dropped here).
+        for (i, s) in flood.iter_mut().enumerate() {
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut b = [0u8; 4096];
+            loop {
+                match s.read(&mut b) {
+                    Ok(0) => break,
+                    Ok(_) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+                    Err(e) => panic!("{model}: stalled handshake {i} not closed: {e}"),
+                }
+            }
+        }
+        assert_eq!(c.get("/six.txt").status, 200, "{model}");
+        drop(c);
+        let t = stop(server);
+        assert_eq!(t.tls.failed_timeout, FLOOD as u64, "{model}: {:?}", t.tls);
+        assert_eq!(t.tls.full, 1, "{model}");
+    }
+}
+
 /// A handshake record that holds no ClientHello is answered with an alert
 /// and counted as a protocol error.
 #[test]
