@@ -197,6 +197,11 @@ impl Tls {
         self.deadline = Some(deadline);
     }
 
+    /// The client has sent something (a ClientHello, at least its start).
+    pub fn received_any(&self) -> bool {
+        self.first.is_some()
+    }
+
     /// Encrypted bytes wait for the socket.
     pub fn wants_write(&self) -> bool {
         self.conn.wants_write()

@@ -401,7 +401,13 @@ impl Worker {
         if self.cfg.eager_read && (self.eager_score > 0 || self.accepted_since_probe & 15 == 0) {
             self.read_got_data = false;
             self.serve(idx, true, false);
-            if self.read_got_data {
+            // Over TLS a ClientHello found is what counts (the request
+            // comes after the handshake).
+            let tls_input = self.conns[idx]
+                .tls
+                .as_ref()
+                .is_some_and(|t| t.received_any());
+            if self.read_got_data || tls_input {
                 self.eager_score = (self.eager_score + 1).min(8);
             } else {
                 self.eager_score = self.eager_score.saturating_sub(2);
