@@ -16,6 +16,7 @@ use crate::content::files::CacheLimits;
 use crate::content::paths::{Dotfiles, SiteOptions};
 use crate::server::Server;
 use crate::sys;
+use crate::tls::TlsConfig;
 
 /// Command-line arguments of `evdispatch serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -116,6 +117,13 @@ pub struct ServeArgs {
     /// logrotate). Written by a thread of its own, at least once a second.
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
+    /// Serve HTTPS with this PEM certificate chain (the server's
+    /// certificate first); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The PEM private key of --tls-cert (ECDSA, RSA or Ed25519).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 impl ServeArgs {
@@ -164,6 +172,10 @@ impl ServeArgs {
                 listing: self.listing,
             },
             access_log: self.access_log.clone(),
+            tls: match (&self.tls_cert, &self.tls_key) {
+                (Some(cert), Some(key)) => Some(TlsConfig::load(cert, key)?),
+                _ => None,
+            },
         })
     }
 }
@@ -214,15 +226,17 @@ pub fn connection_budget(
 /// # Command-line contract
 ///
 /// Once every worker listens, the server prints exactly one line,
-/// `listening on http://IP:PORT`, to standard output (with `--listen …:0`, the
-/// port the kernel chose), and flushes. SIGINT or SIGTERM stops it
+/// `listening on http://IP:PORT` (`https://` with `--tls-cert`), to standard
+/// output (with `--listen …:0`, the port the kernel chose), and flushes. SIGINT or SIGTERM stops it
 /// gracefully (no new connections; idle ones closed; busy ones get up to 3 s
 /// to finish) and then `--stats-json FILE` is written (`-`: standard output).
 /// SIGHUP never stops it: it reopens the `--access-log` file (logrotate's
 /// `postrotate`), and is ignored without one. Start-up fails with "address
 /// already in use" and a non-zero exit when another process listens on the
 /// address, also with `--listener reuseport` (see the listeners' probe in
-/// `server.rs`).
+/// `server.rs`), and with a clear message when `--tls-cert` or `--tls-key`
+/// cannot be read, is not PEM, or the key does not match the certificate
+/// ([`TlsConfig::load`]).
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     use evdispatch_host::{set_rlimit, Resource};
     if let Some(n) = args.rlimit_nofile {
@@ -260,7 +274,12 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = Server::start(cfg).with_context(|| format!("cannot start the {model} server"))?;
     {
         let mut out = io::stdout().lock();
-        writeln!(out, "listening on http://{}", server.local_addr())?;
+        let scheme = if server.config().tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        writeln!(out, "listening on {scheme}://{}", server.local_addr())?;
         out.flush()?;
     }
     while sys::wait_signal(&signals)? == libc::SIGHUP {

@@ -51,6 +51,10 @@ pub struct ServeCommand {
     pub stats_json: Option<PathBuf>,
     /// `--access-log`.
     pub access_log: Option<PathBuf>,
+    /// `--tls-cert`.
+    pub tls_cert: Option<PathBuf>,
+    /// `--tls-key`.
+    pub tls_key: Option<PathBuf>,
 }
 
 impl ServeCommand {
@@ -107,6 +111,8 @@ impl ServeCommand {
         for (flag, path) in [
             ("--stats-json", &self.stats_json),
             ("--access-log", &self.access_log),
+            ("--tls-cert", &self.tls_cert),
+            ("--tls-key", &self.tls_key),
         ] {
             a.extend(path.iter().flat_map(|p| [flag.into(), p.into()]));
         }
@@ -149,11 +155,13 @@ mod tests {
             poller_opt: vec!["rtsig_batch=64".into()],
             extra: vec!["--backlog".into(), "128".into()],
             stats_json: Some("/tmp/stats.json".into()),
+            tls_cert: Some("/etc/c.pem".into()),
+            tls_key: Some("/etc/k.pem".into()),
             ..ServeCommand::loopback("/www", "poll")
         };
         let mut argv = vec![OsString::from("serve")];
         argv.extend(cmd.args());
-        let parsed = Serve::try_parse_from(&argv)
+        let mut parsed = Serve::try_parse_from(&argv)
             .unwrap_or_else(|e| panic!("`{cmd}` is not accepted by serve: {e}"))
             .args;
         assert_eq!(parsed.root, PathBuf::from("/www"));
@@ -172,7 +180,10 @@ mod tests {
         assert_eq!(parsed.poller_opt, ["rtsig_batch=64"]);
         assert_eq!(parsed.backlog, 128);
         assert_eq!(parsed.stats_json, Some(PathBuf::from("/tmp/stats.json")));
-        // And the server can be configured from them.
+        assert_eq!(parsed.tls_cert, Some(PathBuf::from("/etc/c.pem")));
+        assert_eq!(parsed.tls_key, Some(PathBuf::from("/etc/k.pem")));
+        // And the server can be configured from them (but the files).
+        (parsed.tls_cert, parsed.tls_key) = (None, None);
         parsed.config().unwrap();
         assert!(cmd
             .to_string()

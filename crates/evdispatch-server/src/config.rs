@@ -149,6 +149,9 @@ pub struct ServerConfig {
     /// `--access-log`: the Combined Log Format file (`-`: standard output);
     /// `None`: no access log.
     pub access_log: Option<PathBuf>,
+    /// Serve HTTPS with this certificate and key (`--tls-cert`,
+    /// `--tls-key`); `None`: plain HTTP.
+    pub tls: Option<crate::tls::TlsConfig>,
 }
 
 impl ServerConfig {
@@ -175,6 +178,8 @@ impl ServerConfig {
             "eager_read": self.eager_read,
             "defer_accept_s": self.defer_accept_s,
             "access_log": self.access_log.as_ref().map(|p| p.display().to_string()),
+            "tls_cert": self.tls.as_ref().map(|t| t.cert.display().to_string()),
+            "tls_key": self.tls.as_ref().map(|t| t.key.display().to_string()),
             "dotfiles": format!("{:?}", self.site.dotfiles).to_lowercase(),
             "listing": self.site.listing,
             "poller_opts": self.poller_opts,

@@ -15,13 +15,15 @@
 //!   multishot accept, multishot receive into provided buffers, gathered
 //!   sends.
 //!
-//! HTTP/1.0 and 1.1, `GET`, `HEAD` and `OPTIONS` (a request body read
-//! and discarded; what the RFCs call invalid refused), persistent
-//! connections and pipelining, conditional and range requests,
-//! precompressed variants, `index.html` for directories (or a listing);
-//! small files from a bounded
+//! HTTP/1.0 and 1.1, over TCP or over TLS 1.3 and 1.2 (`--tls-cert`,
+//! `--tls-key`: [`TlsConfig`], rustls; every model), `GET`, `HEAD` and
+//! `OPTIONS` (a request body read and discarded; what the RFCs call invalid
+//! refused), persistent connections and pipelining, conditional and range
+//! requests, precompressed variants, `index.html` for directories (or a
+//! listing); small files from a bounded
 //! in-memory cache revalidated by modification time, large ones with
-//! `sendfile`; nothing outside `--root` is ever served (every open is
+//! `sendfile` (over TLS, encrypted from the page cache a bounded chunk at a
+//! time: [`conn::transport`]); nothing outside `--root` is ever served (every open is
 //! `openat2(RESOLVE_BENEATH)`, symlinks included).
 //!
 //! # Layers
@@ -41,7 +43,8 @@
 //!   [`Status`].
 //!
 //! Beside them, at the root: [`ServerConfig`] and [`Model`] (`config.rs`,
-//! read by the models), [`Server`] (`server.rs`: listeners, workers, stop,
+//! read by the models), [`TlsConfig`] (`tls.rs`: the certificate and key
+//! of HTTPS, checked at start-up), [`Server`] (`server.rs`: listeners, workers, stop,
 //! stats), [`ServeArgs`] and [`run`] (`cli.rs`), and [`cmdline::ServeCommand`],
 //! the typed command line other crates start a server with; `sys.rs`, the
 //! ground floor, holds the system calls and every `unsafe` outside io_uring.
@@ -70,11 +73,14 @@ pub mod models;
 pub mod semantics;
 mod server;
 mod sys;
+mod tls;
 
 pub use cli::{connection_budget, run, ServeArgs};
 pub use config::{AcceptMode, ListenerMode, Model, ServerConfig};
 pub use conn::exchange::{Answered, MAX_BATCH};
-pub use conn::stats::{Counters, ServerReport, TurnWork, Turns, WorkerReport, TURN_BUCKETS};
+pub use conn::stats::{
+    Counters, ServerReport, TlsCounters, TurnWork, Turns, WorkerReport, TURN_BUCKETS,
+};
 pub use conn::timer::TimerWheel;
 pub use content::access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer};
 pub use content::files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
@@ -90,3 +96,4 @@ pub use semantics::request::{
 pub use semantics::status::Status;
 pub use semantics::target::normalize_target;
 pub use server::Server;
+pub use tls::{TlsConfig, SESSION_CACHE};

@@ -30,7 +30,9 @@
 //!
 //! # Timeouts
 //!
-//! `--header-timeout` runs from accept for the first request and
+//! `--header-timeout` runs from accept for the first request (over TLS,
+//! for the handshake and the first request's head together; a handshake
+//! not complete by then is counted as a TLS handshake timeout) and
 //! from its first byte for later ones (for one whose bytes came while the
 //! answers before it were being sent, from the end of those answers, in
 //! every model); `--idle-timeout` between requests on a
@@ -178,6 +180,9 @@ impl Gate {
 /// Where a connection stood when its timer expired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
+    /// In the TLS handshake (its deadline is the first request's header
+    /// deadline: `--header-timeout` from the accept).
+    Handshake,
     /// Lingering after the half-close.
     Lingering,
     /// A response being written that the client does not read.
@@ -210,6 +215,12 @@ impl Expiry {
 /// (timeouts met while stopping are the stop's doing, not counted as such).
 pub(crate) fn expire(phase: Phase, stopping: bool, counters: &mut Counters) -> Expiry {
     match phase {
+        Phase::Handshake => {
+            if !stopping {
+                counters.tls.failed_timeout += 1;
+            }
+            Expiry::Close
+        }
         Phase::Lingering => Expiry::Close,
         Phase::Sending => {
             counters.write_timed_out += 1;
@@ -363,6 +374,10 @@ mod tests {
         assert_eq!(expire(Phase::Idle, false, &mut c), Expiry::Close);
         assert_eq!(expire(Phase::Idle, true, &mut c), Expiry::Close);
         assert_eq!(c.idle_timed_out, 1);
+        assert_eq!(expire(Phase::Handshake, false, &mut c), Expiry::Close);
+        assert_eq!(expire(Phase::Handshake, true, &mut c), Expiry::Close);
+        assert_eq!(c.tls.failed_timeout, 1);
+        assert_eq!(c.header_timed_out, 1, "a handshake is not a header");
     }
 
     #[test]

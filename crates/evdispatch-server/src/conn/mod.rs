@@ -10,6 +10,7 @@
 //! * [`timer`]: the hashed timer wheel the event loops arm.
 //! * [`stats`]: the counters and the `--stats-json` document.
 //! * [`exchange`]: the one request loop of every model.
+//! * [`transport`]: the socket or TLS on it, one branch per read or write.
 //!
 //! May import: [`content`](crate::content), [`semantics`](crate::semantics)
 //! and `sys`; never the models.
@@ -18,3 +19,4 @@ pub mod exchange;
 pub mod lifecycle;
 pub mod stats;
 pub mod timer;
+pub mod transport;

@@ -10,7 +10,8 @@
 //!       "header_timeout_ms", "cpus", "max_connections", "threads",
 //!       "cache_bytes", "cache_max_file", "max_header", "backlog",
 //!       "eager_read", "defer_accept_s", "dotfiles", "listing", "access_log",
-//!       "poller_opts", "initial_events", "uring_entries" },
+//!       "poller_opts", "initial_events", "uring_entries", "tls_cert",
+//!       "tls_key" },
 //!   "elapsed_s",
 //!   "requests": { "total", "by_status": { "200": n, "404": n, … } },
 //!   "connections": { "accepted", "closed", "header_timed_out",
@@ -23,11 +24,14 @@
 //!       "at_least_256us", "at_least_1ms", "log2_us_buckets": [24 counts],
 //!       "longest": { "us", "events", "accepted", "closed", "expired" },
 //!       "long_256us": { "count", "sum": { same fields, added up } } },
+//!   "tls": { "handshakes_full", "handshakes_resumed",
+//!       "handshake_failures": { "timeout", "plaintext_http",
+//!           "alert_received", "protocol_error", "closed" } },
 //!   "poller": evdispatch::Stats summed over workers,
 //!   "cache": { "hits", "misses", "revalidations", "reloads", "evictions",
 //!       "bytes", "entries" } summed,
 //!   "workers": [ { "worker", "cpu", "requests", "connections", "accept",
-//!       "wakeups", "bytes_sent", "turns", "poller", "cache" }, … ] }
+//!       "wakeups", "bytes_sent", "turns", "tls", "poller", "cache" }, … ] }
 //! ```
 //!
 //! `turns` times the event loop's turns, from a wait's return to the next
@@ -84,13 +88,65 @@ pub struct Counters {
     pub listener_empty: u64,
     /// Waits that returned at least one event (or completion).
     pub wakeups: u64,
-    /// Bytes of responses written.
+    /// Bytes of responses written (over TLS: the HTTP bytes handed to
+    /// the encryption, not the records on the wire).
     pub bytes_sent: u64,
     /// Most connections open at once.
     pub peak_open: u64,
     /// How long the event loop's turns took (the work between two waits):
     /// a request that arrives during a turn waits for the rest of it.
     pub turns: Turns,
+    /// TLS handshakes (all zero without `--tls-cert`).
+    pub tls: TlsCounters,
+}
+
+/// TLS handshakes completed, by kind, and handshakes that failed, by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TlsCounters {
+    /// Full handshakes completed.
+    pub full: u64,
+    /// Resumed handshakes completed (a session ticket or a cached session).
+    pub resumed: u64,
+    /// Handshakes not complete within `--header-timeout` of the accept
+    /// (the connection closed).
+    pub failed_timeout: u64,
+    /// Plaintext HTTP sent to the HTTPS port (answered 400, as nginx does).
+    pub failed_plaintext_http: u64,
+    /// The client aborted the handshake with an alert (for example, it
+    /// does not trust the certificate).
+    pub failed_alert: u64,
+    /// Anything else the server refused: malformed or unacceptable
+    /// handshake messages, no common version, cipher suite or ALPN
+    /// protocol (answered with an alert).
+    pub failed_protocol: u64,
+    /// The client closed or reset the connection during the handshake.
+    pub failed_closed: u64,
+}
+
+impl TlsCounters {
+    fn merge(&mut self, o: &TlsCounters) {
+        self.full += o.full;
+        self.resumed += o.resumed;
+        self.failed_timeout += o.failed_timeout;
+        self.failed_plaintext_http += o.failed_plaintext_http;
+        self.failed_alert += o.failed_alert;
+        self.failed_protocol += o.failed_protocol;
+        self.failed_closed += o.failed_closed;
+    }
+
+    fn to_json(self) -> Value {
+        json!({
+            "handshakes_full": self.full,
+            "handshakes_resumed": self.resumed,
+            "handshake_failures": {
+                "timeout": self.failed_timeout,
+                "plaintext_http": self.failed_plaintext_http,
+                "alert_received": self.failed_alert,
+                "protocol_error": self.failed_protocol,
+                "closed": self.failed_closed,
+            },
+        })
+    }
 }
 
 /// Buckets of [`Turns`]: bucket 0 is under 1 µs, bucket `k` is
@@ -334,6 +390,7 @@ impl Counters {
         self.bytes_sent += other.bytes_sent;
         self.peak_open += other.peak_open;
         self.turns.merge(&other.turns);
+        self.tls.merge(&other.tls);
     }
 
     /// Total responses.
@@ -384,6 +441,7 @@ impl Counters {
             "wakeups": self.wakeups,
             "bytes_sent": self.bytes_sent,
             "turns": self.turns.to_json(),
+            "tls": self.tls.to_json(),
         })
     }
 }

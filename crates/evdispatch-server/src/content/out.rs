@@ -264,6 +264,41 @@ impl OutBatch {
         }
     }
 
+    /// Read the next bytes of the file part at the front into `buf` (as
+    /// many as fit, from its offset: `pread`, the page cache's copy)
+    /// without marking them sent ([`OutBatch::advance_file`] does); how
+    /// many. `Ok(0)`: the front is not a file part.
+    pub fn read_front_file(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some((file, offset, end)) = self.front_file() else {
+            return Ok(0);
+        };
+        let want = (end - *offset).min(buf.len() as u64) as usize;
+        let offset = *offset;
+        loop {
+            match sys::pread(file, &mut buf[..want], offset) {
+                Ok(0) if want > 0 => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "file shrank while being sent",
+                    ))
+                }
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Mark `n` bytes of the file part at the front as sent (read with
+    /// [`OutBatch::read_front_file`] and written elsewhere).
+    pub fn advance_file(&mut self, n: usize) {
+        if let Some((_, offset, _)) = self.front_file() {
+            *offset += n as u64;
+            self.sent += n as u64;
+            self.skip_empty();
+        }
+    }
+
     /// Send the file part at the front with `sendfile` (from its offset: a
     /// range starts where it should; the bytes go from the page cache to the
     /// socket without a copy through user space) until it is all sent

@@ -14,6 +14,12 @@
 //! writability takes the send's place in flight, and its completion resumes
 //! the file. The same timer wheel gives the wait's timeout.
 //!
+//! Over TLS the receives are the same (the ciphertext in a provided buffer
+//! goes through rustls into the connection's input); the output is
+//! encrypted and written from the loop with non-blocking `sendmsg` calls,
+//! as `sendfile` is, and the same poll for writability resumes it when the
+//! socket is full (see [`crate::conn::transport`]).
+//!
 //! Closing: a connection with a `recv` in flight is cancelled first and its
 //! descriptor closed when the last completion for it has arrived; every
 //! completion carries the connection's generation, so a late one for a reused
@@ -33,6 +39,7 @@ use crate::config::ServerConfig;
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER};
 use crate::conn::stats::{Counters, TurnMeter, WorkerReport};
 use crate::conn::timer::TimerWheel;
+use crate::conn::transport::{self, Tls, TLS_CHUNK};
 use crate::content::response::{OutBatch, Responder};
 use crate::sys;
 
@@ -109,6 +116,8 @@ struct UConn {
     eof: bool,
     input: Vec<u8>,
     start: usize,
+    /// The TLS state of an HTTPS connection.
+    tls: Option<Box<Tls>>,
 }
 
 impl UConn {
@@ -126,6 +135,7 @@ impl UConn {
         eof: false,
         input: Vec::new(),
         start: 0,
+        tls: None,
     };
 
     fn fd(&self) -> i32 {
@@ -168,6 +178,9 @@ pub(crate) struct Worker {
     now: Instant,
     cqes: Vec<(u64, i32, u32)>,
     rearm: Vec<usize>,
+    /// A file's bytes on their way to the cipher (HTTPS only; empty
+    /// otherwise).
+    tls_chunk: Box<[u8]>,
 }
 
 impl Drop for Worker {
@@ -219,7 +232,6 @@ impl Worker {
             bufs: Some(bufs),
             index,
             cpu,
-            cfg,
             listener,
             stop,
             wake_fd: wake_fd.clone(),
@@ -241,6 +253,8 @@ impl Worker {
             now: Instant::now(),
             cqes: Vec::with_capacity(256),
             rearm: Vec::new(),
+            tls_chunk: vec![0u8; if cfg.tls.is_some() { TLS_CHUNK } else { 0 }].into_boxed_slice(),
+            cfg,
         };
         w.arm_wake()?;
         w.arm_accept()?;
@@ -492,6 +506,10 @@ impl Worker {
     }
 
     fn add_conn(&mut self, fd: OwnedFd) {
+        let Ok(tls) = Tls::accept(self.cfg.tls.as_ref().map(|t| &t.server)) else {
+            self.counters.closed += 1;
+            return;
+        };
         let idx = match self.free.pop() {
             Some(i) => i as usize,
             None => {
@@ -507,6 +525,7 @@ impl Worker {
             partial: true,
             send: c.send.take(),
             input: std::mem::take(&mut c.input),
+            tls,
             ..UConn::FREE
         };
         self.open += 1;
@@ -522,6 +541,7 @@ impl Worker {
     }
 
     fn on_recv(&mut self, gen: u32, idx: usize, res: i32, flags: u32) {
+        let mut tls_failed = false;
         let bid = cqueue::buffer_select(flags);
         if !self.live(gen, idx) {
             if let (Some(b), Some(bufs)) = (bid, self.bufs.as_mut()) {
@@ -554,16 +574,35 @@ impl Worker {
                 if c.input.capacity() == 0 {
                     c.input = self.inputs.pop().unwrap_or_default();
                 }
-                c.input.extend_from_slice(data);
+                let fd = c.fd();
+                match &mut c.tls {
+                    None => c.input.extend_from_slice(data),
+                    Some(t) => {
+                        if t.feed(data, fd, &mut c.input, &mut self.counters).is_err() {
+                            // Failed, counted and answered: close after a
+                            // linger, so the answer is not reset.
+                            tls_failed = true;
+                        }
+                    }
+                }
             }
             let mut bufs = bufs;
             // SAFETY: handed over by this completion; `data` is gone.
             unsafe { bufs.give_back(bid) };
             self.bufs = Some(bufs);
             let c = &mut self.conns[idx];
-            if c.state == State::Open {
+            if tls_failed {
+                c.close_after = true;
+                c.linger_after = true;
+                c.input.clear();
+                c.start = 0;
+                if !c.send_inflight {
+                    self.start_linger(idx);
+                }
+            } else if c.state == State::Open {
                 if !c.send_inflight {
                     self.pump(idx);
+                    self.send_tls_records(idx);
                 } else if c.input.len() - c.start > self.cfg.max_header
                     && c.recv_armed
                     && !c.cancel_sent
@@ -575,6 +614,9 @@ impl Worker {
         } else if res == 0 {
             let c = &mut self.conns[idx];
             c.eof = true;
+            if let Some(t) = &mut c.tls {
+                t.eof(&mut self.counters);
+            }
             match c.state {
                 State::Open if !c.send_inflight => {
                     self.pump(idx);
@@ -608,6 +650,20 @@ impl Worker {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Send the TLS records rustls holds (handshake replies, tickets) when
+    /// nothing else is being sent (a send in flight sends them when it
+    /// resumes).
+    fn send_tls_records(&mut self, idx: usize) {
+        let c = &self.conns[idx];
+        if c.state == State::Open
+            && !c.send_inflight
+            && c.tls.as_ref().is_some_and(|t| t.wants_write())
+        {
+            let st = self.spare.pop().unwrap_or_else(SendState::new);
+            self.start_send(idx, st);
         }
     }
 
@@ -722,9 +778,17 @@ impl Worker {
 
     fn start_send(&mut self, idx: usize, mut st: Box<SendState>) {
         let fd = self.conns[idx].fd();
-        if st.batch.front_file().is_some() {
+        // A file, or anything over TLS, is written here, as much as the
+        // non-blocking socket takes (`sendfile`; or encrypted and written
+        // with `sendmsg`); a poll for writability resumes it, a no-op
+        // completes it through the ring.
+        let tls = self.conns[idx].tls.is_some();
+        if tls || st.batch.front_file().is_some() {
             let before = st.batch.written;
-            let sent = st.batch.send_front_file(fd);
+            let sent = match self.conns[idx].tls.as_mut() {
+                Some(t) => t.send(&mut st.batch, fd, &mut self.tls_chunk),
+                None => st.batch.send_front_file(fd),
+            };
             self.counters.bytes_sent += st.batch.written - before;
             let wait = match sent {
                 Err(_) => {
@@ -740,7 +804,7 @@ impl Worker {
                 }
                 // All sent: completing through the ring (a no-op) rather
                 // than here keeps `pump` from recursing into itself.
-                Ok(true) if st.batch.is_empty() => Some(opcode::Nop::new().build()),
+                Ok(true) if tls || st.batch.is_empty() => Some(opcode::Nop::new().build()),
                 Ok(true) => None, // memory parts follow
             };
             if let Some(e) = wait {
@@ -802,7 +866,8 @@ impl Worker {
             self.counters.bytes_sent += n as u64;
             st.batch.advance(n);
         }
-        if !st.batch.is_empty() {
+        let tls_left = c.tls.as_ref().is_some_and(|t| t.wants_write());
+        if !st.batch.is_empty() || tls_left {
             self.wheel.set(idx, self.now + self.cfg.idle_timeout);
             self.start_send(idx, st);
             return;
@@ -810,7 +875,9 @@ impl Worker {
         self.recycle(st);
         let c = &self.conns[idx];
         if c.close_after || c.eof || c.input.len() == c.start {
-            self.after_send(idx, true);
+            // (Handshake records sent: no answer, the deadline stays.)
+            let answered = !transport::handshaking(&c.tls);
+            self.after_send(idx, answered);
         } else {
             // Pipelined requests arrived meanwhile.
             self.pump(idx);
@@ -819,7 +886,10 @@ impl Worker {
 
     fn start_linger(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        sys::shutdown(c.fd(), libc::SHUT_WR);
+        let fd = c.fd();
+        transport::close_notify(&mut c.tls, fd);
+        c.tls = None;
+        sys::shutdown(fd, libc::SHUT_WR);
         c.state = State::Lingering;
         c.input.clear();
         c.start = 0;
@@ -834,6 +904,10 @@ impl Worker {
         let c = &mut self.conns[idx];
         if c.state == State::Free || c.state == State::Closing {
             return;
+        }
+        if c.state == State::Open && c.tls.is_some() {
+            let fd = c.fd();
+            transport::close_notify(&mut c.tls, fd);
         }
         c.state = State::Closing;
         self.wheel.cancel(idx);
@@ -855,6 +929,7 @@ impl Worker {
             return;
         }
         c.sock = None;
+        c.tls = None;
         c.state = State::Free;
         c.gen = c.gen.wrapping_add(1);
         if let Some(st) = c.send.take() {
@@ -880,6 +955,7 @@ impl Worker {
             let phase = match c.state {
                 State::Free | State::Closing => continue,
                 State::Lingering => Phase::Lingering,
+                State::Open if transport::handshaking(&c.tls) => Phase::Handshake,
                 State::Open if c.send_inflight => Phase::Sending,
                 State::Open if c.partial => Phase::Request {
                     some_input: c.input.len() > c.start,

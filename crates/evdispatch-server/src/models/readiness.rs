@@ -34,6 +34,7 @@ use crate::config::{AcceptMode, ServerConfig};
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER, LINGER_MAX_BYTES};
 use crate::conn::stats::{Counters, TurnMeter, WorkerReport};
 use crate::conn::timer::TimerWheel;
+use crate::conn::transport::{self, Tls, TLS_CHUNK};
 use crate::content::response::{OutBatch, Responder};
 use crate::sys;
 
@@ -85,6 +86,8 @@ struct Conn {
     end: u32,
     buf: Option<Box<[u8]>>,
     out: Option<Box<OutBatch>>,
+    /// The TLS state of an HTTPS connection.
+    tls: Option<Box<Tls>>,
 }
 
 impl Conn {
@@ -102,6 +105,7 @@ impl Conn {
         end: 0,
         buf: None,
         out: None,
+        tls: None,
     };
 
     #[inline]
@@ -145,6 +149,9 @@ pub(crate) struct Worker {
     gate: Gate,
     now: Instant,
     scratch: Box<[u8]>,
+    /// A file's bytes on their way to the cipher (HTTPS only; empty
+    /// otherwise).
+    tls_chunk: Box<[u8]>,
     /// The mechanism's descriptor ceiling (select).
     max_fd: Option<RawFd>,
     /// Recent success of eager reads (0: they found nothing lately).
@@ -197,6 +204,7 @@ impl Worker {
             gate: Gate::default(),
             now: Instant::now(),
             scratch: vec![0u8; 4096].into_boxed_slice(),
+            tls_chunk: vec![0u8; if cfg.tls.is_some() { TLS_CHUNK } else { 0 }].into_boxed_slice(),
             max_fd: mechanism.info().max_fd,
             eager_score: 8,
             accepted_since_probe: 0,
@@ -367,12 +375,18 @@ impl Worker {
                 self.conns.len() - 1
             }
         };
+        let Ok(tls) = Tls::accept(self.cfg.tls.as_ref().map(|t| &t.server)) else {
+            self.counters.closed += 1;
+            self.free.push(idx as u32);
+            return;
+        };
         self.conns[idx] = Conn {
             sock: Some(fd),
             state: State::Open,
             drained: false,
             emptied: false,
             partial: true,
+            tls,
             ..Conn::FREE
         };
         self.open += 1;
@@ -387,7 +401,13 @@ impl Worker {
         if self.cfg.eager_read && (self.eager_score > 0 || self.accepted_since_probe & 15 == 0) {
             self.read_got_data = false;
             self.serve(idx, true, false);
-            if self.read_got_data {
+            // Over TLS a ClientHello found is what counts (the request
+            // comes after the handshake).
+            let tls_input = self.conns[idx]
+                .tls
+                .as_ref()
+                .is_some_and(|t| t.received_any());
+            if self.read_got_data || tls_input {
                 self.eager_score = (self.eager_score + 1).min(8);
             } else {
                 self.eager_score = self.eager_score.saturating_sub(2);
@@ -443,9 +463,10 @@ impl Worker {
     /// Write pending output. True when nothing is pending any more and the
     /// connection is still open.
     fn flush(&mut self, idx: usize) -> bool {
-        let fd = self.conns[idx].fd();
-        let mut out = self.conns[idx].out.take().expect("pending output");
-        let sent = out.send(fd);
+        let c = &mut self.conns[idx];
+        let fd = c.fd();
+        let mut out = c.out.take().expect("pending output");
+        let sent = transport::send(&mut c.tls, &mut out, fd, &mut self.tls_chunk);
         self.counters.bytes_sent += std::mem::take(&mut out.written);
         match sent {
             Ok(true) => {
@@ -462,7 +483,9 @@ impl Worker {
                     self.finish_close(idx);
                     return false;
                 }
-                self.arm_after_response(idx);
+                if !transport::handshaking(&self.conns[idx].tls) {
+                    self.arm_after_response(idx);
+                }
                 true
             }
             Ok(false) => {
@@ -514,7 +537,15 @@ impl Worker {
             }
             let c = &mut self.conns[idx];
             let space = buf.len() - c.end as usize;
-            match sys::recv(c.fd(), &mut buf[c.end as usize..]) {
+            let fd = c.fd();
+            let got = transport::recv(
+                &mut c.tls,
+                fd,
+                &mut buf[c.end as usize..],
+                &mut self.counters,
+            );
+            let c = &mut self.conns[idx];
+            match got {
                 Ok(0) => {
                     c.buf = Some(buf);
                     // EOF: the client is done (half-close after its last
@@ -530,7 +561,9 @@ impl Worker {
                         self.wheel.set(idx, self.now + self.cfg.header_timeout);
                     }
                     c.end += n as u32;
-                    c.emptied = n < space;
+                    // Over TLS a short read says nothing of the socket:
+                    // read on until WouldBlock.
+                    c.emptied = n < space && c.tls.is_none();
                     c.drained = c.emptied && !read_closed;
                     may_read = !c.drained;
                     c.buf = Some(buf);
@@ -549,6 +582,24 @@ impl Worker {
                     c.emptied = true;
                     c.buf = Some(buf);
                     self.release_or_shrink(idx);
+                    if self.conns[idx]
+                        .tls
+                        .as_ref()
+                        .is_some_and(|t| t.wants_write())
+                    {
+                        // Handshake records the socket did not take: wait
+                        // for writability with an empty batch (the send
+                        // writes what rustls holds first).
+                        self.block_on_tls_records(idx);
+                    }
+                    return;
+                }
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    // The TLS connection failed, counted and answered:
+                    // close after a linger, so the answer is not reset.
+                    c.buf = Some(buf);
+                    c.linger_after = true;
+                    self.finish_close(idx);
                     return;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {
@@ -561,6 +612,23 @@ impl Worker {
                     return;
                 }
             }
+        }
+    }
+
+    /// Wait for writability to send the TLS records rustls holds (an
+    /// empty batch pending: flushing it writes them).
+    fn block_on_tls_records(&mut self, idx: usize) {
+        let empty = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Box::new(OutBatch::new()));
+        let c = &mut self.conns[idx];
+        if c.out.is_none() {
+            c.out = Some(empty);
+        }
+        if !c.writing {
+            c.writing = true;
+            self.set_interest(idx, Interest::WRITABLE);
         }
     }
 
@@ -641,7 +709,8 @@ impl Worker {
         if !self.batch.is_empty() {
             // The close follows at once: its FIN rides on the last segment.
             self.batch.set_last(close_after);
-            let sent = self.batch.send(fd);
+            let tls = &mut self.conns[idx].tls;
+            let sent = transport::send(tls, &mut self.batch, fd, &mut self.tls_chunk);
             self.counters.bytes_sent += std::mem::take(&mut self.batch.written);
             match sent {
                 Ok(true) => self.batch.clear(),
@@ -710,7 +779,10 @@ impl Worker {
 
     fn start_linger(&mut self, idx: usize) {
         let c = &mut self.conns[idx];
-        sys::shutdown(c.fd(), libc::SHUT_WR);
+        let fd = c.fd();
+        transport::close_notify(&mut c.tls, fd);
+        c.tls = None;
+        sys::shutdown(fd, libc::SHUT_WR);
         c.state = State::Lingering;
         c.start = 0;
         c.end = 0;
@@ -755,6 +827,11 @@ impl Worker {
             let _ = self.poller.deregister(c.fd());
             c.registered = false;
         }
+        if c.tls.is_some() {
+            let fd = c.fd();
+            transport::close_notify(&mut c.tls, fd);
+            c.tls = None;
+        }
         c.sock = None; // closes the descriptor, after the deregistration
         c.state = State::Free;
         c.out = None;
@@ -785,6 +862,7 @@ impl Worker {
             let phase = match c.state {
                 State::Free => continue,
                 State::Lingering => Phase::Lingering,
+                State::Open if transport::handshaking(&c.tls) => Phase::Handshake,
                 State::Open if c.out.is_some() => Phase::Sending,
                 State::Open if c.partial => Phase::Request {
                     some_input: c.end > c.start,
@@ -803,7 +881,8 @@ impl Worker {
                     self.responder.timed_out(&mut self.batch, fd, partial);
                     // Half-closed right after (finish_close lingers).
                     self.batch.set_last(true);
-                    let _ = self.batch.send(fd);
+                    let tls = &mut self.conns[idx].tls;
+                    let _ = transport::send(tls, &mut self.batch, fd, &mut self.tls_chunk);
                     self.batch.clear();
                     self.conns[idx].linger_after = true;
                     self.finish_close(idx);

@@ -10,7 +10,7 @@
 //! holds its thread while idle, which is exactly what the seeds held against
 //! this model.
 
-use std::io::{self, Read};
+use std::io;
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -22,6 +22,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::config::ServerConfig;
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Phase, ACCEPT_RETRY, STOP_GRACE};
 use crate::conn::stats::{Counters, WorkerReport};
+use crate::conn::transport::{self, Tls, TLS_CHUNK};
 use crate::content::response::{OutBatch, Responder};
 use crate::sys;
 
@@ -166,6 +167,7 @@ fn pool_thread(
     let mut counters = Counters::default();
     let mut buf = vec![0u8; cfg.max_header].into_boxed_slice();
     let mut out = OutBatch::new();
+    let mut chunk = vec![0u8; if cfg.tls.is_some() { TLS_CHUNK } else { 0 }];
     loop {
         let fd = {
             let rx = crate::sys::lock(rx);
@@ -176,9 +178,15 @@ fn pool_thread(
         };
         *crate::sys::lock(&active[me]) = fd.as_raw_fd();
         let stream = TcpStream::from(fd);
-        if !stop.load(Ordering::Acquire) {
+        let tls = Tls::accept(cfg.tls.as_ref().map(|t| &t.server));
+        if let (false, Ok(mut tls)) = (stop.load(Ordering::Acquire), tls) {
+            let mut io = Io {
+                stream: &stream,
+                tls: &mut tls,
+                chunk: &mut chunk,
+            };
             serve(
-                &stream,
+                &mut io,
                 &mut buf,
                 &mut out,
                 responder,
@@ -186,6 +194,7 @@ fn pool_thread(
                 &mut counters,
                 stop,
             );
+            transport::close_notify(io.tls, stream.as_raw_fd());
         }
         // Close under the lock, so the master never shuts down a reused number.
         let mut slot = crate::sys::lock(&active[me]);
@@ -206,8 +215,26 @@ struct OpenCount {
     max: usize,
 }
 
+/// A connection's socket and transport.
+struct Io<'a> {
+    stream: &'a TcpStream,
+    /// The TLS state of an HTTPS connection.
+    tls: &'a mut Option<Box<Tls>>,
+    /// A file's bytes on their way to the cipher (HTTPS only).
+    chunk: &'a mut [u8],
+}
+
+impl Io<'_> {
+    /// Send `out` (blocking, up to the send timeout): `Ok(false)` when the
+    /// timeout cut it short.
+    fn send(&mut self, out: &mut OutBatch) -> io::Result<bool> {
+        let fd = self.stream.as_raw_fd();
+        transport::send(self.tls, out, fd, self.chunk)
+    }
+}
+
 fn serve(
-    mut stream: &TcpStream,
+    io: &mut Io<'_>,
     buf: &mut [u8],
     out: &mut OutBatch,
     responder: &Mutex<Responder>,
@@ -215,6 +242,7 @@ fn serve(
     counters: &mut Counters,
     stop: &AtomicBool,
 ) {
+    let stream = io.stream;
     let fd = stream.as_raw_fd();
     let _ = stream.set_write_timeout(Some(cfg.idle_timeout));
     let mut start = 0usize;
@@ -246,7 +274,10 @@ fn serve(
                     end -= start;
                     start = 0;
                 }
-                stream.read(&mut buf[end..])
+                if let Some(t) = io.tls.as_deref_mut() {
+                    t.set_deadline(Instant::now() + want);
+                }
+                transport::recv(io.tls, fd, &mut buf[end..], counters)
             }
             None => Err(io::ErrorKind::TimedOut.into()),
         };
@@ -263,21 +294,19 @@ fn serve(
                     continue;
                 }
                 let phase = match request_began {
+                    Some(_) if transport::handshaking(io.tls) => Phase::Handshake,
                     Some(_) => Phase::Request {
                         some_input: end > start,
                     },
                     None => Phase::Idle,
                 };
-                expired(
-                    phase,
-                    stream,
-                    buf,
-                    start..end,
-                    responder,
-                    out,
-                    counters,
-                    stop,
-                );
+                expired(phase, io, buf, start..end, responder, out, counters, stop);
+                return;
+            }
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                // The TLS connection failed, counted and answered: close
+                // after a linger, so the answer is not reset.
+                lifecycle::linger_blocking(stream, buf);
                 return;
             }
             Err(_) => {
@@ -306,7 +335,7 @@ fn serve(
                 // A close follows at once (linger half-closes): its FIN
                 // rides on the last segment.
                 out.set_last(close);
-                let sent = out.send(fd);
+                let sent = io.send(out);
                 counters.bytes_sent += std::mem::take(&mut out.written);
                 match sent {
                     Ok(true) => out.clear(),
@@ -314,7 +343,7 @@ fn serve(
                         // A blocking send came back short: the send timeout.
                         out.clear();
                         let (phase, none) = (Phase::Sending, 0..0);
-                        expired(phase, stream, buf, none, responder, out, counters, stop);
+                        expired(phase, io, buf, none, responder, out, counters, stop);
                         return;
                     }
                     Err(_) => {
@@ -325,6 +354,8 @@ fn serve(
                 }
             }
             if close {
+                transport::close_notify(io.tls, fd);
+                *io.tls = None;
                 lifecycle::linger_blocking(stream, buf);
                 return;
             }
@@ -366,7 +397,7 @@ fn read_timeout(current: Duration, want: Duration, slack: Duration) -> Option<Du
 #[allow(clippy::too_many_arguments)]
 fn expired(
     phase: Phase,
-    stream: &TcpStream,
+    io: &mut Io<'_>,
     buf: &mut [u8],
     partial: std::ops::Range<usize>,
     responder: &Mutex<Responder>,
@@ -380,12 +411,12 @@ fn expired(
         // The Date of the 408 (and the log's time) is now, not the last
         // read's.
         r.set_time(SystemTime::now());
-        r.timed_out(out, stream.as_raw_fd(), &buf[partial]);
+        r.timed_out(out, io.stream.as_raw_fd(), &buf[partial]);
         drop(r);
         out.set_last(true);
-        let _ = out.send(stream.as_raw_fd());
+        let _ = io.send(out);
         out.clear();
-        lifecycle::linger_blocking(stream, buf);
+        lifecycle::linger_blocking(io.stream, buf);
     }
 }
 

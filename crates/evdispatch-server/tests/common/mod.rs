@@ -84,9 +84,10 @@ impl Resp {
     }
 }
 
-/// A client connection that keeps unread bytes between responses.
-pub struct Client {
-    pub s: TcpStream,
+/// A client connection that keeps unread bytes between responses, over a
+/// TCP stream or anything else that reads and writes (a TLS stream).
+pub struct Client<S = TcpStream> {
+    pub s: S,
     buf: Vec<u8>,
 }
 
@@ -94,6 +95,13 @@ impl Client {
     pub fn connect(addr: SocketAddr) -> Client {
         let s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Client { s, buf: Vec::new() }
+    }
+}
+
+impl<S: Read + Write> Client<S> {
+    /// A client over the stream `s`.
+    pub fn over(s: S) -> Client<S> {
         Client { s, buf: Vec::new() }
     }
 
@@ -115,6 +123,8 @@ impl Client {
                 true
             }
             Err(e) if e.kind() == ErrorKind::ConnectionReset => false,
+            // A TLS peer that closed without close_notify.
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => false,
             Err(e) => panic!("reading a response: {e}"),
         }
     }
@@ -203,8 +213,8 @@ pub fn spawn(cmd: &ServeCommand) -> Served {
     std::io::BufReader::new(child.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
+    let line = line.trim().replace("https://", "http://");
     let addr = line
-        .trim()
         .strip_prefix("listening on http://")
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .parse()
