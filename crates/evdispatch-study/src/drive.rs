@@ -46,6 +46,7 @@ impl Caps {
                 .map(|h| h.contains("--persistent"))
                 .unwrap_or(false),
             cpus: evdispatch_proc::available_cpus(),
+            nofile: evdispatch_harness::nofile_limit(),
             ..Caps::default()
         };
         if caps.bench {
@@ -316,7 +317,7 @@ pub fn run_load(
                 .chain(load.args().iter().map(|a| a.to_string_lossy().into_owned()))
                 .collect();
             // The generator bounds its own run; this bounds a dead link.
-            let limit = spec.duration_s + spec.timeout_s + 120.0 + spec.held() as f64 / 1000.0;
+            let limit = spec.offered_s() + spec.timeout_s + 120.0 + spec.held() as f64 / 1000.0;
             let r = h.run_ours(&args, limit, &log_path)?;
             return Ok((r.stdout.clone().into_bytes(), Some(r)));
         }

@@ -298,6 +298,9 @@ pub struct Caps {
     pub peers: BTreeMap<String, Result<String, String>>,
     /// CPUs this process may use.
     pub cpus: usize,
+    /// Descriptors one process may hold here (RLIMIT_NOFILE, its soft limit
+    /// raised to the hard one); 0 when unknown.
+    pub nofile: u64,
 }
 
 impl Caps {
@@ -345,6 +348,7 @@ impl Caps {
                 .map(|p| (p.to_string(), Ok("1.0".to_string())))
                 .collect(),
             cpus: 2,
+            nofile: 20_000,
         }
     }
 
@@ -607,6 +611,10 @@ fn one() -> u32 {
     1
 }
 
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
 fn two() -> f64 {
     2.0
 }
@@ -620,6 +628,11 @@ pub struct LoadSpec {
     pub rate: Rate,
     /// Seconds of measured load.
     pub duration_s: f64,
+    /// Seconds of the same load offered before the measured window and left
+    /// out of its figures (the generator's `--warmup`: the server's caches,
+    /// its interest set and the held connections settle first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_s: f64,
     /// New connections, each making `calls` requests (httperf's sessions).
     #[serde(default)]
     pub sessions: bool,
@@ -653,6 +666,7 @@ impl LoadSpec {
             document: document.into(),
             rate: Rate::PerSec(rate),
             duration_s,
+            warmup_s: 0.0,
             sessions: true,
             calls: 1,
             persistent: 0,
@@ -668,6 +682,16 @@ impl LoadSpec {
     /// 0.1 s, at most 1 s), so every point has min, max and a spread.
     pub fn interval_s(&self) -> f64 {
         (self.duration_s / 5.0).clamp(0.1, 1.0)
+    }
+
+    /// The same with `warmup_s` seconds of unmeasured load first.
+    pub fn warmed(self, warmup_s: f64) -> LoadSpec {
+        LoadSpec { warmup_s, ..self }
+    }
+
+    /// Seconds the generator offers load: the warm-up and the window.
+    pub fn offered_s(&self) -> f64 {
+        self.warmup_s + self.duration_s
     }
 
     /// Long-lived connections held during the run.

@@ -56,11 +56,11 @@ impl WebJob {
     /// Estimated wall-clock seconds.
     pub fn est_s(&self) -> f64 {
         overhead_s(&self.server, &self.load)
-            + self.load.duration_s
+            + self.load.offered_s()
             + self
                 .then
                 .iter()
-                .map(|l| l.duration_s + 0.05 + l.held() as f64 / 18_000.0)
+                .map(|l| l.offered_s() + 0.05 + l.held() as f64 / 18_000.0)
                 .sum::<f64>()
     }
 }

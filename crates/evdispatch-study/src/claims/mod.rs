@@ -172,6 +172,28 @@ pub fn knee(rec: &ScenarioRecord, f: &[(&str, Value)]) -> Option<(Option<f64>, O
     Some((kept, behind))
 }
 
+/// `not reached`: the run never got to the regime the claim is about
+/// (overload, the seed's concurrency, its range of connections); `why` says
+/// what it reached instead.
+pub fn unreached(why: impl Into<String>) -> Verdict {
+    nm(format!("not reached: {}", why.into()))
+}
+
+/// The lowest offered rate at which a series matching `f` fell behind
+/// (answered < 95% of it) with the load generator not the limit: where
+/// the server, not the generator, was overloaded. `None` if it never was.
+pub fn overloaded_at(rec: &ScenarioRecord, f: &[(&str, Value)]) -> Option<f64> {
+    let mut behind: Vec<f64> = rec
+        .select(f)
+        .filter(|p| !generator_bound(p))
+        .filter_map(|p| Some((p.num("rate")?, p.metric("reply_rate")?)))
+        .filter(|(x, y)| *y < KEEP * x)
+        .map(|(x, _)| x)
+        .collect();
+    behind.sort_by(f64::total_cmp);
+    behind.first().copied()
+}
+
 /// Whether the generator, not the server, may have set a point's figure.
 pub fn generator_bound(p: &Point) -> bool {
     p.metric("generator_limited") == Some(1.0)
