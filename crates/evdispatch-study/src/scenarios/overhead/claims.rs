@@ -6,7 +6,10 @@ use crate::claims::*;
 use crate::report::figure::fmt_num;
 use crate::results::ScenarioRecord;
 
-use super::{SEED_CONNS, SEED_RATES};
+/// The seed's request rates (004 §3.1: 500 and 1,000 req/s).
+pub const SEED_RATES: [f64; 2] = [500.0, 1000.0];
+/// The seed's range of connections (004 §3.1: 250 … 3,000).
+pub const SEED_CONNS: (u32, u32) = (250, 3000);
 
 /// The claims this scenario's data decide, in the order the report lists them.
 pub static CLAIMS: &[Claim] = &[

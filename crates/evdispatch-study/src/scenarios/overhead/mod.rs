@@ -31,13 +31,8 @@ pub const SCENARIO: Scenario = Scenario {
     claims: claims::CLAIMS,
 };
 
-/// The seed's request rates (004 §3.1: 500 and 1,000 req/s).
-pub const SEED_RATES: [f64; 2] = [500.0, 1000.0];
-/// The seed's range of connections (004 §3.1: 250 … 3,000).
-pub const SEED_CONNS: (u32, u32) = (250, 3000);
-
 fn plan(p: Profile, caps: &Caps) -> Plan {
-    let rates: Vec<f64> = SEED_RATES.to_vec();
+    let rates: Vec<f64> = claims::SEED_RATES.to_vec();
     // The seed's 250 … 3,000 in every profile (select's ceiling leaves it
     // 250 and 500 here); full goes on past them to what one process holds.
     let conns: Vec<u32> = p.pick(
