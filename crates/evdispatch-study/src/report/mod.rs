@@ -2,6 +2,7 @@
 //! script) and `summary.md`, both drawn from [`Results`] alone, so a report
 //! can be re-rendered from a `results.json`.
 
+pub mod budget;
 pub mod figure;
 pub mod reading;
 pub mod summary;
@@ -248,6 +249,7 @@ pub fn html(res: &Results) -> String {
         }
         h.push_str("</section>");
     }
+    h.push_str(&budget::html(res));
     // Peers and environment.
     h.push_str("<section id=\"peers\"><h2>Peers</h2><p>Found at run time; a missing one is listed with the command that installs it (all of them: <code>bash .ci/install-peers</code>).</p><table><tr><th>peer</th><th class=\"l\">role</th><th class=\"l\">status</th></tr>");
     for p in &res.peers {
@@ -444,6 +446,7 @@ pub fn markdown(res: &Results) -> String {
             status
         );
     }
+    m.push_str(&budget::markdown(res));
     let _ = writeln!(m, "\n## Environment\n");
     if let Some(env) = res.environment.as_object() {
         for (k, v) in env {
@@ -586,6 +589,7 @@ mod tests {
             peers: crate::env::peers_json(&[]),
             claims: crate::claims::evaluate(crate::scenarios::claims(), &records),
             scenarios: records,
+            calibration: None,
         };
         let page = html(&res);
         // Every scenario and every claim is shown (the test-only `example`
