@@ -579,11 +579,12 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             .count()
     };
     eprintln!(
-        "claims: {} hold, {} partly, {} fail, {} undecided, {} not measured",
+        "claims: {} hold, {} partly, {} fail, {} undecided, {} not reached, {} not measured",
         count("holds"),
         count("partly"),
         count("fails"),
         count("undecided"),
+        count("not reached"),
         count("not measured")
     );
     println!("{}", out.join("index.html").display());

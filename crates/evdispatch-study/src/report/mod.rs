@@ -47,7 +47,7 @@ fn figures_of(rec: &ScenarioRecord) -> Vec<Figure> {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}\
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.l,th.l{text-align:left}.holds{background:#dff3df}.fails{background:#f8dada}\
-.partly{background:#fbf0cc}.summary{border-top:none;margin-top:0}.summary ul{margin:.3em 0;padding-left:1.4em}.summary li,.summary p{margin:.25em 0}.not-measured{background:#eee;color:#555}.undecided{background:#e4ecf7}figure{margin:1.4em 0}figcaption{font-size:.88em;color:#444;max-width:760px}\
+.partly{background:#fbf0cc}.summary{border-top:none;margin-top:0}.summary ul{margin:.3em 0;padding-left:1.4em}.summary li,.summary p{margin:.25em 0}.not-measured{background:#eee;color:#555}.not-reached{background:#f3e8f7;color:#555}.undecided{background:#e4ecf7}figure{margin:1.4em 0}figcaption{font-size:.88em;color:#444;max-width:760px}\
 p.reading{font-size:.9em;max-width:760px;background:#f6f8fa;border-left:3px solid #0072b2;padding:.3em .6em}\
 .skip{color:#8a4b00}code{background:#f4f4f4;padding:0 3px}section{border-top:1px solid #ddd;margin-top:2em}.params{font-size:.85em;color:#444}";
 
@@ -70,7 +70,14 @@ fn verdict_counts(res: &Results) -> String {
             .filter(|c| c["verdict"].as_str() == Some(w))
             .count()
     };
-    let mut words = vec!["holds", "partly", "fails", "undecided", "not measured"];
+    let mut words = vec![
+        "holds",
+        "partly",
+        "fails",
+        "undecided",
+        "not reached",
+        "not measured",
+    ];
     for c in &res.claims {
         if let Some(w) = c["verdict"].as_str() {
             if !words.contains(&w) {
@@ -83,7 +90,7 @@ fn verdict_counts(res: &Results) -> String {
         .filter_map(|w| {
             let n = count(w);
             match w {
-                "undecided" if n == 0 => None,
+                "undecided" | "not reached" if n == 0 => None,
                 "holds" => Some(format!("{n} hold")),
                 "fails" => Some(format!("{n} fail")),
                 _ => Some(format!("{n} {w}")),
