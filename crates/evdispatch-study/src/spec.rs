@@ -341,6 +341,30 @@ impl Caps {
         }
     }
 
+    /// The rates a load scenario sweeps: `multiples` of the calibrated
+    /// knee, or `fallback` (fixed rates, new connections/s) without a
+    /// calibration.
+    pub fn rates(&self, multiples: &[f64], fallback: Vec<f64>) -> Vec<f64> {
+        match &self.calibration {
+            Some(c) => multiples.iter().map(|m| c.rate(*m)).collect(),
+            None => fallback,
+        }
+    }
+
+    /// What a load scenario records of the budget in its parameters: the
+    /// calibration's (budget, knee, ceiling) and `no_cpu_budget` with why
+    /// when the servers ran without one (the claims say so).
+    pub fn budget_params(&self) -> Value {
+        let mut v = match &self.calibration {
+            Some(c) => c.params(),
+            None => serde_json::json!({}),
+        };
+        if let (Some(why), Some(m)) = (self.no_budget(), v.as_object_mut()) {
+            m.insert("no_cpu_budget".into(), Value::String(why));
+        }
+        v
+    }
+
     /// Why servers run without a budget, `None` when they have one.
     pub fn no_budget(&self) -> Option<String> {
         match &self.calibration {
