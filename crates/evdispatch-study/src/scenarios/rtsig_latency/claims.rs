@@ -46,12 +46,12 @@ fn v_rtsig_jumps(rec: &ScenarioRecord) -> Judged {
     let overflows = peak(rec, &at251("rtsig"), "overflows").unwrap_or(0.0);
     if conc < JUMP_CONCURRENCY && knee_at.is_none() {
         let top = r.last().map(|p| p.0).unwrap_or(0.0);
-        return Err(unreached(format!(
+        return unreached(rec, vec![("rtsig peak concurrency", conc), ("top rate /s", top), ("rtsig overflows (most in a run)", overflows)], format!(
             "rtsig's concurrency peaked at {} connections (the seed's jump came past ~900) and it kept up with every rate to {}/s ({} signal-queue overflows)",
             fmt_num(conc),
             fmt_num(top),
             fmt_num(overflows)
-        )));
+        ));
     }
     let rmin = r.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let emin = e.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
@@ -83,11 +83,11 @@ fn v_batch_dequeue(rec: &ScenarioRecord) -> Judged {
     if overloaded_at(rec, &at251("rtsig")).is_none()
         && overloaded_at(rec, &at251("rtsig-batch")).is_none()
     {
-        return Err(unreached(format!(
+        return unreached(rec, vec![("rtsig kept up to /s", rk.unwrap_or(0.0)), ("rtsig-batch kept up to /s", bk.unwrap_or(0.0))], format!(
             "neither rtsig nor rtsig-batch fell behind with the load generator below its limit: they kept up to {}/s and {}/s, so neither's limit was reached",
             fmt_num(rk.unwrap_or(0.0)),
             fmt_num(bk.unwrap_or(0.0))
-        )));
+        ));
     }
     let (rk, bk) = (rk.unwrap_or(0.0), bk.unwrap_or(0.0));
     let top = |m: &str| {
@@ -127,14 +127,14 @@ fn v_knee_sooner(rec: &ScenarioRecord) -> Judged {
         return Err(missing("rtsig at two inactive counts"));
     }
     if !k.iter().any(|x| x.3) {
-        return Err(unreached(format!(
+        return unreached(rec, vec![("inactive, few", few.0), ("kept up to /s with few", few.1), ("inactive, many", many.0), ("kept up to /s with many", many.1)], format!(
             "rtsig never fell behind with the load generator below its limit, at any inactive count ({}): it kept up to {}/s with {} and to {}/s with {}",
             k.iter().map(|x| fmt_num(x.0)).collect::<Vec<_>>().join(", "),
             fmt_num(few.1),
             fmt_num(few.0),
             fmt_num(many.1),
             fmt_num(many.0)
-        )));
+        ));
     }
     Ok(verdict(
         band(many.1 < few.1, many.1 == few.1 && many.2 <= 0.9 * few.2),
@@ -157,11 +157,12 @@ fn v_devpoll_scales_better(rec: &ScenarioRecord) -> Judged {
         return Err(missing("rtsig and epoll"));
     }
     if pairs.is_empty() {
-        return Err(unreached(format!(
+        let least = |k: &[(f64, f64, f64, bool)]| k.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+        return unreached(rec, vec![("rtsig kept up to /s, least over counts", least(&r)), ("epoll kept up to /s, least over counts", least(&e))], format!(
             "neither rtsig nor epoll fell behind with the load generator below its limit at any inactive count they share (rtsig kept up to {}/s at least, epoll to {}/s)",
-            fmt_num(r.iter().map(|x| x.1).fold(f64::INFINITY, f64::min)),
-            fmt_num(e.iter().map(|x| x.1).fold(f64::INFINITY, f64::min))
-        )));
+            fmt_num(least(&r)),
+            fmt_num(least(&e))
+        ));
     }
     let better = pairs.iter().filter(|p| p.2 > p.1).count();
     let worse = pairs.iter().filter(|p| p.2 < p.1).count();
@@ -263,9 +264,7 @@ mod tests {
             ("epoll", 251, 9000.0, 110.0, 9000.0, 400.0),
         ]);
         for id in &ALL[1..] {
-            let v = CLAIMS.iter().find(|c| c.id == *id).unwrap().judge(&unloaded);
-            assert_eq!(v.outcome, Outcome::NotMeasured, "{id}: {v:?}");
-            assert!(v.why.starts_with("not reached: "), "{id}: {}", v.why);
+            check(CLAIMS, id, &unloaded, Outcome::NotReached);
         }
         let v = CLAIMS[1].judge(&unloaded);
         assert!(v.why.contains("peaked at 422 connections"), "{}", v.why);
