@@ -25,7 +25,13 @@ use crate::web::{run_web, WebJob};
 
 /// The scenarios whose servers run under the calibrated budget: a run
 /// calibrates only when one of them is selected.
-pub const BUDGETED: &[&str] = &["table1", "throughput", "hybrid"];
+pub const BUDGETED: &[&str] = &[
+    "table1",
+    "throughput",
+    "hybrid",
+    "poll-vs-epoll",
+    "rtsig-latency",
+];
 
 /// Concurrent sessions of the closed loop that measures the generator's
 /// ceiling: enough that no reply waits for a connect.

@@ -10,7 +10,7 @@
 
 mod claims;
 
-use serde_json::{json, Map};
+use serde_json::{json, Map, Value};
 
 use crate::report::figure::{Figure, Metrics};
 use crate::report::reading;
@@ -24,7 +24,7 @@ pub const SCENARIO: Scenario = Scenario {
     id: "rtsig-latency",
     title: "RT signals vs epoll: median latency against load",
     seeds: "000 §5.2 (phhttpd vs thttpd with /dev/poll, Figs. 11–14)",
-    about: "Reply rate and median response latency (from each request's intended send time, connect included) against the offered rate of new connections with the seed's 1, 251 and 501 inactive connections, 6 KB document, each point after a warm-up left out of its figures; the server on rtsig (one sigtimedwait per signal, as phhttpd) and epoll at every count, rtsig-batch (many signals per read of a signalfd, the seed's proposed sigtimedwait4) at 251, each connection read only after its first report (--no-eager-read). The server's RT-signal queue is limited to 1,024 entries (RLIMIT_SIGPENDING), the rtsig-max of the seed's Linux 2.2–2.4 kernels; past it the kernel raises SIGIO and the server recovers by polling every descriptor.",
+    about: "Reply rate and median response latency (from each request's intended send time, connect included) against the offered rate of new connections with the seed's 1, 251 and 501 inactive connections, 6 KB document, each point after a warm-up left out of its figures; the server on rtsig (one sigtimedwait per signal, as phhttpd) and epoll at every count, rtsig-batch (many signals per read of a signalfd, the seed's proposed sigtimedwait4) at 251, each connection read only after its first report (--no-eager-read). The server's RT-signal queue is limited to 1,024 entries (RLIMIT_SIGPENDING), the rtsig-max of the seed's Linux 2.2–2.4 kernels; past it the kernel raises SIGIO and the server recovers by polling every descriptor. The servers run under the calibrated CPU budget (the study's small machine, see \"The servers' CPU budget\") and the rates are multiples of its knee, so that the sweep reaches overload on any host; where no budget can be set they run as the host gives, and the overload claims say \"not reached\" with what was reached.",
     plan,
     run: run_web,
     figures,
@@ -41,19 +41,39 @@ pub const QUEUE: u64 = 1024;
 /// latency figure (Fig. 14) and the batch comparison run at 251.
 pub const INACTIVE: [u32; 3] = [1, 251, 501];
 
+/// The swept rates as multiples of the calibrated knee (epoll's, under the
+/// servers' CPU budget), by profile.
+fn multiples(p: Profile) -> Vec<f64> {
+    p.pick(
+        vec![0.25, 2.0],
+        vec![0.1, 0.5, 1.0, 1.5, 2.0],
+        vec![0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0],
+    )
+}
+
 fn plan(p: Profile, caps: &Caps) -> Plan {
-    let rates: Vec<f64> = p.pick(
-        vec![500.0, 3000.0],
-        vec![500.0, 2500.0, 5000.0, 7500.0, 10000.0],
-        vec![
-            250.0, 500.0, 1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0, 10000.0, 11000.0,
-        ],
+    // Multiples of the calibrated knee under the servers' CPU budget (the
+    // study's small machine), so that the sweep reaches the knee on any
+    // host; fixed rates where there is no calibration.
+    let rates = caps.rates(
+        &multiples(p),
+        p.pick(
+            vec![500.0, 3000.0],
+            vec![500.0, 2500.0, 5000.0, 7500.0, 10000.0],
+            vec![
+                250.0, 500.0, 1000.0, 2000.0, 3000.0, 4000.0, 6000.0, 8000.0, 10000.0, 11000.0,
+            ],
+        ),
     );
     // Each point: a warm-up left out of its figures, then a window of
     // five sampling intervals (its own spread).
     let (warmup, duration) = p.pick((0.1, 0.4), (0.15, 0.4), (0.3, 0.8));
+    let mut params = json!({"mechanisms": MECHANISMS, "rates_conn_per_s": rates, "knee_multiples": multiples(p), "warmup_s": warmup, "duration_s": duration, "inactive": INACTIVE, "batch_inactive": 251, "document": "6k.html", "rlimit_sigpending": QUEUE, "eager_read": false});
+    if let (Some(m), Value::Object(b)) = (params.as_object_mut(), caps.budget_params()) {
+        m.extend(b);
+    }
     let mut plan = Plan {
-        params: json!({"mechanisms": MECHANISMS, "rates_conn_per_s": rates, "warmup_s": warmup, "duration_s": duration, "inactive": INACTIVE, "batch_inactive": 251, "document": "6k.html", "rlimit_sigpending": QUEUE, "eager_read": false}),
+        params,
         // Two rounds in quick (three counts of the seed's cost three times
         // the runs of one), three in full; their verdicts say how far the
         // range over the rounds covers the median.
@@ -68,10 +88,10 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
                 continue;
             }
             for &r in &rates {
-                let server = ServerSpec {
+                let server = caps.budgeted(ServerSpec {
                     rlimit_sigpending: m.starts_with("rtsig").then_some(QUEUE),
                     ..ServerSpec::dispatch(m)
-                };
+                });
                 let mut job = session_job(server, r, duration, inactive, 0, "6k.html");
                 job.load.warmup_s = warmup;
                 plan_web(
