@@ -37,7 +37,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     // 250 and 500 here); full goes on past them to what one process holds.
     let conns: Vec<u32> = p.pick(
         vec![250, 3000],
-        vec![250, 500, 1500, 3000],
+        vec![250, 500, 3000],
         vec![250, 500, 1000, 2000, 3000, 6000, 15000],
     );
     // Each point: a warm-up left out of its figures (the held connections
