@@ -23,6 +23,10 @@
 //!   Ctrl-C/SIGTERM handler ([`on_interrupt`]); `PR_SET_PDEATHSIG` takes a
 //!   server down if the program is killed outright; [`BenchLock`] is the
 //!   machine-wide lock of measurements.
+//! * **CPU budgets** ([`cgroup`]): a server may run in a cgroup of its own
+//!   with CPU bandwidth control ([`CpuBudget`]: a fraction of a core over a
+//!   short period; v1 or v2, detected at run time by [`cpu_control`]), so
+//!   that the experiment sets its capacity; the group goes with the server.
 //! * **Tools**: [`run_wrk`] and [`run_httperf`] run pinned and return parsed
 //!   results ([`WrkResult`], [`HttperfResult`]) including the CPU they used;
 //!   [`run_evdispatch_load`] runs `evdispatch load … --json` and returns its
@@ -39,6 +43,7 @@
 
 #![deny(missing_docs)]
 
+pub mod cgroup;
 mod installed;
 mod median;
 mod peers;
@@ -47,6 +52,7 @@ mod sys;
 mod testserver;
 mod tools;
 
+pub use cgroup::{cpu_control, BudgetGroup, BudgetStats, CgroupVersion, CpuBudget, CpuControl};
 pub use installed::{find, first_version, skip_reason, NotInstalled, Program, Tool};
 pub use median::{median, median_interval};
 pub use peers::{

@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use evdispatch_server::cmdline::ServeCommand;
 
+use crate::cgroup::{BudgetGroup, CpuBudget};
 use crate::installed::{find, Program, Tool};
 use crate::process::{
     evdispatch, free_port, nofile_limit, wait_listening, ChildGroup, ServerProcess,
@@ -79,6 +80,9 @@ pub struct PeerConfig {
     pub nginx_server_extra: String,
     /// Serve HTTPS (nginx only; `None`: plain HTTP).
     pub tls: Option<PeerTls>,
+    /// Run the server (master and workers) in a cgroup of its own with this
+    /// CPU budget (`None`: as much CPU as the host gives).
+    pub cpu_budget: Option<CpuBudget>,
 }
 
 /// HTTPS for a peer (nginx's `listen … ssl`).
@@ -111,6 +115,7 @@ impl PeerConfig {
             access_log: None,
             nginx_server_extra: String::new(),
             tls: None,
+            cpu_budget: None,
         }
     }
 
@@ -392,6 +397,7 @@ fn start_once(
         .open(&log)?;
     cmd.stdin(Stdio::null()).stdout(out).stderr(err);
     sys::prepare(&mut cmd, &cfg.cpus)?;
+    let cgroup = budget_group(&mut cmd, cfg.cpu_budget)?;
     let mut group = ChildGroup::spawn(cmd, &program.path.display().to_string())?;
     let addr = SocketAddr::new(cfg.bind, port);
     let name = program.tool.command();
@@ -404,6 +410,7 @@ fn start_once(
         dir: Some(dir),
         log: Some(log),
         stats_json: None,
+        cgroup,
     };
     waited?;
     Ok(server)
@@ -424,6 +431,23 @@ pub struct OursConfig {
     /// Run at the lowest priority (`SCHED_IDLE`, every thread): a stand-in
     /// for another machine, that must not take CPU from what is measured.
     pub idle: bool,
+    /// Run it in a cgroup of its own with this CPU budget (`None`: as much
+    /// CPU as the host gives).
+    pub cpu_budget: Option<CpuBudget>,
+}
+
+/// A group with `budget` that `cmd`'s child joins before it starts, or
+/// none without a budget.
+fn budget_group(
+    cmd: &mut Command,
+    budget: Option<CpuBudget>,
+) -> anyhow::Result<Option<BudgetGroup>> {
+    let Some(b) = budget else {
+        return Ok(None);
+    };
+    let group = BudgetGroup::create(b)?;
+    group.attach(cmd)?;
+    Ok(Some(group))
 }
 
 /// Start `evdispatch serve ARGS`, wait for its `listening on http://IP:PORT`
@@ -443,7 +467,12 @@ pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
         &cfg.cpus,
         dir,
         stats,
-        cfg.idle,
+        |cmd| {
+            if cfg.idle {
+                sys::idle_priority(cmd);
+            }
+            budget_group(cmd, cfg.cpu_budget)
+        },
     )
 }
 
@@ -458,9 +487,11 @@ pub fn start_listening_program(
     cpus: &[usize],
 ) -> anyhow::Result<ServerProcess> {
     let dir = tempfile::Builder::new().prefix("evd-serve-").tempdir()?;
-    start_announced(binary, command, args, cpus, dir, None, false)
+    start_announced(binary, command, args, cpus, dir, None, |_| Ok(None))
 }
 
+/// Start `BINARY COMMAND ARGS` with `confine` applied to its command (a
+/// priority, a CPU budget: the group it returns lives with the server).
 fn start_announced(
     binary: &Path,
     command: &str,
@@ -468,15 +499,13 @@ fn start_announced(
     cpus: &[usize],
     dir: tempfile::TempDir,
     stats: Option<PathBuf>,
-    idle: bool,
+    confine: impl FnOnce(&mut Command) -> anyhow::Result<Option<BudgetGroup>>,
 ) -> anyhow::Result<ServerProcess> {
     let what = format!("evdispatch {command}");
     let log = dir.path().join("stderr.log");
     let mut cmd = evdispatch(binary, command, args, cpus)?;
     cmd.stdout(Stdio::piped()).stderr(fs::File::create(&log)?);
-    if idle {
-        sys::idle_priority(&mut cmd);
-    }
+    let cgroup = confine(&mut cmd)?;
     let mut group = ChildGroup::spawn(cmd, &binary.display().to_string())?;
     let stdout = group.child_mut().and_then(|c| c.stdout.take());
     let stdout = stdout.expect("piped stdout");
@@ -501,6 +530,7 @@ fn start_announced(
         dir: Some(dir),
         log: Some(log),
         stats_json: stats,
+        cgroup,
     };
     let addr_text = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
         anyhow!(

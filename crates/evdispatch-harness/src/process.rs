@@ -47,6 +47,7 @@ fn install_handler() -> Result<(), String> {
                 for &g in groups().iter() {
                     let _ = sys::kill_group(g, libc::SIGKILL);
                 }
+                crate::cgroup::remove_all();
                 match MESSAGE.lock().as_deref() {
                     Ok(Some(say)) => say(),
                     _ => eprintln!("evdispatch-harness: interrupted; servers stopped"),
@@ -173,6 +174,9 @@ pub struct ServerProcess {
     pub(crate) dir: Option<tempfile::TempDir>,
     pub(crate) log: Option<PathBuf>,
     pub(crate) stats_json: Option<PathBuf>,
+    /// The cgroup holding its CPU budget, removed (when dropped) after the
+    /// processes are stopped: declared after `group`.
+    pub(crate) cgroup: Option<crate::cgroup::BudgetGroup>,
 }
 
 impl ServerProcess {
@@ -220,6 +224,11 @@ impl ServerProcess {
     /// True while the process runs.
     pub fn is_running(&mut self) -> bool {
         self.group.as_mut().is_some_and(ChildGroup::is_running)
+    }
+
+    /// The cgroup holding its CPU budget, if it runs under one.
+    pub fn budget_group(&self) -> Option<&crate::cgroup::BudgetGroup> {
+        self.cgroup.as_ref()
     }
 
     /// Stop it: SIGTERM to the group, wait up to 10 s (then SIGKILL), and

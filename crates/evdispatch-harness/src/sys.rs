@@ -46,6 +46,33 @@ pub fn idle_priority(cmd: &mut Command) {
     }
 }
 
+/// Make the child of `cmd` write `0` (itself) to the cgroup file `procs`
+/// between fork and exec, joining that group before the program starts.
+pub fn join_cgroup_in_child(cmd: &mut Command, procs: &std::path::Path) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(procs.as_os_str().as_bytes())
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+    // SAFETY: the closure runs in the child between fork and exec; it makes
+    // only async-signal-safe system calls (open, write, close) on a path
+    // prepared before the fork, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let n = libc::write(fd, b"0".as_ptr().cast(), 1);
+            let err = io::Error::last_os_error();
+            libc::close(fd);
+            if n != 1 {
+                return Err(err);
+            }
+            Ok(())
+        });
+    }
+    Ok(())
+}
+
 /// Whether this process runs as root (effective uid 0).
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions and cannot fail.

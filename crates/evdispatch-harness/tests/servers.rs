@@ -149,6 +149,7 @@ fn ours_is_started_from_its_announcement_and_stopped_with_its_statistics() {
         cpus: vec![],
         stats_json: true,
         idle: false,
+        cpu_budget: None,
     };
     // A script just written may be "busy" for a moment: another test's
     // fork can still hold the descriptor it was written through (ETXTBSY).

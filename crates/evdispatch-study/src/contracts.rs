@@ -94,6 +94,7 @@ pub fn load_command(
             Rate::Max(_) => evdispatch_load::Rate::Max,
         }),
         duration: Some(Duration::from_secs_f64(spec.duration_s)),
+        warmup: (spec.warmup_s > 0.0).then(|| Duration::from_secs_f64(spec.warmup_s)),
         interval: Some(Duration::from_secs_f64(spec.interval_s())),
         timeout: Some(Duration::from_secs_f64(spec.timeout_s)),
         sessions: spec.sessions.then_some(0),
@@ -421,6 +422,10 @@ mod tests {
                 && a.contains("--connections 50")
         );
         assert!(!a.contains("--persistent"));
+        // A warm-up goes to the generator, which leaves it out of its window.
+        assert!(!a.contains("--warmup"));
+        let warm = load_command(&open.clone().warmed(0.3), "http://h:1", &[], None).to_string();
+        assert!(warm.contains("--warmup 0.3s"), "{warm}");
         let mut keep = LoadSpec::sessions("92b.html", 2000.0, 1.0);
         keep.sessions = false;
         keep.persistent = 1000;

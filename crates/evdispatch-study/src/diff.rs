@@ -251,7 +251,10 @@ pub fn table(runs: &[Value]) -> Vec<String> {
             })
             .collect();
         let all_same = vs.iter().all(|v| *v == vs[0]);
-        if !vs.iter().all(|v| v == "not measured" || v == "absent") {
+        if !vs
+            .iter()
+            .all(|v| v == "not measured" || v == "not reached" || v == "absent")
+        {
             judged += 1;
             if all_same {
                 same += 1;

@@ -46,6 +46,10 @@ impl Caps {
                 .map(|h| h.contains("--persistent"))
                 .unwrap_or(false),
             cpus: evdispatch_host::available_cpus(),
+            nofile: evdispatch_harness::nofile_limit(),
+            budgets: crate::spec::BudgetSupport(
+                evdispatch_harness::cpu_control().map(|c| c.to_string()),
+            ),
             ..Caps::default()
         };
         if caps.bench {
@@ -115,6 +119,12 @@ impl RunningServer {
         }
     }
 
+    /// The bandwidth statistics of its CPU budget's cgroup (`None`
+    /// without a budget).
+    pub fn budget_stats(&self) -> Option<evdispatch_harness::BudgetStats> {
+        self.proc_.budget_group().and_then(|g| g.stats())
+    }
+
     /// Stop it (SIGTERM, then SIGKILL after 10 s) and return our server's
     /// stats document (`None` for peers).
     pub fn stop(self) -> anyhow::Result<Option<Value>> {
@@ -123,7 +133,9 @@ impl RunningServer {
 }
 
 /// Start `spec` for a run holding `held` long-lived connections, serving
-/// the study's document root, pinned per [`Caps::cpu_plan`].
+/// the study's document root, pinned per [`Caps::cpu_plan`], within its CPU
+/// budget if it has one (a budget that cannot be set here is
+/// [`Unavailable`], never dropped in silence).
 pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<RunningServer> {
     use evdispatch_harness::{
         start_ours, start_peer, LighttpdEvents, OursConfig, Peer, PeerConfig,
@@ -131,19 +143,25 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
     ctx.caps
         .server(spec)
         .map_err(|why| anyhow!(Unavailable(why)))?;
+    if let (Some(b), Err(why)) = (&spec.cpu_budget, &ctx.caps.budgets.0) {
+        return Err(anyhow!(Unavailable(format!(
+            "no CPU budget here ({b} asked): {why}"
+        ))));
+    }
     let (cpus, _) = ctx.caps.cpu_plan(spec.workers);
     let (proc_, cmdline) = if spec.server == "ours" {
         let mut serve = contracts::serve_command(spec, &ctx.www, &cpus)?;
         if let Some(h) = &ctx.load_host {
             serve.listen = Some(std::net::SocketAddr::new(h.bind, 0).to_string());
         }
-        let cmdline = format!("evdispatch serve {serve}");
+        let cmdline = format!("evdispatch serve {serve}{}", budget_note(spec));
         let p = start_ours(&OursConfig {
             binary: ctx.exe.clone(),
             serve,
             cpus: cpus.clone(),
             stats_json: true,
             idle: false,
+            cpu_budget: spec.cpu_budget,
         })
         .with_context(|| format!("starting `{cmdline}`"))?;
         (p, cmdline)
@@ -160,6 +178,7 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         }
         cfg.workers = spec.workers;
         cfg.cpus = cpus.clone();
+        cfg.cpu_budget = spec.cpu_budget;
         // Room for the held connections and the sessions in flight, within
         // the process's descriptor limit.
         cfg.max_connections = (held + 4096).min(19_000);
@@ -172,7 +191,7 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
             };
         }
         let cmdline = format!(
-            "{} ({} worker(s), CPUs {:?}, max {} connections{})",
+            "{} ({} worker(s), CPUs {:?}, max {} connections{}){}",
             spec.server,
             cfg.workers,
             cfg.cpus,
@@ -180,7 +199,8 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
             spec.mechanism
                 .as_deref()
                 .map(|m| format!(", server.event-handler = {m}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            budget_note(spec)
         );
         let p = start_peer(peer, &cfg).with_context(|| format!("starting {cmdline}"))?;
         (p, cmdline)
@@ -191,6 +211,14 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         cmdline,
         proc_,
     })
+}
+
+/// How a server's command line says its budget: ` (in a cgroup: 25.0%
+/// of a core, period 4.0 ms)`, or nothing.
+fn budget_note(spec: &ServerSpec) -> String {
+    spec.cpu_budget
+        .map(|b| format!(" (in a cgroup: {b})"))
+        .unwrap_or_default()
 }
 
 /// What a load run measured.
@@ -316,7 +344,7 @@ pub fn run_load(
                 .chain(load.args().iter().map(|a| a.to_string_lossy().into_owned()))
                 .collect();
             // The generator bounds its own run; this bounds a dead link.
-            let limit = spec.duration_s + spec.timeout_s + 120.0 + spec.held() as f64 / 1000.0;
+            let limit = spec.offered_s() + spec.timeout_s + 120.0 + spec.held() as f64 / 1000.0;
             let r = h.run_ours(&args, limit, &log_path)?;
             return Ok((r.stdout.clone().into_bytes(), Some(r)));
         }
@@ -336,6 +364,7 @@ pub fn run_load(
         }
         Ok((out.stdout, None))
     };
+    let budget0 = server.budget_stats();
     let rss0 = tree_rss(&pids);
     let tcp0 = tcp_kernel_bytes();
     let inuse0 = sockstat_tcp("inuse");
@@ -377,6 +406,7 @@ pub fn run_load(
         children_cpu_s(),
         t0.elapsed().as_secs_f64(),
     );
+    let budget1 = server.budget_stats();
     drop(stop);
     let (rss_max, tcp_max, mut series) = sampler.join().unwrap_or((0, 0, Vec::new()));
     let settle_s = quiesce(inuse0);
@@ -401,6 +431,18 @@ pub fn run_load(
                 .unwrap_or((srv1 - srv0).max(0.0));
             metrics.insert("server_cpu_pct".into(), 100.0 * cpu_s / window);
         }
+    }
+    // How often the server's CPU budget bit over the run: the share of its
+    // bandwidth periods in which it spent its quota, and the time it waited.
+    if let (Some(a), Some(b)) = (budget0, budget1) {
+        let d = b.since(&a);
+        if d.periods > 0 {
+            metrics.insert(
+                "budget_throttled_pct".into(),
+                100.0 * d.throttled as f64 / d.periods as f64,
+            );
+        }
+        metrics.insert("budget_throttled_s".into(), d.throttled_s);
     }
     // Seconds waited after the run for its connections to close (`quiesce`).
     metrics.insert("settle_s".into(), settle_s);

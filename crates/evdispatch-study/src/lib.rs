@@ -16,6 +16,8 @@
 //!   `evdispatch-harness`'s registry, so none outlives the study) and
 //!   [`remote`] (the same on a second host over ssh, `--load-host`), then
 //!   [`web`] (one server + load run);
+//! - [`calibrate`] (the servers' CPU budget, measured once per run before
+//!   the scenarios) on [`web`];
 //! - [`scenarios`]: one folder per experiment (its run and its claims) and
 //!   the list [`scenarios::SCENARIOS`];
 //! - [`report`] and this module's runner on top; [`diff`] (comparing two
@@ -23,6 +25,7 @@
 
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod claims;
 pub mod contracts;
 pub mod diff;
@@ -323,6 +326,7 @@ fn write_report(
     peers: &[env::PeerStatus],
     load_host: Option<&remote::LoadHost>,
     cpu_idle: &Value,
+    calibration: Option<&spec::Calibration>,
 ) -> anyhow::Result<Results> {
     let scenarios: Vec<ScenarioRecord> = SCENARIOS
         .iter()
@@ -330,6 +334,13 @@ fn write_report(
         .collect();
     let mut environment = env::environment();
     environment["cpu_idle"] = cpu_idle.clone();
+    environment["cpu_budget"] = match calibration {
+        Some(c) => match (&c.budget, &c.no_budget) {
+            (Some(b), _) => json!(format!("{b}, {}", c.control.as_deref().unwrap_or("?"))),
+            (None, why) => json!(format!("none: {}", why.as_deref().unwrap_or("?"))),
+        },
+        None => json!("none: not calibrated in this run"),
+    };
     if let Some(h) = load_host {
         environment["load_host"] = h.describe();
     }
@@ -340,6 +351,7 @@ fn write_report(
         peers: env::peers_json(peers),
         claims: claims::evaluate(scenarios::claims(), &scenarios),
         scenarios,
+        calibration: calibration.cloned(),
     };
     write_json_atomic(&out.join("results.json"), &res)?;
     for rec in &res.scenarios {
@@ -366,6 +378,18 @@ fn hold_idle(allow_deep: bool) -> (Option<evdispatch_host::ShallowIdle>, Value) 
     };
     let note = json!({"driver": driver, "governor": governor, "held_shallow": held});
     (hold, note)
+}
+
+/// One line saying what the calibration chose.
+fn calibration_line(c: &spec::Calibration) -> String {
+    let budget = match (&c.budget, &c.no_budget) {
+        (Some(b), _) => format!("budget {b}"),
+        (None, why) => format!("no budget ({})", why.as_deref().unwrap_or("?")),
+    };
+    format!(
+        "calibration: generator ceiling {:.0} new conn/s, epoll {:.1} µs CPU per reply; {budget}; knee {:.0} conn/s",
+        c.generator_ceiling, c.cpu_us_per_reply, c.knee
+    )
 }
 
 /// Run the command.
@@ -418,7 +442,9 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         );
     }
     caps.set_peers(&peers);
+    let needs_budget = selected.iter().any(|s| calibrate::BUDGETED.contains(&s.id));
     if args.list {
+        caps.calibration = calibrate::saved(&args.out, &caps.budgets.0);
         println!(
             "{:<3} {:<14} {:>8} {:>6} {:>6}  title (seeds)",
             "#", "id", "planned", "jobs", "rounds"
@@ -468,7 +494,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             eprintln!("\ninterrupted: every server and load process stopped; completed scenarios are kept in {}", out.display());
         })?;
     }
-    let ctx = Ctx {
+    let mut ctx = Ctx {
         profile: args.profile,
         out: out.clone(),
         www,
@@ -477,6 +503,29 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         caps: caps.clone(),
         load_host,
     };
+    let (idle_hold, cpu_idle) = hold_idle(args.allow_deep_idle);
+    // The servers' CPU budget, before the plans: their rates are multiples
+    // of the calibrated knee.
+    if needs_budget {
+        let _lock = BenchLock::take(|| eprintln!("calibration: waiting for the benchmark lock"))?;
+        eprintln!(
+            "calibrating the servers' CPU budget (about {:.0} s unless saved in {})",
+            calibrate::est_s(&ctx),
+            calibrate::path(&out).display()
+        );
+        match calibrate::load_or_calibrate(&ctx, args.fresh) {
+            Ok(c) => {
+                eprintln!("{}", calibration_line(&c));
+                caps.calibration = Some(c);
+            }
+            Err(e) => eprintln!("note: no calibration ({e:#}); the servers run as the host gives"),
+        }
+        ctx.caps = caps.clone();
+    } else {
+        caps.calibration = calibrate::saved(&out, &caps.budgets.0);
+        ctx.caps = caps.clone();
+    }
+    let ctx = ctx;
     // Decide what runs.
     let mut todo: Vec<(&Scenario, Plan)> = Vec::new();
     for s in &selected {
@@ -519,7 +568,6 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         .expect("valid template")
         .progress_chars("=> "),
     );
-    let (idle_hold, cpu_idle) = hold_idle(args.allow_deep_idle);
     let report = || {
         write_report(
             &out,
@@ -527,6 +575,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
             &peers,
             ctx.load_host.as_ref(),
             &cpu_idle,
+            ctx.caps.calibration.as_ref(),
         )
     };
     let t_start = Instant::now();

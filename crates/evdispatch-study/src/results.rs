@@ -378,6 +378,82 @@ pub struct RoundVerdict {
     pub verdict: String,
 }
 
+/// The server's capacity that the experiment sets: measured once per study
+/// run, before the scenarios (cached in the output directory and in
+/// `results.json`), and used by every scenario whose claims are about load.
+///
+/// `generator_ceiling` (G) is the rate of new connections (one request
+/// each) that one generator process reaches in a closed loop against an
+/// unbudgeted epoll server; `cpu_us_per_reply` (c) is that server's CPU per
+/// reply at a moderate open-loop rate. The budget b = `spec::KNEE_OF_CEILING` (0.4) ×
+/// G × c puts epoll's knee (b / c replies/s) at 0.4 G; the scenarios sweep
+/// rates in multiples of that knee.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Calibration {
+    /// Where budgets are set (`cgroup v1 (cpu.cfs_quota_us) at …`), `None`
+    /// where none can be (see `no_budget`): then the servers run as the
+    /// host gives and the overload claims say "not reached: no CPU budget
+    /// here".
+    pub control: Option<String>,
+    /// G: new connections per second one generator process offers.
+    pub generator_ceiling: f64,
+    /// Whether the generator (not the server) was the limit of G's run.
+    pub ceiling_generator_limited: bool,
+    /// c: the unbudgeted epoll server's CPU per reply, µs.
+    pub cpu_us_per_reply: f64,
+    /// The open-loop rate c was measured at, new connections/s.
+    pub probe_rate: f64,
+    /// The budget chosen (`None`: none can be set here, or the server
+    /// already saturates below the target knee without one).
+    #[schemars(with = "Option<BudgetShape>")]
+    pub budget: Option<evdispatch_harness::CpuBudget>,
+    /// Why there is no budget, when there is none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_budget: Option<String>,
+    /// Epoll's expected knee, new connections/s: b / c with a budget, the
+    /// host's 1 / c without.
+    pub knee: f64,
+    /// The command lines of the calibration's runs.
+    pub commands: Vec<String>,
+    /// The budget's own effect below the knee: pairs of runs at half the
+    /// knee, with and without the budget (`budget`: true/false), each
+    /// with `cpu_us_per_reply`, `p50_us`, `reply_rate` and
+    /// `budget_throttled_pct`.
+    pub effect: Vec<Value>,
+    /// Seconds the calibration took.
+    pub duration_s: f64,
+    /// When it was measured (Unix seconds).
+    pub measured_unix: u64,
+}
+
+impl Calibration {
+    /// `factor` times the knee, rounded to 10 connections/s.
+    pub fn rate(&self, factor: f64) -> f64 {
+        ((self.knee * factor) / 10.0).round().max(1.0) * 10.0
+    }
+
+    /// What the scenarios record in their parameters: the budget (or why
+    /// none), its period and the knee.
+    pub fn params(&self) -> Value {
+        serde_json::json!({
+            "cpu_budget": self.budget,
+            "no_cpu_budget": self.no_budget,
+            "knee": self.knee,
+            "generator_ceiling": self.generator_ceiling,
+        })
+    }
+}
+
+/// A CPU budget as `results.json` holds it.
+#[derive(schemars::JsonSchema)]
+#[allow(dead_code)]
+struct BudgetShape {
+    /// Fraction of one core.
+    fraction: f64,
+    /// Bandwidth period, µs.
+    period_us: u64,
+}
+
 /// The whole `results.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Results {
@@ -396,6 +472,11 @@ pub struct Results {
     /// [`ClaimEntry`]; kept as JSON for the report's and diff's readers).
     #[schemars(with = "Vec<ClaimEntry>")]
     pub claims: Vec<Value>,
+    /// The calibration of the servers' CPU budget the scenarios ran with
+    /// (absent in runs made before budgets, and when no scenario of the
+    /// run needed one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
 }
 
 /// The JSON Schema of `results.json`, generated from [`Results`] (the file

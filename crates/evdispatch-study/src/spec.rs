@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use crate::claims::Claim;
 use crate::env::PeerStatus;
 use crate::report::figure::Figure;
+pub use crate::results::Calibration;
 use crate::results::{Point, ScenarioRecord, Skip};
 
 /// How big a run is: rates, counts and durations come from the profile.
@@ -298,6 +299,85 @@ pub struct Caps {
     pub peers: BTreeMap<String, Result<String, String>>,
     /// CPUs this process may use.
     pub cpus: usize,
+    /// Descriptors one process may hold here (RLIMIT_NOFILE, its soft limit
+    /// raised to the hard one); 0 when unknown.
+    pub nofile: u64,
+    /// Whether a server can be given a CPU budget here (a cgroup with CPU
+    /// bandwidth control), or why not.
+    pub budgets: BudgetSupport,
+    /// This run's calibration of the server's CPU budget (see
+    /// [`Calibration`]); `None` before it is measured (and in `--list`
+    /// without a saved one).
+    pub calibration: Option<Calibration>,
+}
+
+/// Whether CPU budgets can be set on this machine: `Ok` with where
+/// (`cgroup v1 (cpu.cfs_quota_us) at /sys/fs/cgroup/cpu`), `Err` with why
+/// not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BudgetSupport(pub Result<String, String>);
+
+impl Default for BudgetSupport {
+    fn default() -> Self {
+        BudgetSupport(Err("not probed".into()))
+    }
+}
+
+/// The fraction of the generator's ceiling at which the calibration puts
+/// the knee of the mechanism that saturates last (epoll, the cheapest per
+/// reply of ours): the other mechanisms' knees fall below it, and sweeps to
+/// twice the knee stay within what the generator can offer.
+pub const KNEE_OF_CEILING: f64 = 0.4;
+
+impl Caps {
+    /// The calibrated budget for servers of load scenarios (`None`: run as
+    /// the host gives, see [`Calibration::no_budget`]).
+    pub fn cpu_budget(&self) -> Option<evdispatch_harness::CpuBudget> {
+        self.calibration.as_ref().and_then(|c| c.budget)
+    }
+
+    /// `server` with the calibrated budget.
+    pub fn budgeted(&self, server: ServerSpec) -> ServerSpec {
+        ServerSpec {
+            cpu_budget: self.cpu_budget(),
+            ..server
+        }
+    }
+
+    /// The rates a load scenario sweeps: `multiples` of the calibrated
+    /// knee, or `fallback` (fixed rates, new connections/s) without a
+    /// calibration.
+    pub fn rates(&self, multiples: &[f64], fallback: Vec<f64>) -> Vec<f64> {
+        match &self.calibration {
+            Some(c) => multiples.iter().map(|m| c.rate(*m)).collect(),
+            None => fallback,
+        }
+    }
+
+    /// What a load scenario records of the budget in its parameters: the
+    /// calibration's (budget, knee, ceiling) and `no_cpu_budget` with why
+    /// when the servers ran without one (the claims say so).
+    pub fn budget_params(&self) -> Value {
+        let mut v = match &self.calibration {
+            Some(c) => c.params(),
+            None => serde_json::json!({}),
+        };
+        if let (Some(why), Some(m)) = (self.no_budget(), v.as_object_mut()) {
+            m.insert("no_cpu_budget".into(), Value::String(why));
+        }
+        v
+    }
+
+    /// Why servers run without a budget, `None` when they have one.
+    pub fn no_budget(&self) -> Option<String> {
+        match &self.calibration {
+            Some(c) => c.no_budget.clone(),
+            None => Some(match &self.budgets.0 {
+                Err(why) => why.clone(),
+                Ok(_) => "not calibrated".into(),
+            }),
+        }
+    }
 }
 
 impl Caps {
@@ -345,6 +425,11 @@ impl Caps {
                 .map(|p| (p.to_string(), Ok("1.0".to_string())))
                 .collect(),
             cpus: 2,
+            nofile: 20_000,
+            budgets: BudgetSupport(Ok(
+                "cgroup v1 (cpu.cfs_quota_us) at /sys/fs/cgroup/cpu".into()
+            )),
+            calibration: None,
         }
     }
 
@@ -377,6 +462,9 @@ impl Caps {
             if on {
                 v.push(format!("tool:{name}"));
             }
+        }
+        if self.budgets.0.is_ok() {
+            v.push("cpu-budget".into());
         }
         v.extend(self.mechanisms.iter().map(|m| format!("mechanism:{m}")));
         v.extend(
@@ -513,6 +601,10 @@ pub struct ServerSpec {
     /// Further command-line arguments, verbatim.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extra_args: Vec<String>,
+    /// The server's CPU budget (a cgroup of its own, see
+    /// `evdispatch_harness::cgroup`); `None`: as much as the host gives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_budget: Option<evdispatch_harness::CpuBudget>,
 }
 
 impl ServerSpec {
@@ -532,6 +624,7 @@ impl ServerSpec {
             header_timeout_s: None,
             threads: None,
             extra_args: vec![],
+            cpu_budget: None,
         }
     }
 
@@ -607,6 +700,10 @@ fn one() -> u32 {
     1
 }
 
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
 fn two() -> f64 {
     2.0
 }
@@ -620,6 +717,11 @@ pub struct LoadSpec {
     pub rate: Rate,
     /// Seconds of measured load.
     pub duration_s: f64,
+    /// Seconds of the same load offered before the measured window and left
+    /// out of its figures (the generator's `--warmup`: the server's caches,
+    /// its interest set and the held connections settle first).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup_s: f64,
     /// New connections, each making `calls` requests (httperf's sessions).
     #[serde(default)]
     pub sessions: bool,
@@ -653,6 +755,7 @@ impl LoadSpec {
             document: document.into(),
             rate: Rate::PerSec(rate),
             duration_s,
+            warmup_s: 0.0,
             sessions: true,
             calls: 1,
             persistent: 0,
@@ -668,6 +771,16 @@ impl LoadSpec {
     /// 0.1 s, at most 1 s), so every point has min, max and a spread.
     pub fn interval_s(&self) -> f64 {
         (self.duration_s / 5.0).clamp(0.1, 1.0)
+    }
+
+    /// The same with `warmup_s` seconds of unmeasured load first.
+    pub fn warmed(self, warmup_s: f64) -> LoadSpec {
+        LoadSpec { warmup_s, ..self }
+    }
+
+    /// Seconds the generator offers load: the warm-up and the window.
+    pub fn offered_s(&self) -> f64 {
+        self.warmup_s + self.duration_s
     }
 
     /// Long-lived connections held during the run.

@@ -56,11 +56,11 @@ impl WebJob {
     /// Estimated wall-clock seconds.
     pub fn est_s(&self) -> f64 {
         overhead_s(&self.server, &self.load)
-            + self.load.duration_s
+            + self.load.offered_s()
             + self
                 .then
                 .iter()
-                .map(|l| l.duration_s + 0.05 + l.held() as f64 / 18_000.0)
+                .map(|l| l.offered_s() + 0.05 + l.held() as f64 / 18_000.0)
                 .sum::<f64>()
     }
 }
@@ -158,8 +158,8 @@ pub fn run_web(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
 }
 
 /// Metrics computed from others: memory per held connection, CPU per
-/// reply, the share of the offered rate answered, the hybrid's time in
-/// poll mode.
+/// reply, the share of the offered rate answered, the RT-signal servers'
+/// overflows per dequeue call, the hybrid's time in poll mode.
 fn derive(p: &mut Point, spec: &WebJob) {
     let m = &mut p.metrics;
     let held = spec.load.held() as f64;
@@ -182,6 +182,11 @@ fn derive(p: &mut Point, spec: &WebJob) {
     if let (Some(offered), Some(rate)) = (spec.load.rate.per_sec(), m.get("reply_rate")) {
         if offered > 0.0 {
             m.insert("reply_pct_of_offered".into(), 100.0 * rate / offered);
+        }
+    }
+    if let (Some(o), Some(d)) = (m.get("overflows"), m.get("dequeue_calls")) {
+        if *d > 0.0 {
+            m.insert("overflows_per_dequeue".into(), o / d);
         }
     }
     if let (Some(s), Some(q)) = (m.get("signal_mode_ns"), m.get("poll_mode_ns")) {

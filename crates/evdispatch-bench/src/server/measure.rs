@@ -225,6 +225,7 @@ impl<'a> Bench<'a> {
             cpus: vec![cpu],
             stats_json: false,
             idle: false,
+            cpu_budget: None,
         })
     }
 

@@ -4,7 +4,8 @@
 //! live beside their scenario (`scenarios/<name>/claims.rs`), each with the
 //! seed and section it comes from and a function that computes its verdict
 //! from this run's data. No verdict is written by hand: every one is `holds`, `partly`,
-//! `fails` or `not measured` (with why) according to thresholds stated in
+//! `fails`, `not reached` (the run never got into the claim's regime: what it
+//! got instead) or `not measured` (with why) according to thresholds stated in
 //! its `why`, and comes with the numbers behind it.
 //!
 //! Thresholds are generous on purpose: a claim about a shape ("grows",
@@ -16,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::results::{reading_keys, ClaimEntry, Point, RoundVerdict, ScenarioRecord};
 
-pub use verdict::{band, both, nm, verdict, Outcome, Verdict};
+pub use verdict::{band, both, nm, not_reached, verdict, Outcome, Verdict};
 
 /// One claim of the seeds, listed in the `CLAIMS` of the scenario whose
 /// data decide it.
@@ -170,6 +171,39 @@ pub fn knee(rec: &ScenarioRecord, f: &[(&str, Value)]) -> Option<(Option<f64>, O
         .map(|p| p.0);
     let behind = xy.iter().find(|(x, y)| *y < KEEP * x).map(|p| p.0);
     Some((kept, behind))
+}
+
+/// `not reached`: this run never took the servers into the claim's regime;
+/// `numbers` say what it reached. Where the servers ran without a CPU
+/// budget (the record's `no_cpu_budget` parameter), the reason starts with
+/// "no CPU budget here".
+pub fn unreached<K: Into<String>>(
+    rec: &ScenarioRecord,
+    numbers: Vec<(K, f64)>,
+    why: impl Into<String>,
+) -> Judged {
+    let why = why.into();
+    let why = match rec.params.get("no_cpu_budget").and_then(Value::as_str) {
+        Some(nb) if nb.starts_with("no CPU budget here") => format!("{nb}; {why}"),
+        Some(nb) => format!("no CPU budget here ({nb}); {why}"),
+        None => why,
+    };
+    Err(not_reached(numbers, why))
+}
+
+/// The lowest offered rate at which a series matching `f` fell behind
+/// (answered < 95% of it) with the load generator not the limit: where
+/// the server, not the generator, was overloaded. `None` if it never was.
+pub fn overloaded_at(rec: &ScenarioRecord, f: &[(&str, Value)]) -> Option<f64> {
+    let mut behind: Vec<f64> = rec
+        .select(f)
+        .filter(|p| !generator_bound(p))
+        .filter_map(|p| Some((p.num("rate")?, p.metric("reply_rate")?)))
+        .filter(|(x, y)| *y < KEEP * x)
+        .map(|(x, _)| x)
+        .collect();
+    behind.sort_by(f64::total_cmp);
+    behind.first().copied()
 }
 
 /// Whether the generator, not the server, may have set a point's figure.

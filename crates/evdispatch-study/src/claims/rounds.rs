@@ -123,7 +123,7 @@ fn rank(o: Outcome) -> u8 {
         Outcome::Fails => 0,
         Outcome::Partly => 1,
         Outcome::Holds => 2,
-        Outcome::Undecided | Outcome::NotMeasured => 3,
+        Outcome::Undecided | Outcome::NotMeasured | Outcome::NotReached => 3,
     }
 }
 
@@ -151,18 +151,24 @@ pub struct Combined {
 /// Combine the verdicts of rounds `per` (round number, verdict), in round
 /// order. `per` must not be empty.
 pub fn combine(per: &[(u64, Verdict)]) -> Combined {
-    let measured: Vec<&(u64, Verdict)> = per
-        .iter()
-        .filter(|(_, v)| v.outcome != Outcome::NotMeasured)
-        .collect();
+    let measured: Vec<&(u64, Verdict)> = per.iter().filter(|(_, v)| v.outcome.judged()).collect();
     let round_verdicts = per.iter().map(|(r, v)| (*r, v.outcome.word())).collect();
     let n = measured.len();
     let unmeasured = per.len() - n;
     if n == 0 {
-        let v = &per[0].1;
+        // Not reached in some round (with what it reached), else not measured.
+        let reached: Vec<&(u64, Verdict)> = per
+            .iter()
+            .filter(|(_, v)| v.outcome == Outcome::NotReached)
+            .collect();
+        let v = reached.first().map_or(&per[0].1, |r| &r.1);
         return Combined {
-            outcome: Outcome::NotMeasured,
-            numbers: vec![],
+            outcome: v.outcome,
+            numbers: if reached.is_empty() {
+                vec![]
+            } else {
+                numbers(&reached).into_iter().map(|(e, _)| e).collect()
+            },
             why: v.why.clone(),
             rounds: 0,
             round_verdicts,
@@ -608,5 +614,24 @@ mod tests {
             (c.outcome, c.why.as_str()),
             (Outcome::NotMeasured, "no data")
         );
+        // Rounds that did not reach the regime: left out like those; all
+        // of them: not reached, with what they reached.
+        let short = || crate::claims::verdict::not_reached(vec![("peak", 3.0)], "never behind");
+        let c = combine(&rounds(vec![
+            short(),
+            v(Outcome::Fails, 2.0),
+            v(Outcome::Fails, 2.1),
+        ]));
+        assert_eq!((c.outcome, c.rounds), (Outcome::Fails, 2));
+        let c = combine(&rounds(vec![
+            short(),
+            short(),
+            crate::claims::verdict::nm("no data"),
+        ]));
+        assert_eq!(
+            (c.outcome, c.why.as_str()),
+            (Outcome::NotReached, "never behind")
+        );
+        assert_eq!(c.numbers.len(), 1, "what was reached is shown");
     }
 }

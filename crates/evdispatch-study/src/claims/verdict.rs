@@ -21,6 +21,10 @@ pub enum Outcome {
     Undecided,
     /// This run has no data to decide.
     NotMeasured,
+    /// The runs measured, but never in the regime the claim is about (the
+    /// server never fell behind, the generator was the limit, the hybrid
+    /// never switched…): its numbers say what was reached instead.
+    NotReached,
 }
 
 impl Outcome {
@@ -32,7 +36,14 @@ impl Outcome {
             Outcome::Fails => "fails",
             Outcome::Undecided => "undecided",
             Outcome::NotMeasured => "not measured",
+            Outcome::NotReached => "not reached",
         }
+    }
+
+    /// Whether it says something about the claim: holds, partly, fails or
+    /// undecided (not "not measured" nor "not reached").
+    pub fn judged(self) -> bool {
+        !matches!(self, Outcome::NotMeasured | Outcome::NotReached)
     }
 }
 
@@ -53,6 +64,14 @@ pub fn nm(why: impl Into<String>) -> Verdict {
         outcome: Outcome::NotMeasured,
         numbers: vec![],
         why: why.into(),
+    }
+}
+
+/// `not reached`, because `why`, with what was reached (`numbers`).
+pub fn not_reached<K: Into<String>>(numbers: Vec<(K, f64)>, why: impl Into<String>) -> Verdict {
+    Verdict {
+        outcome: Outcome::NotReached,
+        ..verdict(Outcome::NotReached, numbers, why)
     }
 }
 

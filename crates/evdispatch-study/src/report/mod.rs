@@ -3,6 +3,7 @@
 //! Markdown), all drawn from [`Results`] alone, so a report
 //! can be re-rendered from a `results.json`.
 
+pub mod budget;
 pub mod figure;
 pub mod reading;
 pub mod summary;
@@ -65,7 +66,7 @@ fn figures_of(rec: &ScenarioRecord) -> Vec<Figure> {
 const STYLE: &str = "body{font-family:system-ui,sans-serif;max-width:1040px;margin:2em auto;padding:0 1em;color:#222;line-height:1.45}\
 table{border-collapse:collapse;margin:.6em 0;font-size:.88em}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}\
 th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}td.l,th.l{text-align:left}.holds{background:#dff3df}.fails{background:#f8dada}\
-.partly{background:#fbf0cc}.summary{border-top:none;margin-top:0}.summary ul{margin:.3em 0;padding-left:1.4em}.summary li,.summary p{margin:.25em 0}.not-measured{background:#eee;color:#555}.undecided{background:#e4ecf7}figure{margin:1.4em 0}figcaption{font-size:.88em;color:#444;max-width:760px}\
+.partly{background:#fbf0cc}.summary{border-top:none;margin-top:0}.summary ul{margin:.3em 0;padding-left:1.4em}.summary li,.summary p{margin:.25em 0}.not-measured{background:#eee;color:#555}.not-reached{background:#f3e8f7;color:#555}.undecided{background:#e4ecf7}figure{margin:1.4em 0}figcaption{font-size:.88em;color:#444;max-width:760px}\
 p.reading{font-size:.9em;max-width:760px;background:#f6f8fa;border-left:3px solid #0072b2;padding:.3em .6em}\
 .skip{color:#8a4b00}code{background:#f4f4f4;padding:0 3px}section{border-top:1px solid #ddd;margin-top:2em}.params{font-size:.85em;color:#444}";
 
@@ -82,13 +83,20 @@ fn params_text(v: &Value) -> String {
 }
 
 /// Each verdict word of `claims` with how many claims got it: the usual
-/// words first (`undecided` only when some claim is), then any other word
+/// words first (`undecided` and `not reached` only when some claim is), then any other word
 /// in the order the claims first give it, so a new outcome is counted
 /// without a change here.
 pub fn verdict_tally(claims: &[Value]) -> Vec<(String, usize)> {
-    let mut words: Vec<String> = ["holds", "partly", "fails", "undecided", "not measured"]
-        .map(String::from)
-        .into();
+    let mut words: Vec<String> = [
+        "holds",
+        "partly",
+        "fails",
+        "undecided",
+        "not reached",
+        "not measured",
+    ]
+    .map(String::from)
+    .into();
     for c in claims {
         if let Some(w) = c["verdict"].as_str() {
             if !words.iter().any(|x| x == w) {
@@ -105,7 +113,7 @@ pub fn verdict_tally(claims: &[Value]) -> Vec<(String, usize)> {
                 .count();
             (w, n)
         })
-        .filter(|(w, n)| !(w == "undecided" && *n == 0))
+        .filter(|(w, n)| !((w == "undecided" || w == "not reached") && *n == 0))
         .collect()
 }
 
@@ -340,6 +348,7 @@ pub fn html(res: &Results) -> String {
         }
         h.push_str("</section>");
     }
+    h.push_str(&budget::html(res));
     // Peers and environment.
     h.push_str("<section id=\"peers\"><h2>Peers</h2><p>Found at run time; a missing one is listed with the command that installs it (all of them: <code>bash .ci/install-peers</code>).</p><table><tr><th>peer</th><th class=\"l\">role</th><th class=\"l\">status</th></tr>");
     for p in &res.peers {
@@ -576,6 +585,7 @@ pub fn markdown(res: &Results) -> String {
             status
         );
     }
+    m.push_str(&budget::markdown(res));
     let _ = writeln!(m, "\n## Environment\n");
     if let Some(env) = res.environment.as_object() {
         for (k, v) in env {
@@ -756,6 +766,7 @@ mod tests {
             peers: crate::env::peers_json(&[]),
             claims: crate::claims::evaluate(crate::scenarios::claims(), &records),
             scenarios: records,
+            calibration: None,
         };
         let page = html(&res);
         // Every scenario and every claim is shown (the test-only `example`

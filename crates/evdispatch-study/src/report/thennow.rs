@@ -557,6 +557,7 @@ mod tests {
             peers: vec![],
             scenarios: records,
             claims,
+            calibration: None,
         }
     }
 

@@ -43,6 +43,7 @@ pub fn start_ours(
         cpus: Vec::new(),
         stats_json: true,
         idle,
+        cpu_budget: None,
     })
 }
 

@@ -19,19 +19,62 @@ fn largest_inactive(rec: &ScenarioRecord, m: &str) -> Option<f64> {
     largest(rec, &[s(m)], "inactive")
 }
 
+/// What a sweep at `inactive` reached, for a `not reached` verdict: the
+/// rate up to which poll and epoll kept up, and whether the generator was
+/// the limit where they fell behind.
+fn reached_at(rec: &ScenarioRecord, i: f64) -> String {
+    let kept = |m: &str| {
+        knee(rec, &[s(m), ("inactive", j(i))])
+            .and_then(|k| k.0)
+            .map(|x| format!("{}/s", fmt_num(x)))
+            .unwrap_or_else(|| "no rate".into())
+    };
+    let top = largest(rec, &[("inactive", j(i))], "rate").unwrap_or(0.0);
+    format!(
+        "with {} inactive connections neither poll nor epoll fell behind with the load generator below its limit (poll kept up to {}, epoll to {}; the sweep went to {}/s)",
+        fmt_num(i),
+        kept("poll"),
+        kept("epoll"),
+        fmt_num(top)
+    )
+}
+
+/// The numbers of [`reached_at`]: the count, the rate up to which poll
+/// and epoll kept up, and the sweep's top rate.
+fn reached_numbers(rec: &ScenarioRecord, i: f64) -> Vec<(&'static str, f64)> {
+    let kept = |m: &str| {
+        knee(rec, &[s(m), ("inactive", j(i))])
+            .and_then(|k| k.0)
+            .unwrap_or(0.0)
+    };
+    vec![
+        ("inactive", i),
+        ("poll kept up to /s", kept("poll")),
+        ("epoll kept up to /s", kept("epoll")),
+        ("top rate /s", largest(rec, &[("inactive", j(i))], "rate").unwrap_or(0.0)),
+    ]
+}
+
+/// Whether poll or epoll was overloaded (fell behind, the generator not the
+/// limit) with `i` inactive connections.
+fn overloaded(rec: &ScenarioRecord, i: f64) -> bool {
+    ["poll", "epoll"]
+        .iter()
+        .any(|m| overloaded_at(rec, &[s(m), ("inactive", j(i))]).is_some())
+}
+
 fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Judged {
     let i = largest_inactive(rec, "poll").need("poll")?;
-    let ((pk, pb), (ek, eb)) = (
+    let ((pk, _), (ek, _)) = (
         knee(rec, &[s("poll"), ("inactive", j(i))]),
         knee(rec, &[s("epoll"), ("inactive", j(i))]),
     )
         .need("poll and epoll at the largest inactive count")?;
-    if pb.is_none() && eb.is_none() {
-        return Err(nm(format!(
-            "the sweep never overloaded poll nor epoll with {} inactive connections: both answered ≥ 95% of every offered rate up to {}/s (see the CPU and latency claims for what the scan costs below the knee)",
-            fmt_num(i),
-            fmt_num(pk.unwrap_or(0.0).min(ek.unwrap_or(0.0)))
-        )));
+    if !overloaded(rec, i) {
+        return unreached(rec, reached_numbers(rec, i), format!(
+            "{} (see the CPU and latency claims for what the scan costs below the knee)",
+            reached_at(rec, i)
+        ));
     }
     let pk0 = pk.unwrap_or(0.0);
     let ek0 = ek.unwrap_or(0.0);
@@ -40,11 +83,6 @@ fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Judged {
         peak(rec, &[s("epoll"), ("inactive", j(i))], "reply_rate"),
     )
         .need("reply rates")?;
-    // The generator's own ceiling hides a knee above it.
-    let gen_bound = rec
-        .select(&[s("epoll"), ("inactive", j(i))])
-        .filter(|p| p.num("rate") == eb)
-        .any(generator_bound);
     let a = ek0 > pk0;
     let b = ebest >= 1.1 * pbest;
     let mut nums = vec![
@@ -54,28 +92,27 @@ fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Judged {
         ("poll best replies/s", pbest),
         ("epoll best replies/s", ebest),
     ];
-    if let Some(x) = pb {
+    if let Some(x) = overloaded_at(rec, &[s("poll"), ("inactive", j(i))]) {
         nums.push(("poll fell behind at /s", x));
     }
     Ok(verdict(
         both(a, b),
         nums,
-        format!("with {} inactive: epoll kept up (≥ 95% answered) to a higher offered rate than poll: {a}; epoll's best reply rate ≥ 1.1 × poll's: {b}{}",
-            fmt_num(i),
-            if gen_bound { " (epoll's last point had the load generator saturated: its knee may lie higher)" } else { "" }),
+        format!("with {} inactive: epoll kept up (≥ 95% answered) to a higher offered rate than poll: {a}; epoll's best reply rate ≥ 1.1 × poll's: {b}",
+            fmt_num(i)),
     ))
 }
 
-fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Judged {
-    let counts: Vec<f64> = rec
-        .select(&[s("poll")])
+/// The seed's count of 251–501 inactive connections poll ran at: the largest.
+fn seed_inactive(rec: &ScenarioRecord) -> Option<f64> {
+    rec.select(&[s("poll")])
         .filter_map(|p| p.num("inactive"))
         .filter(|i| (200.0..=501.0).contains(i))
-        .collect();
-    let i = counts
-        .into_iter()
         .reduce(f64::max)
-        .need("poll at 251–501 inactive connections")?;
+}
+
+fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Judged {
+    let i = seed_inactive(rec).need("poll at 251–501 inactive connections")?;
     let ((pk, _), (ek, _)) = (
         knee(rec, &[s("poll"), ("inactive", j(i))]),
         knee(rec, &[s("epoll"), ("inactive", j(i))]),
@@ -90,22 +127,31 @@ fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Judged {
             "server_cpu_pct",
         )
     };
+    let (pc, ec) = (cpu("poll"), cpu("epoll"));
+    let costs = match (pc, ec) {
+        (Some(p), Some(e)) => format!(
+            "; at the lowest rate poll used {}% of a core, epoll {}%",
+            fmt_num(p),
+            fmt_num(e)
+        ),
+        _ => String::new(),
+    };
+    if !overloaded(rec, i) {
+        return unreached(rec, reached_numbers(rec, i), format!("{}{costs}", reached_at(rec, i)));
+    }
     let mut nums = vec![
         ("inactive", i),
         ("poll kept up to /s", pk),
         ("epoll kept up to /s", ek),
     ];
-    let (pc, ec) = (cpu("poll"), cpu("epoll"));
     if let (Some(pc), Some(ec)) = (pc, ec) {
         nums.push(("poll CPU % at the lowest rate", pc));
         nums.push(("epoll CPU % at the lowest rate", ec));
     }
-    let fell = pk < ek;
-    let costlier = matches!((pc, ec), (Some(p), Some(e)) if p >= 1.3 * e && p - e >= 3.0);
     Ok(verdict(
-        if fell { Outcome::Holds } else if costlier { Outcome::Partly } else { Outcome::Fails },
+        band(pk < ek, pk == ek),
         nums,
-        format!("at the seed's {} inactive connections poll fell behind at a lower rate than epoll: {fell} (holds); otherwise partly if poll at least cost ×1.3 epoll's CPU (and 3 points more) at the lowest rate: {costlier}. On the seed's 400 MHz K6-2, 501 inactive connections dominated poll's server at every rate.", fmt_num(i)),
+        format!("at the seed's {} inactive connections, with a server overloaded, poll kept up to {}/s and epoll to {}/s (holds if poll fell behind at a lower rate than epoll, partly if at the same{costs}). On the seed's 400 MHz K6-2, 501 inactive connections dominated poll's server at every rate.", fmt_num(i), fmt_num(pk), fmt_num(ek)),
     ))
 }
 
@@ -158,6 +204,15 @@ fn v_devpoll_no_errors(rec: &ScenarioRecord) -> Judged {
         return Err(missing("epoll below 501 inactive"));
     }
     let worst_low = low.iter().copied().fold(0.0, f64::max);
+    // Errors come with overload: where no server fell behind and nobody
+    // had an error, neither half could have failed.
+    let any_error = worst_low >= 0.1 || pp >= 0.1 || pe >= 0.1;
+    if !any_error && !overloaded(rec, imax) {
+        return unreached(rec, reached_numbers(rec, imax), format!(
+            "no connection had an error and {}",
+            reached_at(rec, imax)
+        ));
+    }
     let a = worst_low < 0.1;
     let b = pp > pe + 1.0;
     Ok(verdict(
@@ -246,11 +301,30 @@ mod tests {
             &good,
             &bad,
         );
-        // Both keep up at every offered rate: the sweep says nothing of a knee.
+        // Both keep up at every offered rate: the sweep says nothing of a
+        // knee, and nobody had an error.
         let unloaded = pve(&[
+            ("poll", 501, 5000.0, 4990.0, 0.0, 50.0),
+            ("epoll", 1, 5000.0, 5000.0, 0.0, 20.0),
+            ("epoll", 501, 5000.0, 5000.0, 0.0, 20.0),
             ("poll", 15000, 5000.0, 4990.0, 0.0, 90.0),
             ("epoll", 15000, 5000.0, 5000.0, 0.0, 20.0),
         ]);
-        check(CLAIMS, "devpoll-keeps-up", &unloaded, Outcome::NotMeasured);
+        // poll fell behind only where the generator was the limit.
+        let mut generator = pve(&[
+            ("poll", 501, 5000.0, 3000.0, 0.0, 50.0),
+            ("epoll", 1, 5000.0, 5000.0, 0.0, 20.0),
+            ("epoll", 501, 5000.0, 5000.0, 0.0, 20.0),
+            ("poll", 15000, 5000.0, 3000.0, 0.0, 90.0),
+            ("epoll", 15000, 5000.0, 5000.0, 0.0, 20.0),
+        ]);
+        for p in &mut generator.points {
+            p.metrics.insert("generator_limited".into(), 1.0);
+        }
+        for r in [&unloaded, &generator] {
+            for id in ["devpoll-keeps-up", "poll-breaks-at-501", "devpoll-no-errors"] {
+                check(CLAIMS, id, r, Outcome::NotReached);
+            }
+        }
     }
 }
