@@ -8,7 +8,7 @@
 # serve stats) and the largest share of a CPU the hypervisor took (steal,
 # from /proc/stat at the start and end of the measured window; windows above
 # 0.5% read about three times higher in the torture record of 2026-11-23,
-# results/2026-11-23-torture-stop15/README.md). Run it under the benchmark lock:
+# results/2026-11-23-torture-slowloris-steal/README.md). Run it under the benchmark lock:
 #   flock /tmp/evd-bench.lock scripts/slowloris-ab.sh BIN_A BIN_B [PAIRS] [MECHANISM]
 # and summarise the pairs with `python3 scripts/ab-pairs.py OUTPUT`.
 # Options, from the environment:
