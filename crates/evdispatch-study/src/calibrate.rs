@@ -20,7 +20,7 @@ use anyhow::{anyhow, Context as _};
 use serde_json::{json, Value};
 
 use crate::results::{write_json_atomic, Point};
-use crate::spec::{Calibration, Ctx, Job, LoadSpec, Rate, ServerSpec, KNEE_OF_CEILING};
+use crate::spec::{Calibration, Ctx, Job, LoadSpec, Profile, Rate, ServerSpec, KNEE_OF_CEILING};
 use crate::web::{run_web, WebJob};
 
 /// The scenarios whose servers run under the calibrated budget: a run
@@ -80,24 +80,24 @@ fn run(ctx: &Ctx, label: &str, server: ServerSpec, load: LoadSpec) -> anyhow::Re
 }
 
 /// The seconds each calibration run measures, by profile.
-fn window_s(ctx: &Ctx) -> f64 {
-    ctx.profile.pick(0.8, 1.5, 3.0)
+fn window_s(p: Profile) -> f64 {
+    p.pick(0.8, 0.8, 3.0)
 }
 
 /// Pairs of runs (with and without the budget) that show its effect.
-fn effect_pairs(ctx: &Ctx) -> u32 {
-    ctx.profile.pick(1, 2, 3)
+fn effect_pairs(p: Profile) -> u32 {
+    p.pick(1, 2, 3)
 }
 
-/// Estimated seconds of a calibration under `ctx`'s profile.
-pub fn est_s(ctx: &Ctx) -> f64 {
-    (2.0 + 2.0 * f64::from(effect_pairs(ctx))) * (window_s(ctx) + 0.4)
+/// Estimated seconds of a calibration under profile `p`.
+pub fn est_s(p: Profile) -> f64 {
+    (2.0 + 2.0 * f64::from(effect_pairs(p))) * (window_s(p) + 0.4)
 }
 
 /// Measure G and c and choose the budget (see the module's docs).
 pub fn calibrate(ctx: &Ctx) -> anyhow::Result<Calibration> {
     let t0 = Instant::now();
-    let w = window_s(ctx);
+    let w = window_s(ctx.profile);
     let epoll = ServerSpec::dispatch("epoll");
     let mut commands = Vec::new();
     let mut note = |p: &Point| {
@@ -162,7 +162,7 @@ pub fn calibrate(ctx: &Ctx) -> anyhow::Result<Calibration> {
     let mut effect = Vec::new();
     if let Some(b) = budget {
         let rate = ((0.5 * knee) / 10.0).round().max(1.0) * 10.0;
-        for pair in 1..=effect_pairs(ctx) {
+        for pair in 1..=effect_pairs(ctx.profile) {
             for budgeted in [true, false] {
                 let server = ServerSpec {
                     cpu_budget: budgeted.then_some(b),

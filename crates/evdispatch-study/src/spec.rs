@@ -365,6 +365,14 @@ impl Caps {
         v
     }
 
+    /// A scenario's `params` with [`Caps::budget_params`] added.
+    pub fn with_budget_params(&self, mut params: Value) -> Value {
+        if let (Some(m), Value::Object(b)) = (params.as_object_mut(), self.budget_params()) {
+            m.extend(b);
+        }
+        params
+    }
+
     /// Why servers run without a budget, `None` when they have one.
     pub fn no_budget(&self) -> Option<String> {
         match &self.calibration {
