@@ -70,7 +70,17 @@ fn section(c: &Calibration) -> Section {
             format!("{:.1} µs", c.cpu_us_per_reply),
         ],
         [
-            "budget b = 0.4 × G × c".into(),
+            format!(
+                "epoll saturated under a trial budget of {:.1}% of a core",
+                100.0 * c.trial_budget
+            ),
+            format!(
+                "{:.0} replies/s: c' = {:.1} µs per reply",
+                c.trial_capacity, c.cpu_us_per_reply_saturated
+            ),
+        ],
+        [
+            "budget b = 0.4 × G × c'".into(),
             c.budget
                 .map(|b| b.to_string())
                 .unwrap_or_else(|| "none".into()),
