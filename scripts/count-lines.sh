@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# count-lines.sh: the non-test lines of the workspace's crates, the figure
-# issue 20 names ("lines under crates/ outside tests").
+# count-lines.sh: the non-test lines of the workspace's crates ("lines under
+# crates/ outside tests").
 #
 # What counts: every .rs file under crates/ that is not under a tests/,
 # benches/ or examples/ folder, up to the `#[cfg(test)]` line that opens its

@@ -1,5 +1,6 @@
 #!/bin/bash
-# A hand check of issue 4's idle throughput figure: keep-alive saturation
+# A hand check of the idle throughput figure (throughput with 10,000 idle
+# connections held ÷ without): keep-alive saturation
 # (wrk -t1 -c100, 8 s, on CPU 1) of one server on CPU 0 in three phases per
 # round:
 #   none       no idle connection anywhere

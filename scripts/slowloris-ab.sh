@@ -7,8 +7,8 @@
 # p999, the server's turn histogram from 32 µs up (see `turns` in the
 # serve stats) and the largest share of a CPU the hypervisor took (steal,
 # from /proc/stat at the start and end of the measured window; windows above
-# 0.5% read about three times higher, see results/2026-11-23-torture-stop15/README.md, stop
-# 15). Run it under the benchmark lock:
+# 0.5% read about three times higher in the torture record of 2026-11-23,
+# results/2026-11-23-torture-stop15/README.md). Run it under the benchmark lock:
 #   flock /tmp/evd-bench.lock scripts/slowloris-ab.sh BIN_A BIN_B [PAIRS] [MECHANISM]
 # and summarise the pairs with `python3 scripts/ab-pairs.py OUTPUT`.
 # Options, from the environment:
@@ -70,7 +70,7 @@ steal = 0.0
 for a, b in zip(open(d + "/stat0"), open(d + "/stat1")):
     # user nice system idle iowait irq softirq steal: the kinds that add up
     # to a CPU's time (guest time is inside user), as CpuTimes::total and
-    # evdispatch_proc::steal_pct_max count it for the torture scenarios.
+    # evdispatch_host::steal_pct_max count it for the torture scenarios.
     dx = [int(y) - int(x) for x, y in zip(a.split()[1:9], b.split()[1:9])]
     steal = max(steal, 100.0 * dx[7] / (sum(dx) or 1))
 print("%s p99 %5d us  p999 %6d  turns >=256us %s  >=1ms %s  steal %.1f%%  longest %s" % (

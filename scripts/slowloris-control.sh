@@ -1,5 +1,5 @@
 #!/bin/bash
-# A hand check of issue 7's slowloris figure with a control: the normal
+# A hand check of the torture suite's slowloris figure with a control: the normal
 # clients (32 persistent, 1,000 req/s, on CPU 1) always talk to the measured
 # server (CPU 0); 5,000 byte-a-second clients (header timeout 5 s, arriving
 # over 5 s, at SCHED_IDLE on CPU 1) attack either

@@ -94,7 +94,7 @@ pub struct Outcome {
     /// "fdalloc".
     pub bench: &'static str,
     /// Where it ran.
-    pub machine: crate::Machine,
+    pub machine: crate::machine::Machine,
     /// How descriptors were allocated.
     pub via: Via,
     /// Repetitions per N (each of far and near).
@@ -114,7 +114,7 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
     } else {
         (vec![100, 1000, 2000, 5000, 10_000, 15_000, 19_000], 20_000)
     };
-    let fds = crate::given_or(&args.fds, fds);
+    let fds = crate::sweep::given_or(&args.fds, fds);
     let reps = args.reps.unwrap_or(reps).max(1);
     if fds.iter().any(|&n| n < 2) {
         bail!("--fds needs N ≥ 2 (the experiment closes two descriptors)");
@@ -128,9 +128,9 @@ pub fn run(args: FdallocArgs) -> anyhow::Result<()> {
             limit.saturating_sub(RESERVE)
         );
     }
-    let _pinned = args.cpu.map(crate::pin_scoped).transpose()?;
+    let _pinned = args.cpu.map(crate::machine::pin_scoped).transpose()?;
     let outcome = measure(&fds, reps, args.via, limit, true)?;
-    crate::emit(&outcome, args.json, args.save.as_deref(), print)
+    crate::output::emit(&outcome, args.json, args.save.as_deref(), print)
 }
 
 /// Measure every N.
@@ -141,7 +141,7 @@ pub fn measure(
     limit: u64,
     progress: bool,
 ) -> anyhow::Result<Outcome> {
-    let bar = crate::progress_bar(fds.len() as u64, progress, false);
+    let bar = crate::output::progress_bar(fds.len() as u64, progress, false);
     let mut cells = Vec::new();
     for &n in fds {
         bar.set_message(format!("N={n}"));
@@ -151,7 +151,7 @@ pub fn measure(
     bar.finish_and_clear();
     Ok(Outcome {
         bench: "fdalloc",
-        machine: crate::machine(),
+        machine: crate::machine::machine(),
         via,
         reps,
         fd_limit: limit,

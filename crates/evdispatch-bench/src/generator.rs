@@ -1,5 +1,5 @@
-//! `bench generator`: the load generator's own capacity, the two figures of
-//! issue 17. One nginx worker pinned to `--server-cpu` serves a small file
+//! `bench generator`: the load generator's own capacity, as two figures
+//! (plain HTTP and HTTPS). One nginx worker pinned to `--server-cpu` serves a small file
 //! over keep-alive, plain HTTP and HTTPS (TLS 1.2 and 1.3 offered, a
 //! certificate made for 127.0.0.1 at run time). On `--client-cpu`, in
 //! paired rounds whose order alternates (ours first in even rounds, wrk
@@ -8,8 +8,8 @@
 //! measured the same way: replies it counted divided by the CPU seconds of
 //! its whole process (its rusage as a child). The figure is the per-round
 //! ratio ours ÷ wrk, reported as the median with its 90% interval
-//! (binomial, [`evdispatch_harness::median_interval`]); issue 17 asks for
-//! ≥ 1.2 on plain HTTP and ≥ 1.0 on HTTPS.
+//! (binomial, [`evdispatch_harness::median_interval`]), judged against its
+//! target: ≥ 1.2 on plain HTTP and ≥ 1.0 on HTTPS.
 //!
 //! A measurement, not a test: run it on a quiet machine, under the bench
 //! lock: `flock /tmp/evd-bench.lock evdispatch bench generator`.
@@ -135,7 +135,7 @@ pub struct SchemeOutcome {
     pub ratios: Vec<f64>,
     /// Its median and 90% interval.
     pub ratio: Interval,
-    /// What issue 17 asks of the median.
+    /// The median's target (at least this).
     pub target: f64,
 }
 
@@ -270,7 +270,7 @@ pub fn run(a: GeneratorArgs) -> anyhow::Result<()> {
             target: if scheme == Scheme::Http { 1.2 } else { 1.0 },
         });
     }
-    crate::emit(&outcome, a.json, a.save.as_deref(), print)
+    crate::output::emit(&outcome, a.json, a.save.as_deref(), print)
 }
 
 fn print(o: &Outcome) {

@@ -6,10 +6,11 @@
 //! N socketpairs, and then, per repetition, writes Q + 1 single bytes across
 //! the sockets (one signal each: the queue fills and the last raises
 //! `SIGIO`) and times the waits from the overflow until every written socket
-//! has been reported. For `rtsig` and `rtsig-batch` one wait flushes the
-//! queue and polls all N; `hybrid` moves to epoll and harvests (its epoll
-//! buffer may need more than one wait), and its flush comes at the switch
-//! back, which is timed separately.
+//! has been reported. For `rtsig`, `rtsig-batch` and `rtsig-perfd` one wait
+//! flushes the queue and polls all N (`rtsig-perfd` also disarms each ready
+//! socket, and the untimed wait after the reads re-arms them); `hybrid`
+//! moves to epoll and harvests (its epoll buffer may need more than one
+//! wait), and its flush comes at the switch back, which is timed separately.
 //!
 //! Every socket written must be reported; those that are not within 64
 //! waits are counted as lost and reported. The queue budget is the user's,
@@ -34,7 +35,7 @@ pub struct OverflowArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "rtsig,rtsig-batch,hybrid"
+        default_value = "rtsig,rtsig-batch,rtsig-perfd,hybrid"
     )]
     pub mechanisms: Vec<String>,
     /// Registered descriptors N (socketpairs; at most 9,000 under a
@@ -95,26 +96,14 @@ fn quantiles(mut v: Vec<f64>) -> [f64; 3] {
 
 /// Run `evdispatch bench overflow`.
 pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
-    if let Ok(spec) = std::env::var(CHILD) {
-        let cell = child(&spec)?;
+    if let Some(cell) = as_child(CHILD, child)? {
         println!("{}", serde_json::to_string(&cell)?);
         return Ok(());
     }
-    let mechanisms: Vec<Mechanism> = args
-        .mechanisms
-        .iter()
-        .map(|s| s.parse::<Mechanism>())
-        .collect::<Result<_, _>>()?;
-    for &n in &args.fds {
-        if n == 0 || n > 9000 {
-            bail!("--fds {n}: choose 1..=9000 (two descriptors per socketpair under the 20,000-file limit)");
-        }
-    }
+    let mechanisms = check_cells(&args.mechanisms, &args.fds)?;
     if args.reps == 0 {
         bail!("--reps must be at least 1");
     }
-    let exe = std::env::current_exe().context("finding this program to re-run it")?;
-    let argv: Vec<String> = std::env::args().skip(1).collect();
     let total = mechanisms.len() * args.fds.len() * args.queue.len();
     let mut cells = Vec::new();
     for &m in &mechanisms {
@@ -124,29 +113,58 @@ pub fn run(args: OverflowArgs) -> anyhow::Result<()> {
                     "\rbench overflow: {}/{total}: {m} N={n} Q={q}        ",
                     cells.len() + 1
                 );
-                let mut cmd = Command::new(&exe);
-                cmd.args(&argv)
-                    .env(CHILD, format!("{m},{n},{q},{}", args.reps))
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped());
-                let out = ChildGroup::spawn(cmd, "the child")?.wait_output()?;
-                if !out.status.success() {
-                    bail!(
-                        "{m} N={n} Q={q}: the child failed ({}): {}",
-                        out.status,
-                        String::from_utf8_lossy(&out.stderr).trim()
-                    );
-                }
-                let line = String::from_utf8_lossy(&out.stdout);
-                let cell: Cell = serde_json::from_str(line.trim())
-                    .with_context(|| format!("reading the child's report: {line}"))?;
-                cells.push(cell);
+                let spec = format!("{m},{n},{q},{}", args.reps);
+                cells.push(cell_in_child::<Cell>(CHILD, &spec)?);
             }
         }
     }
     eprintln!();
-    crate::emit(&cells, args.json, None, |cells| print(cells))
+    crate::output::emit(&cells, args.json, None, |cells| print(cells))
+}
+
+/// In the child of one cell (`env` set): the cell `child` measures.
+pub(crate) fn as_child<T>(
+    env: &str,
+    child: fn(&str) -> anyhow::Result<T>,
+) -> anyhow::Result<Option<T>> {
+    std::env::var(env).ok().map(|spec| child(&spec)).transpose()
+}
+
+/// The `--mechanisms` parsed, once `--fds` is checked.
+pub(crate) fn check_cells(mechanisms: &[String], fds: &[usize]) -> anyhow::Result<Vec<Mechanism>> {
+    if let Some(n) = fds.iter().find(|&&n| n == 0 || n > 9000) {
+        bail!("--fds {n}: choose 1..=9000 (two descriptors per socketpair under the 20,000-file limit)");
+    }
+    Ok(mechanisms
+        .iter()
+        .map(|s| s.parse::<Mechanism>())
+        .collect::<Result<_, _>>()?)
+}
+
+/// Re-run this program with `env`=`spec` (which turns it into the child of
+/// one cell: it lowers its own `RLIMIT_SIGPENDING`, as the limit counts the
+/// whole user's queued signals) and read the one JSON line it prints.
+pub(crate) fn cell_in_child<T: serde::de::DeserializeOwned>(
+    env: &str,
+    spec: &str,
+) -> anyhow::Result<T> {
+    let exe = std::env::current_exe().context("finding this program to re-run it")?;
+    let mut cmd = Command::new(exe);
+    cmd.args(std::env::args().skip(1))
+        .env(env, spec)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = ChildGroup::spawn(cmd, "the child")?.wait_output()?;
+    if !out.status.success() {
+        bail!(
+            "{spec}: the child failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    let line = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(line.trim()).with_context(|| format!("reading the child's report: {line}"))
 }
 
 /// `median (p10–p90)`, to 0.1 µs.
@@ -188,7 +206,8 @@ fn print(cells: &[Cell]) {
     }
 }
 
-fn drain(s: &mut UnixStream) -> usize {
+/// Read `s` until `EAGAIN`; the bytes read.
+pub(crate) fn drain(s: &mut UnixStream) -> usize {
     let mut buf = [0u8; 512];
     let mut total = 0;
     loop {
@@ -202,7 +221,7 @@ fn drain(s: &mut UnixStream) -> usize {
 }
 
 /// The signals queued for this process's user (`SigQ: queued/limit`).
-fn user_queued() -> anyhow::Result<u64> {
+pub(crate) fn user_queued() -> anyhow::Result<u64> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     status
         .lines()
@@ -220,7 +239,7 @@ fn child(spec: &str) -> anyhow::Result<Cell> {
     };
     let m: Mechanism = m.parse()?;
     let (n, q, reps): (usize, u64, usize) = (n.parse()?, q.parse()?, reps.parse()?);
-    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Sigpending, Some(q))
+    evdispatch_host::set_rlimit(evdispatch_host::Resource::Sigpending, Some(q))
         .context("lowering RLIMIT_SIGPENDING")?;
     let mut p = Poller::new(m)?;
     let mut readers = Vec::with_capacity(n);
@@ -296,6 +315,13 @@ fn child(spec: &str) -> anyhow::Result<Cell> {
             }
             for e in &ev {
                 // The sweep may re-report what was already read: hints.
+                drain(&mut readers[e.token().0]);
+            }
+        } else {
+            // The wait a server makes after serving, in which rtsig-perfd
+            // re-arms what the recovery disarmed (it finds nothing new).
+            p.wait(&mut ev, Some(Duration::ZERO))?;
+            for e in &ev {
                 drain(&mut readers[e.token().0]);
             }
         }

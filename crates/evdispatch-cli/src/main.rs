@@ -22,7 +22,7 @@ enum Command {
     /// Measurements: Poller_bench (seed 001), fd allocation (seed 003), RT-signal overflow, our server against the peers, the generator against wrk.
     Bench(evdispatch_bench::BenchArgs),
     /// Serve static files over any mechanism.
-    Serve(evdispatch_http::ServeArgs),
+    Serve(evdispatch_server::ServeArgs),
     /// Generate HTTP load: sessions, persistent, inactive, idle and slow clients.
     Load(Box<evdispatch_load::LoadArgs>),
     /// Re-run every experiment of the seeds and write the report.
@@ -95,7 +95,7 @@ fn main() {
     });
     let result = match cli.command {
         Command::Bench(a) => evdispatch_bench::run(a),
-        Command::Serve(a) => evdispatch_http::run(a),
+        Command::Serve(a) => evdispatch_server::run(a),
         Command::Load(a) => evdispatch_load::run(*a),
         Command::Study(a) => evdispatch_study::run(a),
         Command::Torture(a) => evdispatch_torture::run(a),

@@ -320,7 +320,7 @@ fn server_refuses_unknown_servers() {
     );
 }
 
-/// The rows of issue 18 end to end: the floors (child processes of the
+/// The server bench's rows end to end: the floors (child processes of the
 /// bench) with every server's multiple of the lower one, an access-logged
 /// server beside the same without, and range against whole. No timing is
 /// asserted.

@@ -52,3 +52,28 @@ fn every_script_answers_help() {
         }
     }
 }
+
+/// The import-circle checker CI runs finds the circles of its fixtures
+/// (siblings, folders, a parent's own file and its child, a root holding a
+/// type) and passes the shapes without one.
+#[test]
+fn the_import_circle_checker_finds_its_fixtures_circles() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/import-circles.py");
+    let out = match Command::new("python3")
+        .arg(&script)
+        .arg("--self-test")
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("skipped: cannot run python3: {e}");
+            return;
+        }
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("passed"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

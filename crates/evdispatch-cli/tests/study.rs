@@ -335,13 +335,20 @@ fn tiny_profile_end_to_end_and_resume() {
         "{}",
         String::from_utf8_lossy(&gone.stderr)
     );
-    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("## Claims") && md.contains("## Environment"));
-    // summary.md opens with the summary, before the claims table.
+    // report.md opens with the summary, before the claims table.
     assert!(
         md.find("## Summary")
             .is_some_and(|s| s < md.find("## Claims").unwrap()),
-        "summary.md does not open with its summary"
+        "report.md does not open with its summary"
+    );
+    // summary.md fits one screen: the verdicts counted, then the published
+    // numbers beside today's.
+    let short = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        short.lines().count() <= 40 && short.contains("## Then beside now"),
+        "{short}"
     );
     // Re-run without --fresh: every scenario is kept (nothing landed in between).
     let again = study(&out, &[]);

@@ -14,7 +14,7 @@ use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::thread;
@@ -208,7 +208,7 @@ impl ServerProcess {
     /// The started process and its children (nginx's workers): what
     /// `evdispatch load --server-pid` should sample.
     pub fn pids(&self) -> Vec<u32> {
-        evdispatch_proc::with_children(&[self.pid()])
+        evdispatch_host::with_children(&[self.pid()])
     }
 
     /// The directory holding the generated configuration and logs.
@@ -460,6 +460,35 @@ impl BenchLock {
     pub fn held(&self) -> bool {
         self.file.is_some() || self.inherited
     }
+}
+
+/// The limit of open files of this process, its soft limit raised to the
+/// hard one (servers are configured within it); the soft limit as it is if
+/// that fails.
+pub fn nofile_limit() -> u64 {
+    use evdispatch_host::{get_rlimit, set_rlimit, Resource};
+    set_rlimit(Resource::Nofile, None)
+        .or_else(|_| get_rlimit(Resource::Nofile).map(|(soft, _)| soft))
+        .unwrap_or(1024)
+}
+
+/// `BINARY COMMAND ARGS`, standard input closed, pinned to `cpus` if given.
+pub(crate) fn evdispatch(
+    binary: &Path,
+    command: &str,
+    args: Vec<std::ffi::OsString>,
+    cpus: &[usize],
+) -> anyhow::Result<Command> {
+    if !binary.is_file() {
+        bail!(
+            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
+            binary.display()
+        );
+    }
+    let mut cmd = Command::new(binary);
+    cmd.arg(command).args(args).stdin(Stdio::null());
+    sys::prepare(&mut cmd, cpus)?;
+    Ok(cmd)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The system calls of the harness: the child set-up between fork and exec,
 //! signals to process groups, and the CPU time of reaped children. The only
 //! `unsafe` of the crate lives here; the calls themselves go through `nix`,
-//! `rustix` and `evdispatch-proc`.
+//! `rustix` and `evdispatch-host`.
 
 use std::io;
 use std::os::unix::process::CommandExt;
@@ -18,16 +18,16 @@ use nix::unistd::Pid;
 /// whole group can be signalled.
 pub fn prepare(cmd: &mut Command, cpus: &[usize]) -> io::Result<()> {
     cmd.process_group(0);
-    let set = evdispatch_proc::cpu_set(cpus)?;
+    let set = evdispatch_host::cpu_set(cpus)?;
     let pin = !cpus.is_empty();
     // SAFETY: the closure runs in the child between fork and exec; it only
     // makes async-signal-safe system calls (prctl, sched_setaffinity) on
     // data prepared before the fork, and allocates nothing.
     unsafe {
         cmd.pre_exec(move || {
-            evdispatch_proc::die_with_parent()?;
+            evdispatch_host::die_with_parent()?;
             if pin {
-                evdispatch_proc::set_affinity(&set)?;
+                evdispatch_host::set_affinity(&set)?;
             }
             Ok(())
         });
@@ -42,7 +42,7 @@ pub fn idle_priority(cmd: &mut Command) {
     // async-signal-safe system call on a value on its stack and allocates
     // nothing.
     unsafe {
-        cmd.pre_exec(evdispatch_proc::set_idle_priority);
+        cmd.pre_exec(evdispatch_host::set_idle_priority);
     }
 }
 

@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 use anyhow::{anyhow, bail, Context};
 use evdispatch_load::cmdline::LoadCommand;
 
-use crate::peers::{find, Tool};
-use crate::process::{Background, ChildGroup};
+use crate::installed::{find, Tool};
+use crate::process::{evdispatch, Background, ChildGroup};
 use crate::sys;
 
 /// A wrk run.
@@ -64,7 +64,7 @@ pub struct WrkResult {
 }
 
 /// A value with a unit (`123.45us`, `1.2ms`, `2.00s`, `1m`, `12.34MB`,
-/// `40.00k`) in µs for times (read by [`evdispatch_proc::parse_duration`]),
+/// `40.00k`) in µs for times (read by [`evdispatch_host::parse_duration`]),
 /// bytes for sizes, units for counts.
 fn with_unit(s: &str) -> Option<f64> {
     let s = s.trim();
@@ -80,7 +80,7 @@ fn with_unit(s: &str) -> Option<f64> {
         "GB" => 1024.0 * 1024.0 * 1024.0,
         "k" => 1e3,
         "M" => 1e6,
-        _ => return Some(evdispatch_proc::parse_duration(s).ok()?.as_nanos() as f64 / 1e3),
+        _ => return Some(evdispatch_host::parse_duration(s).ok()?.as_nanos() as f64 / 1e3),
     };
     Some(v * mult)
 }
@@ -373,7 +373,7 @@ pub fn httperf_limit_s(a: &HttperfArgs) -> f64 {
 }
 
 /// The local ports httperf `--hog` can count on here, less a margin.
-/// Measured at stop 21 (httperf 0.9.0, Linux 6.18): one run of 40,000
+/// Measured with httperf 0.9.0 on Linux 6.18: one run of 40,000
 /// connections at 8,000/s stopped making any once 33,263 ports of
 /// 1,024–65,535 were held (3,000 of them by an earlier run's TIME_WAITs),
 /// and retried `bind` for ever; back-to-back runs hung the same way at
@@ -397,7 +397,7 @@ pub fn wait_for_httperf_ports(needed: u64) -> f64 {
     let t0 = std::time::Instant::now();
     loop {
         let held =
-            evdispatch_proc::held_local_ports(HTTPERF_LOW_PORT, u16::MAX).unwrap_or(0) as u64;
+            evdispatch_host::held_local_ports(HTTPERF_LOW_PORT, u16::MAX).unwrap_or(0) as u64;
         let waited = t0.elapsed().as_secs_f64();
         if held + needed <= HTTPERF_HOG_PORTS || waited >= HTTPERF_PORT_WAIT_S as f64 {
             if waited >= 1.0 {
@@ -573,25 +573,6 @@ pub fn spawn_evdispatch_load(
         name: format!("evdispatch load {load}"),
         dir,
     })
-}
-
-/// `BINARY COMMAND ARGS`, standard input closed, pinned to `cpus` if given.
-pub(crate) fn evdispatch(
-    binary: &Path,
-    command: &str,
-    args: Vec<std::ffi::OsString>,
-    cpus: &[usize],
-) -> anyhow::Result<Command> {
-    if !binary.is_file() {
-        bail!(
-            "{} does not exist: build it with `cargo build --release -p evdispatch-cli`",
-            binary.display()
-        );
-    }
-    let mut cmd = Command::new(binary);
-    cmd.arg(command).args(args).stdin(Stdio::null());
-    sys::prepare(&mut cmd, cpus)?;
-    Ok(cmd)
 }
 
 #[cfg(test)]

@@ -27,10 +27,10 @@ fn a_busy_child_under_a_fifth_of_a_core_gets_about_a_fifth() {
     let stats0 = group
         .stats()
         .expect("a budgeted group has bandwidth statistics");
-    let cpu0 = evdispatch_proc::process_cpu_time(pid).unwrap();
+    let cpu0 = evdispatch_host::process_cpu_time(pid).unwrap();
     let t0 = Instant::now();
     thread::sleep(Duration::from_millis(1500));
-    let cpu = (evdispatch_proc::process_cpu_time(pid).unwrap() - cpu0).as_secs_f64();
+    let cpu = (evdispatch_host::process_cpu_time(pid).unwrap() - cpu0).as_secs_f64();
     let wall = t0.elapsed().as_secs_f64();
     let stats = group.stats().unwrap().since(&stats0);
     drop(child);

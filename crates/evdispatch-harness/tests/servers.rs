@@ -142,7 +142,7 @@ fn ours_is_started_from_its_announcement_and_stopped_with_its_statistics() {
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
     let cfg = evdispatch_harness::OursConfig {
         binary: bin,
-        serve: evdispatch_http::cmdline::ServeCommand {
+        serve: evdispatch_server::cmdline::ServeCommand {
             mechanism: Some("epoll".into()),
             ..Default::default()
         },

@@ -1,5 +1,5 @@
 //! A typed `evdispatch load` command line for programs that run the generator:
-//! the flags are [`LoadArgs`](crate::LoadArgs)'s, checked by this file's test.
+//! the flags are [`LoadArgs`](crate::args::LoadArgs)'s, checked by this file's test.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::{IoEngine, Rate};
+use crate::args::IoEngine;
+use crate::config::Rate;
 
 /// The arguments after `evdispatch load`: the URL, then each field as the
 /// flag of the same name, left out when `None`, empty or `false` (the
@@ -139,16 +140,16 @@ mod tests {
     #[derive(Parser)]
     struct Load {
         #[command(flatten)]
-        args: crate::LoadArgs,
+        args: crate::args::LoadArgs,
     }
 
-    fn parse(cmd: &LoadCommand) -> crate::Config {
+    fn parse(cmd: &LoadCommand) -> crate::config::Config {
         let mut argv = vec![OsString::from("load")];
         argv.extend(cmd.args());
         let args = Load::try_parse_from(&argv)
             .unwrap_or_else(|e| panic!("`{cmd}` is not accepted by load: {e}"))
             .args;
-        crate::Config::from_args(&args)
+        crate::config::Config::from_args(&args)
             .unwrap_or_else(|e| panic!("`{cmd}` is not a load configuration: {e:#}"))
     }
 

@@ -64,8 +64,14 @@ pub fn name() -> &'static str {
     }
 }
 
-/// The exit status of an interrupted run: 128 + the signal (130 after
-/// Ctrl-C, 143 after `SIGTERM`).
+/// Exit status of a run stopped by Ctrl-C (128 + SIGINT).
+pub const EXIT_INTERRUPTED: i32 = 128 + SIGINT;
+/// Exit status of a run stopped by `SIGTERM` (128 + SIGTERM).
+pub const EXIT_TERMINATED: i32 = 128 + SIGTERM;
+
+/// The exit status of an interrupted run: 128 + the signal
+/// ([`EXIT_INTERRUPTED`] after Ctrl-C, [`EXIT_TERMINATED`] after
+/// `SIGTERM`).
 pub fn exit_status() -> i32 {
     128 + which().unwrap_or(SIGINT)
 }
@@ -83,6 +89,6 @@ mod tests {
         assert_eq!(which_name(), Some("SIGTERM"));
         assert_eq!(shown(which_name()), "SIGTERM");
         assert_eq!(shown(Some("SIGINT")), "Ctrl-C");
-        assert_eq!(crate::EXIT_TERMINATED, 143);
+        assert_eq!(EXIT_TERMINATED, 143);
     }
 }

@@ -16,9 +16,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Config, WorkerSpec};
 use crate::engine::{run_worker, Hooks, Progress, Start};
-use crate::interval::{Interval, IntervalJoin, IntervalReport};
-use crate::record::{merge, WorkerReport};
-use crate::report::{ServerCpu, Summary};
+use crate::results::record::interval::{Interval, IntervalJoin, IntervalReport};
+use crate::results::record::{merge, WorkerReport};
+use crate::results::summary::{ServerCpu, Summary};
 
 /// How to run.
 #[derive(Debug, Clone, Default)]
@@ -85,10 +85,10 @@ fn sample_server(cfg: &Config, t0: Instant) -> Option<Sampler> {
     Some(Sampler(
         thread::spawn(move || {
             wait(Some(from));
-            let all = evdispatch_proc::with_children(&pids);
+            let all = evdispatch_host::with_children(&pids);
             let meters: Vec<_> = all
                 .iter()
-                .filter_map(|&p| evdispatch_proc::CpuMeter::start(p).ok())
+                .filter_map(|&p| evdispatch_host::CpuMeter::start(p).ok())
                 .collect();
             let t_start = Instant::now();
             wait(to);

@@ -33,11 +33,12 @@ use serde::{Deserialize, Serialize};
 use crate::tls::{TlsClient, TlsSettings};
 
 /// The options of `evdispatch load` that say what is requested and how the
-/// server is reached (flattened into [`crate::LoadArgs`]).
+/// server is reached (flattened into `evdispatch load`'s arguments).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct NetArgs {
     /// Trust the certificates of this PEM bundle instead of the system's
-    /// roots (https:// URLs).
+    /// roots (https:// URLs); a server presenting exactly one of them (a
+    /// self-signed certificate) is trusted too, as curl does.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
     /// Accept any server certificate and name (https:// URLs); the output
@@ -279,7 +280,7 @@ pub fn read_body(name: &str) -> anyhow::Result<Vec<u8>> {
 
 /// Check `--method`: an HTTP token.
 pub fn check_method(m: &str) -> anyhow::Result<()> {
-    if !crate::http::is_token(m) {
+    if !crate::proto::http1::is_token(m) {
         bail!("--method '{m}' is not an HTTP method token (e.g. GET, POST, HEAD)");
     }
     Ok(())

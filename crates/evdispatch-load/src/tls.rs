@@ -7,7 +7,12 @@
 //! no thread and no blocking call per connection. TLS 1.2 and 1.3 are
 //! offered (ring provider), ALPN `http/1.1`, SNI from the URL's host (none
 //! for an IP literal, as rustls does), certificates checked against the
-//! system's roots or `--cacert`, or not at all with `--insecure`. A
+//! system's roots or `--cacert`, or not at all with `--insecure`. As with
+//! curl (OpenSSL), a certificate given with `--cacert` is trusted as itself
+//! too: a self-signed server certificate (`openssl req -x509`), which
+//! webpki refuses as an end entity because it is a CA, is accepted when the
+//! server presents exactly that certificate, for the name it was issued for
+//! and within its validity period. A
 //! reconnect resumes the session (rustls' in-memory session cache, shared by
 //! a worker's connections), as wrk's and oha's do.
 
@@ -19,9 +24,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context};
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::{verify_server_name, WebPkiServerVerifier};
 use rustls::crypto::{verify_tls12_signature, verify_tls13_signature, CryptoProvider};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::server::ParsedCertificate;
 use rustls::{
     ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
@@ -61,8 +68,13 @@ impl TlsClient {
                 .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
                 .with_no_client_auth()
         } else {
+            let (roots, pinned) = roots(s)?;
+            let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .context("cannot build the certificate verifier")?;
             builder
-                .with_root_certificates(roots(s)?)
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(TrustedOrPinned { webpki, pinned }))
                 .with_no_client_auth()
         };
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -153,6 +165,11 @@ pub fn explain(e: &rustls::Error) -> String {
         E::InvalidCertificate(C::Expired | C::ExpiredContext { .. }) => {
             format!("certificate expired ({e}); --insecure accepts it anyway")
         }
+        E::InvalidCertificate(C::Other(o)) if o.to_string().contains("CaUsedAsEndEntity") => {
+            format!(
+                "untrusted self-signed certificate: the server presents a CA certificate as its                  own, and it is not among the trusted ones ({e}); give exactly that certificate                  with --cacert FILE, or --insecure"
+            )
+        }
         E::InvalidCertificate(_) => format!("certificate rejected ({e}); --insecure accepts it"),
         E::AlertReceived(A::ProtocolVersion) | E::PeerIncompatible(_) => format!(
             "protocol version: the server and this generator share no TLS version or cipher \
@@ -169,7 +186,9 @@ pub fn explain(e: &rustls::Error) -> String {
     }
 }
 
-fn roots(s: &TlsSettings) -> anyhow::Result<RootCertStore> {
+/// The roots a run trusts, and the `--cacert` certificates themselves (each
+/// trusted when presented as the server's own certificate).
+fn roots(s: &TlsSettings) -> anyhow::Result<(RootCertStore, Vec<CertificateDer<'static>>)> {
     let mut store = RootCertStore::empty();
     if let Some(path) = &s.cacert {
         let p = path.display();
@@ -183,11 +202,11 @@ fn roots(s: &TlsSettings) -> anyhow::Result<RootCertStore> {
                  '-----BEGIN CERTIFICATE-----')"
             );
         }
-        let (good, bad) = store.add_parsable_certificates(certs);
+        let (good, bad) = store.add_parsable_certificates(certs.iter().cloned());
         if good == 0 {
             bail!("--cacert {p}: none of its {bad} certificates could be used");
         }
-        return Ok(store);
+        return Ok((store, certs));
     }
     let found = rustls_native_certs::load_native_certs();
     store.add_parsable_certificates(found.certs);
@@ -202,7 +221,94 @@ fn roots(s: &TlsSettings) -> anyhow::Result<RootCertStore> {
              bundle (ca-certificates), give one with --cacert FILE, or use --insecure"
         );
     }
-    Ok(store)
+    Ok((store, Vec::new()))
+}
+
+/// The verifier of a run without `--insecure`: webpki's chain check against
+/// the roots, except for a server certificate that is byte for byte one of
+/// the `--cacert` certificates, which is its own trust anchor (as in
+/// OpenSSL): then only its name and validity period are checked.
+#[derive(Debug)]
+struct TrustedOrPinned {
+    webpki: Arc<WebPkiServerVerifier>,
+    pinned: Vec<CertificateDer<'static>>,
+}
+
+impl ServerCertVerifier for TrustedOrPinned {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        if !self
+            .pinned
+            .iter()
+            .any(|c| c.as_ref() == end_entity.as_ref())
+        {
+            return self.webpki.verify_server_cert(
+                end_entity,
+                intermediates,
+                server_name,
+                ocsp_response,
+                now,
+            );
+        }
+        check_validity(end_entity, now)?;
+        verify_server_name(&ParsedCertificate::try_from(end_entity)?, server_name)?;
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.webpki.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.webpki.supported_verify_schemes()
+    }
+}
+
+/// `now` within the certificate's notBefore..=notAfter, with webpki's errors.
+fn check_validity(cert: &CertificateDer<'_>, now: UnixTime) -> Result<(), rustls::Error> {
+    use rustls::CertificateError as C;
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|_| rustls::Error::InvalidCertificate(C::BadEncoding))?;
+    let validity = parsed.validity();
+    let now_s = now.as_secs() as i64;
+    let (from, until) = (
+        validity.not_before.timestamp(),
+        validity.not_after.timestamp(),
+    );
+    let at = |t: i64| UnixTime::since_unix_epoch(Duration::from_secs(t.max(0) as u64));
+    if now_s < from {
+        return Err(rustls::Error::InvalidCertificate(C::NotValidYetContext {
+            time: now,
+            not_before: at(from),
+        }));
+    }
+    if now_s > until {
+        return Err(rustls::Error::InvalidCertificate(C::ExpiredContext {
+            time: now,
+            not_after: at(until),
+        }));
+    }
+    Ok(())
 }
 
 /// `--insecure`: accepts any certificate and name, still checking that the
@@ -269,5 +375,101 @@ mod tests {
             .to_string();
         assert!(e.contains("did not finish within 200ms"), "{e}");
         drop(held.join());
+    }
+
+    /// A self-signed certificate with the CA flag (what `openssl req -x509`
+    /// makes) for `name`, valid from `from` to `until` (Unix seconds), as
+    /// (PEM file, DER, key DER).
+    fn self_signed(
+        dir: &std::path::Path,
+        file: &str,
+        name: &str,
+        from: i64,
+        until: i64,
+    ) -> (PathBuf, CertificateDer<'static>, Vec<u8>) {
+        let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.not_before = time::OffsetDateTime::from_unix_timestamp(from).unwrap();
+        params.not_after = time::OffsetDateTime::from_unix_timestamp(until).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let path = dir.join(file);
+        std::fs::write(&path, cert.pem()).unwrap();
+        (path, cert.der().clone(), key.serialize_der())
+    }
+
+    /// A TLS server on loopback presenting `cert`, answering one handshake.
+    fn serve_once(cert: CertificateDer<'static>, key: Vec<u8>) -> SocketAddr {
+        let key = rustls::pki_types::PrivateKeyDer::try_from(key).unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert], key)
+        .unwrap();
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let (mut sock, _) = l.accept().unwrap();
+            sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+            let mut conn = rustls::ServerConnection::new(Arc::new(config)).unwrap();
+            while conn.is_handshaking() {
+                if conn.complete_io(&mut sock).is_err() {
+                    return;
+                }
+            }
+            let _ = conn.complete_io(&mut sock);
+        });
+        addr
+    }
+
+    fn check_with(
+        cacert: &std::path::Path,
+        name: &str,
+        addr: SocketAddr,
+    ) -> anyhow::Result<String> {
+        TlsClient::new(&TlsSettings {
+            server_name: name.into(),
+            insecure: false,
+            cacert: Some(cacert.to_path_buf()),
+        })?
+        .check(addr, Duration::from_secs(2))
+    }
+
+    #[test]
+    fn a_self_signed_certificate_given_as_cacert_is_trusted_as_itself_as_curl_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = UnixTime::now().as_secs() as i64;
+        let day = 86_400;
+        let (pem, der, key) =
+            self_signed(dir.path(), "self.pem", "localhost", now - day, now + day);
+        check_with(&pem, "localhost", serve_once(der.clone(), key.clone()))
+            .expect("the exact certificate given with --cacert is trusted");
+
+        // Its name is still checked.
+        let e = check_with(&pem, "other.example", serve_once(der.clone(), key.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("name"), "{e}");
+
+        // Another self-signed certificate is still of an unknown issuer.
+        let (other, _, _) = self_signed(dir.path(), "other.pem", "localhost", now - day, now + day);
+        let e = check_with(&other, "localhost", serve_once(der, key))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("untrusted self-signed certificate") && e.contains("--cacert"),
+            "{e}"
+        );
+
+        // And so is its validity period.
+        let (old, der, key) =
+            self_signed(dir.path(), "old.pem", "localhost", now - 3 * day, now - day);
+        let e = check_with(&old, "localhost", serve_once(der, key))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("expired"), "{e}");
     }
 }

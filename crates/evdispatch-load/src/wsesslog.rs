@@ -192,7 +192,7 @@ fn parse_request(line: &str) -> Result<(LogRequest, Option<f64>), String> {
         let value = take_value(&mut rest)?;
         match key {
             "method" => {
-                if !crate::http::is_token(&value) {
+                if !crate::proto::http1::is_token(&value) {
                     return Err(format!(
                         "expected a method token after method=, found '{value}'"
                     ));

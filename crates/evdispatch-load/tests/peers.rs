@@ -1,6 +1,5 @@
 //! Agreement with the reference generators on the same server in the same
-//! run (issue 5): reply rate within 3% of httperf's at a rate httperf can
-//! drive, saturation throughput within 5% of wrk's. nginx serves (one
+//! run: reply rate within 3% of httperf's at a rate httperf can drive, saturation throughput within 5% of wrk's. nginx serves (one
 //! worker, CPU 0); every client runs on CPU 1. Skipped, with the reason
 //! printed, when nginx, httperf or wrk is absent.
 
@@ -18,7 +17,7 @@ use evdispatch_load::{execute, Config, Rate, RunOptions, Summary};
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn skip(tools: &[Tool]) -> bool {
-    if evdispatch_proc_cpus() < 2 {
+    if evdispatch_host_cpus() < 2 {
         eprintln!("skipped: the comparison pins the server and the clients to CPUs 0 and 1; this machine has one");
         return true;
     }
@@ -161,7 +160,7 @@ fn saturation_agrees_with_wrk() {
     );
 }
 
-fn evdispatch_proc_cpus() -> usize {
+fn evdispatch_host_cpus() -> usize {
     std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

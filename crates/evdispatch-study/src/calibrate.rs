@@ -81,7 +81,7 @@ fn run(ctx: &Ctx, label: &str, server: ServerSpec, load: LoadSpec) -> anyhow::Re
 
 /// The seconds each calibration run measures, by profile.
 fn window_s(p: Profile) -> f64 {
-    p.pick(0.8, 0.8, 3.0)
+    p.pick(0.8, 0.8, 2.0)
 }
 
 /// Pairs of runs (with and without the budget) that show its effect.

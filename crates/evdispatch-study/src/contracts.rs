@@ -4,7 +4,7 @@
 //! changes and nothing else does.
 //!
 //! The contracts are the ones documented in each crate's docs:
-//! * `evdispatch serve` (crate `evdispatch-http`): its flags, the line
+//! * `evdispatch serve` (crate `evdispatch-server`): its flags, the line
 //!   `listening on http://IP:PORT`, and the stats document
 //!   [`SERVE_SCHEMA`] written on SIGTERM;
 //! * `evdispatch load --json` (crate `evdispatch-load`): one [`LOAD_SCHEMA`]
@@ -22,8 +22,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::anyhow;
-use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::cmdline::LoadCommand;
+use evdispatch_server::cmdline::ServeCommand;
 use serde_json::{Map, Value};
 
 use crate::spec::{LoadSpec, Rate, ServerSpec};

@@ -45,7 +45,7 @@ impl Caps {
             load: output(&["load", "--help"])
                 .map(|h| h.contains("--persistent"))
                 .unwrap_or(false),
-            cpus: evdispatch_proc::available_cpus(),
+            cpus: evdispatch_host::available_cpus(),
             budgets: crate::spec::BudgetSupport(
                 evdispatch_harness::cpu_control().map(|c| c.to_string()),
             ),
@@ -235,7 +235,7 @@ pub struct LoadResult {
 
 /// Resident memory of a set of processes and their children, bytes.
 pub fn tree_rss(pids: &[u32]) -> u64 {
-    evdispatch_proc::resident_sum(&evdispatch_proc::with_children(pids)).total_bytes
+    evdispatch_host::resident_sum(&evdispatch_host::with_children(pids)).total_bytes
 }
 
 /// A field of the `TCP:` line of `/proc/net/sockstat` (`inuse`, `tw`, `mem`…).
@@ -283,9 +283,9 @@ const QUIESCE_MAX: Duration = Duration::from_millis(300);
 /// CPU seconds (user + system, to the nanosecond) of a set of processes and
 /// their children.
 fn tree_cpu_s(pids: &[u32]) -> f64 {
-    evdispatch_proc::with_children(pids)
+    evdispatch_host::with_children(pids)
         .into_iter()
-        .filter_map(|p| evdispatch_proc::process_cpu_time(p).ok())
+        .filter_map(|p| evdispatch_host::process_cpu_time(p).ok())
         .map(|t| t.as_secs_f64())
         .sum()
 }
@@ -368,7 +368,7 @@ pub fn run_load(
     let tcp0 = tcp_kernel_bytes();
     let inuse0 = sockstat_tcp("inuse");
     let (cpu0, srv0, kids0, t0) = (
-        evdispatch_proc::cpu_times(),
+        evdispatch_host::cpu_times(),
         tree_cpu_s(&pids),
         children_cpu_s(),
         std::time::Instant::now(),
@@ -400,7 +400,7 @@ pub fn run_load(
     };
     let out = run();
     let (cpu1, srv1, kids1, wall) = (
-        evdispatch_proc::cpu_times(),
+        evdispatch_host::cpu_times(),
         tree_cpu_s(&pids),
         children_cpu_s(),
         t0.elapsed().as_secs_f64(),
@@ -413,7 +413,7 @@ pub fn run_load(
     let raw: Value = serde_json::from_slice(&stdout)
         .with_context(|| format!("`{cmdline}` did not print JSON on stdout"))?;
     let mut metrics = contracts::parse_load(&raw)?;
-    let hz = evdispatch_proc::clock_ticks_per_sec() as f64;
+    let hz = evdispatch_host::clock_ticks_per_sec() as f64;
     if let Some(r) = &remote_run {
         r.record(&mut metrics);
         let window = raw.get("duration_s").and_then(Value::as_f64).unwrap_or(0.0);
@@ -582,7 +582,7 @@ mod tests {
 
     #[test]
     fn busy_ticks_add_interrupts_to_the_charged_ones() {
-        let c = evdispatch_proc::CpuTimes {
+        let c = evdispatch_host::CpuTimes {
             user: 1,
             nice: 2,
             system: 3,

@@ -7,13 +7,13 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 /// CPU ticks charged to processes (user, nice, system) plus steal.
-pub(crate) fn charged_ticks(c: &evdispatch_proc::CpuTimes) -> u64 {
+pub(crate) fn charged_ticks(c: &evdispatch_host::CpuTimes) -> u64 {
     c.user + c.nice + c.system + c.steal
 }
 
 /// A CPU's busy ticks: [`charged_ticks`] plus the interrupts it served
 /// (the busy share of a core, or of a whole load host).
-pub(crate) fn busy_ticks(c: &evdispatch_proc::CpuTimes) -> u64 {
+pub(crate) fn busy_ticks(c: &evdispatch_host::CpuTimes) -> u64 {
     charged_ticks(c) + c.irq + c.softirq
 }
 
@@ -178,7 +178,7 @@ pub fn environment() -> Value {
         "kernel": read_trim("/proc/sys/kernel/osrelease"),
         "cpu_model": first_line_with("/proc/cpuinfo", "model name"),
         "cpus_online": cpus,
-        "cpus_available": evdispatch_proc::available_cpus(),
+        "cpus_available": evdispatch_host::available_cpus(),
         "memory_bytes": mem_kb.map(|k| k * 1024),
         "rustc": env!("EVD_STUDY_RUSTC"),
         "evdispatch_version": env!("CARGO_PKG_VERSION"),

@@ -1,12 +1,13 @@
 //! `evdispatch study`: every experiment of the seeds re-run on this machine,
 //! with real peers beside our server, into `results.json`, a self-contained
-//! `index.html` with SVG charts, and `summary.md`, with a verdict on each of
+//! `index.html` with SVG charts, a one-screen `summary.md` and `report.md`,
+//! with a verdict on each of
 //! the seeds' claims computed from the data.
 //!
 //! The pieces, in layers (a module imports only those below it; the test
 //! `layers` checks there is no circle):
-//! - [`results`] (the records) and [`env`](mod@env) (the machine, the peers) at the
-//!   bottom; [`report::figure`] (what a figure is) on them;
+//! - [`results`] (the records), [`env`](mod@env) (the machine, the peers)
+//!   and [`published`] (the seeds' published numbers) at the bottom; [`report::figure`] (what a figure is) on them;
 //! - [`claims`]: verdict types, helpers and the evaluation;
 //! - [`spec`]: what the layers share — profiles, a scenario's definition,
 //!   [`spec::Caps`], the server and load specs;
@@ -30,6 +31,7 @@ pub mod contracts;
 pub mod diff;
 pub mod drive;
 pub mod env;
+pub mod published;
 pub mod remote;
 pub mod report;
 pub mod results;
@@ -93,6 +95,36 @@ pub enum StudyCommand {
     /// B: study output directories or results.json files), with both values
     /// and whether each move is beyond the noise.
     Diff(diff::DiffArgs),
+    /// Write the report (index.html, summary.md, report.md) of a saved
+    /// run again, without measuring: its records read from FROM (a study
+    /// output directory, or a results.json or results.json.gz), the claims
+    /// judged again by this build.
+    Render(RenderArgs),
+}
+
+/// Arguments of `evdispatch study render`.
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// The saved run: a study output directory or its results.json(.gz).
+    pub from: PathBuf,
+    /// Where to write the report (created if absent).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Judge the claims of a saved run again and write its report into
+/// `args.out`, with the results it was drawn from (`results.json`).
+fn render(args: &RenderArgs) -> anyhow::Result<()> {
+    let saved = diff::load(&args.from)?;
+    let mut res: Results = serde_json::from_value(saved)
+        .with_context(|| format!("{} is not a study's results", args.from.display()))?;
+    res.claims = claims::evaluate(scenarios::claims(), &res.scenarios);
+    fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    write_json_atomic(&args.out.join("results.json"), &res)?;
+    report::write(&args.out, &res)?;
+    println!("{}", args.out.join("index.html").display());
+    Ok(())
 }
 
 /// A line for the user: above the progress bar, or on standard error when
@@ -286,7 +318,7 @@ fn run_scenario(sc: &Scenario, plan: Plan, ctx: &Ctx, bar: &ProgressBar) -> Scen
 }
 
 /// Assemble and write `results.json`, a CSV per scenario beside it
-/// (`ID.csv`), `index.html` and `summary.md` from every saved scenario
+/// (`ID.csv`), `index.html`, `summary.md` and `report.md` from every saved scenario
 /// record in `out`.
 fn write_report(
     out: &Path,
@@ -325,19 +357,18 @@ fn write_report(
     for rec in &res.scenarios {
         results::write_csv(rec, &out.join(format!("{}.csv", rec.id)))?;
     }
-    fs::write(out.join("index.html"), report::html(&res))?;
-    fs::write(out.join("summary.md"), report::markdown(&res))?;
+    report::write(out, &res)?;
     Ok(res)
 }
 
 /// Hold the CPUs in their shallowest idle state unless `allow_deep` (see
 /// `--allow-deep-idle`), and say what was done, for `results.json`.
-fn hold_idle(allow_deep: bool) -> (Option<evdispatch_proc::ShallowIdle>, Value) {
-    let (driver, governor) = evdispatch_proc::cpuidle().unzip();
+fn hold_idle(allow_deep: bool) -> (Option<evdispatch_host::ShallowIdle>, Value) {
+    let (driver, governor) = evdispatch_host::cpuidle().unzip();
     let (hold, held) = if allow_deep {
         (None, json!("no: --allow-deep-idle"))
     } else {
-        match evdispatch_proc::ShallowIdle::hold() {
+        match evdispatch_host::ShallowIdle::hold() {
             Ok(h) => (Some(h), json!("yes: PM QoS 0 µs (/dev/cpu_dma_latency)")),
             Err(e) => {
                 eprintln!("note: idle CPUs may halt as configured (cannot hold them shallow: /dev/cpu_dma_latency: {e})");
@@ -363,8 +394,10 @@ fn calibration_line(c: &spec::Calibration) -> String {
 
 /// Run the command.
 pub fn run(args: StudyArgs) -> anyhow::Result<()> {
-    if let Some(StudyCommand::Diff(d)) = &args.command {
-        return diff::run(d);
+    match &args.command {
+        Some(StudyCommand::Diff(d)) => return diff::run(d),
+        Some(StudyCommand::Render(r)) => return render(r),
+        None => {}
     }
     let selected: Vec<&'static Scenario> = if args.only.is_empty() {
         SCENARIOS
@@ -572,21 +605,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         t_start.elapsed().as_secs_f64(),
         ran
     );
-    let count = |w: &str| {
-        res.claims
-            .iter()
-            .filter(|c| c["verdict"] == json!(w))
-            .count()
-    };
-    eprintln!(
-        "claims: {} hold, {} partly, {} fail, {} undecided, {} not reached, {} not measured",
-        count("holds"),
-        count("partly"),
-        count("fails"),
-        count("undecided"),
-        count("not reached"),
-        count("not measured")
-    );
+    eprintln!("{}", report::verdict_counts(&res));
     println!("{}", out.join("index.html").display());
     Ok(())
 }

@@ -266,8 +266,8 @@ pub fn parse_run(text: &str) -> anyhow::Result<RemoteRun> {
             .take_while(|l| !l.starts_with(MARK))
             .collect()
     };
-    let stat0 = evdispatch_proc::parse_cpu_times(&section("stat0").join("\n"));
-    let stat1 = evdispatch_proc::parse_cpu_times(&section("stat1").join("\n"));
+    let stat0 = evdispatch_host::parse_cpu_times(&section("stat0").join("\n"));
+    let stat1 = evdispatch_host::parse_cpu_times(&section("stat1").join("\n"));
     // Busy as for this machine's cores (drive::run_load): what processes
     // are charged, steal and interrupts; over every CPU.
     let host_cpu_pct = (!stat0.is_empty() && stat0.len() == stat1.len()).then(|| {

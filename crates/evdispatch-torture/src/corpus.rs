@@ -213,9 +213,9 @@ pub fn corpus() -> Vec<Attack> {
     );
     t(
         "backslash-raw",
-        "..\\ (a Windows separator, raw: a byte of a name on Linux, a missing file)",
+        "..\\ (a Windows separator, raw: not a character of a URI, RFC 3986 §2)",
         b"/..\\secret.txt",
-        &[404],
+        BAD,
     );
     t(
         "backslash-pct",
@@ -321,9 +321,15 @@ pub fn corpus() -> Vec<Attack> {
     );
     l(
         "endless-method",
-        "a 10,000-byte method with no end of line",
+        "a 10,000-byte method with no end of line (a token: one not implemented, not a long URI)",
         &b"G".repeat(10_000),
-        &[400, 414, 501],
+        &[501],
+    );
+    l(
+        "long-method",
+        "a 10,000-byte method, then a target and a version",
+        format!("{} / HTTP/1.1\r\nHost: t\r\n\r\n", "M".repeat(10_000)).as_bytes(),
+        &[501],
     );
     let pads: String = (0..200)
         .map(|i| format!("X-Pad-{i:03}: {}\r\n", "p".repeat(40)))
@@ -413,6 +419,43 @@ pub fn corpus() -> Vec<Attack> {
         b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n",
         BAD,
     );
+    let chunked = |size_line: &str| {
+        format!(
+            "GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n\
+             {size_line}\r\nhello\r\n0\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n"
+        )
+        .into_bytes()
+    };
+    s(
+        "chunk-size-space",
+        "whitespace after a chunk's size, no extension (RFC 9112 §7.1.1 has none there)",
+        &chunked("5 "),
+        BAD,
+    );
+    s(
+        "chunk-ext-bare-semicolon",
+        "a chunk extension that is a bare ';' (no name)",
+        &chunked("5;"),
+        BAD,
+    );
+    s(
+        "chunk-ext-not-token",
+        "a chunk extension name that is not a token (5;a@b)",
+        &chunked("5;a@b"),
+        BAD,
+    );
+    s(
+        "chunk-ext-trailing-space",
+        "whitespace after a chunk extension's value, before the CRLF",
+        &chunked("5;a=b "),
+        BAD,
+    );
+    s(
+        "chunk-ext-no-value",
+        "a chunk extension with '=' and no value",
+        &chunked("5;a="),
+        BAD,
+    );
     s(
         "te-obfuscated",
         "Transfer-Encoding: xchunked (a final coding other than chunked)",
@@ -471,6 +514,13 @@ pub fn corpus() -> Vec<Attack> {
         "te-chunked",
         "a chunked body on a GET, then a request: read and discarded, both answered",
         b"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\nhello\r\n0\r\nX: y\r\n\r\nGET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
+    v.push(body(
+        "chunk-ext-bws",
+        "chunk extensions with whitespace where the grammar has BWS, a quoted value: \
+         read and discarded, both answered",
+        &chunked("5 ; a = \"q \\\" x\" ;b"),
         OK,
     ));
     v.push(body(
@@ -547,6 +597,24 @@ pub fn corpus() -> Vec<Attack> {
         "utf8-invalid-raw",
         "raw bytes 0xff 0xfe in the target (not URI characters)",
         &get(b"/\xff\xfe.html"),
+        BAD,
+    );
+    e(
+        "utf8-valid-raw",
+        "valid UTF-8, raw in the target (must be percent-encoded: RFC 3986 §2)",
+        &get("/caf\u{e9}.html".as_bytes()),
+        BAD,
+    );
+    e(
+        "utf8-raw-query",
+        "raw non-ASCII bytes in the query",
+        &get("/index.html?q=\u{20ac}".as_bytes()),
+        BAD,
+    );
+    e(
+        "uri-excluded-raw",
+        "ASCII bytes no URI has (|, {, }, ^, `, <, >, \"), raw in the target",
+        &get(b"/a|b{c}^`<>\".html"),
         BAD,
     );
     e(
@@ -628,6 +696,24 @@ pub fn corpus() -> Vec<Attack> {
         KeepAlive,
     ));
     v.push(keep(
+        "options-star",
+        "OPTIONS * (the server's methods: 200 with Allow)",
+        b"OPTIONS * HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
+    v.push(keep(
+        "options-path",
+        "OPTIONS of a file (200 with Allow)",
+        b"OPTIONS /six.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        OK,
+    ));
+    v.push(keep(
+        "options-missing",
+        "OPTIONS of a path that does not exist",
+        b"OPTIONS /nope.txt HTTP/1.1\r\nHost: t\r\n\r\n",
+        &[404],
+    ));
+    v.push(keep(
         "unknown-method",
         "an unknown method",
         b"BREW /pot HTTP/1.1\r\nHost: t\r\n\r\n",
@@ -667,6 +753,18 @@ pub fn corpus() -> Vec<Attack> {
         "no-host",
         "HTTP/1.1 without Host",
         b"GET / HTTP/1.1\r\n\r\n",
+        BAD,
+    ));
+    v.push(close(
+        "host-empty",
+        "an empty Host value on HTTP/1.1 (RFC 9110 §4.2.1, §7.2)",
+        b"GET / HTTP/1.1\r\nHost:\r\n\r\n",
+        BAD,
+    ));
+    v.push(close(
+        "host-empty-http10",
+        "an empty Host value on HTTP/1.0 (present, so it must be valid)",
+        b"GET / HTTP/1.0\r\nHost: \r\nConnection: keep-alive\r\n\r\n",
         BAD,
     ));
     v.push(close(

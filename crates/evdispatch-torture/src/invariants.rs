@@ -3,28 +3,30 @@
 //! deterministically in the test suite, so the invariants are exercised
 //! without a nightly toolchain.
 //!
-//! Invariants of [`evdispatch_http::parse_request`]:
+//! Invariants of [`evdispatch_server::parse_request`]:
 //! * it never panics, and gives the same verdict twice;
 //! * `Partial` only while the buffer is shorter than the head limit;
 //! * a refusal is one of 400, 405, 413, 414, 431, 501, 505;
-//! * a complete request is `GET` or `HEAD` as the bytes begin (another
-//!   method: refused with 405 or 501), ends with a
+//! * a complete request is `GET`, `HEAD` or `OPTIONS` as the bytes begin
+//!   (another method: refused with 405 or 501), ends with a
 //!   blank line, lies within the buffer and the head limit, its target is a
-//!   piece of it no longer than the target limit, its body framing is what
+//!   piece of it no longer than the target limit made only of the
+//!   characters of a URI (RFC 3986 §2), its body framing is what
 //!   its one `Transfer-Encoding` line (naming `chunked` alone, and no
 //!   `Content-Length`) or
 //!   its one `Content-Length` (at most the body limit) says, it carries no
 //!   `Transfer-Encoding` if it is HTTP/1.0, and, for HTTP/1.1, it has
-//!   exactly one `Host`;
+//!   exactly one `Host`; a `Host` it has is not empty;
 //! * where a request ends, its body included, lies within the buffer
 //!   after its head and within the head limit (whatever the buffer holds:
 //!   the same verdict in every model); it is waited for only below the
-//!   head limit;
+//!   head limit; a chunked body taken has chunk-size lines that an
+//!   independent matcher of RFC 9112 §7.1.1's `chunk-ext` accepts;
 //! * verdicts are stable: bytes appended after a complete or refused head,
 //!   or after a whole or broken body, change nothing (where a request ends
 //!   never depends on what follows).
 //!
-//! Invariants of [`evdispatch_http::normalize_target`]:
+//! Invariants of [`evdispatch_server::normalize_target`]:
 //! * it never panics; a refusal is 400 or 403;
 //! * a result is relative, made of plain names only (no empty, `.` or `..`
 //!   segment, no NUL; a backslash is a byte of a name), so joined to any
@@ -38,7 +40,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path};
 
-use evdispatch_http::{
+use evdispatch_server::{
     normalize_target, parse_request, Framing, Method, Parsed, RequestEnd, Status, Version, MAX_BODY,
 };
 use rand::rngs::SmallRng;
@@ -103,9 +105,15 @@ fn check_request_with(data: &[u8], max: usize) {
             match r.method {
                 Method::Get => assert!(served(b"GET "), "method does not match the bytes"),
                 Method::Head => assert!(served(b"HEAD "), "method does not match the bytes"),
+                Method::Options => {
+                    assert!(served(b"OPTIONS "), "method does not match the bytes")
+                }
                 Method::Refused(st) => {
                     assert!(matches!(st.code(), 405 | 501), "method refused with {st:?}");
-                    assert!(!served(b"GET ") && !served(b"HEAD "), "GET or HEAD refused");
+                    assert!(
+                        !served(b"GET ") && !served(b"HEAD ") && !served(b"OPTIONS "),
+                        "a method served refused"
+                    );
                 }
             }
             let t = r.target.as_ptr() as usize - data.as_ptr() as usize;
@@ -113,7 +121,13 @@ fn check_request_with(data: &[u8], max: usize) {
                 t + r.target.len() <= r.len,
                 "the target is not inside the head"
             );
-            assert!(r.target.len() <= evdispatch_http::MAX_TARGET);
+            assert!(
+                r.target.iter().all(|b| {
+                    b.is_ascii_alphanumeric() || b"-._~:/?#[]@!$&'()*+,;=%".contains(b)
+                }),
+                "a byte no URI has taken in the target"
+            );
+            assert!(r.target.len() <= evdispatch_server::MAX_TARGET);
             let h = Headers::scan(head);
             assert!(
                 h.transfer_encoding <= 1,
@@ -143,6 +157,7 @@ fn check_request_with(data: &[u8], max: usize) {
             } else {
                 assert!(h.host <= 1, "two Host headers accepted");
             }
+            assert!(!h.host_empty, "an empty Host accepted");
             let mut more = data.to_vec();
             more.extend_from_slice(b"\r\nX");
             match parse_request(&more, max) {
@@ -161,7 +176,7 @@ fn check_request_with(data: &[u8], max: usize) {
 /// Where the request of `data` (complete, `r`) ends: within the input and
 /// the head limit, after the head; waited for only below the head limit;
 /// the same with bytes appended once it is known.
-fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
+fn check_end(r: &evdispatch_server::Request<'_>, data: &[u8], max: usize) {
     let end = r.end(data, max);
     assert_eq!(end, r.end(data, max), "end not deterministic");
     let mut more = data.to_vec();
@@ -173,6 +188,9 @@ fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
                 "ends at {n} of {} (limit {max})",
                 data.len()
             );
+            if r.body == Framing::Chunked {
+                check_chunk_lines(&data[r.len..n]);
+            }
             assert_eq!(
                 r.end(&more, max),
                 end,
@@ -191,6 +209,87 @@ fn check_end(r: &evdispatch_http::Request<'_>, data: &[u8], max: usize) {
     }
 }
 
+/// Every chunk-size line of the whole chunked body `body` (the sizes read
+/// to skip the data) has, after its hex digits, what RFC 9112 §7.1.1's
+/// `chunk-ext` allows, checked by a matcher written apart from the
+/// server's: a small state machine over the bytes.
+fn check_chunk_lines(body: &[u8]) {
+    let mut at = 0;
+    loop {
+        let line_end = body[at..]
+            .windows(2)
+            .position(|w| w == b"\r\n")
+            .expect("a chunk-size line ends with CRLF")
+            + at;
+        let line = &body[at..line_end];
+        let digits = line.iter().take_while(|c| c.is_ascii_hexdigit()).count();
+        assert!(digits > 0, "a chunk without a size taken");
+        assert!(
+            chunk_ext_matches(&line[digits..]),
+            "chunk-size line {:?} taken",
+            String::from_utf8_lossy(line)
+        );
+        let size = u64::from_str_radix(std::str::from_utf8(&line[..digits]).unwrap(), 16)
+            .expect("a size that fits");
+        at = line_end + 2;
+        if size == 0 {
+            return;
+        }
+        at += size as usize + 2;
+    }
+}
+
+/// `*( BWS ";" BWS token [ BWS "=" BWS ( token / quoted-string ) ] )`.
+fn chunk_ext_matches(ext: &[u8]) -> bool {
+    #[derive(Clone, Copy, PartialEq)]
+    enum S {
+        /// Before a `;` (or at the end).
+        Start,
+        /// After `;`, before the name.
+        Semi,
+        /// In the name.
+        Name,
+        /// Whitespace after the name.
+        AfterName,
+        /// After `=`, before the value.
+        Eq,
+        /// In a token value.
+        Token,
+        /// In a quoted value; after a backslash in it.
+        Quoted,
+        Escape,
+    }
+    let tchar = |c: u8| c.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&c);
+    let ws = |c: u8| c == b' ' || c == b'\t';
+    let text = |c: u8| ws(c) || (0x21..=0x7e).contains(&c) || c >= 0x80;
+    let mut s = S::Start;
+    for &c in ext {
+        s = match (s, c) {
+            (S::Start | S::AfterName, b';') | (S::Name | S::Token, b';') => S::Semi,
+            (S::Start, c) if ws(c) => S::Start,
+            (S::Semi, c) if ws(c) => S::Semi,
+            (S::Semi | S::Name, c) if tchar(c) => S::Name,
+            (S::Name | S::AfterName, c) if ws(c) => S::AfterName,
+            (S::Name | S::AfterName, b'=') => S::Eq,
+            (S::Eq, c) if ws(c) => S::Eq,
+            (S::Eq, b'"') => S::Quoted,
+            (S::Eq | S::Token, c) if tchar(c) => S::Token,
+            (S::Token, c) if ws(c) => S::Start,
+            (S::Quoted, b'"') => S::Start,
+            (S::Quoted, b'\\') => S::Escape,
+            (S::Quoted | S::Escape, c) if text(c) => S::Quoted,
+            _ => return false,
+        };
+    }
+    // The line may end only after a name or a whole value (or be empty),
+    // never in whitespace: `S::Start` after a closing quote or nothing.
+    match s {
+        S::Name | S::Token => true,
+        S::Start => ext.last().is_none_or(|&c| c == b'"'),
+        _ => false,
+    }
+}
+
 /// Header counts found by a plain line scan of a complete head.
 #[derive(Default)]
 struct Headers {
@@ -202,6 +301,8 @@ struct Headers {
     /// The value of the (last) `Content-Length`, if a number.
     cl_value: Option<u64>,
     host: usize,
+    /// A `Host` line has an empty value.
+    host_empty: bool,
 }
 
 impl Headers {
@@ -230,6 +331,7 @@ impl Headers {
                     .and_then(|v| v.parse().ok());
             } else if name.eq_ignore_ascii_case(b"host") {
                 h.host += 1;
+                h.host_empty |= value.trim_ascii().is_empty();
             }
         }
         h
@@ -442,6 +544,12 @@ const PIECES: &[&[u8]] = &[
     b"0\r\n\r\n",
     b"5\r\nhello\r\n",
     b";ext=\"v\"",
+    b" ; e = v",
+    b";",
+    b"OPTIONS ",
+    b"*",
+    b"|",
+    b"Host:\r\n",
     b"Expect: 100-continue\r\n",
     b"Connection: close\r\n",
     b"HTTP/1.1",
@@ -599,6 +707,23 @@ mod tests {
             b"GET / HTTP/1.1\r\nTransfer-Encoding: x\r\nhost: a\r\nContent-Length: 01\r\n\r\n",
         );
         assert_eq!((h.transfer_encoding, h.host, h.cl_value), (1, 1, Some(1)));
+        assert!(Headers::scan(b"GET / HTTP/1.0\r\nHost: \r\n\r\n").host_empty);
+        for ok in ["", ";a", " ;a=b", ";a = \"x\\\"\" ; b", ";a=\"\""] {
+            assert!(chunk_ext_matches(ok.as_bytes()), "{ok:?}");
+        }
+        for bad in [
+            " ",
+            ";",
+            ";a ",
+            ";a=b ",
+            ";a=",
+            ";=b",
+            ";a=\"x",
+            ";a=\"x\" ",
+            "x",
+        ] {
+            assert!(!chunk_ext_matches(bad.as_bytes()), "{bad:?}");
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use evdispatch_http::{Model, Server, ServerConfig};
+use evdispatch_server::{Model, Server, ServerConfig};
 use evdispatch_torture::corpus::corpus;
 use evdispatch_torture::probe::{judge, send, Limits};
 use evdispatch_torture::scenarios_consts::{HEADER_S, IDLE_S};

@@ -80,6 +80,7 @@
 //! | `uring` | edge | io_uring multishot `POLL_ADD` per fd; interest changes ride on the next wait's `io_uring_enter` | consumer must drain to `EAGAIN`; io_uring must be enabled; a completion interrupts the waiting thread's other blocking calls (`EINTR`) | 5.13 |
 //! | `rtsig` | edge | RT signals (`F_SETSIG`, `F_SETOWN_EX`), one `sigtimedwait` per event; SIGIO overflow: flush, then poll the interest set | queue bounded by `RLIMIT_SIGPENDING` (per user); sockets, pipes, ttys; waits on the creating thread; one poller per descriptor | 2.6.32 |
 //! | `rtsig-batch` | edge | RT signals, many per `read` of a signalfd, merged per fd within a wait | as `rtsig` | 2.6.32 |
+//! | `rtsig-perfd` | edge | `rtsig-batch` with a descriptor's `O_ASYNC` cleared from the dequeue of its signal to the next wait, which re-arms it and re-checks with one `poll`: about one queued signal per fd (seed 004's signal-per-fd, in user space) | as `rtsig`; unlike the kernel patch, a descriptor still queues one signal per change between re-arm and dequeue, so the queue can overflow; two `fcntl` per served fd and a `poll` per wait; no descriptor to nest | 2.6.32 |
 //! | `hybrid` | edge | `rtsig-batch` at light load, edge-triggered epoll on overflow or large batches, back when load subsides | as `rtsig` | 2.6.32 |
 //!
 //! ## Examples
@@ -102,7 +103,8 @@
 //! `AsyncFd`, async-io) can watch it: `Poller` implements `AsFd`/`AsRawFd`
 //! with it, [`Poller::as_fd_opt`] returns it or `None`, and
 //! [`NestablePoller`] is a poller checked once to have one. `select`, `poll`,
-//! `rtsig` and `hybrid` have none (there the traits panic, as documented).
+//! `rtsig`, `rtsig-perfd` and `hybrid` have none (there the traits panic, as
+//! documented).
 //!
 //! ## io_uring's completion model
 //!
@@ -126,6 +128,7 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("evdispatch runs on Linux only: its mechanisms are Linux system calls");
 
+mod config;
 mod event;
 mod mechanism;
 mod poller;
@@ -133,7 +136,8 @@ mod stats;
 mod sys;
 pub mod uring;
 
+pub use config::{Config, Mechanism};
 pub use event::{Event, Events, Interest, Ready, Token};
-pub use mechanism::{Mechanism, MechanismInfo, Trigger, UnknownMechanism, MECHANISMS};
-pub use poller::{Config, NestablePoller, Poller, Waker};
+pub use mechanism::{MechanismInfo, Trigger, UnknownMechanism, MECHANISMS};
+pub use poller::{NestablePoller, Poller, Waker};
 pub use stats::Stats;

@@ -7,124 +7,11 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::config::{Config, Mechanism};
 use crate::event::{Events, Interest, Token};
-use crate::mechanism::{Backend, Mechanism, MechanismInfo};
+use crate::mechanism::{Backend, MechanismInfo};
 use crate::stats::Stats;
 use crate::sys;
-
-/// How to build a [`Poller`]: the mechanism and its tunables.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The mechanism.
-    pub mechanism: Mechanism,
-    /// Starting size of the mechanism's result buffer (epoll grows it when a
-    /// wait fills it).
-    pub initial_events: usize,
-    /// io_uring: submission queue entries.
-    pub uring_entries: u32,
-    /// RT signals: the signal the registered descriptors raise. Default
-    /// `SIGRTMIN() + 6`, clear of the two signals glibc reserves below
-    /// `SIGRTMIN()` and of `SIGRTMIN()`, which other libraries take first.
-    /// A second signal poller on the same thread takes the next free one.
-    /// Its disposition is set to `SIG_IGN` process-wide when first used (a
-    /// thread that blocks it still queues it; see the `rtsig` mechanism),
-    /// and it stays blocked in the poller's thread.
-    pub rtsig_signal: i32,
-    /// `rtsig-batch`, `hybrid`: signals dequeued per `read` of the signalfd
-    /// (default 256: 32 KiB of `signalfd_siginfo`, more than a wait of the
-    /// benchmarks ever finds queued).
-    pub rtsig_batch: usize,
-    /// `hybrid`: a dequeue batch (one `read` of the signalfd) of at least
-    /// this many signals moves it to epoll; an overflow always does. Default
-    /// 256, a full read: the queue then holds more changes than a wait takes,
-    /// the server is behind, and signals, which cost one dequeue per change,
-    /// lose to epoll, which reports each ready descriptor once however often
-    /// it changed. In Kegel's loop at N = 1,000 (`evdispatch bench poller`;
-    /// the loop alone is `examples/kegel.rs`),
-    /// `rtsig-batch` matched epoll up to A = 1,000 with one write per active
-    /// socket, but took 1.3–1.5x epoll's time at A = 100 and 1.6–3.5x at
-    /// A = 300 with four (our runs, a shared 2-core VM). Values above
-    /// `rtsig_batch` leave only the overflow trigger.
-    pub hybrid_to_epoll_batch: usize,
-    /// `hybrid`: this many epoll waits in a row, each with fewer than
-    /// `hybrid_to_signal_events` events, bring it back to signals. Default 8:
-    /// a short lull between two bursts should not send it back only to
-    /// overflow or fill a batch again at the next one.
-    pub hybrid_to_signal_waits: u32,
-    /// `hybrid`: see `hybrid_to_signal_waits`. Default 32, an eighth of the
-    /// default `hybrid_to_epoll_batch`: the band between the two thresholds
-    /// is wide, so a steady load cannot make the hybrid flap between modes.
-    pub hybrid_to_signal_events: usize,
-}
-
-impl Config {
-    /// Defaults for `mechanism`.
-    pub fn new(mechanism: Mechanism) -> Config {
-        Config {
-            mechanism,
-            initial_events: 256,
-            uring_entries: 256,
-            rtsig_signal: crate::mechanism::default_rt_signal(),
-            rtsig_batch: 256,
-            hybrid_to_epoll_batch: 256,
-            hybrid_to_signal_waits: 8,
-            hybrid_to_signal_events: 32,
-        }
-    }
-
-    /// Set a tunable by name, as command lines pass them (`--poller-opt
-    /// key=value`), so a program can expose every tunable without knowing it.
-    /// [`Config::KEYS`] lists the names.
-    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
-        fn num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, String> {
-            value
-                .parse()
-                .map_err(|_| format!("poller option {key}: '{value}' is not a valid number"))
-        }
-        match key {
-            "initial_events" => self.initial_events = num(key, value)?,
-            "uring_entries" => self.uring_entries = num(key, value)?,
-            "rtsig_signal" => {
-                let signal = num(key, value)?;
-                crate::mechanism::check_rt_signal(signal)?;
-                self.rtsig_signal = signal;
-            }
-            "rtsig_batch" => self.rtsig_batch = num(key, value)?,
-            "hybrid_to_epoll_batch" => self.hybrid_to_epoll_batch = num(key, value)?,
-            "hybrid_to_signal_waits" => self.hybrid_to_signal_waits = num(key, value)?,
-            "hybrid_to_signal_events" => self.hybrid_to_signal_events = num(key, value)?,
-            _ => {
-                return Err(format!(
-                    "unknown poller option '{key}'; known: {}",
-                    Config::KEYS.join(", ")
-                ))
-            }
-        }
-        Ok(())
-    }
-
-    /// The names [`Config::set`] accepts.
-    pub const KEYS: &'static [&'static str] = &[
-        "initial_events",
-        "uring_entries",
-        "rtsig_signal",
-        "rtsig_batch",
-        "hybrid_to_epoll_batch",
-        "hybrid_to_signal_waits",
-        "hybrid_to_signal_events",
-    ];
-
-    /// Apply `key=value` pairs in order (see [`Config::set`]).
-    pub fn apply<'a>(&mut self, pairs: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
-        for pair in pairs {
-            let (k, v) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("poller option '{pair}' is not key=value"))?;
-            self.set(k.trim(), v.trim())?;
-        }
-        Ok(())
-    }
-}
 
 /// The pipe behind a [`Waker`]. Both ends live as long as the poller or any
 /// waker does, so a wake after the poller is gone writes into a pipe nobody
@@ -227,6 +114,7 @@ impl Poller {
     /// | `rtsig-batch` | the signalfd; readable only in the thread that created the poller, to which the signals go: watch it from that thread |
     /// | `select`, `poll` | none: the interest set lives in the process, not the kernel |
     /// | `rtsig` | none: it dequeues with `sigtimedwait` |
+    /// | `rtsig-perfd` | none: a descriptor it reported raises nothing until the next wait re-arms it |
     /// | `hybrid` | none: it waits on the signalfd or on epoll, by mode |
     ///
     /// The descriptor shows what the kernel holds. `uring` submits
@@ -450,7 +338,7 @@ fn same_kind(e: io::Error, fd: RawFd, kind: io::ErrorKind) -> io::Error {
 /// # Panics
 ///
 /// For the mechanisms that wait on no single descriptor (`select`, `poll`,
-/// `rtsig`, `hybrid`): call [`as_fd_opt`](Poller::as_fd_opt) where the
+/// `rtsig`, `rtsig-perfd`, `hybrid`): call [`as_fd_opt`](Poller::as_fd_opt) where the
 /// mechanism is not known, or [`into_nestable`](Poller::into_nestable) to
 /// check once and get a type whose `as_fd` cannot fail.
 impl AsFd for Poller {
@@ -510,20 +398,5 @@ impl AsFd for NestablePoller {
 impl AsRawFd for NestablePoller {
     fn as_raw_fd(&self) -> RawFd {
         self.0.as_raw_fd()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn config_options_by_name() {
-        let mut c = Config::new(Mechanism::Epoll);
-        c.apply(["initial_events=8", "uring_entries = 64"]).unwrap();
-        assert_eq!((c.initial_events, c.uring_entries), (8, 64));
-        assert!(c.set("nope", "1").unwrap_err().contains("initial_events"));
-        assert!(c.set("initial_events", "x").is_err());
-        assert!(c.apply(["initial_events"]).is_err());
     }
 }

@@ -35,7 +35,10 @@ pub struct Stats {
 
     /// io_uring: submission queue entries submitted.
     pub sqes_submitted: u64,
-    /// io_uring: multishot polls re-armed because a completion lacked `IORING_CQE_F_MORE`.
+    /// io_uring: multishot polls re-armed because a completion lacked
+    /// `IORING_CQE_F_MORE`. `rtsig-perfd`: descriptors whose `O_ASYNC` a
+    /// wait set again after the dequeue of their signal (or a recovery)
+    /// had cleared it (each also cost the `fcntl` that cleared it).
     pub rearms: u64,
     /// io_uring / RT signals: completions or signals dropped because they
     /// belonged to a registration that no longer exists.

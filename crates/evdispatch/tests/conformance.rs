@@ -754,6 +754,7 @@ conformance! {
     uring => Mechanism::Uring,
     rtsig => Mechanism::RtSig,
     rtsig_batch => Mechanism::RtSigBatch,
+    rtsig_perfd => Mechanism::RtSigPerfd,
     hybrid => Mechanism::Hybrid,
 }
 
@@ -909,6 +910,7 @@ fn which_mechanisms_have_a_descriptor() {
         (Mechanism::Uring, true),
         (Mechanism::RtSig, false),
         (Mechanism::RtSigBatch, true),
+        (Mechanism::RtSigPerfd, false),
         (Mechanism::Hybrid, false),
     ];
     assert_eq!(

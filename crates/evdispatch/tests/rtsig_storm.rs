@@ -18,14 +18,18 @@ use std::time::{Duration, Instant};
 use evdispatch::{Config, Events, Interest, Mechanism, Poller, Stats, Token};
 
 const CHILD: &str = "EVD_RTSIG_CHILD";
-const SIGNAL_MECHANISMS: [Mechanism; 3] =
-    [Mechanism::RtSig, Mechanism::RtSigBatch, Mechanism::Hybrid];
+const SIGNAL_MECHANISMS: [Mechanism; 4] = [
+    Mechanism::RtSig,
+    Mechanism::RtSigBatch,
+    Mechanism::RtSigPerfd,
+    Mechanism::Hybrid,
+];
 
 /// Run `body` in a child process with `RLIMIT_SIGPENDING` lowered to 32.
 /// `name` must be the calling test's name (the child runs only it).
 fn in_child(name: &str, body: impl FnOnce()) {
     if std::env::var(CHILD).as_deref() == Ok(name) {
-        evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Sigpending, Some(32))
+        evdispatch_host::set_rlimit(evdispatch_host::Resource::Sigpending, Some(32))
             .expect("lowering RLIMIT_SIGPENDING in the child");
         body();
         return;
@@ -252,6 +256,15 @@ fn overflow_storm_rtsig() {
 fn overflow_storm_rtsig_batch() {
     in_child("overflow_storm_rtsig_batch", || {
         storm(Mechanism::RtSigBatch);
+    });
+}
+
+#[test]
+fn overflow_storm_rtsig_perfd() {
+    in_child("overflow_storm_rtsig_perfd", || {
+        let s = storm(Mechanism::RtSigPerfd);
+        // Every dequeued signal disarmed its descriptor until the next wait.
+        assert!(s.rearms > 0, "{s:?}");
     });
 }
 
@@ -636,7 +649,11 @@ fn hybrid_switching_at_every_wait_loses_nothing() {
 #[test]
 fn a_wake_up_takes_the_signals_behind_it() {
     const N: usize = 16;
-    for m in [Mechanism::RtSigBatch, Mechanism::Hybrid] {
+    for m in [
+        Mechanism::RtSigBatch,
+        Mechanism::RtSigPerfd,
+        Mechanism::Hybrid,
+    ] {
         let mut p = Poller::new(m).unwrap();
         let mut ev = Events::with_capacity(64);
         let (mut readers, mut writers): (Vec<_>, Vec<_>) = (0..N).map(|_| pair()).unzip();
@@ -679,4 +696,93 @@ fn a_wake_up_takes_the_signals_behind_it() {
             "{m}: every wake-up returned one event: {per_wake:?}"
         );
     }
+}
+
+fn has_o_async(fd: libc::c_int) -> bool {
+    // SAFETY: F_GETFL takes no argument.
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    assert!(flags >= 0, "F_GETFL");
+    flags & libc::O_ASYNC != 0
+}
+
+/// `rtsig-perfd` disarms a descriptor from the dequeue of its signal to the
+/// next wait: writes made meanwhile queue no signal, and the next wait
+/// re-arms it and finds them by its re-check.
+#[test]
+fn perfd_is_silent_from_dequeue_to_the_next_wait() {
+    let mut p = Poller::new(Mechanism::RtSigPerfd).unwrap();
+    let signal = Config::new(Mechanism::RtSigPerfd).rtsig_signal;
+    let mut ev = Events::with_capacity(8);
+    let (mut a, mut b) = pair();
+    let fd = a.as_raw_fd();
+    p.register(fd, Token(1), Interest::READABLE).unwrap();
+    assert!(has_o_async(fd));
+    for round in 0..20 {
+        b.write_all(b"x").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !ev.iter().any(|e| e.token() == Token(1)) {
+            assert!(Instant::now() < deadline, "round {round}: no event");
+            p.wait(&mut ev, Some(Duration::from_millis(100))).unwrap();
+        }
+        // Served: disarmed, so more data while it is served queues nothing.
+        assert!(
+            !has_o_async(fd),
+            "round {round}: still armed after its event"
+        );
+        b.write_all(b"yz").unwrap();
+        assert!(
+            !thread_has_pending(signal),
+            "round {round}: a disarmed descriptor queued a signal"
+        );
+        assert_eq!(read_all(&mut a), 3);
+        // The next wait re-arms it and re-checks: nothing new, no event.
+        p.wait(&mut ev, Some(Duration::ZERO)).unwrap();
+        assert!(has_o_async(fd), "round {round}: not re-armed by the wait");
+        assert!(ev.is_empty(), "round {round}: {ev:?}");
+    }
+    // Data that arrives while it is disarmed is found by the re-arming wait.
+    b.write_all(b"1").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !ev.iter().any(|e| e.token() == Token(1)) {
+        assert!(Instant::now() < deadline, "no event");
+        p.wait(&mut ev, Some(Duration::from_millis(100))).unwrap();
+    }
+    b.write_all(b"2").unwrap();
+    assert_eq!(read_all(&mut a), 2);
+    b.write_all(b"3").unwrap(); // after the drain, while still disarmed
+    p.wait(&mut ev, Some(Duration::from_millis(100))).unwrap();
+    assert!(
+        ev.iter().any(|e| e.token() == Token(1)),
+        "the write while disarmed was lost: {:?}",
+        p.stats()
+    );
+    assert_eq!(read_all(&mut a), 1);
+    let s = p.stats();
+    assert!(s.rearms >= 21, "{s:?}");
+    p.deregister(fd).unwrap();
+    assert!(!has_o_async(fd));
+}
+
+/// `rtsig-perfd` reports a condition that persists without a change (here:
+/// writable, with nothing written) a bounded number of times, not at every
+/// wait: the probe after `register` reports and disarms it, the next wait's
+/// re-check reports it and leaves it armed, and then it is silent.
+#[test]
+fn perfd_does_not_repeat_a_lasting_condition() {
+    let mut p = Poller::new(Mechanism::RtSigPerfd).unwrap();
+    let mut ev = Events::with_capacity(8);
+    let (a, _b) = pair();
+    p.register(a.as_raw_fd(), Token(1), Interest::WRITABLE)
+        .unwrap();
+    let mut reports = 0;
+    for _ in 0..10 {
+        p.wait(&mut ev, Some(Duration::from_millis(10))).unwrap();
+        reports += ev.iter().filter(|e| e.token() == Token(1)).count();
+    }
+    assert!(
+        (1..=2).contains(&reports),
+        "writable reported {reports} times in 10 waits: {:?}",
+        p.stats()
+    );
+    assert!(has_o_async(a.as_raw_fd()), "left disarmed");
 }

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{Cell, Outcome, Placement};
+use super::outcome::{Cell, Outcome};
+use super::plan::{Placement, WriterKind};
 
 /// The N the growth factor runs to (Kegel's 100 → 10,000).
 const GROWTH_TO: usize = 10_000;
@@ -61,8 +62,8 @@ pub fn print(o: &Outcome) {
         p.rounds,
         p.warmup,
         match p.writer {
-            super::WriterKind::Helper => "a helper process",
-            super::WriterKind::Local => "the bench itself",
+            WriterKind::Helper => "a helper process",
+            WriterKind::Local => "the bench itself",
         },
         match (p.bench_cpu, p.writer_cpu) {
             (Some(b), Some(w)) if b == w => format!("bench and writer on cpu {b}"),

@@ -302,7 +302,7 @@ impl Drop for Helper {
 /// The helper's main loop: serve commands on standard input until it closes.
 pub fn helper_main(cpu: Option<usize>) -> anyhow::Result<()> {
     if let Some(c) = cpu {
-        crate::pin_to(c)?;
+        crate::machine::pin_to(c)?;
     }
     evdispatch_harness::nofile_limit();
     let control: RawFd = 0;

@@ -10,13 +10,13 @@ use evdispatch_harness::{
     docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_listening_program,
     start_ours, start_peer, Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
 };
-use evdispatch_http::{cmdline::ServeCommand, Model};
+use evdispatch_host::{open_fds_sum, resident_sum, sample_sum};
 use evdispatch_load::{cmdline::LoadCommand, Rate};
-use evdispatch_proc::{open_fds_sum, resident_sum, sample_sum};
+use evdispatch_server::{cmdline::ServeCommand, Model};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Contestant, Plan, Scenario};
+use super::plan::{Contestant, Plan, Scenario};
 
 /// The file every server serves.
 const PATH: &str = "/index.html";
@@ -67,7 +67,7 @@ pub struct Run {
     /// Round, from 0.
     pub round: usize,
     /// Scenario.
-    pub scenario: super::Scenario,
+    pub scenario: Scenario,
     /// Server name.
     pub server: String,
     /// True for a peer.

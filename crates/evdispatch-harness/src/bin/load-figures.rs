@@ -1,4 +1,5 @@
-//! `load-figures`: the load generator's figures (issue 5), measured against
+//! `load-figures`: the load generator's figures (the cost of idle
+//! connections, 30,000 connections, latency against a stalling server), measured against
 //! nginx started by the harness, printed as a table and as JSON.
 //!
 //! ```text

@@ -34,9 +34,9 @@ use rustls::ClientConnection;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::config::{Config, InactiveSend, IoEngine, Rate, WorkerSpec};
-use crate::http::{build_request, Feed, Request, ResponseParser};
-use crate::interval::{unix_s, IntervalReport};
-use crate::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
+use crate::proto::http1::{build_request, Feed, Request, ResponseParser};
+use crate::results::record::interval::{unix_s, IntervalReport};
+use crate::results::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
 use crate::ring::{self, Completion, Kind, Ring, Target, Wait};
 use crate::schedule::{missed, Arrivals, RoundRobin};
 use crate::tls::TlsClient;
@@ -304,8 +304,8 @@ pub struct Engine<'h> {
     drain_end: Instant,
     next_tick: Instant,
     next_progress: Instant,
-    cpu: Option<evdispatch_proc::CpuMeter>,
-    cpu_use: Option<evdispatch_proc::CpuUse>,
+    cpu: Option<evdispatch_host::CpuMeter>,
+    cpu_use: Option<evdispatch_host::CpuUse>,
     open: u64,
     /// Long-lived connections not yet opened, by role.
     to_open: VecDeque<(Role, u64)>,
@@ -507,7 +507,7 @@ impl<'h> Engine<'h> {
     /// Run to the end and report.
     pub fn run(mut self) -> anyhow::Result<WorkerReport> {
         if let Some(cpu) = self.spec.cpu {
-            evdispatch_proc::pin_current_thread(&[cpu])?;
+            evdispatch_host::pin_current_thread(&[cpu])?;
         }
         // The default slack lets the kernel fire timers up to 50 µs late.
         nix::sys::prctl::set_timerslack(1).context("cannot set the timer slack")?;
@@ -589,7 +589,7 @@ impl<'h> Engine<'h> {
                     }
                     self.arrivals(now);
                     if now >= self.t_ms && self.cpu.is_none() && self.cpu_use.is_none() {
-                        self.cpu = Some(evdispatch_proc::CpuMeter::start(0)?);
+                        self.cpu = Some(evdispatch_host::CpuMeter::start(0)?);
                     }
                     if self.spec.config.run_to_end && now < self.t_me && self.sessions_done() {
                         // httperf's test-duration: the window ends with the
@@ -810,7 +810,7 @@ impl<'h> Engine<'h> {
     }
 
     fn error_summary(&self) -> String {
-        let parts: Vec<String> = crate::record::CAUSE_NAMES
+        let parts: Vec<String> = crate::results::record::CAUSE_NAMES
             .iter()
             .enumerate()
             .filter_map(|(i, name)| {
@@ -1011,7 +1011,7 @@ pub fn run_worker(
     start: Start,
     hooks: &mut dyn Hooks,
 ) -> anyhow::Result<WorkerReport> {
-    evdispatch_proc::set_rlimit(evdispatch_proc::Resource::Nofile, None)
+    evdispatch_host::set_rlimit(evdispatch_host::Resource::Nofile, None)
         .map_err(|e| anyhow!("cannot raise the descriptor limit: {e}"))?;
     Engine::new(spec, start, hooks)?.run()
 }

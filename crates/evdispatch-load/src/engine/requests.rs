@@ -29,7 +29,7 @@ impl Engine<'_> {
             self.rec.counts.requests += 1;
             // In the interval it leaves in (the last, if after the window).
             let i = self.interval_index(now);
-            *crate::record::at(&mut self.iv_requests, i) += 1;
+            *crate::results::record::at(&mut self.iv_requests, i) += 1;
         }
         self.write_request(slot);
     }
@@ -381,8 +381,8 @@ impl Engine<'_> {
         let role = c.role;
         if c.measured {
             self.rec.counts.replies += 1;
-            let corrected = elapsed_us(c.intended, now).clamp(1, crate::record::MAX_US);
-            let uncorrected = elapsed_us(c.sent, now).clamp(1, crate::record::MAX_US);
+            let corrected = elapsed_us(c.intended, now).clamp(1, crate::results::record::MAX_US);
+            let uncorrected = elapsed_us(c.sent, now).clamp(1, crate::results::record::MAX_US);
             let _ = self.rec.histograms.latency.record(corrected);
             let _ = self.rec.histograms.latency_uncorrected.record(uncorrected);
             if in_window {
@@ -396,7 +396,7 @@ impl Engine<'_> {
         }
         if in_window && role != Role::Slow {
             self.rec.counts.replies_in_window += 1;
-            *crate::record::at(&mut self.rec.interval_replies, idx) += 1;
+            *crate::results::record::at(&mut self.rec.interval_replies, idx) += 1;
         }
         c.measured = false;
         // The user's `Connection: close` (RFC 9112 §9.6): no further

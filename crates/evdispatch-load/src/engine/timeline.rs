@@ -20,7 +20,7 @@ impl Engine<'_> {
     pub(super) fn note_peak(&mut self, now: Instant) {
         if self.phase == Phase::Run && now >= self.t_ms && now < self.t_me {
             let i = self.interval_index(now);
-            let p = crate::record::at(&mut self.rec.interval_peak_conns, i);
+            let p = crate::results::record::at(&mut self.rec.interval_peak_conns, i);
             *p = (*p).max(self.open);
         }
     }
@@ -141,7 +141,7 @@ impl Engine<'_> {
         if let Some(m) = self.cpu.take() {
             self.cpu_use = Some(m.read()?);
         } else if self.cpu_use.is_none() {
-            self.cpu_use = Some(evdispatch_proc::CpuMeter::start(0)?.read()?);
+            self.cpu_use = Some(evdispatch_host::CpuMeter::start(0)?.read()?);
         }
         self.phase = Phase::Drain;
         self.next_session = None;

@@ -68,6 +68,40 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// Values of several rounds as one: their median and its interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Across {
+    /// The median across the rounds.
+    pub median: f64,
+    /// The low end of its interval (the k-th smallest round).
+    pub lo: f64,
+    /// The high end of its interval (the k-th largest round).
+    pub hi: f64,
+    /// The chance the interval holds the true median (0 for one round).
+    pub coverage: f64,
+    /// Rounds behind it.
+    pub rounds: usize,
+}
+
+/// The median of `vals` (one per round) with its interval (see
+/// [`order_interval`]); `None` without values.
+pub fn across(vals: &[f64]) -> Option<Across> {
+    if vals.is_empty() {
+        return None;
+    }
+    let mut v = vals.to_vec();
+    v.sort_by(f64::total_cmp);
+    let m = v.len();
+    let (k, coverage) = order_interval(m);
+    Some(Across {
+        median: median(&v),
+        lo: v[k - 1],
+        hi: v[m - k],
+        coverage,
+        rounds: m,
+    })
+}
+
 /// Read back a number [`fmt_num`] wrote (`11.3k`, `25M`, `0.457`).
 pub fn parse_num(s: &str) -> Option<f64> {
     let s = s.trim();
@@ -202,7 +236,7 @@ pub fn combine(per: &[(u64, Verdict)]) -> Combined {
             )
         };
         format!(
-            "{which} (intervals: {}{gaps}). Round {}, nearest the median: {}",
+            "{which}. Intervals: {}{gaps}. Round {}, nearest the median: {}",
             interval_words(n, coverage),
             told.0,
             told.1.why
@@ -236,7 +270,7 @@ pub fn combine(per: &[(u64, Verdict)]) -> Combined {
             })
             .collect();
         format!(
-            "Undecided: the rounds disagree ({}; intervals: {}{gaps}). {}",
+            "Undecided: the rounds disagree ({}). Intervals: {}{gaps}. {}",
             split.join("; "),
             interval_words(n, coverage),
             whys.join(" | ")
@@ -328,7 +362,7 @@ fn numbers(measured: &[&(u64, Verdict)]) -> Vec<(NumberEntry, Option<f64>)> {
                 coverage: None,
                 rounds: texts.len(),
             };
-            let mut vals: Vec<f64> = texts.iter().filter_map(|t| parse_num(t)).collect();
+            let vals: Vec<f64> = texts.iter().filter_map(|t| parse_num(t)).collect();
             if vals.len() < texts.len() || vals.is_empty() {
                 // Not numbers (or not all): the rounds' texts as they are.
                 let mut distinct: Vec<&str> = Vec::new();
@@ -340,19 +374,16 @@ fn numbers(measured: &[&(u64, Verdict)]) -> Vec<(NumberEntry, Option<f64>)> {
                 entry.value = distinct.join(" / ");
                 return (entry, None);
             }
-            vals.sort_by(f64::total_cmp);
-            let m = vals.len();
-            let med = median(&vals);
-            if m == 1 {
+            let a = across(&vals).expect("values");
+            if a.rounds == 1 {
                 entry.value = texts[0].to_string();
-                return (entry, Some(med));
+                return (entry, Some(a.median));
             }
-            let (k, coverage) = order_interval(m);
-            entry.value = fmt_num(med);
-            entry.lo = Some(vals[k - 1]);
-            entry.hi = Some(vals[m - k]);
-            entry.coverage = Some((coverage * 1000.0).round() / 1000.0);
-            (entry, Some(med))
+            entry.value = fmt_num(a.median);
+            entry.lo = Some(a.lo);
+            entry.hi = Some(a.hi);
+            entry.coverage = Some((a.coverage * 1000.0).round() / 1000.0);
+            (entry, Some(a.median))
         })
         .collect()
 }

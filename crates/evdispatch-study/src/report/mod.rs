@@ -1,5 +1,6 @@
 //! The report: `index.html` (self-contained, inline SVG, readable without
-//! script) and `summary.md`, both drawn from [`Results`] alone, so a report
+//! script), `summary.md` (one screen) and `report.md` (the whole report in
+//! Markdown), all drawn from [`Results`] alone, so a report
 //! can be re-rendered from a `results.json`.
 
 pub mod budget;
@@ -7,8 +8,13 @@ pub mod figure;
 pub mod reading;
 pub mod summary;
 pub mod svg;
+pub mod tables;
+pub mod thennow;
 
 use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context as _;
 
 use serde_json::Value;
 
@@ -19,8 +25,9 @@ use summary::{anchor, numbers_of, rounds_text, str_of, Summary};
 use svg::esc;
 
 /// A scenario's figures. Over several rounds, charts draw every round
-/// (merged into medians with their spread); a table, whose rows are the
-/// points as they come, shows the first round's (said in its caption).
+/// (merged into medians with their spread), and each table is drawn from
+/// every round apart and set into one ([`tables::across_rounds`]): each
+/// number the median of the rounds with the lowest and highest beside it.
 fn figures_of(rec: &ScenarioRecord) -> Vec<Figure> {
     let Some(sc) = SCENARIOS.iter().find(|s| s.id == rec.id) else {
         return vec![];
@@ -28,17 +35,29 @@ fn figures_of(rec: &ScenarioRecord) -> Vec<Figure> {
     let mut figs = (sc.figures)(rec);
     let rounds = rec.round_ids();
     if rounds.len() > 1 {
-        let first = (sc.figures)(&rec.round(rounds[0]));
+        let each: Vec<Vec<Figure>> = rounds
+            .iter()
+            .map(|r| (sc.figures)(&rec.round(*r)))
+            .collect();
         for f in figs.iter_mut().filter(|f| matches!(f.body, Body::Table(_))) {
-            if let Some(g) = first.iter().find(|g| g.title == f.title) {
-                f.body = g.body.clone();
-                f.caption = format!(
-                    "{} Round {} of {} shown; every round's figures are in results.json and the scenario's CSV.",
-                    f.caption,
-                    rounds[0],
-                    rounds.len()
-                );
+            let bodies: Vec<&figure::Table> = each
+                .iter()
+                .filter_map(
+                    |fs| match fs.iter().find(|g| g.title == f.title).map(|g| &g.body) {
+                        Some(Body::Table(t)) => Some(t),
+                        _ => None,
+                    },
+                )
+                .collect();
+            if bodies.is_empty() {
+                continue;
             }
+            f.body = Body::Table(tables::across_rounds(&bodies));
+            f.caption = format!(
+                "{} Each number is the median of {} rounds, with the lowest and highest round in brackets where they differ; every round's points are in results.json and the scenario's CSV.",
+                f.caption,
+                bodies.len()
+            );
         }
     }
     figs.into_iter().filter(Figure::has_data).collect()
@@ -63,41 +82,95 @@ fn params_text(v: &Value) -> String {
     }
 }
 
-fn verdict_counts(res: &Results) -> String {
-    let count = |w: &str| {
-        res.claims
-            .iter()
-            .filter(|c| c["verdict"].as_str() == Some(w))
-            .count()
-    };
-    let mut words = vec![
+/// Each verdict word of `claims` with how many claims got it: the usual
+/// words first (`undecided` and `not reached` only when some claim is), then any other word
+/// in the order the claims first give it, so a new outcome is counted
+/// without a change here.
+pub fn verdict_tally(claims: &[Value]) -> Vec<(String, usize)> {
+    let mut words: Vec<String> = [
         "holds",
         "partly",
         "fails",
         "undecided",
         "not reached",
         "not measured",
-    ];
-    for c in &res.claims {
+    ]
+    .map(String::from)
+    .into();
+    for c in claims {
         if let Some(w) = c["verdict"].as_str() {
-            if !words.contains(&w) {
-                words.push(w);
+            if !words.iter().any(|x| x == w) {
+                words.push(w.to_string());
             }
         }
     }
-    let counts: Vec<String> = words
+    words
         .into_iter()
-        .filter_map(|w| {
-            let n = count(w);
-            match w {
-                "undecided" | "not reached" if n == 0 => None,
-                "holds" => Some(format!("{n} hold")),
-                "fails" => Some(format!("{n} fail")),
-                _ => Some(format!("{n} {w}")),
-            }
+        .map(|w| {
+            let n = claims
+                .iter()
+                .filter(|c| c["verdict"].as_str() == Some(w.as_str()))
+                .count();
+            (w, n)
+        })
+        .filter(|(w, n)| !((w == "undecided" || w == "not reached") && *n == 0))
+        .collect()
+}
+
+/// The verdicts of a run counted, every verdict word it has:
+/// `43 claims: 21 hold, 3 partly, 2 fail, 6 undecided, 11 not measured`.
+pub fn verdict_counts(res: &Results) -> String {
+    let counts: Vec<String> = verdict_tally(&res.claims)
+        .into_iter()
+        .map(|(w, n)| match w.as_str() {
+            "holds" => format!("{n} hold"),
+            "fails" => format!("{n} fail"),
+            _ => format!("{n} {w}"),
         })
         .collect();
     format!("{} claims: {}", res.claims.len(), counts.join(", "))
+}
+
+/// A claim's `why` as short sentences: split after each full stop that
+/// ends a sentence (outside brackets) and at the ` | ` between rounds.
+pub fn sentences(why: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut depth = 0i32;
+    let chars: Vec<char> = why.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        let ch = chars[i];
+        match ch {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 && ch == '|' && cur.ends_with(' ') && chars.get(i + 1) == Some(&' ') {
+            out.push(cur.trim().to_string());
+            cur.clear();
+            i += 2;
+            continue;
+        }
+        cur.push(ch);
+        let ends = ch == '.'
+            && depth == 0
+            && chars.get(i + 1) == Some(&' ')
+            && chars
+                .get(i + 2)
+                .is_some_and(|c| c.is_uppercase() || *c == '(');
+        if ends {
+            out.push(cur.trim().to_string());
+            cur.clear();
+            i += 2;
+            continue;
+        }
+        i += 1;
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
 }
 
 /// Where the server and the load generators ran, in words (a sentence
@@ -113,6 +186,20 @@ fn placement(env: &Value) -> String {
         ),
         None => "The server runs pinned to CPU 0 and the load generator to the last CPU".into(),
     }
+}
+
+/// Write the report of `res` into `out`: `index.html`, `summary.md` (one
+/// screen) and `report.md` (everything, charts as tables).
+pub fn write(out: &Path, res: &Results) -> anyhow::Result<()> {
+    for (name, text) in [
+        ("index.html", html(res)),
+        ("summary.md", summary_markdown(res)),
+        ("report.md", markdown(res)),
+    ] {
+        std::fs::write(out.join(name), text)
+            .with_context(|| format!("cannot write {}", out.join(name).display()))?;
+    }
+    Ok(())
 }
 
 /// Render `index.html`.
@@ -131,6 +218,7 @@ pub fn html(res: &Results) -> String {
         esc(&placement(env))
     );
     h.push_str(&Summary::of(&res.claims).html());
+    h.push_str(&thennow::html(res));
     // Claims.
     let _ = write!(
         h,
@@ -156,7 +244,11 @@ pub fn html(res: &Results) -> String {
                 t => format!("<br/><small class=\"rounds\">{}</small>", esc(&t)),
             },
             nums.join("<br/>"),
-            esc(&str_of(&c["why"]))
+            sentences(&str_of(&c["why"]))
+                .iter()
+                .map(|s| esc(s))
+                .collect::<Vec<_>>()
+                .join("<br/>")
         );
     }
     h.push_str("</table>");
@@ -287,20 +379,60 @@ pub fn html(res: &Results) -> String {
     h
 }
 
-/// Render `summary.md`: the same content as `index.html`, charts as tables.
-pub fn markdown(res: &Results) -> String {
-    let mut m = String::new();
+/// The opening lines of `summary.md` and `report.md`: the profile, the
+/// machine, where the load ran.
+fn markdown_head(res: &Results, title: &str) -> String {
     let env = &res.environment;
-    let _ = writeln!(
-        m,
-        "# evdispatch study (profile `{}`)\n\nLinux {}, {} × {}. {}; every point's configuration is in `results.json`.\n",
+    format!(
+        "# evdispatch study (profile `{}`){title}\n\nLinux {}, {} × {}. {}; every point's configuration is in `results.json`.\n",
         res.profile,
         str_of(&env["kernel"]),
         str_of(&env["cpus_online"]),
         str_of(&env["cpu_model"]),
         placement(env)
+    )
+}
+
+/// Render `summary.md`, one screen: the verdicts counted, the claims of
+/// each verdict by id, then the published numbers of the headline claims
+/// beside today's. The reasons are in the claims tables of `index.html`
+/// and `report.md`.
+pub fn summary_markdown(res: &Results) -> String {
+    let mut m = markdown_head(res, ": summary");
+    let _ = writeln!(m, "\n**{}.**\n", verdict_counts(res));
+    for (word, n) in verdict_tally(&res.claims) {
+        if n == 0 {
+            continue;
+        }
+        let ids: Vec<String> = res
+            .claims
+            .iter()
+            .filter(|c| c["verdict"].as_str() == Some(word.as_str()))
+            .map(|c| format!("`{}`", str_of(&c["id"])))
+            .collect();
+        let _ = writeln!(m, "- {word} ({n}): {}", ids.join(", "));
+    }
+    let _ = writeln!(
+        m,
+        "\n## Then beside now: the headline numbers\n\n{}",
+        thennow::markdown(res, true)
     );
+    let _ = writeln!(
+        m,
+        "Now: the median across rounds [lowest – highest round]; ratio: now over then. Every published number beside today's is in index.html (Then beside now); every claim with its numbers and reasons in index.html and report.md."
+    );
+    m
+}
+
+/// Render `report.md`: the same content as `index.html`, charts as tables.
+pub fn markdown(res: &Results) -> String {
+    let mut m = markdown_head(res, "");
     let _ = writeln!(m, "{}", Summary::of(&res.claims).markdown());
+    let _ = writeln!(
+        m,
+        "## Then beside now\n\nEvery number the seeds published beside this run's at the same parameters: the median across rounds [lowest – highest round], the ratio now over then, the verdict of the claim it belongs to.\n\n{}",
+        thennow::markdown(res, false)
+    );
     let _ = writeln!(
         m,
         "## Claims\n\n{}.\n\n| seed | claim | verdict | numbers | why |\n|---|---|---|---|---|",
@@ -471,6 +603,44 @@ mod tests {
     use crate::spec::Profile;
     use serde_json::json;
 
+    /// Every verdict word is counted, one unknown to the report among them,
+    /// and `undecided` only when some claim is.
+    #[test]
+    fn verdicts_are_counted_whatever_their_word() {
+        let claims: Vec<Value> = ["holds", "withdrawn", "holds", "fails", "withdrawn"]
+            .iter()
+            .map(|v| json!({"id": "x", "verdict": v}))
+            .collect();
+        let tally = verdict_tally(&claims);
+        assert_eq!(
+            tally,
+            [
+                ("holds", 2),
+                ("partly", 0),
+                ("fails", 1),
+                ("not measured", 0),
+                ("withdrawn", 2)
+            ]
+            .map(|(w, n)| (w.to_string(), n))
+        );
+    }
+
+    /// A reason splits into its sentences, not inside brackets, and at the
+    /// bar between rounds.
+    #[test]
+    fn reasons_split_into_sentences() {
+        assert_eq!(
+            sentences("holds in all 3 rounds. Intervals: the range (five rounds. Give 90%). Round 1: x ×1.5. Kegel saw ×493 | round 2 (fails): y."),
+            [
+                "holds in all 3 rounds.",
+                "Intervals: the range (five rounds. Give 90%).",
+                "Round 1: x ×1.5.",
+                "Kegel saw ×493",
+                "round 2 (fails): y.",
+            ]
+        );
+    }
+
     /// Every figure function finds the points its scenario's plan produces:
     /// synthetic metrics on each planned job's configuration (never
     /// reported; this checks the plumbing from plan to chart).
@@ -616,6 +786,12 @@ mod tests {
         assert!(!page.contains("NaN"));
         let md = markdown(&res);
         assert!(md.contains("## 8. "));
+        // summary.md: one screen, the verdicts counted, then the headline
+        // numbers beside today's.
+        let short = summary_markdown(&res);
+        assert!(short.lines().count() <= 40, "{short}");
+        assert!(short.contains("## Then beside now") && short.contains("| 001 results table"));
+        assert!(page.contains("id=\"then-vs-now\""));
         let _ = std::fs::write(std::env::temp_dir().join("evd-synthetic-report.html"), page);
     }
 }

@@ -1,9 +1,9 @@
-//! The report's opening summary, one screen long: what holds today, what
+//! The opening summary of index.html and report.md: what holds today, what
 //! changed since the papers (the claims that fail today), what holds only
 //! in part, and what is undecided or not measured on this machine, with
 //! the reason each of those claims carries. Computed from the claims'
 //! verdicts in `results.json` alone; rendered for `index.html` and for
-//! `summary.md` from the same [`Summary`].
+//! `report.md` from the same [`Summary`].
 
 use std::fmt::Write as _;
 
@@ -185,7 +185,7 @@ impl<'a> Summary<'a> {
         self.render(Markup::Html)
     }
 
-    /// The summary as the opening section of `summary.md`.
+    /// The summary as the opening section of `report.md`.
     pub fn markdown(&self) -> String {
         self.render(Markup::Markdown)
     }
@@ -199,7 +199,7 @@ impl<'a> Summary<'a> {
             "counts",
             "",
             &format!(
-                "Of {} claims of the papers and of today, judged on this run: {} hold, {} fail, {} hold in part, {} are undecided or not measured.{}",
+                "Of {} claims of the papers and of today, judged on this run: {} hold, {} fail, {} hold in part, {} have no verdict here.{}",
                 self.total,
                 m.bold(self.holds.len()),
                 m.bold(self.fails.len()),
@@ -270,7 +270,7 @@ impl<'a> Summary<'a> {
             out.push_str(&m.list(
                 "open-list",
                 &format!(
-                    "Undecided or not measured on this machine ({}), and why.",
+                    "Without a verdict on this machine ({}), and why.",
                     self.open_count()
                 ),
                 &items,
@@ -334,7 +334,7 @@ impl<'a> Summary<'a> {
 }
 
 /// How the summary is written: HTML for `index.html` (escaped, claims
-/// linked to their rows), Markdown for `summary.md`.
+/// linked to their rows), Markdown for `report.md`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Markup {
     Html,
@@ -467,7 +467,7 @@ mod tests {
         assert_eq!(s.open[0].2.len(), 2);
         assert_eq!(s.open_count(), 3);
         let h = s.html();
-        assert!(h.contains("<b>1</b> hold, <b>2</b> fail, <b>1</b> hold in part, <b>3</b> are"));
+        assert!(h.contains("<b>1</b> hold, <b>2</b> fail, <b>1</b> hold in part, <b>3</b> have"));
         assert!(h.contains("text of b &lt;&amp;&gt;"));
         assert!(!h.contains("<&>"));
         assert!(h.contains("<a href=\"#claim-e\">e</a>, <a href=\"#claim-g\">g</a> <i>not measured</i>: nginx: absent &amp; missing"));

@@ -7,13 +7,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use evdispatch_http::cmdline::ServeCommand;
+use evdispatch_server::cmdline::ServeCommand;
 
-use super::{start_target, stop, targets, Run, ScenarioReport};
+use super::measure::{start_target, stop, targets};
+use super::report::{Run, ScenarioReport};
 use crate::corpus::{corpus, Attack};
+use crate::env::Env;
 use crate::probe::{judge, send, Limits, Observed};
 use crate::site::Site;
-use crate::Env;
 
 /// Header and idle timeouts the servers run with here, seconds (short, so
 /// the never-reading client is dropped quickly).
@@ -28,35 +29,6 @@ pub fn send_all(addr: SocketAddr, attacks: &[Attack]) -> Vec<Result<Observed, St
         .iter()
         .map(|a| send(addr, a, limits).map_err(|e| format!("{e}")))
         .collect()
-}
-
-/// One line of the table for a person.
-pub fn row_text(row: &Value) -> String {
-    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
-    let expect = format!("{} {}", text(&row["expected"]), text(&row["after"]));
-    let mut s = format!("{:<24} expect {expect:<12}", text(&row["id"]));
-    if let Some(m) = row["ours"].as_object() {
-        let fails: Vec<String> = m
-            .iter()
-            .filter(|(_, v)| v["pass"] != true)
-            .map(|(k, v)| format!("{k}: {}", text(&v["why"])))
-            .collect();
-        if fails.is_empty() {
-            s.push_str(&format!(" ours ok ×{}", m.len()));
-        } else {
-            s.push_str(&format!(" ours FAIL [{}]", fails.join("; ")));
-        }
-    }
-    if let Some(n) = row.get("nginx").filter(|n| !n.is_null()) {
-        let (statuses, outcome) = (text(&n["statuses"]), text(&n["outcome"]));
-        let differs = if n["differs"] == true {
-            " (differs)"
-        } else {
-            ""
-        };
-        s.push_str(&format!(" | nginx {statuses} {outcome}{differs}"));
-    }
-    s
 }
 
 /// Run the corpus on every model and nginx.

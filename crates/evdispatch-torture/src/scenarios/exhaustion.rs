@@ -21,16 +21,18 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
+use evdispatch_server::cmdline::ServeCommand;
 use serde_json::json;
 
-use super::{
+use super::measure::{
     cpu_pct_over, fds_down_to, fds_of, load, p99_ms, start_target, stop, targets, workload_errors,
-    Baseline, Run, ScenarioReport,
+    Baseline,
 };
+use super::report::{Run, ScenarioReport};
+use crate::env::Env;
+use crate::json::num;
 use crate::site::Site;
-use crate::{num, Env};
 
 /// The servers' header timeout here, seconds: longer than the crowd waits.
 const HEADER_TIMEOUT_S: u64 = 120;

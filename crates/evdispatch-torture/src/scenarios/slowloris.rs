@@ -17,23 +17,26 @@
 //! two-CPU machine the attack traffic itself (its kernel work, its
 //! generator) lands on the CPUs the measurement uses; the control shows how
 //! much of the normal clients' p99 that alone costs. It is reported, not
-//! judged: the figure stays the (under attack ÷ without).
+//! judged: the judged figure stays the normal clients' p99 under attack ÷
+//! without.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
 use evdispatch_harness::{median, median_interval, ServerProcess};
-use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
+use evdispatch_server::cmdline::ServeCommand;
 use serde_json::{json, Value};
 
-use super::{
+use super::measure::{
     fds_down_to, load, p99_ms, start_ours, start_target, stop, targets, unstolen, workload_errors,
-    Baseline, Run, ScenarioReport, Unstolen,
+    Baseline, Unstolen,
 };
+use super::report::{Run, ScenarioReport};
+use crate::env::Env;
+use crate::json::num;
 use crate::site::Site;
-use crate::{num, Env};
 
 /// How late after the header timeout a slow client may be closed, seconds.
 pub const LATE_S: f64 = 1.5;
@@ -101,7 +104,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             duration: Some(Duration::from_secs_f64(base_s)),
             ..normal.clone()
         };
-        let fds_idle = super::fds_of(&server.pids());
+        let fds_idle = super::measure::fds_of(&server.pids());
         let who = format!("slowloris {name} {label}");
         // Every measured window goes through `unstolen`; what it dropped is
         // listed here.

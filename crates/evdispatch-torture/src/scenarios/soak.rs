@@ -10,13 +10,15 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use evdispatch_http::cmdline::ServeCommand;
 use evdispatch_load::{cmdline::LoadCommand, Rate};
+use evdispatch_server::cmdline::ServeCommand;
 use serde_json::json;
 
-use super::{fds_down_to, fds_of, load, start_or_skip, stop, workload_errors, Run, ScenarioReport};
+use super::measure::{fds_down_to, fds_of, load, start_or_skip, stop, workload_errors};
+use super::report::{Run, ScenarioReport};
+use crate::env::{Env, Profile};
+use crate::json::num;
 use crate::site::Site;
-use crate::{num, Env, Profile};
 use evdispatch_harness::ServerProcess;
 
 /// Largest RSS growth after warm-up, percent.
@@ -124,7 +126,7 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             "requests": num(&soak, "requests"),
             "replies": num(&soak, "replies"),
             "reply_rate": num(&soak, "reply_rate"),
-            "p99_ms": super::p99_ms(&soak),
+            "p99_ms": super::measure::p99_ms(&soak),
             "active_errors": active_errors,
             "on_purpose_errors": workload_errors(&soak, &["idle", "inactive", "slow"]),
             "reopens": num(&soak, "reopens"),
@@ -224,7 +226,7 @@ fn soak_one(env: &Env, server: &ServerProcess, load_args: &LoadCommand, duration
             while !done.load(Ordering::Acquire) {
                 // Exact counts (/proc/PID/status): those of /proc/PID/stat
                 // move in 128 KiB steps, more than 1% of this server.
-                let kinds = evdispatch_proc::resident_sum(&pids);
+                let kinds = evdispatch_host::resident_sum(&pids);
                 let fds = fds_of(&pids);
                 samples.push(Sample {
                     t: t0.elapsed().as_secs_f64(),

@@ -6,9 +6,9 @@ use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::time::Duration;
 
-use super::Backend;
+use super::backend::Backend;
+use crate::config::Config;
 use crate::event::{Event, Events, Interest, Ready, Token};
-use crate::poller::Config;
 use crate::stats::Stats;
 use crate::sys::epoll as sys;
 

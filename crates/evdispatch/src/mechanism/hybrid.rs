@@ -43,11 +43,11 @@ use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
+use super::backend::Backend;
 use super::epoll::flags as epoll_flags;
 use super::signals::{BatchWait, SignalQueue};
-use super::Backend;
+use crate::config::Config;
 use crate::event::{Events, Interest, Ready, Token};
-use crate::poller::Config;
 use crate::stats::Stats;
 use crate::sys::epoll as ep;
 use crate::sys::signal as sig;

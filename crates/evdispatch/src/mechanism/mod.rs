@@ -1,9 +1,11 @@
 //! The mechanisms, one backend file per family (`epoll.rs` serves `epoll`
-//! and `epoll-et`, `rtsig.rs` `rtsig` and `rtsig-batch`; `signals.rs` and
-//! `fdtable.rs` are what several share), and the one table that lists them.
+//! and `epoll-et`, `rtsig.rs` `rtsig`, `rtsig-batch` and `rtsig-perfd`; `signals.rs` and
+//! `fdtable.rs` are what several share; `backend.rs` the trait each
+//! implements), and the one table that lists them.
 //!
 //! Adding a mechanism touches its own file (its system calls in `sys/`, the
-//! only place with `unsafe`), one variant of [`Mechanism`], one row of
+//! only place with `unsafe`), one variant of [`Mechanism`] (in `config.rs`,
+//! below the mechanisms, which read their tunables from it), one row of
 //! [`MECHANISMS`], its row in the crate docs' table, and its line in the
 //! conformance suite's `conformance!` list and `which_mechanisms_have_a_descriptor`:
 //! tests fail until each is there. The CLI, the benchmarks and the study's
@@ -11,14 +13,12 @@
 
 use std::fmt;
 use std::io;
-use std::os::fd::{BorrowedFd, RawFd};
+use std::os::fd::RawFd;
 use std::str::FromStr;
-use std::time::Duration;
 
-use crate::event::{Events, Interest, Token};
-use crate::poller::Config;
-use crate::stats::Stats;
+use crate::config::{Config, Mechanism};
 
+mod backend;
 mod epoll;
 mod fdtable;
 mod hybrid;
@@ -28,43 +28,7 @@ mod select;
 mod signals;
 mod uring;
 
-pub(crate) use signals::{check_signal as check_rt_signal, default_signal as default_rt_signal};
-
-/// A readiness-notification mechanism.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum Mechanism {
-    /// `select(2)`, level-triggered; descriptors below `FD_SETSIZE` (1024) only.
-    Select,
-    /// `poll(2)`, level-triggered.
-    Poll,
-    /// `epoll(7)`, level-triggered.
-    Epoll,
-    /// `epoll(7)` with `EPOLLET`, edge-triggered.
-    EpollEt,
-    /// io_uring multishot `IORING_OP_POLL_ADD`, edge-triggered.
-    Uring,
-    /// POSIX RT signals, one `sigtimedwait` per event.
-    ///
-    /// The three signal mechanisms (this one, `RtSigBatch` and `Hybrid`)
-    /// change process state. The poller's RT signal and `SIGIO` are blocked
-    /// in the thread that creates it; threads it spawns later inherit the
-    /// mask, and the signals stay blocked after the poller is dropped.
-    /// `register` sets `O_ASYNC | O_NONBLOCK`, the owner thread and the
-    /// signal on the open file description, which a `dup` of it or another
-    /// process holding it shares; `deregister` clears `O_ASYNC` only. So
-    /// register descriptors the program alone holds (sockets, pipes), not an
-    /// inherited terminal, and wait from the creating thread. For the same
-    /// reason one descriptor is heard by one signal poller only: a second
-    /// poller that registers it (a listener shared by several event loops)
-    /// takes its signals over, the first hears nothing more, and a
-    /// `deregister` in either silences both.
-    RtSig,
-    /// POSIX RT signals, many per `read` of a signalfd, coalesced per fd.
-    RtSigBatch,
-    /// RT signals at light load, epoll under overflow or heavy load.
-    Hybrid,
-}
+pub(crate) use backend::Backend;
 
 /// When a mechanism reports readiness.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -200,6 +164,17 @@ pub static MECHANISMS: &[MechanismInfo] = &[
         open: rtsig::open_batch,
     },
     MechanismInfo {
+        mechanism: Mechanism::RtSigPerfd,
+        name: "rtsig-perfd",
+        trigger: Trigger::Edge,
+        summary: "rtsig-batch that clears a descriptor's O_ASYNC when its signal is dequeued and sets it again at the next wait (the consumer has drained it by then), then re-checks the re-armed descriptors with one poll: about one queued signal per descriptor (seed 004's signal-per-fd, in user space)",
+        limits: "as rtsig, but a descriptor is silent from the dequeue of its signal to the next wait; unlike the kernel patch, which coalesced when a signal was queued, a descriptor still queues one signal per readiness change between its re-arm (or registration) and its next dequeue (several for a busy connection, one per incoming connection for a listener), so the queue can still overflow (recovered by flush and poll), and it costs two fcntl(F_SETFL) per served descriptor and a poll of the re-armed ones per wait; no descriptor to nest (a wait must re-arm)",
+        min_kernel: "2.6.32",
+        max_fd: None,
+        exclusive: false,
+        open: rtsig::open_per_fd,
+    },
+    MechanismInfo {
         mechanism: Mechanism::Hybrid,
         name: "hybrid",
         trigger: Trigger::Edge,
@@ -280,36 +255,6 @@ impl FromStr for Mechanism {
 impl serde::Serialize for Mechanism {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.name())
-    }
-}
-
-/// What each mechanism file implements. The [`Poller`](crate::Poller) does the
-/// bookkeeping common to all (statistics, the waker, timeouts that are never
-/// early, retries after `EINTR`), so a backend only translates.
-pub(crate) trait Backend: Send {
-    /// Start watching `fd`. Errors: `EEXIST` if already registered, `EBADF`
-    /// if not open, `EINVAL`/`EPERM` if the mechanism cannot watch it.
-    fn register(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()>;
-    /// Change the token or interest of a registered `fd` (`ENOENT` if not registered).
-    fn modify(&mut self, fd: RawFd, token: Token, interest: Interest) -> io::Result<()>;
-    /// Stop watching `fd` (`ENOENT` if not registered). After this returns, no
-    /// event for the old registration may be reported, even if `fd`'s number
-    /// is reused by a new descriptor.
-    fn deregister(&mut self, fd: RawFd) -> io::Result<()>;
-    /// Wait at most `timeout` (`None`: without limit) and push what is ready
-    /// into `events` (which the poller has cleared). May return early with no
-    /// event; the poller then waits again for the rest of the time. An `EINTR`
-    /// may be returned as `ErrorKind::Interrupted`.
-    fn wait(
-        &mut self,
-        events: &mut Events,
-        timeout: Option<Duration>,
-        stats: &mut Stats,
-    ) -> io::Result<()>;
-    /// The one descriptor that becomes readable when a wait would find an
-    /// event, if the mechanism has one (see [`Poller::as_fd_opt`](crate::Poller::as_fd_opt)).
-    fn wait_fd(&self) -> Option<BorrowedFd<'_>> {
-        None
     }
 }
 

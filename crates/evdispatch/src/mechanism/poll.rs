@@ -14,10 +14,10 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+use super::backend::Backend;
 use super::fdtable::FdTable;
-use super::Backend;
+use crate::config::Config;
 use crate::event::{Event, Events, Interest, Ready, Token};
-use crate::poller::Config;
 use crate::stats::Stats;
 use crate::sys;
 use crate::sys::poll::PollFd;

@@ -1,7 +1,7 @@
-//! The RT-signal queue shared by `rtsig`, `rtsig-batch` and `hybrid`: the
-//! registration table, signal ownership, dequeuing, the stale-signal guard,
-//! register-time probes, overflow detection, flushing, and per-wait
-//! coalescing.
+//! The RT-signal queue shared by `rtsig`, `rtsig-batch`, `rtsig-perfd` and
+//! `hybrid`: the registration table, signal ownership, dequeuing, the
+//! stale-signal guard, register-time probes, overflow detection, flushing,
+//! per-wait coalescing, and `rtsig-perfd`'s disarming and re-arming.
 //!
 //! # How a descriptor raises signals
 //!
@@ -37,6 +37,22 @@
 //! length, instead of one dequeue per signal; the hybrid leaves the signal
 //! unblocked for the whole of its epoll mode, so that nothing queues then.
 //!
+//! # One signal per descriptor (`rtsig-perfd`)
+//!
+//! With [`per_fd`](SignalQueue::per_fd) set, a descriptor reported because
+//! its signal was dequeued, or because an overflow recovery's poll or the
+//! probe after its `register` or `modify` found it ready, is *disarmed*:
+//! `O_ASYNC` is cleared (`F_SETFL`, from the file status flags cached at
+//! `register`), so it queues nothing while the consumer serves it. The next wait is the moment the consumer has drained
+//! it (the Poller contract: read or write until `EAGAIN` before waiting
+//! again), so [`rearm`](SignalQueue::rearm) sets `O_ASYNC` on every disarmed
+//! descriptor and queues a deferred probe of each: the wait's one `poll`
+//! over them comes after `O_ASYNC` is set, so a change made while one was
+//! disarmed is found by the poll, and a change after it queues a signal. A
+//! descriptor the re-check finds ready is reported but stays armed, so one
+//! that stays ready without a change (writable with nothing to write, an
+//! end of file not acted on yet) is reported once, not at every wait.
+//!
 //! # Stale signals
 //!
 //! `deregister` clears `O_ASYNC`, after which the old file raises no more
@@ -62,8 +78,8 @@ use std::time::Duration;
 
 use libc::{c_int, pid_t};
 
+use crate::config::{check_rt_signal, Config};
 use crate::event::{Event, Events, Interest, Ready, Token};
-use crate::poller::Config;
 use crate::stats::Stats;
 use crate::sys::signal as sig;
 
@@ -105,25 +121,6 @@ fn ensure_ignored(signal: c_int) -> io::Result<()> {
 
 fn thread_key() -> u64 {
     THREAD_KEY.with(|k| *k)
-}
-
-/// The default RT signal: clear of the two glibc keeps below `SIGRTMIN()` for
-/// itself (thread cancellation and set*id broadcast), and of `SIGRTMIN()`
-/// itself, which other libraries commonly take first.
-pub(crate) fn default_signal() -> c_int {
-    libc::SIGRTMIN() + 6
-}
-
-/// Check a configured signal number.
-pub(crate) fn check_signal(signal: c_int) -> Result<(), String> {
-    let (lo, hi) = (libc::SIGRTMIN(), libc::SIGRTMAX());
-    if (lo..=hi).contains(&signal) {
-        Ok(())
-    } else {
-        Err(format!(
-            "rtsig_signal {signal} is not a usable RT signal here; choose one in {lo}..={hi} (SIGRTMIN()..=SIGRTMAX(); glibc reserves those below)"
-        ))
-    }
 }
 
 /// Take `wanted` for this thread, or the next free RT signal after it.
@@ -169,6 +166,14 @@ struct Slot {
     poll_idx: u32,
     /// Index in `out` while reported by the current wait (coalescing).
     out_idx: u32,
+    /// `O_ASYNC` is set (false while `rtsig-perfd` has it disarmed).
+    armed: bool,
+    /// The queued probe is `rtsig-perfd`'s re-check after a re-arm, whose
+    /// finding leaves the descriptor armed.
+    recheck: bool,
+    /// The file status flags at `register`, with `O_NONBLOCK` and without
+    /// `O_ASYNC`: what `rtsig-perfd` disarms and re-arms with.
+    flags: c_int,
 }
 
 const NEVER: u64 = u64::MAX;
@@ -184,6 +189,9 @@ impl Slot {
         dereg_epoch: NEVER,
         poll_idx: 0,
         out_idx: 0,
+        armed: false,
+        recheck: false,
+        flags: 0,
     };
 }
 
@@ -250,15 +258,21 @@ pub(crate) struct SignalQueue {
     reported: Vec<u64>,
     /// The current wait's results, by descriptor.
     out: Vec<(RawFd, Ready)>,
-    /// The batch side: a signalfd and its read buffer (rtsig-batch, hybrid).
+    /// The batch side: a signalfd and its read buffer (rtsig-batch,
+    /// rtsig-perfd, hybrid).
     signalfd: Option<(OwnedFd, Vec<libc::signalfd_siginfo>)>,
+    /// Disarm a descriptor when it is reported by a signal or a recovery,
+    /// until the next wait (`rtsig-perfd`).
+    per_fd: bool,
+    /// Descriptors disarmed since the last [`rearm`](SignalQueue::rearm).
+    disarmed: Vec<RawFd>,
 }
 
 impl SignalQueue {
     /// Block the signals in this thread, take a signal number, and (when
     /// `batch`) open a signalfd reading `config.rtsig_batch` at a time.
     pub(crate) fn open(config: &Config, batch: bool, keep_pollfds: bool) -> io::Result<Self> {
-        check_signal(config.rtsig_signal)
+        check_rt_signal(config.rtsig_signal)
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         let key = thread_key();
         let signal = allocate_signal(key, config.rtsig_signal)?;
@@ -307,7 +321,24 @@ impl SignalQueue {
             reported: Vec::new(),
             out: Vec::new(),
             signalfd,
+            per_fd: false,
+            disarmed: Vec::new(),
         })
+    }
+
+    /// This queue disarms what it reports until the next wait
+    /// (`rtsig-perfd`; see the module docs). Needs the deferred probes of a
+    /// batch queue, whose one `poll` is the re-check.
+    pub(crate) fn per_fd(mut self) -> Self {
+        assert!(!self.probe_now, "per_fd needs a batch queue");
+        self.per_fd = true;
+        self
+    }
+
+    /// Whether this queue disarms what it reports.
+    #[inline]
+    pub(crate) fn is_per_fd(&self) -> bool {
+        self.per_fd
     }
 
     /// Waits must run on the thread the signals go to.
@@ -388,11 +419,14 @@ impl SignalQueue {
             }
         }
         sig::set_owner(fd, self.tid, self.signal)?;
-        sig::set_flags(fd, flags | libc::O_ASYNC | libc::O_NONBLOCK)?;
+        let flags = (flags | libc::O_NONBLOCK) & !libc::O_ASYNC;
+        sig::set_flags(fd, flags | libc::O_ASYNC)?;
         let s = &mut self.slots[i];
         s.token = token;
         s.interest = interest;
         s.registered = true;
+        s.armed = true;
+        s.flags = flags;
         s.dereg_epoch = NEVER;
         if let Some(pollfds) = &mut self.pollfds {
             s.poll_idx = pollfds.len() as u32;
@@ -424,12 +458,76 @@ impl SignalQueue {
                 return Ok(());
             }
         }
+        self.slots[fd as usize].recheck = false;
+        self.defer_probe(fd);
+        Ok(())
+    }
+
+    /// Put `fd` on the list the next `run_probes` polls (once however often).
+    fn defer_probe(&mut self, fd: RawFd) {
         let s = &mut self.slots[fd as usize];
         if !s.probe {
             s.probe = true;
             self.probes.push(fd);
         }
-        Ok(())
+    }
+
+    /// `add`, and with `per_fd` the disarming of what it adds: the consumer
+    /// now serves `fd`, and it stays silent until the next wait.
+    #[inline]
+    fn add_disarming(&mut self, fd: RawFd, ready: Ready, stats: &mut Stats) -> bool {
+        let added = self.add(fd, ready, stats);
+        if added && self.per_fd {
+            self.disarm(fd);
+        }
+        added
+    }
+
+    /// Clear `fd`'s `O_ASYNC` until the next [`rearm`](SignalQueue::rearm).
+    /// Should the call fail, `fd` stays armed, which loses nothing.
+    fn disarm(&mut self, fd: RawFd) {
+        let s = &mut self.slots[fd as usize];
+        if s.armed && sig::set_flags(fd, s.flags).is_ok() {
+            s.armed = false;
+            self.disarmed.push(fd);
+        }
+    }
+
+    /// Set `O_ASYNC` again on every descriptor disarmed since the last call,
+    /// and queue a deferred probe of each, so that the wait's `run_probes`
+    /// (one `poll` for all) re-checks them after they are armed. A
+    /// descriptor closed while registered is skipped; on another error the
+    /// ones not yet re-armed stay on the list for the next wait.
+    pub(crate) fn rearm(&mut self, stats: &mut Stats) -> io::Result<()> {
+        let mut list = std::mem::take(&mut self.disarmed);
+        let mut r = Ok(());
+        for k in 0..list.len() {
+            let fd = list[k];
+            let s = &mut self.slots[fd as usize];
+            if !s.registered || s.armed {
+                continue;
+            }
+            match sig::set_flags(fd, s.flags | libc::O_ASYNC) {
+                Ok(()) => {
+                    s.armed = true;
+                    // (A probe queued by `modify` stays one.)
+                    s.recheck = !s.probe;
+                    stats.rearms += 1;
+                    self.defer_probe(fd);
+                }
+                Err(e) if e.raw_os_error() == Some(libc::EBADF) => {}
+                Err(e) => {
+                    self.disarmed.extend_from_slice(&list[k..]);
+                    r = Err(e);
+                    break;
+                }
+            }
+        }
+        list.clear();
+        if self.disarmed.is_empty() {
+            self.disarmed = list;
+        }
+        r
     }
 
     /// New token and interest; a probe finds readiness the new interest
@@ -468,6 +566,7 @@ impl SignalQueue {
         let epoch = self.empty_epoch;
         let s = &mut self.slots[fd as usize];
         s.registered = false;
+        s.armed = false;
         s.probe = false;
         s.dereg_epoch = epoch;
         let idx = s.poll_idx as usize;
@@ -544,7 +643,7 @@ impl SignalQueue {
         }
         match self.registered(fd) {
             Some(s) if s.awaiting == 0 => {
-                if self.add(fd, Ready::from_poll_bits(info.poll_bits()), stats) {
+                if self.add_disarming(fd, Ready::from_poll_bits(info.poll_bits()), stats) {
                     Dequeued::Event
                 } else {
                     Dequeued::Nothing
@@ -594,8 +693,14 @@ impl SignalQueue {
         let r = sig::poll_now(&mut buf);
         if r.is_ok() {
             for p in &buf {
+                let recheck = std::mem::take(&mut self.slots[p.fd as usize].recheck);
                 if p.revents != 0 {
-                    found |= self.add(p.fd, Ready::from_poll_bits(p.revents as u32), stats);
+                    let ready = Ready::from_poll_bits(p.revents as u32);
+                    found |= if recheck {
+                        self.add(p.fd, ready, stats)
+                    } else {
+                        self.add_disarming(p.fd, ready, stats)
+                    };
                 }
             }
         }
@@ -818,7 +923,7 @@ impl SignalQueue {
         if r.is_ok() {
             for p in &pollfds {
                 if p.revents != 0 {
-                    self.add(p.fd, Ready::from_poll_bits(p.revents as u32), stats);
+                    self.add_disarming(p.fd, Ready::from_poll_bits(p.revents as u32), stats);
                 }
             }
         }
@@ -936,15 +1041,7 @@ mod tests {
     }
 
     #[test]
-    fn signal_numbers_are_checked_and_shared_out_per_thread() {
-        assert!(check_signal(libc::SIGRTMIN()).is_ok());
-        assert!(check_signal(libc::SIGRTMAX()).is_ok());
-        for bad in [libc::SIGIO, 0, libc::SIGRTMAX() + 1] {
-            assert!(
-                check_signal(bad).unwrap_err().contains("SIGRTMIN()"),
-                "{bad}"
-            );
-        }
+    fn signal_numbers_are_shared_out_per_thread() {
         // A key no thread has: the whole range, then a refusal, then reuse.
         let key = u64::MAX - 7;
         let span = (libc::SIGRTMAX() - libc::SIGRTMIN() + 1) as usize;

@@ -45,10 +45,10 @@ use std::io;
 use std::os::fd::{BorrowedFd, RawFd};
 use std::time::Duration;
 
+use super::backend::Backend;
 use super::fdtable::FdTable;
-use super::Backend;
+use crate::config::Config;
 use crate::event::{Event, Events, Interest, Ready, Token};
-use crate::poller::Config;
 use crate::stats::Stats;
 use crate::sys::uring::Ring;
 

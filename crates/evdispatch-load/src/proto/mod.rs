@@ -1,0 +1,4 @@
+//! The protocols the client speaks, one codec each: [`http1`] (HTTP/1.1
+//! requests built once, an incremental reply parser).
+
+pub mod http1;
