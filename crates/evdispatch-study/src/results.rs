@@ -386,9 +386,9 @@ pub struct RoundVerdict {
 /// each) that one generator process reaches in a closed loop against an
 /// unbudgeted epoll server; `cpu_us_per_reply` (c) is that server's CPU per
 /// reply at a moderate open-loop rate. A closed loop under a trial budget
-/// (`spec::KNEE_OF_CEILING` (0.4) × G × c) then measures what a reply costs
+/// (`spec::KNEE_OF_CEILING` (0.3) × G × c) then measures what a reply costs
 /// a saturated server (`cpu_us_per_reply_saturated`, c'); the budget b =
-/// 0.4 × G × c' puts epoll's knee (b / c' replies/s) at 0.4 G; the
+/// 0.3 × G × c' puts epoll's knee (b / c' replies/s) at 0.3 G; the
 /// scenarios sweep rates in multiples of that knee.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Calibration {

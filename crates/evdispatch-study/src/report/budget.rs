@@ -80,7 +80,7 @@ fn section(c: &Calibration) -> Section {
             ),
         ],
         [
-            "budget b = 0.4 × G × c'".into(),
+            format!("budget b = {} × G × c'", crate::spec::KNEE_OF_CEILING),
             c.budget
                 .map(|b| b.to_string())
                 .unwrap_or_else(|| "none".into()),

@@ -43,6 +43,7 @@ fn servers(p: Profile) -> Vec<ServerSpec> {
             "epoll",
             "rtsig",
             "rtsig-batch",
+            "rtsig-perfd",
             "uring-completion",
         ],
     ) {
