@@ -86,7 +86,7 @@ fn section(c: &Calibration) -> Section {
                 .unwrap_or_else(|| "none".into()),
         ],
         [
-            "epoll's knee b / c".into(),
+            "epoll's knee b / c'".into(),
             format!("{:.0} new connections/s", c.knee),
         ],
     ];
