@@ -1,9 +1,9 @@
 //! The study's 400 MHz server: before the scenarios, measure how fast one
 //! generator process offers new connections (G) and what an epoll server
-//! spends per reply (c), and give the servers of the load scenarios a CPU
-//! budget b = [`KNEE_OF_CEILING`] × G × c, so that every mechanism's knee
-//! falls inside rates the generator can offer here (see
-//! [`Calibration`]). Then show the budget's own effect: pairs of runs at half
+//! spends per reply (c at a moderate rate, then c' saturated under a trial
+//! budget), and give the servers of the load scenarios a CPU budget b =
+//! [`KNEE_OF_CEILING`] × G × c', so that every mechanism's knee falls
+//! inside rates the generator can offer here (see [`Calibration`]). Then show the budget's own effect: pairs of runs at half
 //! the knee, with and without it.
 //!
 //! Once per run: the result is saved as `calibration.json` in the output
@@ -20,7 +20,7 @@ use anyhow::{anyhow, Context as _};
 use serde_json::{json, Value};
 
 use crate::results::{write_json_atomic, Point};
-use crate::spec::{Calibration, Ctx, Job, LoadSpec, Rate, ServerSpec, KNEE_OF_CEILING};
+use crate::spec::{Calibration, Ctx, Job, LoadSpec, Profile, Rate, ServerSpec, KNEE_OF_CEILING};
 use crate::web::{run_web, WebJob};
 
 /// The scenarios whose servers run under the calibrated budget: a run
@@ -86,24 +86,24 @@ fn run(ctx: &Ctx, label: &str, server: ServerSpec, load: LoadSpec) -> anyhow::Re
 }
 
 /// The seconds each calibration run measures, by profile.
-fn window_s(ctx: &Ctx) -> f64 {
-    ctx.profile.pick(0.8, 1.5, 3.0)
+fn window_s(p: Profile) -> f64 {
+    p.pick(0.8, 0.8, 2.0)
 }
 
 /// Pairs of runs (with and without the budget) that show its effect.
-fn effect_pairs(ctx: &Ctx) -> u32 {
-    ctx.profile.pick(1, 2, 3)
+fn effect_pairs(p: Profile) -> u32 {
+    p.pick(1, 2, 3)
 }
 
-/// Estimated seconds of a calibration under `ctx`'s profile.
-pub fn est_s(ctx: &Ctx) -> f64 {
-    (2.0 + 2.0 * f64::from(effect_pairs(ctx))) * (window_s(ctx) + 0.4)
+/// Estimated seconds of a calibration under profile `p`.
+pub fn est_s(p: Profile) -> f64 {
+    (3.0 + 2.0 * f64::from(effect_pairs(p))) * (window_s(p) + 0.4)
 }
 
 /// Measure G and c and choose the budget (see the module's docs).
 pub fn calibrate(ctx: &Ctx) -> anyhow::Result<Calibration> {
     let t0 = Instant::now();
-    let w = window_s(ctx);
+    let w = window_s(ctx.profile);
     let epoll = ServerSpec::dispatch("epoll");
     let mut commands = Vec::new();
     let mut note = |p: &Point| {
@@ -144,7 +144,33 @@ pub fn calibrate(ctx: &Ctx) -> anyhow::Result<Calibration> {
         .metric("cpu_us_per_reply")
         .filter(|c| *c > 0.0)
         .ok_or_else(|| anyhow!("the CPU-per-reply run measured no server CPU"))?;
-    let want = KNEE_OF_CEILING * g * c / 1e6;
+    // What a reply costs a saturated server: a closed loop under a trial
+    // budget set from c (a server at its limit batches its work, so c'
+    // is below c and the knee above b / c).
+    let trial = (KNEE_OF_CEILING * g * c / 1e6).clamp(MIN_BUDGET, MAX_BUDGET);
+    let (mut trial_capacity, mut c_sat) = (0.0, c);
+    if ctx.caps.budgets.0.is_ok() {
+        let sat = run(
+            ctx,
+            "saturated under a trial budget",
+            ServerSpec {
+                cpu_budget: Some(evdispatch_harness::CpuBudget::new(trial)),
+                ..epoll.clone()
+            },
+            LoadSpec {
+                rate: Rate::MAX,
+                connections: CEILING_CONNECTIONS,
+                ..LoadSpec::sessions(DOCUMENT, 0.0, w)
+            },
+        )?;
+        note(&sat);
+        trial_capacity = sat
+            .metric("reply_rate")
+            .filter(|k| *k > 0.0)
+            .ok_or_else(|| anyhow!("the saturation run got no replies"))?;
+        c_sat = trial * 1e6 / trial_capacity;
+    }
+    let want = KNEE_OF_CEILING * g * c_sat / 1e6;
     let (budget, no_budget) = match &ctx.caps.budgets.0 {
         Err(why) => (None, Some(format!("no CPU budget here: {why}"))),
         Ok(_) if want >= MAX_BUDGET => (
@@ -162,13 +188,13 @@ pub fn calibrate(ctx: &Ctx) -> anyhow::Result<Calibration> {
         }
     };
     let knee = match budget {
-        Some(b) => b.fraction * 1e6 / c,
-        None => 1e6 / c,
+        Some(b) => b.fraction * 1e6 / c_sat,
+        None => 1e6 / c_sat,
     };
     let mut effect = Vec::new();
     if let Some(b) = budget {
         let rate = ((0.5 * knee) / 10.0).round().max(1.0) * 10.0;
-        for pair in 1..=effect_pairs(ctx) {
+        for pair in 1..=effect_pairs(ctx.profile) {
             for budgeted in [true, false] {
                 let server = ServerSpec {
                     cpu_budget: budgeted.then_some(b),
@@ -200,6 +226,9 @@ pub fn calibrate(ctx: &Ctx) -> anyhow::Result<Calibration> {
         ceiling_generator_limited: ceiling.metric("generator_limited") == Some(1.0),
         cpu_us_per_reply: c,
         probe_rate,
+        trial_budget: trial,
+        trial_capacity,
+        cpu_us_per_reply_saturated: c_sat,
         budget,
         no_budget,
         knee,
@@ -256,8 +285,11 @@ mod tests {
             control: Some("cgroup v1".into()),
             generator_ceiling: 12_000.0,
             ceiling_generator_limited: true,
-            cpu_us_per_reply: 40.0,
+            cpu_us_per_reply: 50.0,
             probe_rate: 3_600.0,
+            trial_budget: 0.24,
+            trial_capacity: 6_000.0,
+            cpu_us_per_reply_saturated: 40.0,
             budget: Some(evdispatch_harness::CpuBudget::new(0.192)),
             no_budget: None,
             knee: 4_800.0,

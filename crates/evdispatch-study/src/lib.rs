@@ -510,7 +510,7 @@ pub fn run(args: StudyArgs) -> anyhow::Result<()> {
         let _lock = BenchLock::take(|| eprintln!("calibration: waiting for the benchmark lock"))?;
         eprintln!(
             "calibrating the servers' CPU budget (about {:.0} s unless saved in {})",
-            calibrate::est_s(&ctx),
+            calibrate::est_s(args.profile),
             calibrate::path(&out).display()
         );
         match calibrate::load_or_calibrate(&ctx, args.fresh) {

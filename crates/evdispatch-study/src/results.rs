@@ -385,9 +385,11 @@ pub struct RoundVerdict {
 /// `generator_ceiling` (G) is the rate of new connections (one request
 /// each) that one generator process reaches in a closed loop against an
 /// unbudgeted epoll server; `cpu_us_per_reply` (c) is that server's CPU per
-/// reply at a moderate open-loop rate. The budget b = `spec::KNEE_OF_CEILING` (0.4) ×
-/// G × c puts epoll's knee (b / c replies/s) at 0.4 G; the scenarios sweep
-/// rates in multiples of that knee.
+/// reply at a moderate open-loop rate. A closed loop under a trial budget
+/// (`spec::KNEE_OF_CEILING` (0.3) × G × c) then measures what a reply costs
+/// a saturated server (`cpu_us_per_reply_saturated`, c'); the budget b =
+/// 0.3 × G × c' puts epoll's knee (b / c' replies/s) at 0.3 G; the
+/// scenarios sweep rates in multiples of that knee.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Calibration {
     /// Where budgets are set (`cgroup v1 (cpu.cfs_quota_us) at …`), `None`
@@ -403,6 +405,18 @@ pub struct Calibration {
     pub cpu_us_per_reply: f64,
     /// The open-loop rate c was measured at, new connections/s.
     pub probe_rate: f64,
+    /// The trial budget of the saturation run (from c), fraction of a core.
+    #[serde(default)]
+    pub trial_budget: f64,
+    /// What epoll answered in a closed loop under the trial budget,
+    /// replies/s: its capacity there.
+    #[serde(default)]
+    pub trial_capacity: f64,
+    /// c at saturation: the trial budget's CPU over that capacity, µs per
+    /// reply (lower than c: a saturated server batches its work). The
+    /// budget is chosen from it, since it is what sets the knee.
+    #[serde(default)]
+    pub cpu_us_per_reply_saturated: f64,
     /// The budget chosen (`None`: none can be set here, or the server
     /// already saturates below the target knee without one).
     #[schemars(with = "Option<BudgetShape>")]
@@ -410,8 +424,8 @@ pub struct Calibration {
     /// Why there is no budget, when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_budget: Option<String>,
-    /// Epoll's expected knee, new connections/s: b / c with a budget, the
-    /// host's 1 / c without.
+    /// Epoll's expected knee, new connections/s: b / c' with a budget, the
+    /// host's 1 / c' without.
     pub knee: f64,
     /// The command lines of the calibration's runs.
     pub commands: Vec<String>,

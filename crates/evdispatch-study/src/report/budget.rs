@@ -70,13 +70,23 @@ fn section(c: &Calibration) -> Section {
             format!("{:.1} µs", c.cpu_us_per_reply),
         ],
         [
-            "budget b = 0.4 × G × c".into(),
+            format!(
+                "epoll saturated under a trial budget of {:.1}% of a core",
+                100.0 * c.trial_budget
+            ),
+            format!(
+                "{:.0} replies/s: c' = {:.1} µs per reply",
+                c.trial_capacity, c.cpu_us_per_reply_saturated
+            ),
+        ],
+        [
+            format!("budget b = {} × G × c'", crate::spec::KNEE_OF_CEILING),
             c.budget
                 .map(|b| b.to_string())
                 .unwrap_or_else(|| "none".into()),
         ],
         [
-            "epoll's knee b / c".into(),
+            "epoll's knee b / c'".into(),
             format!("{:.0} new connections/s", c.knee),
         ],
     ];

@@ -607,7 +607,7 @@ mod tests {
     /// and `undecided` only when some claim is.
     #[test]
     fn verdicts_are_counted_whatever_their_word() {
-        let claims: Vec<Value> = ["holds", "not reached", "holds", "fails", "not reached"]
+        let claims: Vec<Value> = ["holds", "withdrawn", "holds", "fails", "withdrawn"]
             .iter()
             .map(|v| json!({"id": "x", "verdict": v}))
             .collect();
@@ -619,7 +619,7 @@ mod tests {
                 ("partly", 0),
                 ("fails", 1),
                 ("not measured", 0),
-                ("not reached", 2)
+                ("withdrawn", 2)
             ]
             .map(|(w, n)| (w.to_string(), n))
         );

@@ -70,10 +70,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         ),
     );
     let duration = p.pick(0.4, 0.4, 1.0);
-    let mut params = json!({"idle": idle, "rates_conn_per_s": rates, "knee_multiples": multiples(p), "duration_s": duration, "rlimit_sigpending": SIGPENDING, "mechanisms": MECHANISMS, "document": "1b.txt", "eager_read": false});
-    if let (Some(m), Value::Object(b)) = (params.as_object_mut(), caps.budget_params()) {
-        m.extend(b);
-    }
+    let params = caps.with_budget_params(json!({"idle": idle, "rates_conn_per_s": rates, "knee_multiples": multiples(p), "duration_s": duration, "rlimit_sigpending": SIGPENDING, "mechanisms": MECHANISMS, "document": "1b.txt", "eager_read": false}));
     let mut plan = Plan {
         params,
         ..Plan::default()
