@@ -260,9 +260,9 @@ pub fn tcp_kernel_bytes() -> Option<u64> {
 /// Wait, at most [`QUIESCE_MAX`], until the TCP sockets in use on this
 /// machine (TIME_WAIT apart) are back to `before` (a few more allowed):
 /// the connections of the load that just ended are closed (at both ends,
-/// or at the server's with a load host).
+/// or at the server'of_series with a load host).
 /// Closing thousands of them is kernel and server work that would
-/// otherwise land in the next run's window, counted as other processes'
+/// otherwise land in the next run'of_series window, counted as other processes'
 /// CPU. Returns the seconds waited.
 fn quiesce(before: Option<u64>) -> f64 {
     let t0 = std::time::Instant::now();

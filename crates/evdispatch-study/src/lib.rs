@@ -7,7 +7,7 @@
 //! The pieces, in layers (a module imports only those below it; the test
 //! `layers` checks there is no circle):
 //! - [`results`] (the records), [`env`](mod@env) (the machine, the peers)
-//!   and [`published`] (the seeds' published numbers) at the bottom; [`report::figure`] (what a figure is) on them;
+//!   and [`published`] (the seeds' published numbers) at the bottom; [`figure`] (what a figure is) on them;
 //! - [`claims`]: verdict types, helpers and the evaluation;
 //! - [`spec`]: what the layers share — profiles, a scenario's definition,
 //!   [`spec::Caps`], the server and load specs;
@@ -31,6 +31,7 @@ pub mod contracts;
 pub mod diff;
 pub mod drive;
 pub mod env;
+pub mod figure;
 pub mod published;
 pub mod remote;
 pub mod report;

@@ -218,11 +218,11 @@ pub fn seed_file(seed: &str) -> &'static str {
     }
 }
 
-fn s(v: &'static str) -> Want {
+fn want_str(v: &'static str) -> Want {
     Want::Str(v)
 }
 
-fn n(v: f64) -> Want {
+fn want_num(v: f64) -> Want {
     Want::Num(v)
 }
 
@@ -252,11 +252,11 @@ fn poller(label: &'static str, mechanism: &'static str, fds: f64) -> Now {
         label,
         "poller",
         vec![
-            ("bench", s("poller")),
-            ("series", s(mechanism)),
-            ("fds", n(fds)),
-            ("active", n(1.0)),
-            ("placement", s("rotating")),
+            ("bench", want_str("poller")),
+            ("series", want_str(mechanism)),
+            ("fds", want_num(fds)),
+            ("active", want_num(1.0)),
+            ("placement", want_str("rotating")),
         ],
         "median_us",
         Take::Median,
@@ -268,7 +268,7 @@ fn pairs(fds: f64, metric: &'static str) -> Now {
     now(
         "socketpair",
         "poller",
-        vec![("bench", s("pairs")), ("fds", n(fds))],
+        vec![("bench", want_str("pairs")), ("fds", want_num(fds))],
         metric,
         Take::Median,
     )
@@ -477,7 +477,7 @@ fn kegel() -> Vec<Published> {
 
 /// Provos & Lever's web-server figures (seed 000 §5).
 fn provos() -> Vec<Published> {
-    let ours = |mech: &'static str| vec![("server", s("ours")), ("series", s(mech))];
+    let ours = |mech: &'static str| vec![("server", want_str("ours")), ("series", want_str(mech))];
     let with = |mut f: Vec<(&'static str, Want)>, more: Vec<(&'static str, Want)>| {
         f.extend(more);
         f
@@ -528,11 +528,11 @@ fn provos() -> Vec<Published> {
             headline: true,
             now: vec![Now {
                 scale: 0.001,
-                minus: Some(with(ours("rtsig"), vec![("inactive", n(251.0))])),
+                minus: Some(with(ours("rtsig"), vec![("inactive", want_num(251.0))])),
                 ..now(
                     "epoll − rtsig",
                     "rtsig-latency",
-                    with(ours("epoll"), vec![("inactive", n(251.0))]),
+                    with(ours("epoll"), vec![("inactive", want_num(251.0))]),
                     "p50_us",
                     Take::LowestOf("rate"),
                 )
@@ -556,7 +556,7 @@ fn provos() -> Vec<Published> {
                     with(
                         ours("rtsig"),
                         vec![
-                            ("inactive", n(251.0)),
+                            ("inactive", want_num(251.0)),
                             ("connections_peak", Want::AtLeast(900.0)),
                         ],
                     ),
@@ -574,9 +574,9 @@ fn chandra() -> Vec<Published> {
     // §3.1.2: the RT-signal server at a fixed rate, 250 … 3000 connections.
     for (rate, cpu, headline) in [(500.0, 6.67, true), (1000.0, 13.25, true)] {
         let filter = vec![
-            ("server", s("ours")),
-            ("series", s("rtsig")),
-            ("rate", n(rate)),
+            ("server", want_str("ours")),
+            ("series", want_str("rtsig")),
+            ("rate", want_num(rate)),
             ("persistent", Want::Within(250.0, 3000.0)),
         ];
         out.push(Published {
@@ -636,7 +636,7 @@ fn chandra() -> Vec<Published> {
             now: vec![now(
                 label,
                 "throughput",
-                vec![("series", s(series)), ("idle", n(6000.0))],
+                vec![("series", want_str(series)), ("idle", want_num(6000.0))],
                 "server_cpu_pct",
                 Take::LowestOf("rate"),
             )],
@@ -657,9 +657,9 @@ fn chandra() -> Vec<Published> {
             "rtsig",
             "throughput",
             vec![
-                ("series", s("rtsig")),
-                ("idle", n(252.0)),
-                ("document", s("1b.txt")),
+                ("series", want_str("rtsig")),
+                ("idle", want_num(252.0)),
+                ("document", want_str("1b.txt")),
             ],
             "reply_rate",
             Take::Knee("rate"),
@@ -696,10 +696,10 @@ fn chandra() -> Vec<Published> {
     for (idle, cells) in table {
         for (rate, (waits, sigios)) in rates.iter().zip(cells) {
             let filter = vec![
-                ("series", s("rtsig")),
-                ("part", s("sweep")),
-                ("idle", n(*idle)),
-                ("rate", n(*rate)),
+                ("series", want_str("rtsig")),
+                ("part", want_str("sweep")),
+                ("idle", want_num(*idle)),
+                ("rate", want_num(*rate)),
             ];
             let params = format!("{rate} req/s, {idle} idle connections, 1-byte replies");
             let row = |what: &str, value: f64, unit: Unit, look: Now, headline: bool| Published {

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 
 use crate::claims::Claim;
 use crate::env::PeerStatus;
-use crate::report::figure::Figure;
+use crate::figure::Figure;
 pub use crate::results::Calibration;
 use crate::results::{Point, ScenarioRecord, Skip};
 

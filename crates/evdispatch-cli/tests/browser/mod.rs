@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use std::os::unix::process::CommandExt as _;
 
-use evdispatch_study::report::figure::fmt_num;
+use evdispatch_study::figure::fmt_num;
 use serde_json::Value;
 
 /// How long one page may take, start to exit, before Chromium is killed.

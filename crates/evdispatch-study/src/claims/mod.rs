@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 
 use crate::results::{reading_keys, ClaimEntry, Point, RoundVerdict, ScenarioRecord};
 
-pub use verdict::{band, both, nm, not_reached, verdict, Outcome, Verdict};
+pub use verdict::{band, both, not_measured, not_reached, verdict, Outcome, Verdict};
 
 /// One claim of the seeds, listed in the `CLAIMS` of the scenario whose
 /// data decide it.
@@ -65,13 +65,13 @@ impl<A, B> Need<(A, B)> for (Option<A>, Option<B>) {
 }
 
 /// `json!(v)` shorthand for filters.
-pub fn j<T: Serialize>(v: T) -> Value {
+pub fn value_of<T: Serialize>(v: T) -> Value {
     json!(v)
 }
 
 /// The filter entry selecting `series`.
-pub fn s(series: &str) -> (&'static str, Value) {
-    ("series", j(series))
+pub fn of_series(series: &str) -> (&'static str, Value) {
+    ("series", value_of(series))
 }
 
 /// `metric` at the smallest and largest `x` among points matching `f`.
@@ -149,7 +149,7 @@ pub fn at(rec: &ScenarioRecord, f: &[(&str, Value)], metric: &str) -> Option<f64
 
 /// `not measured`: this run has no data for `what`.
 pub fn missing(what: &str) -> Verdict {
-    nm(format!("no data for {what} in this run"))
+    not_measured(format!("no data for {what} in this run"))
 }
 
 /// The share of the offered rate a run must answer to count as keeping up.
@@ -247,7 +247,7 @@ pub fn evaluate<'a>(
             let combined = match found.map(|i| (&records[i], &split[i])) {
                 None => rounds::combine(&[(
                     1,
-                    nm(format!("scenario {scenario} was not run (see --only)")),
+                    not_measured(format!("scenario {scenario} was not run (see --only)")),
                 )]),
                 Some((r, _)) if r.points.is_empty() => {
                     let why: Vec<String> = r
@@ -258,7 +258,7 @@ pub fn evaluate<'a>(
                         .collect();
                     rounds::combine(&[(
                         1,
-                        nm(format!(
+                        not_measured(format!(
                             "scenario {scenario} measured nothing: {}",
                             if why.is_empty() {
                                 "no data".to_string()

@@ -22,7 +22,7 @@
 //! measured something, the claim is undecided.
 
 use super::verdict::{Outcome, Verdict};
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 use crate::results::NumberEntry;
 
 /// The wanted coverage of an interval.
@@ -582,7 +582,7 @@ mod tests {
         // Of two planned rounds, one that measured decides nothing: no
         // interval to clear the threshold with.
         let c = combine(&rounds(vec![
-            crate::claims::verdict::nm("no data"),
+            crate::claims::verdict::not_measured("no data"),
             v(Outcome::Holds, 2.0),
         ]));
         assert_eq!((c.outcome, c.rounds), (Outcome::Undecided, 1));
@@ -599,7 +599,7 @@ mod tests {
             .starts_with("1 of 2 rounds measured nothing"));
         // Rounds that measured nothing are left out, and said so.
         let c = combine(&rounds(vec![
-            crate::claims::verdict::nm("no data"),
+            crate::claims::verdict::not_measured("no data"),
             v(Outcome::Holds, 2.0),
             v(Outcome::Holds, 2.2),
         ]));
@@ -609,7 +609,9 @@ mod tests {
             "{}",
             c.why
         );
-        let c = combine(&rounds(vec![crate::claims::verdict::nm("no data")]));
+        let c = combine(&rounds(vec![crate::claims::verdict::not_measured(
+            "no data",
+        )]));
         assert_eq!(
             (c.outcome, c.why.as_str()),
             (Outcome::NotMeasured, "no data")
@@ -626,7 +628,7 @@ mod tests {
         let c = combine(&rounds(vec![
             short(),
             short(),
-            crate::claims::verdict::nm("no data"),
+            crate::claims::verdict::not_measured("no data"),
         ]));
         assert_eq!(
             (c.outcome, c.why.as_str()),

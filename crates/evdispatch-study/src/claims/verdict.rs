@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 
 /// A verdict.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -59,7 +59,7 @@ pub struct Verdict {
 }
 
 /// `not measured`, because `why`.
-pub fn nm(why: impl Into<String>) -> Verdict {
+pub fn not_measured(why: impl Into<String>) -> Verdict {
     Verdict {
         outcome: Outcome::NotMeasured,
         numbers: vec![],

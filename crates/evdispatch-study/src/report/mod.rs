@@ -4,7 +4,6 @@
 //! can be re-rendered from a `results.json`.
 
 pub mod budget;
-pub mod figure;
 pub mod reading;
 pub mod summary;
 pub mod svg;
@@ -18,9 +17,9 @@ use anyhow::Context as _;
 
 use serde_json::Value;
 
+use crate::figure::{self, fmt_num, Body, Figure};
 use crate::results::{Results, ScenarioRecord};
 use crate::scenarios::SCENARIOS;
-use figure::{fmt_num, Body, Figure};
 use summary::{anchor, numbers_of, rounds_text, str_of, Summary};
 use svg::esc;
 

@@ -3,7 +3,7 @@
 //! standard shapes: growth from the first to the last x, where a reply rate
 //! stops keeping up with the offered rate, and the span of each line.
 
-use super::figure::{fmt_num, Chart, Series};
+use crate::figure::{fmt_num, Chart, Series};
 
 fn ends(s: &Series) -> Option<((f64, f64), (f64, f64))> {
     let a = s.points.first()?;
@@ -151,7 +151,7 @@ pub fn span(chart: &Chart, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::figure::Xy;
+    use crate::figure::Xy;
 
     fn line(name: &str, pts: &[(f64, f64)]) -> Series {
         Series {

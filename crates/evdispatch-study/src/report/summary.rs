@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::figure::fmt_num;
 use super::svg::esc;
 use crate::claims::rounds::LEVEL;
+use crate::figure::fmt_num;
 
 /// `"–"` for null, the text of a string, the JSON of anything else.
 pub fn str_of(v: &Value) -> String {

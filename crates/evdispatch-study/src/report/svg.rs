@@ -6,7 +6,7 @@
 
 use std::fmt::Write as _;
 
-use super::figure::{fmt_num, Chart};
+use crate::figure::{fmt_num, Chart};
 
 const W: f64 = 680.0;
 const H: f64 = 380.0;
@@ -369,7 +369,7 @@ pub fn render(chart: &Chart, title: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::figure::{Series, Xy};
+    use crate::figure::{Series, Xy};
 
     fn xy(x: f64, y: f64) -> Xy {
         Xy {

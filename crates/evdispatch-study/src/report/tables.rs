@@ -8,8 +8,8 @@
 //! every cell without a digit), the k-th row with the same labels of each
 //! round together; columns by their headers.
 
-use super::figure::{fmt_num, Table};
 use crate::claims::rounds::{across, parse_num};
+use crate::figure::{fmt_num, Table};
 
 /// The text of a cell with its numbers taken out (each replaced by `\0`),
 /// and the numbers; `None` when a number does not read back.

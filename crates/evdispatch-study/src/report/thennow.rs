@@ -9,11 +9,11 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::figure::fmt_num;
 use super::summary::{anchor, str_of};
 use super::svg::esc;
 use crate::claims::rounds::{across, Across};
 use crate::claims::{generator_bound, KEEP};
+use crate::figure::fmt_num;
 use crate::published::{self, Is, Now, Published, Take, Unit, Want};
 use crate::results::{Point, Results, ScenarioRecord};
 

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::report::figure::{fmt_num, lines, Chart, Figure, Metrics};
+use crate::figure::{fmt_num, lines, Chart, Figure, Metrics};
 use crate::results::ScenarioRecord;
 use crate::spec::{Caps, LoadSpec, ServerSpec, MODELS};
 use crate::web::WebJob;
@@ -102,7 +102,7 @@ pub fn cell(v: Option<f64>) -> String {
     v.map(fmt_num).unwrap_or_else(|| "–".into())
 }
 
-pub use crate::claims::j;
+pub use crate::claims::value_of;
 
 /// The session workload several scenarios sweep: new connections at
 /// `rate`, one request each for `document`, with `inactive` and `idle`

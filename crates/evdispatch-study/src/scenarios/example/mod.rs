@@ -9,7 +9,7 @@ mod claims;
 
 use serde_json::json;
 
-use crate::report::figure::{Figure, Metrics};
+use crate::figure::{Figure, Metrics};
 use crate::results::{Point, ScenarioRecord};
 use crate::scenarios::common::chart;
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, Unavailable};

@@ -20,7 +20,9 @@ fn ours<'a>(rec: &'a ScenarioRecord, part: &str) -> Result<Vec<&'a Point>, Verdi
         .select(&[("part", json!(part)), ("server", json!("evdispatch"))])
         .collect();
     if pts.is_empty() {
-        return Err(nm(format!("no {part} run of our server in this study")));
+        return Err(not_measured(format!(
+            "no {part} run of our server in this study"
+        )));
     }
     Ok(pts)
 }

@@ -18,7 +18,7 @@ mod claims;
 
 use serde_json::{json, Value};
 
-use crate::report::figure::{Figure, Table};
+use crate::figure::{Figure, Table};
 use crate::results::{Point, ScenarioRecord};
 use crate::scenarios::common;
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};

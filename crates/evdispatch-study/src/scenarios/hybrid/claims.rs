@@ -12,13 +12,19 @@ pub static CLAIMS: &[Claim] = &[
 ];
 
 fn v_hybrid_best_of_both(rec: &ScenarioRecord) -> Judged {
-    let sweep = ("part", j("sweep"));
-    let r0 = smallest(rec, &[s("hybrid"), sweep.clone()], "rate").need("hybrid")?;
-    let p50 = |m: &str| at(rec, &[s(m), sweep.clone(), ("rate", j(r0))], "p50_us");
+    let sweep = ("part", value_of("sweep"));
+    let r0 = smallest(rec, &[of_series("hybrid"), sweep.clone()], "rate").need("hybrid")?;
+    let p50 = |m: &str| {
+        at(
+            rec,
+            &[of_series(m), sweep.clone(), ("rate", value_of(r0))],
+            "p50_us",
+        )
+    };
     let (h, r) = (p50("hybrid"), p50("rtsig")).need("hybrid and rtsig at the lowest rate")?;
     let (hb, eb) = (
-        peak(rec, &[s("hybrid"), sweep.clone()], "reply_rate"),
-        peak(rec, &[s("epoll"), sweep.clone()], "reply_rate"),
+        peak(rec, &[of_series("hybrid"), sweep.clone()], "reply_rate"),
+        peak(rec, &[of_series("epoll"), sweep.clone()], "reply_rate"),
     )
         .need("hybrid and epoll throughput")?;
     // Heavy load is the regime where polling's throughput matters: a run
@@ -35,15 +41,15 @@ fn v_hybrid_best_of_both(rec: &ScenarioRecord) -> Judged {
             && !generator_bound(p)
     });
     let switches = rec
-        .select(&[s("hybrid"), sweep.clone()])
+        .select(&[of_series("hybrid"), sweep.clone()])
         .filter_map(|p| p.metric("mode_switches"))
         .fold(0.0, f64::max);
     let poll_pct = rec
-        .select(&[s("hybrid"), sweep.clone()])
+        .select(&[of_series("hybrid"), sweep.clone()])
         .filter_map(|p| p.metric("poll_mode_pct"))
         .fold(0.0, f64::max);
     if !behind || switches == 0.0 {
-        let top = largest(rec, &[s("hybrid"), sweep.clone()], "rate").unwrap_or(0.0);
+        let top = largest(rec, &[of_series("hybrid"), sweep.clone()], "rate").unwrap_or(0.0);
         return unreached(
             rec,
             vec![
@@ -70,7 +76,7 @@ fn v_hybrid_best_of_both(rec: &ScenarioRecord) -> Judged {
 
 fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Judged {
     let p = rec
-        .select(&[("part", j("step")), s("hybrid")])
+        .select(&[("part", value_of("step")), of_series("hybrid")])
         .next()
         .need("the hybrid's load step")?;
     let (sw, l50) = (p.metric("mode_switches"), p.metric("phase2_p50_us"))
@@ -78,7 +84,11 @@ fn v_hybrid_switches_back(rec: &ScenarioRecord) -> Judged {
     let fresh = p.num("light_rate").and_then(|l| {
         at(
             rec,
-            &[("part", j("sweep")), s("hybrid"), ("rate", j(l))],
+            &[
+                ("part", value_of("sweep")),
+                of_series("hybrid"),
+                ("rate", value_of(l)),
+            ],
             "p50_us",
         )
     });
@@ -114,7 +124,11 @@ mod tests {
     fn hybrid_claims() {
         // The hybrid switches (to polling and back) at 9,000/s and above.
         let sweep = |m: &str, r: f64, p50: f64, y: f64| {
-            let sw = if m == "hybrid" && r >= 9000.0 { 2.0 } else { 0.0 };
+            let sw = if m == "hybrid" && r >= 9000.0 {
+                2.0
+            } else {
+                0.0
+            };
             pt(
                 m,
                 json!({"part": "sweep", "rate": r}),
@@ -173,6 +187,11 @@ mod tests {
         for p in unswitched.points.iter_mut() {
             p.metrics.insert("mode_switches".into(), 0.0);
         }
-        check(CLAIMS, "hybrid-best-of-both", &unswitched, Outcome::NotReached);
+        check(
+            CLAIMS,
+            "hybrid-best-of-both",
+            &unswitched,
+            Outcome::NotReached,
+        );
     }
 }

@@ -13,10 +13,10 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::report::figure::{Figure, Metrics, Table};
+use crate::figure::{Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenarios::common::{cell, j, rate_chart, session_job, REPLY_RATE};
+use crate::scenarios::common::{cell, rate_chart, session_job, value_of, REPLY_RATE};
 use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::web::{plan_web, run_web};
 
@@ -114,8 +114,8 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
 }
 
 fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
-    let sweep = [("part", j("sweep"))];
-    let hybrid = [("part", j("sweep")), ("series", j("hybrid"))];
+    let sweep = [("part", value_of("sweep"))];
+    let hybrid = [("part", value_of("sweep")), ("series", value_of("hybrid"))];
     let mut figs = vec![
         rate_chart(
             rec,
@@ -158,7 +158,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         )
         .read(|c| reading::span(c, "switches")),
     ];
-    let steps: Vec<_> = rec.select(&[("part", j("step"))]).collect();
+    let steps: Vec<_> = rec.select(&[("part", value_of("step"))]).collect();
     if !steps.is_empty() {
         let mut t = Table::new(&[
             "server",
@@ -175,9 +175,9 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             let light = p.num("light_rate");
             let fresh = light.and_then(|l| {
                 rec.select(&[
-                    ("part", j("sweep")),
-                    ("series", j(&p.series)),
-                    ("rate", j(l)),
+                    ("part", value_of("sweep")),
+                    ("series", value_of(&p.series)),
+                    ("rate", value_of(l)),
                 ])
                 .find_map(|q| q.metric("p50_us"))
             });

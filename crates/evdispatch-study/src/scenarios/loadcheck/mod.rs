@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::drive;
+use crate::figure::{Figure, Table};
 use crate::remote::RemoteRun;
-use crate::report::figure::{Figure, Table};
 use crate::results::{Point, ScenarioRecord};
 use crate::scenarios::common::cell;
 use crate::spec::{

@@ -3,7 +3,7 @@
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
 use crate::claims::*;
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 use crate::results::ScenarioRecord;
 
 /// The seed's request rates (004 §3.1: 500 and 1,000 req/s).
@@ -32,8 +32,12 @@ const MANY: f64 = SEED_CONNS.1 as f64;
 /// 3,000) at `rate`, from points that kept up with it.
 fn seed_ends(rec: &ScenarioRecord, mech: &str, rate: f64, metric: &str) -> Option<(f64, f64)> {
     let v = |c: f64| {
-        rec.select(&[s(mech), ("rate", j(rate)), ("persistent", j(c))])
-            .find_map(|p| p.metric(metric))
+        rec.select(&[
+            of_series(mech),
+            ("rate", value_of(rate)),
+            ("persistent", value_of(c)),
+        ])
+        .find_map(|p| p.metric(metric))
     };
     Some((v(FEW)?, v(MANY)?))
 }
@@ -59,7 +63,12 @@ fn growth_against(rec: &ScenarioRecord, mech: &str, reference: &str, metric: &st
 }
 
 /// The seed's range, or why this run lacks it.
-fn need_range(rec: &ScenarioRecord, mech: &str, reference: &str, metric: &str) -> Result<Growth, Verdict> {
+fn need_range(
+    rec: &ScenarioRecord,
+    mech: &str,
+    reference: &str,
+    metric: &str,
+) -> Result<Growth, Verdict> {
     growth_against(rec, mech, reference, metric).into_iter().next().ok_or_else(|| {
         missing(&format!(
             "{mech} and {reference} at {} and {} connections at one of the seed's rates (500, 1,000 req/s)",
@@ -163,22 +172,31 @@ fn v_reply_equals_request(rec: &ScenarioRecord) -> Judged {
     // Points in the seed's range where the generator offered what was asked.
     let share = |m: &str| -> Option<(usize, usize, f64)> {
         let pts: Vec<f64> = rec
-            .select(&[s(m)])
-            .filter(|p| p.num("persistent").is_some_and(|c| (FEW..=MANY).contains(&c)))
+            .select(&[of_series(m)])
+            .filter(|p| {
+                p.num("persistent")
+                    .is_some_and(|c| (FEW..=MANY).contains(&c))
+            })
             .filter(|p| SEED_RATES.iter().any(|r| p.num("rate") == Some(*r)))
             .filter(|p| !generator_bound(p))
             .filter_map(|p| Some(p.metric("reply_rate")? / p.num("rate")?))
             .collect();
         let kept = pts.iter().filter(|y| **y >= KEEP).count();
-        (!pts.is_empty()).then(|| (kept, pts.len(), pts.iter().copied().fold(f64::INFINITY, f64::min)))
+        (!pts.is_empty()).then(|| {
+            (
+                kept,
+                pts.len(),
+                pts.iter().copied().fold(f64::INFINITY, f64::min),
+            )
+        })
     };
-    let any = |m: &str| rec.select(&[s(m)]).next().is_some();
+    let any = |m: &str| rec.select(&[of_series(m)]).next().is_some();
     if !any("rtsig") || !any("select") {
         return Err(missing("rtsig and select"));
     }
     let ((rk, rn, rmin), (sk, sn, smin)) = match (share("rtsig"), share("select")) {
         (Some(a), Some(b)) => (a, b),
-        _ => return unreached(rec, vec![("rtsig points", rec.select(&[s("rtsig")]).count() as f64), ("select points", rec.select(&[s("select")]).count() as f64)], "the load generator was the limit at every point of rtsig or select in the seed's range, so no point says what the server answers"),
+        _ => return unreached(rec, vec![("rtsig points", rec.select(&[of_series("rtsig")]).count() as f64), ("select points", rec.select(&[of_series("select")]).count() as f64)], "the load generator was the limit at every point of rtsig or select in the seed's range, so no point says what the server answers"),
     };
     let (a, b) = (rk == rn, sk == sn);
     Ok(verdict(
@@ -191,13 +209,17 @@ fn v_reply_equals_request(rec: &ScenarioRecord) -> Judged {
 fn v_rtsig_cpu_rate_only(rec: &ScenarioRecord) -> Judged {
     // CPU at each seed count where rtsig kept up with both seed rates.
     let cpu = |c: f64, r: f64| {
-        rec.select(&[s("rtsig"), ("rate", j(r)), ("persistent", j(c))])
-            .filter(|p| p.metric("reply_rate").is_some_and(|y| y >= KEEP * r))
-            .find_map(|p| p.metric("server_cpu_pct"))
+        rec.select(&[
+            of_series("rtsig"),
+            ("rate", value_of(r)),
+            ("persistent", value_of(c)),
+        ])
+        .filter(|p| p.metric("reply_rate").is_some_and(|y| y >= KEEP * r))
+        .find_map(|p| p.metric("server_cpu_pct"))
     };
     let counts: Vec<f64> = {
         let mut v: Vec<f64> = rec
-            .select(&[s("rtsig")])
+            .select(&[of_series("rtsig")])
             .filter_map(|p| p.num("persistent"))
             .filter(|c| (FEW..=MANY).contains(c))
             .collect();
@@ -213,7 +235,10 @@ fn v_rtsig_cpu_rate_only(rec: &ScenarioRecord) -> Judged {
         .iter()
         .filter_map(|&c| Some((c, cpu(c, lo)?, cpu(c, hi)?)))
         .collect();
-    if both_rates.len() < 2 || both_rates.first().map(|x| x.0) != Some(FEW) || both_rates.last().map(|x| x.0) != Some(MANY) {
+    if both_rates.len() < 2
+        || both_rates.first().map(|x| x.0) != Some(FEW)
+        || both_rates.last().map(|x| x.0) != Some(MANY)
+    {
         return unreached(rec, vec![("counts where rtsig kept up at both rates", both_rates.len() as f64), ("counts in the seed's range", counts.len() as f64)], format!(
             "rtsig kept up with both of the seed's rates at {} of {} connection counts (it must at 250 and at 3,000)",
             both_rates.len(),
@@ -223,8 +248,12 @@ fn v_rtsig_cpu_rate_only(rec: &ScenarioRecord) -> Judged {
     let mut ks: Vec<f64> = both_rates.iter().map(|(_, a, b)| b / a.max(1e-9)).collect();
     let k = evdispatch_harness::median(&mut ks);
     let spread = |i: usize| {
-        let v: Vec<f64> = both_rates.iter().map(|x| if i == 0 { x.1 } else { x.2 }).collect();
-        v.iter().copied().fold(0.0, f64::max) / v.iter().copied().fold(f64::INFINITY, f64::min).max(1e-9)
+        let v: Vec<f64> = both_rates
+            .iter()
+            .map(|x| if i == 0 { x.1 } else { x.2 })
+            .collect();
+        v.iter().copied().fold(0.0, f64::max)
+            / v.iter().copied().fold(f64::INFINITY, f64::min).max(1e-9)
     };
     let conn = spread(0).max(spread(1));
     let (rate_part, conn_part) = (k - 1.0, conn - 1.0);
@@ -244,9 +273,9 @@ fn v_rtsig_cpu_rate_only(rec: &ScenarioRecord) -> Judged {
 
 /// Mean server CPU of `mech` over every connection count at the lowest rate.
 fn mean_cpu(rec: &ScenarioRecord, mech: &str) -> Option<(f64, usize)> {
-    let r = smallest(rec, &[s(mech)], "rate")?;
+    let r = smallest(rec, &[of_series(mech)], "rate")?;
     let v: Vec<f64> = rec
-        .select(&[s(mech), ("rate", j(r))])
+        .select(&[of_series(mech), ("rate", value_of(r))])
         .filter_map(|p| p.metric("server_cpu_pct"))
         .collect();
     (!v.is_empty()).then(|| (v.iter().sum::<f64>() / v.len() as f64, v.len()))
@@ -364,7 +393,8 @@ mod tests {
         // select and rtsig fell behind below saturation.
         for p in &mut bad.points {
             if p.series == "select" || p.num("persistent") == Some(1500.0) && p.series == "rtsig" {
-                p.metrics.insert("reply_rate".into(), 0.5 * p.num("rate").unwrap());
+                p.metrics
+                    .insert("reply_rate".into(), 0.5 * p.num("rate").unwrap());
             }
         }
         holds_and_fails(CLAIMS, ALL, &good, &bad);
@@ -420,7 +450,12 @@ mod tests {
         assert_eq!(v.outcome, Outcome::NotReached);
         assert!(v.why.contains("generator was the limit"), "{}", v.why);
         // CPU that does not follow the rate fails the rate-only claim.
-        check(CLAIMS, "rtsig-cpu-rate-only", &ovh_at(&flat_rows(), 1.05, 1.0), Outcome::Fails);
+        check(
+            CLAIMS,
+            "rtsig-cpu-rate-only",
+            &ovh_at(&flat_rows(), 1.05, 1.0),
+            Outcome::Fails,
+        );
     }
 
     fn flat_rows() -> Vec<(&'static str, u32, f64, f64)> {

@@ -10,10 +10,10 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::report::figure::{fmt_num, lines, Chart, Figure, Metrics};
+use crate::claims::of_series;
+use crate::figure::{fmt_num, lines, Chart, Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::claims::s;
 use crate::scenarios::common::{all_dispatch, chart, fd_limit};
 use crate::spec::{Caps, LoadSpec, Plan, Profile, Scenario, ServerSpec};
 use crate::web::{plan_web, run_web, WebJob};
@@ -136,7 +136,12 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     for m in ["rtsig", "epoll"] {
         for r in rec.distinct("rate") {
             let rate = r.as_f64().unwrap_or(0.0);
-            for mut l in lines(rec, &[s(m), ("rate", r)], "persistent", Metrics::y("server_cpu_pct")) {
+            for mut l in lines(
+                rec,
+                &[of_series(m), ("rate", r)],
+                "persistent",
+                Metrics::y("server_cpu_pct"),
+            ) {
                 l.name = format!("{m}, {} req/s", fmt_num(rate));
                 series.push(l);
             }

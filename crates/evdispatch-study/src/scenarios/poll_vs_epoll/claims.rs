@@ -3,7 +3,7 @@
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
 use crate::claims::*;
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 use crate::results::ScenarioRecord;
 
 /// The claims this scenario's data decide, in the order the report lists them.
@@ -16,7 +16,7 @@ pub static CLAIMS: &[Claim] = &[
 ];
 
 fn largest_inactive(rec: &ScenarioRecord, m: &str) -> Option<f64> {
-    largest(rec, &[s(m)], "inactive")
+    largest(rec, &[of_series(m)], "inactive")
 }
 
 /// What a sweep at `inactive` reached, for a `not reached` verdict: the
@@ -24,12 +24,12 @@ fn largest_inactive(rec: &ScenarioRecord, m: &str) -> Option<f64> {
 /// the limit where they fell behind.
 fn reached_at(rec: &ScenarioRecord, i: f64) -> String {
     let kept = |m: &str| {
-        knee(rec, &[s(m), ("inactive", j(i))])
+        knee(rec, &[of_series(m), ("inactive", value_of(i))])
             .and_then(|k| k.0)
             .map(|x| format!("{}/s", fmt_num(x)))
             .unwrap_or_else(|| "no rate".into())
     };
-    let top = largest(rec, &[("inactive", j(i))], "rate").unwrap_or(0.0);
+    let top = largest(rec, &[("inactive", value_of(i))], "rate").unwrap_or(0.0);
     format!(
         "with {} inactive connections neither poll nor epoll fell behind with the load generator below its limit (poll kept up to {}, epoll to {}; the sweep went to {}/s)",
         fmt_num(i),
@@ -43,7 +43,7 @@ fn reached_at(rec: &ScenarioRecord, i: f64) -> String {
 /// and epoll kept up, and the sweep's top rate.
 fn reached_numbers(rec: &ScenarioRecord, i: f64) -> Vec<(&'static str, f64)> {
     let kept = |m: &str| {
-        knee(rec, &[s(m), ("inactive", j(i))])
+        knee(rec, &[of_series(m), ("inactive", value_of(i))])
             .and_then(|k| k.0)
             .unwrap_or(0.0)
     };
@@ -51,7 +51,10 @@ fn reached_numbers(rec: &ScenarioRecord, i: f64) -> Vec<(&'static str, f64)> {
         ("inactive", i),
         ("poll kept up to /s", kept("poll")),
         ("epoll kept up to /s", kept("epoll")),
-        ("top rate /s", largest(rec, &[("inactive", j(i))], "rate").unwrap_or(0.0)),
+        (
+            "top rate /s",
+            largest(rec, &[("inactive", value_of(i))], "rate").unwrap_or(0.0),
+        ),
     ]
 }
 
@@ -60,27 +63,39 @@ fn reached_numbers(rec: &ScenarioRecord, i: f64) -> Vec<(&'static str, f64)> {
 fn overloaded(rec: &ScenarioRecord, i: f64) -> bool {
     ["poll", "epoll"]
         .iter()
-        .any(|m| overloaded_at(rec, &[s(m), ("inactive", j(i))]).is_some())
+        .any(|m| overloaded_at(rec, &[of_series(m), ("inactive", value_of(i))]).is_some())
 }
 
 fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Judged {
     let i = largest_inactive(rec, "poll").need("poll")?;
     let ((pk, _), (ek, _)) = (
-        knee(rec, &[s("poll"), ("inactive", j(i))]),
-        knee(rec, &[s("epoll"), ("inactive", j(i))]),
+        knee(rec, &[of_series("poll"), ("inactive", value_of(i))]),
+        knee(rec, &[of_series("epoll"), ("inactive", value_of(i))]),
     )
         .need("poll and epoll at the largest inactive count")?;
     if !overloaded(rec, i) {
-        return unreached(rec, reached_numbers(rec, i), format!(
-            "{} (see the CPU and latency claims for what the scan costs below the knee)",
-            reached_at(rec, i)
-        ));
+        return unreached(
+            rec,
+            reached_numbers(rec, i),
+            format!(
+                "{} (see the CPU and latency claims for what the scan costs below the knee)",
+                reached_at(rec, i)
+            ),
+        );
     }
     let pk0 = pk.unwrap_or(0.0);
     let ek0 = ek.unwrap_or(0.0);
     let (pbest, ebest) = (
-        peak(rec, &[s("poll"), ("inactive", j(i))], "reply_rate"),
-        peak(rec, &[s("epoll"), ("inactive", j(i))], "reply_rate"),
+        peak(
+            rec,
+            &[of_series("poll"), ("inactive", value_of(i))],
+            "reply_rate",
+        ),
+        peak(
+            rec,
+            &[of_series("epoll"), ("inactive", value_of(i))],
+            "reply_rate",
+        ),
     )
         .need("reply rates")?;
     let a = ek0 > pk0;
@@ -92,7 +107,7 @@ fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Judged {
         ("poll best replies/s", pbest),
         ("epoll best replies/s", ebest),
     ];
-    if let Some(x) = overloaded_at(rec, &[s("poll"), ("inactive", j(i))]) {
+    if let Some(x) = overloaded_at(rec, &[of_series("poll"), ("inactive", value_of(i))]) {
         nums.push(("poll fell behind at /s", x));
     }
     Ok(verdict(
@@ -105,7 +120,7 @@ fn v_devpoll_keeps_up(rec: &ScenarioRecord) -> Judged {
 
 /// The seed's count of 251–501 inactive connections poll ran at: the largest.
 fn seed_inactive(rec: &ScenarioRecord) -> Option<f64> {
-    rec.select(&[s("poll")])
+    rec.select(&[of_series("poll")])
         .filter_map(|p| p.num("inactive"))
         .filter(|i| (200.0..=501.0).contains(i))
         .reduce(f64::max)
@@ -114,16 +129,20 @@ fn seed_inactive(rec: &ScenarioRecord) -> Option<f64> {
 fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Judged {
     let i = seed_inactive(rec).need("poll at 251–501 inactive connections")?;
     let ((pk, _), (ek, _)) = (
-        knee(rec, &[s("poll"), ("inactive", j(i))]),
-        knee(rec, &[s("epoll"), ("inactive", j(i))]),
+        knee(rec, &[of_series("poll"), ("inactive", value_of(i))]),
+        knee(rec, &[of_series("epoll"), ("inactive", value_of(i))]),
     )
         .need("poll and epoll at the seed's inactive count")?;
     let (pk, ek) = (pk.unwrap_or(0.0), ek.unwrap_or(0.0));
     let cpu = |m: &str| {
-        let r = smallest(rec, &[s(m), ("inactive", j(i))], "rate")?;
+        let r = smallest(rec, &[of_series(m), ("inactive", value_of(i))], "rate")?;
         at(
             rec,
-            &[s(m), ("inactive", j(i)), ("rate", j(r))],
+            &[
+                of_series(m),
+                ("inactive", value_of(i)),
+                ("rate", value_of(r)),
+            ],
             "server_cpu_pct",
         )
     };
@@ -137,7 +156,11 @@ fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Judged {
         _ => String::new(),
     };
     if !overloaded(rec, i) {
-        return unreached(rec, reached_numbers(rec, i), format!("{}{costs}", reached_at(rec, i)));
+        return unreached(
+            rec,
+            reached_numbers(rec, i),
+            format!("{}{costs}", reached_at(rec, i)),
+        );
     }
     let mut nums = vec![
         ("inactive", i),
@@ -158,8 +181,14 @@ fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Judged {
 fn v_poll_cpu_inactive(rec: &ScenarioRecord) -> Judged {
     let i = largest_inactive(rec, "poll").need("poll")?;
     // A rate both kept up with: the lowest.
-    let r = smallest(rec, &[s("poll"), ("inactive", j(i))], "rate").need("poll")?;
-    let f = |m: &str| [s(m), ("inactive", j(i)), ("rate", j(r))];
+    let r = smallest(rec, &[of_series("poll"), ("inactive", value_of(i))], "rate").need("poll")?;
+    let f = |m: &str| {
+        [
+            of_series(m),
+            ("inactive", value_of(i)),
+            ("rate", value_of(r)),
+        ]
+    };
     let (pc, ec) = (
         at(rec, &f("poll"), "server_cpu_pct"),
         at(rec, &f("epoll"), "server_cpu_pct"),
@@ -190,14 +219,22 @@ fn v_poll_cpu_inactive(rec: &ScenarioRecord) -> Judged {
 
 fn v_devpoll_no_errors(rec: &ScenarioRecord) -> Judged {
     let low: Vec<f64> = rec
-        .select(&[s("epoll")])
+        .select(&[of_series("epoll")])
         .filter(|p| p.num("inactive").map(|i| i < 501.0).unwrap_or(false))
         .filter_map(|p| p.metric("error_pct"))
         .collect();
     let imax = largest_inactive(rec, "poll").need("poll")?;
     let (pe, pp) = (
-        peak(rec, &[s("epoll"), ("inactive", j(imax))], "error_pct"),
-        peak(rec, &[s("poll"), ("inactive", j(imax))], "error_pct"),
+        peak(
+            rec,
+            &[of_series("epoll"), ("inactive", value_of(imax))],
+            "error_pct",
+        ),
+        peak(
+            rec,
+            &[of_series("poll"), ("inactive", value_of(imax))],
+            "error_pct",
+        ),
     )
         .need("error percentages for poll and epoll")?;
     if low.is_empty() {
@@ -208,10 +245,11 @@ fn v_devpoll_no_errors(rec: &ScenarioRecord) -> Judged {
     // had an error, neither half could have failed.
     let any_error = worst_low >= 0.1 || pp >= 0.1 || pe >= 0.1;
     if !any_error && !overloaded(rec, imax) {
-        return unreached(rec, reached_numbers(rec, imax), format!(
-            "no connection had an error and {}",
-            reached_at(rec, imax)
-        ));
+        return unreached(
+            rec,
+            reached_numbers(rec, imax),
+            format!("no connection had an error and {}", reached_at(rec, imax)),
+        );
     }
     let a = worst_low < 0.1;
     let b = pp > pe + 1.0;
@@ -225,8 +263,14 @@ fn v_devpoll_no_errors(rec: &ScenarioRecord) -> Judged {
 fn v_peer_poll(rec: &ScenarioRecord) -> Judged {
     let (p, e) = ("lighttpd (poll)", "lighttpd (linux-sysepoll)");
     let i = largest_inactive(rec, p).need("lighttpd with server.event-handler = poll")?;
-    let r = smallest(rec, &[s(p), ("inactive", j(i))], "rate").need("lighttpd")?;
-    let f = |m: &str| [s(m), ("inactive", j(i)), ("rate", j(r))];
+    let r = smallest(rec, &[of_series(p), ("inactive", value_of(i))], "rate").need("lighttpd")?;
+    let f = |m: &str| {
+        [
+            of_series(m),
+            ("inactive", value_of(i)),
+            ("rate", value_of(r)),
+        ]
+    };
     let (pc, ec) = (
         at(rec, &f(p), "server_cpu_pct"),
         at(rec, &f(e), "server_cpu_pct"),
@@ -322,7 +366,11 @@ mod tests {
             p.metrics.insert("generator_limited".into(), 1.0);
         }
         for r in [&unloaded, &generator] {
-            for id in ["devpoll-keeps-up", "poll-breaks-at-501", "devpoll-no-errors"] {
+            for id in [
+                "devpoll-keeps-up",
+                "poll-breaks-at-501",
+                "devpoll-no-errors",
+            ] {
                 check(CLAIMS, id, r, Outcome::NotReached);
             }
         }

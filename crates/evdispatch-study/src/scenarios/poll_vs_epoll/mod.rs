@@ -14,7 +14,7 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::report::figure::{Figure, Metrics};
+use crate::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
 use crate::scenarios::common::{fd_limit, rate_chart, session_job, REPLY_RATE};

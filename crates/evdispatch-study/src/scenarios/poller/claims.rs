@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::claims::*;
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 use crate::results::ScenarioRecord;
 
 /// The claims this scenario's data decide, in the order the report lists them.
@@ -22,15 +22,15 @@ pub static CLAIMS: &[Claim] = &[
 
 fn poller_a1() -> Vec<(&'static str, Value)> {
     vec![
-        ("bench", j("poller")),
-        ("active", j(1)),
-        ("placement", j("rotating")),
+        ("bench", value_of("poller")),
+        ("active", value_of(1)),
+        ("placement", value_of("rotating")),
     ]
 }
 
 fn growth(rec: &ScenarioRecord, mech: &str) -> Option<(f64, f64, f64, f64)> {
     let mut f = poller_a1();
-    f.push(s(mech));
+    f.push(of_series(mech));
     let ((n0, t0), (n1, t1)) = ends(rec, &f, "fds", "median_us")?;
     (t0 > 0.0).then_some((n0, n1, t0, t1))
 }
@@ -39,18 +39,22 @@ fn growth(rec: &ScenarioRecord, mech: &str) -> Option<(f64, f64, f64, f64)> {
 const KEGEL_PAIRS: f64 = 10_000.0;
 
 fn v_pairs_flat(rec: &ScenarioRecord) -> Judged {
-    let f = [("bench", j("pairs"))];
+    let f = [("bench", value_of("pairs"))];
     let open = rec.xy(&f, "fds", "open_us_per_pair");
     let close = rec.xy(&f, "fds", "close_us_per_pair");
     let (Some(&(n0, o0)), Some(&(n1, o1))) = (open.first(), open.last()) else {
         return Err(missing("socketpair open and close times"));
     };
-    let ((_, c0), (_, c1)) = (close.first().copied(), close.last().copied())
-        .need("socketpair close times")?;
+    let ((_, c0), (_, c1)) =
+        (close.first().copied(), close.last().copied()).need("socketpair close times")?;
     if n1 < KEGEL_PAIRS {
         return unreached(
             rec,
-            vec![("largest N", n1), ("open µs per pair", o1), ("close µs per pair", c1)],
+            vec![
+                ("largest N", n1),
+                ("open µs per pair", o1),
+                ("close µs per pair", c1),
+            ],
             format!(
                 "the largest N run was {} socketpairs; Kegel's times are for 10,000",
                 fmt_num(n1)
@@ -92,10 +96,10 @@ fn v_epoll_flat(rec: &ScenarioRecord) -> Judged {
 
 fn v_devpoll_faster(rec: &ScenarioRecord) -> Judged {
     let mut f = poller_a1();
-    f.push(s("poll"));
+    f.push(of_series("poll"));
     let poll = rec.xy(&f, "fds", "median_us");
     let mut f = poller_a1();
-    f.push(s("epoll"));
+    f.push(of_series("epoll"));
     let epoll = rec.xy(&f, "fds", "median_us");
     let pairs: Vec<(f64, f64)> = poll
         .iter()
@@ -118,12 +122,17 @@ fn v_devpoll_faster(rec: &ScenarioRecord) -> Judged {
 
 fn v_active_only(rec: &ScenarioRecord) -> Judged {
     let (_, _, t0, t1) = growth(rec, "epoll").need("epoll at two descriptor counts")?;
-    let n = largest(rec, &[("bench", j("poller")), s("epoll")], "fds").need("epoll")?;
+    let n = largest(
+        rec,
+        &[("bench", value_of("poller")), of_series("epoll")],
+        "fds",
+    )
+    .need("epoll")?;
     let f = [
-        ("bench", j("poller")),
-        s("epoll"),
-        ("fds", j(n)),
-        ("placement", j("rotating")),
+        ("bench", value_of("poller")),
+        of_series("epoll"),
+        ("fds", value_of(n)),
+        ("placement", value_of("rotating")),
     ];
     let ((a0, u0), (a1, u1)) = ends(rec, &f, "active", "median_us")
         .need("epoll at two active counts (the tiny profile runs A = 1 only)")?;
@@ -137,10 +146,15 @@ fn v_active_only(rec: &ScenarioRecord) -> Judged {
 }
 
 fn v_ring_minor(rec: &ScenarioRecord) -> Judged {
-    let n = largest(rec, &[("bench", j("poller")), s("poll")], "fds").need("poll")?;
+    let n = largest(
+        rec,
+        &[("bench", value_of("poller")), of_series("poll")],
+        "fds",
+    )
+    .need("poll")?;
     let at_n = |m: &str| {
         let mut f = poller_a1();
-        f.extend([s(m), ("fds", j(n))]);
+        f.extend([of_series(m), ("fds", value_of(n))]);
         at(rec, &f, "median_us")
     };
     let ((p, e), u) = at_n("poll")
@@ -157,10 +171,15 @@ fn v_ring_minor(rec: &ScenarioRecord) -> Judged {
 }
 
 fn v_near_raw(rec: &ScenarioRecord) -> Judged {
-    let n = largest(rec, &[("bench", j("poller")), s("raw-epoll")], "fds").need("raw-epoll")?;
+    let n = largest(
+        rec,
+        &[("bench", value_of("poller")), of_series("raw-epoll")],
+        "fds",
+    )
+    .need("raw-epoll")?;
     let at_n = |m: &str| {
         let mut f = poller_a1();
-        f.extend([s(m), ("fds", j(n))]);
+        f.extend([of_series(m), ("fds", value_of(n))]);
         at(rec, &f, "median_us")
     };
     let raw = at_n("raw-epoll").need("raw-epoll at the largest N")?;
@@ -193,7 +212,7 @@ fn v_near_raw(rec: &ScenarioRecord) -> Judged {
 }
 
 fn v_fd_alloc(rec: &ScenarioRecord) -> Judged {
-    let f = [("bench", j("fdalloc"))];
+    let f = [("bench", value_of("fdalloc"))];
     let ((n0, t0), (n1, t1)) = ends(rec, &f, "fds", "second_alloc_far_median_us")
         .need("bench fdalloc at two descriptor counts")?;
     let near = ends(rec, &f, "fds", "second_alloc_near_median_us");
@@ -318,8 +337,12 @@ mod tests {
         let growing = pairs(&[(100, 3.0, 2.0), (10000, 30.0, 2.0)]);
         check(CLAIMS, id, &flat, Outcome::Holds);
         check(CLAIMS, id, &growing, Outcome::Fails);
-        check(CLAIMS, id, &pairs(&[(100, 3.0, 2.0), (1000, 3.0, 2.0)]), Outcome::NotReached);
+        check(
+            CLAIMS,
+            id,
+            &pairs(&[(100, 3.0, 2.0), (1000, 3.0, 2.0)]),
+            Outcome::NotReached,
+        );
         check(CLAIMS, id, &empty("poller"), Outcome::NotMeasured);
     }
-
 }

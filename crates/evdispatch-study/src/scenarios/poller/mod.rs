@@ -15,10 +15,10 @@ use serde_json::{json, Value};
 
 use crate::contracts;
 use crate::drive;
-use crate::report::figure::{fmt_num, lines, Chart, Figure, Metrics, Series, Table};
+use crate::figure::{fmt_num, lines, Chart, Figure, Metrics, Series, Table};
 use crate::report::reading;
 use crate::results::{Point, ScenarioRecord};
-use crate::scenarios::common::{cell, j};
+use crate::scenarios::common::{cell, value_of};
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario};
 
 /// The row in the scenario table.
@@ -83,11 +83,7 @@ fn kegel_fds(p: Profile, nofile: u64) -> (Vec<u64>, Option<(u64, String)>) {
 
 fn plan(p: Profile, caps: &Caps) -> Plan {
     let (fds, left_out) = kegel_fds(p, caps.nofile);
-    let fds = fds
-        .iter()
-        .map(u64::to_string)
-        .collect::<Vec<_>>()
-        .join(",");
+    let fds = fds.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
     let fds = fds.as_str();
     let active = p.pick("1", "1,100", "1,10,100,1000");
     // Full: 500 a cell. With 1,000, a round took 207–232 s (stop 20's full
@@ -244,7 +240,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
 
 /// The largest `fds` among poller points.
 fn max_fds(rec: &ScenarioRecord) -> Option<f64> {
-    rec.select(&[("bench", j("poller"))])
+    rec.select(&[("bench", value_of("poller"))])
         .filter_map(|p| p.num("fds"))
         .reduce(f64::max)
 }
@@ -275,9 +271,9 @@ fn log_log(x_label: &str, y_label: &str, series: Vec<Series>) -> Chart {
 fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     let mut figs = Vec::new();
     let a1 = [
-        ("bench", j("poller")),
-        ("active", j(1)),
-        ("placement", j("rotating")),
+        ("bench", value_of("poller")),
+        ("active", value_of(1)),
+        ("placement", value_of("rotating")),
     ];
     // Kegel's table: rows × N, median µs at A = 1.
     let mut fds: Vec<f64> = rec.select(&a1).filter_map(|p| p.num("fds")).collect();
@@ -345,9 +341,9 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     );
     if let Some(n) = max_fds(rec) {
         let f = [
-            ("bench", j("poller")),
-            ("fds", j(n)),
-            ("placement", j("rotating")),
+            ("bench", value_of("poller")),
+            ("fds", value_of(n)),
+            ("placement", value_of("rotating")),
         ];
         let chart = Chart {
             x_label: "active descriptors written per iteration, A".into(),
@@ -370,7 +366,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         );
     }
     // Socketpair open and close costs.
-    let pairs = [("bench", j("pairs"))];
+    let pairs = [("bench", value_of("pairs"))];
     if rec.select(&pairs).next().is_some() {
         let mut t = Table::new(&["N", "open, µs per socketpair", "close, µs per socketpair"]);
         for p in rec.select(&pairs) {
@@ -408,7 +404,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         ));
     }
     // fd allocation (seed 003): far hole against the near control.
-    let fd = [("bench", j("fdalloc"))];
+    let fd = [("bench", value_of("fdalloc"))];
     if rec.select(&fd).next().is_some() {
         let chart = log_log(
             "descriptors open, N",
@@ -458,7 +454,10 @@ mod tests {
         assert_eq!(fds, vec![100, 1000, 10_000, 19_000]);
         let (n, why) = left.expect("30,000 left out");
         assert_eq!(n, 30_000);
-        assert!(why.contains("RLIMIT_NOFILE") && why.contains("19000"), "{why}");
+        assert!(
+            why.contains("RLIMIT_NOFILE") && why.contains("19000"),
+            "{why}"
+        );
         let (fds, left) = kegel_fds(Profile::Full, 65_536);
         assert_eq!(fds, vec![100, 1000, 10_000, 30_000]);
         assert!(left.is_none());

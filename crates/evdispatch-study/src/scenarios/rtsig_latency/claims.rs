@@ -3,7 +3,7 @@
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
 use crate::claims::*;
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 use crate::results::ScenarioRecord;
 
 /// The claims this scenario's data decide, in the order the report lists them.
@@ -20,12 +20,22 @@ const JUMP_CONCURRENCY: f64 = 900.0;
 
 /// Points of `m` at the seed's Fig. 14 count, 251 inactive.
 fn at251(m: &str) -> [(&'static str, serde_json::Value); 2] {
-    [s(m), ("inactive", j(251))]
+    [of_series(m), ("inactive", value_of(251))]
 }
 
 fn v_rtsig_faster_low(rec: &ScenarioRecord) -> Judged {
     let r0 = smallest(rec, &at251("rtsig"), "rate").need("rtsig at 251 inactive")?;
-    let p50 = |m: &str| at(rec, &[s(m), ("inactive", j(251)), ("rate", j(r0))], "p50_us");
+    let p50 = |m: &str| {
+        at(
+            rec,
+            &[
+                of_series(m),
+                ("inactive", value_of(251)),
+                ("rate", value_of(r0)),
+            ],
+            "p50_us",
+        )
+    };
     let (r, e) = (p50("rtsig"), p50("epoll")).need("rtsig and epoll at the lowest rate")?;
     Ok(verdict(
         if r < 0.95 * e { Outcome::Holds } else if r <= 1.05 * e { Outcome::Partly } else { Outcome::Fails },
@@ -38,7 +48,9 @@ fn v_rtsig_jumps(rec: &ScenarioRecord) -> Judged {
     let r = rec.xy(&at251("rtsig"), "rate", "p50_us");
     let e = rec.xy(&at251("epoll"), "rate", "p50_us");
     if r.len() < 2 || e.len() < 2 {
-        return Err(missing("rtsig and epoll at two rates or more with 251 inactive"));
+        return Err(missing(
+            "rtsig and epoll at two rates or more with 251 inactive",
+        ));
     }
     // The seed's regime: ~900 concurrent connections, or rtsig's knee.
     let conc = peak(rec, &at251("rtsig"), "connections_peak").unwrap_or(0.0);
@@ -57,7 +69,10 @@ fn v_rtsig_jumps(rec: &ScenarioRecord) -> Judged {
     let emin = e.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
     let jump = r.iter().find(|(_, y)| *y >= 10.0 * rmin);
     let rmax = r.iter().map(|p| p.1 / rmin).fold(0.0, f64::max);
-    let reached = vec![("rtsig peak concurrency", conc), ("rtsig overflows (most in a run)", overflows)];
+    let reached = vec![
+        ("rtsig peak concurrency", conc),
+        ("rtsig overflows (most in a run)", overflows),
+    ];
     let Some((rate, y)) = jump else {
         return Ok(verdict(
             Outcome::Fails,
@@ -92,7 +107,15 @@ fn v_batch_dequeue(rec: &ScenarioRecord) -> Judged {
     let (rk, bk) = (rk.unwrap_or(0.0), bk.unwrap_or(0.0));
     let top = |m: &str| {
         let r = largest(rec, &at251(m), "rate")?;
-        at(rec, &[s(m), ("inactive", j(251)), ("rate", j(r))], "reply_rate")
+        at(
+            rec,
+            &[
+                of_series(m),
+                ("inactive", value_of(251)),
+                ("rate", value_of(r)),
+            ],
+            "reply_rate",
+        )
     };
     let (rt, bt) = (top("rtsig"), top("rtsig-batch")).need("reply rates")?;
     Ok(verdict(
@@ -105,15 +128,23 @@ fn v_batch_dequeue(rec: &ScenarioRecord) -> Judged {
 /// Per inactive count `m` ran at: `(count, kept up to /s, best replies/s,
 /// overloaded)`, ascending.
 fn knees(rec: &ScenarioRecord, m: &str) -> Vec<(f64, f64, f64, bool)> {
-    let mut counts: Vec<f64> = rec.select(&[s(m)]).filter_map(|p| p.num("inactive")).collect();
+    let mut counts: Vec<f64> = rec
+        .select(&[of_series(m)])
+        .filter_map(|p| p.num("inactive"))
+        .collect();
     counts.sort_by(f64::total_cmp);
     counts.dedup();
     counts
         .into_iter()
         .filter_map(|i| {
-            let f = [s(m), ("inactive", j(i))];
+            let f = [of_series(m), ("inactive", value_of(i))];
             let (kept, _) = knee(rec, &f)?;
-            Some((i, kept.unwrap_or(0.0), peak(rec, &f, "reply_rate")?, overloaded_at(rec, &f).is_some()))
+            Some((
+                i,
+                kept.unwrap_or(0.0),
+                peak(rec, &f, "reply_rate")?,
+                overloaded_at(rec, &f).is_some(),
+            ))
         })
         .collect()
 }
@@ -157,7 +188,8 @@ fn v_devpoll_scales_better(rec: &ScenarioRecord) -> Judged {
         return Err(missing("rtsig and epoll"));
     }
     if pairs.is_empty() {
-        let least = |k: &[(f64, f64, f64, bool)]| k.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+        let least =
+            |k: &[(f64, f64, f64, bool)]| k.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
         return unreached(rec, vec![("rtsig kept up to /s, least over counts", least(&r)), ("epoll kept up to /s, least over counts", least(&e))], format!(
             "neither rtsig nor epoll fell behind with the load generator below its limit at any inactive count they share (rtsig kept up to {}/s at least, epoll to {}/s)",
             fmt_num(least(&r)),
@@ -168,8 +200,14 @@ fn v_devpoll_scales_better(rec: &ScenarioRecord) -> Judged {
     let worse = pairs.iter().filter(|p| p.2 < p.1).count();
     let mut nums: Vec<(String, f64)> = Vec::new();
     for (i, rk, ek) in &pairs {
-        nums.push((format!("{} inactive: rtsig kept up to /s", fmt_num(*i)), *rk));
-        nums.push((format!("{} inactive: epoll kept up to /s", fmt_num(*i)), *ek));
+        nums.push((
+            format!("{} inactive: rtsig kept up to /s", fmt_num(*i)),
+            *rk,
+        ));
+        nums.push((
+            format!("{} inactive: epoll kept up to /s", fmt_num(*i)),
+            *ek,
+        ));
     }
     Ok(verdict(
         if worse > 0 { Outcome::Fails } else if better > 0 { Outcome::Holds } else { Outcome::Partly },

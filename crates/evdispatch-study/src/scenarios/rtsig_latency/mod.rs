@@ -12,10 +12,10 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::report::figure::{Figure, Metrics};
+use crate::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenarios::common::{j, rate_chart, session_job, REPLY_RATE};
+use crate::scenarios::common::{rate_chart, session_job, value_of, REPLY_RATE};
 use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec};
 use crate::web::{plan_web, run_web};
 
@@ -110,7 +110,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
 fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     let mut figs = Vec::new();
     for (i, fig) in [(1, 11), (251, 12), (501, 13)] {
-        let f = [("inactive", j(i))];
+        let f = [("inactive", value_of(i))];
         if rec.select(&f).next().is_none() {
             continue;
         }
@@ -149,7 +149,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     figs.push(
         rate_chart(
             rec,
-            &[("inactive", j(251))],
+            &[("inactive", value_of(251))],
             Metrics::y("connections_peak"),
             "connections open at once (peak)",
             (false, true),
@@ -161,7 +161,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     figs.push(
         rate_chart(
             rec,
-            &[("inactive", j(251))],
+            &[("inactive", value_of(251))],
             Metrics::y("overflows"),
             "SIGIO overflows per run",
             (false, false),

@@ -3,7 +3,7 @@
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
 use crate::claims::*;
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 use crate::results::{Point, ScenarioRecord};
 
 /// The claims this scenario's data decide, in the order the report lists them.
@@ -17,7 +17,7 @@ pub static CLAIMS: &[Claim] = &[
 
 /// The web runs of mechanism `m` (scenario 6), floor runs aside.
 fn web_points<'a>(rec: &'a ScenarioRecord, m: &str) -> Vec<&'a Point> {
-    rec.select(&[s(m)])
+    rec.select(&[of_series(m)])
         .filter(|p| p.str("bench").is_none() && p.str("part") != Some("floor"))
         .collect()
 }
@@ -28,9 +28,13 @@ fn web_points<'a>(rec: &'a ScenarioRecord, m: &str) -> Vec<&'a Point> {
 /// start and of closes at the end overflow it whatever the rate. 0 if there
 /// is no floor run.
 fn overflow_floor(rec: &ScenarioRecord, m: &str, idle: f64) -> f64 {
-    rec.select(&[s(m), ("part", j("floor")), ("idle", j(idle))])
-        .find_map(|p| p.metric("overflows"))
-        .unwrap_or(0.0)
+    rec.select(&[
+        of_series(m),
+        ("part", value_of("floor")),
+        ("idle", value_of(idle)),
+    ])
+    .find_map(|p| p.metric("overflows"))
+    .unwrap_or(0.0)
 }
 
 /// Overflows of a run beyond what its floor explains (1.5 × the floor + 2).
@@ -169,7 +173,10 @@ fn v_overflow_past_knee(rec: &ScenarioRecord) -> Judged {
 /// rate it fell behind at, at each idle count.
 fn v_every_dequeue(rec: &ScenarioRecord) -> Judged {
     let pts = web_points(rec, "rtsig");
-    if !pts.iter().any(|p| p.metric("overflows_per_dequeue").is_some()) {
+    if !pts
+        .iter()
+        .any(|p| p.metric("overflows_per_dequeue").is_some())
+    {
         return Err(missing("rtsig overflows per dequeue call"));
     }
     let mut idles: Vec<f64> = pts.iter().filter_map(|p| p.num("idle")).collect();
@@ -190,12 +197,22 @@ fn v_every_dequeue(rec: &ScenarioRecord) -> Judged {
         if let Some(p) = top {
             let share = p.metric("overflows_per_dequeue").unwrap_or(0.0);
             worst = worst.min(share);
-            nums.push((format!("{} idle: SIGIOs per dequeue past the knee", fmt_num(i)), share));
-            nums.push((format!("{} idle: that run's offered rate /s", fmt_num(i)), p.num("rate").unwrap_or(0.0)));
+            nums.push((
+                format!("{} idle: SIGIOs per dequeue past the knee", fmt_num(i)),
+                share,
+            ));
+            nums.push((
+                format!("{} idle: that run's offered rate /s", fmt_num(i)),
+                p.num("rate").unwrap_or(0.0),
+            ));
         }
     }
     if nums.is_empty() {
-        return never_past_knee(rec, &pts, "Below the knee the seed's server never overflowed.");
+        return never_past_knee(
+            rec,
+            &pts,
+            "Below the knee the seed's server never overflowed.",
+        );
     }
     Ok(verdict(
         band(worst >= 0.9, worst >= 0.5),
@@ -297,9 +314,9 @@ fn v_tailspin(rec: &ScenarioRecord) -> Judged {
         .iter()
         .filter_map(|p| {
             rec.select(&[
-                s("hybrid"),
-                ("idle", j(p.num("idle")?)),
-                ("rate", j(p.num("rate")?)),
+                of_series("hybrid"),
+                ("idle", value_of(p.num("idle")?)),
+                ("rate", value_of(p.num("rate")?)),
             ])
             .filter(|q| q.str("part") != Some("floor"))
             .find_map(|q| q.metric("reply_pct_of_offered"))
@@ -321,7 +338,7 @@ fn v_tailspin(rec: &ScenarioRecord) -> Judged {
 }
 
 fn v_no_event_lost(rec: &ScenarioRecord) -> Judged {
-    let cells: Vec<&Point> = rec.select(&[("bench", j("overflow"))]).collect();
+    let cells: Vec<&Point> = rec.select(&[("bench", value_of("overflow"))]).collect();
     if cells.is_empty() {
         return Err(missing("bench overflow"));
     }
@@ -445,9 +462,13 @@ mod tests {
         no_budget.params = json!({"no_cpu_budget": "no CPU budget here: not root"});
         let v = CLAIMS[0].judge(&no_budget);
         assert_eq!(v.outcome, Outcome::NotReached);
-        assert!(v.why.starts_with("no CPU budget here: not root;"), "{}", v.why);
+        assert!(
+            v.why.starts_with("no CPU budget here: not root;"),
+            "{}",
+            v.why
+        );
         // Nor does a run that fell behind because the generator could not
-        // offer the rate: the good record's overload, generator-bound.
+        // offer the rate: the good record'of_series overload, generator-bound.
         let mut bound = good.clone();
         for p in bound.points.iter_mut() {
             p.metrics.insert("generator_limited".into(), 1.0);

@@ -18,10 +18,10 @@ use serde_json::{json, Map, Value};
 
 use crate::contracts;
 use crate::drive;
-use crate::report::figure::{fmt_num, Figure, Metrics, Table};
+use crate::figure::{fmt_num, Figure, Metrics, Table};
 use crate::report::reading;
 use crate::results::{Point, ScenarioRecord};
-use crate::scenarios::common::{cell, j, rate_chart, session_job, REPLY_RATE};
+use crate::scenarios::common::{cell, rate_chart, session_job, value_of, REPLY_RATE};
 use crate::spec::{Caps, Ctx, Job, Plan, Profile, Scenario, ServerSpec};
 use crate::web::{plan_web, run_web};
 
@@ -204,8 +204,12 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     if !rates.is_empty() {
         let mut t = Table::new(&["request rate (/s)"]);
         let floor = |m: &str, i: &Value| {
-            rec.select(&[("series", j(m)), ("idle", i.clone()), ("part", j("floor"))])
-                .find_map(|p| p.metric("overflows"))
+            rec.select(&[
+                ("series", value_of(m)),
+                ("idle", i.clone()),
+                ("part", value_of("floor")),
+            ])
+            .find_map(|p| p.metric("overflows"))
         };
         if idles.iter().any(|i| floor("rtsig", i).is_some()) {
             let mut row = vec![format!("floor ({}/s)", fmt_num(FLOOR_RATE))];
@@ -227,8 +231,10 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             t.columns.push(format!("{i} idle: rtsig replies/s"));
             t.columns.push(format!("{i} idle: rtsig signals dequeued"));
             t.columns.push(format!("{i} idle: rtsig SIGIOs"));
-            t.columns.push(format!("{i} idle: rtsig SIGIOs per dequeue"));
-            t.columns.push(format!("{i} idle: rtsig-batch (sigtimedwait4) SIGIOs"));
+            t.columns
+                .push(format!("{i} idle: rtsig SIGIOs per dequeue"));
+            t.columns
+                .push(format!("{i} idle: rtsig-batch (sigtimedwait4) SIGIOs"));
             t.columns.push(format!("{i} idle: rtsig-perfd SIGIOs"));
             t.columns.push(format!("{i} idle: hybrid switches"));
         }
@@ -237,9 +243,13 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             for i in &idles {
                 let get = |m: &str, k: &str| {
                     cell(
-                        rec.select(&[("series", j(m)), ("idle", i.clone()), ("rate", j(r))])
-                            .filter(|p| p.str("part") != Some("floor"))
-                            .find_map(|p| p.metric(k)),
+                        rec.select(&[
+                            ("series", value_of(m)),
+                            ("idle", i.clone()),
+                            ("rate", value_of(r)),
+                        ])
+                        .filter(|p| p.str("part") != Some("floor"))
+                        .find_map(|p| p.metric(k)),
                     )
                 };
                 row.push(get("rtsig", "reply_rate"));
@@ -271,7 +281,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         ));
     }
     for i in idles {
-        let f = [("idle", i.clone()), ("part", j("sweep"))];
+        let f = [("idle", i.clone()), ("part", value_of("sweep"))];
         figs.push(
             rate_chart(
                 rec,
@@ -298,7 +308,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         );
     }
     // bench overflow: the price of one recovery.
-    let bench: Vec<&Point> = rec.select(&[("bench", j("overflow"))]).collect();
+    let bench: Vec<&Point> = rec.select(&[("bench", value_of("overflow"))]).collect();
     if !bench.is_empty() {
         let mut t = Table::new(&[
             "mechanism",

@@ -5,7 +5,7 @@
 use serde_json::Value;
 
 use crate::claims::*;
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 use crate::results::ScenarioRecord;
 
 /// The claims this scenario's data decide, in the order the report lists them.
@@ -21,13 +21,13 @@ pub static CLAIMS: &[Claim] = &[
 
 fn smallest_idle(rec: &ScenarioRecord) -> Vec<(&'static str, Value)> {
     let i = smallest(rec, &[], "idle").unwrap_or(252.0);
-    let b = smallest(rec, &[("idle", j(i))], "reply_bytes").unwrap_or(1.0);
-    vec![("idle", j(i)), ("reply_bytes", j(b))]
+    let b = smallest(rec, &[("idle", value_of(i))], "reply_bytes").unwrap_or(1.0);
+    vec![("idle", value_of(i)), ("reply_bytes", value_of(b))]
 }
 
 fn best_of(rec: &ScenarioRecord, series: &str) -> Option<f64> {
     let mut f = smallest_idle(rec);
-    f.push(s(series));
+    f.push(of_series(series));
     peak(rec, &f, "reply_rate")
 }
 
@@ -36,7 +36,7 @@ fn best_of(rec: &ScenarioRecord, series: &str) -> Option<f64> {
 /// with the generator not the limit.
 fn top(rec: &ScenarioRecord, m: &str) -> Option<(f64, f64, bool)> {
     let mut f = smallest_idle(rec);
-    f.push(s(m));
+    f.push(of_series(m));
     let p = rec
         .select(&f)
         .filter(|p| p.num("rate").is_some() && p.metric("reply_rate").is_some())
@@ -97,7 +97,7 @@ fn v_multi_accept_like_rtsig(rec: &ScenarioRecord) -> Judged {
 
 fn v_devpoll_collapse(rec: &ScenarioRecord) -> Judged {
     let mut f = smallest_idle(rec);
-    f.push(s("epoll"));
+    f.push(of_series("epoll"));
     let xy = rec.xy(&f, "rate", "reply_rate");
     let best = xy.iter().map(|p| p.1).fold(0.0, f64::max);
     let (top_rate, at_top, behind) = top(rec, "epoll").need("epoll")?;
@@ -118,12 +118,12 @@ fn v_devpoll_collapse(rec: &ScenarioRecord) -> Judged {
 }
 
 fn v_rtsig_cpu_lower(rec: &ScenarioRecord) -> Judged {
-    let i = largest(rec, &[s("rtsig")], "idle").need("rtsig")?;
-    let r = smallest(rec, &[s("rtsig"), ("idle", j(i))], "rate").need("rtsig")?;
+    let i = largest(rec, &[of_series("rtsig")], "idle").need("rtsig")?;
+    let r = smallest(rec, &[of_series("rtsig"), ("idle", value_of(i))], "rate").need("rtsig")?;
     let cpu = |m: &str| {
         at(
             rec,
-            &[s(m), ("idle", j(i)), ("rate", j(r))],
+            &[of_series(m), ("idle", value_of(i)), ("rate", value_of(r))],
             "server_cpu_pct",
         )
     };
@@ -148,10 +148,15 @@ fn v_per_fd_higher_load(rec: &ScenarioRecord) -> Judged {
 
 fn v_completion(rec: &ScenarioRecord) -> Judged {
     let f = smallest_idle(rec);
-    let r = smallest(rec, &[f[0].clone(), f[1].clone(), s("epoll")], "rate").need("epoll")?;
+    let r = smallest(
+        rec,
+        &[f[0].clone(), f[1].clone(), of_series("epoll")],
+        "rate",
+    )
+    .need("epoll")?;
     let per = |m: &str| {
         let mut g = f.clone();
-        g.extend([s(m), ("rate", j(r))]);
+        g.extend([of_series(m), ("rate", value_of(r))]);
         at(rec, &g, "cpu_us_per_reply")
     };
     let (c, e) = (per("uring-completion"), per("epoll"))
@@ -166,10 +171,15 @@ fn v_completion(rec: &ScenarioRecord) -> Judged {
 
 fn v_ours_like_nginx(rec: &ScenarioRecord) -> Judged {
     let f = smallest_idle(rec);
-    let r = smallest(rec, &[f[0].clone(), f[1].clone(), s("nginx")], "rate").need("nginx")?;
+    let r = smallest(
+        rec,
+        &[f[0].clone(), f[1].clone(), of_series("nginx")],
+        "rate",
+    )
+    .need("nginx")?;
     let per = |m: &str| {
         let mut g = f.clone();
-        g.extend([s(m), ("rate", j(r))]);
+        g.extend([of_series(m), ("rate", value_of(r))]);
         at(rec, &g, "cpu_us_per_reply")
     };
     let (o, n) = (per("epoll"), per("nginx")).need("ours on epoll and nginx at the same rate")?;
@@ -263,7 +273,11 @@ mod tests {
         for p in bound.points.iter_mut() {
             p.metrics.insert("generator_limited".into(), 1.0);
         }
-        for id in ["multi-accept-select", "devpoll-collapses", "per-fd-higher-load"] {
+        for id in [
+            "multi-accept-select",
+            "devpoll-collapses",
+            "per-fd-higher-load",
+        ] {
             check(CLAIMS, id, &bound, Outcome::NotReached);
         }
     }

@@ -11,10 +11,10 @@ mod claims;
 
 use serde_json::{json, Map};
 
-use crate::report::figure::{Figure, Metrics};
+use crate::figure::{Figure, Metrics};
 use crate::report::reading;
 use crate::results::ScenarioRecord;
-use crate::scenarios::common::{all_dispatch, chart, fd_limit, j, session_job, REPLY_RATE};
+use crate::scenarios::common::{all_dispatch, chart, fd_limit, session_job, value_of, REPLY_RATE};
 use crate::spec::{Caps, Plan, Profile, Scenario, ServerSpec, PEER_SERVERS};
 use crate::web::{plan_web, run_web};
 
@@ -114,7 +114,11 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     let slow_starters = ["threads", "h2o"];
     for (idle, doc, bytes) in &configs {
         for s in &servers {
-            let name = s.mechanism.as_deref().filter(|_| s.server == "ours").unwrap_or(&s.server);
+            let name = s
+                .mechanism
+                .as_deref()
+                .filter(|_| s.server == "ours")
+                .unwrap_or(&s.server);
             if p == Profile::Quick && *idle > 252 && slow_starters.contains(&name) {
                 continue;
             }
@@ -157,7 +161,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
             }
             let what = format!(
                 "{idle} idle, {} replies",
-                if bytes == j(1) {
+                if bytes == value_of(1) {
                     "1-byte".to_string()
                 } else {
                     format!("{bytes}-byte")

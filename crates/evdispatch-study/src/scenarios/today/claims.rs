@@ -3,7 +3,7 @@
 //! scenario's record (see [`crate::claims`] for the verdicts and helpers).
 
 use crate::claims::*;
-use crate::report::figure::fmt_num;
+use crate::figure::fmt_num;
 use crate::results::ScenarioRecord;
 
 /// The claims this scenario's data decide, in the order the report lists them.
@@ -17,10 +17,13 @@ pub static CLAIMS: &[Claim] = &[
 fn herd(rec: &ScenarioRecord, mode: &str) -> Option<(f64, f64)> {
     // At the lowest rate: connections arrive one at a time, so every wake-up
     // of a worker that finds nothing to accept is the herd's.
-    let f = [("part", j("herd")), ("listener_mode", j(mode))];
+    let f = [
+        ("part", value_of("herd")),
+        ("listener_mode", value_of(mode)),
+    ];
     let r = smallest(rec, &f, "rate")?;
     let mut g = f.to_vec();
-    g.push(("rate", j(r)));
+    g.push(("rate", value_of(r)));
     Some((r, at(rec, &g, "wakeups_per_accept")?))
 }
 
@@ -55,7 +58,7 @@ fn v_wake_one(rec: &ScenarioRecord) -> Judged {
 fn mem(rec: &ScenarioRecord, series: &str) -> Option<f64> {
     at(
         rec,
-        &[("part", j("memory")), s(series)],
+        &[("part", value_of("memory")), of_series(series)],
         "rss_per_conn_bytes",
     )
 }

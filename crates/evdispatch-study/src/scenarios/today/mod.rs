@@ -14,9 +14,9 @@ mod claims;
 
 use serde_json::{json, Map, Value};
 
-use crate::report::figure::{fmt_num, Figure, Table};
+use crate::figure::{fmt_num, Figure, Table};
 use crate::results::ScenarioRecord;
-use crate::scenarios::common::{all_dispatch, cell, fd_limit, j};
+use crate::scenarios::common::{all_dispatch, cell, fd_limit, value_of};
 use crate::spec::{Caps, LoadSpec, Plan, Profile, Rate, Scenario, ServerSpec, PEER_SERVERS};
 use crate::web::{plan_web, run_web, WebJob};
 
@@ -183,14 +183,14 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
     ]);
     for s in rec.distinct("series") {
         let f1 = [
-            ("part", j("workers")),
+            ("part", value_of("workers")),
             ("series", s.clone()),
-            ("workers", j(1)),
+            ("workers", value_of(1)),
         ];
         let f2 = [
-            ("part", j("workers")),
+            ("part", value_of("workers")),
             ("series", s.clone()),
-            ("workers", j(2)),
+            ("workers", value_of(2)),
         ];
         let (r1, r2) = (metric(&f1, "reply_rate"), metric(&f2, "reply_rate"));
         if r1.is_none() && r2.is_none() {
@@ -218,7 +218,10 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         "reports per accepted connection",
     ]);
     for (name, _, _) in HERD_MODES {
-        for p in rec.select(&[("part", j("herd")), ("listener_mode", j(name))]) {
+        for p in rec.select(&[
+            ("part", value_of("herd")),
+            ("listener_mode", value_of(name)),
+        ]) {
             t.rows.push(vec![
                 name.to_string(),
                 cell(p.num("rate")),
@@ -238,7 +241,7 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         "user memory per connection (B)",
         "kernel TCP memory per connection (B, both ends)",
     ]);
-    for p in rec.select(&[("part", j("memory"))]) {
+    for p in rec.select(&[("part", value_of("memory"))]) {
         t.rows.push(vec![
             p.series.clone(),
             cell(p.num("idle")),
