@@ -45,7 +45,7 @@ impl Profile {
     /// The part of [`Profile::budget_s`] kept for the opt-in scenarios this
     /// profile runs by default (full runs the hostile conditions, about
     /// 2,940 s planned with its 15-minute soak; the rest is slack, since
-    /// they ran 13% over their plan at stop 20): the other scenarios must
+    /// they ran 13% over their plan in the full run of 2026-11-24): the other scenarios must
     /// fit in the rest.
     pub fn opt_in_reserve_s(self) -> f64 {
         self.pick(0.0, 0.0, 3_400.0)

@@ -1,4 +1,4 @@
-//! Scenario 9: hostile conditions (issue 7), through `evdispatch-torture`:
+//! Scenario 9: hostile conditions, through `evdispatch-torture`:
 //! a signal-queue storm, descriptor exhaustion, slowloris, the attack
 //! corpus and a soak, each against our server on epoll, uring-completion,
 //! rtsig-batch and hybrid (the storm on the signal mechanisms), with nginx
@@ -28,7 +28,7 @@ use evdispatch_torture::{Env, Which};
 pub const SCENARIO: Scenario = Scenario {
     id: "hostile",
     title: "Hostile conditions: signal-queue storm, descriptor exhaustion, slowloris, malicious input, soak",
-    seeds: "000 §2 and §5.2 (RT-signal queue overflow, phhttpd's meltdown), 000 §5.1 (inactive connections, error rates); issue 7",
+    seeds: "000 §2 and §5.2 (RT-signal queue overflow, phhttpd's meltdown), 000 §5.1 (inactive connections, error rates)",
     about: "The ways the seeds' servers failed, provoked on purpose: the RT-signal server with RLIMIT_SIGPENDING = 16 offered 1.25× its knee for 60 s; a crowd of connections beyond the descriptor limit beside keep-alive clients; 5,000 clients sending a byte a second beside normal load; a corpus of malformed and malicious requests (traversal in every encoding, smuggling shapes, floods, invalid bytes), also sent to nginx; and a soak of mixed load (3 min quick, 15 min full) watching memory and descriptors. Every figure comes from `evdispatch torture`, which prints the same with pass/fail.",
     plan,
     run,
@@ -92,7 +92,8 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         .iter()
         .filter(|m| evdispatch_torture::SIGNAL_MODELS.contains(&m.as_str()))
         .count() as f64;
-    // Estimates: stop 20's full run measured storm 241 s, exhaustion 321,
+    // Estimates: the full run of 2026-11-24
+    // (results/2026-11-24-study-full-timing) measured storm 241 s, exhaustion 321,
     // slowloris 1,403 and attacks 57 with the four models and nginx.
     let parts: Vec<(&str, f64)> = match p {
         Profile::Tiny => vec![("storm", 9.0 * signal), ("attacks", 8.0)],

@@ -57,7 +57,7 @@ const OURS: &str = "evdispatch load";
 /// runs and rounds, httperf waits for their TIME_WAITs to drain. In quick,
 /// the scenarios before this one leave about 26,000 ports held when it
 /// starts: with 4,000 connections at the top rate httperf waited 31–32 s a
-/// run at stop 22, with 2,500 it did not wait in six runs (the margin is
+/// run in results/2026-11-24-study-quick-stability, with 2,500 it did not wait in six runs (the margin is
 /// thin: a wait stays possible, and is recorded).
 fn open_loop_max_conns(p: Profile) -> f64 {
     p.pick(8000.0, 2500.0, 8000.0)
@@ -127,7 +127,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         let open_s = duration.min(open_loop_max_conns(p) / r);
         // Over the rounds the TIME_WAITs add up: before the top rate,
         // httperf waits for ports (`wait_for_httperf_ports`), 44–45 s in
-        // each full round but the first when measured at stop 21 (36 s a
+        // each full round but the first in the full run of 2026-11-24 (36 s a
         // round on average).
         let port_wait = if Some(&r) == open_rates.last() {
             p.pick(0.0, 0.0, 36.0)

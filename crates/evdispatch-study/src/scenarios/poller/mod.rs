@@ -86,8 +86,8 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     let fds = fds.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
     let fds = fds.as_str();
     let active = p.pick("1", "1,100", "1,10,100,1000");
-    // Full: 500 a cell. With 1,000, a round took 207–232 s (stop 20's full
-    // run), mostly the cells of 1,000 active descriptors, where the helper
+    // Full: 500 a cell. With 1,000, a round took 207–232 s (the full run of
+    // 2026-11-24, results/2026-11-24-study-full-timing), mostly the cells of 1,000 active descriptors, where the helper
     // writes 1,000 bytes before every wait; the profile then overran its
     // two hours. The median of 500 waits is as steady.
     let iterations = p.pick(100, 300, 500);
@@ -96,7 +96,8 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     // get an interval across rounds. Within a study round, quick splits
     // each cell's iterations into three blocks the bench interleaves with
     // the other rows' (its `--rounds`): 300 waits of 2 µs are under a
-    // millisecond, and at stop 22 one such burst in a round (a cell 25–50%
+    // millisecond, and in the quick runs of 2026-11-24
+    // (results/2026-11-24-study-quick-stability) one such burst in a round (a cell 25–50%
     // slower than in the other rounds) left three claims undecided in two
     // of three runs. Spread over the round's seconds, a burst touches one
     // block of a cell. It costs the set-up of every row twice more (4.4 s
@@ -169,9 +170,9 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             bench: "poller".into(),
             args,
         },
-        // Per study round, as measured: quick 8.6–9.0 s in one block (stop
-        // 19), 14.1 s in three (stop 22); full 207–232 s with 1,000
-        // iterations (stop 20), about 40 s of it set-up that does not shrink
+        // Per study round, as measured: quick 8.6–9.0 s in one block, 14.1 s
+        // in three (results/2026-11-24-study-quick-stability); full 207–232 s
+        // with 1,000 iterations (results/2026-11-24-study-full-timing), about 40 s of it set-up that does not shrink
         // with the iterations, so some 125 s with 500.
         p.pick(5.0, 14.0, 125.0),
     );
