@@ -2,3 +2,4 @@
 //! requests built once, an incremental reply parser).
 
 pub mod http1;
+pub mod http2;
