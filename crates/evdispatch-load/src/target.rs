@@ -30,6 +30,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::args::HttpVersion;
 use crate::tls::{TlsClient, TlsSettings};
 
 /// The options of `evdispatch load` that say what is requested and how the
@@ -185,15 +186,16 @@ pub fn raw_path(text: &str) -> anyhow::Result<String> {
 }
 
 /// Try each address in order; return the first that accepts (and, for
-/// https, completes a TLS handshake). The error names every address tried
+/// https, completes a TLS handshake), with the protocol ALPN chose. The error names every address tried
 /// and why it failed.
 pub fn first_reachable(
     addresses: &[SocketAddr],
     tls: Option<&TlsSettings>,
+    http: HttpVersion,
     url: &str,
     timeout: Duration,
-) -> anyhow::Result<SocketAddr> {
-    let client = tls.map(TlsClient::new).transpose()?;
+) -> anyhow::Result<(SocketAddr, Option<Vec<u8>>)> {
+    let client = tls.map(|t| TlsClient::new(t, http)).transpose()?;
     let mut why = Vec::new();
     for &addr in addresses {
         match std::net::TcpStream::connect_timeout(&addr, timeout) {
@@ -206,9 +208,9 @@ pub fn first_reachable(
         if let Some(c) = &client {
             // A TLS failure is the server's answer, not an unreachable
             // address: report it rather than trying the next one.
-            c.check(addr, timeout)?;
+            return Ok((addr, c.check(addr, timeout)?.1));
         }
-        return Ok(addr);
+        return Ok((addr, None));
     }
     bail!(
         "cannot connect to {url}: {} — is the server running and listening there?",

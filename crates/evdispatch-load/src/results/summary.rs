@@ -48,6 +48,7 @@
 //! | `warnings` | array | strings the reader must see |
 //! | `interrupted` | bool | Ctrl-C (or `SIGTERM`) stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
 //! | `interrupted_by` | string or null | the signal that did, `"SIGINT"` (Ctrl-C) or `"SIGTERM"`, as the workers recorded it (so `load merge` names it too); `null` when not interrupted, and in outputs of earlier versions |
+//! | `http2` | object or null | HTTP/2 runs: `streams_refused` (RST_STREAM REFUSED_STREAM), `resets` (streams reset by the server, by error code), `goaways` (GOAWAY frames received), `retried_after_goaway` (requests above a GOAWAY's last stream id, sent again on a new connection), `connection_errors` (frames that broke the protocol), `flow_control_waits` (times a body waited for the server's window), `header_bytes_sent`, `header_bytes_sent_hpack`, `header_bytes_received`, `header_bytes_received_hpack` (header names and values, and their HPACK blocks); `null` for HTTP/1.1 |
 //! | `window_start_unix_s`, `window_end_unix_s` | number | the measured window in wall-clock time, Unix seconds (0 when none began) |
 //! | `histograms` | object | `latency`, `latency_uncorrected`, `connect`: the histograms (µs) in HdrHistogram's V2 serialization, base64, what `load merge` adds up |
 //! | `checks` | array | the `--fail-if` thresholds: `expr`, `measured`, `limit` (in the expression's unit: µs for latencies), `pass` |
@@ -288,6 +289,9 @@ pub struct Summary {
     /// `null` when none did (and in outputs of earlier versions).
     #[serde(default)]
     pub interrupted_by: Option<String>,
+    /// HTTP/2 counters (`null` for HTTP/1.1).
+    #[serde(default)]
+    pub http2: Option<crate::results::record::H2Counts>,
     /// Wall-clock start of the measured window, Unix seconds (0 when no
     /// window began).
     #[serde(default)]
@@ -445,6 +449,7 @@ impl Summary {
             warnings,
             interrupted: m.interrupted,
             interrupted_by: m.signal.clone().filter(|_| m.interrupted),
+            http2: (config.http == crate::config::HttpVersion::Http2).then(|| m.http2.clone()),
             window_start_unix_s: m.window_start_unix_s,
             window_end_unix_s: if m.window_start_unix_s > 0.0 {
                 m.window_start_unix_s + d
