@@ -221,6 +221,10 @@ pub struct PeerConfig {
     pub nginx_server_extra: String,
     /// Serve HTTPS (nginx only; `None`: plain HTTP).
     pub tls: Option<PeerTls>,
+    /// nginx only: `listen … http2`: HTTP/2 by ALPN over HTTPS, and over
+    /// plain HTTP h2c by prior knowledge only (nginx 1.22 then refuses
+    /// HTTP/1.1 on that port).
+    pub http2: bool,
 }
 
 /// HTTPS for a peer (nginx's `listen … ssl`).
@@ -253,6 +257,7 @@ impl PeerConfig {
             access_log: None,
             nginx_server_extra: String::new(),
             tls: None,
+            http2: false,
         }
     }
 
@@ -375,7 +380,7 @@ http {{
     types {{ text/html html; text/plain txt; }}
     default_type application/octet-stream;
     server {{
-        listen {listen}{ssl} backlog=4096{reuseport}{deferred};
+        listen {listen}{ssl}{http2} backlog=4096{reuseport}{deferred};
         {ssl_conf}
         root {root};
         index index.html;
@@ -390,6 +395,7 @@ http {{
         rt = c.request_timeout_s,
         root = c.docroot.display(),
         extra = c.nginx_server_extra,
+        http2 = if c.http2 { " http2" } else { "" },
     )
 }
 

@@ -5,7 +5,8 @@
 //! The engine drives [`rustls::ClientConnection`] itself on its
 //! non-blocking sockets (`read_tls`, `process_new_packets`, `write_tls`):
 //! no thread and no blocking call per connection. TLS 1.2 and 1.3 are
-//! offered (ring provider), ALPN `http/1.1`, SNI from the URL's host (none
+//! offered (ring provider), ALPN `http/1.1` (`h2` for `--http2`, both for
+//! `--http auto`), SNI from the URL's host (none
 //! for an IP literal, as rustls does), certificates checked against the
 //! system's roots or `--cacert`, or not at all with `--insecure`. As with
 //! curl (OpenSSL), a certificate given with `--cacert` is trusted as itself
@@ -189,6 +190,10 @@ pub fn explain(e: &rustls::Error) -> String {
         E::AlertReceived(A::HandshakeFailure) => format!(
             "handshake failure alert from the server: no common protocol version, cipher suite \
              or ALPN protocol ({e})"
+        ),
+        E::AlertReceived(A::NoApplicationProtocol) => format!(
+            "no common application protocol: the server does not offer the one asked for by \
+             ALPN (h2 with --http2) ({e}); use --http1.1, or --http auto to take what it offers"
         ),
         E::InvalidMessage(_) => {
             format!("the server's answer is not TLS ({e}) — is it plain http:// on this port?")

@@ -361,6 +361,9 @@ impl Config {
         };
         if http == HttpVersion::Http2 {
             self.check_http2()?;
+            if self.tls.is_none() {
+                target::check_h2c(target, &self.url, t)?;
+            }
         }
         Ok(Config {
             target,

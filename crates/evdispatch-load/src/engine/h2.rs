@@ -54,6 +54,8 @@ impl Engine<'_> {
             counted: Default::default(),
         }));
         c.st = St::Waiting;
+        // The server's SETTINGS are awaited within `--timeout`.
+        c.deadline = Some(Instant::now() + self.timeout);
         self.h2_flush(slot);
     }
 
