@@ -113,6 +113,9 @@ fn goaway_moves_the_requests_to_a_new_connection() {
     let s = run(&url, "--http2 -c 1 -m 8 -d 1").unwrap();
     let h2 = s.http2.clone().unwrap();
     assert!(h2.goaways >= 2, "{h2:?}");
+    // 8 streams in flight when nginx reaches its limit: those sent past it
+    // went again on the next connection.
+    assert!(h2.retried_after_goaway > 0, "{h2:?}");
     assert!(
         s.reconnects >= h2.goaways - 1,
         "{} reconnects, {h2:?}",
@@ -262,6 +265,21 @@ fn alpn_without_h2_is_a_clear_error_and_auto_falls_to_http1() {
     let s = run(&url, &format!("--http auto -c 1 -d 0.3 --cacert {ca}")).unwrap();
     assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http1);
     assert!(s.replies > 0 && s.errors_total == 0 && s.http2.is_none());
+}
+
+/// An HTTP/1.1 server on an http:// URL: `--http2` (h2c by prior
+/// knowledge) says before the run that it does not speak h2c.
+#[test]
+fn h2c_to_an_http1_server_is_refused_before_the_run() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    let e = run(&server.http("/"), "--http2 -c 1 -d 0.3 -T 1")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("does not speak h2c") || e.contains("did not answer"),
+        "{e}"
+    );
+    assert!(e.contains("--http1.1"), "{e}");
 }
 
 #[test]

@@ -370,7 +370,9 @@ impl Engine<'_> {
                 // An idle connection lost before its first reply stays
                 // pending; its reopen settles it.
                 c.gen = c.gen.wrapping_add(1);
-                if connect_failed || self.phase == Phase::Drain {
+                // In the drain, a connection comes back at once only to
+                // carry HTTP/2 requests a GOAWAY left unprocessed.
+                if connect_failed || (self.phase == Phase::Drain && c.h2_retry.is_empty()) {
                     c.st = St::Backoff;
                     self.set_timer(now + RETRY, Timer::Retry, slot);
                 } else {

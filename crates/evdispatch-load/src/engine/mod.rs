@@ -846,7 +846,8 @@ impl<'h> Engine<'h> {
             && (matches!(
                 c.st,
                 St::Connecting | St::Handshaking | St::Sending | St::Finishing | St::Receiving
-            ) || ((!c.queue.is_empty() || !c.h2_retry.is_empty()) && c.st != St::Backoff))
+            ) || (!c.queue.is_empty() && c.st != St::Backoff)
+                || !c.h2_retry.is_empty())
     }
 
     fn error_summary(&self) -> String {

@@ -23,7 +23,7 @@
 //! | `connect_us` | object | the same for TCP connects completed in the window |
 //! | `tls_handshake_us` | object | the same for TLS handshakes completed in the window (from the TCP connect to the handshake's end; `count` 0 for http) |
 //! | `missed_slots` | integer | slots whose request could not go out on time |
-//! | `unsent_at_end` | integer | measured slots never sent (queued when the run ended) |
+//! | `unsent_at_end` | integer | measured slots never sent (queued when the run ended; over HTTP/2 also the requests a GOAWAY left unprocessed and not yet sent again, which `requests` then leaves out) |
 //! | `errors` | object | cause → count, every cause present: `refused`, `reset`, `timeout`, `client_fd` (generator out of descriptors), `client_port` (out of source ports), `malformed`, `server_closed` (closed with a request outstanding), `tls` (a TLS handshake or record failed), `other` |
 //! | `errors_total` | integer | sum of `errors` |
 //! | `errors_by_workload` | object | workload (`sessions`, `persistent`, `closed_loop`, `inactive`, `idle`, `slow`) → cause → count |
