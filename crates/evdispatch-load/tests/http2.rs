@@ -247,6 +247,75 @@ fn open_loop_over_h2c() {
     assert!(s.latency_us.max < 1_000_000, "{:?}", s.latency_us);
 }
 
+/// A minimal h2c server: its SETTINGS, then for each request HEADERS
+/// `:status 200` with END_STREAM, except every third stream (ids 5, 11,
+/// 17, …), which it resets with REFUSED_STREAM.
+fn refusing_h2c_server() -> SocketAddr {
+    use std::io::{Read, Write};
+    let (addr, _seen) = common::accept_each("127.0.0.1:0", |mut sock, _| {
+        let mut preface = [0u8; 24];
+        if sock.read_exact(&mut preface).is_err() {
+            return;
+        }
+        let frame = |kind: u8, flags: u8, id: u32, p: &[u8]| {
+            let mut f = (p.len() as u32).to_be_bytes()[1..].to_vec();
+            f.extend_from_slice(&[kind, flags]);
+            f.extend_from_slice(&id.to_be_bytes());
+            f.extend_from_slice(p);
+            f
+        };
+        let _ = sock.write_all(&frame(4, 0, 0, &[]));
+        let mut head = [0u8; 9];
+        while sock.read_exact(&mut head).is_ok() {
+            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let mut p = vec![0u8; len];
+            if sock.read_exact(&mut p).is_err() {
+                return;
+            }
+            let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
+            let reply = match head[3] {
+                // HEADERS: 0x88 is `:status 200` from HPACK's static table.
+                1 if id % 6 == 5 => frame(3, 0, id, &7u32.to_be_bytes()),
+                1 => frame(1, 0x5, id, &[0x88]),
+                4 if head[4] & 1 == 0 => frame(4, 1, 0, &[]),
+                _ => continue,
+            };
+            if sock.write_all(&reply).is_err() {
+                return;
+            }
+        }
+    });
+    addr
+}
+
+/// Streams the server refuses are errors (`stream_reset`) and counted by
+/// code; the rest of the connection carries on.
+#[test]
+fn refused_streams_are_counted_and_the_connection_goes_on() {
+    let addr = refusing_h2c_server();
+    let s = run(&format!("http://{addr}/"), "--http2 -c 1 -m 4 -d 0.5").unwrap();
+    let h2 = s.http2.clone().unwrap();
+    let refused = s.errors["stream_reset"];
+    assert!(
+        s.replies > 30 && refused > 10,
+        "{} replies, {:?}",
+        s.replies,
+        s.errors
+    );
+    assert_eq!(s.errors_total, refused, "{:?}", s.errors);
+    assert_eq!(h2.streams_refused, refused);
+    assert_eq!(h2.resets.get("refused_stream"), Some(&refused));
+    assert_eq!(s.requests, s.replies + refused);
+    // One in three streams refused.
+    assert!(
+        s.replies.abs_diff(2 * refused) <= 2,
+        "{} {}",
+        s.replies,
+        refused
+    );
+    assert_eq!(s.connections.established, 1, "{:?}", s.connections);
+}
+
 /// A server that offers only HTTP/1.1 by ALPN: `--http2` says so before
 /// the run; `--http auto` runs HTTP/1.1.
 #[test]
