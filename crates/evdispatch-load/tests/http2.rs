@@ -247,23 +247,24 @@ fn open_loop_over_h2c() {
     assert!(s.latency_us.max < 1_000_000, "{:?}", s.latency_us);
 }
 
-/// A minimal h2c server: its SETTINGS, then for each request HEADERS
-/// `:status 200` with END_STREAM, except every third stream (ids 5, 11,
-/// 17, …), which it resets with REFUSED_STREAM.
-fn refusing_h2c_server() -> SocketAddr {
+/// A frame as a server sends it.
+fn frame(kind: u8, flags: u8, id: u32, p: &[u8]) -> Vec<u8> {
+    let mut f = (p.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend_from_slice(&[kind, flags]);
+    f.extend_from_slice(&id.to_be_bytes());
+    f.extend_from_slice(p);
+    f
+}
+
+/// A minimal h2c server: its SETTINGS, an ACK of the client's, and
+/// `answer(id)` to each request's HEADERS.
+fn fake_h2c(answer: fn(u32) -> Vec<u8>) -> SocketAddr {
     use std::io::{Read, Write};
-    let (addr, _seen) = common::accept_each("127.0.0.1:0", |mut sock, _| {
+    let (addr, _seen) = common::accept_each("127.0.0.1:0", move |mut sock, _| {
         let mut preface = [0u8; 24];
         if sock.read_exact(&mut preface).is_err() {
             return;
         }
-        let frame = |kind: u8, flags: u8, id: u32, p: &[u8]| {
-            let mut f = (p.len() as u32).to_be_bytes()[1..].to_vec();
-            f.extend_from_slice(&[kind, flags]);
-            f.extend_from_slice(&id.to_be_bytes());
-            f.extend_from_slice(p);
-            f
-        };
         let _ = sock.write_all(&frame(4, 0, 0, &[]));
         let mut head = [0u8; 9];
         while sock.read_exact(&mut head).is_ok() {
@@ -274,9 +275,7 @@ fn refusing_h2c_server() -> SocketAddr {
             }
             let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
             let reply = match head[3] {
-                // HEADERS: 0x88 is `:status 200` from HPACK's static table.
-                1 if id % 6 == 5 => frame(3, 0, id, &7u32.to_be_bytes()),
-                1 => frame(1, 0x5, id, &[0x88]),
+                1 => answer(id),
                 4 if head[4] & 1 == 0 => frame(4, 1, 0, &[]),
                 _ => continue,
             };
@@ -286,6 +285,56 @@ fn refusing_h2c_server() -> SocketAddr {
         }
     });
     addr
+}
+
+/// `:status 200` and END_STREAM (0x88: HPACK's static table entry).
+fn ok(id: u32) -> Vec<u8> {
+    frame(1, 0x5, id, &[0x88])
+}
+
+/// Every third stream (ids 5, 11, 17, …) reset with REFUSED_STREAM, the
+/// others answered.
+fn refusing_h2c_server() -> SocketAddr {
+    fake_h2c(|id| {
+        if id % 6 == 5 {
+            frame(3, 0, id, &7u32.to_be_bytes())
+        } else {
+            ok(id)
+        }
+    })
+}
+
+/// A frame that breaks the protocol (DATA on stream 0) after the first
+/// reply: a connection error, warned about naming the frame, one error per
+/// request lost with the connection, and a new connection.
+#[test]
+fn a_protocol_error_names_its_frame_and_the_connection_is_replaced() {
+    let addr = fake_h2c(|id| {
+        let mut r = ok(id);
+        if id == 3 {
+            r.extend(frame(0, 0, 0, b"x"));
+        }
+        r
+    });
+    let s = run(&format!("http://{addr}/"), "--http2 -c 1 -m 1 -d 0.3").unwrap();
+    let h2 = s.http2.clone().unwrap();
+    assert!(h2.connection_errors >= 1, "{h2:?}");
+    assert!(s.connections.established >= 2, "{:?}", s.connections);
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("protocol_error") && w.contains("DATA on stream 0")),
+        "{:?}",
+        s.warnings
+    );
+    // The reply to stream 3 came before the bad frame: counted; the
+    // connection had nothing else in flight, so the error is its own.
+    assert_eq!(
+        s.errors["malformed"], h2.connection_errors,
+        "{:?}",
+        s.errors
+    );
+    assert!(s.replies >= 2 * h2.connection_errors);
 }
 
 /// Streams the server refuses are errors (`stream_reset`) and counted by
