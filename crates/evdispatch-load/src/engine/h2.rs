@@ -12,7 +12,10 @@
 //! connection ends when its last processed stream is answered, and a new
 //! one carries the retries. A connection error (a frame breaking the
 //! protocol) sends GOAWAY, is warned about once naming the frame, and
-//! counts one error per request outstanding.
+//! counts one error per request outstanding. A stream unanswered within
+//! `--timeout` (or SETTINGS not received within it) ends its connection,
+//! each request in flight on it a `timeout` error, and a new connection
+//! takes its place.
 
 use std::collections::HashMap;
 
