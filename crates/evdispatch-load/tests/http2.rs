@@ -365,6 +365,25 @@ fn refused_streams_are_counted_and_the_connection_goes_on() {
     assert_eq!(s.connections.established, 1, "{:?}", s.connections);
 }
 
+/// A stream never answered (the third of each connection) times out: its
+/// connection ends with a `timeout` error and a new one goes on.
+#[test]
+fn an_unanswered_stream_times_out_and_its_connection_is_replaced() {
+    let addr = fake_h2c(|id| if id == 5 { Vec::new() } else { ok(id) });
+    let s = run(
+        &format!("http://{addr}/"),
+        "--http2 -c 1 -m 1 -d 1 -T 200ms",
+    )
+    .unwrap();
+    let timeouts = s.errors["timeout"];
+    assert!(timeouts >= 2, "{:?}", s.errors);
+    assert_eq!(s.errors_total, timeouts, "{:?}", s.errors);
+    // The last may time out in the drain, with no connection after it.
+    assert!(s.connections.established >= timeouts, "{:?}", s.connections);
+    // Two replies on each connection before its third stream hangs.
+    assert!(s.replies >= 2 * timeouts, "{} replies", s.replies);
+}
+
 /// A server that offers only HTTP/1.1 by ALPN: `--http2` says so before
 /// the run; `--http auto` runs HTTP/1.1.
 #[test]
