@@ -83,6 +83,10 @@ pub struct PeerConfig {
     /// Run the server (master and workers) in a cgroup of its own with this
     /// CPU budget (`None`: as much CPU as the host gives).
     pub cpu_budget: Option<CpuBudget>,
+    /// nginx only: `listen … http2`: HTTP/2 by ALPN over HTTPS, and over
+    /// plain HTTP h2c by prior knowledge only (nginx 1.22 then refuses
+    /// HTTP/1.1 on that port).
+    pub http2: bool,
 }
 
 /// HTTPS for a peer (nginx's `listen … ssl`).
@@ -116,6 +120,7 @@ impl PeerConfig {
             nginx_server_extra: String::new(),
             tls: None,
             cpu_budget: None,
+            http2: false,
         }
     }
 
@@ -238,7 +243,7 @@ http {{
     types {{ text/html html; text/plain txt; }}
     default_type application/octet-stream;
     server {{
-        listen {listen}{ssl} backlog=4096{reuseport}{deferred};
+        listen {listen}{ssl}{http2} backlog=4096{reuseport}{deferred};
         {ssl_conf}
         root {root};
         index index.html;
@@ -253,6 +258,7 @@ http {{
         rt = c.request_timeout_s,
         root = c.docroot.display(),
         extra = c.nginx_server_extra,
+        http2 = if c.http2 { " http2" } else { "" },
     )
 }
 

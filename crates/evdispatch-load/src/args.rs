@@ -128,6 +128,29 @@ pub struct LoadArgs {
     /// (`uring` where available).
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
     pub engine: IoEngine,
+    /// HTTP/2: over https:// by ALPN (an error if the server does not
+    /// offer h2), over http:// by prior knowledge (h2c).
+    #[arg(long, conflicts_with_all = ["http1_1", "http"])]
+    pub http2: bool,
+    /// HTTP/1.1 (the default).
+    #[arg(long = "http1.1", id = "http1_1", conflicts_with = "http")]
+    pub http1_1: bool,
+    /// The protocol: `1.1`, `2`, or `auto` (what ALPN gives over https://,
+    /// HTTP/1.1 over http://).
+    #[arg(long, value_enum, value_name = "VERSION")]
+    pub http: Option<HttpVersion>,
+    /// HTTP/2: concurrent streams per connection, at most the server's
+    /// SETTINGS_MAX_CONCURRENT_STREAMS (h2load's `-m`).
+    #[arg(long, short = 'm', default_value_t = 1, value_name = "N")]
+    pub max_streams: u32,
+    /// HTTP/2: each stream's receive window is 2^N-1 bytes (h2load's `-w`).
+    #[arg(long, short = 'w', default_value_t = 30, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(16..=30))]
+    pub window_bits: u8,
+    /// HTTP/2: the connection's receive window is 2^N-1 bytes (h2load's `-W`).
+    #[arg(long, short = 'W', default_value_t = 30, value_name = "N",
+          value_parser = clap::value_parser!(u8).range(16..=30))]
+    pub connection_window_bits: u8,
     /// Length of one reply-rate sample.
     #[arg(long, default_value = "1")]
     pub interval: String,
@@ -278,4 +301,33 @@ pub fn parse_count(text: &str) -> Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(scale))
         .ok_or_else(|| format!("'{text}' is not a count (e.g. 100, 1k, 2M)"))
+}
+
+/// The HTTP version a run speaks (`--http`, `--http2`, `--http1.1`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+pub enum HttpVersion {
+    /// HTTP/1.1.
+    #[default]
+    #[value(name = "1.1")]
+    #[serde(rename = "1.1")]
+    Http1,
+    /// HTTP/2 (h2 by ALPN over https://, h2c by prior knowledge over http://).
+    #[value(name = "2")]
+    #[serde(rename = "2")]
+    Http2,
+    /// Whatever ALPN gives over https:// (h2 first); HTTP/1.1 over http://.
+    /// Resolved to one of the others by the pre-flight check.
+    #[value(name = "auto")]
+    #[serde(rename = "auto")]
+    Auto,
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::args::IoEngine;
+use crate::args::{HttpVersion, IoEngine};
 use crate::config::Rate;
 
 /// The arguments after `evdispatch load`: the URL, then each field as the
@@ -63,6 +63,10 @@ pub struct LoadCommand {
     pub cacert: Option<std::path::PathBuf>,
     /// `--engine`.
     pub engine: Option<IoEngine>,
+    /// `--http` (`1.1`, `2`, `auto`).
+    pub http: Option<HttpVersion>,
+    /// `--max-streams` (HTTP/2 streams per connection).
+    pub max_streams: Option<u32>,
 }
 
 impl LoadCommand {
@@ -89,6 +93,7 @@ impl LoadCommand {
             Rate::Max => "max".into(),
         });
         let engine = self.engine.and_then(|e| e.to_possible_value());
+        let http = self.http.and_then(|v| v.to_possible_value());
         let mut a: Vec<OsString> = vec![self.url.clone().into()];
         for (flag, value) in [
             ("--rate", rate),
@@ -115,6 +120,8 @@ impl LoadCommand {
                 self.cacert.as_ref().map(|p| p.display().to_string()),
             ),
             ("--engine", engine.map(|v| v.get_name().to_string())),
+            ("--http", http.map(|v| v.get_name().to_string())),
+            ("--max-streams", text(self.max_streams)),
         ] {
             a.extend(value.into_iter().flat_map(|v| [flag.into(), v.into()]));
         }
@@ -201,5 +208,13 @@ mod tests {
             closed.to_string(),
             "http://127.0.0.1:9/ --rate max --connections 50"
         );
+        let h2 = LoadCommand {
+            http: Some(HttpVersion::Http2),
+            max_streams: Some(8),
+            ..closed
+        };
+        let c = parse(&h2);
+        assert_eq!((c.http, c.max_streams), (HttpVersion::Http2, 8));
+        assert!(h2.to_string().ends_with("--http 2 --max-streams 8"), "{h2}");
     }
 }

@@ -1,8 +1,8 @@
 //! # evdispatch load — the load generator
 //!
-//! `evdispatch load URL` offers HTTP/1.1 load, plain or over TLS
+//! `evdispatch load URL` offers HTTP/1.1 or HTTP/2 load, plain or over TLS
 //! (`https://`), to any server a user names, with the workloads of the
-//! seeds, combinable in one run:
+//! seeds, combinable in one run (HTTP/2: see below for which):
 //!
 //! | workload | flags | what each client does |
 //! |---|---|---|
@@ -19,7 +19,7 @@
 //! in the resolver's order by a pre-flight connect and the run uses the
 //! first that accepts (see [`target`]). `https://` runs TLS 1.2 or 1.3 with
 //! rustls inside the same non-blocking loop ([`tls`]): SNI from the host,
-//! ALPN `http/1.1`, the system's roots, `--cacert FILE` or `--insecure`;
+//! ALPN `http/1.1` (`h2` with `--http2`), the system's roots, `--cacert FILE` or `--insecure`;
 //! the handshake time is reported apart from the connect time. Requests use
 //! `--method`, `--body FILE` and `--header` (which replaces a default of the
 //! same name; a `Transfer-Encoding` over a body is refused, the body being
@@ -32,6 +32,31 @@
 //! cannot within `--timeout`, the generator closes the connection and goes
 //! on over a new one (`connections.closed_by_client`, a reconnect), which
 //! is not an error: the request has its reply.
+//!
+//! ## HTTP/2
+//!
+//! `--http2` speaks HTTP/2: over `https://` by ALPN (`h2`; a server that
+//! does not offer it is refused before the run, naming what it chose),
+//! over `http://` by prior knowledge (h2c). `--http auto` takes what ALPN
+//! gives (h2 first; HTTP/1.1 over `http://`); `--http1.1` is the default.
+//! Each connection carries up to `-m/--max-streams` requests at once (as
+//! h2load's `-m`), never more than the server's
+//! SETTINGS_MAX_CONCURRENT_STREAMS; `-w`/`-W` set the stream and connection
+//! receive windows to 2^N-1 bytes (h2load's flags; 30 by default). HTTP/2
+//! carries the closed loop (`-c C -m M`: `C × M` requests in flight) and
+//! the persistent connections of an open-loop `-R`, where each request
+//! takes a free stream at its own slot, and its corrected latency counts
+//! from that slot (a slot that finds every stream busy is a missed slot
+//! and waits on its connection); sessions, `--wsesslog`, the idle,
+//! inactive and slow clients speak HTTP/1.1, and a combination with
+//! `--http2` is refused, as is `--engine uring` (HTTP/2 runs on the
+//! readiness engine; `auto` picks it). A GOAWAY stops new streams on its
+//! connection; requests above its last stream id go again on a new
+//! connection (`http2.retried_after_goaway`). Each stream's latency goes
+//! into the same histograms as HTTP/1.1 replies; the `http2` object of the
+//! results counts refused and reset streams, GOAWAYs, connection errors and
+//! header bytes before and after HPACK ([`proto::http2`] says what is
+//! written by hand).
 //!
 //! ## How long a run lasts
 //!

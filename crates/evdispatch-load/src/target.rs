@@ -30,6 +30,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 
+use crate::args::HttpVersion;
 use crate::tls::{TlsClient, TlsSettings};
 
 /// The options of `evdispatch load` that say what is requested and how the
@@ -185,15 +186,16 @@ pub fn raw_path(text: &str) -> anyhow::Result<String> {
 }
 
 /// Try each address in order; return the first that accepts (and, for
-/// https, completes a TLS handshake). The error names every address tried
+/// https, completes a TLS handshake), with the protocol ALPN chose. The error names every address tried
 /// and why it failed.
 pub fn first_reachable(
     addresses: &[SocketAddr],
     tls: Option<&TlsSettings>,
+    http: HttpVersion,
     url: &str,
     timeout: Duration,
-) -> anyhow::Result<SocketAddr> {
-    let client = tls.map(TlsClient::new).transpose()?;
+) -> anyhow::Result<(SocketAddr, Option<Vec<u8>>)> {
+    let client = tls.map(|t| TlsClient::new(t, http)).transpose()?;
     let mut why = Vec::new();
     for &addr in addresses {
         match std::net::TcpStream::connect_timeout(&addr, timeout) {
@@ -206,13 +208,53 @@ pub fn first_reachable(
         if let Some(c) = &client {
             // A TLS failure is the server's answer, not an unreachable
             // address: report it rather than trying the next one.
-            c.check(addr, timeout)?;
+            return Ok((addr, c.check(addr, timeout)?.1));
         }
-        return Ok(addr);
+        return Ok((addr, None));
     }
     bail!(
         "cannot connect to {url}: {} — is the server running and listening there?",
         why.join("; ")
+    )
+}
+
+/// h2c by prior knowledge at `addr`: send the preface and an empty
+/// SETTINGS, and expect the server's SETTINGS first, within `timeout`; an
+/// error that says what came instead (an HTTP/1.1 server answers the
+/// preface with a 400, or closes).
+pub fn check_h2c(addr: SocketAddr, url: &str, timeout: Duration) -> anyhow::Result<()> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, timeout)
+        .map_err(|e| anyhow!("cannot connect to {addr}: {e}"))?;
+    s.set_read_timeout(Some(timeout))?;
+    s.set_write_timeout(Some(timeout))?;
+    let mut hello = crate::proto::http2::PREFACE.to_vec();
+    hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+    s.write_all(&hello)?;
+    let mut head = [0u8; 9];
+    let mut got = 0;
+    while got < head.len() {
+        match s.read(&mut head[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) => bail!(
+                "--http2 over http://: {url} did not answer the HTTP/2 preface within \
+                 {timeout:?} ({e}); does it speak h2c by prior knowledge on this port? (use \
+                 --http1.1)"
+            ),
+        }
+    }
+    if got == head.len() && head[3] == 4 && head[4] & 1 == 0 {
+        return Ok(());
+    }
+    bail!(
+        "--http2 over http://: {url} does not speak h2c by prior knowledge: it answered the \
+         HTTP/2 preface with {}; use --http1.1 (or https:// for h2 by ALPN)",
+        if got == 0 {
+            "nothing (it closed the connection)".to_string()
+        } else {
+            format!("'{}'", String::from_utf8_lossy(&head[..got]).escape_debug())
+        }
     )
 }
 

@@ -5,7 +5,8 @@
 //! The engine drives [`rustls::ClientConnection`] itself on its
 //! non-blocking sockets (`read_tls`, `process_new_packets`, `write_tls`):
 //! no thread and no blocking call per connection. TLS 1.2 and 1.3 are
-//! offered (ring provider), ALPN `http/1.1`, SNI from the URL's host (none
+//! offered (ring provider), ALPN `http/1.1` (`h2` for `--http2`, both for
+//! `--http auto`), SNI from the URL's host (none
 //! for an IP literal, as rustls does), certificates checked against the
 //! system's roots or `--cacert`, or not at all with `--insecure`. As with
 //! curl (OpenSSL), a certificate given with `--cacert` is trusted as itself
@@ -34,6 +35,8 @@ use rustls::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::args::HttpVersion;
+
 /// The TLS side of a run (`config.tls` in the JSON output; `null` for
 /// `http://`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,7 +60,7 @@ pub struct TlsClient {
 
 impl TlsClient {
     /// Build the client for `s`: reads `--cacert` or the system's roots.
-    pub fn new(s: &TlsSettings) -> anyhow::Result<TlsClient> {
+    pub fn new(s: &TlsSettings, http: HttpVersion) -> anyhow::Result<TlsClient> {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
@@ -77,7 +80,11 @@ impl TlsClient {
                 .with_custom_certificate_verifier(Arc::new(TrustedOrPinned { webpki, pinned }))
                 .with_no_client_auth()
         };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = match http {
+            HttpVersion::Http1 => vec![b"http/1.1".to_vec()],
+            HttpVersion::Http2 => vec![b"h2".to_vec()],
+            HttpVersion::Auto => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+        };
         let name = ServerName::try_from(s.server_name.clone()).map_err(|e| {
             anyhow!(
                 "'{}' is not a name TLS can check a certificate against: {e}",
@@ -98,8 +105,12 @@ impl TlsClient {
     /// Connect to `addr` and complete one handshake, blocking, within
     /// `timeout`: the pre-flight check, so that a certificate or protocol
     /// problem is one clear error before the run. Returns the negotiated
-    /// protocol version.
-    pub fn check(&self, addr: SocketAddr, timeout: Duration) -> anyhow::Result<String> {
+    /// protocol version and the ALPN protocol the server chose.
+    pub fn check(
+        &self,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> anyhow::Result<(String, Option<Vec<u8>>)> {
         let mut sock = TcpStream::connect_timeout(&addr, timeout)
             .with_context(|| format!("cannot connect to {addr}"))?;
         let end = Instant::now() + timeout;
@@ -137,10 +148,11 @@ impl TlsClient {
         }
         conn.send_close_notify();
         let _ = conn.complete_io(&mut sock);
-        Ok(conn
+        let version = conn
             .protocol_version()
             .map(|v| format!("{v:?}"))
-            .unwrap_or_default())
+            .unwrap_or_default();
+        Ok((version, conn.alpn_protocol().map(<[u8]>::to_vec)))
     }
 }
 
@@ -178,6 +190,10 @@ pub fn explain(e: &rustls::Error) -> String {
         E::AlertReceived(A::HandshakeFailure) => format!(
             "handshake failure alert from the server: no common protocol version, cipher suite \
              or ALPN protocol ({e})"
+        ),
+        E::AlertReceived(A::NoApplicationProtocol) => format!(
+            "no common application protocol: the server does not offer the one asked for by \
+             ALPN (h2 with --http2) ({e}); use --http1.1, or --http auto to take what it offers"
         ),
         E::InvalidMessage(_) => {
             format!("the server's answer is not TLS ({e}) — is it plain http:// on this port?")
@@ -363,11 +379,14 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         let held = std::thread::spawn(move || l.accept().map(|(s, _)| s));
-        let client = TlsClient::new(&TlsSettings {
-            server_name: "127.0.0.1".into(),
-            insecure: true,
-            cacert: None,
-        })
+        let client = TlsClient::new(
+            &TlsSettings {
+                server_name: "127.0.0.1".into(),
+                insecure: true,
+                cacert: None,
+            },
+            HttpVersion::Http1,
+        )
         .unwrap();
         let e = client
             .check(addr, Duration::from_millis(200))
@@ -430,12 +449,16 @@ mod tests {
         name: &str,
         addr: SocketAddr,
     ) -> anyhow::Result<String> {
-        TlsClient::new(&TlsSettings {
-            server_name: name.into(),
-            insecure: false,
-            cacert: Some(cacert.to_path_buf()),
-        })?
+        TlsClient::new(
+            &TlsSettings {
+                server_name: name.into(),
+                insecure: false,
+                cacert: Some(cacert.to_path_buf()),
+            },
+            HttpVersion::Http1,
+        )?
         .check(addr, Duration::from_secs(2))
+        .map(|(version, _)| version)
     }
 
     #[test]

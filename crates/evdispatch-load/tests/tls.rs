@@ -3,71 +3,12 @@
 //! one-version servers, and nginx over TLS when it is installed. Loopback
 //! only.
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 
-use common::{run, Recorder};
+use common::{all_versions, run, server_config, Certs, Recorder};
 use evdispatch_harness::{docroot, skip_reason, start_peer, Peer, PeerConfig, PeerTls, Tool};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 mod common;
-
-/// A CA and a server certificate it signed, written as PEM files.
-struct Certs {
-    dir: tempfile::TempDir,
-}
-
-impl Certs {
-    fn new(names: &[&str]) -> Certs {
-        let dir = tempfile::tempdir().unwrap();
-        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-        let leaf = CertificateParams::new(names)
-            .unwrap()
-            .signed_by(&key, &ca)
-            .unwrap();
-        std::fs::write(dir.path().join("ca.pem"), ca.pem()).unwrap();
-        std::fs::write(dir.path().join("cert.pem"), leaf.pem()).unwrap();
-        std::fs::write(dir.path().join("key.pem"), key.serialize_pem()).unwrap();
-        Certs { dir }
-    }
-    fn path(&self, f: &str) -> PathBuf {
-        self.dir.path().join(f)
-    }
-    fn ca(&self) -> String {
-        self.path("ca.pem").display().to_string()
-    }
-}
-
-fn server_config(
-    certs: &Certs,
-    versions: &[&'static rustls::SupportedProtocolVersion],
-) -> Arc<rustls::ServerConfig> {
-    let chain = CertificateDer::pem_file_iter(certs.path("cert.pem"))
-        .unwrap()
-        .collect::<Result<Vec<_>, _>>()
-        .unwrap();
-    let key = PrivateKeyDer::from_pem_file(certs.path("key.pem")).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut c = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(versions)
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
-    c.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(c)
-}
-
-fn all_versions() -> Vec<&'static rustls::SupportedProtocolVersion> {
-    vec![&rustls::version::TLS13, &rustls::version::TLS12]
-}
 
 #[test]
 fn every_workload_runs_over_tls() {

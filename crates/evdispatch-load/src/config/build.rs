@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail};
 
-use super::{source_addr, Config, Rate, DEFAULT_CONNECTIONS};
+use super::{source_addr, Config, HttpVersion, Rate, DEFAULT_CONNECTIONS};
 use crate::args::{si, LoadArgs};
 use crate::target::{self, Resolved, WeightedUrl};
 use crate::wsesslog::SessionLog;
@@ -94,14 +94,39 @@ impl Config {
             source_addrs,
             mechanism,
             engine: a.engine,
+            http: http_version(a)?,
+            max_streams: a.max_streams,
+            window_bits: a.window_bits,
+            connection_window_bits: a.connection_window_bits,
             interval_s: t.interval_s,
             slot_tolerance_ms: a.slot_tolerance_ms,
             seed: a.seed,
             connect_burst: a.connect_burst.max(1),
         };
+        if cfg.http == HttpVersion::Http2 {
+            cfg.check_http2()?;
+        }
         cfg.check_capacity()?;
         Ok(cfg)
     }
+}
+
+/// `--http2`, `--http1.1` or `--http`, and `--max-streams` with it.
+fn http_version(a: &LoadArgs) -> anyhow::Result<HttpVersion> {
+    let v = if a.http2 {
+        HttpVersion::Http2
+    } else if a.http1_1 {
+        HttpVersion::Http1
+    } else {
+        a.http.unwrap_or_default()
+    };
+    if a.max_streams == 0 {
+        bail!("--max-streams must be at least 1");
+    }
+    if a.max_streams > 1 && v == HttpVersion::Http1 {
+        bail!("--max-streams {} needs HTTP/2 (--http2): HTTP/1.1 carries one request at a time per connection", a.max_streams);
+    }
+    Ok(v)
 }
 
 /// Where the load goes: the URL as shown (credentials hidden), its

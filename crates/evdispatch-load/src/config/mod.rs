@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 mod build;
 
-pub use crate::args::{Arrival, InactiveSend, IoEngine};
+pub use crate::args::{Arrival, HttpVersion, InactiveSend, IoEngine};
 use crate::target::{self, WeightedUrl};
 use crate::tls::TlsSettings;
 use crate::wsesslog::{Session, SessionLog};
@@ -133,6 +133,20 @@ pub struct Config {
     /// How the workers do the I/O of their keep-alive connections.
     #[serde(default)]
     pub engine: IoEngine,
+    /// The HTTP version spoken (`auto` only before the pre-flight check,
+    /// which resolves it by ALPN).
+    #[serde(default)]
+    pub http: HttpVersion,
+    /// HTTP/2: concurrent streams per connection asked for (`-m`; the
+    /// server's SETTINGS_MAX_CONCURRENT_STREAMS caps it).
+    #[serde(default = "one")]
+    pub max_streams: u32,
+    /// HTTP/2: each stream's receive window, 2^N-1 bytes (`-w`).
+    #[serde(default = "thirty")]
+    pub window_bits: u8,
+    /// HTTP/2: the connection's receive window, 2^N-1 bytes (`-W`).
+    #[serde(default = "thirty")]
+    pub connection_window_bits: u8,
     /// Length of one reply-rate sample, seconds.
     pub interval_s: f64,
     /// A request sent later than its slot by more than this counts as a
@@ -147,6 +161,50 @@ pub struct Config {
 
 fn default_method() -> String {
     "GET".into()
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn thirty() -> u8 {
+    30
+}
+
+impl Config {
+    /// The workloads and engine HTTP/2 is carried by: the closed loop and
+    /// the persistent connections of an open-loop rate, on the readiness
+    /// engine.
+    pub fn check_http2(&self) -> anyhow::Result<()> {
+        if self.sessions.is_some() || self.wsesslog.is_some() {
+            bail!(
+                "HTTP/2 carries the closed loop (--rate max -c C) and the persistent connections \
+                 of an open-loop --rate (-R R -c C); --sessions and --wsesslog speak HTTP/1.1 only \
+                 (use --http1.1)"
+            );
+        }
+        if self.idle + self.inactive + self.slow > 0 {
+            bail!(
+                "HTTP/2 carries the closed loop and persistent connections; --idle, --inactive \
+                 and --slow speak HTTP/1.1 only (use --http1.1)"
+            );
+        }
+        if self.engine == IoEngine::Uring {
+            bail!(
+                "HTTP/2 runs on the readiness engine; --engine uring does not carry it (use \
+                 --engine readiness or auto)"
+            );
+        }
+        Ok(())
+    }
+
+    /// The HTTP/2 windows asked for (`-w`, `-W`).
+    pub fn h2_settings(&self) -> crate::proto::http2::Settings {
+        crate::proto::http2::Settings {
+            stream_window: (1u32 << self.window_bits) - 1,
+            connection_window: (1u32 << self.connection_window_bits) - 1,
+        }
+    }
 }
 
 /// What a worker process needs that the JSON `config` leaves out: the
@@ -282,10 +340,35 @@ impl Config {
         } else {
             self.addresses.clone()
         };
-        let target = target::first_reachable(&addresses, self.tls.as_ref(), &self.url, t)?;
+        let (target, alpn) =
+            target::first_reachable(&addresses, self.tls.as_ref(), self.http, &self.url, t)?;
+        let http = match (self.http, alpn.as_deref()) {
+            (HttpVersion::Http1, _) => HttpVersion::Http1,
+            (HttpVersion::Http2, Some(b"h2")) => HttpVersion::Http2,
+            // h2c by prior knowledge.
+            (HttpVersion::Http2, _) if self.tls.is_none() => HttpVersion::Http2,
+            (HttpVersion::Http2, other) => bail!(
+                "--http2: {} does not offer HTTP/2 (ALPN h2) over TLS: it chose {}; use \
+                 --http1.1 (or --http auto to take what it offers)",
+                self.url,
+                match other {
+                    Some(p) => format!("'{}'", String::from_utf8_lossy(p)),
+                    None => "no protocol".into(),
+                }
+            ),
+            (_, Some(b"h2")) => HttpVersion::Http2,
+            _ => HttpVersion::Http1,
+        };
+        if http == HttpVersion::Http2 {
+            self.check_http2()?;
+            if self.tls.is_none() {
+                target::check_h2c(target, &self.url, t)?;
+            }
+        }
         Ok(Config {
             target,
             addresses,
+            http,
             ..self.clone()
         })
     }

@@ -23,6 +23,18 @@ impl Engine<'_> {
             }
             let slot = self.persistent_slots[self.persistent_rr.deal(self.persistent_slots.len())];
             let measured = self.in_window(t);
+            if self.slab[slot].h2.is_some() {
+                // A stream of its own: late only when none is free.
+                let ready = self.h2_can_open(slot);
+                if measured && missed(ready, t, now, self.tolerance) {
+                    self.rec.counts.missed_slots += 1;
+                }
+                self.slab[slot].queue.push_back((t, measured));
+                self.h2_fill(slot, now);
+                self.h2_flush(slot);
+                self.next_persistent = self.persistent_arrivals.as_mut().map(|a| a.next_instant());
+                continue;
+            }
             let c = &mut self.slab[slot];
             let ready = c.st == St::Waiting && c.queue.is_empty();
             if measured && missed(ready, t, now, self.tolerance) {

@@ -12,6 +12,7 @@ impl Engine<'_> {
                 c.role = role;
                 c.gen = c.gen.wrapping_add(1);
                 c.queue.clear();
+                c.h2_retry.clear();
                 c.calls_left = 0;
                 i
             }
@@ -214,6 +215,9 @@ impl Engine<'_> {
         {
             return; // failed, and already handled
         }
+        if self.spec.config.http == HttpVersion::Http2 {
+            return self.h2_ready(slot);
+        }
         let c = &mut self.slab[slot];
         match c.role {
             Role::Session => {
@@ -295,6 +299,9 @@ impl Engine<'_> {
             return self.after_loss(slot, now, true);
         }
         self.rec.error(role, cause);
+        // Every request in flight on an HTTP/2 connection is lost with it.
+        let more = self.h2_outstanding(slot).saturating_sub(1) as u64;
+        self.rec.errors[role as usize][cause as usize] += more;
         if matches!(cause, Cause::Reset | Cause::ServerClosed) {
             self.rec.counts.conn_closed_by_server += 1;
             if matches!(role, Role::Persistent | Role::Closed) {
@@ -311,6 +318,7 @@ impl Engine<'_> {
     pub(super) fn close(&mut self, slot: usize, now: Instant) {
         let c = &mut self.slab[slot];
         let had = c.sock.take();
+        c.h2 = None;
         c.interest = None;
         c.deadline = None;
         c.st = St::Free;
@@ -362,7 +370,9 @@ impl Engine<'_> {
                 // An idle connection lost before its first reply stays
                 // pending; its reopen settles it.
                 c.gen = c.gen.wrapping_add(1);
-                if connect_failed || self.phase == Phase::Drain {
+                // In the drain, a connection comes back at once only to
+                // carry HTTP/2 requests a GOAWAY left unprocessed.
+                if connect_failed || (self.phase == Phase::Drain && c.h2_retry.is_empty()) {
                     c.st = St::Backoff;
                     self.set_timer(now + RETRY, Timer::Retry, slot);
                 } else {

@@ -33,7 +33,7 @@ use rand_distr::Distribution;
 use rustls::ClientConnection;
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::config::{Config, InactiveSend, IoEngine, Rate, WorkerSpec};
+use crate::config::{Config, HttpVersion, InactiveSend, IoEngine, Rate, WorkerSpec};
 use crate::proto::http1::{build_request, Feed, Request, ResponseParser};
 use crate::results::record::interval::{unix_s, IntervalReport};
 use crate::results::record::{encode, new_histogram, Cause, Recorder, Role, WorkerReport};
@@ -43,6 +43,7 @@ use crate::tls::TlsClient;
 
 mod arrivals;
 mod connections;
+mod h2;
 mod requests;
 mod ring_io;
 mod timeline;
@@ -174,6 +175,11 @@ struct Conn {
     /// How the ring names the socket (its entry in the table of registered
     /// files, or its descriptor) while `ring`.
     target: Target,
+    /// The HTTP/2 connection (`--http2`), once established.
+    h2: Option<Box<h2::H2Conn>>,
+    /// HTTP/2 requests a GOAWAY left unprocessed, sent again first on the
+    /// next connection.
+    h2_retry: VecDeque<h2::Retry>,
 }
 
 /// A session log's session in progress: session, burst, request.
@@ -215,6 +221,8 @@ impl Conn {
             recv_inflight: false,
             send_inflight: false,
             target: Target::Fd(-1),
+            h2: None,
+            h2_retry: VecDeque::new(),
         }
     }
 
@@ -278,6 +286,12 @@ pub struct Engine<'h> {
     timers: BinaryHeap<Reverse<(Instant, Timer, usize, u32)>>,
     /// Every request this worker sends, built once.
     requests: Vec<Request>,
+    /// The same requests as HTTP/2 sends them (empty for HTTP/1.1).
+    h2_requests: Vec<crate::proto::http2::Request>,
+    /// The codec's events of one read (kept for its allocation).
+    h2_events: Vec<crate::proto::http2::Event>,
+    /// An HTTP/2 connection error was put in the warnings.
+    h2_warned: bool,
     /// `--urls` weights and the seeded generator that picks by them.
     pick: Option<(WeightedIndex<f64>, SmallRng)>,
     /// `--wsesslog` sessions; the next one a session plays.
@@ -371,7 +385,11 @@ impl<'h> Engine<'h> {
         } else {
             None
         };
-        let tls = c.tls.as_ref().map(TlsClient::new).transpose()?;
+        let tls = c
+            .tls
+            .as_ref()
+            .map(|t| TlsClient::new(t, c.http))
+            .transpose()?;
         let now = Instant::now();
         let (persistent, closed_sessions) =
             crate::config::split_persistent(spec.rate, spec.sessions, spec.persistent);
@@ -416,8 +434,18 @@ impl<'h> Engine<'h> {
                 Interest::READABLE,
             )
             .context("cannot watch the timerfd")?;
+        let http2 = c.http == HttpVersion::Http2;
+        if http2 && c.engine == IoEngine::Uring {
+            bail!("HTTP/2 runs on the readiness engine; --engine uring does not carry it");
+        }
+        let h2_requests = if http2 {
+            build_h2_requests(c)
+        } else {
+            Vec::new()
+        };
         let ring = match (c.engine, poller.as_raw_fd_opt()) {
             (IoEngine::Readiness, _) | (IoEngine::Auto, None) => None,
+            (IoEngine::Auto, _) if http2 => None,
             (IoEngine::Uring, None) => bail!(
                 "--engine uring needs a poller with a descriptor (epoll, epoll-et, uring); \
                  --mechanism {} has none",
@@ -445,6 +473,9 @@ impl<'h> Engine<'h> {
             free: Vec::new(),
             timers: BinaryHeap::new(),
             requests,
+            h2_requests,
+            h2_events: Vec::new(),
+            h2_warned: false,
             pick,
             scripts,
             next_script: spec.index as usize,
@@ -768,6 +799,15 @@ impl<'h> Engine<'h> {
                 continue;
             };
             let gen = c.gen;
+            if c.h2.is_some() {
+                if ev.is_writable() && !self.h2_flush(token) {
+                    continue;
+                }
+                if ev.is_readable() && self.slab[token].gen == gen {
+                    self.on_readable(token);
+                }
+                continue;
+            }
             match c.st {
                 St::Free | St::Backoff => continue,
                 St::Connecting => {
@@ -806,7 +846,8 @@ impl<'h> Engine<'h> {
             && (matches!(
                 c.st,
                 St::Connecting | St::Handshaking | St::Sending | St::Finishing | St::Receiving
-            ) || (!c.queue.is_empty() && c.st != St::Backoff))
+            ) || (!c.queue.is_empty() && c.st != St::Backoff)
+                || !c.h2_retry.is_empty())
     }
 
     fn error_summary(&self) -> String {
@@ -910,7 +951,12 @@ impl<'h> Engine<'h> {
         if self.spec.rate == Some(Rate::Max) {
             for i in 0..self.slab.len() {
                 if self.slab[i].role == Role::Closed && self.slab[i].st == St::Waiting {
-                    self.start_request(i, now, now >= self.t_ms, now);
+                    if self.slab[i].h2.is_some() {
+                        self.h2_fill(i, now);
+                        self.h2_flush(i);
+                    } else {
+                        self.start_request(i, now, now >= self.t_ms, now);
+                    }
                 }
             }
             // As many at once as the connections, of the sessions given.
@@ -993,6 +1039,21 @@ fn build_requests(c: &Config) -> (Vec<Request>, Vec<Script>) {
         c.urls.iter().map(|u| one(&u.path)).collect()
     };
     (requests, Vec::new())
+}
+
+/// The requests of an HTTP/2 run, one per `--urls` entry (or the URL's
+/// path), in the order of [`build_requests`]'.
+fn build_h2_requests(c: &Config) -> Vec<crate::proto::http2::Request> {
+    let scheme = if c.tls.is_some() { "https" } else { "http" };
+    let body = c.body.as_deref().map(|b| b.as_slice());
+    let one = |path: &str| {
+        crate::proto::http2::Request::new(&c.method, scheme, &c.host, path, &c.headers, body)
+    };
+    if c.urls.is_empty() {
+        vec![one(&c.path)]
+    } else {
+        c.urls.iter().map(|u| one(&u.path)).collect()
+    }
 }
 
 /// Sampling intervals in a window of `window_s`: a window that is not a

@@ -284,6 +284,9 @@ impl Engine<'_> {
     }
 
     pub(super) fn on_data(&mut self, slot: usize, data: &[u8]) {
+        if self.slab[slot].h2.is_some() {
+            return self.h2_on_data(slot, data);
+        }
         let c = &mut self.slab[slot];
         match c.st {
             St::Receiving | St::Sending | St::Dribbling => {}
@@ -309,6 +312,9 @@ impl Engine<'_> {
     }
 
     pub(super) fn on_eof(&mut self, slot: usize, now: Instant) {
+        if self.slab[slot].h2.is_some() {
+            return self.h2_lost(slot, Cause::ServerClosed, now);
+        }
         let c = &mut self.slab[slot];
         match c.st {
             St::Receiving | St::Sending | St::Dribbling => match c.parser.eof() {
@@ -338,6 +344,9 @@ impl Engine<'_> {
     /// A read or a write failed: a reset of a connection with nothing
     /// outstanding (or whose reply is in) is the server closing it.
     pub(super) fn io_failed(&mut self, slot: usize, e: &io::Error, now: Instant) {
+        if self.slab[slot].h2.is_some() {
+            return self.h2_lost(slot, Cause::of(e), now);
+        }
         match self.slab[slot].st {
             St::Holding | St::Waiting => self.server_closed_quietly(slot, now),
             St::Finishing => self.after_reply(slot, Some(true), now),
@@ -374,30 +383,9 @@ impl Engine<'_> {
     }
 
     pub(super) fn complete(&mut self, slot: usize, status: u16, close: bool, now: Instant) {
-        let in_window = self.phase == Phase::Run && self.in_window(now);
-        let idx = self.interval_index(now);
+        let c = &self.slab[slot];
+        self.record_reply(c.role, c.intended, c.sent, c.measured, status, now);
         let c = &mut self.slab[slot];
-        self.rec.status(status);
-        let role = c.role;
-        if c.measured {
-            self.rec.counts.replies += 1;
-            let corrected = elapsed_us(c.intended, now).clamp(1, crate::results::record::MAX_US);
-            let uncorrected = elapsed_us(c.sent, now).clamp(1, crate::results::record::MAX_US);
-            let _ = self.rec.histograms.latency.record(corrected);
-            let _ = self.rec.histograms.latency_uncorrected.record(uncorrected);
-            if in_window {
-                let _ = self.iv_latency.record(corrected);
-                let _ = self.iv_latency_uncorrected.record(uncorrected);
-            }
-        } else if role == Role::Slow {
-            self.rec.counts.slow_replies += 1;
-        } else {
-            self.rec.counts.unmeasured_replies += 1;
-        }
-        if in_window && role != Role::Slow {
-            self.rec.counts.replies_in_window += 1;
-            *crate::results::record::at(&mut self.rec.interval_replies, idx) += 1;
-        }
         c.measured = false;
         // The user's `Connection: close` (RFC 9112 §9.6): no further
         // request on this connection; this side closes it after the reply.
@@ -416,6 +404,41 @@ impl Engine<'_> {
             return;
         }
         self.after_reply(slot, closing, now);
+    }
+
+    /// Count a reply of a request of `role` meant to start at `intended`
+    /// and sent at `sent`: its status, and its latencies when `measured`.
+    pub(super) fn record_reply(
+        &mut self,
+        role: Role,
+        intended: Instant,
+        sent: Instant,
+        measured: bool,
+        status: u16,
+        now: Instant,
+    ) {
+        let in_window = self.phase == Phase::Run && self.in_window(now);
+        let idx = self.interval_index(now);
+        self.rec.status(status);
+        if measured {
+            self.rec.counts.replies += 1;
+            let corrected = elapsed_us(intended, now).clamp(1, crate::results::record::MAX_US);
+            let uncorrected = elapsed_us(sent, now).clamp(1, crate::results::record::MAX_US);
+            let _ = self.rec.histograms.latency.record(corrected);
+            let _ = self.rec.histograms.latency_uncorrected.record(uncorrected);
+            if in_window {
+                let _ = self.iv_latency.record(corrected);
+                let _ = self.iv_latency_uncorrected.record(uncorrected);
+            }
+        } else if role == Role::Slow {
+            self.rec.counts.slow_replies += 1;
+        } else {
+            self.rec.counts.unmeasured_replies += 1;
+        }
+        if in_window && role != Role::Slow {
+            self.rec.counts.replies_in_window += 1;
+            *crate::results::record::at(&mut self.rec.interval_replies, idx) += 1;
+        }
     }
 
     /// What follows a reply: the next request, a think time, the end of a

@@ -155,8 +155,13 @@ impl Engine<'_> {
         for slot in 0..self.slab.len() {
             let c = &mut self.slab[slot];
             let unsent = c.queue.iter().filter(|(_, m)| *m).count() as u64;
-            self.rec.counts.unsent_at_end += unsent;
+            // HTTP/2 requests a GOAWAY left unprocessed and not yet sent
+            // again: the server never saw them.
+            let retries = c.h2_retry.iter().filter(|r| r.1).count() as u64;
+            self.rec.counts.unsent_at_end += unsent + retries;
+            self.rec.counts.requests = self.rec.counts.requests.saturating_sub(retries);
             c.queue.clear();
+            c.h2_retry.clear();
             // A session not over: the end came before its last call.
             if c.role == Role::Session && c.st != St::Free {
                 self.rec.counts.sessions_unfinished += 1;

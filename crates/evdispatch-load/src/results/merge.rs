@@ -132,6 +132,7 @@ fn as_report(i: usize, s: &Summary) -> WorkerReport {
         window_start_unix_s: s.window_start_unix_s,
         interrupted: s.interrupted,
         signal: s.interrupted_by.clone(),
+        http2: s.http2.clone().unwrap_or_default(),
     }
 }
 

@@ -11,7 +11,7 @@
 //! | field | type | meaning |
 //! |---|---|---|
 //! | `schema` | string | `"evdispatch-load/1"` |
-//! | `config` | object | the full configuration ([`Config`]): `url` (a password in it shown as `***`, and a user given without a password, often a token, as `***` too), `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers` (an `Authorization` or `Proxy-Authorization` value shown as its scheme and `***`, or as `***` alone when it is a single token such as a raw key), `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
+//! | `config` | object | the full configuration ([`Config`]): `url` (a password in it shown as `***`, and a user given without a password, often a token, as `***` too), `target` (the address used), `addresses` (all resolved, in the order tried), `tls` (`server_name`, `insecure`, `cacert`; `null` for http), `method`, `body_file`, `body_bytes`, `urls` (`path`, `weight`), `wsesslog` (`sessions`, `think_s`, `file`), `rate` (`{"per_second": R}` or `"max"`, `null` without an active workload), `arrival`, `duration_s` (with `run_to_end`, the window measured), `run_to_end` (the run lasted until its last session ended), `warmup_s`, `timeout_s`, `sessions`, `calls`, `persistent`, `inactive`, `inactive_send`, `idle`, `slow`, `slow_bytes`, `slow_interval_s`, `slow_ramp_s`, `procs`, `server_pids`, `cpus`, `headers` (an `Authorization` or `Proxy-Authorization` value shown as its scheme and `***`, or as `***` alone when it is a single token such as a raw key), `source_addrs`, `mechanism`, `engine` (`auto`, `uring`, `readiness`), `http` (`"1.1"` or `"2"`, as the pre-flight check settled it), `max_streams`, `window_bits`, `connection_window_bits` (HTTP/2's `-m`, `-w`, `-W`), `interval_s`, `slot_tolerance_ms`, `seed`, `connect_burst` |
 //! | `duration_s` | number | length of the measured window (with `config.run_to_end`, until the last session ended) |
 //! | `requests` | integer | requests of the active workloads whose slot fell in the window and that were sent |
 //! | `replies` | integer | complete replies to those requests (including ones that arrived in the drain after the window) |
@@ -23,7 +23,7 @@
 //! | `connect_us` | object | the same for TCP connects completed in the window |
 //! | `tls_handshake_us` | object | the same for TLS handshakes completed in the window (from the TCP connect to the handshake's end; `count` 0 for http) |
 //! | `missed_slots` | integer | slots whose request could not go out on time |
-//! | `unsent_at_end` | integer | measured slots never sent (queued when the run ended) |
+//! | `unsent_at_end` | integer | measured slots never sent (queued when the run ended; over HTTP/2 also the requests a GOAWAY left unprocessed and not yet sent again, which `requests` then leaves out) |
 //! | `errors` | object | cause → count, every cause present: `refused`, `reset`, `timeout`, `client_fd` (generator out of descriptors), `client_port` (out of source ports), `malformed`, `server_closed` (closed with a request outstanding), `tls` (a TLS handshake or record failed), `other` |
 //! | `errors_total` | integer | sum of `errors` |
 //! | `errors_by_workload` | object | workload (`sessions`, `persistent`, `closed_loop`, `inactive`, `idle`, `slow`) → cause → count |
@@ -48,6 +48,7 @@
 //! | `warnings` | array | strings the reader must see |
 //! | `interrupted` | bool | Ctrl-C (or `SIGTERM`) stopped the run: `duration_s` and the rates cover the window up to then (`config.duration_s` is what was asked) |
 //! | `interrupted_by` | string or null | the signal that did, `"SIGINT"` (Ctrl-C) or `"SIGTERM"`, as the workers recorded it (so `load merge` names it too); `null` when not interrupted, and in outputs of earlier versions |
+//! | `http2` | object or null | HTTP/2 runs: `streams_refused` (RST_STREAM REFUSED_STREAM), `resets` (streams reset by the server, by error code), `goaways` (GOAWAY frames received), `retried_after_goaway` (requests above a GOAWAY's last stream id, sent again on a new connection), `connection_errors` (frames that broke the protocol), `flow_control_waits` (times a body waited for the server's window), `header_bytes_sent`, `header_bytes_sent_hpack`, `header_bytes_received`, `header_bytes_received_hpack` (header names and values, and their HPACK blocks); `null` for HTTP/1.1 |
 //! | `window_start_unix_s`, `window_end_unix_s` | number | the measured window in wall-clock time, Unix seconds (0 when none began) |
 //! | `histograms` | object | `latency`, `latency_uncorrected`, `connect`: the histograms (µs) in HdrHistogram's V2 serialization, base64, what `load merge` adds up |
 //! | `checks` | array | the `--fail-if` thresholds: `expr`, `measured`, `limit` (in the expression's unit: µs for latencies), `pass` |
@@ -288,6 +289,9 @@ pub struct Summary {
     /// `null` when none did (and in outputs of earlier versions).
     #[serde(default)]
     pub interrupted_by: Option<String>,
+    /// HTTP/2 counters (`null` for HTTP/1.1).
+    #[serde(default)]
+    pub http2: Option<crate::results::record::H2Counts>,
     /// Wall-clock start of the measured window, Unix seconds (0 when no
     /// window began).
     #[serde(default)]
@@ -445,6 +449,7 @@ impl Summary {
             warnings,
             interrupted: m.interrupted,
             interrupted_by: m.signal.clone().filter(|_| m.interrupted),
+            http2: (config.http == crate::config::HttpVersion::Http2).then(|| m.http2.clone()),
             window_start_unix_s: m.window_start_unix_s,
             window_end_unix_s: if m.window_start_unix_s > 0.0 {
                 m.window_start_unix_s + d

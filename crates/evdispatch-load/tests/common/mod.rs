@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use evdispatch_load::{execute, Config, RunOptions, Summary};
+use rustls::pki_types::pem::PemObject;
 
 /// What the recording server saw.
 #[derive(Default)]
@@ -241,4 +242,61 @@ pub fn run_on(engine: &str, url: &str, args: &str) -> Option<Summary> {
         }
         Err(e) => panic!("{engine}: {e:#}"),
     }
+}
+
+/// A CA and a leaf certificate for `names`, signed by it, in a temporary
+/// directory: `ca.pem`, `cert.pem`, `key.pem`.
+pub struct Certs {
+    pub dir: tempfile::TempDir,
+}
+
+impl Certs {
+    pub fn new(names: &[&str]) -> Certs {
+        let dir = tempfile::tempdir().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca =
+            rcgen::CertifiedIssuer::self_signed(ca, rcgen::KeyPair::generate().unwrap()).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
+        let leaf = rcgen::CertificateParams::new(names)
+            .unwrap()
+            .signed_by(&key, &ca)
+            .unwrap();
+        std::fs::write(dir.path().join("ca.pem"), ca.pem()).unwrap();
+        std::fs::write(dir.path().join("cert.pem"), leaf.pem()).unwrap();
+        std::fs::write(dir.path().join("key.pem"), key.serialize_pem()).unwrap();
+        Certs { dir }
+    }
+    pub fn path(&self, f: &str) -> std::path::PathBuf {
+        self.dir.path().join(f)
+    }
+    pub fn ca(&self) -> String {
+        self.path("ca.pem").display().to_string()
+    }
+}
+
+/// A rustls server for `certs`' leaf, TLS `versions`, ALPN `http/1.1`.
+pub fn server_config(
+    certs: &Certs,
+    versions: &[&'static rustls::SupportedProtocolVersion],
+) -> Arc<rustls::ServerConfig> {
+    let chain = rustls::pki_types::CertificateDer::pem_file_iter(certs.path("cert.pem"))
+        .unwrap()
+        .collect::<Result<Vec<_>, _>>()
+        .unwrap();
+    let key = rustls::pki_types::PrivateKeyDer::from_pem_file(certs.path("key.pem")).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut c = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    c.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(c)
+}
+
+pub fn all_versions() -> Vec<&'static rustls::SupportedProtocolVersion> {
+    vec![&rustls::version::TLS13, &rustls::version::TLS12]
 }

@@ -38,10 +38,12 @@ pub enum Cause {
     Tls,
     /// Anything else.
     Other,
+    /// The server reset an HTTP/2 stream (RST_STREAM) before its reply.
+    StreamReset,
 }
 
 /// The JSON keys of the causes, in the order of [`Cause`]'s variants.
-pub const CAUSE_NAMES: [&str; 9] = [
+pub const CAUSE_NAMES: [&str; 10] = [
     "refused",
     "reset",
     "timeout",
@@ -51,6 +53,7 @@ pub const CAUSE_NAMES: [&str; 9] = [
     "server_closed",
     "tls",
     "other",
+    "stream_reset",
 ];
 
 impl Cause {
@@ -154,6 +157,54 @@ counts! {
     conn_peak,
 }
 
+/// HTTP/2 counters of one worker (summed over workers when merged;
+/// `http2` in the JSON output, `null` for HTTP/1.1).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct H2Counts {
+    /// Streams the server refused (RST_STREAM REFUSED_STREAM), counted in
+    /// `resets` and in the errors (`stream_reset`) too.
+    pub streams_refused: u64,
+    /// Streams the server reset, by error code (`refused_stream`,
+    /// `cancel`, …).
+    pub resets: BTreeMap<String, u64>,
+    /// GOAWAY frames received.
+    pub goaways: u64,
+    /// Requests sent on streams above a GOAWAY's last stream id (not
+    /// processed by the server) and sent again on a new connection.
+    pub retried_after_goaway: u64,
+    /// Connection errors (a frame that broke the protocol; the generator
+    /// sent GOAWAY and closed the connection).
+    pub connection_errors: u64,
+    /// Times a request body waited for the server's flow-control window.
+    pub flow_control_waits: u64,
+    /// Names and values of the header fields sent.
+    pub header_bytes_sent: u64,
+    /// Their HPACK blocks.
+    pub header_bytes_sent_hpack: u64,
+    /// Names and values of the header fields received.
+    pub header_bytes_received: u64,
+    /// Their HPACK blocks.
+    pub header_bytes_received_hpack: u64,
+}
+
+impl H2Counts {
+    /// Add `o` to these.
+    pub fn add(&mut self, o: &H2Counts) {
+        self.streams_refused += o.streams_refused;
+        for (k, v) in &o.resets {
+            *self.resets.entry(k.clone()).or_default() += v;
+        }
+        self.goaways += o.goaways;
+        self.retried_after_goaway += o.retried_after_goaway;
+        self.connection_errors += o.connection_errors;
+        self.flow_control_waits += o.flow_control_waits;
+        self.header_bytes_sent += o.header_bytes_sent;
+        self.header_bytes_sent_hpack += o.header_bytes_sent_hpack;
+        self.header_bytes_received += o.header_bytes_received;
+        self.header_bytes_received_hpack += o.header_bytes_received_hpack;
+    }
+}
+
 /// Everything one worker records.
 #[derive(Debug, Clone, Default)]
 pub struct Recorder {
@@ -170,6 +221,8 @@ pub struct Recorder {
     pub interval_replies: Vec<u64>,
     /// Most connections open at once in each interval of the window.
     pub interval_peak_conns: Vec<u64>,
+    /// HTTP/2 counters.
+    pub h2: H2Counts,
 }
 
 impl Recorder {
@@ -252,6 +305,9 @@ pub struct WorkerReport {
     /// interrupted, or a report of an earlier version).
     #[serde(default)]
     pub signal: Option<String>,
+    /// HTTP/2 counters (all zero for HTTP/1.1).
+    #[serde(default)]
+    pub http2: H2Counts,
 }
 
 /// Names of the status classes, in the order of [`Recorder::status`].
@@ -300,6 +356,7 @@ impl WorkerReport {
             window_start_unix_s: 0.0,
             interrupted: false,
             signal: None,
+            http2: rec.h2.clone(),
         })
     }
 }
@@ -334,6 +391,8 @@ pub struct Merged {
     pub interrupted: bool,
     /// The signal that stopped the first worker that says.
     pub signal: Option<String>,
+    /// HTTP/2 counters, summed.
+    pub http2: H2Counts,
 }
 
 /// `n` per second over `secs`: 0 over an empty window (one that ended as
@@ -379,6 +438,7 @@ pub fn merge(reports: &[WorkerReport]) -> anyhow::Result<Merged> {
             add(&mut h.tls_handshake, &r.tls_handshake_hist)?;
         }
         m.counts.add(&r.counts);
+        m.http2.add(&r.http2);
         peak_sum += r.counts.conn_peak;
         for (role, causes) in &r.errors {
             add_counts(m.errors.entry(role.clone()).or_default(), causes);

@@ -261,6 +261,17 @@ impl Summary {
         } else if c.persistent > 0 {
             w.push(format!("persistent {} at {rate}", c.persistent));
         }
+        if c.http == crate::config::HttpVersion::Http2 {
+            let how = if c.tls.is_some() {
+                "h2 by ALPN"
+            } else {
+                "h2c, prior knowledge"
+            };
+            w.push(format!(
+                "HTTP/2 ({how}), up to {} stream(s) per connection",
+                c.max_streams
+            ));
+        }
         for (n, name) in [(c.inactive, "inactive"), (c.idle, "idle"), (c.slow, "slow")] {
             if n > 0 {
                 w.push(format!("{name} {n}"));
@@ -377,6 +388,29 @@ impl Summary {
                 .collect::<Vec<_>>()
                 .join(" ")
         );
+        if let Some(h) = &self.http2 {
+            let resets: Vec<String> = h.resets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let _ = writeln!(
+                o,
+                "HTTP/2: GOAWAYs {} (requests sent again after one {}), streams refused {}, \
+                 resets {}, connection errors {}, bodies held by flow control {}; header bytes \
+                 sent {} ({} HPACK), received {} ({} HPACK)",
+                h.goaways,
+                h.retried_after_goaway,
+                h.streams_refused,
+                if resets.is_empty() {
+                    "0".into()
+                } else {
+                    resets.join(" ")
+                },
+                h.connection_errors,
+                h.flow_control_waits,
+                h.header_bytes_sent,
+                h.header_bytes_sent_hpack,
+                h.header_bytes_received,
+                h.header_bytes_received_hpack
+            );
+        }
         let server = match &self.server_cpu {
             Some(s) => format!("server {:.1}% of a core (pids {:?})", s.pct, s.pids),
             None => "server not sampled (give --server-pid)".into(),

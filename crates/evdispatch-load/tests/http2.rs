@@ -1,0 +1,444 @@
+//! HTTP/2 (`--http2`) against real peers on loopback: nginx (h2c by prior
+//! knowledge and h2 over TLS, each reply checked against its access log,
+//! GOAWAYs from its `keepalive_requests`) and nghttpd (Debian's
+//! `nghttp2-server`; its stream limit); each test skips, saying why, when
+//! its peer is absent. Then what needs no peer: ALPN refused, `auto`, and
+//! the combinations refused before a run.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{all_versions, config, run, server_config, Certs, Recorder};
+use evdispatch_harness::{docroot, skip_reason, start_peer, Peer, PeerConfig, PeerTls, Tool};
+use evdispatch_load::Summary;
+
+mod common;
+
+/// nginx with `listen … http2`, an access log, and `extra` in its server
+/// block; over TLS with `certs`.
+fn nginx_h2(
+    certs: Option<&Certs>,
+    extra: &str,
+) -> Option<(
+    tempfile::TempDir,
+    PathBuf,
+    evdispatch_harness::ServerProcess,
+)> {
+    if let Some(why) = skip_reason(Tool::Nginx) {
+        eprintln!("{why}");
+        return None;
+    }
+    let root = docroot(2_000, &[]).unwrap();
+    let log = root.path().join("access.log");
+    let mut cfg = PeerConfig::new(root.path());
+    cfg.http2 = true;
+    cfg.access_log = Some(log.clone());
+    cfg.nginx_server_extra = extra.into();
+    cfg.tls = certs.map(|c| PeerTls {
+        cert: c.path("cert.pem"),
+        key: c.path("key.pem"),
+        protocols: "TLSv1.2 TLSv1.3".into(),
+    });
+    let server = start_peer(Peer::Nginx, &cfg).unwrap();
+    Some((root, log, server))
+}
+
+/// Lines of nginx's access log once it has written them (it writes each
+/// as the request ends; the server is stopped first).
+fn log_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// Every reply of the run (measured or not).
+fn all_replies(s: &Summary) -> u64 {
+    s.replies + s.unmeasured_replies
+}
+
+fn check_against_log(s: &Summary, log: &Path, server: evdispatch_harness::ServerProcess) {
+    drop(server);
+    let lines = log_lines(log);
+    assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
+    assert!(
+        s.replies > 0 && s.replies == s.requests,
+        "{} of {}",
+        s.replies,
+        s.requests
+    );
+    assert_eq!(
+        lines.len() as u64,
+        all_replies(s),
+        "nginx logged {} requests, the generator counted {} replies",
+        lines.len(),
+        all_replies(s)
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.contains("\"GET /index.html HTTP/2.0\" 200 ")),
+        "{:?}",
+        lines.iter().find(|l| !l.contains("HTTP/2.0\" 200 "))
+    );
+    let h2 = s.http2.as_ref().expect("http2 counters in an HTTP/2 run");
+    assert!(h2.header_bytes_sent_hpack > 0 && h2.header_bytes_sent_hpack < h2.header_bytes_sent);
+    assert!(h2.header_bytes_received > 0);
+}
+
+#[test]
+fn h2c_against_nginx_every_reply_is_in_its_log() {
+    let Some((_root, log, server)) = nginx_h2(None, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+    let s = run(&url, "--http2 -c 2 -m 8 -d 1 --engine readiness").unwrap();
+    assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http2);
+    assert_eq!(s.connections.established, 2, "{:?}", s.connections);
+    check_against_log(&s, &log, server);
+}
+
+/// nginx ends a connection with GOAWAY after `keepalive_requests`: the
+/// generator opens no stream past it, sends again on a new connection what
+/// was above its last stream id, and every reply is still in the log once.
+#[test]
+fn goaway_moves_the_requests_to_a_new_connection() {
+    let Some((_root, log, server)) = nginx_h2(None, "keepalive_requests 50;") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+    let s = run(&url, "--http2 -c 1 -m 8 -d 1").unwrap();
+    let h2 = s.http2.clone().unwrap();
+    assert!(h2.goaways >= 2, "{h2:?}");
+    // 8 streams in flight when nginx reaches its limit: those sent past it
+    // went again on the next connection.
+    assert!(h2.retried_after_goaway > 0, "{h2:?}");
+    assert!(
+        s.reconnects >= h2.goaways - 1,
+        "{} reconnects, {h2:?}",
+        s.reconnects
+    );
+    check_against_log(&s, &log, server);
+}
+
+/// h2 by ALPN: asked for (`--http2`), and taken where offered (`--http
+/// auto`).
+#[test]
+fn h2_over_tls_against_nginx_every_reply_is_in_its_log() {
+    let certs = Certs::new(&["localhost", "127.0.0.1"]);
+    for args in ["--http2 -c 2 -m 4 -d 1", "--http auto -c 1 -d 0.5"] {
+        let Some((_root, log, server)) = nginx_h2(Some(&certs), "") else {
+            return;
+        };
+        let url = format!("https://localhost:{}/index.html", server.addr().port());
+        let s = run(&url, &format!("{args} --cacert {}", certs.ca())).unwrap();
+        assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http2);
+        assert!(s.config.tls.is_some());
+        check_against_log(&s, &log, server);
+    }
+}
+
+/// nghttpd on loopback, h2c, at most `streams` streams per connection.
+struct Nghttpd {
+    child: Child,
+    addr: SocketAddr,
+    _root: tempfile::TempDir,
+}
+
+impl Drop for Nghttpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn nghttpd(streams: u32) -> Option<Nghttpd> {
+    let Some(bin) = [
+        "/usr/sbin/nghttpd",
+        "/usr/bin/nghttpd",
+        "/usr/local/bin/nghttpd",
+    ]
+    .into_iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists()) else {
+        eprintln!("skipped: nghttpd is not installed (Debian package nghttp2-server)");
+        return None;
+    };
+    let root = docroot(1_000, &[]).unwrap();
+    // A free port (nghttpd has no port 0).
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(bin)
+        .args([
+            "--no-tls",
+            "-a",
+            "127.0.0.1",
+            "-m",
+            &streams.to_string(),
+            "-d",
+        ])
+        .arg(root.path())
+        .arg(port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr: SocketAddr = ([127, 0, 0, 1], port).into();
+    let server = Nghttpd {
+        child,
+        addr,
+        _root: root,
+    };
+    let end = Instant::now() + Duration::from_secs(5);
+    while TcpStream::connect(addr).is_err() {
+        assert!(Instant::now() < end, "nghttpd did not listen on {addr}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(server)
+}
+
+/// The server allows 3 streams at once; 50 asked for: the generator keeps
+/// to 3 (a stream past the limit would be refused, RST_STREAM).
+#[test]
+fn streams_are_clamped_to_the_servers_limit() {
+    let Some(server) = nghttpd(3) else {
+        return;
+    };
+    let url = format!("http://{}/index.html", server.addr);
+    let s = run(&url, "--http2 -c 2 -m 50 -d 1").unwrap();
+    let h2 = s.http2.clone().unwrap();
+    assert_eq!(
+        (s.errors_total, h2.streams_refused),
+        (0, 0),
+        "{:?} {h2:?}",
+        s.errors
+    );
+    assert!(
+        s.replies > 100 && s.replies == s.requests,
+        "{} of {}",
+        s.replies,
+        s.requests
+    );
+}
+
+/// Open loop over HTTP/2: each request leaves at its own slot, on a free
+/// stream of its connection.
+#[test]
+fn open_loop_over_h2c() {
+    let Some(server) = nghttpd(100) else {
+        return;
+    };
+    let url = format!("http://{}/index.html", server.addr);
+    let s = run(&url, "--http2 -R 200 -c 2 -m 8 -d 1").unwrap();
+    assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
+    assert!(
+        (190..=210).contains(&s.requests) && s.replies == s.requests,
+        "{} of {}",
+        s.replies,
+        s.requests
+    );
+    // A loopback reply to one small request comes within a second.
+    assert!(s.latency_us.max < 1_000_000, "{:?}", s.latency_us);
+}
+
+/// A frame as a server sends it.
+fn frame(kind: u8, flags: u8, id: u32, p: &[u8]) -> Vec<u8> {
+    let mut f = (p.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend_from_slice(&[kind, flags]);
+    f.extend_from_slice(&id.to_be_bytes());
+    f.extend_from_slice(p);
+    f
+}
+
+/// A minimal h2c server: its SETTINGS, an ACK of the client's, and
+/// `answer(id)` to each request's HEADERS.
+fn fake_h2c(answer: fn(u32) -> Vec<u8>) -> SocketAddr {
+    use std::io::{Read, Write};
+    let (addr, _seen) = common::accept_each("127.0.0.1:0", move |mut sock, _| {
+        let mut preface = [0u8; 24];
+        if sock.read_exact(&mut preface).is_err() {
+            return;
+        }
+        let _ = sock.write_all(&frame(4, 0, 0, &[]));
+        let mut head = [0u8; 9];
+        while sock.read_exact(&mut head).is_ok() {
+            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let mut p = vec![0u8; len];
+            if sock.read_exact(&mut p).is_err() {
+                return;
+            }
+            let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
+            let reply = match head[3] {
+                1 => answer(id),
+                4 if head[4] & 1 == 0 => frame(4, 1, 0, &[]),
+                _ => continue,
+            };
+            if sock.write_all(&reply).is_err() {
+                return;
+            }
+        }
+    });
+    addr
+}
+
+/// `:status 200` and END_STREAM (0x88: HPACK's static table entry).
+fn ok(id: u32) -> Vec<u8> {
+    frame(1, 0x5, id, &[0x88])
+}
+
+/// Every third stream (ids 5, 11, 17, …) reset with REFUSED_STREAM, the
+/// others answered.
+fn refusing_h2c_server() -> SocketAddr {
+    fake_h2c(|id| {
+        if id % 6 == 5 {
+            frame(3, 0, id, &7u32.to_be_bytes())
+        } else {
+            ok(id)
+        }
+    })
+}
+
+/// A frame that breaks the protocol (DATA on stream 0) after the first
+/// reply: a connection error, warned about naming the frame, one error per
+/// request lost with the connection, and a new connection.
+#[test]
+fn a_protocol_error_names_its_frame_and_the_connection_is_replaced() {
+    let addr = fake_h2c(|id| {
+        let mut r = ok(id);
+        if id == 3 {
+            r.extend(frame(0, 0, 0, b"x"));
+        }
+        r
+    });
+    let s = run(&format!("http://{addr}/"), "--http2 -c 1 -m 1 -d 0.3").unwrap();
+    let h2 = s.http2.clone().unwrap();
+    assert!(h2.connection_errors >= 1, "{h2:?}");
+    assert!(s.connections.established >= 2, "{:?}", s.connections);
+    assert!(
+        s.warnings
+            .iter()
+            .any(|w| w.contains("protocol_error") && w.contains("DATA on stream 0")),
+        "{:?}",
+        s.warnings
+    );
+    // The reply to stream 3 came before the bad frame: counted; the
+    // connection had nothing else in flight, so the error is its own.
+    assert_eq!(
+        s.errors["malformed"], h2.connection_errors,
+        "{:?}",
+        s.errors
+    );
+    assert!(s.replies >= 2 * h2.connection_errors);
+}
+
+/// Streams the server refuses are errors (`stream_reset`) and counted by
+/// code; the rest of the connection carries on.
+#[test]
+fn refused_streams_are_counted_and_the_connection_goes_on() {
+    let addr = refusing_h2c_server();
+    let s = run(&format!("http://{addr}/"), "--http2 -c 1 -m 4 -d 0.5").unwrap();
+    let h2 = s.http2.clone().unwrap();
+    let refused = s.errors["stream_reset"];
+    assert!(
+        s.replies > 30 && refused > 10,
+        "{} replies, {:?}",
+        s.replies,
+        s.errors
+    );
+    assert_eq!(s.errors_total, refused, "{:?}", s.errors);
+    assert_eq!(h2.streams_refused, refused);
+    assert_eq!(h2.resets.get("refused_stream"), Some(&refused));
+    assert_eq!(s.requests, s.replies + refused);
+    // One in three streams refused.
+    assert!(
+        s.replies.abs_diff(2 * refused) <= 2,
+        "{} {}",
+        s.replies,
+        refused
+    );
+    assert_eq!(s.connections.established, 1, "{:?}", s.connections);
+}
+
+/// A stream never answered (the third of each connection) times out: its
+/// connection ends with a `timeout` error and a new one goes on.
+#[test]
+fn an_unanswered_stream_times_out_and_its_connection_is_replaced() {
+    let addr = fake_h2c(|id| if id == 5 { Vec::new() } else { ok(id) });
+    let s = run(
+        &format!("http://{addr}/"),
+        "--http2 -c 1 -m 1 -d 1 -T 200ms",
+    )
+    .unwrap();
+    let timeouts = s.errors["timeout"];
+    assert!(timeouts >= 2, "{:?}", s.errors);
+    assert_eq!(s.errors_total, timeouts, "{:?}", s.errors);
+    // The last may time out in the drain, with no connection after it.
+    assert!(s.connections.established >= timeouts, "{:?}", s.connections);
+    // Two replies on each connection before its third stream hangs.
+    assert!(s.replies >= 2 * timeouts, "{} replies", s.replies);
+}
+
+/// A server that offers only HTTP/1.1 by ALPN: `--http2` says so before
+/// the run; `--http auto` runs HTTP/1.1.
+#[test]
+fn alpn_without_h2_is_a_clear_error_and_auto_falls_to_http1() {
+    let certs = Certs::new(&["localhost", "127.0.0.1"]);
+    let server = Recorder::start("127.0.0.1:0", Some(server_config(&certs, &all_versions())));
+    let url = server.url("/x");
+    let ca = certs.ca();
+    let e = run(&url, &format!("--http2 -c 1 -d 0.3 --cacert {ca}"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("does not offer") && e.contains("--http1.1"),
+        "{e}"
+    );
+    let s = run(&url, &format!("--http auto -c 1 -d 0.3 --cacert {ca}")).unwrap();
+    assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http1);
+    assert!(s.replies > 0 && s.errors_total == 0 && s.http2.is_none());
+}
+
+/// An HTTP/1.1 server on an http:// URL: `--http2` (h2c by prior
+/// knowledge) says before the run that it does not speak h2c.
+#[test]
+fn h2c_to_an_http1_server_is_refused_before_the_run() {
+    let server = Recorder::start("127.0.0.1:0", None);
+    let e = run(&server.http("/"), "--http2 -c 1 -d 0.3 -T 1")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("does not speak h2c") || e.contains("did not answer"),
+        "{e}"
+    );
+    assert!(e.contains("--http1.1"), "{e}");
+}
+
+#[test]
+fn combinations_http2_does_not_carry_are_refused() {
+    let refused = |args: &str| {
+        let e = evdispatch_load::Config::from_command_line(
+            std::iter::once("http://127.0.0.1:1/").chain(args.split_whitespace()),
+        )
+        .unwrap_err()
+        .to_string();
+        e
+    };
+    assert!(refused("--http2 --engine uring").contains("--engine uring"));
+    assert!(refused("--http2 --sessions 10 --rate 5").contains("--sessions"));
+    assert!(refused("--http2 --idle 2").contains("--idle"));
+    assert!(refused("-m 4").contains("needs HTTP/2"));
+    assert!(refused("--http2 --http1.1").contains("cannot be used with"));
+    assert!(refused("--http2 -w 31").contains("31"));
+    let c = config("http://127.0.0.1:1/", "--http2 -m 16 -w 20 -W 24");
+    let s = c.h2_settings();
+    assert_eq!(
+        (c.max_streams, s.stream_window, s.connection_window),
+        (16, (1 << 20) - 1, (1 << 24) - 1)
+    );
+}
