@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::args::{HttpVersion, IoEngine};
+use crate::args::IoEngine;
 use crate::config::Rate;
+use crate::proto::HttpVersion;
 
 /// The arguments after `evdispatch load`: the URL, then each field as the
 /// flag of the same name, left out when `None`, empty or `false` (the

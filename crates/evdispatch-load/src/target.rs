@@ -30,7 +30,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail};
 use serde::{Deserialize, Serialize};
 
-use crate::args::HttpVersion;
+use crate::proto::HttpVersion;
 use crate::tls::{TlsClient, TlsSettings};
 
 /// The options of `evdispatch load` that say what is requested and how the

@@ -35,7 +35,7 @@ use rustls::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::args::HttpVersion;
+use crate::proto::HttpVersion;
 
 /// The TLS side of a run (`config.tls` in the JSON output; `null` for
 /// `http://`).

@@ -9,9 +9,9 @@
 //! Once per run: the result is saved as `calibration.json` in the output
 //! directory and re-used by later runs into it (`--fresh` measures it
 //! again), and `results.json` holds it. Scenarios read it from
-//! [`Caps::calibration`](crate::spec::Caps): [`Caps::budgeted`] gives a
+//! [`Caps::calibration`](crate::spec::Caps): [`Caps::budgeted`](crate::spec::Caps::budgeted) gives a
 //! server the budget, [`Calibration::rate`] a rate as a multiple of the
-//! knee, [`Caps::no_budget`] why there is none.
+//! knee, [`Caps::no_budget`](crate::spec::Caps::no_budget) why there is none.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 
 mod build;
 
-pub use crate::args::{Arrival, HttpVersion, InactiveSend, IoEngine};
+pub use crate::args::{Arrival, InactiveSend, IoEngine};
+pub use crate::proto::HttpVersion;
 use crate::target::{self, WeightedUrl};
 use crate::tls::TlsSettings;
 use crate::wsesslog::{Session, SessionLog};
