@@ -277,10 +277,11 @@ pub fn effect_ratios(c: &Calibration) -> Option<(f64, f64)> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn cal(effect: Vec<Value>) -> Calibration {
+    /// A calibration with a budget and a knee (4,800 conn/s), for tests.
+    pub(crate) fn cal(effect: Vec<Value>) -> Calibration {
         Calibration {
             control: Some("cgroup v1".into()),
             generator_ceiling: 12_000.0,

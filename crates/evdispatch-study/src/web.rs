@@ -44,23 +44,47 @@ pub fn overhead_s(server: &ServerSpec, load: &LoadSpec) -> f64 {
         ("ours", Some("threads")) => (1.1, 1.0 / 10_000.0),
         ("ours", _) => (0.1, 1.0 / 18_000.0),
         ("nginx", _) => (0.15, 1.0 / 15_000.0),
+        // Under the CPU budget lighttpd accepts held connections at about
+        // 1,800 a second whatever its handler.
+        ("lighttpd", _) if server.cpu_budget.is_some() => (0.1, 1.0 / 1_800.0),
         ("lighttpd", Some("poll")) => (0.1, 1.0 / 3_000.0),
         ("lighttpd", _) => (0.1, 1.0 / 12_000.0),
         ("h2o", _) => (1.2, 1.0 / 6_000.0),
         _ => (0.5, 1.0 / 10_000.0),
     };
-    start + held * per_held_s
+    // A scanning mechanism (poll, select) pays a scan of every held
+    // descriptor for each one it accepts: quadratic in the count, slow
+    // under a budget (15,000 took about 3.5 s at a fifth of a core).
+    let scan_s = match (server.server.as_str(), server.mechanism.as_deref()) {
+        ("ours", Some("poll" | "select")) => held * held * 1.6e-8,
+        _ => 0.0,
+    };
+    start + held * per_held_s + scan_s
+}
+
+/// Seconds a run past the knee waits after its window: connections queued
+/// in the listen backlog, and those whose SYN was dropped and is sent again
+/// a second later, are answered (or time out) after the load stops. `knee`
+/// is the calibrated one (none: no tail is planned).
+pub fn overload_tail_s(load: &LoadSpec, knee: Option<f64>) -> f64 {
+    match (load.rate.per_sec(), knee) {
+        (Some(r), Some(k)) if r > 1.1 * k => load.timeout_s.min(1.1),
+        _ => 0.0,
+    }
 }
 
 impl WebJob {
-    /// Estimated wall-clock seconds.
-    pub fn est_s(&self) -> f64 {
+    /// Estimated wall-clock seconds, with the calibrated `knee` if any.
+    pub fn est_s(&self, knee: Option<f64>) -> f64 {
         overhead_s(&self.server, &self.load)
             + self.load.offered_s()
+            + overload_tail_s(&self.load, knee)
             + self
                 .then
                 .iter()
-                .map(|l| l.offered_s() + 0.05 + l.held() as f64 / 18_000.0)
+                .map(|l| {
+                    l.offered_s() + 0.05 + l.held() as f64 / 18_000.0 + overload_tail_s(l, knee)
+                })
                 .sum::<f64>()
     }
 }
@@ -75,7 +99,7 @@ pub fn plan_web(
 ) {
     match caps.server(&job.server) {
         Ok(()) => {
-            let est = job.est_s();
+            let est = job.est_s(caps.calibration.as_ref().map(|c| c.knee));
             plan.job(label, &job, est);
             if let Some(last) = plan.jobs.last_mut() {
                 last.config.extend(extra);

@@ -92,7 +92,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
                 return;
             }
         }
-        let est = web.est_s() + wait_s;
+        let est = web.est_s(caps.calibration.as_ref().map(|c| c.knee)) + wait_s;
         plan.job(
             format!("{tool} {workload} {}", web.series),
             &CheckJob {

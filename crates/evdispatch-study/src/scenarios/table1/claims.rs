@@ -468,7 +468,7 @@ mod tests {
             v.why
         );
         // Nor does a run that fell behind because the generator could not
-        // offer the rate: the good record'of_series overload, generator-bound.
+        // offer the rate: the good record's overload, generator-bound.
         let mut bound = good.clone();
         for p in bound.points.iter_mut() {
             p.metrics.insert("generator_limited".into(), 1.0);

@@ -53,7 +53,7 @@ fn multiples(p: Profile) -> Vec<f64> {
     p.pick(
         vec![0.5, 2.0],
         vec![0.5, 1.25, 2.0],
-        vec![0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0],
+        vec![0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0],
     )
 }
 
@@ -73,6 +73,10 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     let params = caps.with_budget_params(json!({"idle": idle, "rates_conn_per_s": rates, "knee_multiples": multiples(p), "duration_s": duration, "rlimit_sigpending": SIGPENDING, "mechanisms": MECHANISMS, "document": "1b.txt", "eager_read": false}));
     let mut plan = Plan {
         params,
+        // Three rounds in full too: overflow counts past the knee differ by
+        // orders of magnitude from those below it, and five rounds of its
+        // sweep do not fit the full profile's two hours.
+        rounds: p.pick(0, 0, 3),
         ..Plan::default()
     };
     let part = |name: &str| -> Map<String, Value> {
@@ -80,6 +84,16 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     };
     for &i in &idle {
         for m in MECHANISMS {
+            // Quick runs the 6,000 idle connections (slow to open under the
+            // budget) only for what the claims read there: rtsig and
+            // signal-per-fd.
+            if p == Profile::Quick && i > 252 && !["rtsig", "rtsig-perfd"].contains(m) {
+                plan.skip(
+                    format!("{m}, {i} idle"),
+                    "the quick profile runs 6,000 idle connections for rtsig and rtsig-perfd only, which the claims read; the full profile runs every mechanism",
+                );
+                continue;
+            }
             let server = caps.budgeted(ServerSpec {
                 rlimit_sigpending: Some(SIGPENDING),
                 ..ServerSpec::dispatch(m)
