@@ -72,11 +72,16 @@ impl Pki {
     /// `NAME.pem` and `NAME.key` (over any earlier ones); its DER.
     fn leaf(&self, file: &str, names: &[&str]) -> CertificateDer<'static> {
         let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let names = names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
-        let leaf = CertificateParams::new(names)
-            .unwrap()
-            .signed_by(&key, &self.issuer)
-            .unwrap();
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        // A subject of its own: the same as the CA's would make OpenSSL take
+        // the certificate for a self-signed one.
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, names[0]);
+        let leaf = params.signed_by(&key, &self.issuer).unwrap();
         std::fs::write(self.path(&format!("{file}.pem")), leaf.pem()).unwrap();
         std::fs::write(self.path(&format!("{file}.key")), key.serialize_pem()).unwrap();
         leaf.der().clone()
@@ -978,4 +983,117 @@ fn start_up_checks_of_the_https_front() {
         let e = String::from_utf8_lossy(&out.stderr);
         assert!(e.contains(why), "{extra:?}: {e}");
     }
+}
+
+/// `program` can be run here (`program version_arg` succeeds); else the
+/// reason a test skips is printed.
+fn have(program: &str, version_arg: &str) -> bool {
+    let ok = std::process::Command::new(program)
+        .arg(version_arg)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipping: {program} is not installed");
+    }
+    ok
+}
+
+/// curl follows the plain address's 301 to the HTTPS one, sending the
+/// host's name as SNI and getting that host's certificate (the CA's PEM
+/// trusted), and sees HSTS there; `openssl s_client` gets the wildcard
+/// certificate for a name under it, and the default without SNI.
+#[test]
+fn curl_follows_the_redirect_and_openssl_sees_the_sni_certificates() {
+    if !have("curl", "--version") {
+        return;
+    }
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    pki.leaf("site", &["site.test"]);
+    pki.leaf("wild", &["*.wild.test"]);
+    std::fs::write(pki.path("ca.pem"), pki.issuer.pem()).unwrap();
+    let pair = |f: &str| CertPair {
+        cert: pki.path(&format!("{f}.pem")),
+        key: pki.path(&format!("{f}.key")),
+    };
+    let tls = TlsConfig::load_pairs(&[pair("wild"), pair("site")], &[]).unwrap();
+    let any = "127.0.0.1:0".parse().unwrap();
+    let server = start(
+        Model::Readiness(evdispatch::Mechanism::Epoll),
+        &site.root,
+        |cfg| {
+            cfg.tls = Some(tls);
+            cfg.listen = vec![
+                Listen::plain(any),
+                Listen {
+                    addr: any,
+                    tls: true,
+                },
+            ];
+            cfg.redirect_https = true;
+            cfg.hsts = Some(31_536_000);
+        },
+    )
+    .unwrap();
+    let (plain, secure) = (server.listening()[0].addr, server.listening()[1].addr);
+    let port = secure.port();
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "-L", "-D", "-", "--max-time", "10", "--cacert"])
+        .arg(pki.path("ca.pem"))
+        .arg("--resolve")
+        .arg(format!("site.test:{port}:127.0.0.1"))
+        .arg("--resolve")
+        .arg(format!("site.test:{}:127.0.0.1", plain.port()))
+        .arg(format!("http://site.test:{}/six.txt?x=1", plain.port()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let heads: Vec<&str> = text.split("\r\n\r\n").collect();
+    assert!(heads[0].starts_with("HTTP/1.1 301"), "{text}");
+    assert!(
+        heads[0].contains(&format!("Location: https://site.test:{port}/six.txt?x=1")),
+        "{text}"
+    );
+    assert!(!heads[0].contains("Strict-Transport-Security"), "{text}");
+    assert!(heads[1].starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        heads[1].contains("Strict-Transport-Security: max-age=31536000"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(std::str::from_utf8(&site.small).unwrap()),
+        "{text}"
+    );
+
+    if have("openssl", "version") {
+        let subject_alt = |sni: Option<&str>| {
+            let mut cmd = std::process::Command::new("openssl");
+            cmd.args(["s_client", "-connect", &secure.to_string(), "-showcerts"]);
+            match sni {
+                Some(n) => cmd.args(["-servername", n]),
+                None => cmd.arg("-noservername"),
+            };
+            let out = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let leaf_pem = |f: &str| std::fs::read_to_string(pki.path(&format!("{f}.pem"))).unwrap();
+        let body = |pem: &str| {
+            pem.lines()
+                .filter(|l| !l.starts_with("-----"))
+                .collect::<String>()
+        };
+        let served = |sni| body(&subject_alt(sni));
+        assert!(served(Some("a.wild.test")).contains(&body(&leaf_pem("wild"))));
+        assert!(served(Some("site.test")).contains(&body(&leaf_pem("site"))));
+        assert!(
+            served(None).contains(&body(&leaf_pem("wild"))),
+            "no SNI: the first pair"
+        );
+    }
+    stop(server);
 }
