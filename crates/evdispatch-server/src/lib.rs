@@ -16,7 +16,10 @@
 //!   sends.
 //!
 //! HTTP/1.0 and 1.1, over TCP or over TLS 1.3 and 1.2 (`--tls-cert`,
-//! `--tls-key`: [`TlsConfig`], rustls; every model), `GET`, `HEAD` and
+//! `--tls-key`: [`TlsConfig`], rustls, certificates chosen by SNI and
+//! reloaded on SIGHUP; every model), on one or several `--listen`
+//! addresses, plain and HTTPS side by side ([`Listen`]; `--redirect-https`,
+//! `--hsts`: [`Https`]), `GET`, `HEAD` and
 //! `OPTIONS` (a request body read and discarded; what the RFCs call invalid
 //! refused), persistent connections and pipelining, conditional and range
 //! requests, precompressed variants, `index.html` for directories (or a

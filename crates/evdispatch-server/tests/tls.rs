@@ -699,7 +699,7 @@ fn a_mismatched_key_fails_start_up() {
 }
 
 /// One server, HTTPS on one address and plain HTTP on another, on every
-/// model: the same files on both; HSTS only over TLS; the access log's TLS
+/// model (readiness on every mechanism): the same files on both; HSTS only over TLS; the access log's TLS
 /// fields. Then `--redirect-https`: the plain address answers 301 to the
 /// HTTPS one, the path and query kept.
 #[test]
@@ -716,7 +716,7 @@ fn https_and_plain_http_side_by_side_with_hsts_and_redirect() {
         Listen::plain(any),
     ];
     std::thread::scope(|scope| {
-        for model in MODELS {
+        for model in Model::all().into_iter().map(Model::name) {
             let (site, pki, client, both) = (&site, &pki, &client, &both);
             scope.spawn(move || {
                 let log = site.dir.path().join(format!("{model}.log"));
