@@ -11,12 +11,13 @@ use std::time::Duration;
 use anyhow::Context;
 use evdispatch::Mechanism;
 
-use crate::config::{AcceptMode, ListenerMode, Model, ServerConfig};
+use crate::config::{AcceptMode, Listen, ListenerMode, Model, ServerConfig};
+use crate::content::access_log::LogFormat;
 use crate::content::files::CacheLimits;
 use crate::content::paths::{Dotfiles, SiteOptions};
 use crate::server::Server;
 use crate::sys;
-use crate::tls::TlsConfig;
+use crate::tls::{CertPair, TlsConfig};
 
 /// Command-line arguments of `evdispatch serve`.
 #[derive(Debug, Clone, clap::Args)]
@@ -24,9 +25,12 @@ pub struct ServeArgs {
     /// Document root.
     #[arg(long, default_value = ".")]
     pub root: PathBuf,
-    /// Address to listen on (port 0: any free port; the real one is printed).
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    pub listen: String,
+    /// Address to listen on (port 0: any free port; the real one is
+    /// printed). Repeatable: one process serves every address given.
+    /// `ADDR,tls` serves HTTPS there (nginx's `listen ADDR ssl`); with
+    /// --tls-cert and no `,tls` address, every address serves HTTPS.
+    #[arg(long, value_name = "ADDR[,tls]", default_value = "127.0.0.1:8080")]
+    pub listen: Vec<String>,
     /// A library mechanism (`evdispatch mechanisms`), or the models `threads`
     /// and `uring-completion`.
     #[arg(long, default_value = "epoll")]
@@ -117,13 +121,51 @@ pub struct ServeArgs {
     /// logrotate). Written by a thread of its own, at least once a second.
     #[arg(long, value_name = "FILE")]
     pub access_log: Option<PathBuf>,
+    /// The fields of an --access-log line: `combined` (nginx's), or
+    /// `combined-tls`, which adds the TLS version and cipher (nginx's
+    /// `$ssl_protocol $ssl_cipher`; `- -` on plain HTTP).
+    #[arg(long, value_enum, default_value = "combined")]
+    pub access_log_format: LogFormat,
     /// Serve HTTPS with this PEM certificate chain (the server's
-    /// certificate first); needs --tls-key.
+    /// certificate first); needs --tls-key. Repeatable, in pairs with
+    /// --tls-key: each handshake gets the certificate whose names match
+    /// its SNI name (exactly or by a `*.` wildcard), the first when none
+    /// does. SIGHUP reloads every pair (a broken one keeps the old).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
-    pub tls_cert: Option<PathBuf>,
-    /// The PEM private key of --tls-cert (ECDSA, RSA or Ed25519).
+    pub tls_cert: Vec<PathBuf>,
+    /// The PEM private key of the --tls-cert of the same rank (ECDSA, RSA
+    /// or Ed25519).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
-    pub tls_key: Option<PathBuf>,
+    pub tls_key: Vec<PathBuf>,
+    /// A name the site is served as (repeatable): a warning at start-up
+    /// when no --tls-cert names it; the host of a --redirect-https answer
+    /// to a request without `Host`.
+    #[arg(long, value_name = "NAME")]
+    pub server_name: Vec<String>,
+    /// Plain-HTTP listeners answer every request with a 301 to the same
+    /// URL over HTTPS (the request's host, the first TLS listener's port
+    /// unless 443), as nginx's `return 301 https://$host$request_uri`.
+    #[arg(long, requires = "tls_cert")]
+    pub redirect_https: bool,
+    /// Send `Strict-Transport-Security: max-age=SECONDS` on every HTTPS
+    /// response (never over plain HTTP, RFC 6797 §7.2).
+    #[arg(long, value_name = "SECONDS", requires = "tls_cert")]
+    pub hsts: Option<u64>,
+}
+
+/// `ADDR` or `ADDR,tls`, the form of `--listen`.
+fn parse_listen(text: &str) -> anyhow::Result<Listen> {
+    let (addr, tls) = match text.rsplit_once(',') {
+        Some((a, "tls")) => (a, true),
+        Some((_, other)) => anyhow::bail!("--listen {text}: unknown option '{other}' (only 'tls')"),
+        None => (text, false),
+    };
+    let addr = addr
+        .to_socket_addrs()
+        .with_context(|| format!("--listen {text}: not an address"))?
+        .next()
+        .with_context(|| format!("--listen {text}: resolves to nothing"))?;
+    Ok(Listen { addr, tls })
 }
 
 impl ServeArgs {
@@ -132,10 +174,22 @@ impl ServeArgs {
         let model: Model = self.mechanism.parse().map_err(anyhow::Error::msg)?;
         let listen = self
             .listen
-            .to_socket_addrs()
-            .with_context(|| format!("--listen {}: not an address", self.listen))?
-            .next()
-            .with_context(|| format!("--listen {}: resolves to nothing", self.listen))?;
+            .iter()
+            .map(|l| parse_listen(l))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if self.tls_cert.len() != self.tls_key.len() {
+            anyhow::bail!(
+                "--tls-cert given {} times and --tls-key {}: they go in pairs",
+                self.tls_cert.len(),
+                self.tls_key.len()
+            );
+        }
+        if self.tls_cert.is_empty() && listen.iter().any(|l| l.tls) {
+            anyhow::bail!("--listen ADDR,tls needs --tls-cert and --tls-key");
+        }
+        if self.redirect_https && listen.iter().all(|l| l.tls) {
+            anyhow::bail!("--redirect-https needs a plain --listen address beside the HTTPS one");
+        }
         let mut poller = evdispatch::Config::new(match model {
             Model::Readiness(m) => m,
             _ => Mechanism::Epoll,
@@ -172,10 +226,21 @@ impl ServeArgs {
                 listing: self.listing,
             },
             access_log: self.access_log.clone(),
-            tls: match (&self.tls_cert, &self.tls_key) {
-                (Some(cert), Some(key)) => Some(TlsConfig::load(cert, key)?),
-                _ => None,
+            access_log_format: self.access_log_format,
+            tls: if self.tls_cert.is_empty() {
+                None
+            } else {
+                let pairs: Vec<CertPair> = (self.tls_cert.iter().zip(&self.tls_key))
+                    .map(|(c, k)| CertPair {
+                        cert: c.clone(),
+                        key: k.clone(),
+                    })
+                    .collect();
+                Some(TlsConfig::load_pairs(&pairs, &self.server_name)?)
             },
+            redirect_https: self.redirect_https,
+            hsts: self.hsts,
+            server_names: self.server_name.clone(),
         })
     }
 }
@@ -191,7 +256,7 @@ impl ServerConfig {
         }
         let mut args = <Serve as clap::Parser>::parse_from(["serve"]).args;
         args.root = root.into();
-        args.listen = "127.0.0.1:0".into();
+        args.listen = vec!["127.0.0.1:0".into()];
         args.mechanism = model.name().into();
         args.config().expect("the default command line is valid")
     }
@@ -225,18 +290,22 @@ pub fn connection_budget(
 ///
 /// # Command-line contract
 ///
-/// Once every worker listens, the server prints exactly one line,
-/// `listening on http://IP:PORT` (`https://` with `--tls-cert`), to standard
-/// output (with `--listen …:0`, the port the kernel chose), and flushes. SIGINT or SIGTERM stops it
+/// Once every worker listens, the server prints one line per `--listen`,
+/// in the order given, `listening on http://IP:PORT` (`https://` for an
+/// HTTPS listener), to standard output (with `--listen …:0`, the port the
+/// kernel chose), and flushes; with one `--listen`, exactly one line.
+/// SIGINT or SIGTERM stops it
 /// gracefully (no new connections; idle ones closed; busy ones get up to 3 s
 /// to finish) and then `--stats-json FILE` is written (`-`: standard output).
 /// SIGHUP never stops it: it reopens the `--access-log` file (logrotate's
-/// `postrotate`), and is ignored without one. Start-up fails with "address
+/// `postrotate`) and reloads every `--tls-cert`/`--tls-key` pair
+/// ([`TlsConfig::reload`]: a pair that fails keeps the old one, and
+/// standard error says why). Start-up fails with "address
 /// already in use" and a non-zero exit when another process listens on the
 /// address, also with `--listener reuseport` (see the listeners' probe in
-/// `server.rs`), and with a clear message when `--tls-cert` or `--tls-key`
+/// `server.rs`), and with a clear message when a `--tls-cert` or `--tls-key`
 /// cannot be read, is not PEM, or the key does not match the certificate
-/// ([`TlsConfig::load`]).
+/// ([`TlsConfig::load_pairs`]).
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     use evdispatch_host::{set_rlimit, Resource};
     if let Some(n) = args.rlimit_nofile {
@@ -274,16 +343,19 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = Server::start(cfg).with_context(|| format!("cannot start the {model} server"))?;
     {
         let mut out = io::stdout().lock();
-        let scheme = if server.config().tls.is_some() {
-            "https"
-        } else {
-            "http"
-        };
-        writeln!(out, "listening on {scheme}://{}", server.local_addr())?;
+        for l in server.listening() {
+            let scheme = if l.tls { "https" } else { "http" };
+            writeln!(out, "listening on {scheme}://{}", l.addr)?;
+        }
         out.flush()?;
     }
     while sys::wait_signal(&signals)? == libc::SIGHUP {
         server.reopen_access_log();
+        if let Some(tls) = &server.config().tls {
+            for line in tls.reload() {
+                eprintln!("evdispatch serve: SIGHUP: {line}");
+            }
+        }
     }
     let report = server.stop()?;
     let doc = serde_json::to_string_pretty(&report.to_json())?;

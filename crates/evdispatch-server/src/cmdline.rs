@@ -180,10 +180,10 @@ mod tests {
         assert_eq!(parsed.poller_opt, ["rtsig_batch=64"]);
         assert_eq!(parsed.backlog, 128);
         assert_eq!(parsed.stats_json, Some(PathBuf::from("/tmp/stats.json")));
-        assert_eq!(parsed.tls_cert, Some(PathBuf::from("/etc/c.pem")));
-        assert_eq!(parsed.tls_key, Some(PathBuf::from("/etc/k.pem")));
+        assert_eq!(parsed.tls_cert, [PathBuf::from("/etc/c.pem")]);
+        assert_eq!(parsed.tls_key, [PathBuf::from("/etc/k.pem")]);
         // And the server can be configured from them (but the files).
-        (parsed.tls_cert, parsed.tls_key) = (None, None);
+        (parsed.tls_cert, parsed.tls_key) = (Vec::new(), Vec::new());
         parsed.config().unwrap();
         assert!(cmd
             .to_string()

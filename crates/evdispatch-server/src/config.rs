@@ -13,10 +13,10 @@ use std::time::Duration;
 use evdispatch::Mechanism;
 use serde_json::json;
 
-use crate::content::access_log::LogBuffer;
+use crate::content::access_log::{LogBuffer, LogFormat};
 use crate::content::files::{CacheLimits, FileStore};
 use crate::content::paths::SiteOptions;
-use crate::content::response::Responder;
+use crate::content::response::{Https, Responder};
 
 /// How connections are dispatched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,8 +102,9 @@ pub enum ListenerMode {
 pub struct ServerConfig {
     /// Document root.
     pub root: PathBuf,
-    /// Address to listen on (port 0: the kernel picks).
-    pub listen: SocketAddr,
+    /// Addresses to listen on (port 0: the kernel picks), the first the
+    /// main one; at least one.
+    pub listen: Vec<Listen>,
     /// Dispatch model.
     pub model: Model,
     /// Poller configuration (its mechanism is the model's, when readiness;
@@ -149,9 +150,44 @@ pub struct ServerConfig {
     /// `--access-log`: the Combined Log Format file (`-`: standard output);
     /// `None`: no access log.
     pub access_log: Option<PathBuf>,
-    /// Serve HTTPS with this certificate and key (`--tls-cert`,
-    /// `--tls-key`); `None`: plain HTTP.
+    /// `--access-log-format`: the fields of its lines.
+    pub access_log_format: LogFormat,
+    /// The certificates and keys of HTTPS (`--tls-cert`, `--tls-key`);
+    /// `None`: plain HTTP only.
     pub tls: Option<crate::tls::TlsConfig>,
+    /// `--redirect-https`: every plain-HTTP listener answers each request
+    /// with a 301 to the same URL over HTTPS.
+    pub redirect_https: bool,
+    /// `--hsts SECONDS`: `Strict-Transport-Security: max-age=N` on every
+    /// response over TLS (never over plain HTTP).
+    pub hsts: Option<u64>,
+    /// `--server-name`: the names the site is served as (checked against
+    /// the certificates; the host of a redirect whose request had no
+    /// `Host`).
+    pub server_names: Vec<String>,
+}
+
+/// A listening socket of a worker, and whether it speaks TLS.
+#[derive(Debug, Clone)]
+pub(crate) struct Bound {
+    pub(crate) listener: std::sync::Arc<std::net::TcpListener>,
+    pub(crate) tls: bool,
+}
+
+/// One `--listen`: an address and whether it speaks TLS.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listen {
+    /// The address (port 0: the kernel picks).
+    pub addr: SocketAddr,
+    /// HTTPS on this address (`ADDR,tls`).
+    pub tls: bool,
+}
+
+impl Listen {
+    /// A plain-HTTP listener on `addr`.
+    pub fn plain(addr: SocketAddr) -> Listen {
+        Listen { addr, tls: false }
+    }
 }
 
 impl ServerConfig {
@@ -159,7 +195,7 @@ impl ServerConfig {
     pub fn to_json(&self) -> serde_json::Value {
         json!({
             "root": self.root.display().to_string(),
-            "listen": self.listen.to_string(),
+            "listen": self.listeners().iter().map(|l| format!("{}{}", l.addr, if l.tls { ",tls" } else { "" })).collect::<Vec<_>>(),
             "model": self.model.kind(),
             "mechanism": self.model.name(),
             "workers": self.workers,
@@ -178,14 +214,33 @@ impl ServerConfig {
             "eager_read": self.eager_read,
             "defer_accept_s": self.defer_accept_s,
             "access_log": self.access_log.as_ref().map(|p| p.display().to_string()),
-            "tls_cert": self.tls.as_ref().map(|t| t.cert.display().to_string()),
-            "tls_key": self.tls.as_ref().map(|t| t.key.display().to_string()),
+            "access_log_format": format!("{:?}", self.access_log_format).to_lowercase(),
+            "tls_cert": self.tls.as_ref().map(|t| t.pairs.iter().map(|p| p.cert.display().to_string()).collect::<Vec<_>>()),
+            "tls_key": self.tls.as_ref().map(|t| t.pairs.iter().map(|p| p.key.display().to_string()).collect::<Vec<_>>()),
+            "redirect_https": self.redirect_https,
+            "hsts": self.hsts,
+            "server_names": self.server_names,
             "dotfiles": format!("{:?}", self.site.dotfiles).to_lowercase(),
             "listing": self.site.listing,
             "poller_opts": self.poller_opts,
             "initial_events": self.poller.initial_events,
             "uring_entries": self.poller.uring_entries,
         })
+    }
+
+    /// The listeners as served: those of `listen`, where, with
+    /// certificates and no listener marked `tls`, every one serves HTTPS
+    /// (the one-address form, `--listen ADDR --tls-cert …`); without
+    /// certificates none does.
+    pub fn listeners(&self) -> Vec<Listen> {
+        let any_tls = self.listen.iter().any(|l| l.tls);
+        self.listen
+            .iter()
+            .map(|l| Listen {
+                addr: l.addr,
+                tls: self.tls.is_some() && (l.tls || !any_tls),
+            })
+            .collect()
     }
 
     /// Each worker's share of `max_connections` (rounded up).
@@ -211,16 +266,27 @@ impl ServerConfig {
     }
 
     /// A responder over the document root with a cache of `limits`,
-    /// logging into `log` when there is an access log.
+    /// logging into `log` when there is an access log, for a server
+    /// listening on `listening` (where `--redirect-https` sends to).
     pub(crate) fn responder(
         &self,
         limits: CacheLimits,
         log: Option<LogBuffer>,
+        listening: &[Listen],
     ) -> io::Result<Responder> {
         let mut r = Responder::new(FileStore::open(&self.root, limits)?, self.site);
         if let Some(log) = log {
-            r.set_access_log(log);
+            r.set_access_log(log, self.access_log_format);
         }
+        r.set_https(Https {
+            redirect_port: listening
+                .iter()
+                .find(|l| l.tls)
+                .filter(|_| self.redirect_https)
+                .map(|l| l.addr.port()),
+            default_host: self.server_names.first().cloned(),
+            hsts: self.hsts,
+        });
         Ok(r)
     }
 

@@ -16,7 +16,10 @@
 //!   sends.
 //!
 //! HTTP/1.0 and 1.1, over TCP or over TLS 1.3 and 1.2 (`--tls-cert`,
-//! `--tls-key`: [`TlsConfig`], rustls; every model), `GET`, `HEAD` and
+//! `--tls-key`: [`TlsConfig`], rustls, certificates chosen by SNI and
+//! reloaded on SIGHUP; every model), on one or several `--listen`
+//! addresses, plain and HTTPS side by side ([`Listen`]; `--redirect-https`,
+//! `--hsts`: [`Https`]), `GET`, `HEAD` and
 //! `OPTIONS` (a request body read and discarded; what the RFCs call invalid
 //! refused), persistent connections and pipelining, conditional and range
 //! requests, precompressed variants, `index.html` for directories (or a
@@ -76,16 +79,16 @@ mod sys;
 mod tls;
 
 pub use cli::{connection_budget, run, ServeArgs};
-pub use config::{AcceptMode, ListenerMode, Model, ServerConfig};
+pub use config::{AcceptMode, Listen, ListenerMode, Model, ServerConfig};
 pub use conn::exchange::{Answered, MAX_BATCH};
 pub use conn::stats::{
     Counters, ServerReport, TlsCounters, TurnWork, Turns, WorkerReport, TURN_BUCKETS,
 };
 pub use conn::timer::TimerWheel;
-pub use content::access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer};
+pub use content::access_log::{AccessLog, Entry as AccessLogEntry, LogBuffer, LogFormat, TlsInfo};
 pub use content::files::{content_type, CacheLimits, CacheStats, ContentType, FileStore};
 pub use content::paths::{Dotfiles, SiteOptions};
-pub use content::response::{OutBatch, Responder};
+pub use content::response::{Https, OutBatch, Responder, Via};
 pub use semantics::conditional::{Coding, ETag};
 pub use semantics::encoding::negotiate;
 pub use semantics::range::{evaluate_range, RangeAnswer, Ranges, MAX_RANGES};
@@ -96,4 +99,4 @@ pub use semantics::request::{
 pub use semantics::status::Status;
 pub use semantics::target::normalize_target;
 pub use server::Server;
-pub use tls::{TlsConfig, SESSION_CACHE};
+pub use tls::{CertPair, TlsConfig, SESSION_CACHE};

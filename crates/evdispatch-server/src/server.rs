@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use evdispatch::Waker;
 
-use crate::config::{ListenerMode, Model, ServerConfig};
+use crate::config::{Bound, Listen, ListenerMode, Model, ServerConfig};
 use crate::conn::stats::{ServerReport, WorkerReport};
 use crate::content::access_log::AccessLog;
 use crate::content::files::CacheLimits;
@@ -23,7 +23,7 @@ use crate::sys;
 
 /// A running server.
 pub struct Server {
-    addr: SocketAddr,
+    listening: Vec<Listen>,
     cfg: Arc<ServerConfig>,
     stop: Arc<AtomicBool>,
     wakers: Vec<Wakeup>,
@@ -35,7 +35,7 @@ pub struct Server {
 impl fmt::Debug for Server {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Server")
-            .field("addr", &self.addr)
+            .field("listening", &self.listening)
             .field("model", &self.cfg.model)
             .finish()
     }
@@ -69,32 +69,44 @@ impl Server {
         // Each worker (the pool's master) sends how to wake it, or its
         // start-up error.
         let (tx, rx) = mpsc::channel();
-        let (addr, joins) = match cfg.model {
+        let (listening, joins) = match cfg.model {
             Model::Threads => {
-                let l = sys::listen(cfg.listen, cfg.backlog, false, true, cfg.defer_accept_s)?;
-                let listener = Arc::new(TcpListener::from(l));
-                let addr = listener.local_addr()?;
+                let mut bound = Vec::new();
+                for l in cfg.listeners() {
+                    let fd = sys::listen(l.addr, cfg.backlog, false, true, cfg.defer_accept_s)?;
+                    bound.push(Bound {
+                        listener: Arc::new(TcpListener::from(fd)),
+                        tls: l.tls,
+                    });
+                }
+                let listening = bound_addrs(&bound)?;
                 if let Some(cpus) = &cfg.cpus {
                     evdispatch_host::pin_current_thread(cpus)?;
                 }
-                let master = models::threads::start(
-                    cfg.clone(),
-                    listener.clone(),
-                    cfg.responder(cfg.cache, log_buffer())?,
-                    stop.clone(),
-                )?;
-                let _ = tx.send(Ok(Wakeup::Master(listener)));
-                (addr, vec![master])
+                let responder = cfg.responder(cfg.cache, log_buffer(), &listening)?;
+                let wake = bound.iter().map(|b| b.listener.clone()).collect();
+                let master = models::threads::start(cfg.clone(), bound, responder, stop.clone())?;
+                let _ = tx.send(Ok(Wakeup::Master(wake)));
+                (listening, vec![master])
             }
             Model::Readiness(_) | Model::UringCompletion => {
-                let listeners = make_listeners(&cfg)?;
-                let addr = listeners[0].local_addr()?;
+                let per_listen = cfg
+                    .listeners()
+                    .iter()
+                    .map(|l| make_listeners(&cfg, *l))
+                    .collect::<io::Result<Vec<_>>>()?;
+                let firsts: Vec<Bound> = per_listen.iter().map(|v| v[0].clone()).collect();
+                let listening = bound_addrs(&firsts)?;
                 let mut joins = Vec::new();
                 for i in 0..cfg.workers {
-                    let listener = listeners[i.min(listeners.len() - 1)].clone();
+                    let bound: Vec<Bound> = per_listen
+                        .iter()
+                        .map(|v| v[i.min(v.len() - 1)].clone())
+                        .collect();
                     let shared = cfg.listener == ListenerMode::Shared;
                     let (cfg, stop, tx) = (cfg.clone(), stop.clone(), tx.clone());
                     let log = log_buffer();
+                    let listening = listening.clone();
                     let h = thread::Builder::new()
                         .name(format!("evd-worker-{i}"))
                         .spawn(move || -> io::Result<WorkerReport> {
@@ -106,11 +118,13 @@ impl Server {
                             if let Some(c) = cpu {
                                 evdispatch_host::pin_current_thread(&[c]).map_err(fail)?;
                             }
-                            let responder = cfg.responder(per_worker_cache, log).map_err(fail)?;
+                            let responder = cfg
+                                .responder(per_worker_cache, log, &listening)
+                                .map_err(fail)?;
                             let c = cfg.clone();
                             if cfg.model == Model::UringCompletion {
                                 let (w, wake) = models::completion::Worker::new(
-                                    i, cpu, c, listener, responder, stop,
+                                    i, cpu, c, bound, responder, stop,
                                 )
                                 .map_err(fail)?;
                                 let _ = tx.send(Ok(Wakeup::Completion(wake)));
@@ -118,7 +132,7 @@ impl Server {
                                 return w.run();
                             }
                             let (w, waker) = models::readiness::Worker::new(
-                                i, cpu, c, listener, shared, responder, stop,
+                                i, cpu, c, bound, shared, responder, stop,
                             )
                             .map_err(fail)?;
                             let _ = tx.send(Ok(Wakeup::Poller(waker)));
@@ -127,12 +141,12 @@ impl Server {
                         })?;
                     joins.push(h);
                 }
-                (addr, joins)
+                (listening, joins)
             }
         };
         drop(tx);
         let mut server = Server {
-            addr,
+            listening,
             cfg,
             stop,
             wakers: Vec::new(),
@@ -157,9 +171,16 @@ impl Server {
         Ok(server)
     }
 
-    /// The address the server listens on (the real port when 0 was asked).
+    /// The address the server listens on, its first `--listen` (the real
+    /// port when 0 was asked).
     pub fn local_addr(&self) -> SocketAddr {
-        self.addr
+        self.listening[0].addr
+    }
+
+    /// Every address the server listens on, in the order of `--listen`
+    /// (the real ports), each with whether it serves HTTPS.
+    pub fn listening(&self) -> &[Listen] {
+        &self.listening
     }
 
     /// The configuration in force.
@@ -209,7 +230,7 @@ impl Server {
             model: self.cfg.model.kind(),
             mechanism: self.cfg.model.name().to_string(),
             config: self.cfg.to_json(),
-            address: self.addr.to_string(),
+            address: self.listening[0].addr.to_string(),
             elapsed_s: self.started.elapsed().as_secs_f64(),
             workers,
         })
@@ -221,8 +242,9 @@ enum Wakeup {
     Poller(Waker),
     /// A completion worker, through the eventfd its ring reads.
     Completion(Arc<OwnedFd>),
-    /// The thread pool's master, out of its blocking `accept`.
-    Master(Arc<TcpListener>),
+    /// The thread pool's master and acceptors, out of their blocking
+    /// `accept`s.
+    Master(Vec<Arc<TcpListener>>),
 }
 
 impl Wakeup {
@@ -232,13 +254,18 @@ impl Wakeup {
                 let _ = w.wake();
             }
             Wakeup::Completion(fd) => sys::eventfd_signal(fd.as_raw_fd()),
-            Wakeup::Master(l) => sys::shutdown(l.as_raw_fd(), libc::SHUT_RD),
+            Wakeup::Master(ls) => {
+                for l in ls {
+                    sys::shutdown(l.as_raw_fd(), libc::SHUT_RD);
+                }
+            }
         }
     }
 }
 
-/// The listening sockets: one per worker (reuseport; the first binds the
-/// requested port, possibly 0, the others the port it got) or one shared.
+/// The listening sockets of the address `at`: one per worker (reuseport;
+/// the first binds the requested port, possibly 0, the others the port it
+/// got) or one shared.
 ///
 /// With `SO_REUSEPORT`, a bind succeeds wherever another socket of the same
 /// user holds the port with it too: a second server would silently take
@@ -247,18 +274,21 @@ impl Wakeup {
 /// anyone listens there; only this server's own workers then share the
 /// port. (A server starting in the instant between the probe and the bind
 /// could still join.)
-fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
+fn make_listeners(cfg: &ServerConfig, at: Listen) -> io::Result<Vec<Bound>> {
     let reuse = cfg.listener == ListenerMode::Reuseport;
     let listen = |addr| {
         let l = sys::listen(addr, cfg.backlog, reuse, false, cfg.defer_accept_s)?;
-        io::Result::Ok(Arc::new(TcpListener::from(l)))
+        io::Result::Ok(Bound {
+            listener: Arc::new(TcpListener::from(l)),
+            tls: at.tls,
+        })
     };
     let first = listen(if reuse {
-        sys::probe_bind(cfg.listen)?
+        sys::probe_bind(at.addr)?
     } else {
-        cfg.listen
+        at.addr
     })?;
-    let addr = first.local_addr()?;
+    let addr = first.listener.local_addr()?;
     let mut v = vec![first];
     if reuse {
         for _ in 1..cfg.workers {
@@ -266,4 +296,17 @@ fn make_listeners(cfg: &ServerConfig) -> io::Result<Vec<Arc<TcpListener>>> {
         }
     }
     Ok(v)
+}
+
+/// The addresses the listeners `bound` got.
+fn bound_addrs(bound: &[Bound]) -> io::Result<Vec<Listen>> {
+    bound
+        .iter()
+        .map(|b| {
+            Ok(Listen {
+                addr: b.listener.local_addr()?,
+                tls: b.tls,
+            })
+        })
+        .collect()
 }

@@ -133,7 +133,15 @@ pub fn accept(listener: RawFd, blocking: bool) -> io::Result<OwnedFd> {
 /// The IP address of the peer of socket `fd` (`getpeername`), if it has
 /// one (the access log's `$remote_addr`).
 pub fn peer_ip(fd: RawFd) -> Option<std::net::IpAddr> {
-    let a = nix::sys::socket::getpeername::<SockaddrStorage>(fd).ok()?;
+    ip_of(nix::sys::socket::getpeername::<SockaddrStorage>(fd).ok()?)
+}
+
+/// The local IP address of the connected socket `fd` (`getsockname`).
+pub fn local_ip(fd: RawFd) -> Option<std::net::IpAddr> {
+    ip_of(nix::sys::socket::getsockname::<SockaddrStorage>(fd).ok()?)
+}
+
+fn ip_of(a: SockaddrStorage) -> Option<std::net::IpAddr> {
     if let Some(v4) = a.as_sockaddr_in() {
         Some(v4.ip().into())
     } else {

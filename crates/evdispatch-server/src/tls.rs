@@ -1,11 +1,19 @@
-//! HTTPS settings: the certificate chain and key of `--tls-cert` and
-//! `--tls-key`, read and checked at start-up, and the rustls configuration
-//! every connection shares.
+//! HTTPS settings: the certificate chains and keys of `--tls-cert` and
+//! `--tls-key`, read and checked at start-up and again on SIGHUP, and the
+//! rustls configuration every connection shares.
 //!
-//! * PEM files: the certificate file holds the server's certificate first,
+//! * PEM files: a certificate file holds the server's certificate first,
 //!   then its chain (as nginx's `ssl_certificate`); the key file one
 //!   private key, PKCS#8, PKCS#1 (RSA) or SEC1 (EC): ECDSA (P-256, P-384),
 //!   RSA and Ed25519 keys, signed with the `ring` provider.
+//! * Several certificates: `--tls-cert`/`--tls-key` given several times
+//!   are pairs, in order. A handshake gets the certificate whose
+//!   subjectAltName DNS names match the client's SNI name, exactly or by a
+//!   `*.` wildcard standing for one label (`*.example.com` matches
+//!   `a.example.com`, not `example.com` nor `a.b.example.com`); an exact
+//!   name wins over a wildcard, an earlier pair over a later one. Without
+//!   SNI, or when no name matches, the first pair is served (nginx's
+//!   default server).
 //! * TLS 1.3 and 1.2, the provider's default cipher suites; ALPN
 //!   `http/1.1` (the server speaks no other; a client that offers only
 //!   protocols the server does not speak fails its handshake).
@@ -13,88 +21,263 @@
 //!   (rustls' ticketer: a new key every 6 hours, the previous one still
 //!   accepted), and a server session cache of [`SESSION_CACHE`] entries
 //!   shared by every worker for TLS 1.2 clients that resume by session ID.
+//! * Reload ([`TlsConfig::reload`], SIGHUP): every pair is read again and
+//!   checked as at start-up; new handshakes get the new certificates, open
+//!   connections keep theirs. A pair whose files fail to load keeps its
+//!   old certificate and key in service, and why is said on standard error.
 //!
 //! Start-up fails with a message naming the file for an unreadable or
 //! malformed PEM file, a file without a certificate or a key, or a key that
-//! does not match the certificate. An expired certificate, or one not yet
-//! valid, is served with a warning on standard error (a test server's
-//! certificate may well be so, and nginx serves it too).
+//! does not match the certificate. Warnings go to standard error for an
+//! expired certificate, or one not yet valid (a test server's certificate
+//! may well be so, and nginx serves it too), and for a `--server-name`
+//! that no certificate names.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
 use anyhow::{bail, Context};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
 
 /// Sessions the server's session cache keeps (for TLS 1.2 resumption by
 /// session ID), about 200 bytes each.
 pub const SESSION_CACHE: usize = 8192;
 
-/// The HTTPS settings of a server: where its certificate and key came from
-/// and the rustls configuration built from them.
-#[derive(Clone)]
-pub struct TlsConfig {
+/// One `--tls-cert`/`--tls-key` pair, as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CertPair {
     /// The certificate chain file (`--tls-cert`).
     pub cert: PathBuf,
     /// The private key file (`--tls-key`).
     pub key: PathBuf,
-    /// The configuration every connection is made with.
+}
+
+/// The HTTPS settings of a server: where its certificates and keys came
+/// from and the rustls configuration built from them.
+#[derive(Clone)]
+pub struct TlsConfig {
+    /// The pairs, the default first.
+    pub pairs: Vec<CertPair>,
+    /// The configuration every connection is made with; its certificate
+    /// resolver is `certs`.
     pub server: Arc<rustls::ServerConfig>,
+    certs: Arc<Certificates>,
 }
 
 impl fmt::Debug for TlsConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsConfig")
-            .field("cert", &self.cert)
-            .field("key", &self.key)
+            .field("pairs", &self.pairs)
             .finish()
     }
 }
 
+/// A loaded pair: the certificate and key rustls serves, and the DNS
+/// names the certificate is for (lower case).
+#[derive(Debug)]
+struct Loaded {
+    key: Arc<CertifiedKey>,
+    names: Vec<String>,
+}
+
+/// The certificates in service, chosen by SNI ([`ResolvesServerCert`]);
+/// replaced whole by a reload.
+#[derive(Debug)]
+struct Certificates {
+    provider: Arc<CryptoProvider>,
+    loaded: RwLock<Arc<Vec<Loaded>>>,
+}
+
+impl Certificates {
+    fn current(&self) -> Arc<Vec<Loaded>> {
+        self.loaded
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl ResolvesServerCert for Certificates {
+    fn resolve(&self, hello: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        let loaded = self.current();
+        let i = hello
+            .server_name()
+            .and_then(|n| choose(loaded.iter().map(|l| l.names.as_slice()), n))
+            .unwrap_or(0);
+        loaded.get(i).map(|l| l.key.clone())
+    }
+}
+
+/// Which of the name lists `names` (one per pair, in order) serves
+/// `sni`: the first with the exact name, else the first with a `*.`
+/// wildcard matching it; `None`: no match.
+fn choose<'a>(names: impl Iterator<Item = &'a [String]> + Clone, sni: &str) -> Option<usize> {
+    let sni = sni.trim_end_matches('.').to_ascii_lowercase();
+    let exact = names.clone().position(|ns| ns.contains(&sni));
+    exact.or_else(|| {
+        let (_, parent) = sni.split_once('.')?;
+        names.clone().position(|ns| {
+            ns.iter()
+                .any(|n| n.strip_prefix("*.").is_some_and(|p| p == parent))
+        })
+    })
+}
+
+/// `name` is among the certificate's `names` (exactly or by wildcard).
+fn covers(names: &[String], name: &str) -> bool {
+    choose(std::iter::once(names), name).is_some()
+}
+
 impl TlsConfig {
-    /// Read `cert` (PEM chain) and `key` (PEM private key) and build the
-    /// server's TLS configuration; warnings (an expired certificate) go to
-    /// standard error.
+    /// One certificate chain `cert` and its key `key` (see
+    /// [`TlsConfig::load_pairs`]).
     pub fn load(cert: &Path, key: &Path) -> anyhow::Result<TlsConfig> {
-        let chain = read_chain(cert)?;
-        for w in validity_warnings(&chain[0], SystemTime::now()) {
-            eprintln!(
-                "evdispatch serve: warning: --tls-cert {}: {w}",
-                cert.display()
-            );
+        TlsConfig::load_pairs(
+            &[CertPair {
+                cert: cert.to_path_buf(),
+                key: key.to_path_buf(),
+            }],
+            &[],
+        )
+    }
+
+    /// Read every pair (PEM chain, PEM private key; the first is the
+    /// default) and build the server's TLS configuration. Warnings (an
+    /// expired certificate, a name of `server_names` that no certificate
+    /// has) go to standard error.
+    pub fn load_pairs(pairs: &[CertPair], server_names: &[String]) -> anyhow::Result<TlsConfig> {
+        if pairs.is_empty() {
+            bail!("HTTPS needs at least one --tls-cert and --tls-key");
         }
-        let key_der = read_key(key)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut loaded = Vec::new();
+        for p in pairs {
+            let (l, warnings) = load_pair(p, &provider)?;
+            warn(&warnings);
+            loaded.push(l);
+        }
+        for name in server_names {
+            if !loaded.iter().any(|l| covers(&l.names, name)) {
+                warn(&[format!(
+                    "--server-name {name}: no --tls-cert names it (the first, {}, is served for it)",
+                    pairs[0].cert.display()
+                )]);
+            }
+        }
+        let certs = Arc::new(Certificates {
+            provider: provider.clone(),
+            loaded: RwLock::new(Arc::new(loaded)),
+        });
         let mut server = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
             .context("TLS 1.3 and 1.2 with the ring provider")?
             .with_no_client_auth()
-            .with_single_cert(chain, key_der)
-            .map_err(|e| match e {
-                rustls::Error::InconsistentKeys(_) => anyhow::anyhow!(
-                    "--tls-key {} does not match the certificate in --tls-cert {}",
-                    key.display(),
-                    cert.display()
-                ),
-                e => anyhow::anyhow!(
-                    "--tls-key {} with --tls-cert {}: {e}",
-                    key.display(),
-                    cert.display()
-                ),
-            })?;
+            .with_cert_resolver(certs.clone());
         server.alpn_protocols = vec![b"http/1.1".to_vec()];
         server.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
         server.ticketer =
             rustls::crypto::ring::Ticketer::new().context("cannot make a session ticketer")?;
         Ok(TlsConfig {
-            cert: cert.to_path_buf(),
-            key: key.to_path_buf(),
+            pairs: pairs.to_vec(),
             server: Arc::new(server),
+            certs,
         })
     }
+
+    /// Read every pair again (SIGHUP): new handshakes get what loaded,
+    /// open connections keep what they have. A pair that fails keeps its
+    /// old certificate and key. Returns what to tell the operator (one
+    /// line per pair: reloaded, or kept and why, and the warnings).
+    pub fn reload(&self) -> Vec<String> {
+        let old = self.certs.current();
+        let mut report = Vec::new();
+        let mut next = Vec::with_capacity(self.pairs.len());
+        for (p, was) in self.pairs.iter().zip(old.iter()) {
+            match load_pair(p, &self.certs.provider) {
+                Ok((l, warnings)) => {
+                    report.push(format!("--tls-cert {}: reloaded", p.cert.display()));
+                    report.extend(warnings);
+                    next.push(l);
+                }
+                Err(e) => {
+                    report.push(format!(
+                        "--tls-cert {}: not reloaded, the previous certificate stays in service: {e:#}",
+                        p.cert.display()
+                    ));
+                    next.push(Loaded {
+                        key: was.key.clone(),
+                        names: was.names.clone(),
+                    });
+                }
+            }
+        }
+        *self.certs.loaded.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
+        report
+    }
+}
+
+/// Warnings, to standard error.
+fn warn(lines: &[String]) {
+    for w in lines {
+        eprintln!("evdispatch serve: warning: {w}");
+    }
+}
+
+/// Read and check one pair: its certificate and key for rustls, its names,
+/// and the warnings about it.
+fn load_pair(p: &CertPair, provider: &CryptoProvider) -> anyhow::Result<(Loaded, Vec<String>)> {
+    let (cert, key) = (&p.cert, &p.key);
+    let chain = read_chain(cert)?;
+    let warnings = validity_warnings(&chain[0], SystemTime::now())
+        .into_iter()
+        .map(|w| format!("--tls-cert {}: {w}", cert.display()))
+        .collect();
+    let names = dns_names(&chain[0]);
+    let key_der = read_key(key)?;
+    let certified = CertifiedKey::from_der(chain, key_der, provider).map_err(|e| match e {
+        rustls::Error::InconsistentKeys(_) => anyhow::anyhow!(
+            "--tls-key {} does not match the certificate in --tls-cert {}",
+            key.display(),
+            cert.display()
+        ),
+        e => anyhow::anyhow!(
+            "--tls-key {} with --tls-cert {}: {e}",
+            key.display(),
+            cert.display()
+        ),
+    })?;
+    Ok((
+        Loaded {
+            key: Arc::new(certified),
+            names,
+        },
+        warnings,
+    ))
+}
+
+/// The DNS names of a certificate's subjectAltName, lower case (none when
+/// it has no such extension).
+fn dns_names(cert: &CertificateDer<'_>) -> Vec<String> {
+    let Ok((_, x509)) = x509_parser::parse_x509_certificate(cert) else {
+        return Vec::new();
+    };
+    let Ok(Some(san)) = x509.subject_alternative_name() else {
+        return Vec::new();
+    };
+    san.value
+        .general_names
+        .iter()
+        .filter_map(|g| match g {
+            x509_parser::extensions::GeneralName::DNSName(n) => Some(n.to_ascii_lowercase()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The certificates of a PEM file, in order; at least one.
@@ -233,5 +416,66 @@ mod tests {
         let in_1999 = SystemTime::UNIX_EPOCH + Duration::from_secs(29 * 365 * 86_400);
         let w = validity_warnings(&der, in_1999);
         assert!(w.len() == 1 && w[0].contains("not valid before"), "{w:?}");
+    }
+
+    #[test]
+    fn sni_names_choose_exact_then_wildcard() {
+        let lists: Vec<Vec<String>> = [
+            vec!["a.example"],
+            vec!["*.example.com", "example.com"],
+            vec!["b.example.com"],
+        ]
+        .iter()
+        .map(|l| l.iter().map(|n| n.to_string()).collect())
+        .collect();
+        let pick = |sni: &str| choose(lists.iter().map(Vec::as_slice), sni);
+        assert_eq!(pick("b.example.com"), Some(2));
+        assert_eq!(pick("B.Example.COM."), Some(2));
+        assert_eq!(pick("x.example.com"), Some(1));
+        assert_eq!(pick("example.com"), Some(1));
+        assert_eq!(pick("a.example"), Some(0));
+        assert_eq!(pick("a.b.example.com"), None);
+        assert_eq!(pick("example.org"), None);
+    }
+
+    fn named(name: &str) -> (String, String) {
+        let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let params = rcgen::CertificateParams::new(vec![name.into()]).unwrap();
+        (params.self_signed(&key).unwrap().pem(), key.serialize_pem())
+    }
+
+    #[test]
+    fn reload_takes_new_pairs_and_keeps_the_old_one_of_a_broken_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (c, k) = named("one.test");
+        let pair = CertPair {
+            cert: write(dir.path(), "c.pem", &c),
+            key: write(dir.path(), "k.pem", &k),
+        };
+        let t = TlsConfig::load_pairs(std::slice::from_ref(&pair), &[]).unwrap();
+        let names = |t: &TlsConfig| t.certs.current()[0].names.clone();
+        assert_eq!(names(&t), ["one.test"]);
+
+        let (c2, k2) = named("two.test");
+        write(dir.path(), "c.pem", &c2);
+        write(dir.path(), "k.pem", &k2);
+        let r = t.reload();
+        assert!(r[0].ends_with("reloaded"), "{r:?}");
+        assert_eq!(names(&t), ["two.test"]);
+
+        // A certificate whose key is not the one beside it: refused, the
+        // previous pair served on.
+        let (c3, _) = named("three.test");
+        write(dir.path(), "c.pem", &c3);
+        let r = t.reload();
+        assert!(
+            r[0].contains("not reloaded") && r[0].contains("does not match"),
+            "{r:?}"
+        );
+        assert_eq!(names(&t), ["two.test"]);
+        write(dir.path(), "c.pem", "garbage");
+        let r = t.reload();
+        assert!(r[0].contains("no certificate"), "{r:?}");
+        assert_eq!(names(&t), ["two.test"]);
     }
 }

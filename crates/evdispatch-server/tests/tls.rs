@@ -5,15 +5,18 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
+use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{site, start, Client, Site};
 use evdispatch_server::cmdline::ServeCommand;
-use evdispatch_server::{Counters, Model, Server, ServerConfig, TlsConfig};
+use evdispatch_server::{
+    CertPair, Counters, Listen, LogFormat, Model, Server, ServerConfig, TlsConfig,
+};
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
@@ -36,6 +39,7 @@ const MODELS: [&str; 6] = [
 struct Pki {
     dir: tempfile::TempDir,
     ca: CertificateDer<'static>,
+    issuer: CertifiedIssuer<'static, KeyPair>,
 }
 
 impl Pki {
@@ -60,7 +64,31 @@ impl Pki {
         Pki {
             dir,
             ca: ca.der().clone(),
+            issuer: ca,
         }
+    }
+
+    /// Another certificate the CA signs, for `names`, written as
+    /// `NAME.pem` and `NAME.key` (over any earlier ones); its DER.
+    fn leaf(&self, file: &str, names: &[&str]) -> CertificateDer<'static> {
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        // A subject of its own: the same as the CA's would make OpenSSL take
+        // the certificate for a self-signed one.
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, names[0]);
+        let leaf = params.signed_by(&key, &self.issuer).unwrap();
+        std::fs::write(self.path(&format!("{file}.pem")), leaf.pem()).unwrap();
+        std::fs::write(self.path(&format!("{file}.key")), key.serialize_pem()).unwrap();
+        leaf.der().clone()
+    }
+
+    fn path(&self, file: &str) -> PathBuf {
+        self.dir.path().join(file)
     }
 
     fn cert(&self) -> PathBuf {
@@ -99,16 +127,29 @@ type Tls = StreamOwned<ClientConnection, TcpStream>;
 
 /// An HTTPS connection to `addr` for `localhost`, handshake done.
 fn https(addr: SocketAddr, cfg: &Arc<ClientConfig>) -> Client<Tls> {
+    https_to(addr, cfg, "localhost").expect("the handshake")
+}
+
+/// An HTTPS connection to `addr` for `name` (a DNS name is sent as SNI,
+/// an IP address is not), handshake done; the handshake's error.
+fn https_to(addr: SocketAddr, cfg: &Arc<ClientConfig>, name: &str) -> io::Result<Client<Tls>> {
     let sock = TcpStream::connect(addr).unwrap();
     sock.set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    let name = ServerName::try_from("localhost").unwrap();
+    let name = ServerName::try_from(name.to_string()).unwrap();
     let conn = ClientConnection::new(cfg.clone(), name).unwrap();
     let mut s = StreamOwned::new(conn, sock);
     while s.conn.is_handshaking() {
-        s.conn.complete_io(&mut s.sock).expect("the handshake");
+        s.conn.complete_io(&mut s.sock)?;
     }
-    Client::over(s)
+    Ok(Client::over(s))
+}
+
+/// The certificate the server presented on `c`.
+fn served_cert(c: &Client<Tls>) -> CertificateDer<'static> {
+    c.s.conn.peer_certificates().unwrap()[0]
+        .clone()
+        .into_owned()
 }
 
 fn start_tls(
@@ -655,4 +696,404 @@ fn a_mismatched_key_fails_start_up() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("does not match the certificate"), "{err}");
     assert!(out.stdout.is_empty(), "it listened: {:?}", out.stdout);
+}
+
+/// One server, HTTPS on one address and plain HTTP on another, on every
+/// model (readiness on every mechanism): the same files on both; HSTS only over TLS; the access log's TLS
+/// fields. Then `--redirect-https`: the plain address answers 301 to the
+/// HTTPS one, the path and query kept.
+#[test]
+fn https_and_plain_http_side_by_side_with_hsts_and_redirect() {
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let client = pki.client13();
+    let any = "127.0.0.1:0".parse().unwrap();
+    let both = vec![
+        Listen {
+            addr: any,
+            tls: true,
+        },
+        Listen::plain(any),
+    ];
+    std::thread::scope(|scope| {
+        for model in Model::all().into_iter().map(Model::name) {
+            let (site, pki, client, both) = (&site, &pki, &client, &both);
+            scope.spawn(move || {
+                let log = site.dir.path().join(format!("{model}.log"));
+                let Some(server) = start_tls(model, site, pki, |cfg| {
+                    cfg.listen = both.clone();
+                    cfg.hsts = Some(600);
+                    cfg.access_log = Some(log.clone());
+                    cfg.access_log_format = LogFormat::CombinedTls;
+                }) else {
+                    return;
+                };
+                let l = server.listening().to_vec();
+                assert!(l[0].tls && !l[1].tls, "{model}: {l:?}");
+                assert_eq!(server.local_addr(), l[0].addr);
+                let mut s = https(l[0].addr, client);
+                let r = s.get("/six.txt");
+                assert_eq!((r.status, &r.body), (200, &site.small), "{model}");
+                assert_eq!(
+                    r.header("strict-transport-security"),
+                    Some("max-age=600"),
+                    "{model}"
+                );
+                let mut p = Client::connect(l[1].addr);
+                let r = p.get("/six.txt");
+                assert_eq!((r.status, &r.body), (200, &site.small), "{model}");
+                assert_eq!(r.header("strict-transport-security"), None, "{model}");
+                drop((s, p));
+                stop(server);
+                let text = std::fs::read_to_string(&log).unwrap();
+                let mut lines: Vec<&str> = text.lines().collect();
+                lines.sort_by_key(|l| l.ends_with(" - -"));
+                assert_eq!(lines.len(), 2, "{model}: {text}");
+                assert!(
+                    lines[0].ends_with(" TLSv1.3 TLS_AES_256_GCM_SHA384")
+                        || lines[0].ends_with(" TLSv1.3 TLS_AES_128_GCM_SHA256")
+                        || lines[0].ends_with(" TLSv1.3 TLS_CHACHA20_POLY1305_SHA256"),
+                    "{model}: {text}"
+                );
+                assert!(lines[1].ends_with("\" - -"), "{model}: {text}");
+
+                // --redirect-https.
+                let Some(server) = start_tls(model, site, pki, |cfg| {
+                    cfg.listen = both.clone();
+                    cfg.redirect_https = true;
+                    cfg.hsts = Some(600);
+                }) else {
+                    return;
+                };
+                let l = server.listening().to_vec();
+                let port = l[0].addr.port();
+                let mut p = Client::connect(l[1].addr);
+                p.send(b"GET /six.txt?a=1&b=2 HTTP/1.1\r\nHost: site.test:8080\r\n\r\n");
+                let r = p.response(false).unwrap();
+                assert_eq!(r.status, 301, "{model}");
+                let want = format!("https://site.test:{port}/six.txt?a=1&b=2");
+                assert_eq!(r.header("location"), Some(want.as_str()), "{model}");
+                assert_eq!(r.header("strict-transport-security"), None, "{model}");
+                // Kept alive; a HEAD too; an IPv6 literal's port goes.
+                p.send(b"HEAD /dir/ HTTP/1.1\r\nHost: [::1]:80\r\n\r\n");
+                let r = p.response(true).unwrap();
+                assert_eq!(r.status, 301, "{model}");
+                let want = format!("https://[::1]:{port}/dir/");
+                assert_eq!(r.header("location"), Some(want.as_str()), "{model}");
+                // The HTTPS address serves.
+                let r = https(l[0].addr, client).get("/six.txt");
+                assert_eq!(r.status, 200, "{model}");
+                stop(server);
+            });
+        }
+    });
+}
+
+/// Several certificates: each handshake gets the one whose names match its
+/// SNI name, exactly or by wildcard; without SNI, the first.
+#[test]
+fn sni_chooses_among_several_certificates() {
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let default = pki.leaf("default", &["localhost", "127.0.0.1"]);
+    let wild = pki.leaf("wild", &["*.wild.test"]);
+    let exact = pki.leaf("exact", &["exact.wild.test"]);
+    let pair = |f: &str| CertPair {
+        cert: pki.path(&format!("{f}.pem")),
+        key: pki.path(&format!("{f}.key")),
+    };
+    let tls = TlsConfig::load_pairs(&[pair("default"), pair("wild"), pair("exact")], &[]).unwrap();
+    // A client of its own for each connection: none resumes a session.
+    let client = || pki.client13();
+    for model in ["epoll", "threads", "uring-completion"] {
+        let Some(server) = start(model.parse().unwrap(), &site.root, |cfg| {
+            cfg.tls = Some(tls.clone());
+        }) else {
+            continue;
+        };
+        let a = server.local_addr();
+        for (name, want) in [
+            ("exact.wild.test", &exact),
+            ("any.wild.test", &wild),
+            ("localhost", &default),
+            ("127.0.0.1", &default),
+        ] {
+            let mut c = https_to(a, &client(), name).unwrap();
+            assert!(served_cert(&c) == *want, "{model}: {name}");
+            assert_eq!(c.get("/six.txt").status, 200, "{model}: {name}");
+        }
+        // No certificate names it: the default is served, which the client
+        // refuses for that name.
+        let e = https_to(a, &client(), "other.test").err().unwrap();
+        let e = e.to_string();
+        assert!(
+            e.contains("not valid for name \"other.test\"") && e.contains("\"localhost\""),
+            "{model}: {e}"
+        );
+        stop(server);
+    }
+}
+
+/// `evdispatch-serve` over HTTPS as a child process, its stderr lines sent
+/// to a channel; its address.
+fn spawn_https(args: &[std::ffi::OsString]) -> (std::process::Child, SocketAddr, Receiver<String>) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in io::BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut line = String::new();
+    io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on https://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .parse()
+        .unwrap();
+    (child, addr, rx)
+}
+
+/// The first line from `rx` containing `what` (within 10 s).
+fn stderr_line(rx: &Receiver<String>, what: &str) -> String {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(10) {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(100)) {
+            if l.contains(what) {
+                return l;
+            }
+        }
+    }
+    panic!("no stderr line with {what:?}");
+}
+
+fn kill(child: &std::process::Child, sig: &str) {
+    let ok = std::process::Command::new("kill")
+        .args([sig, &child.id().to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "kill {sig}");
+}
+
+/// SIGHUP reloads the certificate: new connections get the new one, an
+/// open connection goes on; a broken new file keeps the old one serving,
+/// with the reason on stderr.
+#[test]
+fn sighup_reloads_certificates_and_keeps_the_old_one_when_broken() {
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    // A client of its own for each connection: none resumes a session
+    // (whose certificate would be the one of its first handshake).
+    let fresh = |addr| https(addr, &pki.client13());
+    for mechanism in ["epoll", "rtsig", "threads"] {
+        let first = pki.leaf("live", &["localhost"]);
+        let cmd = ServeCommand {
+            tls_cert: Some(pki.path("live.pem")),
+            tls_key: Some(pki.path("live.key")),
+            ..ServeCommand::loopback(&site.root, mechanism)
+        };
+        let (mut child, addr, err) = spawn_https(&cmd.args());
+        let mut open = fresh(addr);
+        assert!(served_cert(&open) == first, "{mechanism}");
+        let second = pki.leaf("live", &["localhost"]);
+        kill(&child, "-HUP");
+        stderr_line(&err, "reloaded");
+        let c = fresh(addr);
+        assert!(served_cert(&c) == second, "{mechanism}: not the new one");
+        assert_eq!(open.get("/six.txt").status, 200, "{mechanism}");
+        assert!(served_cert(&open) == first, "{mechanism}");
+
+        // A key that does not match, then a file that is not PEM.
+        std::fs::write(
+            pki.path("live.key"),
+            KeyPair::generate().unwrap().serialize_pem(),
+        )
+        .unwrap();
+        kill(&child, "-HUP");
+        let l = stderr_line(&err, "not reloaded");
+        assert!(l.contains("does not match"), "{l}");
+        assert!(served_cert(&fresh(addr)) == second, "{mechanism}");
+        std::fs::write(pki.path("live.pem"), "garbage").unwrap();
+        kill(&child, "-HUP");
+        stderr_line(&err, "not reloaded");
+        let mut c = fresh(addr);
+        assert!(served_cert(&c) == second, "{mechanism}");
+        assert_eq!(c.get("/six.txt").status, 200, "{mechanism}");
+        kill(&child, "-TERM");
+        assert!(child.wait().unwrap().success(), "{mechanism}");
+    }
+}
+
+/// Start-up: a `--server-name` no certificate names is warned about (and
+/// served); `ADDR,tls` without a certificate, and unpaired files, fail.
+#[test]
+fn start_up_checks_of_the_https_front() {
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let run = |extra: &[&str]| {
+        let mut cmd = ServeCommand::loopback(&site.root, "epoll");
+        cmd.extra = extra.iter().map(|a| a.into()).collect();
+        cmd
+    };
+    let cert = pki.cert().display().to_string();
+    let key = pki.key().display().to_string();
+    let cmd = run(&[
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--server-name",
+        "www.example.test",
+    ]);
+    let (mut child, addr, err) = spawn_https(&cmd.args());
+    let l = stderr_line(&err, "www.example.test");
+    assert!(
+        l.contains("warning") && l.contains("no --tls-cert names it"),
+        "{l}"
+    );
+    assert_eq!(https(addr, &pki.client13()).get("/").status, 200);
+    kill(&child, "-TERM");
+    assert!(child.wait().unwrap().success());
+
+    for (extra, why) in [
+        (vec!["--listen", "127.0.0.1:0,tls"], "needs --tls-cert"),
+        (
+            vec!["--tls-cert", &cert, "--tls-cert", &cert, "--tls-key", &key],
+            "they go in pairs",
+        ),
+        (vec!["--listen", "127.0.0.1:0,ssl"], "unknown option"),
+    ] {
+        let mut cmd = run(&extra);
+        cmd.listen = None;
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_evdispatch-serve"))
+            .args(cmd.args())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{extra:?}");
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert!(e.contains(why), "{extra:?}: {e}");
+    }
+}
+
+/// `program` can be run here (`program version_arg` succeeds); else the
+/// reason a test skips is printed.
+fn have(program: &str, version_arg: &str) -> bool {
+    let ok = std::process::Command::new(program)
+        .arg(version_arg)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipping: {program} is not installed");
+    }
+    ok
+}
+
+/// curl follows the plain address's 301 to the HTTPS one, sending the
+/// host's name as SNI and getting that host's certificate (the CA's PEM
+/// trusted), and sees HSTS there; `openssl s_client` gets the wildcard
+/// certificate for a name under it, and the default without SNI.
+#[test]
+fn curl_follows_the_redirect_and_openssl_sees_the_sni_certificates() {
+    if !have("curl", "--version") {
+        return;
+    }
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    pki.leaf("site", &["site.test"]);
+    pki.leaf("wild", &["*.wild.test"]);
+    std::fs::write(pki.path("ca.pem"), pki.issuer.pem()).unwrap();
+    let pair = |f: &str| CertPair {
+        cert: pki.path(&format!("{f}.pem")),
+        key: pki.path(&format!("{f}.key")),
+    };
+    let tls = TlsConfig::load_pairs(&[pair("wild"), pair("site")], &[]).unwrap();
+    let any = "127.0.0.1:0".parse().unwrap();
+    let server = start(
+        Model::Readiness(evdispatch::Mechanism::Epoll),
+        &site.root,
+        |cfg| {
+            cfg.tls = Some(tls);
+            cfg.listen = vec![
+                Listen::plain(any),
+                Listen {
+                    addr: any,
+                    tls: true,
+                },
+            ];
+            cfg.redirect_https = true;
+            cfg.hsts = Some(31_536_000);
+        },
+    )
+    .unwrap();
+    let (plain, secure) = (server.listening()[0].addr, server.listening()[1].addr);
+    let port = secure.port();
+    let out = std::process::Command::new("curl")
+        .args(["-sS", "-L", "-D", "-", "--max-time", "10", "--cacert"])
+        .arg(pki.path("ca.pem"))
+        .arg("--resolve")
+        .arg(format!("site.test:{port}:127.0.0.1"))
+        .arg("--resolve")
+        .arg(format!("site.test:{}:127.0.0.1", plain.port()))
+        .arg(format!("http://site.test:{}/six.txt?x=1", plain.port()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let heads: Vec<&str> = text.split("\r\n\r\n").collect();
+    assert!(heads[0].starts_with("HTTP/1.1 301"), "{text}");
+    assert!(
+        heads[0].contains(&format!("Location: https://site.test:{port}/six.txt?x=1")),
+        "{text}"
+    );
+    assert!(!heads[0].contains("Strict-Transport-Security"), "{text}");
+    assert!(heads[1].starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        heads[1].contains("Strict-Transport-Security: max-age=31536000"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with(std::str::from_utf8(&site.small).unwrap()),
+        "{text}"
+    );
+
+    if have("openssl", "version") {
+        let subject_alt = |sni: Option<&str>| {
+            let mut cmd = std::process::Command::new("openssl");
+            cmd.args(["s_client", "-connect", &secure.to_string(), "-showcerts"]);
+            match sni {
+                Some(n) => cmd.args(["-servername", n]),
+                None => cmd.arg("-noservername"),
+            };
+            let out = cmd.stdin(std::process::Stdio::null()).output().unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let leaf_pem = |f: &str| std::fs::read_to_string(pki.path(&format!("{f}.pem"))).unwrap();
+        let body = |pem: &str| {
+            pem.lines()
+                .filter(|l| !l.starts_with("-----"))
+                .collect::<String>()
+        };
+        let served = |sni| body(&subject_alt(sni));
+        assert!(served(Some("a.wild.test")).contains(&body(&leaf_pem("wild"))));
+        assert!(served(Some("site.test")).contains(&body(&leaf_pem("site"))));
+        assert!(
+            served(None).contains(&body(&leaf_pem("wild"))),
+            "no SNI: the first pair"
+        );
+    }
+    stop(server);
 }

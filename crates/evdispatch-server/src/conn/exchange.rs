@@ -12,7 +12,7 @@ use std::os::fd::RawFd;
 
 use crate::conn::lifecycle::Expiry;
 use crate::conn::stats::Counters;
-use crate::content::response::{OutBatch, Responder};
+use crate::content::response::{OutBatch, Responder, Via};
 use crate::semantics::request::{as_http11, parse_request, Parsed, RequestEnd, Version};
 use crate::semantics::status::Status;
 
@@ -38,11 +38,12 @@ impl Responder {
     /// Answer a request that timed out part-way with 408 (and log it, with
     /// its request line if that much of `partial`, the bytes received, had
     /// arrived).
-    pub fn timed_out(&mut self, out: &mut OutBatch, fd: RawFd, partial: &[u8]) {
+    pub fn timed_out(&mut self, out: &mut OutBatch, via: Via, partial: &[u8]) {
+        self.set_via(via);
         let st = Expiry::STATUS;
         let from = self.log_from(out);
         self.error(st, out, false, Version::Http11, false);
-        self.log(fd, partial, st, out, from);
+        self.log(via.fd, partial, st, out, from);
     }
 
     /// Answer the complete requests at the start of `input` into `out`, in
@@ -51,8 +52,9 @@ impl Responder {
     /// connection, or when the batch is full (it is then written before
     /// more are answered). A request's body is skipped (read and
     /// discarded: [`Request::end`](crate::Request::end)). The one request
-    /// loop of every model. `fd`, the connection, names the client in the
-    /// access log.
+    /// loop of every model. `via`, the connection, names the client in the
+    /// access log, and says whether it is TLS (HSTS, the log's TLS fields)
+    /// or plain (a 301 to HTTPS with `--redirect-https`).
     pub fn answer(
         &mut self,
         input: &[u8],
@@ -60,8 +62,10 @@ impl Responder {
         out: &mut OutBatch,
         closing: bool,
         counters: &mut Counters,
-        fd: RawFd,
+        via: Via,
     ) -> Answered {
+        self.set_via(via);
+        let fd = via.fd;
         let mut a = Answered {
             consumed: 0,
             answered: 0,
@@ -97,7 +101,15 @@ impl Responder {
                 }
             };
             let from = self.log_from(out);
-            let (st, keep) = self.respond(&req, out, closing || unread);
+            let (st, keep) = if self.redirects_to_https() {
+                let keep = req.keep_alive && !closing && !unread;
+                (
+                    self.redirect_to_https(&req, &rest[..req.len], fd, out, keep),
+                    keep,
+                )
+            } else {
+                self.respond(&req, out, closing || unread)
+            };
             counters.response(st);
             if self.logging() {
                 self.log(fd, &rest[..req.len], st, out, from);

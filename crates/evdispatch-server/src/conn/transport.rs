@@ -51,7 +51,9 @@ use std::time::{Instant, SystemTime};
 use rustls::server::ServerConnection;
 
 use crate::conn::stats::Counters;
+use crate::content::access_log::TlsInfo;
 use crate::content::out::OutBatch;
+use crate::content::response::Via;
 use crate::semantics::status::Status;
 use crate::sys;
 
@@ -152,6 +154,16 @@ pub fn send(
     }
 }
 
+/// How a request on the connection `fd` came: plain, or over the TLS
+/// session of `tls` (its version and cipher suite, once negotiated).
+#[inline]
+pub fn via(tls: &Option<Box<Tls>>, fd: RawFd) -> Via {
+    Via {
+        fd,
+        tls: tls.as_ref().map(|t| t.info()),
+    }
+}
+
 /// The connection is still in its TLS handshake.
 #[inline]
 pub fn handshaking(tls: &Option<Box<Tls>>) -> bool {
@@ -195,6 +207,26 @@ impl Tls {
     /// the caller's deadline would not be looked at).
     pub fn set_deadline(&mut self, deadline: Instant) {
         self.deadline = Some(deadline);
+    }
+
+    /// The session's version and cipher suite as the access log shows them
+    /// (`-` before they are negotiated).
+    pub fn info(&self) -> TlsInfo {
+        use rustls::{CipherSuite as C, ProtocolVersion as V};
+        let protocol = match self.conn.protocol_version() {
+            Some(V::TLSv1_3) => "TLSv1.3",
+            Some(V::TLSv1_2) => "TLSv1.2",
+            _ => "-",
+        };
+        let cipher = match self.conn.negotiated_cipher_suite().map(|s| s.suite()) {
+            // rustls' names of the TLS 1.3 suites, as IANA spells them.
+            Some(C::TLS13_AES_128_GCM_SHA256) => "TLS_AES_128_GCM_SHA256",
+            Some(C::TLS13_AES_256_GCM_SHA384) => "TLS_AES_256_GCM_SHA384",
+            Some(C::TLS13_CHACHA20_POLY1305_SHA256) => "TLS_CHACHA20_POLY1305_SHA256",
+            Some(s) => s.as_str().unwrap_or("-"),
+            None => "-",
+        };
+        TlsInfo { protocol, cipher }
     }
 
     /// The client has sent something (a ClientHello, at least its start).

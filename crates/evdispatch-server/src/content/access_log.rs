@@ -5,6 +5,11 @@
 //! $remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"
 //! ```
 //!
+//! `--access-log-format combined-tls` ends each line with the connection's
+//! TLS version and cipher suite, nginx's `$ssl_protocol $ssl_cipher`
+//! (`TLSv1.3 TLS_AES_128_GCM_SHA256`; IANA suite names, where nginx shows
+//! OpenSSL's for TLS 1.2), `- -` for a plain-HTTP connection.
+//!
 //! `$remote_user` is always `-` (no authentication), `$time_local` is in
 //! UTC (`+0000`) and the time the response was made (nginx logs the time
 //! the request ended, later for a long transfer), `$body_bytes_sent` is
@@ -236,6 +241,28 @@ impl std::fmt::Debug for LogBuffer {
     }
 }
 
+/// A connection's TLS session, as the access log names it (nginx's
+/// `$ssl_protocol` and `$ssl_cipher`): `TLSv1.3`,
+/// `TLS_AES_128_GCM_SHA256` (IANA names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TlsInfo {
+    /// The protocol version.
+    pub protocol: &'static str,
+    /// The cipher suite.
+    pub cipher: &'static str,
+}
+
+/// `--access-log-format`: the fields of a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogFormat {
+    /// nginx's `combined`.
+    #[default]
+    Combined,
+    /// `combined`, then the TLS version and cipher (nginx's
+    /// `$ssl_protocol $ssl_cipher`; `- -` on plain HTTP).
+    CombinedTls,
+}
+
 /// What one access-log line says about a response, but the body bytes
 /// sent, known only once its output is written.
 #[derive(Debug, Clone, Copy)]
@@ -252,6 +279,9 @@ pub struct Entry<'a> {
     pub referer: Option<&'a [u8]>,
     /// The `User-Agent` header.
     pub user_agent: Option<&'a [u8]>,
+    /// With [`LogFormat::CombinedTls`], the connection's TLS session
+    /// (`Some(None)`: plain HTTP); `None`: not logged.
+    pub tls: Option<Option<TlsInfo>>,
 }
 
 /// The lines of the responses of one output batch, formatted in two
@@ -307,7 +337,15 @@ impl Pending {
         quoted(l, e.referer);
         l.extend_from_slice(b"\" \"");
         quoted(l, e.user_agent);
-        l.extend_from_slice(b"\"\n");
+        l.push(b'"');
+        match e.tls {
+            Some(Some(t)) => {
+                let _ = write!(l, " {} {}", t.protocol, t.cipher);
+            }
+            Some(None) => l.extend_from_slice(b" - -"),
+            None => {}
+        }
+        l.push(b'\n');
         let end = l.len();
         self.lines.push(PendingLine { mid, end, body });
     }
@@ -442,6 +480,7 @@ mod tests {
             status: 200,
             referer: None,
             user_agent: Some(b"t\x01"),
+            tls: None,
         };
         // All of its body sent (a response head of 100 bytes before it).
         b.push(&e, 100..6244);
@@ -482,5 +521,42 @@ mod tests {
             "- - - [24/Nov/2026:07:05:00 +0000] \"-\" 404 70 \"-\" \"t\\x01\"\n\
              127.0.0.1 - - [24/Nov/2026:07:05:00 +0000] \"GET /\\x22q\\x22 HTTP/1.1\" 200 0 \"-\" \"t\\x01\"\n"
         );
+    }
+
+    #[test]
+    fn tls_fields_end_the_line_when_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tls.log");
+        let log = AccessLog::open(&path).unwrap();
+        let mut b = Pending::new(log.buffer());
+        let e = Entry {
+            remote: None,
+            time: b"24/Nov/2026:07:05:00 +0000",
+            request: Some(b"GET / HTTP/1.1"),
+            status: 200,
+            referer: None,
+            user_agent: None,
+            tls: Some(Some(TlsInfo {
+                protocol: "TLSv1.3",
+                cipher: "TLS_AES_128_GCM_SHA256",
+            })),
+        };
+        b.push(&e, 0..5);
+        b.push(
+            &Entry {
+                tls: Some(None),
+                ..e
+            },
+            5..10,
+        );
+        b.complete(10);
+        log.finish();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(
+            lines[0].ends_with("\"-\" \"-\" TLSv1.3 TLS_AES_128_GCM_SHA256"),
+            "{text}"
+        );
+        assert!(lines[1].ends_with("\"-\" \"-\" - -"), "{text}");
     }
 }

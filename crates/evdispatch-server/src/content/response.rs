@@ -27,7 +27,7 @@ use std::os::fd::RawFd;
 use std::sync::Arc;
 use std::time::SystemTime;
 
-use crate::content::access_log::{self, LogBuffer};
+use crate::content::access_log::{self, LogBuffer, LogFormat, TlsInfo};
 use crate::content::files::{
     entity_headers, validator_headers, CachedFile, ContentType, FileStore, Found, LargeFile,
 };
@@ -97,6 +97,43 @@ pub struct Responder {
     /// The last `multipart/byteranges` boundary, as a number (see
     /// [`Responder::next_boundary`]).
     boundary: u64,
+    /// What HTTPS changes in the answers.
+    https: Https,
+    /// The `Strict-Transport-Security` line of `https.hsts` (empty: none).
+    hsts_line: Vec<u8>,
+    /// The TLS session of the connection being answered (`None`: plain).
+    via_tls: Option<TlsInfo>,
+}
+
+/// What HTTPS changes in the answers (`--redirect-https`, `--hsts`,
+/// `--server-name`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Https {
+    /// Plain-HTTP connections get a 301 to `https://` with this port
+    /// (left out when 443) for every request; `None`: served as they are.
+    pub redirect_port: Option<u16>,
+    /// The host of that 301 when the request has no `Host` (else the
+    /// connection's local address).
+    pub default_host: Option<String>,
+    /// `Strict-Transport-Security: max-age=N` on every response over TLS.
+    pub hsts: Option<u64>,
+}
+
+/// The connection requests come on: its socket (the client's address in
+/// the access log) and its TLS session (`None`: plain HTTP).
+#[derive(Debug, Clone, Copy)]
+pub struct Via {
+    /// The connection's socket.
+    pub fd: RawFd,
+    /// Its TLS session, once established.
+    pub tls: Option<TlsInfo>,
+}
+
+impl Via {
+    /// A plain-HTTP connection on `fd`.
+    pub fn plain(fd: RawFd) -> Via {
+        Via { fd, tls: None }
+    }
 }
 
 /// A responder's access log: its buffer and `$time_local` for `sec`.
@@ -105,6 +142,8 @@ struct LogState {
     buf: LogBuffer,
     sec: u64,
     time: String,
+    /// The line ends with the TLS version and cipher.
+    with_tls: bool,
 }
 
 /// What the head of a file answer says about the representation sent.
@@ -159,15 +198,81 @@ impl Responder {
                 // the OS's random source): boundaries nobody can predict.
                 std::collections::hash_map::RandomState::new().hash_one(0u64)
             },
+            https: Https::default(),
+            hsts_line: Vec::new(),
+            via_tls: None,
         }
     }
 
-    /// Log every response from now on into `buf` (`--access-log`).
-    pub fn set_access_log(&mut self, buf: LogBuffer) {
+    /// Answer as `https` says from now on.
+    pub fn set_https(&mut self, https: Https) {
+        self.hsts_line = match https.hsts {
+            Some(n) => format!("Strict-Transport-Security: max-age={n}\r\n").into_bytes(),
+            None => Vec::new(),
+        };
+        self.https = https;
+    }
+
+    /// The connection the next answers are for (its TLS session: HSTS,
+    /// the access log's TLS fields, the redirect to HTTPS).
+    pub(crate) fn set_via(&mut self, via: Via) {
+        self.via_tls = via.tls;
+    }
+
+    /// Requests are answered with a 301 to HTTPS: they came over plain
+    /// HTTP and `--redirect-https` is on.
+    pub(crate) fn redirects_to_https(&self) -> bool {
+        self.via_tls.is_none() && self.https.redirect_port.is_some()
+    }
+
+    /// The 301 to the same URL over HTTPS (nginx's `return 301
+    /// https://$host$request_uri`): the `Host` of `head` without its port
+    /// (else `--server-name`, else the connection's local address), the
+    /// HTTPS listener's port unless 443, the path and query of `req`.
+    pub(crate) fn redirect_to_https(
+        &mut self,
+        req: &Request<'_>,
+        head: &[u8],
+        fd: RawFd,
+        out: &mut OutBatch,
+        keep: bool,
+    ) -> Status {
+        let st = Status::MovedPermanently;
+        let port = self.https.redirect_port.unwrap_or(443);
+        let start = self.start(out, st);
+        out.head.extend_from_slice(b"Location: https://");
+        let host = access_log::header(head, b"host")
+            .map(host_without_port)
+            .filter(|h| !h.is_empty() && h.iter().all(|&b| b.is_ascii_graphic() && b != b'/'));
+        match (host, &self.https.default_host) {
+            (Some(h), _) => out.head.extend_from_slice(h),
+            (None, Some(h)) => out.head.extend_from_slice(h.as_bytes()),
+            (None, None) => match crate::sys::local_ip(fd) {
+                Some(std::net::IpAddr::V6(ip)) => {
+                    out.head.extend_from_slice(format!("[{ip}]").as_bytes())
+                }
+                Some(ip) => out.head.extend_from_slice(ip.to_string().as_bytes()),
+                None => out.head.extend_from_slice(b"localhost"),
+            },
+        }
+        if port != 443 {
+            out.head.extend_from_slice(format!(":{port}").as_bytes());
+        }
+        out.head.extend_from_slice(request_uri(req.target));
+        out.head.extend_from_slice(b"\r\n");
+        let head_only = req.method == Method::Head;
+        self.error_tail(st, out, start, keep, req.version, head_only);
+        st
+    }
+
+    /// Log every response from now on into `buf` (`--access-log`), in
+    /// `format`.
+    pub fn set_access_log(&mut self, buf: LogBuffer, format: LogFormat) {
         self.log = Some(Box::new(LogState {
             buf,
             sec: u64::MAX,
             time: String::new(),
+            with_tls: format == LogFormat::CombinedTls,
         }));
     }
 
@@ -199,6 +304,7 @@ impl Responder {
             status: status.code(),
             referer: access_log::header(head, b"referer"),
             user_agent: access_log::header(head, b"user-agent"),
+            tls: l.with_tls.then_some(self.via_tls),
         };
         // The response's body: its bytes after its head.
         let body = from + out.last_head as u64..out.stream_len();
@@ -247,6 +353,9 @@ impl Responder {
         out.head.extend_from_slice(status.line());
         out.head.extend_from_slice(SERVER);
         out.head.extend_from_slice(self.date.line());
+        if self.via_tls.is_some() {
+            out.head.extend_from_slice(&self.hsts_line);
+        }
         start
     }
 
@@ -673,5 +782,53 @@ mod tests {
         let mut d = DateCache::default();
         d.update(std::time::UNIX_EPOCH + std::time::Duration::from_secs(784111777));
         assert_eq!(d.line(), b"Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n");
+    }
+}
+
+/// A `Host` value without its port (`name:8080`, `[::1]:8080`).
+fn host_without_port(host: &[u8]) -> &[u8] {
+    if host.starts_with(b"[") {
+        return match host.iter().position(|&b| b == b']') {
+            Some(i) => &host[..=i],
+            None => host,
+        };
+    }
+    match host.iter().rposition(|&b| b == b':') {
+        Some(i) => &host[..i],
+        None => host,
+    }
+}
+
+/// The path and query of a request target (`$request_uri`): the target
+/// itself in origin form, what follows the authority in absolute form,
+/// `/` for `*`.
+fn request_uri(target: &[u8]) -> &[u8] {
+    if target.starts_with(b"/") {
+        return target;
+    }
+    let after_scheme = target
+        .windows(3)
+        .position(|w| w == b"://")
+        .map(|i| &target[i + 3..]);
+    match after_scheme.and_then(|rest| rest.iter().position(|&b| b == b'/').map(|i| &rest[i..])) {
+        Some(path) => path,
+        None => b"/",
+    }
+}
+
+#[cfg(test)]
+mod https_tests {
+    use super::*;
+
+    #[test]
+    fn redirect_parts() {
+        assert_eq!(host_without_port(b"example.com:8080"), b"example.com");
+        assert_eq!(host_without_port(b"example.com"), b"example.com");
+        assert_eq!(host_without_port(b"[::1]:8080"), b"[::1]");
+        assert_eq!(host_without_port(b"[::1]"), b"[::1]");
+        assert_eq!(request_uri(b"/a/b?x=1"), b"/a/b?x=1");
+        assert_eq!(request_uri(b"http://h:80/p?q"), b"/p?q");
+        assert_eq!(request_uri(b"http://h"), b"/");
+        assert_eq!(request_uri(b"*"), b"/");
     }
 }

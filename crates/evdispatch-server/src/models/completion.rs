@@ -1,7 +1,7 @@
 //! The io_uring completion model: the kernel does the I/O and reports it
 //! done, instead of reporting that it could be done.
 //!
-//! Per worker, one ring: a multishot `accept` on the listener; per
+//! Per worker, one ring: a multishot `accept` on each listener; per
 //! connection a one-shot first `recv` (the request is usually there at
 //! accept, so it completes at submission), then, once the connection is
 //! known to stay open, one multishot `recv`; both draw from a ring of
@@ -35,7 +35,7 @@ use std::time::{Duration, Instant, SystemTime};
 use evdispatch::uring::{self, BufRing, Issuer, Wait};
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::config::ServerConfig;
+use crate::config::{Bound, ServerConfig};
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER};
 use crate::conn::stats::{Counters, TurnMeter, WorkerReport};
 use crate::conn::timer::TimerWheel;
@@ -152,7 +152,8 @@ pub(crate) struct Worker {
     index: usize,
     cpu: Option<usize>,
     cfg: Arc<ServerConfig>,
-    listener: Arc<TcpListener>,
+    /// One accept per listener (its index is the accept's `idx`).
+    acceptors: Vec<Acceptor>,
     stop: Arc<AtomicBool>,
     wake_fd: Arc<OwnedFd>,
     wake_buf: Box<[u8; 8]>,
@@ -169,10 +170,6 @@ pub(crate) struct Worker {
     responder: Responder,
     counters: Counters,
     stats: evdispatch::Stats,
-    accept_armed: bool,
-    /// The armed accept is multishot.
-    accept_multi: bool,
-    accept_cancel: bool,
     /// Accept pauses and the graceful stop.
     gate: Gate,
     now: Instant,
@@ -181,6 +178,17 @@ pub(crate) struct Worker {
     /// A file's bytes on their way to the cipher (HTTPS only; empty
     /// otherwise).
     tls_chunk: Box<[u8]>,
+}
+
+/// A listener and the accept armed on it.
+struct Acceptor {
+    listener: Arc<TcpListener>,
+    /// Its connections speak TLS.
+    tls: bool,
+    armed: bool,
+    /// The armed accept is multishot.
+    multi: bool,
+    cancel: bool,
 }
 
 impl Drop for Worker {
@@ -199,7 +207,7 @@ impl Worker {
         index: usize,
         cpu: Option<usize>,
         cfg: Arc<ServerConfig>,
-        listener: Arc<TcpListener>,
+        bound: Vec<Bound>,
         responder: Responder,
         stop: Arc<AtomicBool>,
     ) -> io::Result<(Worker, Arc<OwnedFd>)> {
@@ -232,7 +240,16 @@ impl Worker {
             bufs: Some(bufs),
             index,
             cpu,
-            listener,
+            acceptors: bound
+                .into_iter()
+                .map(|b| Acceptor {
+                    listener: b.listener,
+                    tls: b.tls,
+                    armed: false,
+                    multi: false,
+                    cancel: false,
+                })
+                .collect(),
             stop,
             wake_fd: wake_fd.clone(),
             wake_buf: Box::new([0; 8]),
@@ -246,9 +263,6 @@ impl Worker {
             responder,
             counters: Counters::default(),
             stats: evdispatch::Stats::default(),
-            accept_armed: false,
-            accept_multi: false,
-            accept_cancel: false,
             gate: Gate::default(),
             now: Instant::now(),
             cqes: Vec::with_capacity(256),
@@ -306,11 +320,19 @@ impl Worker {
         usize::try_from(self.cfg.backlog).unwrap_or(0) + 64
     }
 
+    /// Arm an accept on every listener that has none.
     fn arm_accept(&mut self) -> io::Result<()> {
-        if self.accept_armed || self.gate.stopping() {
-            return Ok(());
+        for i in 0..self.acceptors.len() {
+            self.arm_accept_on(i);
         }
-        let fd = types::Fd(self.listener.as_raw_fd());
+        Ok(())
+    }
+
+    fn arm_accept_on(&mut self, i: usize) {
+        if self.acceptors[i].armed || self.gate.stopping() {
+            return;
+        }
+        let fd = types::Fd(self.acceptors[i].listener.as_raw_fd());
         let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
         // A multishot accept takes every connection queued before we see
         // the first (and its cancel lands later still), so within a full
@@ -318,28 +340,39 @@ impl Worker {
         // behind it) one connection at a time: the cap holds instead of
         // being overshot into EMFILE.
         let room = self.cfg.max_open_per_worker().saturating_sub(self.open);
-        self.accept_multi = room > self.near_cap();
-        let e = if self.accept_multi {
+        let multi = room > self.near_cap();
+        let e = if multi {
             opcode::AcceptMulti::new(fd).flags(flags).build()
         } else {
             opcode::Accept::new(fd, std::ptr::null_mut(), std::ptr::null_mut())
                 .flags(flags)
                 .build()
         }
-        .user_data(ud(K_ACCEPT, 0, 0));
+        .user_data(ud(K_ACCEPT, 0, i));
         self.push(e);
-        self.accept_armed = true;
-        self.accept_cancel = false;
-        Ok(())
+        let a = &mut self.acceptors[i];
+        (a.armed, a.multi, a.cancel) = (true, multi, false);
     }
 
-    /// Cancel the multishot accept, if armed (its last completion clears
-    /// `accept_armed`).
+    /// Cancel every armed accept (the last completion of each clears its
+    /// `armed`).
     fn cancel_accept(&mut self) {
-        if self.accept_armed && !self.accept_cancel {
-            self.cancel(ud(K_ACCEPT, 0, 0));
-            self.accept_cancel = true;
+        for i in 0..self.acceptors.len() {
+            self.cancel_accept_on(i);
         }
+    }
+
+    fn cancel_accept_on(&mut self, i: usize) {
+        let a = &mut self.acceptors[i];
+        if a.armed && !a.cancel {
+            a.cancel = true;
+            self.cancel(ud(K_ACCEPT, 0, i));
+        }
+    }
+
+    /// An accept is armed on some listener.
+    fn accept_armed(&self) -> bool {
+        self.acceptors.iter().any(|a| a.armed)
     }
 
     fn pause_accept(&mut self) {
@@ -467,17 +500,21 @@ impl Worker {
                 let _ = self.arm_wake();
             }
             K_CANCEL => {}
-            K_ACCEPT => self.on_accept(res, flags),
+            K_ACCEPT => self.on_accept(idx, res, flags),
             K_RECV => self.on_recv(gen, idx, res, flags),
             K_SEND => self.on_send(gen, idx, res),
             _ => {}
         }
     }
 
-    fn on_accept(&mut self, res: i32, flags: u32) {
+    /// A completion of the accept on listener `i`.
+    fn on_accept(&mut self, i: usize, res: i32, flags: u32) {
+        if i >= self.acceptors.len() {
+            return;
+        }
         if !cqueue::more(flags) {
-            self.accept_armed = false;
-            self.accept_cancel = false;
+            let a = &mut self.acceptors[i];
+            (a.armed, a.cancel) = (false, false);
         }
         if res >= 0 {
             self.counters.listener_events += 1;
@@ -487,26 +524,32 @@ impl Worker {
                 self.counters.closed += 1;
                 return; // closes it
             }
-            self.add_conn(fd);
+            self.add_conn(fd, self.acceptors[i].tls);
             let room = self.cfg.max_open_per_worker().saturating_sub(self.open);
             if room == 0 {
                 self.pause_accept();
-            } else if room <= self.near_cap() && self.accept_multi {
-                // Single-shot from here (re-armed so once this one ends).
-                self.cancel_accept();
+            } else if room <= self.near_cap() {
+                // Single-shot from here (each re-armed so once it ends).
+                for j in 0..self.acceptors.len() {
+                    if self.acceptors[j].multi {
+                        self.cancel_accept_on(j);
+                    }
+                }
             }
         } else {
             if lifecycle::accept_failure(-res, &mut self.counters) == AcceptFailure::Pause {
                 self.pause_accept();
             }
         }
-        if !self.accept_armed && !self.gate.paused() && !self.gate.stopping() {
-            let _ = self.arm_accept();
+        if !self.acceptors[i].armed && !self.gate.paused() && !self.gate.stopping() {
+            self.arm_accept_on(i);
         }
     }
 
-    fn add_conn(&mut self, fd: OwnedFd) {
-        let Ok(tls) = Tls::accept(self.cfg.tls.as_ref().map(|t| &t.server)) else {
+    /// A connection accepted on a listener that speaks TLS when `tls`.
+    fn add_conn(&mut self, fd: OwnedFd, tls: bool) {
+        let config = self.cfg.tls.as_ref().filter(|_| tls).map(|t| &t.server);
+        let Ok(tls) = Tls::accept(config) else {
             self.counters.closed += 1;
             return;
         };
@@ -698,7 +741,7 @@ impl Worker {
             &mut st.batch,
             closing,
             &mut self.counters,
-            c.fd(),
+            transport::via(&c.tls, c.fd()),
         );
         let start = c.start + a.consumed;
         let (close_after, linger, answered) = (a.close, a.linger, a.answered);
@@ -967,8 +1010,9 @@ impl Worker {
                 Expiry::RequestTimeout => {
                     let mut st = self.spare.pop().unwrap_or_else(SendState::new);
                     let c = &self.conns[idx];
+                    let via = transport::via(&c.tls, c.fd());
                     self.responder
-                        .timed_out(&mut st.batch, c.fd(), &c.input[c.start..]);
+                        .timed_out(&mut st.batch, via, &c.input[c.start..]);
                     let c = &mut self.conns[idx];
                     c.close_after = true;
                     c.linger_after = true;
@@ -1008,7 +1052,7 @@ impl Worker {
             }
         }
         let deadline = Instant::now() + Duration::from_secs(2);
-        while (self.open > 0 || self.accept_armed) && Instant::now() < deadline {
+        while (self.open > 0 || self.accept_armed()) && Instant::now() < deadline {
             let _ = uring::enter(&self.ring, 1, Wait::Upto(Duration::from_millis(10)));
             let cqes: Vec<_> = self
                 .ring
@@ -1016,10 +1060,10 @@ impl Worker {
                 .map(|c| (c.user_data(), c.result(), c.flags()))
                 .collect();
             for (u, res, flags) in cqes {
-                let (kind, _, _) = ud_parts(u);
+                let (kind, _, i) = ud_parts(u);
                 if kind == K_ACCEPT {
-                    if !cqueue::more(flags) {
-                        self.accept_armed = false;
+                    if let Some(a) = self.acceptors.get_mut(i).filter(|_| !cqueue::more(flags)) {
+                        a.armed = false;
                     }
                     if res >= 0 {
                         drop(sys::owned_fd(res));

@@ -30,7 +30,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use evdispatch::{Events, Interest, Poller, Token, Waker};
 
-use crate::config::{AcceptMode, ServerConfig};
+use crate::config::{AcceptMode, Bound, ServerConfig};
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Gate, Phase, LINGER, LINGER_MAX_BYTES};
 use crate::conn::stats::{Counters, TurnMeter, WorkerReport};
 use crate::conn::timer::TimerWheel;
@@ -38,8 +38,34 @@ use crate::conn::transport::{self, Tls, TLS_CHUNK};
 use crate::content::response::{OutBatch, Responder};
 use crate::sys;
 
-const LISTENER: Token = Token(usize::MAX - 1);
-const WAKER: Token = Token(usize::MAX - 2);
+const WAKER: Token = Token(usize::MAX - 1);
+/// Listener `i`'s token is `LISTENERS - i`; connections' tokens (their
+/// table slots) stay far below.
+const LISTENERS: usize = usize::MAX - 2;
+/// Most listeners (`--listen` addresses) a worker watches.
+const MAX_LISTENERS: usize = 64;
+
+/// The token of listener `i`.
+fn listener_token(i: usize) -> Token {
+    Token(LISTENERS - i)
+}
+
+/// Which listener a token is, if one.
+fn listener_of(t: Token, listeners: usize) -> Option<usize> {
+    let i = LISTENERS.checked_sub(t.0)?;
+    (t.0 <= LISTENERS && i < listeners).then_some(i)
+}
+
+/// A listening socket of the worker.
+struct Listening {
+    listener: Arc<TcpListener>,
+    /// Its connections speak TLS.
+    tls: bool,
+    /// Not known to be drained: accept again before waiting.
+    hot: bool,
+    /// Reported ready by the last wait.
+    ready: bool,
+}
 /// Read buffers kept for reuse.
 const POOL_KEEP: usize = 256;
 /// The buffer a short partial request moves to when its connection has been
@@ -140,10 +166,11 @@ pub(crate) struct Worker {
     spare: Vec<Box<OutBatch>>,
     responder: Responder,
     counters: Counters,
-    listener: Arc<TcpListener>,
+    listeners: Vec<Listening>,
     listener_interest: Interest,
+    /// Every listener is registered (they are registered and deregistered
+    /// together).
     listener_registered: bool,
-    listener_hot: bool,
     stop: Arc<AtomicBool>,
     /// Accept pauses and the graceful stop.
     gate: Gate,
@@ -168,7 +195,7 @@ impl Worker {
         index: usize,
         cpu: Option<usize>,
         cfg: Arc<ServerConfig>,
-        listener: Arc<TcpListener>,
+        bound: Vec<Bound>,
         shared_listener: bool,
         responder: Responder,
         stop: Arc<AtomicBool>,
@@ -180,7 +207,24 @@ impl Worker {
         if shared_listener && cfg.exclusive && mechanism.info().exclusive {
             interest = interest.exclusive();
         }
-        poller.register(listener.as_raw_fd(), LISTENER, interest)?;
+        if bound.len() > MAX_LISTENERS {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("at most {MAX_LISTENERS} --listen addresses"),
+            ));
+        }
+        for (i, b) in bound.iter().enumerate() {
+            poller.register(b.listener.as_raw_fd(), listener_token(i), interest)?;
+        }
+        let listeners = bound
+            .into_iter()
+            .map(|b| Listening {
+                listener: b.listener,
+                tls: b.tls,
+                hot: false,
+                ready: false,
+            })
+            .collect();
         let reserve = cfg.table_reserve();
         let worker = Worker {
             index,
@@ -196,10 +240,9 @@ impl Worker {
             spare: Vec::new(),
             responder,
             counters: Counters::default(),
-            listener,
+            listeners,
             listener_interest: interest,
             listener_registered: true,
-            listener_hot: false,
             stop,
             gate: Gate::default(),
             now: Instant::now(),
@@ -233,18 +276,27 @@ impl Worker {
             for ev in events.iter() {
                 match ev.token() {
                     WAKER => {}
-                    LISTENER => {
-                        self.counters.listener_events += 1;
-                        listener_ready = true;
-                    }
-                    Token(idx) => self.conn_event(idx, ev.is_readable(), ev.is_read_closed()),
+                    t => match listener_of(t, self.listeners.len()) {
+                        Some(i) => {
+                            self.counters.listener_events += 1;
+                            self.listeners[i].ready = true;
+                            listener_ready = true;
+                        }
+                        None => self.conn_event(t.0, ev.is_readable(), ev.is_read_closed()),
+                    },
                 }
             }
             if self.gate.resume_due(self.now) {
                 self.resume_accept();
             }
-            if (listener_ready || self.listener_hot) && !self.gate.stopping() {
-                self.accept_some(listener_ready);
+            if (listener_ready || self.any_hot()) && !self.gate.stopping() {
+                for i in 0..self.listeners.len() {
+                    let l = &mut self.listeners[i];
+                    let reported = std::mem::take(&mut l.ready);
+                    if reported || l.hot {
+                        self.accept_some(i, reported);
+                    }
+                }
             }
             turn.expired(self.expire_timers());
             if !self.gate.stopping() && self.stop.load(Ordering::Acquire) {
@@ -269,8 +321,19 @@ impl Worker {
         })
     }
 
+    /// Some listener is not known to be drained.
+    fn any_hot(&self) -> bool {
+        self.listeners.iter().any(|l| l.hot)
+    }
+
+    fn set_hot(&mut self, hot: bool) {
+        for l in &mut self.listeners {
+            l.hot = hot;
+        }
+    }
+
     fn wait_timeout(&self, now: Instant) -> Option<Duration> {
-        if self.listener_hot && !self.gate.stopping() {
+        if self.any_hot() && !self.gate.stopping() {
             return Some(Duration::ZERO);
         }
         self.gate.wait_timeout(self.wheel.timeout(now), now)
@@ -278,7 +341,9 @@ impl Worker {
 
     // ---- accepting ------------------------------------------------------
 
-    fn accept_some(&mut self, reported: bool) {
+    /// Accept on listener `i` (`reported`: the mechanism said it is
+    /// ready).
+    fn accept_some(&mut self, i: usize, reported: bool) {
         if !self.listener_registered {
             return;
         }
@@ -291,19 +356,19 @@ impl Worker {
                 return;
             }
             if accepted == ACCEPT_BATCH {
-                self.listener_hot = true;
+                self.listeners[i].hot = true;
                 return;
             }
-            match sys::accept(self.listener.as_raw_fd(), false) {
+            match sys::accept(self.listeners[i].listener.as_raw_fd(), false) {
                 Ok(fd) => {
                     first = false;
                     accepted += 1;
                     self.counters.accepted += 1;
-                    self.add_conn(fd);
+                    self.add_conn(fd, self.listeners[i].tls);
                     if one {
                         // Not known to be drained: come back after the next
                         // wait even if the mechanism reports nothing new.
-                        self.listener_hot = true;
+                        self.listeners[i].hot = true;
                         return;
                     }
                 }
@@ -314,7 +379,7 @@ impl Worker {
                             if first && reported {
                                 self.counters.listener_empty += 1;
                             }
-                            self.listener_hot = false;
+                            self.listeners[i].hot = false;
                             return;
                         }
                         AcceptFailure::Again | AcceptFailure::Next => continue,
@@ -323,7 +388,7 @@ impl Worker {
                             return;
                         }
                         AcceptFailure::GiveUp => {
-                            self.listener_hot = false;
+                            self.listeners[i].hot = false;
                             return;
                         }
                     }
@@ -335,12 +400,19 @@ impl Worker {
     /// Stop watching the listener (so a level-triggered mechanism does not
     /// report it at every wait) until a connection closes or the retry timer.
     fn pause_accept(&mut self) {
-        self.listener_hot = false;
+        self.deregister_listeners();
+        self.gate.pause(self.now, &mut self.counters);
+    }
+
+    /// Stop watching every listener.
+    fn deregister_listeners(&mut self) {
+        self.set_hot(false);
         if self.listener_registered {
-            let _ = self.poller.deregister(self.listener.as_raw_fd());
+            for l in &self.listeners {
+                let _ = self.poller.deregister(l.listener.as_raw_fd());
+            }
             self.listener_registered = false;
         }
-        self.gate.pause(self.now, &mut self.counters);
     }
 
     fn resume_accept(&mut self) {
@@ -348,20 +420,32 @@ impl Worker {
         if self.listener_registered || self.gate.stopping() {
             return;
         }
-        if self
-            .poller
-            .register(self.listener.as_raw_fd(), LISTENER, self.listener_interest)
-            .is_ok()
-        {
+        let mut registered = 0;
+        for (i, l) in self.listeners.iter().enumerate() {
+            let fd = l.listener.as_raw_fd();
+            if self
+                .poller
+                .register(fd, listener_token(i), self.listener_interest)
+                .is_err()
+            {
+                break;
+            }
+            registered += 1;
+        }
+        if registered == self.listeners.len() {
             self.listener_registered = true;
             // Connections may be waiting already: try at once.
-            self.listener_hot = true;
+            self.set_hot(true);
         } else {
+            for l in &self.listeners[..registered] {
+                let _ = self.poller.deregister(l.listener.as_raw_fd());
+            }
             self.gate.retry_later(self.now);
         }
     }
 
-    fn add_conn(&mut self, fd: OwnedFd) {
+    /// A connection accepted on a listener that speaks TLS when `tls`.
+    fn add_conn(&mut self, fd: OwnedFd, tls: bool) {
         if self.max_fd.is_some_and(|m| fd.as_raw_fd() >= m) {
             // Beyond what the mechanism can watch (select): refuse at once.
             self.counters.register_errors += 1;
@@ -375,7 +459,8 @@ impl Worker {
                 self.conns.len() - 1
             }
         };
-        let Ok(tls) = Tls::accept(self.cfg.tls.as_ref().map(|t| &t.server)) else {
+        let config = self.cfg.tls.as_ref().filter(|_| tls).map(|t| &t.server);
+        let Ok(tls) = Tls::accept(config) else {
             self.counters.closed += 1;
             self.free.push(idx as u32);
             return;
@@ -689,14 +774,18 @@ impl Worker {
         let closing = self.gate.stopping();
         let c = &mut self.conns[idx];
         let buf = c.buf.take().expect("process needs a buffer");
-        let (start, end, fd) = (c.start as usize, c.end as usize, c.fd());
+        let (start, end, via) = (
+            c.start as usize,
+            c.end as usize,
+            transport::via(&c.tls, c.fd()),
+        );
         let a = self.responder.answer(
             &buf[start..end],
             self.cfg.max_header,
             &mut self.batch,
             closing,
             &mut self.counters,
-            fd,
+            via,
         );
         let (close_after, linger) = (a.close, a.linger);
         let c = &mut self.conns[idx];
@@ -878,7 +967,8 @@ impl Worker {
                         Some(b) => &b[c.start as usize..c.end as usize],
                         None => &[],
                     };
-                    self.responder.timed_out(&mut self.batch, fd, partial);
+                    let via = transport::via(&c.tls, fd);
+                    self.responder.timed_out(&mut self.batch, via, partial);
                     // Half-closed right after (finish_close lingers).
                     self.batch.set_last(true);
                     let tls = &mut self.conns[idx].tls;
@@ -896,11 +986,7 @@ impl Worker {
 
     fn begin_stop(&mut self) {
         let deadline = self.gate.begin_stop(self.now);
-        if self.listener_registered {
-            let _ = self.poller.deregister(self.listener.as_raw_fd());
-            self.listener_registered = false;
-        }
-        self.listener_hot = false;
+        self.deregister_listeners();
         for idx in 0..self.conns.len() {
             let c = &self.conns[idx];
             let idle = c.state == State::Open && c.out.is_none() && c.end == c.start;

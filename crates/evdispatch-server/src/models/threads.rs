@@ -11,7 +11,7 @@
 //! this model.
 
 use std::io;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -19,22 +19,26 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime};
 
-use crate::config::ServerConfig;
+use crate::config::{Bound, ServerConfig};
 use crate::conn::lifecycle::{self, AcceptFailure, Expiry, Phase, ACCEPT_RETRY, STOP_GRACE};
 use crate::conn::stats::{Counters, WorkerReport};
 use crate::conn::transport::{self, Tls, TLS_CHUNK};
 use crate::content::response::{OutBatch, Responder};
 use crate::sys;
 
-/// Start the master and the pool on a blocking `listener`.
+/// A connection accepted, and whether it speaks TLS.
+type Accepted = (OwnedFd, bool);
+
+/// Start the master and the pool on the blocking listeners `bound` (the
+/// master accepts on the first, an acceptor thread on each other one).
 pub(crate) fn start(
     cfg: Arc<ServerConfig>,
-    listener: Arc<TcpListener>,
+    bound: Vec<Bound>,
     responder: Responder,
     stop: Arc<AtomicBool>,
 ) -> io::Result<JoinHandle<io::Result<WorkerReport>>> {
     let responder = Arc::new(Mutex::new(responder));
-    let (tx, rx) = mpsc::sync_channel::<OwnedFd>(0);
+    let (tx, rx) = mpsc::sync_channel::<Accepted>(0);
     let rx = Arc::new(Mutex::new(rx));
     let active: Arc<Vec<Mutex<RawFd>>> =
         Arc::new((0..cfg.threads).map(|_| Mutex::new(-1)).collect());
@@ -58,21 +62,44 @@ pub(crate) fn start(
             .spawn(move || pool_thread(i, &rx, &responder, &active, &cfg, &stop, &open))?;
         pool.push(h);
     }
+    let mut bound = bound.into_iter();
+    let first = bound.next().expect("a server has a listener");
+    let mut acceptors = Vec::new();
+    for (i, b) in bound.enumerate() {
+        let (tx, stop, open) = (tx.clone(), stop.clone(), open.clone());
+        let h = thread::Builder::new()
+            .name(format!("evd-accept-{}", i + 1))
+            .spawn(move || {
+                let mut counters = Counters::default();
+                accept_loop(&b, &tx, &stop, &open, &mut counters);
+                counters
+            })?;
+        acceptors.push(h);
+    }
     thread::Builder::new()
         .name("evd-master".into())
-        .spawn(move || master(listener, tx, pool, active, responder, stop, open))
+        .spawn(move || {
+            let mut counters = Counters::default();
+            accept_loop(&first, &tx, &stop, &open, &mut counters);
+            drop(tx);
+            for h in acceptors {
+                if let Ok(c) = h.join() {
+                    counters.merge(&c);
+                }
+            }
+            master_stop(counters, pool, active, responder, open)
+        })
 }
 
-fn master(
-    listener: Arc<TcpListener>,
-    tx: mpsc::SyncSender<OwnedFd>,
-    pool: Vec<JoinHandle<Counters>>,
-    active: Arc<Vec<Mutex<RawFd>>>,
-    responder: Arc<Mutex<Responder>>,
-    stop: Arc<AtomicBool>,
-    open: Arc<OpenCount>,
-) -> io::Result<WorkerReport> {
-    let mut counters = Counters::default();
+/// Accept on `b` and hand each connection to the pool until `stop`.
+fn accept_loop(
+    b: &Bound,
+    tx: &mpsc::SyncSender<Accepted>,
+    stop: &AtomicBool,
+    open: &OpenCount,
+    counters: &mut Counters,
+) {
+    let listener = &b.listener;
     let mut paused = false;
     while !stop.load(Ordering::Acquire) {
         // At the connection cap, wait for a connection to end before
@@ -94,7 +121,7 @@ fn master(
                 counters.accepted += 1;
                 counters.wakeups += 1;
                 counters.listener_events += 1;
-                if tx.send(fd).is_err() {
+                if tx.send((fd, b.tls)).is_err() {
                     break;
                 }
             }
@@ -103,7 +130,7 @@ fn master(
                     break;
                 }
                 let errno = e.raw_os_error().unwrap_or(0);
-                match lifecycle::accept_failure(errno, &mut counters) {
+                match lifecycle::accept_failure(errno, counters) {
                     AcceptFailure::Empty | AcceptFailure::Again | AcceptFailure::Next => {}
                     AcceptFailure::Pause => {
                         counters.accept_pauses += 1;
@@ -117,7 +144,17 @@ fn master(
             }
         }
     }
-    drop(tx);
+}
+
+/// The master's stop, once every accept loop has ended: the pool's
+/// connections wound down, its threads joined, the report.
+fn master_stop(
+    mut counters: Counters,
+    pool: Vec<JoinHandle<Counters>>,
+    active: Arc<Vec<Mutex<RawFd>>>,
+    responder: Arc<Mutex<Responder>>,
+    open: Arc<OpenCount>,
+) -> io::Result<WorkerReport> {
     // Wake threads blocked reading idle connections: their reads see EOF,
     // while responses being written still go out.
     shutdown_active(&active, libc::SHUT_RD);
@@ -157,7 +194,7 @@ fn shutdown_active(active: &[Mutex<RawFd>], how: libc::c_int) {
 
 fn pool_thread(
     me: usize,
-    rx: &Mutex<mpsc::Receiver<OwnedFd>>,
+    rx: &Mutex<mpsc::Receiver<Accepted>>,
     responder: &Mutex<Responder>,
     active: &[Mutex<RawFd>],
     cfg: &ServerConfig,
@@ -169,16 +206,16 @@ fn pool_thread(
     let mut out = OutBatch::new();
     let mut chunk = vec![0u8; if cfg.tls.is_some() { TLS_CHUNK } else { 0 }];
     loop {
-        let fd = {
+        let (fd, tls) = {
             let rx = crate::sys::lock(rx);
             match rx.recv() {
-                Ok(fd) => fd,
+                Ok(a) => a,
                 Err(_) => break,
             }
         };
         *crate::sys::lock(&active[me]) = fd.as_raw_fd();
         let stream = TcpStream::from(fd);
-        let tls = Tls::accept(cfg.tls.as_ref().map(|t| &t.server));
+        let tls = Tls::accept(cfg.tls.as_ref().filter(|_| tls).map(|t| &t.server));
         if let (false, Ok(mut tls)) = (stop.load(Ordering::Acquire), tls) {
             let mut io = Io {
                 stream: &stream,
@@ -326,7 +363,15 @@ fn serve(
                 let mut r = crate::sys::lock(responder);
                 r.set_time(SystemTime::now());
                 let closing = stop.load(Ordering::Relaxed);
-                let a = r.answer(&buf[start..end], cfg.max_header, out, closing, counters, fd);
+                let via = transport::via(io.tls, fd);
+                let a = r.answer(
+                    &buf[start..end],
+                    cfg.max_header,
+                    out,
+                    closing,
+                    counters,
+                    via,
+                );
                 start += a.consumed;
                 (a.close, a.answered)
             };
@@ -411,7 +456,11 @@ fn expired(
         // The Date of the 408 (and the log's time) is now, not the last
         // read's.
         r.set_time(SystemTime::now());
-        r.timed_out(out, io.stream.as_raw_fd(), &buf[partial]);
+        r.timed_out(
+            out,
+            transport::via(io.tls, io.stream.as_raw_fd()),
+            &buf[partial],
+        );
         drop(r);
         out.set_last(true);
         let _ = io.send(out);
