@@ -195,7 +195,9 @@ impl ServerConfig {
     pub fn to_json(&self) -> serde_json::Value {
         json!({
             "root": self.root.display().to_string(),
-            "listen": self.listeners().iter().map(|l| format!("{}{}", l.addr, if l.tls { ",tls" } else { "" })).collect::<Vec<_>>(),
+            // The first address as before; every one (`,tls` on HTTPS) in `listeners`.
+            "listen": self.listeners().first().map(|l| l.addr.to_string()),
+            "listeners": self.listeners().iter().map(|l| format!("{}{}", l.addr, if l.tls { ",tls" } else { "" })).collect::<Vec<_>>(),
             "model": self.model.kind(),
             "mechanism": self.model.name(),
             "workers": self.workers,
@@ -215,8 +217,10 @@ impl ServerConfig {
             "defer_accept_s": self.defer_accept_s,
             "access_log": self.access_log.as_ref().map(|p| p.display().to_string()),
             "access_log_format": format!("{:?}", self.access_log_format).to_lowercase(),
-            "tls_cert": self.tls.as_ref().map(|t| t.pairs.iter().map(|p| p.cert.display().to_string()).collect::<Vec<_>>()),
-            "tls_key": self.tls.as_ref().map(|t| t.pairs.iter().map(|p| p.key.display().to_string()).collect::<Vec<_>>()),
+            // The default pair as before; every pair in `tls_pairs`.
+            "tls_cert": self.tls.as_ref().and_then(|t| t.pairs.first()).map(|p| p.cert.display().to_string()),
+            "tls_key": self.tls.as_ref().and_then(|t| t.pairs.first()).map(|p| p.key.display().to_string()),
+            "tls_pairs": self.tls.as_ref().map(|t| t.pairs.iter().map(|p| json!({"cert": p.cert.display().to_string(), "key": p.key.display().to_string()})).collect::<Vec<_>>()),
             "redirect_https": self.redirect_https,
             "hsts": self.hsts,
             "server_names": self.server_names,
