@@ -39,6 +39,9 @@ const UNFILED: Link = Link {
 pub struct TimerWheel {
     start: Instant,
     tick: Duration,
+    /// `tick` in nanoseconds (at least 1): deadlines are converted to ticks
+    /// in 64-bit arithmetic (584 years of nanoseconds), never 128-bit.
+    tick_ns: u64,
     /// Ticks up to and including this one have been processed.
     done: u64,
     heads: Vec<u32>,
@@ -59,6 +62,7 @@ impl TimerWheel {
         TimerWheel {
             start: Instant::now(),
             tick,
+            tick_ns: nanos(tick).max(1),
             done: 0,
             heads: vec![NIL; SLOTS],
             occupied: vec![0; SLOTS / 64],
@@ -69,13 +73,12 @@ impl TimerWheel {
 
     /// The tick containing `t`.
     pub fn tick_of(&self, t: Instant) -> u64 {
-        (t.saturating_duration_since(self.start).as_nanos() / self.tick.as_nanos()) as u64
+        nanos(t.saturating_duration_since(self.start)) / self.tick_ns
     }
 
     /// The first tick at or after `t` (a deadline never fires early).
     fn tick_after(&self, t: Instant) -> u64 {
-        let ns = t.saturating_duration_since(self.start).as_nanos();
-        ns.div_ceil(self.tick.as_nanos()) as u64
+        nanos(t.saturating_duration_since(self.start)).div_ceil(self.tick_ns)
     }
 
     /// Number of entries armed.
@@ -251,6 +254,13 @@ impl TimerWheel {
         let at = self.start + self.tick * next as u32;
         Some(at.saturating_duration_since(now))
     }
+}
+
+/// `d` in nanoseconds, saturating.
+fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
 }
 
 #[cfg(test)]

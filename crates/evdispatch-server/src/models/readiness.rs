@@ -555,11 +555,12 @@ impl Worker {
                 }
                 Ok(n) => {
                     self.read_got_data = true;
-                    if c.end == 0 && !c.partial {
-                        // A new request begins on an idle connection.
-                        c.partial = true;
-                        self.wheel.set(idx, self.now + self.cfg.header_timeout);
-                    }
+                    // A new request begins on an idle connection. Its
+                    // header deadline is armed below only if it is not
+                    // answered at once (the usual keep-alive request is,
+                    // and its answer arms the idle deadline instead).
+                    let began = c.end == 0 && !c.partial;
+                    c.partial |= began;
                     c.end += n as u32;
                     // Over TLS a short read says nothing of the socket:
                     // read on until WouldBlock.
@@ -572,6 +573,11 @@ impl Worker {
                         Flow::Blocked | Flow::Closed => return,
                     }
                     let c = &self.conns[idx];
+                    if began && c.start == 0 {
+                        // Nothing consumed: the request is still partial,
+                        // its deadline counts from its first bytes.
+                        self.wheel.set(idx, self.now + self.cfg.header_timeout);
+                    }
                     if c.drained {
                         self.release_or_shrink(idx);
                         return;
