@@ -25,6 +25,9 @@ use crate::semantics::status::Status;
 pub fn normalize_target(target: &[u8], out: &mut Vec<u8>) -> Result<bool, Status> {
     out.clear();
     let path = origin_path(target)?;
+    if let Some(dir) = plain_path(path, out) {
+        return Ok(dir);
+    }
     // Query and fragment are not part of the path.
     let end = path
         .iter()
@@ -34,26 +37,32 @@ pub fn normalize_target(target: &[u8], out: &mut Vec<u8>) -> Result<bool, Status
     if path.first() != Some(&b'/') {
         return Err(Status::BadRequest);
     }
-    if let Some(dir) = plain_path(path, out) {
-        return Ok(dir);
-    }
     normalize_path(path, out)
 }
 
-/// The common case in one pass: a path (starting with `/`) with nothing to
-/// decode (no `%`), no NUL, no empty segment (`//`) and no segment that
-/// starts with a dot (no `/.`), so no `.` or `..` either. It is then
-/// already normal: `out` is the path without its first and last slash, and
-/// `Some(dir)` says whether it named a directory. `None` (and `out` left
-/// empty): take the general way.
+/// The common case in one pass: a path starting with `/` (up to a `?` or
+/// `#`) with nothing to decode (no `%`), no NUL, no empty segment (`//`)
+/// and no segment that starts with a dot (no `/.`), so no `.` or `..`
+/// either. It is then already normal: `out` is the path without its first
+/// and last slash, and `Some(dir)` says whether it named a directory.
+/// `None` (and `out` left empty): take the general way.
 fn plain_path(path: &[u8], out: &mut Vec<u8>) -> Option<bool> {
+    if path.first() != Some(&b'/') {
+        return None;
+    }
     let mut prev = 0u8;
-    for &b in path {
+    let mut end = path.len();
+    for (i, &b) in path.iter().enumerate() {
+        if b == b'?' || b == b'#' {
+            end = i;
+            break;
+        }
         if b == b'%' || b == 0 || (prev == b'/' && (b == b'/' || b == b'.')) {
             return None;
         }
         prev = b;
     }
+    let path = &path[..end];
     let dir = prev == b'/';
     let rel = &path[1..path.len() - usize::from(dir && path.len() > 1)];
     out.extend_from_slice(rel);
@@ -212,18 +221,22 @@ mod tests {
             "/a..",
             "/x-y_z~/",
             "/a\\b",
+            "/a?b",
+            "/a/?x=%2F..",
+            "/a#f/../..",
+            "/?",
+            "/d/#",
         ] {
             let (mut fast, mut slow) = (Vec::new(), Vec::new());
             let dir = plain_path(p.as_bytes(), &mut fast);
-            assert_eq!(
-                dir,
-                Some(normalize_path(p.as_bytes(), &mut slow).unwrap()),
-                "{p}"
-            );
+            let path = p.split(['?', '#']).next().unwrap();
+            let general = normalize_path(path.as_bytes(), &mut slow).unwrap();
+            assert_eq!(dir, Some(general), "{p}");
             assert_eq!(fast, slow, "{p}");
         }
         for p in [
-            "//a", "/a//b", "/.", "/./a", "/a/..", "/a/.b", "/%41", "/a\0b", "/a/./",
+            "//a", "/a//b", "/.", "/./a", "/a/..", "/a/.b", "/%41", "/a\0b", "/a/./", "a", "",
+            "/./?x", "/a%2e?",
         ] {
             let mut out = Vec::new();
             assert_eq!(plain_path(p.as_bytes(), &mut out), None, "{p}");
