@@ -42,6 +42,10 @@ pub struct TimerWheel {
     /// `tick` in nanoseconds (at least 1): deadlines are converted to ticks
     /// in 64-bit arithmetic (584 years of nanoseconds), never 128-bit.
     tick_ns: u64,
+    /// The last instant [`TimerWheel::set`] converted and its tick: a turn
+    /// of a loop arms many connections for the same instant (its `now`
+    /// plus the same timeout), converted once.
+    last_at: Option<(Instant, u64)>,
     /// Ticks up to and including this one have been processed.
     done: u64,
     heads: Vec<u32>,
@@ -63,6 +67,7 @@ impl TimerWheel {
             start: Instant::now(),
             tick,
             tick_ns: nanos(tick).max(1),
+            last_at: None,
             done: 0,
             heads: vec![NIL; SLOTS],
             occupied: vec![0; SLOTS / 64],
@@ -94,7 +99,15 @@ impl TimerWheel {
     /// Arm (or re-arm) `idx` to fire at `at`. Later than the current deadline:
     /// only the deadline is noted. Earlier: the entry moves slot.
     pub fn set(&mut self, idx: usize, at: Instant) {
-        let deadline = self.tick_after(at).max(self.done + 1);
+        let tick = match self.last_at {
+            Some((last, tick)) if last == at => tick,
+            _ => {
+                let tick = self.tick_after(at);
+                self.last_at = Some((at, tick));
+                tick
+            }
+        };
+        let deadline = tick.max(self.done + 1);
         if idx >= self.links.len() {
             self.links.resize(idx + 1, UNFILED);
         }
