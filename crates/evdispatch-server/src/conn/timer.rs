@@ -39,6 +39,13 @@ const UNFILED: Link = Link {
 pub struct TimerWheel {
     start: Instant,
     tick: Duration,
+    /// `tick` in nanoseconds (at least 1): deadlines are converted to ticks
+    /// in 64-bit arithmetic (584 years of nanoseconds), never 128-bit.
+    tick_ns: u64,
+    /// The last instant [`TimerWheel::set`] converted and its tick: a turn
+    /// of a loop arms many connections for the same instant (its `now`
+    /// plus the same timeout), converted once.
+    last_at: Option<(Instant, u64)>,
     /// Ticks up to and including this one have been processed.
     done: u64,
     heads: Vec<u32>,
@@ -59,6 +66,8 @@ impl TimerWheel {
         TimerWheel {
             start: Instant::now(),
             tick,
+            tick_ns: nanos(tick).max(1),
+            last_at: None,
             done: 0,
             heads: vec![NIL; SLOTS],
             occupied: vec![0; SLOTS / 64],
@@ -69,13 +78,12 @@ impl TimerWheel {
 
     /// The tick containing `t`.
     pub fn tick_of(&self, t: Instant) -> u64 {
-        (t.saturating_duration_since(self.start).as_nanos() / self.tick.as_nanos()) as u64
+        nanos(t.saturating_duration_since(self.start)) / self.tick_ns
     }
 
     /// The first tick at or after `t` (a deadline never fires early).
     fn tick_after(&self, t: Instant) -> u64 {
-        let ns = t.saturating_duration_since(self.start).as_nanos();
-        ns.div_ceil(self.tick.as_nanos()) as u64
+        nanos(t.saturating_duration_since(self.start)).div_ceil(self.tick_ns)
     }
 
     /// Number of entries armed.
@@ -91,7 +99,15 @@ impl TimerWheel {
     /// Arm (or re-arm) `idx` to fire at `at`. Later than the current deadline:
     /// only the deadline is noted. Earlier: the entry moves slot.
     pub fn set(&mut self, idx: usize, at: Instant) {
-        let deadline = self.tick_after(at).max(self.done + 1);
+        let tick = match self.last_at {
+            Some((last, tick)) if last == at => tick,
+            _ => {
+                let tick = self.tick_after(at);
+                self.last_at = Some((at, tick));
+                tick
+            }
+        };
+        let deadline = tick.max(self.done + 1);
         if idx >= self.links.len() {
             self.links.resize(idx + 1, UNFILED);
         }
@@ -251,6 +267,13 @@ impl TimerWheel {
         let at = self.start + self.tick * next as u32;
         Some(at.saturating_duration_since(now))
     }
+}
+
+/// `d` in nanoseconds, saturating.
+fn nanos(d: Duration) -> u64 {
+    d.as_secs()
+        .saturating_mul(1_000_000_000)
+        .saturating_add(u64::from(d.subsec_nanos()))
 }
 
 #[cfg(test)]

@@ -154,6 +154,11 @@ pub struct FileStore {
     limits: CacheLimits,
     stats: CacheStats,
     cpath: Vec<u8>,
+    /// The entry the last hit found, and its path: a client asking for the
+    /// same file again (the keep-alive case) is answered without hashing
+    /// the path. Forgotten whenever an entry leaves the cache.
+    recent: Option<Arc<CachedFile>>,
+    recent_path: Vec<u8>,
     /// Variants of the large (uncached) files: bits and the second they
     /// were probed, so a large file costs no extra open per request.
     large_variants: HashMap<Box<[u8]>, (u8, u64)>,
@@ -205,6 +210,8 @@ impl FileStore {
             limits,
             stats: CacheStats::default(),
             cpath: Vec::with_capacity(256),
+            recent: None,
+            recent_path: Vec::with_capacity(256),
             large_variants: HashMap::new(),
         })
     }
@@ -224,10 +231,20 @@ impl FileStore {
     /// wall-clock second: a cached entry is checked against the file system
     /// when it was last checked in an earlier second.
     pub fn lookup(&mut self, rel: &[u8], now_sec: u64) -> Result<Found, Status> {
+        if let Some(entry) = &self.recent {
+            if self.recent_path == rel && entry.checked_sec.load(Ordering::Relaxed) >= now_sec {
+                self.stats.hits += 1;
+                return Ok(Found::Cached(entry.clone()));
+            }
+        }
         if let Some(entry) = self.cache.get(rel) {
             if entry.checked_sec.load(Ordering::Relaxed) >= now_sec {
                 self.stats.hits += 1;
-                return Ok(Found::Cached(entry.clone()));
+                let entry = entry.clone();
+                self.recent = Some(entry.clone());
+                self.recent_path.clear();
+                self.recent_path.extend_from_slice(rel);
+                return Ok(Found::Cached(entry));
             }
             return self.revalidate(rel, now_sec);
         }
@@ -274,6 +291,7 @@ impl FileStore {
     }
 
     fn remove(&mut self, rel: &[u8]) {
+        self.recent = None;
         if let Some(e) = self.cache.remove(rel) {
             self.stats.bytes -= e.body.len() as u64;
         }
@@ -552,6 +570,39 @@ mod tests {
         assert_eq!(ct(b"dir.d/noext"), "application/octet-stream");
         assert_eq!(ct(b"x.verylongextension"), "application/octet-stream");
         assert_eq!(ct(b"x.\xff"), "application/octet-stream");
+    }
+
+    fn cached_body(found: Result<Found, Status>) -> Vec<u8> {
+        match found {
+            Ok(Found::Cached(c)) => c.body.to_vec(),
+            other => panic!("not cached: {other:?}"),
+        }
+    }
+
+    /// The file the last lookup found is answered again without the map,
+    /// but never past its second: a change on disk is seen at the next
+    /// revalidation, and another path never gets its entry.
+    #[test]
+    fn the_recent_entry_is_revalidated_and_kept_per_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a"), b"first").unwrap();
+        std::fs::write(dir.path().join("b"), b"other").unwrap();
+        let limits = CacheLimits {
+            max_bytes: 1 << 20,
+            max_file: 1 << 16,
+        };
+        let mut store = FileStore::open(dir.path(), limits).unwrap();
+        assert_eq!(cached_body(store.lookup(b"a", 100)), b"first");
+        assert_eq!(cached_body(store.lookup(b"a", 100)), b"first");
+        assert_eq!(cached_body(store.lookup(b"b", 100)), b"other");
+        assert_eq!(cached_body(store.lookup(b"a", 100)), b"first");
+        assert_eq!(store.stats().hits, 2);
+        std::fs::write(dir.path().join("a"), b"second version").unwrap();
+        assert_eq!(cached_body(store.lookup(b"a", 101)), b"second version");
+        assert_eq!(cached_body(store.lookup(b"a", 101)), b"second version");
+        std::fs::remove_file(dir.path().join("a")).unwrap();
+        assert_eq!(store.lookup(b"a", 102).unwrap_err(), Status::NotFound);
+        assert_eq!(store.lookup(b"a", 102).unwrap_err(), Status::NotFound);
     }
 
     #[test]

@@ -341,22 +341,36 @@ impl OutBatch {
                 }
                 continue;
             }
-            let mut iov = [IoSlice::new(&[]); 64];
-            let (n, file_next) = self.gather(&mut iov);
-            let want: usize = iov[..n].iter().map(|s| s.len()).sum();
-            match sys::send_vectored(fd, &iov[..n], file_next || self.last) {
-                Ok(written) => {
-                    self.written += written as u64;
-                    self.advance(written);
-                    if written < want {
-                        // A short write on a stream socket: its buffer is full.
-                        return Ok(false);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            // A response or two (a head and a body each) need few slices:
+            // a small array, not 64 of them to fill, for the usual batch.
+            let taken = if self.parts.len() - self.first <= 4 {
+                self.send_gathered::<4>(fd)?
+            } else {
+                self.send_gathered::<64>(fd)?
+            };
+            if !taken {
+                return Ok(false);
             }
+        }
+    }
+
+    /// One gathered `sendmsg` of up to `N` memory parts from the front.
+    /// False when the socket is full (it took less than offered, or
+    /// `EAGAIN`); true when it took all (or the call was interrupted).
+    fn send_gathered<const N: usize>(&mut self, fd: RawFd) -> io::Result<bool> {
+        let mut iov = [IoSlice::new(&[]); N];
+        let (n, file_next) = self.gather(&mut iov);
+        let want: usize = iov[..n].iter().map(|s| s.len()).sum();
+        match sys::send_vectored(fd, &iov[..n], file_next || self.last) {
+            Ok(written) => {
+                self.written += written as u64;
+                self.advance(written);
+                // A short write on a stream socket: its buffer is full.
+                Ok(written == want)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(true),
+            Err(e) => Err(e),
         }
     }
 }
