@@ -173,21 +173,18 @@ fn thirty() -> u8 {
 }
 
 impl Config {
-    /// The workloads and engine HTTP/2 is carried by: the closed loop and
-    /// the persistent connections of an open-loop rate, on the readiness
-    /// engine.
+    /// The workloads and engine HTTP/2 is carried by: every workload but
+    /// the slow clients, on the readiness engine. `--slow` is HTTP/1.1's
+    /// slow writer (a request dribbled a few bytes at a time, which holds
+    /// a server's request parser); an HTTP/2 server reads whole frames
+    /// into buffers it sizes by SETTINGS and flow control, so a dribbled
+    /// frame only holds a connection open, as `--inactive` does.
     pub fn check_http2(&self) -> anyhow::Result<()> {
-        if self.sessions.is_some() || self.wsesslog.is_some() {
+        if self.slow > 0 {
             bail!(
-                "HTTP/2 carries the closed loop (--rate max -c C) and the persistent connections \
-                 of an open-loop --rate (-R R -c C); --sessions and --wsesslog speak HTTP/1.1 only \
-                 (use --http1.1)"
-            );
-        }
-        if self.idle + self.inactive + self.slow > 0 {
-            bail!(
-                "HTTP/2 carries the closed loop and persistent connections; --idle, --inactive \
-                 and --slow speak HTTP/1.1 only (use --http1.1)"
+                "--slow sends each request a few bytes at a time, a slow writer of HTTP/1.1; over \
+                 HTTP/2 a dribbled frame only holds a connection open, which --inactive does \
+                 (use --inactive over HTTP/2, or --slow with --http1.1)"
             );
         }
         if self.engine == IoEngine::Uring {

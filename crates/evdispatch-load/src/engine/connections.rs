@@ -13,6 +13,7 @@ impl Engine<'_> {
                 c.gen = c.gen.wrapping_add(1);
                 c.queue.clear();
                 c.h2_retry.clear();
+                c.h2_burst.clear();
                 c.calls_left = 0;
                 i
             }

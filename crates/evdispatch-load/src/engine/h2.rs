@@ -30,6 +30,9 @@ pub(super) struct H2Conn {
     /// The codec's header-byte and flow-control counts already added to
     /// the recorder.
     counted: (http2::HeaderBytes, u64),
+    /// Streams held back by flow control, and since when (their time is
+    /// added to the recorder as it passes).
+    blocked: (usize, Instant),
 }
 
 /// One stream's request: when it was meant to start and when it did.
@@ -55,6 +58,7 @@ impl Engine<'_> {
             codec: http2::Connection::new(settings),
             streams: HashMap::new(),
             counted: Default::default(),
+            blocked: (0, Instant::now()),
         }));
         c.st = St::Waiting;
         // The server's SETTINGS are awaited within `--timeout`.
@@ -153,6 +157,7 @@ impl Engine<'_> {
                     return;
                 };
                 self.record_reply(role, m.intended, m.sent, m.measured, status, now);
+                self.h2_stream_over(slot, now);
             }
             Event::Reset { id, code } => {
                 if self.h2_take(slot, id).is_none() {
@@ -166,6 +171,7 @@ impl Engine<'_> {
                     .entry(http2::error_name(code).into_owned())
                     .or_default() += 1;
                 self.rec.error(role, Cause::StreamReset);
+                self.h2_stream_over(slot, now);
             }
             Event::GoAway { unprocessed, .. } => {
                 self.rec.h2.goaways += 1;
@@ -186,9 +192,11 @@ impl Engine<'_> {
     }
 
     /// Open streams while the connection may: retries first, then queued
-    /// arrivals (persistent), or new requests (closed loop).
+    /// arrivals (persistent), new requests (closed loop), the session's
+    /// burst, or an idle connection's one request.
     pub(super) fn h2_fill(&mut self, slot: usize, now: Instant) {
         let limit = self.spec.config.max_streams;
+        let may_start = self.may_start(now);
         loop {
             let c = &mut self.slab[slot];
             let Some(h) = c.h2.as_deref_mut() else {
@@ -204,8 +212,16 @@ impl Engine<'_> {
                     Some((t, m)) => (t, m, self.pick_request(), true),
                     None => break,
                 }
-            } else if c.role == Role::Closed && self.may_start(now) {
+            } else if c.role == Role::Closed && may_start {
                 (now, self.in_window(now), self.pick_request(), true)
+            } else if c.role == Role::Session && may_start {
+                match c.h2_burst.pop_front() {
+                    Some((t, m, r)) => (t, m, r, true),
+                    None => break,
+                }
+            } else if c.role == Role::Idle && h.codec.streams_opened() == 0 {
+                // An idle connection's one request, unmeasured.
+                (now, false, self.pick_request(), true)
             } else {
                 break;
             };
@@ -256,6 +272,13 @@ impl Engine<'_> {
         r.header_bytes_received_hpack += hb.received_hpack - was.received_hpack;
         r.flow_control_waits += h.codec.flow_blocked - waits;
         h.counted = (hb, h.codec.flow_blocked);
+        let (n, since) = h.blocked;
+        let dt = elapsed_us(since, now);
+        r.flow_control_blocked_stream_us += n as u64 * dt;
+        if n > 0 {
+            r.flow_control_blocked_connection_us += dt;
+        }
+        h.blocked = (h.codec.blocked_streams(), now);
         let oldest = h.streams.values().map(|m| m.sent).min();
         c.deadline = oldest.map(|t| t + timeout);
         c.st = if oldest.is_some() {
@@ -268,7 +291,96 @@ impl Engine<'_> {
             self.rec.counts.conn_closed_by_client += 1;
             self.rec.counts.reconnects += 1;
             self.close(slot, now);
+            if self.slab[slot].role == Role::Session {
+                return self.h2_session_reconnect(slot, now);
+            }
             self.after_loss(slot, now, false);
+        }
+    }
+
+    /// A stream of `slot` ended (answered or reset): an idle connection
+    /// holds from its first reply on; a session whose burst is over goes
+    /// on to its next burst.
+    fn h2_stream_over(&mut self, slot: usize, now: Instant) {
+        let c = &self.slab[slot];
+        match c.role {
+            Role::Idle => self.idle_settled(slot),
+            Role::Session
+                if c.h2_burst.is_empty()
+                    && c.h2_retry.is_empty()
+                    && self.h2_outstanding(slot) == 0 =>
+            {
+                self.h2_session_next(slot, now)
+            }
+            _ => {}
+        }
+    }
+
+    /// Put the requests of the session's current burst (one call without
+    /// a session log) on its list to open, meant to start at `intended`;
+    /// the session's place moves to the burst's last request.
+    pub(super) fn h2_load_burst(&mut self, slot: usize, intended: Instant, measured: bool) {
+        let pick = if self.slab[slot].script.is_none() {
+            Some(self.pick_request())
+        } else {
+            None
+        };
+        let c = &mut self.slab[slot];
+        let burst: &[usize] = match (&mut c.script, &pick) {
+            (Some(p), _) => {
+                let b = &self.scripts[p.session][p.burst].0;
+                p.pos = b.len() - 1;
+                b
+            }
+            (None, Some(r)) => std::slice::from_ref(r),
+            (None, None) => &[],
+        };
+        c.h2_burst
+            .extend(burst.iter().map(|&r| (intended, measured, r)));
+    }
+
+    /// A session's burst is answered: its next burst now or after its
+    /// think time, or its end (the connection closes).
+    fn h2_session_next(&mut self, slot: usize, now: Instant) {
+        match self.session_next(slot) {
+            None => {
+                self.rec.counts.conn_closed_by_client += 1;
+                self.close(slot, now);
+                self.session_over(slot, now);
+            }
+            // The window is over: no further call; still open at the end,
+            // the session is counted unfinished.
+            Some(_) if !self.may_start(now) => {}
+            Some(Some(think)) if !think.is_zero() => self.think(slot, now + think),
+            Some(_) => {
+                let m = self.in_window(now);
+                self.h2_load_burst(slot, now, m);
+            }
+        }
+    }
+
+    /// A session's think time is over: its next burst, on its connection
+    /// or, when the server closed that one meanwhile, on a new one.
+    pub(super) fn h2_next_burst(&mut self, slot: usize, now: Instant) {
+        let m = self.in_window(now);
+        self.h2_load_burst(slot, now, m);
+        if self.slab[slot].sock.is_none() {
+            return self.session_reconnect(slot, now);
+        }
+        self.h2_fill(slot, now);
+        self.h2_flush(slot);
+    }
+
+    /// A session's connection closed with nothing in flight: requests left
+    /// to send (its burst, or those a GOAWAY left unprocessed) go out on a
+    /// new connection now; otherwise the session waits on its connectionless
+    /// think time (its timer reconnects) or for the end of the run.
+    fn h2_session_reconnect(&mut self, slot: usize, now: Instant) {
+        let c = &self.slab[slot];
+        if (!c.h2_burst.is_empty() || !c.h2_retry.is_empty()) && self.may_start(now) {
+            self.session_reconnect(slot, now);
+        } else {
+            self.slab[slot].st = St::Waiting;
         }
     }
 
@@ -276,6 +388,12 @@ impl Engine<'_> {
     /// the connection closes, and each request on it is an error.
     fn h2_conn_error(&mut self, slot: usize, e: &ConnError, now: Instant) {
         self.rec.h2.connection_errors += 1;
+        *self
+            .rec
+            .h2
+            .connection_errors_by_frame
+            .entry(e.frame.clone().into_owned())
+            .or_default() += 1;
         if !self.h2_warned {
             self.h2_warned = true;
             self.warnings
@@ -305,6 +423,11 @@ impl Engine<'_> {
     pub(super) fn h2_lost(&mut self, slot: usize, cause: Cause, now: Instant) {
         if self.h2_outstanding(slot) > 0 {
             self.fail(slot, cause, now);
+        } else if self.slab[slot].role == Role::Session {
+            self.rec.counts.conn_closed_by_server += 1;
+            self.rec.counts.reconnects += 1;
+            self.close(slot, now);
+            self.h2_session_reconnect(slot, now);
         } else {
             self.server_closed_quietly(slot, now);
         }

@@ -81,9 +81,14 @@ pub const ERROR_NAMES: [&str; 14] = [
 
 /// The name of an error code (`unknown_0x..` past the known ones).
 pub fn error_name(code: u32) -> Cow<'static, str> {
-    match ERROR_NAMES.get(code as usize) {
+    named(&ERROR_NAMES, code as usize, "unknown")
+}
+
+/// `names[i]`, or `{unknown}_0x..` past them.
+fn named(names: &'static [&'static str], i: usize, unknown: &str) -> Cow<'static, str> {
+    match names.get(i) {
         Some(n) => Cow::Borrowed(n),
-        None => Cow::Owned(format!("unknown_{code:#x}")),
+        None => Cow::Owned(format!("{unknown}_{i:#x}")),
     }
 }
 
@@ -226,14 +231,41 @@ pub enum Event {
 pub struct ConnError {
     /// Error code.
     pub code: u32,
+    /// The type of the frame that caused it ([`frame_name`]).
+    pub frame: Cow<'static, str>,
     /// What was wrong, naming the frame.
     pub what: String,
 }
 
 impl fmt::Display for ConnError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "HTTP/2 {}: {}", error_name(self.code), self.what)
+        write!(
+            f,
+            "HTTP/2 {} caused by a {} frame: {}",
+            error_name(self.code),
+            self.frame,
+            self.what
+        )
     }
+}
+
+/// The names of the frame types 0 to 9, as RFC 9113 §6 spells them.
+pub const FRAME_NAMES: [&str; 10] = [
+    "DATA",
+    "HEADERS",
+    "PRIORITY",
+    "RST_STREAM",
+    "SETTINGS",
+    "PUSH_PROMISE",
+    "PING",
+    "GOAWAY",
+    "WINDOW_UPDATE",
+    "CONTINUATION",
+];
+
+/// The name of a frame type (`type_0x..` past the known ones).
+pub fn frame_name(kind: u8) -> Cow<'static, str> {
+    named(&FRAME_NAMES, kind as usize, "type")
 }
 
 /// Header bytes of the connection's requests and replies: the fields'
@@ -365,6 +397,17 @@ impl Connection {
         self.peer_max_streams
     }
 
+    /// Streams opened on the connection so far.
+    pub fn streams_opened(&self) -> u32 {
+        (self.next_id - 1) / 2
+    }
+
+    /// Streams whose body has bytes left that the windows hold back (all
+    /// the windows allow is queued as soon as they allow it).
+    pub fn blocked_streams(&self) -> usize {
+        self.streams.values().filter(|s| s.body.is_some()).count()
+    }
+
     /// Can a stream open now, under `limit` streams at once (the user's)?
     pub fn can_open(&self, limit: u32) -> bool {
         self.ready
@@ -490,15 +533,18 @@ impl Connection {
             }
             let len = u32::from_be_bytes([0, rest[0], rest[1], rest[2]]) as usize;
             if len > FRAME_MIN {
-                break Err(err(
-                    FRAME_SIZE_ERROR,
-                    format!(
-                        "a frame of type {} on stream {} is {len} bytes, over the {FRAME_MIN} \
-                         this client allows",
-                        rest[3],
-                        stream_id(&rest[5..9])
-                    ),
-                ));
+                break Err(ConnError {
+                    frame: frame_name(rest[3]),
+                    ..err(
+                        FRAME_SIZE_ERROR,
+                        format!(
+                            "a {} frame on stream {} is {len} bytes, over the {FRAME_MIN} this \
+                             client allows",
+                            frame_name(rest[3]),
+                            stream_id(&rest[5..9])
+                        ),
+                    )
+                });
             }
             if rest.len() < 9 + len {
                 break Ok(());
@@ -507,7 +553,10 @@ impl Connection {
             let payload = rest[9..9 + len].to_vec();
             at += 9 + len;
             if let Err(e) = self.on_frame(kind, flags, id, &payload, events) {
-                break Err(e);
+                break Err(ConnError {
+                    frame: frame_name(kind),
+                    ..e
+                });
             }
         };
         self.inbuf.drain(..at);
@@ -533,8 +582,9 @@ impl Connection {
                 return Err(err(
                     PROTOCOL_ERROR,
                     format!(
-                        "a frame of type {kind} on stream {id} came inside the header block of \
-                         stream {} (CONTINUATION expected)",
+                        "a {} frame on stream {id} came inside the header block of stream {} \
+                         (CONTINUATION expected)",
+                        frame_name(kind),
                         part.id
                     ),
                 ));
@@ -861,8 +911,13 @@ impl Connection {
     }
 }
 
+/// A connection error; [`Connection::feed`] names its frame.
 fn err(code: u32, what: String) -> ConnError {
-    ConnError { code, what }
+    ConnError {
+        code,
+        frame: Cow::Borrowed(""),
+        what,
+    }
 }
 
 fn stream_id(b: &[u8]) -> u32 {
@@ -1019,6 +1074,8 @@ mod tests {
         let e = c.feed(&wire, &mut Vec::new()).unwrap_err();
         assert_eq!(e.code, PROTOCOL_ERROR);
         assert!(e.what.contains("CONTINUATION expected"), "{e}");
+        assert_eq!(e.frame, "PING");
+        assert!(e.to_string().contains("caused by a PING frame"), "{e}");
         let f = frames(c.pending());
         assert_eq!(f.last().unwrap().0, GOAWAY);
         // Send side: a header block past the server's MAX_FRAME_SIZE.
@@ -1111,7 +1168,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(data(&c), [10]);
-        assert_eq!(c.flow_blocked, 1);
+        assert_eq!((c.flow_blocked, c.blocked_streams()), (1, 1));
         c.consume(c.pending().len());
         let mut ev = Vec::new();
         c.feed(&frame(WINDOW_UPDATE, 0, id, &8u32.to_be_bytes()), &mut ev)
@@ -1126,6 +1183,7 @@ mod tests {
             (f.last().unwrap().1, f.last().unwrap().3.len()),
             (END_STREAM, 7)
         );
+        assert_eq!(c.blocked_streams(), 0);
     }
 
     #[test]
@@ -1185,8 +1243,9 @@ mod tests {
         let e = c
             .feed(&frame(DATA, 0, 3, &[0; FRAME_MIN + 1]), &mut ev)
             .unwrap_err();
-        assert_eq!(e.code, FRAME_SIZE_ERROR);
+        assert_eq!((e.code, &*e.frame), (FRAME_SIZE_ERROR, "DATA"));
         assert_eq!(error_name(e.code), "frame_size_error");
+        assert_eq!(frame_name(0xfa), "type_0xfa");
     }
 
     #[test]
