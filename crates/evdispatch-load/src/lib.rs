@@ -43,20 +43,39 @@
 //! h2load's `-m`), never more than the server's
 //! SETTINGS_MAX_CONCURRENT_STREAMS; `-w`/`-W` set the stream and connection
 //! receive windows to 2^N-1 bytes (h2load's flags; 30 by default). HTTP/2
-//! carries the closed loop (`-c C -m M`: `C × M` requests in flight) and
-//! the persistent connections of an open-loop `-R`, where each request
-//! takes a free stream at its own slot, and its corrected latency counts
-//! from that slot (a slot that finds every stream busy is a missed slot
-//! and waits on its connection); sessions, `--wsesslog`, the idle,
-//! inactive and slow clients speak HTTP/1.1, and a combination with
-//! `--http2` is refused, as is `--engine uring` (HTTP/2 runs on the
+//! carries every workload but the slow clients:
+//!
+//! - the closed loop (`-c C -m M`: `C × M` requests in flight);
+//! - the persistent connections of an open-loop `-R`, where each request
+//!   takes a free stream at its own slot, and its corrected latency counts
+//!   from that slot (a slot that finds every stream busy is a missed slot
+//!   and waits on its connection);
+//! - sessions (`--sessions N --calls K`) and `--wsesslog`: a session is
+//!   one connection; its calls are streams of it, `--calls` one after the
+//!   other, a session log's burst all at once as concurrent streams (up to
+//!   `-m` and the server's limit), the next burst after the think time;
+//!   counted as over HTTP/1.1 (a session whose connection goes away, by
+//!   GOAWAY or a close, goes on over a new one);
+//! - idle connections (one stream, then silence) and inactive ones (the
+//!   preface and SETTINGS, then nothing: `--inactive-send` has no meaning
+//!   there). Both acknowledge the server's SETTINGS and PINGs (RFC 9113
+//!   §6.5, §6.7), which is all HTTP/2 asks of a silent client; the HTTP/1.1
+//!   idle clients have no keep-alive probe of their own to mirror.
+//!
+//! `--slow` is refused over HTTP/2: it is HTTP/1.1's slow writer (a request
+//! dribbled a few bytes at a time, holding a server's request parser); an
+//! HTTP/2 server reads whole frames into buffers that SETTINGS and flow
+//! control size, so a dribbled frame only holds a connection open, which
+//! `--inactive` does. `--engine uring` is refused too (HTTP/2 runs on the
 //! readiness engine; `auto` picks it). A GOAWAY stops new streams on its
 //! connection; requests above its last stream id go again on a new
 //! connection (`http2.retried_after_goaway`). Each stream's latency goes
 //! into the same histograms as HTTP/1.1 replies; the `http2` object of the
-//! results counts refused and reset streams, GOAWAYs, connection errors and
-//! header bytes before and after HPACK ([`proto::http2`] says what is
-//! written by hand).
+//! results counts refused and reset streams (by error code), GOAWAYs,
+//! connection errors (by the type of the frame that caused each, also
+//! named in the run's warning), the time streams and connections had body
+//! bytes to send and no flow-control window, and header bytes before and
+//! after HPACK ([`proto::http2`] says what is written by hand).
 //!
 //! ## How long a run lasts
 //!

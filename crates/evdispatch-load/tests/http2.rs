@@ -129,6 +129,46 @@ fn goaway_moves_the_requests_to_a_new_connection() {
     check_against_log(&s, &log, server);
 }
 
+/// Sessions over h2c against nginx: every call of every session is in its
+/// log once, on one connection per session, also when nginx's
+/// `keepalive_requests` ends a session's connection with GOAWAY partway
+/// (the rest of the session goes on over a new one); and a session log's
+/// bursts, as concurrent streams.
+#[test]
+fn h2c_sessions_against_nginx_every_reply_is_in_its_log() {
+    let Some((_root, log, server)) = nginx_h2(None, "keepalive_requests 5;") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+    let s = run(&url, "--http2 --sessions 4 --calls 12 --rate 20").unwrap();
+    assert_eq!((s.requests, s.sessions_unfinished), (48, 0));
+    let h2 = s.http2.clone().unwrap();
+    // Each session's connection goes away after 5 requests: 3 connections
+    // for its 12 calls.
+    assert!(h2.goaways >= 8, "{h2:?}");
+    assert_eq!(s.connections.established, 12, "{:?}", s.connections);
+    check_against_log(&s, &log, server);
+    let Some((_root, log, server)) = nginx_h2(None, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.log");
+    std::fs::write(
+        &f,
+        "/index.html think=0.05\n\t/index.html\n\t/index.html\n/index.html\n",
+    )
+    .unwrap();
+    let s = run(
+        &url,
+        &format!("--http2 -m 4 --rate 20 --wsesslog 5,0,{}", f.display()),
+    )
+    .unwrap();
+    assert_eq!((s.requests, s.sessions_unfinished), (20, 0));
+    assert_eq!(s.connections.established, 5, "{:?}", s.connections);
+    check_against_log(&s, &log, server);
+}
+
 /// h2 by ALPN: asked for (`--http2`), and taken where offered (`--http
 /// auto`).
 #[test]
