@@ -69,7 +69,8 @@ pub struct LoadArgs {
     /// Idle persistent connections: one request, then silence.
     #[arg(long, value_name = "I", value_parser = parse_count)]
     pub idle: Option<u64>,
-    /// Slow clients: send the request a few bytes at a time (HTTP/1.1 only).
+    /// Slow clients: send the request a few bytes at a time (HTTP/2: read
+    /// the reply a few bytes at a time, by flow control).
     #[arg(long, value_name = "S", value_parser = parse_count)]
     pub slow: Option<u64>,
     /// Bytes per step of a slow client.

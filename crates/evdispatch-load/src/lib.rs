@@ -11,7 +11,7 @@
 //! | closed loop | `--rate max --connections C` | `C` connections, each sending its next request when the reply is in (saturation, like wrk); with `--sessions N`, `N` sessions in all, `C` at a time |
 //! | inactive | `--inactive I [--inactive-send partial\|none]` | connect, send the request without its final blank line (or nothing), never finish it; reopened when the server closes it (seed 000 §5, httperf's idleconn) |
 //! | idle | `--idle I` | one request, then silence on the open connection; reopened when the server closes it (seed 004 §4.1) |
-//! | slow | `--slow S --slow-bytes B --slow-interval T [--slow-ramp R]` | sends the request `B` bytes every `T`, reads the reply, starts over |
+//! | slow | `--slow S --slow-bytes B --slow-interval T [--slow-ramp R]` | sends the request `B` bytes every `T`, reads the reply, starts over (HTTP/2: reads the reply `B` bytes every `T`) |
 //!
 //! ## Targets, HTTPS and request mixes
 //!
@@ -43,7 +43,7 @@
 //! h2load's `-m`), never more than the server's
 //! SETTINGS_MAX_CONCURRENT_STREAMS; `-w`/`-W` set the stream and connection
 //! receive windows to 2^N-1 bytes (h2load's flags; 30 by default). HTTP/2
-//! carries every workload but the slow clients:
+//! carries every workload:
 //!
 //! - the closed loop (`-c C -m M`: `C × M` requests in flight);
 //! - the persistent connections of an open-loop `-R`, where each request
@@ -60,14 +60,21 @@
 //!   preface and SETTINGS, then nothing: `--inactive-send` has no meaning
 //!   there). Both acknowledge the server's SETTINGS and PINGs (RFC 9113
 //!   §6.5, §6.7), which is all HTTP/2 asks of a silent client; the HTTP/1.1
-//!   idle clients have no keep-alive probe of their own to mirror.
+//!   idle clients have no keep-alive probe of their own to mirror;
+//! - slow clients, as slow *readers* (h2load users' slow-read test): an
+//!   HTTP/1.1 slow client dribbles its request, which holds a server's
+//!   request parser, but an HTTP/2 server reads whole frames into buffers
+//!   that SETTINGS and flow control size, so a dribbled frame would only
+//!   hold a connection open, as `--inactive` does. Over HTTP/2 the slow
+//!   client sends its request at once with a stream window of
+//!   `--slow-bytes` (SETTINGS_INITIAL_WINDOW_SIZE) and gives `--slow-bytes`
+//!   of it back every `--slow-interval`: the server holds the reply and
+//!   sends it a window at a time. The reply read, it starts over on a new
+//!   connection (`slow_replies`), as over HTTP/1.1; `--timeout` bounds
+//!   each read.
 //!
-//! `--slow` is refused over HTTP/2: it is HTTP/1.1's slow writer (a request
-//! dribbled a few bytes at a time, holding a server's request parser); an
-//! HTTP/2 server reads whole frames into buffers that SETTINGS and flow
-//! control size, so a dribbled frame only holds a connection open, which
-//! `--inactive` does. `--engine uring` is refused too (HTTP/2 runs on the
-//! readiness engine; `auto` picks it). A GOAWAY stops new streams on its
+//! `--engine uring` is refused (HTTP/2 runs on the readiness engine;
+//! `auto` picks it). A GOAWAY stops new streams on its
 //! connection; requests above its last stream id go again on a new
 //! connection (`http2.retried_after_goaway`). Each stream's latency goes
 //! into the same histograms as HTTP/1.1 replies; the `http2` object of the

@@ -169,6 +169,49 @@ fn h2c_sessions_against_nginx_every_reply_is_in_its_log() {
     check_against_log(&s, &log, server);
 }
 
+/// Slow readers over h2c against nginx: a stream window of `--slow-bytes`
+/// given back `--slow-bytes` every `--slow-interval`, so that nginx sends
+/// a 2,000-byte reply 500 bytes at a time (four steps of 100 ms, where a
+/// window of 4,000 bytes takes it at once); every reply read is in the log.
+#[test]
+fn slow_readers_take_a_reply_a_window_at_a_time() {
+    let Some((_root, log, server)) = nginx_h2(None, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+    let slow = |bytes: u32| {
+        run(
+            &url,
+            &format!("--http2 --slow 2 --slow-bytes {bytes} --slow-interval 100ms -d 1"),
+        )
+        .unwrap()
+    };
+    let (s, fast) = (slow(500), slow(4000));
+    drop(server);
+    eprintln!(
+        "{} replies read slowly, {} at once",
+        s.slow_replies, fast.slow_replies
+    );
+    assert_eq!(s.errors_total + fast.errors_total, 0, "{:?}", s.errors);
+    // 2 readers over 1 s, a reply every 300 ms or more each.
+    assert!(
+        (4..=8).contains(&s.slow_replies),
+        "{} replies",
+        s.slow_replies
+    );
+    assert!(fast.slow_replies > 5 * s.slow_replies);
+    // Every reply read is in the log whole; the reply of each reader cut
+    // by the end of its run (at most 4) is there too, whole or in part.
+    let lines = log_lines(&log);
+    let whole = lines
+        .iter()
+        .filter(|l| l.contains("HTTP/2.0\" 200 2000 "))
+        .count() as u64;
+    let read = s.slow_replies + fast.slow_replies;
+    assert!(whole >= read, "{whole} whole replies logged, {read} read");
+    assert!(lines.len() as u64 <= read + 4, "{lines:?}");
+}
+
 /// h2 by ALPN: asked for (`--http2`), and taken where offered (`--http
 /// auto`).
 #[test]
@@ -440,12 +483,16 @@ fn combinations_http2_does_not_carry_are_refused() {
         e
     };
     assert!(refused("--http2 --engine uring").contains("--engine uring"));
-    assert!(refused("--http2 --slow 2").contains("--inactive"));
     assert!(refused("-m 4").contains("needs HTTP/2"));
     assert!(refused("--http2 --http1.1").contains("cannot be used with"));
     assert!(refused("--http2 -w 31").contains("31"));
-    // Sessions, idle and inactive connections are carried.
-    for ok in ["--sessions 10 --rate 5", "--idle 2", "--inactive 2"] {
+    // Sessions, idle, inactive and slow clients are carried.
+    for ok in [
+        "--sessions 10 --rate 5",
+        "--idle 2",
+        "--inactive 2",
+        "--slow 2",
+    ] {
         config("http://127.0.0.1:1/", &format!("--http2 {ok}"));
     }
     let c = config("http://127.0.0.1:1/", "--http2 -m 16 -w 20 -W 24");
@@ -564,11 +611,12 @@ fn a_late_stream_delays_only_its_own_request() {
     });
     let s = run(&format!("http://{addr}/"), "--http2 -R 100 -c 1 -m 8 -d 1").unwrap();
     let l = &s.latency_us;
+    eprintln!("-m 8: {l:?}, missed {}", s.missed_slots);
     assert_eq!(s.errors_total, 0, "{:?}", s.errors);
     assert!(l.max >= 300_000, "{l:?}");
     // (A loaded machine may miss a slot or two on its own.)
     assert!(
-        l.p99 < 100_000 && s.missed_slots < 5,
+        l.p99 < 50_000 && s.missed_slots < 5,
         "{l:?} {}",
         s.missed_slots
     );

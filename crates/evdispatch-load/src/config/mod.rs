@@ -173,20 +173,9 @@ fn thirty() -> u8 {
 }
 
 impl Config {
-    /// The workloads and engine HTTP/2 is carried by: every workload but
-    /// the slow clients, on the readiness engine. `--slow` is HTTP/1.1's
-    /// slow writer (a request dribbled a few bytes at a time, which holds
-    /// a server's request parser); an HTTP/2 server reads whole frames
-    /// into buffers it sizes by SETTINGS and flow control, so a dribbled
-    /// frame only holds a connection open, as `--inactive` does.
+    /// The engine HTTP/2 is carried by (every workload is): the readiness
+    /// engine.
     pub fn check_http2(&self) -> anyhow::Result<()> {
-        if self.slow > 0 {
-            bail!(
-                "--slow sends each request a few bytes at a time, a slow writer of HTTP/1.1; over \
-                 HTTP/2 a dribbled frame only holds a connection open, which --inactive does \
-                 (use --inactive over HTTP/2, or --slow with --http1.1)"
-            );
-        }
         if self.engine == IoEngine::Uring {
             bail!(
                 "HTTP/2 runs on the readiness engine; --engine uring does not carry it (use \
@@ -201,6 +190,7 @@ impl Config {
         crate::proto::http2::Settings {
             stream_window: (1u32 << self.window_bits) - 1,
             connection_window: (1u32 << self.connection_window_bits) - 1,
+            slow_read: false,
         }
     }
 }

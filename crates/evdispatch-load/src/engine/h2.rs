@@ -52,7 +52,18 @@ impl Engine<'_> {
     /// The connection is established (and its TLS handshake done): send
     /// the preface and settings, and wait for the server's.
     pub(super) fn h2_ready(&mut self, slot: usize) {
-        let settings = self.spec.config.h2_settings();
+        let c = &self.spec.config;
+        let settings = if self.slab[slot].role == Role::Slow {
+            // A slow reader: its stream's window is `--slow-bytes`, given
+            // back `--slow-bytes` every `--slow-interval`.
+            http2::Settings {
+                stream_window: c.slow_bytes.clamp(1, http2::WINDOW_MAX as usize) as u32,
+                slow_read: true,
+                ..c.h2_settings()
+            }
+        } else {
+            c.h2_settings()
+        };
         let c = &mut self.slab[slot];
         c.h2 = Some(Box::new(H2Conn {
             codec: http2::Connection::new(settings),
@@ -219,8 +230,9 @@ impl Engine<'_> {
                     Some((t, m, r)) => (t, m, r, true),
                     None => break,
                 }
-            } else if c.role == Role::Idle && h.codec.streams_opened() == 0 {
-                // An idle connection's one request, unmeasured.
+            } else if matches!(c.role, Role::Idle | Role::Slow) && h.codec.streams_opened() == 0 {
+                // An idle connection's or a slow reader's one request,
+                // unmeasured.
                 (now, false, self.pick_request(), true)
             } else {
                 break;
@@ -305,6 +317,12 @@ impl Engine<'_> {
         let c = &self.slab[slot];
         match c.role {
             Role::Idle => self.idle_settled(slot),
+            Role::Slow => {
+                // Its reply read: it starts over on a new connection.
+                self.rec.counts.conn_closed_by_client += 1;
+                self.close(slot, now);
+                self.after_loss(slot, now, false);
+            }
             Role::Session
                 if c.h2_burst.is_empty()
                     && c.h2_retry.is_empty()
@@ -356,6 +374,19 @@ impl Engine<'_> {
                 let m = self.in_window(now);
                 self.h2_load_burst(slot, now, m);
             }
+        }
+    }
+
+    /// A slow reader's step: `--slow-bytes` more of its stream's window
+    /// given back, and the next step armed.
+    pub(super) fn h2_slow_step(&mut self, slot: usize, now: Instant) {
+        let step = self.spec.config.slow_bytes.min(u32::MAX as usize) as u32;
+        if let Some(h) = self.slab[slot].h2.as_deref_mut() {
+            h.codec.release(step);
+        }
+        if self.h2_flush(slot) {
+            let at = now + Duration::from_secs_f64(self.spec.config.slow_interval_s);
+            self.set_timer(at, Timer::SlowStep, slot);
         }
     }
 

@@ -36,6 +36,7 @@ impl Engine<'_> {
                 continue;
             }
             match what {
+                Timer::SlowStep if c.h2.is_some() => self.h2_slow_step(slot, now),
                 Timer::SlowStep if c.st == St::Dribbling => self.slow_step(slot, now),
                 Timer::Think if c.st == St::Waiting && self.may_start(now) => {
                     if self.spec.config.http == HttpVersion::Http2 {

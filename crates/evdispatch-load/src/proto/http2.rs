@@ -95,7 +95,7 @@ fn named(names: &'static [&'static str], i: usize, unknown: &str) -> Cow<'static
 /// The smallest MAX_FRAME_SIZE, and the one this client advertises.
 const FRAME_MIN: usize = 16_384;
 /// Largest window (2^31 - 1).
-const WINDOW_MAX: i64 = (1 << 31) - 1;
+pub const WINDOW_MAX: i64 = (1 << 31) - 1;
 /// The default initial window of a stream and of the connection.
 const WINDOW_DEFAULT: i64 = 65_535;
 /// HPACK's default dynamic table size.
@@ -110,6 +110,9 @@ pub struct Settings {
     pub stream_window: u32,
     /// Window of the whole connection (`-W`), bytes.
     pub connection_window: u32,
+    /// A slow reader: a stream's window is given back only by
+    /// [`Connection::release`], not as its bytes arrive.
+    pub slow_read: bool,
 }
 
 impl Default for Settings {
@@ -118,6 +121,7 @@ impl Default for Settings {
         Settings {
             stream_window: (1 << 30) - 1,
             connection_window: (1 << 30) - 1,
+            slow_read: false,
         }
     }
 }
@@ -397,6 +401,31 @@ impl Connection {
         self.peer_max_streams
     }
 
+    /// A slow reader gives back up to `max` bytes of its streams' windows
+    /// (WINDOW_UPDATE for each stream with bytes received and not given
+    /// back); returns how many.
+    pub fn release(&mut self, max: u32) -> u32 {
+        let mut left = max;
+        let mut ids: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| s.unacked > 0)
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        for id in ids {
+            let s = self.streams.get_mut(&id).expect("listed above");
+            let n = s.unacked.min(left);
+            if n == 0 {
+                break;
+            }
+            s.unacked -= n;
+            left -= n;
+            self.frame(WINDOW_UPDATE, 0, id, &n.to_be_bytes());
+        }
+        max - left
+    }
+
     /// Streams opened on the connection so far.
     pub fn streams_opened(&self) -> u32 {
         (self.next_id - 1) / 2
@@ -625,7 +654,7 @@ impl Connection {
                 if flags & END_STREAM != 0 {
                     return self.end_stream(id, events, "DATA");
                 }
-                if s.unacked >= window / 2 {
+                if s.unacked >= window / 2 && !self.local.slow_read {
                     let n = std::mem::take(&mut s.unacked);
                     self.frame(WINDOW_UPDATE, 0, id, &n.to_be_bytes());
                 }
@@ -994,6 +1023,21 @@ mod tests {
         c
     }
 
+    /// A connection with one stream open whose reply's HEADERS came, and
+    /// the server's encoder.
+    fn replying(local: Settings) -> (Connection, u32, loona_hpack::Encoder<'static>) {
+        let mut c = ready(&[], local);
+        let id = c.open(&get("/"));
+        c.consume(c.pending().len());
+        let mut enc = loona_hpack::Encoder::new();
+        c.feed(
+            &frame(HEADERS, END_HEADERS, id, &status(&mut enc, "200")),
+            &mut Vec::new(),
+        )
+        .unwrap();
+        (c, id, enc)
+    }
+
     fn get(path: &str) -> Request {
         Request::new("GET", "http", "127.0.0.1:8080", path, &[], None)
     }
@@ -1007,6 +1051,7 @@ mod tests {
         let c = Connection::new(Settings {
             stream_window: 1 << 20,
             connection_window: 1 << 24,
+            slow_read: false,
         });
         let out = c.pending();
         assert!(out.starts_with(PREFACE));
@@ -1101,17 +1146,10 @@ mod tests {
         let local = Settings {
             stream_window: 1000,
             connection_window: 100_000,
+            slow_read: false,
         };
-        let mut c = ready(&[], local);
-        let id = c.open(&get("/"));
-        c.consume(c.pending().len());
-        let mut enc = loona_hpack::Encoder::new();
+        let (mut c, id, mut enc) = replying(local);
         let mut ev = Vec::new();
-        c.feed(
-            &frame(HEADERS, END_HEADERS, id, &status(&mut enc, "200")),
-            &mut ev,
-        )
-        .unwrap();
         // 499 bytes: under half the stream window, nothing given back.
         c.feed(&frame(DATA, 0, id, &[0; 499]), &mut ev).unwrap();
         assert!(c.pending().is_empty());
@@ -1149,6 +1187,34 @@ mod tests {
             updates <= sent && sent - updates < 50_000,
             "{updates} of {sent}"
         );
+    }
+
+    #[test]
+    fn a_slow_reader_gives_its_window_back_only_when_told() {
+        let local = Settings {
+            stream_window: 100,
+            slow_read: true,
+            ..Settings::default()
+        };
+        let (mut c, id, _) = replying(local);
+        let mut ev = Vec::new();
+        c.feed(&frame(DATA, 0, id, &[0; 100]), &mut ev).unwrap();
+        // The whole window spent, nothing given back.
+        assert!(c.pending().is_empty());
+        assert_eq!(c.release(30), 30);
+        assert_eq!(
+            frames(c.pending()),
+            vec![(WINDOW_UPDATE, 0, id, 30u32.to_be_bytes().to_vec())]
+        );
+        c.consume(c.pending().len());
+        // 30 more may come, not 31.
+        c.feed(&frame(DATA, 0, id, &[0; 30]), &mut ev).unwrap();
+        assert_eq!(c.release(1000), 100);
+        c.consume(c.pending().len());
+        assert_eq!(c.release(1000), 0);
+        assert!(c.pending().is_empty());
+        let e = c.feed(&frame(DATA, 0, id, &[0; 101]), &mut ev).unwrap_err();
+        assert_eq!(e.code, FLOW_CONTROL_ERROR);
     }
 
     #[test]

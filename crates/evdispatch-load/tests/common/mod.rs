@@ -347,6 +347,8 @@ pub fn fake_h2c_server(
     let accepted = Arc::new(AtomicU64::new(0));
     accept_each("127.0.0.1:0", move |mut sock, _| {
         let conn = accepted.fetch_add(1, Ordering::Relaxed);
+        // Frames go out as written, not held back by Nagle's algorithm.
+        let _ = sock.set_nodelay(true);
         let mut preface = [0u8; 24];
         if sock.read_exact(&mut preface).is_err() {
             return;
