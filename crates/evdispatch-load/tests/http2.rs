@@ -213,11 +213,15 @@ fn slow_readers_take_a_reply_a_window_at_a_time() {
 }
 
 /// h2 by ALPN: asked for (`--http2`), and taken where offered (`--http
-/// auto`).
+/// auto`); closed loop, and sessions of three calls.
 #[test]
 fn h2_over_tls_against_nginx_every_reply_is_in_its_log() {
     let certs = Certs::new(&["localhost", "127.0.0.1"]);
-    for args in ["--http2 -c 2 -m 4 -d 1", "--http auto -c 1 -d 0.5"] {
+    for args in [
+        "--http2 -c 2 -m 4 -d 1",
+        "--http auto -c 1 -d 0.5",
+        "--http2 --sessions 5 --calls 3 --rate 20",
+    ] {
         let Some((_root, log, server)) = nginx_h2(Some(&certs), "") else {
             return;
         };

@@ -230,6 +230,7 @@ fn latency(o: &Opts) -> anyhow::Result<Value> {
             "low_rate": {"reply_rate": low["reply_rate"], "replies": low["replies"]}, "percentiles": rows}));
     }
     let over = match o.http2 {
+        Some(1) => "h2c connections (1 stream each)".into(),
         Some(m) => format!("h2c connections ({m} streams each)"),
         None => "HTTP/1.1 connections".into(),
     };
