@@ -6,16 +6,20 @@
 //! A connection opens with the codec's preface and waits for the server's
 //! SETTINGS; then it fills its streams: requests to retry first (those a
 //! GOAWAY left unprocessed), then the persistent connection's queued
-//! arrivals, each with its own slot as intended start, or in closed loop a
-//! new request per free stream. Each reply is recorded as an HTTP/1.1
+//! arrivals, each with its own slot as intended start, in closed loop a
+//! new request per free stream, a session's current burst (its calls at
+//! once, the next burst when they are all answered, after the think
+//! time), or the one request of an idle connection or a slow reader. An
+//! inactive connection opens none. Each reply is recorded as an HTTP/1.1
 //! reply is, into the same histograms. After a GOAWAY no stream opens; the
 //! connection ends when its last processed stream is answered, and a new
-//! one carries the retries. A connection error (a frame breaking the
-//! protocol) sends GOAWAY, is warned about once naming the frame, and
-//! counts one error per request outstanding. A stream unanswered within
-//! `--timeout` (or SETTINGS not received within it) ends its connection,
-//! each request in flight on it a `timeout` error, and a new connection
-//! takes its place.
+//! one carries the retries (and the rest of a session). A connection error
+//! (a frame breaking the protocol) sends GOAWAY, is warned about once
+//! naming the frame, and counts one error per request outstanding. A
+//! stream unanswered within `--timeout` (or SETTINGS not received within
+//! it) ends its connection, each request in flight on it a `timeout`
+//! error, and a new connection takes its place. The time streams hold
+//! body bytes that flow control keeps back is summed as it passes.
 
 use std::collections::HashMap;
 
@@ -403,12 +407,14 @@ impl Engine<'_> {
     }
 
     /// A session's connection closed with nothing in flight: requests left
-    /// to send (its burst, or those a GOAWAY left unprocessed) go out on a
-    /// new connection now; otherwise the session waits on its connectionless
-    /// think time (its timer reconnects) or for the end of the run.
+    /// to send go out on a new connection now (those a GOAWAY left
+    /// unprocessed always, as for the other connections in the drain; the
+    /// rest of its burst while calls may start); otherwise the session
+    /// waits on its connectionless think time (its timer reconnects) or for
+    /// the end of the run.
     fn h2_session_reconnect(&mut self, slot: usize, now: Instant) {
         let c = &self.slab[slot];
-        if (!c.h2_burst.is_empty() || !c.h2_retry.is_empty()) && self.may_start(now) {
+        if !c.h2_retry.is_empty() || (!c.h2_burst.is_empty() && self.may_start(now)) {
             self.session_reconnect(slot, now);
         } else {
             self.slab[slot].st = St::Waiting;
