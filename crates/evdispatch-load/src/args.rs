@@ -59,7 +59,8 @@ pub struct LoadArgs {
     /// sharing it (as wrk2 -c with -R).
     #[arg(long, short = 'c', value_name = "C", value_parser = parse_count)]
     pub connections: Option<u64>,
-    /// Inactive connections: connect, never complete a request, reopen when closed.
+    /// Inactive connections: connect, never complete a request, reopen when
+    /// closed (HTTP/2: the preface and SETTINGS, then nothing).
     #[arg(long, value_name = "I", value_parser = parse_count)]
     pub inactive: Option<u64>,
     /// What an inactive connection sends: a request without its end, or nothing.
@@ -68,7 +69,8 @@ pub struct LoadArgs {
     /// Idle persistent connections: one request, then silence.
     #[arg(long, value_name = "I", value_parser = parse_count)]
     pub idle: Option<u64>,
-    /// Slow clients: send the request a few bytes at a time.
+    /// Slow clients: send the request a few bytes at a time (HTTP/2: read
+    /// the reply a few bytes at a time, by flow control).
     #[arg(long, value_name = "S", value_parser = parse_count)]
     pub slow: Option<u64>,
     /// Bytes per step of a slow client.

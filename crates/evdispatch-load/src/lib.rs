@@ -11,7 +11,7 @@
 //! | closed loop | `--rate max --connections C` | `C` connections, each sending its next request when the reply is in (saturation, like wrk); with `--sessions N`, `N` sessions in all, `C` at a time |
 //! | inactive | `--inactive I [--inactive-send partial\|none]` | connect, send the request without its final blank line (or nothing), never finish it; reopened when the server closes it (seed 000 §5, httperf's idleconn) |
 //! | idle | `--idle I` | one request, then silence on the open connection; reopened when the server closes it (seed 004 §4.1) |
-//! | slow | `--slow S --slow-bytes B --slow-interval T [--slow-ramp R]` | sends the request `B` bytes every `T`, reads the reply, starts over |
+//! | slow | `--slow S --slow-bytes B --slow-interval T [--slow-ramp R]` | sends the request `B` bytes every `T`, reads the reply, starts over (HTTP/2: reads the reply `B` bytes every `T`) |
 //!
 //! ## Targets, HTTPS and request mixes
 //!
@@ -43,20 +43,46 @@
 //! h2load's `-m`), never more than the server's
 //! SETTINGS_MAX_CONCURRENT_STREAMS; `-w`/`-W` set the stream and connection
 //! receive windows to 2^N-1 bytes (h2load's flags; 30 by default). HTTP/2
-//! carries the closed loop (`-c C -m M`: `C × M` requests in flight) and
-//! the persistent connections of an open-loop `-R`, where each request
-//! takes a free stream at its own slot, and its corrected latency counts
-//! from that slot (a slot that finds every stream busy is a missed slot
-//! and waits on its connection); sessions, `--wsesslog`, the idle,
-//! inactive and slow clients speak HTTP/1.1, and a combination with
-//! `--http2` is refused, as is `--engine uring` (HTTP/2 runs on the
-//! readiness engine; `auto` picks it). A GOAWAY stops new streams on its
+//! carries every workload:
+//!
+//! - the closed loop (`-c C -m M`: `C × M` requests in flight);
+//! - the persistent connections of an open-loop `-R`, where each request
+//!   takes a free stream at its own slot, and its corrected latency counts
+//!   from that slot (a slot that finds every stream busy is a missed slot
+//!   and waits on its connection);
+//! - sessions (`--sessions N --calls K`) and `--wsesslog`: a session is
+//!   one connection; its calls are streams of it, `--calls` one after the
+//!   other, a session log's burst all at once as concurrent streams (up to
+//!   `-m` and the server's limit), the next burst after the think time;
+//!   counted as over HTTP/1.1 (a session whose connection goes away, by
+//!   GOAWAY or a close, goes on over a new one);
+//! - idle connections (one stream, then silence) and inactive ones (the
+//!   preface and SETTINGS, then nothing: `--inactive-send` has no meaning
+//!   there). Both acknowledge the server's SETTINGS and PINGs (RFC 9113
+//!   §6.5, §6.7), which is all HTTP/2 asks of a silent client; the HTTP/1.1
+//!   idle clients have no keep-alive probe of their own to mirror;
+//! - slow clients, as slow *readers* (h2load users' slow-read test): an
+//!   HTTP/1.1 slow client dribbles its request, which holds a server's
+//!   request parser, but an HTTP/2 server reads whole frames into buffers
+//!   that SETTINGS and flow control size, so a dribbled frame would only
+//!   hold a connection open, as `--inactive` does. Over HTTP/2 the slow
+//!   client sends its request at once with a stream window of
+//!   `--slow-bytes` (SETTINGS_INITIAL_WINDOW_SIZE) and gives `--slow-bytes`
+//!   of it back every `--slow-interval`: the server holds the reply and
+//!   sends it a window at a time. The reply read, it starts over on a new
+//!   connection (`slow_replies`), as over HTTP/1.1; `--timeout` bounds
+//!   each read.
+//!
+//! `--engine uring` is refused (HTTP/2 runs on the readiness engine;
+//! `auto` picks it). A GOAWAY stops new streams on its
 //! connection; requests above its last stream id go again on a new
 //! connection (`http2.retried_after_goaway`). Each stream's latency goes
 //! into the same histograms as HTTP/1.1 replies; the `http2` object of the
-//! results counts refused and reset streams, GOAWAYs, connection errors and
-//! header bytes before and after HPACK ([`proto::http2`] says what is
-//! written by hand).
+//! results counts refused and reset streams (by error code), GOAWAYs,
+//! connection errors (by the type of the frame that caused each, also
+//! named in the run's warning), the time streams and connections had body
+//! bytes to send and no flow-control window, and header bytes before and
+//! after HPACK ([`proto::http2`] says what is written by hand).
 //!
 //! ## How long a run lasts
 //!

@@ -5,12 +5,17 @@
 //! its peer is absent. Then what needs no peer: ALPN refused, `auto`, and
 //! the combinations refused before a run.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{all_versions, config, run, server_config, Certs, Recorder};
+use common::{
+    all_versions, config, h2_frame as frame, h2_ok as ok, h2_send, run, server_config, Certs,
+    Recorder,
+};
 use evdispatch_harness::{docroot, skip_reason, start_peer, Peer, PeerConfig, PeerTls, Tool};
 use evdispatch_load::Summary;
 
@@ -124,12 +129,99 @@ fn goaway_moves_the_requests_to_a_new_connection() {
     check_against_log(&s, &log, server);
 }
 
+/// Sessions over h2c against nginx: every call of every session is in its
+/// log once, on one connection per session, also when nginx's
+/// `keepalive_requests` ends a session's connection with GOAWAY partway
+/// (the rest of the session goes on over a new one); and a session log's
+/// bursts, as concurrent streams.
+#[test]
+fn h2c_sessions_against_nginx_every_reply_is_in_its_log() {
+    let Some((_root, log, server)) = nginx_h2(None, "keepalive_requests 5;") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+    let s = run(&url, "--http2 --sessions 4 --calls 12 --rate 20").unwrap();
+    assert_eq!((s.requests, s.sessions_unfinished), (48, 0));
+    let h2 = s.http2.clone().unwrap();
+    // Each session's connection goes away after 5 requests: 3 connections
+    // for its 12 calls.
+    assert!(h2.goaways >= 8, "{h2:?}");
+    assert_eq!(s.connections.established, 12, "{:?}", s.connections);
+    check_against_log(&s, &log, server);
+    let Some((_root, log, server)) = nginx_h2(None, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.log");
+    std::fs::write(
+        &f,
+        "/index.html think=0.05\n\t/index.html\n\t/index.html\n/index.html\n",
+    )
+    .unwrap();
+    let s = run(
+        &url,
+        &format!("--http2 -m 4 --rate 20 --wsesslog 5,0,{}", f.display()),
+    )
+    .unwrap();
+    assert_eq!((s.requests, s.sessions_unfinished), (20, 0));
+    assert_eq!(s.connections.established, 5, "{:?}", s.connections);
+    check_against_log(&s, &log, server);
+}
+
+/// Slow readers over h2c against nginx: a stream window of `--slow-bytes`
+/// given back `--slow-bytes` every `--slow-interval`, so that nginx sends
+/// a 2,000-byte reply 500 bytes at a time (four steps of 100 ms, where a
+/// window of 4,000 bytes takes it at once); every reply read is in the log.
+#[test]
+fn slow_readers_take_a_reply_a_window_at_a_time() {
+    let Some((_root, log, server)) = nginx_h2(None, "") else {
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+    let slow = |bytes: u32| {
+        run(
+            &url,
+            &format!("--http2 --slow 2 --slow-bytes {bytes} --slow-interval 100ms -d 1"),
+        )
+        .unwrap()
+    };
+    let (s, fast) = (slow(500), slow(4000));
+    drop(server);
+    eprintln!(
+        "{} replies read slowly, {} at once",
+        s.slow_replies, fast.slow_replies
+    );
+    assert_eq!(s.errors_total + fast.errors_total, 0, "{:?}", s.errors);
+    // 2 readers over 1 s, a reply every 300 ms or more each.
+    assert!(
+        (4..=8).contains(&s.slow_replies),
+        "{} replies",
+        s.slow_replies
+    );
+    assert!(fast.slow_replies > 5 * s.slow_replies);
+    // Every reply read is in the log whole; the reply of each reader cut
+    // by the end of its run (at most 4) is there too, whole or in part.
+    let lines = log_lines(&log);
+    let whole = lines
+        .iter()
+        .filter(|l| l.contains("HTTP/2.0\" 200 2000 "))
+        .count() as u64;
+    let read = s.slow_replies + fast.slow_replies;
+    assert!(whole >= read, "{whole} whole replies logged, {read} read");
+    assert!(lines.len() as u64 <= read + 4, "{lines:?}");
+}
+
 /// h2 by ALPN: asked for (`--http2`), and taken where offered (`--http
-/// auto`).
+/// auto`); closed loop, and sessions of three calls.
 #[test]
 fn h2_over_tls_against_nginx_every_reply_is_in_its_log() {
     let certs = Certs::new(&["localhost", "127.0.0.1"]);
-    for args in ["--http2 -c 2 -m 4 -d 1", "--http auto -c 1 -d 0.5"] {
+    for args in [
+        "--http2 -c 2 -m 4 -d 1",
+        "--http auto -c 1 -d 0.5",
+        "--http2 --sessions 5 --calls 3 --rate 20",
+    ] {
         let Some((_root, log, server)) = nginx_h2(Some(&certs), "") else {
             return;
         };
@@ -247,49 +339,9 @@ fn open_loop_over_h2c() {
     assert!(s.latency_us.max < 1_000_000, "{:?}", s.latency_us);
 }
 
-/// A frame as a server sends it.
-fn frame(kind: u8, flags: u8, id: u32, p: &[u8]) -> Vec<u8> {
-    let mut f = (p.len() as u32).to_be_bytes()[1..].to_vec();
-    f.extend_from_slice(&[kind, flags]);
-    f.extend_from_slice(&id.to_be_bytes());
-    f.extend_from_slice(p);
-    f
-}
-
-/// A minimal h2c server: its SETTINGS, an ACK of the client's, and
-/// `answer(id)` to each request's HEADERS.
+/// A minimal h2c server: `answer(id)` to each request's HEADERS.
 fn fake_h2c(answer: fn(u32) -> Vec<u8>) -> SocketAddr {
-    use std::io::{Read, Write};
-    let (addr, _seen) = common::accept_each("127.0.0.1:0", move |mut sock, _| {
-        let mut preface = [0u8; 24];
-        if sock.read_exact(&mut preface).is_err() {
-            return;
-        }
-        let _ = sock.write_all(&frame(4, 0, 0, &[]));
-        let mut head = [0u8; 9];
-        while sock.read_exact(&mut head).is_ok() {
-            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
-            let mut p = vec![0u8; len];
-            if sock.read_exact(&mut p).is_err() {
-                return;
-            }
-            let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]);
-            let reply = match head[3] {
-                1 => answer(id),
-                4 if head[4] & 1 == 0 => frame(4, 1, 0, &[]),
-                _ => continue,
-            };
-            if sock.write_all(&reply).is_err() {
-                return;
-            }
-        }
-    });
-    addr
-}
-
-/// `:status 200` and END_STREAM (0x88: HPACK's static table entry).
-fn ok(id: u32) -> Vec<u8> {
-    frame(1, 0x5, id, &[0x88])
+    common::fake_h2c_server(&[], move |f, w| f.kind != 1 || h2_send(w, &answer(f.id))).0
 }
 
 /// Every third stream (ids 5, 11, 17, …) reset with REFUSED_STREAM, the
@@ -321,11 +373,16 @@ fn a_protocol_error_names_its_frame_and_the_connection_is_replaced() {
     assert!(h2.connection_errors >= 1, "{h2:?}");
     assert!(s.connections.established >= 2, "{:?}", s.connections);
     assert!(
-        s.warnings
-            .iter()
-            .any(|w| w.contains("protocol_error") && w.contains("DATA on stream 0")),
+        s.warnings.iter().any(|w| w.contains("protocol_error")
+            && w.contains("caused by a DATA frame")
+            && w.contains("DATA on stream 0")),
         "{:?}",
         s.warnings
+    );
+    assert_eq!(
+        h2.connection_errors_by_frame.get("DATA"),
+        Some(&h2.connection_errors),
+        "{h2:?}"
     );
     // The reply to stream 3 came before the bad frame: counted; the
     // connection had nothing else in flight, so the error is its own.
@@ -430,15 +487,247 @@ fn combinations_http2_does_not_carry_are_refused() {
         e
     };
     assert!(refused("--http2 --engine uring").contains("--engine uring"));
-    assert!(refused("--http2 --sessions 10 --rate 5").contains("--sessions"));
-    assert!(refused("--http2 --idle 2").contains("--idle"));
     assert!(refused("-m 4").contains("needs HTTP/2"));
     assert!(refused("--http2 --http1.1").contains("cannot be used with"));
     assert!(refused("--http2 -w 31").contains("31"));
+    // Sessions, idle, inactive and slow clients are carried.
+    for ok in [
+        "--sessions 10 --rate 5",
+        "--idle 2",
+        "--inactive 2",
+        "--slow 2",
+    ] {
+        config("http://127.0.0.1:1/", &format!("--http2 {ok}"));
+    }
     let c = config("http://127.0.0.1:1/", "--http2 -m 16 -w 20 -W 24");
     let s = c.h2_settings();
     assert_eq!(
         (c.max_streams, s.stream_window, s.connection_window),
         (16, (1 << 20) - 1, (1 << 24) - 1)
     );
+}
+
+/// Each HEADERS the fake server received: connection, stream, path, when.
+type Heads = Arc<Mutex<Vec<(u64, u32, String, Instant)>>>;
+
+/// An h2c server that answers each request `delay` after its HEADERS (on a
+/// thread of its own, so that streams are answered independently), and
+/// records the HEADERS by connection.
+fn late_h2c(delay: fn(u32, &str) -> Duration) -> (SocketAddr, Heads) {
+    let heads: Heads = Default::default();
+    let h = heads.clone();
+    let (addr, _) = common::fake_h2c_server(&[], move |f, w| {
+        if f.kind == 1 {
+            h.lock()
+                .unwrap()
+                .push((f.conn, f.id, f.path.clone(), Instant::now()));
+            let (d, w, id) = (delay(f.id, &f.path), w.clone(), f.id);
+            std::thread::spawn(move || {
+                std::thread::sleep(d);
+                h2_send(&w, &ok(id));
+            });
+        }
+        true
+    });
+    (addr, heads)
+}
+
+/// Sessions over HTTP/2: a session is one connection, its calls streams
+/// of it, one after the other; a session log's burst goes out at once as
+/// concurrent streams, the next burst after the think time.
+#[test]
+fn sessions_are_streams_of_one_connection_and_bursts_go_out_at_once() {
+    let (addr, heads) = late_h2c(|_, _| Duration::from_millis(100));
+    let s = run(
+        &format!("http://{addr}/c"),
+        "--http2 --sessions 3 --calls 3 --rate 10 -m 8",
+    )
+    .unwrap();
+    assert_eq!((s.requests, s.replies, s.errors_total), (9, 9, 0));
+    assert_eq!(s.sessions_unfinished, 0);
+    // One connection per session.
+    assert_eq!(s.connections.established, 3, "{:?}", s.connections);
+    let seen = heads.lock().unwrap().clone();
+    assert_eq!(seen.len(), 9);
+    let conns: std::collections::BTreeSet<u64> = seen.iter().map(|h| h.0).collect();
+    assert_eq!(conns.len(), 3, "one connection per session");
+    for conn in conns {
+        let mine: Vec<_> = seen.iter().filter(|h| h.0 == conn).collect();
+        let ids: Vec<u32> = mine.iter().map(|h| h.1).collect();
+        assert_eq!(ids, [1, 3, 5], "session {conn}");
+        // One call after the other: each after the last one's reply.
+        for pair in mine.windows(2) {
+            assert!(pair[1].3 - pair[0].3 >= Duration::from_millis(90));
+        }
+    }
+    // A session log: a burst of three, a think time, a burst of one.
+    heads.lock().unwrap().clear();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("s.log");
+    std::fs::write(
+        &f,
+        "/a think=0.2
+	/b
+	/c
+/d
+",
+    )
+    .unwrap();
+    let s = run(
+        &format!("http://{addr}/"),
+        &format!("--http2 -m 8 --rate 10 --wsesslog 2,0,{}", f.display()),
+    )
+    .unwrap();
+    assert_eq!((s.requests, s.replies, s.errors_total), (8, 8, 0));
+    let seen = heads.lock().unwrap().clone();
+    let conns: std::collections::BTreeSet<u64> = seen.iter().map(|h| h.0).collect();
+    assert_eq!(conns.len(), 2, "one connection per session");
+    for conn in conns {
+        let mine: Vec<_> = seen.iter().filter(|h| h.0 == conn).collect();
+        let paths: Vec<&str> = mine.iter().map(|h| h.2.as_str()).collect();
+        assert_eq!(paths, ["/a", "/b", "/c", "/d"]);
+        // The burst at once (its streams in flight together), the next
+        // after its replies (100 ms) and the think time (200 ms).
+        assert!(mine[2].3 - mine[0].3 < Duration::from_millis(50));
+        assert!(mine[3].3 - mine[0].3 >= Duration::from_millis(290));
+    }
+    // -m 1: the burst's streams one after the other.
+    heads.lock().unwrap().clear();
+    run(
+        &format!("http://{addr}/"),
+        &format!("--http2 -m 1 --rate 10 --wsesslog 1,0,{}", f.display()),
+    )
+    .unwrap();
+    let seen = heads.lock().unwrap().clone();
+    assert!(seen[2].3 - seen[0].3 >= Duration::from_millis(190));
+}
+
+/// Open loop over HTTP/2: a request's intended start is its own slot. One
+/// stream answered 300 ms late delays no other request of its connection.
+#[test]
+fn a_late_stream_delays_only_its_own_request() {
+    let (addr, _) = late_h2c(|id, _| {
+        if id == 41 {
+            Duration::from_millis(300)
+        } else {
+            Duration::ZERO
+        }
+    });
+    let s = run(&format!("http://{addr}/"), "--http2 -R 100 -c 1 -m 8 -d 1").unwrap();
+    let l = &s.latency_us;
+    eprintln!("-m 8: {l:?}, missed {}", s.missed_slots);
+    assert_eq!(s.errors_total, 0, "{:?}", s.errors);
+    assert!(l.max >= 300_000, "{l:?}");
+    // (A loaded machine may miss a slot or two on its own.)
+    assert!(
+        l.p99 < 50_000 && s.missed_slots < 5,
+        "{l:?} {}",
+        s.missed_slots
+    );
+    // One stream at a time: the requests due meanwhile wait behind it, and
+    // count from their slots.
+    let s = run(&format!("http://{addr}/"), "--http2 -R 100 -c 1 -m 1 -d 1").unwrap();
+    assert!(s.latency_us.p90 >= 50_000, "{:?}", s.latency_us);
+    assert!(s.missed_slots >= 20, "{}", s.missed_slots);
+}
+
+/// A server whose streams start with 10 bytes of window and that opens
+/// each stream's window 50 ms after its HEADERS: each POST's body waits
+/// about 50 ms, measured in stream and connection time.
+#[test]
+fn time_blocked_on_flow_control_is_measured() {
+    let (addr, _) = common::fake_h2c_server(&[(4, 10)], |f, w| {
+        if f.kind == 1 {
+            let (w, id) = (w.clone(), f.id);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(50));
+                let mut r = frame(8, 0, id, &1000u32.to_be_bytes());
+                r.extend(ok(id));
+                h2_send(&w, &r);
+            });
+        }
+        true
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body");
+    std::fs::write(&body, [7u8; 100]).unwrap();
+    let s = run(
+        &format!("http://{addr}/"),
+        &format!(
+            "--http2 -c 1 -m 1 -d 0.5 --method POST --body {}",
+            body.display()
+        ),
+    )
+    .unwrap();
+    let h2 = s.http2.clone().unwrap();
+    let n = s.requests + s.unmeasured_replies;
+    assert!(s.replies >= 5 && s.errors_total == 0, "{:?}", s.errors);
+    assert!(h2.flow_control_waits >= n, "{h2:?} {n}");
+    let (stream, conn) = (
+        h2.flow_control_blocked_stream_us,
+        h2.flow_control_blocked_connection_us,
+    );
+    // One stream at a time: the same time for both.
+    assert_eq!(stream, conn);
+    assert!(
+        stream >= s.replies * 45_000 && stream <= (n + 2) * 150_000,
+        "{stream} µs over {} replies",
+        s.replies
+    );
+}
+
+/// Inactive connections over HTTP/2 send the preface and SETTINGS, ACK the
+/// server's SETTINGS and PINGs, and nothing else; idle ones send one
+/// request first. Closed by the server, each is reopened.
+#[test]
+fn inactive_and_idle_h2_connections_send_settings_and_ack_pings_only() {
+    // Per connection: HEADERS and PING ACKs seen.
+    let seen: Arc<Mutex<BTreeMap<u64, (u32, u32)>>> = Default::default();
+    let sn = seen.clone();
+    let (addr, _) = common::fake_h2c_server(&[], move |f, w| {
+        let mut all = sn.lock().unwrap();
+        let c = all.entry(f.conn).or_default();
+        if f.kind == 4 && f.flags & 1 != 0 {
+            // Our SETTINGS acknowledged: a PING, and the connection ends
+            // 300 ms later (a keep-alive timeout).
+            let w = w.clone();
+            h2_send(&w, &frame(6, 0, 0, b"12345678"));
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(300));
+                let _ = w.lock().unwrap().shutdown(std::net::Shutdown::Both);
+            });
+            return true;
+        }
+        match f.kind {
+            1 => {
+                c.0 += 1;
+                h2_send(w, &ok(f.id))
+            }
+            6 if f.flags & 1 != 0 && f.payload == b"12345678" => {
+                c.1 += 1;
+                true
+            }
+            _ => true,
+        }
+    });
+    let s = run(
+        &format!("http://{addr}/"),
+        "--http2 --inactive 3 --idle 2 -d 1",
+    )
+    .unwrap();
+    let all: Vec<(u32, u32)> = seen.lock().unwrap().values().copied().collect();
+    eprintln!("{all:?} reopens {}", s.reopens);
+    assert!(s.reopens >= 10, "{}", s.reopens);
+    assert_eq!(s.errors_total, 0, "{:?}", s.errors);
+    // Every connection answered its PING (the last may be cut by the end).
+    assert!(all.iter().filter(|c| c.1 == 1).count() >= all.len() - 5);
+    // No request on inactive connections, one on idle ones.
+    assert!(all.iter().all(|c| c.0 <= 1), "{all:?}");
+    let idle = all.iter().filter(|c| c.0 == 1).count();
+    let inactive = all.len() - idle;
+    assert!(
+        idle >= 4 && inactive >= 6,
+        "{idle} idle, {inactive} inactive"
+    );
+    assert_eq!(s.unmeasured_replies, idle as u64);
 }

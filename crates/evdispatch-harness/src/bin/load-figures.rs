@@ -7,6 +7,7 @@
 //! flock /tmp/evd-bench.lock target/release/load-figures idle
 //! flock /tmp/evd-bench.lock target/release/load-figures scale
 //! flock /tmp/evd-bench.lock target/release/load-figures latency
+//! flock /tmp/evd-bench.lock target/release/load-figures latency --http2 --max-streams 1
 //! target/release/load-figures nginx        # hold an nginx for manual runs
 //! ```
 
@@ -18,18 +19,20 @@ use evdispatch_harness::{
     docroot, median, median_interval, run_evdispatch_load, start_peer, Peer, PeerConfig,
     TestServer, TestServerConfig,
 };
-use evdispatch_load::{cmdline::LoadCommand, Rate};
+use evdispatch_load::{cmdline::LoadCommand, config::HttpVersion, Rate};
 use serde_json::{json, Value};
 
 const USAGE: &str =
     "usage: load-figures idle|scale|latency|nginx [--evdispatch PATH] [--rounds N] [--seconds S]
+                    [--http2 [--max-streams N]]
 
   idle      CPU cost of 10,000 idle connections held by the generator
   scale     30,000 concurrent connections in one run (2 nginx workers,
             --procs 2 --source-addrs 2), every one accounted for
   latency   corrected latency against the truth: a server that stalls 200 ms of
             every second (wrk2's stall test), then a quiet server at a low rate
-            (what the correction adds when nothing stalls)
+            (what the correction adds when nothing stalls); with --http2,
+            the same over h2c, N streams per connection (1 by default)
   nginx     start an nginx (1 worker, CPU 0) and wait, for manual runs
 
 The generator's capacity against wrk -t1 (per CPU-second, plain HTTP and
@@ -41,6 +44,8 @@ struct Opts {
     evdispatch: PathBuf,
     rounds: usize,
     seconds: f64,
+    /// `latency` over h2c, with this many streams per connection.
+    http2: Option<u32>,
 }
 
 fn f(v: &Value, path: &str) -> f64 {
@@ -167,6 +172,8 @@ fn latency(o: &Opts) -> anyhow::Result<Value> {
                 connections: Some(conns),
                 duration: Some(Duration::from_secs_f64(o.seconds)),
                 warmup: Some(Duration::from_millis(500)),
+                http: o.http2.map(|_| HttpVersion::Http2),
+                max_streams: o.http2,
                 ..LoadCommand::new(server.url())
             },
             &[1],
@@ -179,11 +186,15 @@ fn latency(o: &Opts) -> anyhow::Result<Value> {
     let mut omitted: Vec<Vec<f64>> = vec![Vec::new(); TRUTH_PCTS.len()];
     let mut added: Vec<Vec<f64>> = vec![Vec::new(); TRUTH_PCTS.len()];
     for round in 0..o.rounds {
-        let quiet = TestServer::start(TestServerConfig::default())?;
+        let quiet = TestServer::start(TestServerConfig {
+            http2: o.http2.is_some(),
+            ..TestServerConfig::default()
+        })?;
         let low = run(&quiet, 100.0)?;
         drop(quiet);
         let stalling = TestServer::start(TestServerConfig {
             stall: Some((period, stall)),
+            http2: o.http2.is_some(),
             ..TestServerConfig::default()
         })?;
         let stalled = run(&stalling, rate)?;
@@ -218,8 +229,13 @@ fn latency(o: &Opts) -> anyhow::Result<Value> {
         rounds.push(json!({"stalled": {"reply_rate": stalled["reply_rate"], "replies": stalled["replies"], "errors_total": stalled["errors_total"]},
             "low_rate": {"reply_rate": low["reply_rate"], "replies": low["replies"]}, "percentiles": rows}));
     }
+    let over = match o.http2 {
+        Some(1) => "h2c connections (1 stream each)".into(),
+        Some(m) => format!("h2c connections ({m} streams each)"),
+        None => "HTTP/1.1 connections".into(),
+    };
     println!(
-        "latency: open loop {rate}/s over {conns} connections, {} s runs, {} rounds; the server stops answering {} ms of every {} s",
+        "latency: open loop {rate}/s over {conns} {over}, {} s runs, {} rounds; the server stops answering {} ms of every {} s",
         o.seconds,
         o.rounds,
         stall.as_millis(),
@@ -244,6 +260,7 @@ fn latency(o: &Opts) -> anyhow::Result<Value> {
     }
     Ok(
         json!({"figure": "latency", "rate": rate, "connections": conns,
+        "http2_streams": o.http2,
         "stall_ms": stall.as_millis() as u64, "period_s": period.as_secs(),
         "table": table, "rounds": rounds}),
     )
@@ -259,6 +276,7 @@ fn main() -> anyhow::Result<()> {
             .join("evdispatch"),
         rounds: 3,
         seconds: 3.0,
+        http2: None,
     };
     while let Some(a) = args.next() {
         let mut val = || args.next().context("missing value");
@@ -266,6 +284,8 @@ fn main() -> anyhow::Result<()> {
             "--evdispatch" => o.evdispatch = val()?.into(),
             "--rounds" => o.rounds = val()?.parse()?,
             "--seconds" => o.seconds = val()?.parse()?,
+            "--http2" => o.http2 = Some(o.http2.unwrap_or(1)),
+            "--max-streams" => o.http2 = Some(val()?.parse()?),
             _ => bail!("unknown argument '{a}'\n{USAGE}"),
         }
     }

@@ -173,23 +173,9 @@ fn thirty() -> u8 {
 }
 
 impl Config {
-    /// The workloads and engine HTTP/2 is carried by: the closed loop and
-    /// the persistent connections of an open-loop rate, on the readiness
+    /// The engine HTTP/2 is carried by (every workload is): the readiness
     /// engine.
     pub fn check_http2(&self) -> anyhow::Result<()> {
-        if self.sessions.is_some() || self.wsesslog.is_some() {
-            bail!(
-                "HTTP/2 carries the closed loop (--rate max -c C) and the persistent connections \
-                 of an open-loop --rate (-R R -c C); --sessions and --wsesslog speak HTTP/1.1 only \
-                 (use --http1.1)"
-            );
-        }
-        if self.idle + self.inactive + self.slow > 0 {
-            bail!(
-                "HTTP/2 carries the closed loop and persistent connections; --idle, --inactive \
-                 and --slow speak HTTP/1.1 only (use --http1.1)"
-            );
-        }
         if self.engine == IoEngine::Uring {
             bail!(
                 "HTTP/2 runs on the readiness engine; --engine uring does not carry it (use \
@@ -204,6 +190,7 @@ impl Config {
         crate::proto::http2::Settings {
             stream_window: (1u32 << self.window_bits) - 1,
             connection_window: (1u32 << self.connection_window_bits) - 1,
+            slow_read: false,
         }
     }
 }

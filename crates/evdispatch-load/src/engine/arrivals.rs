@@ -85,6 +85,10 @@ impl Engine<'_> {
             });
             c.req = self.scripts[session][0].0[0];
         }
+        if self.spec.config.http == HttpVersion::Http2 {
+            let measured = self.slab[slot].measured;
+            self.h2_load_burst(slot, intended, measured);
+        }
         self.connect(slot, now);
     }
 

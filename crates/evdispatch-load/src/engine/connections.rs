@@ -13,6 +13,7 @@ impl Engine<'_> {
                 c.gen = c.gen.wrapping_add(1);
                 c.queue.clear();
                 c.h2_retry.clear();
+                c.h2_burst.clear();
                 c.calls_left = 0;
                 i
             }
@@ -216,7 +217,11 @@ impl Engine<'_> {
             return; // failed, and already handled
         }
         if self.spec.config.http == HttpVersion::Http2 {
-            return self.h2_ready(slot);
+            self.h2_ready(slot);
+            if self.slab[slot].role == Role::Slow {
+                self.slow_first_step(slot, now);
+            }
+            return;
         }
         let c = &mut self.slab[slot];
         match c.role {
@@ -255,16 +260,20 @@ impl Engine<'_> {
                 c.parser.expect_no_body(self.requests[c.req].head);
                 c.sent = now;
                 c.intended = now;
-                // Each slow client dribbles at its own phase of the
-                // interval, as independent clients would: started together,
-                // thousands of them would otherwise send in one burst per
-                // interval, an artefact of one generator driving them all.
-                let phase = (slot as f64 * 0.618_033_988_749_895).fract();
-                let at = now + Duration::from_secs_f64(phase * self.spec.config.slow_interval_s);
-                self.set_timer(at, Timer::SlowStep, slot);
+                self.slow_first_step(slot, now);
                 self.set_interest(slot, Interest::READABLE);
             }
         }
+    }
+
+    /// Arm a slow client's first step. Each slow client steps at its own
+    /// phase of the interval, as independent clients would: started
+    /// together, thousands of them would otherwise step in one burst per
+    /// interval, an artefact of one generator driving them all.
+    pub(super) fn slow_first_step(&mut self, slot: usize, now: Instant) {
+        let phase = (slot as f64 * 0.618_033_988_749_895).fract();
+        let at = now + Duration::from_secs_f64(phase * self.spec.config.slow_interval_s);
+        self.set_timer(at, Timer::SlowStep, slot);
     }
 
     pub(super) fn set_interest(&mut self, slot: usize, want: Interest) {

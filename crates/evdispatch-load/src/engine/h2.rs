@@ -6,16 +6,20 @@
 //! A connection opens with the codec's preface and waits for the server's
 //! SETTINGS; then it fills its streams: requests to retry first (those a
 //! GOAWAY left unprocessed), then the persistent connection's queued
-//! arrivals, each with its own slot as intended start, or in closed loop a
-//! new request per free stream. Each reply is recorded as an HTTP/1.1
+//! arrivals, each with its own slot as intended start, in closed loop a
+//! new request per free stream, a session's current burst (its calls at
+//! once, the next burst when they are all answered, after the think
+//! time), or the one request of an idle connection or a slow reader. An
+//! inactive connection opens none. Each reply is recorded as an HTTP/1.1
 //! reply is, into the same histograms. After a GOAWAY no stream opens; the
 //! connection ends when its last processed stream is answered, and a new
-//! one carries the retries. A connection error (a frame breaking the
-//! protocol) sends GOAWAY, is warned about once naming the frame, and
-//! counts one error per request outstanding. A stream unanswered within
-//! `--timeout` (or SETTINGS not received within it) ends its connection,
-//! each request in flight on it a `timeout` error, and a new connection
-//! takes its place.
+//! one carries the retries (and the rest of a session). A connection error
+//! (a frame breaking the protocol) sends GOAWAY, is warned about once
+//! naming the frame, and counts one error per request outstanding. A
+//! stream unanswered within `--timeout` (or SETTINGS not received within
+//! it) ends its connection, each request in flight on it a `timeout`
+//! error, and a new connection takes its place. The time streams hold
+//! body bytes that flow control keeps back is summed as it passes.
 
 use std::collections::HashMap;
 
@@ -30,6 +34,9 @@ pub(super) struct H2Conn {
     /// The codec's header-byte and flow-control counts already added to
     /// the recorder.
     counted: (http2::HeaderBytes, u64),
+    /// Streams held back by flow control, and since when (their time is
+    /// added to the recorder as it passes).
+    blocked: (usize, Instant),
 }
 
 /// One stream's request: when it was meant to start and when it did.
@@ -49,12 +56,24 @@ impl Engine<'_> {
     /// The connection is established (and its TLS handshake done): send
     /// the preface and settings, and wait for the server's.
     pub(super) fn h2_ready(&mut self, slot: usize) {
-        let settings = self.spec.config.h2_settings();
+        let c = &self.spec.config;
+        let settings = if self.slab[slot].role == Role::Slow {
+            // A slow reader: its stream's window is `--slow-bytes`, given
+            // back `--slow-bytes` every `--slow-interval`.
+            http2::Settings {
+                stream_window: c.slow_bytes.clamp(1, http2::WINDOW_MAX as usize) as u32,
+                slow_read: true,
+                ..c.h2_settings()
+            }
+        } else {
+            c.h2_settings()
+        };
         let c = &mut self.slab[slot];
         c.h2 = Some(Box::new(H2Conn {
             codec: http2::Connection::new(settings),
             streams: HashMap::new(),
             counted: Default::default(),
+            blocked: (0, Instant::now()),
         }));
         c.st = St::Waiting;
         // The server's SETTINGS are awaited within `--timeout`.
@@ -153,6 +172,7 @@ impl Engine<'_> {
                     return;
                 };
                 self.record_reply(role, m.intended, m.sent, m.measured, status, now);
+                self.h2_stream_over(slot, now);
             }
             Event::Reset { id, code } => {
                 if self.h2_take(slot, id).is_none() {
@@ -166,6 +186,7 @@ impl Engine<'_> {
                     .entry(http2::error_name(code).into_owned())
                     .or_default() += 1;
                 self.rec.error(role, Cause::StreamReset);
+                self.h2_stream_over(slot, now);
             }
             Event::GoAway { unprocessed, .. } => {
                 self.rec.h2.goaways += 1;
@@ -186,9 +207,11 @@ impl Engine<'_> {
     }
 
     /// Open streams while the connection may: retries first, then queued
-    /// arrivals (persistent), or new requests (closed loop).
+    /// arrivals (persistent), new requests (closed loop), the session's
+    /// burst, or an idle connection's one request.
     pub(super) fn h2_fill(&mut self, slot: usize, now: Instant) {
         let limit = self.spec.config.max_streams;
+        let may_start = self.may_start(now);
         loop {
             let c = &mut self.slab[slot];
             let Some(h) = c.h2.as_deref_mut() else {
@@ -204,8 +227,17 @@ impl Engine<'_> {
                     Some((t, m)) => (t, m, self.pick_request(), true),
                     None => break,
                 }
-            } else if c.role == Role::Closed && self.may_start(now) {
+            } else if c.role == Role::Closed && may_start {
                 (now, self.in_window(now), self.pick_request(), true)
+            } else if c.role == Role::Session && may_start {
+                match c.h2_burst.pop_front() {
+                    Some((t, m, r)) => (t, m, r, true),
+                    None => break,
+                }
+            } else if matches!(c.role, Role::Idle | Role::Slow) && h.codec.streams_opened() == 0 {
+                // An idle connection's or a slow reader's one request,
+                // unmeasured.
+                (now, false, self.pick_request(), true)
             } else {
                 break;
             };
@@ -256,6 +288,13 @@ impl Engine<'_> {
         r.header_bytes_received_hpack += hb.received_hpack - was.received_hpack;
         r.flow_control_waits += h.codec.flow_blocked - waits;
         h.counted = (hb, h.codec.flow_blocked);
+        let (n, since) = h.blocked;
+        let dt = elapsed_us(since, now);
+        r.flow_control_blocked_stream_us += n as u64 * dt;
+        if n > 0 {
+            r.flow_control_blocked_connection_us += dt;
+        }
+        h.blocked = (h.codec.blocked_streams(), now);
         let oldest = h.streams.values().map(|m| m.sent).min();
         c.deadline = oldest.map(|t| t + timeout);
         c.st = if oldest.is_some() {
@@ -268,7 +307,117 @@ impl Engine<'_> {
             self.rec.counts.conn_closed_by_client += 1;
             self.rec.counts.reconnects += 1;
             self.close(slot, now);
+            if self.slab[slot].role == Role::Session {
+                return self.h2_session_reconnect(slot, now);
+            }
             self.after_loss(slot, now, false);
+        }
+    }
+
+    /// A stream of `slot` ended (answered or reset): an idle connection
+    /// holds from its first reply on; a session whose burst is over goes
+    /// on to its next burst.
+    fn h2_stream_over(&mut self, slot: usize, now: Instant) {
+        let c = &self.slab[slot];
+        match c.role {
+            Role::Idle => self.idle_settled(slot),
+            Role::Slow => {
+                // Its reply read: it starts over on a new connection.
+                self.rec.counts.conn_closed_by_client += 1;
+                self.close(slot, now);
+                self.after_loss(slot, now, false);
+            }
+            Role::Session
+                if c.h2_burst.is_empty()
+                    && c.h2_retry.is_empty()
+                    && self.h2_outstanding(slot) == 0 =>
+            {
+                self.h2_session_next(slot, now)
+            }
+            _ => {}
+        }
+    }
+
+    /// Put the requests of the session's current burst (one call without
+    /// a session log) on its list to open, meant to start at `intended`;
+    /// the session's place moves to the burst's last request.
+    pub(super) fn h2_load_burst(&mut self, slot: usize, intended: Instant, measured: bool) {
+        let pick = if self.slab[slot].script.is_none() {
+            Some(self.pick_request())
+        } else {
+            None
+        };
+        let c = &mut self.slab[slot];
+        let burst: &[usize] = match (&mut c.script, &pick) {
+            (Some(p), _) => {
+                let b = &self.scripts[p.session][p.burst].0;
+                p.pos = b.len() - 1;
+                b
+            }
+            (None, Some(r)) => std::slice::from_ref(r),
+            (None, None) => &[],
+        };
+        c.h2_burst
+            .extend(burst.iter().map(|&r| (intended, measured, r)));
+    }
+
+    /// A session's burst is answered: its next burst now or after its
+    /// think time, or its end (the connection closes).
+    fn h2_session_next(&mut self, slot: usize, now: Instant) {
+        match self.session_next(slot) {
+            None => {
+                self.rec.counts.conn_closed_by_client += 1;
+                self.close(slot, now);
+                self.session_over(slot, now);
+            }
+            // The window is over: no further call; still open at the end,
+            // the session is counted unfinished.
+            Some(_) if !self.may_start(now) => {}
+            Some(Some(think)) if !think.is_zero() => self.think(slot, now + think),
+            Some(_) => {
+                let m = self.in_window(now);
+                self.h2_load_burst(slot, now, m);
+            }
+        }
+    }
+
+    /// A slow reader's step: `--slow-bytes` more of its stream's window
+    /// given back, and the next step armed.
+    pub(super) fn h2_slow_step(&mut self, slot: usize, now: Instant) {
+        let step = self.spec.config.slow_bytes.min(u32::MAX as usize) as u32;
+        if let Some(h) = self.slab[slot].h2.as_deref_mut() {
+            h.codec.release(step);
+        }
+        if self.h2_flush(slot) {
+            let at = now + Duration::from_secs_f64(self.spec.config.slow_interval_s);
+            self.set_timer(at, Timer::SlowStep, slot);
+        }
+    }
+
+    /// A session's think time is over: its next burst, on its connection
+    /// or, when the server closed that one meanwhile, on a new one.
+    pub(super) fn h2_next_burst(&mut self, slot: usize, now: Instant) {
+        let m = self.in_window(now);
+        self.h2_load_burst(slot, now, m);
+        if self.slab[slot].sock.is_none() {
+            return self.session_reconnect(slot, now);
+        }
+        self.h2_fill(slot, now);
+        self.h2_flush(slot);
+    }
+
+    /// A session's connection closed with nothing in flight: requests left
+    /// to send go out on a new connection now (those a GOAWAY left
+    /// unprocessed always, as for the other connections in the drain; the
+    /// rest of its burst while calls may start); otherwise the session
+    /// waits on its connectionless think time (its timer reconnects) or for
+    /// the end of the run.
+    fn h2_session_reconnect(&mut self, slot: usize, now: Instant) {
+        let c = &self.slab[slot];
+        if !c.h2_retry.is_empty() || (!c.h2_burst.is_empty() && self.may_start(now)) {
+            self.session_reconnect(slot, now);
+        } else {
+            self.slab[slot].st = St::Waiting;
         }
     }
 
@@ -276,6 +425,12 @@ impl Engine<'_> {
     /// the connection closes, and each request on it is an error.
     fn h2_conn_error(&mut self, slot: usize, e: &ConnError, now: Instant) {
         self.rec.h2.connection_errors += 1;
+        *self
+            .rec
+            .h2
+            .connection_errors_by_frame
+            .entry(e.frame.clone().into_owned())
+            .or_default() += 1;
         if !self.h2_warned {
             self.h2_warned = true;
             self.warnings
@@ -305,6 +460,11 @@ impl Engine<'_> {
     pub(super) fn h2_lost(&mut self, slot: usize, cause: Cause, now: Instant) {
         if self.h2_outstanding(slot) > 0 {
             self.fail(slot, cause, now);
+        } else if self.slab[slot].role == Role::Session {
+            self.rec.counts.conn_closed_by_server += 1;
+            self.rec.counts.reconnects += 1;
+            self.close(slot, now);
+            self.h2_session_reconnect(slot, now);
         } else {
             self.server_closed_quietly(slot, now);
         }

@@ -180,6 +180,9 @@ struct Conn {
     /// HTTP/2 requests a GOAWAY left unprocessed, sent again first on the
     /// next connection.
     h2_retry: VecDeque<h2::Retry>,
+    /// The requests of a session's burst not yet on a stream (HTTP/2: a
+    /// burst's calls go out at once, as concurrent streams).
+    h2_burst: VecDeque<h2::Retry>,
 }
 
 /// A session log's session in progress: session, burst, request.
@@ -223,6 +226,7 @@ impl Conn {
             target: Target::Fd(-1),
             h2: None,
             h2_retry: VecDeque::new(),
+            h2_burst: VecDeque::new(),
         }
     }
 
@@ -1001,6 +1005,28 @@ fn tls_flush(tls: &mut ClientConnection, sock: &Socket, sent: &mut u64) -> io::R
 /// path), or every request of the session log with the sessions as index
 /// scripts.
 fn build_requests(c: &Config) -> (Vec<Request>, Vec<Script>) {
+    requests_with(c, |method, path, body| {
+        build_request(method, &c.host, path, &c.headers, body)
+    })
+}
+
+/// The requests of an HTTP/2 run, in the order of [`build_requests`]' (the
+/// session log's scripts index both).
+fn build_h2_requests(c: &Config) -> Vec<crate::proto::http2::Request> {
+    let scheme = if c.tls.is_some() { "https" } else { "http" };
+    requests_with(c, |method, path, body| {
+        crate::proto::http2::Request::new(method, scheme, &c.host, path, &c.headers, body)
+    })
+    .0
+}
+
+/// The run's requests made by `one(method, path, body)`: the session log's
+/// (with its sessions as index scripts), or one per `--urls` entry (or the
+/// URL's path).
+fn requests_with<R>(
+    c: &Config,
+    one: impl Fn(&str, &str, Option<&[u8]>) -> R,
+) -> (Vec<R>, Vec<Script>) {
     if let Some(log) = &c.wsesslog {
         let mut requests = Vec::new();
         let scripts = log
@@ -1014,11 +1040,9 @@ fn build_requests(c: &Config) -> (Vec<Request>, Vec<Script>) {
                             .requests
                             .iter()
                             .map(|r| {
-                                requests.push(build_request(
+                                requests.push(one(
                                     &r.method,
-                                    &c.host,
                                     &r.uri,
-                                    &c.headers,
                                     r.contents.as_deref().map(str::as_bytes),
                                 ));
                                 requests.len() - 1
@@ -1032,28 +1056,15 @@ fn build_requests(c: &Config) -> (Vec<Request>, Vec<Script>) {
         return (requests, scripts);
     }
     let body = c.body.as_deref().map(|b| b.as_slice());
-    let one = |path: &str| build_request(&c.method, &c.host, path, &c.headers, body);
     let requests = if c.urls.is_empty() {
-        vec![one(&c.path)]
+        vec![one(&c.method, &c.path, body)]
     } else {
-        c.urls.iter().map(|u| one(&u.path)).collect()
+        c.urls
+            .iter()
+            .map(|u| one(&c.method, &u.path, body))
+            .collect()
     };
     (requests, Vec::new())
-}
-
-/// The requests of an HTTP/2 run, one per `--urls` entry (or the URL's
-/// path), in the order of [`build_requests`]'.
-fn build_h2_requests(c: &Config) -> Vec<crate::proto::http2::Request> {
-    let scheme = if c.tls.is_some() { "https" } else { "http" };
-    let body = c.body.as_deref().map(|b| b.as_slice());
-    let one = |path: &str| {
-        crate::proto::http2::Request::new(&c.method, scheme, &c.host, path, &c.headers, body)
-    };
-    if c.urls.is_empty() {
-        vec![one(&c.path)]
-    } else {
-        c.urls.iter().map(|u| one(&u.path)).collect()
-    }
 }
 
 /// Sampling intervals in a window of `window_s`: a window that is not a

@@ -36,9 +36,12 @@ impl Engine<'_> {
                 continue;
             }
             match what {
+                Timer::SlowStep if c.h2.is_some() => self.h2_slow_step(slot, now),
                 Timer::SlowStep if c.st == St::Dribbling => self.slow_step(slot, now),
                 Timer::Think if c.st == St::Waiting && self.may_start(now) => {
-                    if c.sock.is_none() {
+                    if self.spec.config.http == HttpVersion::Http2 {
+                        self.h2_next_burst(slot, now);
+                    } else if c.sock.is_none() {
                         // The server closed it during the think time.
                         self.session_reconnect(slot, now);
                     } else {
@@ -162,6 +165,7 @@ impl Engine<'_> {
             self.rec.counts.requests = self.rec.counts.requests.saturating_sub(retries);
             c.queue.clear();
             c.h2_retry.clear();
+            c.h2_burst.clear();
             // A session not over: the end came before its last call.
             if c.role == Role::Session && c.st != St::Free {
                 self.rec.counts.sessions_unfinished += 1;

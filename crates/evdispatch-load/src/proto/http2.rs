@@ -81,16 +81,21 @@ pub const ERROR_NAMES: [&str; 14] = [
 
 /// The name of an error code (`unknown_0x..` past the known ones).
 pub fn error_name(code: u32) -> Cow<'static, str> {
-    match ERROR_NAMES.get(code as usize) {
+    named(&ERROR_NAMES, code as usize, "unknown")
+}
+
+/// `names[i]`, or `{unknown}_0x..` past them.
+fn named(names: &'static [&'static str], i: usize, unknown: &str) -> Cow<'static, str> {
+    match names.get(i) {
         Some(n) => Cow::Borrowed(n),
-        None => Cow::Owned(format!("unknown_{code:#x}")),
+        None => Cow::Owned(format!("{unknown}_{i:#x}")),
     }
 }
 
 /// The smallest MAX_FRAME_SIZE, and the one this client advertises.
 const FRAME_MIN: usize = 16_384;
 /// Largest window (2^31 - 1).
-const WINDOW_MAX: i64 = (1 << 31) - 1;
+pub const WINDOW_MAX: i64 = (1 << 31) - 1;
 /// The default initial window of a stream and of the connection.
 const WINDOW_DEFAULT: i64 = 65_535;
 /// HPACK's default dynamic table size.
@@ -105,6 +110,9 @@ pub struct Settings {
     pub stream_window: u32,
     /// Window of the whole connection (`-W`), bytes.
     pub connection_window: u32,
+    /// A slow reader: a stream's window is given back only by
+    /// [`Connection::release`], not as its bytes arrive.
+    pub slow_read: bool,
 }
 
 impl Default for Settings {
@@ -113,6 +121,7 @@ impl Default for Settings {
         Settings {
             stream_window: (1 << 30) - 1,
             connection_window: (1 << 30) - 1,
+            slow_read: false,
         }
     }
 }
@@ -226,14 +235,41 @@ pub enum Event {
 pub struct ConnError {
     /// Error code.
     pub code: u32,
+    /// The type of the frame that caused it ([`frame_name`]).
+    pub frame: Cow<'static, str>,
     /// What was wrong, naming the frame.
     pub what: String,
 }
 
 impl fmt::Display for ConnError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "HTTP/2 {}: {}", error_name(self.code), self.what)
+        write!(
+            f,
+            "HTTP/2 {} caused by a {} frame: {}",
+            error_name(self.code),
+            self.frame,
+            self.what
+        )
     }
+}
+
+/// The names of the frame types 0 to 9, as RFC 9113 §6 spells them.
+pub const FRAME_NAMES: [&str; 10] = [
+    "DATA",
+    "HEADERS",
+    "PRIORITY",
+    "RST_STREAM",
+    "SETTINGS",
+    "PUSH_PROMISE",
+    "PING",
+    "GOAWAY",
+    "WINDOW_UPDATE",
+    "CONTINUATION",
+];
+
+/// The name of a frame type (`type_0x..` past the known ones).
+pub fn frame_name(kind: u8) -> Cow<'static, str> {
+    named(&FRAME_NAMES, kind as usize, "type")
 }
 
 /// Header bytes of the connection's requests and replies: the fields'
@@ -365,6 +401,42 @@ impl Connection {
         self.peer_max_streams
     }
 
+    /// A slow reader gives back up to `max` bytes of its streams' windows
+    /// (WINDOW_UPDATE for each stream with bytes received and not given
+    /// back); returns how many.
+    pub fn release(&mut self, max: u32) -> u32 {
+        let mut left = max;
+        let mut ids: Vec<u32> = self
+            .streams
+            .iter()
+            .filter(|(_, s)| s.unacked > 0)
+            .map(|(&id, _)| id)
+            .collect();
+        ids.sort_unstable();
+        for id in ids {
+            let s = self.streams.get_mut(&id).expect("listed above");
+            let n = s.unacked.min(left);
+            if n == 0 {
+                break;
+            }
+            s.unacked -= n;
+            left -= n;
+            self.frame(WINDOW_UPDATE, 0, id, &n.to_be_bytes());
+        }
+        max - left
+    }
+
+    /// Streams opened on the connection so far.
+    pub fn streams_opened(&self) -> u32 {
+        (self.next_id - 1) / 2
+    }
+
+    /// Streams whose body has bytes left that the windows hold back (all
+    /// the windows allow is queued as soon as they allow it).
+    pub fn blocked_streams(&self) -> usize {
+        self.streams.values().filter(|s| s.body.is_some()).count()
+    }
+
     /// Can a stream open now, under `limit` streams at once (the user's)?
     pub fn can_open(&self, limit: u32) -> bool {
         self.ready
@@ -490,15 +562,18 @@ impl Connection {
             }
             let len = u32::from_be_bytes([0, rest[0], rest[1], rest[2]]) as usize;
             if len > FRAME_MIN {
-                break Err(err(
-                    FRAME_SIZE_ERROR,
-                    format!(
-                        "a frame of type {} on stream {} is {len} bytes, over the {FRAME_MIN} \
-                         this client allows",
-                        rest[3],
-                        stream_id(&rest[5..9])
-                    ),
-                ));
+                break Err(ConnError {
+                    frame: frame_name(rest[3]),
+                    ..err(
+                        FRAME_SIZE_ERROR,
+                        format!(
+                            "a {} frame on stream {} is {len} bytes, over the {FRAME_MIN} this \
+                             client allows",
+                            frame_name(rest[3]),
+                            stream_id(&rest[5..9])
+                        ),
+                    )
+                });
             }
             if rest.len() < 9 + len {
                 break Ok(());
@@ -507,7 +582,10 @@ impl Connection {
             let payload = rest[9..9 + len].to_vec();
             at += 9 + len;
             if let Err(e) = self.on_frame(kind, flags, id, &payload, events) {
-                break Err(e);
+                break Err(ConnError {
+                    frame: frame_name(kind),
+                    ..e
+                });
             }
         };
         self.inbuf.drain(..at);
@@ -533,8 +611,9 @@ impl Connection {
                 return Err(err(
                     PROTOCOL_ERROR,
                     format!(
-                        "a frame of type {kind} on stream {id} came inside the header block of \
-                         stream {} (CONTINUATION expected)",
+                        "a {} frame on stream {id} came inside the header block of stream {} \
+                         (CONTINUATION expected)",
+                        frame_name(kind),
                         part.id
                     ),
                 ));
@@ -575,7 +654,7 @@ impl Connection {
                 if flags & END_STREAM != 0 {
                     return self.end_stream(id, events, "DATA");
                 }
-                if s.unacked >= window / 2 {
+                if s.unacked >= window / 2 && !self.local.slow_read {
                     let n = std::mem::take(&mut s.unacked);
                     self.frame(WINDOW_UPDATE, 0, id, &n.to_be_bytes());
                 }
@@ -861,8 +940,13 @@ impl Connection {
     }
 }
 
+/// A connection error; [`Connection::feed`] names its frame.
 fn err(code: u32, what: String) -> ConnError {
-    ConnError { code, what }
+    ConnError {
+        code,
+        frame: Cow::Borrowed(""),
+        what,
+    }
 }
 
 fn stream_id(b: &[u8]) -> u32 {
@@ -939,6 +1023,21 @@ mod tests {
         c
     }
 
+    /// A connection with one stream open whose reply's HEADERS came, and
+    /// the server's encoder.
+    fn replying(local: Settings) -> (Connection, u32, loona_hpack::Encoder<'static>) {
+        let mut c = ready(&[], local);
+        let id = c.open(&get("/"));
+        c.consume(c.pending().len());
+        let mut enc = loona_hpack::Encoder::new();
+        c.feed(
+            &frame(HEADERS, END_HEADERS, id, &status(&mut enc, "200")),
+            &mut Vec::new(),
+        )
+        .unwrap();
+        (c, id, enc)
+    }
+
     fn get(path: &str) -> Request {
         Request::new("GET", "http", "127.0.0.1:8080", path, &[], None)
     }
@@ -952,6 +1051,7 @@ mod tests {
         let c = Connection::new(Settings {
             stream_window: 1 << 20,
             connection_window: 1 << 24,
+            slow_read: false,
         });
         let out = c.pending();
         assert!(out.starts_with(PREFACE));
@@ -1019,6 +1119,8 @@ mod tests {
         let e = c.feed(&wire, &mut Vec::new()).unwrap_err();
         assert_eq!(e.code, PROTOCOL_ERROR);
         assert!(e.what.contains("CONTINUATION expected"), "{e}");
+        assert_eq!(e.frame, "PING");
+        assert!(e.to_string().contains("caused by a PING frame"), "{e}");
         let f = frames(c.pending());
         assert_eq!(f.last().unwrap().0, GOAWAY);
         // Send side: a header block past the server's MAX_FRAME_SIZE.
@@ -1044,17 +1146,10 @@ mod tests {
         let local = Settings {
             stream_window: 1000,
             connection_window: 100_000,
+            slow_read: false,
         };
-        let mut c = ready(&[], local);
-        let id = c.open(&get("/"));
-        c.consume(c.pending().len());
-        let mut enc = loona_hpack::Encoder::new();
+        let (mut c, id, mut enc) = replying(local);
         let mut ev = Vec::new();
-        c.feed(
-            &frame(HEADERS, END_HEADERS, id, &status(&mut enc, "200")),
-            &mut ev,
-        )
-        .unwrap();
         // 499 bytes: under half the stream window, nothing given back.
         c.feed(&frame(DATA, 0, id, &[0; 499]), &mut ev).unwrap();
         assert!(c.pending().is_empty());
@@ -1095,6 +1190,34 @@ mod tests {
     }
 
     #[test]
+    fn a_slow_reader_gives_its_window_back_only_when_told() {
+        let local = Settings {
+            stream_window: 100,
+            slow_read: true,
+            ..Settings::default()
+        };
+        let (mut c, id, _) = replying(local);
+        let mut ev = Vec::new();
+        c.feed(&frame(DATA, 0, id, &[0; 100]), &mut ev).unwrap();
+        // The whole window spent, nothing given back.
+        assert!(c.pending().is_empty());
+        assert_eq!(c.release(30), 30);
+        assert_eq!(
+            frames(c.pending()),
+            vec![(WINDOW_UPDATE, 0, id, 30u32.to_be_bytes().to_vec())]
+        );
+        c.consume(c.pending().len());
+        // 30 more may come, not 31.
+        c.feed(&frame(DATA, 0, id, &[0; 30]), &mut ev).unwrap();
+        assert_eq!(c.release(1000), 100);
+        c.consume(c.pending().len());
+        assert_eq!(c.release(1000), 0);
+        assert!(c.pending().is_empty());
+        let e = c.feed(&frame(DATA, 0, id, &[0; 101]), &mut ev).unwrap_err();
+        assert_eq!(e.code, FLOW_CONTROL_ERROR);
+    }
+
+    #[test]
     fn a_body_waits_for_the_servers_window() {
         // The server's streams start with 10 bytes of window.
         let mut c = ready(&[(4, 10)], Settings::default());
@@ -1111,7 +1234,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(data(&c), [10]);
-        assert_eq!(c.flow_blocked, 1);
+        assert_eq!((c.flow_blocked, c.blocked_streams()), (1, 1));
         c.consume(c.pending().len());
         let mut ev = Vec::new();
         c.feed(&frame(WINDOW_UPDATE, 0, id, &8u32.to_be_bytes()), &mut ev)
@@ -1126,6 +1249,7 @@ mod tests {
             (f.last().unwrap().1, f.last().unwrap().3.len()),
             (END_STREAM, 7)
         );
+        assert_eq!(c.blocked_streams(), 0);
     }
 
     #[test]
@@ -1185,8 +1309,9 @@ mod tests {
         let e = c
             .feed(&frame(DATA, 0, 3, &[0; FRAME_MIN + 1]), &mut ev)
             .unwrap_err();
-        assert_eq!(e.code, FRAME_SIZE_ERROR);
+        assert_eq!((e.code, &*e.frame), (FRAME_SIZE_ERROR, "DATA"));
         assert_eq!(error_name(e.code), "frame_size_error");
+        assert_eq!(frame_name(0xfa), "type_0xfa");
     }
 
     #[test]

@@ -300,3 +300,103 @@ pub fn server_config(
 pub fn all_versions() -> Vec<&'static rustls::SupportedProtocolVersion> {
     vec![&rustls::version::TLS13, &rustls::version::TLS12]
 }
+
+/// An HTTP/2 frame as a server sends it.
+pub fn h2_frame(kind: u8, flags: u8, id: u32, p: &[u8]) -> Vec<u8> {
+    let mut f = (p.len() as u32).to_be_bytes()[1..].to_vec();
+    f.extend_from_slice(&[kind, flags]);
+    f.extend_from_slice(&id.to_be_bytes());
+    f.extend_from_slice(p);
+    f
+}
+
+/// `:status 200` and END_STREAM on stream `id` (0x88: HPACK's static
+/// table entry).
+pub fn h2_ok(id: u32) -> Vec<u8> {
+    h2_frame(1, 0x5, id, &[0x88])
+}
+
+/// A fake h2c server's side of a connection, shared with the threads that
+/// answer late.
+pub type H2Writer = Arc<Mutex<TcpStream>>;
+
+/// Write `bytes` to the connection: false when it is gone.
+pub fn h2_send(w: &H2Writer, bytes: &[u8]) -> bool {
+    w.lock().unwrap().write_all(bytes).is_ok()
+}
+
+/// A frame the fake h2c server received: type, flags, stream, payload.
+pub struct H2In {
+    pub kind: u8,
+    pub flags: u8,
+    pub id: u32,
+    pub payload: Vec<u8>,
+    /// A HEADERS frame's `:path` (decoded with the connection's table).
+    pub path: String,
+    /// The connection's number, from 0 in the order they were accepted.
+    pub conn: u64,
+}
+
+/// A minimal h2c server: reads the preface, sends its SETTINGS (`settings`
+/// as key-value pairs), ACKs the client's, and hands every other frame to
+/// `on_frame` (false from it closes the connection).
+pub fn fake_h2c_server(
+    settings: &'static [(u16, u32)],
+    on_frame: impl Fn(&H2In, &H2Writer) -> bool + Clone + Send + 'static,
+) -> (SocketAddr, Arc<Seen>) {
+    let accepted = Arc::new(AtomicU64::new(0));
+    accept_each("127.0.0.1:0", move |mut sock, _| {
+        let conn = accepted.fetch_add(1, Ordering::Relaxed);
+        // Frames go out as written, not held back by Nagle's algorithm.
+        let _ = sock.set_nodelay(true);
+        let mut preface = [0u8; 24];
+        if sock.read_exact(&mut preface).is_err() {
+            return;
+        }
+        let mut p = Vec::new();
+        for (k, v) in settings {
+            p.extend_from_slice(&k.to_be_bytes());
+            p.extend_from_slice(&v.to_be_bytes());
+        }
+        let w: H2Writer = Arc::new(Mutex::new(sock.try_clone().unwrap()));
+        if !h2_send(&w, &h2_frame(4, 0, 0, &p)) {
+            return;
+        }
+        let mut hpack = loona_hpack::Decoder::new();
+        let mut head = [0u8; 9];
+        while sock.read_exact(&mut head).is_ok() {
+            let len = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+            let mut payload = vec![0u8; len];
+            if sock.read_exact(&mut payload).is_err() {
+                return;
+            }
+            let mut path = String::new();
+            if head[3] == 1 {
+                hpack
+                    .decode_with_cb(&payload, |n, v| {
+                        if &n[..] == b":path" {
+                            path = String::from_utf8_lossy(&v).into_owned();
+                        }
+                    })
+                    .unwrap();
+            }
+            let f = H2In {
+                kind: head[3],
+                flags: head[4],
+                id: u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff,
+                payload,
+                path,
+                conn,
+            };
+            let go_on = if f.kind == 4 && f.flags & 1 == 0 {
+                h2_send(&w, &h2_frame(4, 1, 0, &[]))
+            } else {
+                on_frame(&f, &w)
+            };
+            if !go_on {
+                let _ = sock.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+        }
+    })
+}

@@ -175,8 +175,20 @@ pub struct H2Counts {
     /// Connection errors (a frame that broke the protocol; the generator
     /// sent GOAWAY and closed the connection).
     pub connection_errors: u64,
+    /// The connection errors by the type of the frame that caused each
+    /// (`DATA`, `SETTINGS`, …).
+    #[serde(default)]
+    pub connection_errors_by_frame: BTreeMap<String, u64>,
     /// Times a request body waited for the server's flow-control window.
     pub flow_control_waits: u64,
+    /// Time streams had body bytes to send and no window to send them,
+    /// summed over the streams, microseconds.
+    #[serde(default)]
+    pub flow_control_blocked_stream_us: u64,
+    /// Time connections had at least one such stream, summed over the
+    /// connections, microseconds.
+    #[serde(default)]
+    pub flow_control_blocked_connection_us: u64,
     /// Names and values of the header fields sent.
     pub header_bytes_sent: u64,
     /// Their HPACK blocks.
@@ -197,7 +209,15 @@ impl H2Counts {
         self.goaways += o.goaways;
         self.retried_after_goaway += o.retried_after_goaway;
         self.connection_errors += o.connection_errors;
+        for (k, v) in &o.connection_errors_by_frame {
+            *self
+                .connection_errors_by_frame
+                .entry(k.clone())
+                .or_default() += v;
+        }
         self.flow_control_waits += o.flow_control_waits;
+        self.flow_control_blocked_stream_us += o.flow_control_blocked_stream_us;
+        self.flow_control_blocked_connection_us += o.flow_control_blocked_connection_us;
         self.header_bytes_sent += o.header_bytes_sent;
         self.header_bytes_sent_hpack += o.header_bytes_sent_hpack;
         self.header_bytes_received += o.header_bytes_received;

@@ -393,8 +393,9 @@ impl Summary {
             let _ = writeln!(
                 o,
                 "HTTP/2: GOAWAYs {} (requests sent again after one {}), streams refused {}, \
-                 resets {}, connection errors {}, bodies held by flow control {}; header bytes \
-                 sent {} ({} HPACK), received {} ({} HPACK)",
+                 resets {}, connection errors {}{}, bodies held by flow control {} (blocked \
+                 {:.3} stream-s, {:.3} connection-s); header bytes sent {} ({} HPACK), \
+                 received {} ({} HPACK)",
                 h.goaways,
                 h.retried_after_goaway,
                 h.streams_refused,
@@ -404,7 +405,19 @@ impl Summary {
                     resets.join(" ")
                 },
                 h.connection_errors,
+                if h.connection_errors_by_frame.is_empty() {
+                    String::new()
+                } else {
+                    let by: Vec<String> = h
+                        .connection_errors_by_frame
+                        .iter()
+                        .map(|(k, v)| format!("{k}={v}"))
+                        .collect();
+                    format!(" ({})", by.join(" "))
+                },
                 h.flow_control_waits,
+                h.flow_control_blocked_stream_us as f64 / 1e6,
+                h.flow_control_blocked_connection_us as f64 / 1e6,
                 h.header_bytes_sent,
                 h.header_bytes_sent_hpack,
                 h.header_bytes_received,
