@@ -15,7 +15,8 @@
 //! server presents exactly that certificate, for the name it was issued for
 //! and within its validity period. A
 //! reconnect resumes the session (rustls' in-memory session cache, shared by
-//! a worker's connections), as wrk's and oha's do.
+//! a worker's connections), as wrk's and oha's do; `--no-tls-resume` makes
+//! every handshake a full one.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -48,6 +49,14 @@ pub struct TlsSettings {
     pub insecure: bool,
     /// `--cacert`: PEM bundle trusted instead of the system's roots.
     pub cacert: Option<PathBuf>,
+    /// A reconnect resumes the session (tickets or a session ID kept in
+    /// memory); `false` with `--no-tls-resume`: every handshake is full.
+    #[serde(default = "resume_default")]
+    pub resume: bool,
+}
+
+fn resume_default() -> bool {
+    true
 }
 
 /// A worker's TLS context: the shared client configuration (its session
@@ -80,6 +89,9 @@ impl TlsClient {
                 .with_custom_certificate_verifier(Arc::new(TrustedOrPinned { webpki, pinned }))
                 .with_no_client_auth()
         };
+        if !s.resume {
+            config.resumption = rustls::client::Resumption::disabled();
+        }
         config.alpn_protocols = match http {
             HttpVersion::Http1 => vec![b"http/1.1".to_vec()],
             HttpVersion::Http2 => vec![b"h2".to_vec()],
@@ -384,6 +396,7 @@ mod tests {
                 server_name: "127.0.0.1".into(),
                 insecure: true,
                 cacert: None,
+                resume: true,
             },
             HttpVersion::Http1,
         )
@@ -454,6 +467,7 @@ mod tests {
                 server_name: name.into(),
                 insecure: false,
                 cacert: Some(cacert.to_path_buf()),
+                resume: true,
             },
             HttpVersion::Http1,
         )?
