@@ -498,8 +498,20 @@ fn judge(run: &mut Run, o: &Observed, stats: &Value, sizes: Sizes, running: bool
         "alerts": sizes.alerts,
         "flood_handshakes": flooded,
         "flood_s": sizes.flood_s,
+        "rss_growth_mib": growth,
         "server_tls": tls,
+        "server_failures_counted": failures_counted(tls),
     });
+}
+
+/// The handshake failures a stats document's `tls` object counts, all
+/// kinds, with the alerts after the handshake (`null` without one).
+fn failures_counted(tls: &Value) -> Value {
+    let Some(kinds) = tls["handshake_failures"].as_object() else {
+        return Value::Null;
+    };
+    let after = tls["alerts_after_handshake"].as_u64().unwrap_or(0);
+    json!(kinds.values().filter_map(Value::as_u64).sum::<u64>() + after)
 }
 
 /// Run the TLS attacks on every model and nginx.
@@ -574,5 +586,13 @@ mod tests {
         assert_eq!(m[1].1[5], 2);
         assert_eq!(&m[2].1[3..5], &[0xff, 0xff]);
         assert_eq!(m[3].1[0], 0x17);
+    }
+
+    #[test]
+    fn the_failures_counted_add_up_every_kind() {
+        let tls = json!({"handshake_failures": {"malformed": 4, "closed": 1},
+                         "alerts_after_handshake": 2});
+        assert_eq!(failures_counted(&tls), json!(7));
+        assert_eq!(failures_counted(&Value::Null), Value::Null);
     }
 }
