@@ -107,6 +107,21 @@ fn resumed_handshakes_are_counted_and_can_be_turned_off() {
             assert_eq!(s.tls_resumed, 0);
         }
     }
+    // A closed loop of 32 connections reconnecting at once: each finds a
+    // ticket (TLS 1.3 tickets are single-use, and more than 8 wait).
+    let server = Recorder::start("127.0.0.1:0", Some(server_config(&certs, &all_versions())));
+    let s = run(
+        &server.url("/x"),
+        &format!("--rate max -c 32 --sessions 0 --calls 1 --duration 0.5 --cacert {ca}"),
+    )
+    .unwrap();
+    assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
+    let full = s.tls_handshakes - s.tls_resumed;
+    assert!(
+        s.tls_handshakes > 100 && full <= 40,
+        "{full} full of {} handshakes",
+        s.tls_handshakes
+    );
 }
 
 #[test]
