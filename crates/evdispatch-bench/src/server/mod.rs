@@ -52,7 +52,7 @@
 //!   OpenSSL and our rustls):
 //!   `https-keepalive` (`keepalive` over HTTPS, wrk: CPU µs per request,
 //!   to read beside the plain `keepalive` of the same round);
-//!   `https-full` and `https-resumed` (`evdispatch load --rate max -c C
+//!   `https-full` and `https-resumed` (`evdispatch load --rate max -c 10
 //!   --sessions 0 --calls 1`, a new connection per request, with
 //!   `--no-tls-resume` or resuming: handshakes per server CPU-second from
 //!   the generator's count of handshakes, `resumed_share` saying what they

@@ -114,8 +114,8 @@ pub(super) fn print(o: &Outcome) {
             Scenario::Range => format!("range: wrk -t1 -c{} -H 'Range: bytes=0-65535' on a 1 MiB file", p.connections),
             Scenario::Whole => format!("whole: wrk -t1 -c{} on a whole 64 KiB file", p.connections),
             Scenario::HttpsKeepalive => format!("https-keepalive: wrk -t1 -c{} over HTTPS (TLS 1.3, ECDSA P-256) on persistent connections", p.connections),
-            Scenario::HttpsFull => format!("https-full: evdispatch load --rate max -c{} --sessions 0 --calls 1 --no-tls-resume: a full TLS 1.3 handshake per request", p.connections),
-            Scenario::HttpsResumed => format!("https-resumed: evdispatch load --rate max -c{} --sessions 0 --calls 1: a resumed TLS 1.3 handshake per request", p.connections),
+            Scenario::HttpsFull => "https-full: evdispatch load --rate max -c10 --sessions 0 --calls 1 --no-tls-resume: a full TLS 1.3 handshake per request".to_string(),
+            Scenario::HttpsResumed => "https-resumed: evdispatch load --rate max -c10 --sessions 0 --calls 1: a resumed TLS 1.3 handshake per request".to_string(),
             Scenario::HttpsLarge => format!("https-large: wrk -t1 -c{} over HTTPS on a 1 MiB file", p.connections),
             Scenario::HttpsIdle => format!("https-idle: RSS growth with {} idle TLS connections held", p.idle),
         };
