@@ -333,38 +333,27 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claims::testkit::{pt, rec};
     use crate::figure::Body;
-    use crate::results::Point;
 
     /// The TLS points fill their own table, ours and nginx's side by side,
     /// and no other table takes them.
     #[test]
     fn the_tls_table_reads_the_tls_points() {
-        let mut rec = ScenarioRecord {
-            id: "today".into(),
-            status: crate::results::Status::Complete,
-            profile: "quick".into(),
-            params: json!({}),
-            started_unix: 0,
-            duration_s: 0.0,
-            git_commit: "t".into(),
-            capabilities: vec![],
-            points: vec![],
-            skipped: vec![],
-            failures: vec![],
-            timings: vec![],
-            lock_wait_s: 0.0,
-            load_host: None,
-            rounds: 1,
-        };
+        let mut pts = Vec::new();
         for (series, bytes, cpu) in [("epoll", 8000.0, 190.0), ("nginx", 37000.0, 400.0)] {
-            let mut m = Point::new(series, extra("tls-memory", &[("idle", json!(500))]));
-            m.metrics.insert("rss_per_conn_bytes".into(), bytes);
-            let mut h = Point::new(series, extra("tls-handshake", &[]));
-            h.metrics.insert("cpu_us_per_reply".into(), cpu);
-            h.metrics.insert("reply_rate".into(), 1000.0);
-            rec.points.extend([m, h]);
+            pts.push(pt(
+                series,
+                json!({"part": "tls-memory", "idle": 500}),
+                json!({"rss_per_conn_bytes": bytes}),
+            ));
+            pts.push(pt(
+                series,
+                json!({"part": "tls-handshake"}),
+                json!({"cpu_us_per_reply": cpu, "reply_rate": 1000.0}),
+            ));
         }
+        let rec = rec("today", pts);
         let figs = figures(&rec);
         let tls: Vec<&Figure> = figs.iter().filter(|f| f.has_data()).collect();
         assert_eq!(tls.len(), 1, "{:?}", figs.iter().map(|f| &f.title).collect::<Vec<_>>());
