@@ -20,7 +20,7 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context};
 use evdispatch_harness::{
     docroot, median_interval, run_evdispatch_load_measured, run_wrk, skip_reason, start_peer, Peer,
-    PeerConfig, PeerTls, Tool, WrkArgs,
+    PeerConfig, SelfSigned, Tool, WrkArgs,
 };
 use evdispatch_load::{cmdline::LoadCommand, IoEngine, Rate};
 use serde::Serialize;
@@ -169,12 +169,7 @@ pub fn run(a: GeneratorArgs) -> anyhow::Result<()> {
         None => std::env::current_exe().context("finding this program to run its load command")?,
     };
     let root = docroot(a.file_size, &[]).context("cannot make the document root")?;
-    let certs = tempfile::tempdir()?;
-    let (cert, key) = (certs.path().join("cert.pem"), certs.path().join("key.pem"));
-    let kp = rcgen::KeyPair::generate()?;
-    let c = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])?.self_signed(&kp)?;
-    std::fs::write(&cert, c.pem())?;
-    std::fs::write(&key, kp.serialize_pem())?;
+    let cert = SelfSigned::create()?;
     let mut outcome = Outcome {
         rounds: a.rounds,
         duration_s: a.duration.ceil(),
@@ -186,11 +181,7 @@ pub fn run(a: GeneratorArgs) -> anyhow::Result<()> {
         let mut cfg = PeerConfig::new(root.path());
         cfg.cpus = vec![a.server_cpu];
         if scheme == Scheme::Https {
-            cfg.tls = Some(PeerTls {
-                cert: cert.clone(),
-                key: key.clone(),
-                protocols: "TLSv1.2 TLSv1.3".into(),
-            });
+            cfg.tls = Some(cert.peer_tls("TLSv1.2 TLSv1.3"));
         }
         let server = start_peer(Peer::Nginx, &cfg)?;
         outcome.nginx = server.version().to_string();
@@ -204,7 +195,7 @@ pub fn run(a: GeneratorArgs) -> anyhow::Result<()> {
             rate: Some(Rate::Max),
             connections: Some(a.connections.into()),
             duration: Some(Duration::from_secs_f64(d)),
-            cacert: (scheme == Scheme::Https).then(|| cert.clone()),
+            cacert: (scheme == Scheme::Https).then(|| cert.cert.clone()),
             engine: a.engine,
             ..LoadCommand::new(url.clone())
         };

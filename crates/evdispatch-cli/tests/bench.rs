@@ -224,6 +224,29 @@ fn bench_server(args: &[&str]) -> Option<Value> {
     Some(json(&all))
 }
 
+/// The figures of the `epoll` run of `scenario` in a `bench server`
+/// document, which must have no error.
+fn epoll_figures(v: &Value, scenario: &str) -> Value {
+    let r = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["scenario"] == scenario && r["server"] == "epoll")
+        .unwrap_or_else(|| panic!("no {scenario} run: {v}"));
+    assert!(r["error"].is_null(), "{scenario}: {}", r["error"]);
+    r["figures"].clone()
+}
+
+/// Target `id` judged for `epoll` in a `bench server` document.
+fn epoll_target<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id && t["server"] == "epoll")
+        .unwrap_or_else(|| panic!("target {id} missing: {v}"))
+}
+
 /// `bench server` end to end on one of our models, every scenario, tiny
 /// durations: each figure is there and plausible, each target judged. No
 /// timing is asserted.
@@ -257,14 +280,7 @@ fn server_smoke() {
     assert_eq!(v["servers"][0]["name"], "epoll");
     let runs = v["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{v}");
-    let run = |scenario: &str| {
-        let r = runs
-            .iter()
-            .find(|r| r["scenario"] == scenario)
-            .unwrap_or_else(|| panic!("no {scenario} run: {v}"));
-        assert!(r["error"].is_null(), "{scenario}: {}", r["error"]);
-        r["figures"].clone()
-    };
+    let run = |scenario: &str| epoll_figures(&v, scenario);
     let ka = run("keepalive");
     assert!(num(&ka, "cpu_us_per_request") > 0.0, "{ka}");
     assert!(num(&ka, "requests_per_sec") > 0.0, "{ka}");
@@ -290,7 +306,6 @@ fn server_smoke() {
     assert!(num(&idle, "reply_rate_none") > 100.0, "{idle}");
     // Every target of these scenarios is listed; those against the best
     // peer are unmeasured (no peer ran), the others judged.
-    let targets = v["targets"].as_array().unwrap();
     for id in [
         "keepalive-cpu",
         "close-cpu",
@@ -298,10 +313,7 @@ fn server_smoke() {
         "idle-p99",
         "idle-memory",
     ] {
-        let t = targets
-            .iter()
-            .find(|t| t["id"] == id && t["server"] == "epoll")
-            .unwrap_or_else(|| panic!("target {id} missing: {v}"));
+        let t = epoll_target(&v, id);
         assert_eq!(t["met"].is_null(), id.ends_with("-cpu"), "{t}");
     }
     let summary = v["summary"].as_array().unwrap();
@@ -377,4 +389,62 @@ fn server_floor_log_and_range_rows() {
         .unwrap()
         .iter()
         .any(|s| s["name"] == "floor-uring" && s["kind"] == "floor"));
+}
+
+/// The HTTPS scenarios end to end on one of our models (and nginx when it
+/// is installed; the floors never take part): each figure there, the
+/// handshakes of `https-full` all full and those of `https-resumed` nearly
+/// all resumed, the 1 MiB file's bytes per CPU-second, the idle TLS
+/// connections held. No timing is asserted.
+#[test]
+fn server_https_scenarios() {
+    let nginx = evdispatch_harness::skip_reason(evdispatch_harness::Tool::Nginx).is_none();
+    let Some(v) = bench_server(&[
+        "epoll,nginx,floor-epoll",
+        "--scenarios",
+        "https-keepalive,https-full,https-resumed,https-large,https-idle",
+        "--rounds",
+        "1",
+        "--duration",
+        "1",
+        "--warmup",
+        "0",
+        "--idle",
+        "40",
+        "--connections",
+        "8",
+        "--json",
+    ]) else {
+        return;
+    };
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), if nginx { 10 } else { 5 }, "{v}");
+    assert!(runs.iter().all(|r| r["floor"] == false), "{v}");
+    let run = |scenario: &str| epoll_figures(&v, scenario);
+    let ka = run("https-keepalive");
+    assert!(num(&ka, "cpu_us_per_request") > 0.0, "{ka}");
+    assert_eq!(num(&ka, "errors"), 0.0, "{ka}");
+    let full = run("https-full");
+    assert!(num(&full, "handshakes_per_cpu_s") > 0.0, "{full}");
+    assert_eq!(num(&full, "resumed_share"), 0.0, "{full}");
+    let resumed = run("https-resumed");
+    assert!(num(&resumed, "resumed_share") > 0.9, "{resumed}");
+    let large = run("https-large");
+    let per = num(&large, "cpu_us_per_request");
+    assert!(
+        (num(&large, "bytes_per_cpu_s") - (1 << 20) as f64 / (per / 1e6)).abs() < 1.0,
+        "{large}"
+    );
+    let idle = run("https-idle");
+    assert_eq!(num(&idle, "idle_held"), 40.0, "{idle}");
+    for id in [
+        "https-keepalive-cpu",
+        "https-full-handshakes",
+        "https-resumed-handshakes",
+        "https-large-bytes",
+        "https-idle-memory",
+    ] {
+        let t = epoll_target(&v, id);
+        assert_eq!(t["met"].is_null(), !nginx, "{t}");
+    }
 }

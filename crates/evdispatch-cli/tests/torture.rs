@@ -76,3 +76,43 @@ fn descriptor_exhaustion_resumes_and_does_not_spin() {
         "{f}"
     );
 }
+
+/// The TLS attacks on the readiness and completion models: every failure
+/// counted by kind, every hostile connection closed or answered, the
+/// kept-alive client served throughout (its slowest reply is a figure, not
+/// asserted here).
+#[test]
+fn tls_attacks_are_closed_answered_and_counted() {
+    let v = torture(&[
+        "tls",
+        "--mechanism",
+        "epoll",
+        "--mechanism",
+        "uring-completion",
+    ]);
+    let sc = &v["scenarios"][0];
+    assert_eq!(sc["scenario"], "tls");
+    for run in sc["runs"].as_array().unwrap() {
+        let m = run["model"].as_str().unwrap();
+        let f = &run["figures"];
+        assert_eq!(check(run, "served client: failed")["value"], 0, "{m}: {f}");
+        for name in [
+            "silent connections closed",
+            "byte-a-time hellos closed",
+            "malformed hellos answered",
+            "plaintext HTTP answered 400",
+            "fatal alerts after the handshake",
+            "counted timeout_before_hello",
+            "counted timeout_in_handshake",
+            "counted malformed",
+            "counted plaintext_http",
+            "counted alerts_after_handshake",
+            "counted full handshakes",
+        ] {
+            assert_eq!(check(run, name)["pass"], true, "{m} {name}: {f}");
+        }
+        let failures = &f["server_tls"]["handshake_failures"];
+        assert_eq!(failures["timeout_before_hello"], f["silent"], "{m}: {f}");
+        assert_eq!(failures["malformed"], f["malformed"], "{m}: {f}");
+    }
+}

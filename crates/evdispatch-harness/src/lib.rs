@@ -14,7 +14,8 @@
 //!   log off, pinned to the given CPUs; lighttpd's `server.event-handler` is
 //!   [`LighttpdEvents::Poll`] or [`LighttpdEvents::LinuxSysepoll`].
 //! * **Ours** ([`start_ours`]): `evdispatch serve ARGS` from a given binary;
-//!   ready when it prints `listening on http://IP:PORT`; with
+//!   ready when it prints `listening on http://IP:PORT` (`https://`: its
+//!   [`ServerProcess::url`]s are too); with
 //!   `stats_json`, [`ServerProcess::stop`] sends SIGTERM and returns the
 //!   `--stats-json` file it wrote.
 //! * **Processes** (for the bench, the study and the torture suite): every
@@ -43,6 +44,7 @@
 
 #![deny(missing_docs)]
 
+mod certificate;
 pub mod cgroup;
 mod installed;
 mod median;
@@ -52,6 +54,7 @@ mod sys;
 mod testserver;
 mod tools;
 
+pub use certificate::SelfSigned;
 pub use cgroup::{cpu_control, BudgetGroup, BudgetStats, CgroupVersion, CpuBudget, CpuControl};
 pub use installed::{find, first_version, skip_reason, NotInstalled, Program, Tool};
 pub use median::{median, median_interval};

@@ -413,6 +413,7 @@ fn start_once(
         name: name.to_string(),
         version: program.version.clone(),
         addr,
+        https: cfg.tls.is_some(),
         dir: Some(dir),
         log: Some(log),
         stats_json: None,
@@ -456,7 +457,7 @@ fn budget_group(
     Ok(Some(group))
 }
 
-/// Start `evdispatch serve ARGS`, wait for its `listening on http://IP:PORT`
+/// Start `evdispatch serve ARGS`, wait for its `listening on http(s)://IP:PORT`
 /// line, and return it running. The server must handle SIGTERM (write its
 /// `--stats-json` file and exit) from the moment it prints that line.
 pub fn start_ours(cfg: &OursConfig) -> anyhow::Result<ServerProcess> {
@@ -520,9 +521,14 @@ fn start_announced(
         let mut sent = false;
         for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if !sent {
-                if let Some(rest) = line.split("listening on http://").nth(1) {
+                let https = line.contains("listening on https://");
+                let rest = line
+                    .split_once("listening on http://")
+                    .or_else(|| line.split_once("listening on https://"))
+                    .map(|(_, rest)| rest);
+                if let Some(rest) = rest {
                     let addr = rest.split(['/', ' ']).next().unwrap_or("").to_string();
-                    sent = tx.send(addr).is_ok();
+                    sent = tx.send((addr, https)).is_ok();
                 }
             }
             // Keep reading so the server never blocks on a full pipe.
@@ -533,17 +539,19 @@ fn start_announced(
         name: "evdispatch".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         addr: ([127, 0, 0, 1], 0).into(),
+        https: false,
         dir: Some(dir),
         log: Some(log),
         stats_json: stats,
         cgroup,
     };
-    let addr_text = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
+    let (addr_text, https) = rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
         anyhow!(
-            "{what} printed no 'listening on http://IP:PORT' within 10 s; stderr:\n{}",
+            "{what} printed no 'listening on http(s)://IP:PORT' within 10 s; stderr:\n{}",
             server.log_tail()
         )
     })?;
+    server.https = https;
     server.addr = addr_text
         .parse()
         .with_context(|| format!("{what} announced an unreadable address '{addr_text}'"))?;

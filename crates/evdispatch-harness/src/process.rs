@@ -171,6 +171,8 @@ pub struct ServerProcess {
     pub(crate) name: String,
     pub(crate) version: String,
     pub(crate) addr: SocketAddr,
+    /// It serves HTTPS.
+    pub(crate) https: bool,
     pub(crate) dir: Option<tempfile::TempDir>,
     pub(crate) log: Option<PathBuf>,
     pub(crate) stats_json: Option<PathBuf>,
@@ -197,7 +199,8 @@ impl ServerProcess {
 
     /// `http://ADDR{path}`.
     pub fn url(&self, path: &str) -> String {
-        format!("http://{}{}", self.addr, path)
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.addr, path)
     }
 
     /// Process id of the process started (the master, for nginx).

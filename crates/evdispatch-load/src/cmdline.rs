@@ -60,6 +60,8 @@ pub struct LoadCommand {
     pub server_pid: Vec<u32>,
     /// `--json`.
     pub json: bool,
+    /// `--no-tls-resume`: every connection makes a full TLS handshake.
+    pub no_tls_resume: bool,
     /// `--cacert`: the PEM roots an `https://` target is verified against.
     pub cacert: Option<std::path::PathBuf>,
     /// `--engine`.
@@ -126,7 +128,11 @@ impl LoadCommand {
         ] {
             a.extend(value.into_iter().flat_map(|v| [flag.into(), v.into()]));
         }
-        for (flag, on) in [("--background", self.background), ("--json", self.json)] {
+        for (flag, on) in [
+            ("--background", self.background),
+            ("--json", self.json),
+            ("--no-tls-resume", self.no_tls_resume),
+        ] {
             a.extend(on.then(|| flag.into()));
         }
         a
@@ -217,5 +223,13 @@ mod tests {
         let c = parse(&h2);
         assert_eq!((c.http, c.max_streams), (HttpVersion::Http2, 8));
         assert!(h2.to_string().ends_with("--http 2 --max-streams 8"), "{h2}");
+        let https = LoadCommand::new("https://127.0.0.1:9/");
+        assert!(parse(&https).tls.unwrap().resume);
+        let full = LoadCommand {
+            no_tls_resume: true,
+            ..https
+        };
+        assert!(full.to_string().ends_with(" --no-tls-resume"), "{full}");
+        assert!(!parse(&full).tls.unwrap().resume);
     }
 }

@@ -46,6 +46,10 @@ pub struct NetArgs {
     /// says so.
     #[arg(long)]
     pub insecure: bool,
+    /// Every connection makes a full TLS handshake: no session is kept to
+    /// resume (by default a reconnect resumes, as wrk's and oha's do).
+    #[arg(long)]
+    pub no_tls_resume: bool,
     /// Request method (any token: GET, HEAD, POST, PUT, …).
     #[arg(long, default_value = "GET", value_name = "M")]
     pub method: String,
@@ -128,8 +132,8 @@ pub fn resolve(text: &str, url: &url::Url, net: &NetArgs) -> anyhow::Result<Reso
             bail!("URL '{url}': only http:// and https:// are supported (scheme '{other}' given)")
         }
     };
-    if !https && (net.insecure || net.cacert.is_some()) {
-        bail!("--insecure and --cacert are for https:// URLs; '{url}' is plain http://");
+    if !https && (net.insecure || net.cacert.is_some() || net.no_tls_resume) {
+        bail!("--insecure, --cacert and --no-tls-resume are for https:// URLs; '{url}' is plain http://");
     }
     let host = url
         .host_str()
@@ -159,6 +163,7 @@ pub fn resolve(text: &str, url: &url::Url, net: &NetArgs) -> anyhow::Result<Reso
             server_name: bare.to_string(),
             insecure: net.insecure,
             cacert: net.cacert.clone(),
+            resume: !net.no_tls_resume,
         }),
     })
 }

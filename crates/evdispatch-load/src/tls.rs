@@ -15,7 +15,8 @@
 //! server presents exactly that certificate, for the name it was issued for
 //! and within its validity period. A
 //! reconnect resumes the session (rustls' in-memory session cache, shared by
-//! a worker's connections), as wrk's and oha's do.
+//! a worker's connections), as wrk's and oha's do; `--no-tls-resume` makes
+//! every handshake a full one.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
@@ -48,6 +49,14 @@ pub struct TlsSettings {
     pub insecure: bool,
     /// `--cacert`: PEM bundle trusted instead of the system's roots.
     pub cacert: Option<PathBuf>,
+    /// A reconnect resumes the session (tickets or a session ID kept in
+    /// memory); `false` with `--no-tls-resume`: every handshake is full.
+    #[serde(default = "resume_default")]
+    pub resume: bool,
+}
+
+fn resume_default() -> bool {
+    true
 }
 
 /// A worker's TLS context: the shared client configuration (its session
@@ -79,6 +88,11 @@ impl TlsClient {
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(TrustedOrPinned { webpki, pinned }))
                 .with_no_client_auth()
+        };
+        config.resumption = if s.resume {
+            rustls::client::Resumption::store(Arc::new(TicketStore::default()))
+        } else {
+            rustls::client::Resumption::disabled()
         };
         config.alpn_protocols = match http {
             HttpVersion::Http1 => vec![b"http/1.1".to_vec()],
@@ -153,6 +167,77 @@ impl TlsClient {
             .map(|v| format!("{v:?}"))
             .unwrap_or_default();
         Ok((version, conn.alpn_protocol().map(<[u8]>::to_vec)))
+    }
+}
+
+/// The client's session store: rustls' in-memory cache for everything but
+/// TLS 1.3 tickets, which it keeps at most 8 of per server, and which are
+/// single-use: a closed loop of many connections reconnecting at once
+/// would find the 8 taken and make full handshakes. Here up to
+/// [`TicketStore::TICKETS`] tickets wait, newest taken first.
+#[derive(Debug)]
+struct TicketStore {
+    cache: rustls::client::ClientSessionMemoryCache,
+    tickets: std::sync::Mutex<
+        std::collections::VecDeque<(ServerName<'static>, rustls::client::Tls13ClientSessionValue)>,
+    >,
+}
+
+impl TicketStore {
+    /// The most TLS 1.3 tickets kept (all servers together; the oldest go).
+    const TICKETS: usize = 4096;
+}
+
+impl Default for TicketStore {
+    fn default() -> TicketStore {
+        TicketStore {
+            cache: rustls::client::ClientSessionMemoryCache::new(256),
+            tickets: std::sync::Mutex::new(std::collections::VecDeque::new()),
+        }
+    }
+}
+
+impl rustls::client::ClientSessionStore for TicketStore {
+    fn set_kx_hint(&self, name: ServerName<'static>, group: rustls::NamedGroup) {
+        self.cache.set_kx_hint(name, group)
+    }
+    fn kx_hint(&self, name: &ServerName<'_>) -> Option<rustls::NamedGroup> {
+        self.cache.kx_hint(name)
+    }
+    fn set_tls12_session(
+        &self,
+        name: ServerName<'static>,
+        value: rustls::client::Tls12ClientSessionValue,
+    ) {
+        self.cache.set_tls12_session(name, value)
+    }
+    fn tls12_session(
+        &self,
+        name: &ServerName<'_>,
+    ) -> Option<rustls::client::Tls12ClientSessionValue> {
+        self.cache.tls12_session(name)
+    }
+    fn remove_tls12_session(&self, name: &ServerName<'static>) {
+        self.cache.remove_tls12_session(name)
+    }
+    fn insert_tls13_ticket(
+        &self,
+        name: ServerName<'static>,
+        value: rustls::client::Tls13ClientSessionValue,
+    ) {
+        let mut t = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
+        if t.len() == Self::TICKETS {
+            t.pop_front();
+        }
+        t.push_back((name, value));
+    }
+    fn take_tls13_ticket(
+        &self,
+        name: &ServerName<'static>,
+    ) -> Option<rustls::client::Tls13ClientSessionValue> {
+        let mut t = self.tickets.lock().unwrap_or_else(|e| e.into_inner());
+        let i = t.iter().rposition(|(n, _)| n == name)?;
+        t.remove(i).map(|(_, v)| v)
     }
 }
 
@@ -384,6 +469,7 @@ mod tests {
                 server_name: "127.0.0.1".into(),
                 insecure: true,
                 cacert: None,
+                resume: true,
             },
             HttpVersion::Http1,
         )
@@ -454,6 +540,7 @@ mod tests {
                 server_name: name.into(),
                 insecure: false,
                 cacert: Some(cacert.to_path_buf()),
+                resume: true,
             },
             HttpVersion::Http1,
         )?

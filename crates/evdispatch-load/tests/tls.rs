@@ -74,6 +74,56 @@ fn every_workload_runs_over_tls() {
     }
 }
 
+/// The generator counts the handshakes it made and those that resumed, as
+/// the server saw them; `--no-tls-resume` makes every one a full handshake.
+#[test]
+fn resumed_handshakes_are_counted_and_can_be_turned_off() {
+    let certs = Certs::new(&["localhost", "127.0.0.1"]);
+    let ca = certs.ca();
+    for (flag, resumes) in [("", true), (" --no-tls-resume", false)] {
+        let server = Recorder::start("127.0.0.1:0", Some(server_config(&certs, &all_versions())));
+        let s = run(
+            &server.url("/x"),
+            &format!("--sessions 12 --calls 1 --rate 60 --duration 0.3 --cacert {ca}{flag}"),
+        )
+        .unwrap();
+        assert_eq!(s.errors_total, 0, "{flag}: {:?} {:?}", s.errors, s.warnings);
+        let (hs, resumed) = (
+            server.seen.handshakes.load(Ordering::Relaxed),
+            server.seen.resumed.load(Ordering::Relaxed),
+        );
+        // The server also saw the pre-flight check's handshake.
+        assert_eq!(s.tls_handshakes + 1, hs, "{flag}");
+        assert_eq!(s.tls_resumed, resumed, "{flag}");
+        assert!(s.tls_handshakes >= 12, "{flag}: {}", s.tls_handshakes);
+        if resumes {
+            assert!(
+                s.tls_resumed >= 10,
+                "{} of {}",
+                s.tls_resumed,
+                s.tls_handshakes
+            );
+        } else {
+            assert_eq!(s.tls_resumed, 0);
+        }
+    }
+    // A closed loop of 32 connections reconnecting at once: each finds a
+    // ticket (TLS 1.3 tickets are single-use, and more than 8 wait).
+    let server = Recorder::start("127.0.0.1:0", Some(server_config(&certs, &all_versions())));
+    let s = run(
+        &server.url("/x"),
+        &format!("--rate max -c 32 --sessions 0 --calls 1 --duration 0.5 --cacert {ca}"),
+    )
+    .unwrap();
+    assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
+    let full = s.tls_handshakes - s.tls_resumed;
+    assert!(
+        s.tls_handshakes > 100 && full <= 40,
+        "{full} full of {} handshakes",
+        s.tls_handshakes
+    );
+}
+
 #[test]
 fn tls_failures_are_named() {
     let certs = Certs::new(&["localhost", "127.0.0.1"]);

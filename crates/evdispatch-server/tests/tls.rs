@@ -266,7 +266,8 @@ fn pipelined_requests_beyond_the_read_buffer_are_all_answered() {
 }
 
 /// A client that connects and never sends a ClientHello is closed at the
-/// handshake deadline (the header timeout) and counted as such.
+/// handshake deadline (the header timeout) and counted as a timeout before
+/// the hello.
 #[test]
 fn a_silent_client_is_closed_at_the_handshake_deadline() {
     let site = site();
@@ -293,7 +294,8 @@ fn a_silent_client_is_closed_at_the_handshake_deadline() {
                     "{model}: closed after {waited:?}"
                 );
                 let t = stop(server);
-                assert_eq!(t.tls.failed_timeout, 1, "{model}: {:?}", t.tls);
+                assert_eq!(t.tls.failed_silent, 1, "{model}: {:?}", t.tls);
+                assert_eq!(t.tls.failed_timeout, 0, "{model}: {:?}", t.tls);
                 assert_eq!(t.header_timed_out, 0, "{model}");
                 assert_eq!(t.tls.full, 0, "{model}");
             });
@@ -356,6 +358,7 @@ fn a_handshake_sent_a_byte_at_a_time_is_closed_at_the_deadline() {
                 );
                 let t = stop(server);
                 assert_eq!(t.tls.failed_timeout, 1, "{model}: {:?}", t.tls);
+                assert_eq!(t.tls.failed_silent, 0, "{model}: {:?}", t.tls);
             });
         }
     });
@@ -411,7 +414,7 @@ fn a_flood_of_stalled_handshakes_does_not_hold_up_a_served_client() {
 }
 
 /// A handshake record that holds no ClientHello is answered with an alert
-/// and counted as a protocol error.
+/// and counted as malformed.
 #[test]
 fn a_malformed_client_hello_gets_an_alert_and_is_counted() {
     let site = site();
@@ -436,7 +439,8 @@ fn a_malformed_client_hello_gets_an_alert_and_is_counted() {
             "{model}: no alert record: {got:?}"
         );
         let t = stop(server);
-        assert_eq!(t.tls.failed_protocol, 1, "{model}: {:?}", t.tls);
+        assert_eq!(t.tls.failed_malformed, 1, "{model}: {:?}", t.tls);
+        assert_eq!(t.tls.failed(), 1, "{model}: {:?}", t.tls);
         assert_eq!(t.tls.full, 0, "{model}");
     }
 }
@@ -507,7 +511,9 @@ fn resumed_handshakes_are_counted() {
             let doc = report.to_json();
             assert_eq!(doc["tls"]["handshakes_full"], 1, "{model}");
             assert_eq!(doc["tls"]["handshakes_resumed"], 3, "{model}");
-            assert_eq!(doc["tls"]["handshake_failures"]["timeout"], 0, "{model}");
+            let failures = doc["tls"]["handshake_failures"].as_object().unwrap();
+            assert_eq!(failures.len(), 7, "{model}: {failures:?}");
+            assert!(failures.values().all(|v| v == 0), "{model}: {failures:?}");
         }
     }
 }
@@ -547,6 +553,47 @@ fn an_untrusting_client_is_counted_as_an_alert() {
         let t = stop(server);
         assert_eq!(t.tls.failed_alert, 1, "{model}: {:?}", t.tls);
         assert_eq!(t.tls.full, 1, "{model}");
+    }
+}
+
+/// A client that ends an established connection with a fatal alert (here
+/// `bad_record_mac`: the client was handed one of the server's records
+/// with a byte flipped) is counted as an alert after the handshake and a
+/// client error; the server goes on serving.
+#[test]
+fn a_fatal_alert_after_the_handshake_is_counted() {
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    for model in ["epoll", "threads", "uring-completion"] {
+        let Some(server) = start_tls(model, &site, &pki, |_| {}) else {
+            continue;
+        };
+        let mut c = https(server.local_addr(), &pki.client13());
+        c.s.conn
+            .writer()
+            .write_all(b"GET /six.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+            .unwrap();
+        c.s.conn.write_tls(&mut c.s.sock).unwrap();
+        // The answer's records, raw; one byte of the first one flipped.
+        let mut raw = vec![0u8; 64 * 1024];
+        let n = c.s.sock.read(&mut raw).unwrap();
+        assert!(n > 10, "{model}: {n} bytes");
+        raw[10] ^= 0x55;
+        c.s.conn.read_tls(&mut &raw[..n]).unwrap();
+        assert!(c.s.conn.process_new_packets().is_err(), "{model}");
+        // The client's alert, encrypted, to the server.
+        c.s.conn.write_tls(&mut c.s.sock).unwrap();
+        let mut rest = Vec::new();
+        let _ = c.s.sock.read_to_end(&mut rest);
+        drop(c);
+        let mut c = https(server.local_addr(), &pki.client13());
+        assert_eq!(c.get("/six.txt").status, 200, "{model}");
+        drop(c);
+        std::thread::sleep(Duration::from_millis(100));
+        let t = stop(server);
+        assert_eq!(t.tls.alerts_after_handshake, 1, "{model}: {:?}", t.tls);
+        assert_eq!(t.tls.failed(), 0, "{model}: {:?}", t.tls);
+        assert_eq!(t.tls.full, 2, "{model}");
     }
 }
 

@@ -99,6 +99,7 @@ pub fn load_command(
         timeout: Some(Duration::from_secs_f64(spec.timeout_s)),
         sessions: spec.sessions.then_some(0),
         calls: (spec.sessions && spec.calls > 1).then_some(spec.calls),
+        no_tls_resume: spec.full_handshakes,
         connections: max.then(|| spec.connections.max(1).into()),
         persistent: some(spec.persistent).filter(|_| !max).map(Into::into),
         inactive: some(spec.inactive).map(Into::into),

@@ -91,6 +91,9 @@ pub struct RunningServer {
     /// Its version (peers) or ours.
     pub version: String,
     proc_: evdispatch_harness::ServerProcess,
+    /// The certificate it serves HTTPS with (`ServerSpec::tls`); removed
+    /// after the server (declared after it).
+    cert: Option<evdispatch_harness::SelfSigned>,
 }
 
 impl RunningServer {
@@ -108,6 +111,11 @@ impl RunningServer {
     /// Where it listens.
     pub fn addr(&self) -> std::net::SocketAddr {
         self.proc_.addr()
+    }
+
+    /// The certificate a client must trust (HTTPS only).
+    pub fn cacert(&self) -> Option<std::path::PathBuf> {
+        self.cert.as_ref().map(|c| c.cert.clone())
     }
 
     /// The base URL the load generator uses: [`url`](Self::url) here, the
@@ -149,8 +157,22 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         ))));
     }
     let (cpus, _) = ctx.caps.cpu_plan(spec.workers);
+    let cert = if spec.tls {
+        if ctx.load_host.is_some() {
+            return Err(anyhow!(Unavailable(
+                "HTTPS runs keep the load generator on this machine (no --load-host)".into()
+            )));
+        }
+        Some(evdispatch_harness::SelfSigned::create()?)
+    } else {
+        None
+    };
     let (proc_, cmdline) = if spec.server == "ours" {
         let mut serve = contracts::serve_command(spec, &ctx.www, &cpus)?;
+        if let Some(c) = &cert {
+            serve.tls_cert = Some(c.cert.clone());
+            serve.tls_key = Some(c.key.clone());
+        }
         if let Some(h) = &ctx.load_host {
             serve.listen = Some(std::net::SocketAddr::new(h.bind, 0).to_string());
         }
@@ -184,6 +206,7 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         cfg.max_connections = (held + 4096).min(19_000);
         cfg.keepalive_timeout_s = 600;
         cfg.request_timeout_s = 600;
+        cfg.tls = cert.as_ref().map(|c| c.peer_tls("TLSv1.3"));
         if spec.server == "lighttpd" {
             cfg.lighttpd_events = match spec.mechanism.as_deref() {
                 Some("poll") => LighttpdEvents::Poll,
@@ -210,6 +233,7 @@ pub fn start_server(ctx: &Ctx, spec: &ServerSpec, held: u32) -> anyhow::Result<R
         version: proc_.version().to_string(),
         cmdline,
         proc_,
+        cert,
     })
 }
 
@@ -325,6 +349,7 @@ pub fn run_load(
     let pids = server.pids();
     let remote = ctx.load_host.as_ref();
     let mut load = contracts::load_command(spec, &server.load_url(ctx), &pids, load_cpu);
+    load.cacert = server.cacert();
     if let Some(h) = remote {
         load.cpu.clear();
         load.server_pid.clear();

@@ -617,6 +617,11 @@ pub struct ServerSpec {
     /// `evdispatch_harness::cgroup`); `None`: as much as the host gives.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_budget: Option<evdispatch_harness::CpuBudget>,
+    /// Serve HTTPS (TLS 1.3) with a self-signed ECDSA P-256 certificate
+    /// made for the run (nginx: the same certificate, `ssl_protocols
+    /// TLSv1.3`); the load generator trusts it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tls: bool,
 }
 
 impl ServerSpec {
@@ -637,6 +642,7 @@ impl ServerSpec {
             threads: None,
             extra_args: vec![],
             cpu_budget: None,
+            tls: false,
         }
     }
 
@@ -758,6 +764,14 @@ pub struct LoadSpec {
     /// Give up on a connect or a reply after this many seconds (an error).
     #[serde(default = "two")]
     pub timeout_s: f64,
+    /// Over HTTPS: every connection makes a full TLS handshake (`load
+    /// --no-tls-resume`) instead of resuming a session.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub full_handshakes: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl LoadSpec {
@@ -776,6 +790,7 @@ impl LoadSpec {
             idle: 0,
             procs: 1,
             timeout_s: 2.0,
+            full_handshakes: false,
         }
     }
 

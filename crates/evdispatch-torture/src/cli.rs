@@ -23,17 +23,20 @@ pub enum Which {
     Attacks,
     /// Long mixed soak.
     Soak,
-    /// All five.
+    /// TLS handshakes as a hostile surface.
+    Tls,
+    /// All six.
     All,
 }
 
 impl Which {
-    /// The five scenarios `all` stands for.
-    pub const EACH: [Which; 5] = [
+    /// The six scenarios `all` stands for.
+    pub const EACH: [Which; 6] = [
         Which::Storm,
         Which::Exhaustion,
         Which::Slowloris,
         Which::Attacks,
+        Which::Tls,
         Which::Soak,
     ];
 
@@ -80,6 +83,7 @@ pub fn run_scenario(env: &Env, which: Which) -> anyhow::Result<ScenarioReport> {
         Which::Slowloris => scenarios::slowloris::run(env),
         Which::Attacks => scenarios::attacks::run(env),
         Which::Soak => scenarios::soak::run(env),
+        Which::Tls => scenarios::tls::run(env),
         Which::All => bail!("run_scenario takes one scenario; `all` is each of Which::EACH"),
     }
 }

@@ -12,6 +12,7 @@
 //! | `exhaustion` | `--rlimit-nofile` low; keep-alive clients, then a crowd of connections beyond the limit | the clients' p99 within 2× their baseline (the mean of one before and one after), the server idle at the limit (< 5% of a core with the crowd waiting), every waiting connection served once descriptors free |
 //! | `slowloris` | 5,000 clients sending their request a byte a second beside a normal load | normal clients' p99 within 2× baseline (the mean of one before and one after the attack; `full` makes five such rounds and takes the median ratio, with its 90% interval and every round reported; a window the hypervisor took more than 0.5% of a CPU from is measured again, at most twice) and no errors, slow clients closed at the header timeout (timed probes: not early, at most 1.5 s late) |
 //! | `attacks` | the [`corpus`] (traversal in every encoding, limits, smuggling shapes, pipelining floods, invalid bytes, protocol garbage) | every attack answered as expected and the connection closed or kept as expected; nginx's answers are shown beside ours |
+//! | `tls` | our HTTPS server (and nginx, same ECDSA P-256 certificate) sent TCP connections that never send a ClientHello, ClientHellos a byte every 100 ms, malformed ClientHellos, plaintext HTTP, fatal alerts after the handshake and a flood of new full handshakes, while one kept-alive HTTPS client fetches a file every 20 ms | the client served throughout (no failure, no reply over 1 s), every hostile connection closed or answered as nginx does (deadline, alert, `400`), every failure counted by kind in the server's stats, resident memory grown ≤ 64 MiB, the server still running |
 //! | `soak` | mixed load (active, sessions churn, idle, inactive, slow) for 3 min (`quick`) or 30 min (`full`) | RSS growth ≤ 1% after warm-up (exact `VmRSS`; its anonymous and file-backed parts reported beside it), descriptors back to baseline after the clients leave, 0 errors on the active workloads |
 //!
 //! Models: `epoll`, `uring-completion`, `rtsig-batch` and `hybrid` unless
@@ -57,6 +58,7 @@ pub mod scenarios_consts {
     pub use crate::scenarios::slowloris::LATE_S;
     pub use crate::scenarios::soak::MAX_GROWTH_PCT;
     pub use crate::scenarios::storm::{MAX_STALL_S, SIGPENDING};
+    pub use crate::scenarios::tls::{HEADER_S as TLS_HEADER_S, MAX_GROWTH_MIB, SLOWEST_MS};
 }
 
 pub use scenarios::soak::duration_s as soak_duration_s;

@@ -82,6 +82,11 @@ const VERSUS_PEERS: &[(Scenario, &str, bool)] = &[
     (Scenario::Keepalive, "requests_per_sec", false),
     (Scenario::Close, "cpu_us_per_connection", true),
     (Scenario::Close, "connections_per_sec", false),
+    (Scenario::HttpsKeepalive, "cpu_us_per_request", true),
+    (Scenario::HttpsFull, "handshakes_per_cpu_s", false),
+    (Scenario::HttpsResumed, "handshakes_per_cpu_s", false),
+    (Scenario::HttpsLarge, "bytes_per_cpu_s", false),
+    (Scenario::HttpsIdle, "bytes_per_idle_connection", true),
 ];
 
 /// A bound a target puts on a value.
@@ -200,6 +205,46 @@ pub const TARGETS: &[Target] = &[
         figure: "cpu_us_per_connection",
         against: Against::BestPeer,
         bound: Bound::AtMost(0.9),
+    },
+    Target {
+        id: "https-keepalive-cpu",
+        what: "keep-alive over HTTPS: server CPU per request <= 0.9 x nginx's",
+        scenarios: &[Scenario::HttpsKeepalive],
+        figure: "cpu_us_per_request",
+        against: Against::BestPeer,
+        bound: Bound::AtMost(0.9),
+    },
+    Target {
+        id: "https-full-handshakes",
+        what: "a new connection per request, TLS 1.3, ECDSA P-256: full handshakes per server CPU-second >= nginx's",
+        scenarios: &[Scenario::HttpsFull],
+        figure: "handshakes_per_cpu_s",
+        against: Against::BestPeer,
+        bound: Bound::AtLeast(1.0),
+    },
+    Target {
+        id: "https-resumed-handshakes",
+        what: "a new connection per request, resumed: handshakes per server CPU-second >= nginx's",
+        scenarios: &[Scenario::HttpsResumed],
+        figure: "handshakes_per_cpu_s",
+        against: Against::BestPeer,
+        bound: Bound::AtLeast(1.0),
+    },
+    Target {
+        id: "https-large-bytes",
+        what: "a 1 MiB file over HTTPS: bytes per server CPU-second >= nginx's",
+        scenarios: &[Scenario::HttpsLarge],
+        figure: "bytes_per_cpu_s",
+        against: Against::BestPeer,
+        bound: Bound::AtLeast(1.0),
+    },
+    Target {
+        id: "https-idle-memory",
+        what: "idle TLS connections: user-space memory per connection <= nginx's",
+        scenarios: &[Scenario::HttpsIdle],
+        figure: "bytes_per_idle_connection",
+        against: Against::BestPeer,
+        bound: Bound::AtMost(1.0),
     },
     Target {
         id: "idle-throughput",

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context};
 use evdispatch_harness::{
     docroot, run_evdispatch_load, run_wrk, spawn_evdispatch_load, start_listening_program,
-    start_ours, start_peer, Background, OursConfig, PeerConfig, ServerProcess, WrkArgs, WrkResult,
+    start_ours, start_peer, Background, OursConfig, PeerConfig, SelfSigned, ServerProcess, WrkArgs,
+    WrkResult,
 };
 use evdispatch_host::{open_fds_sum, resident_sum, sample_sum};
 use evdispatch_load::{cmdline::LoadCommand, Rate};
@@ -55,6 +56,21 @@ const WHOLE: Ask = Ask {
     header: None,
     close: false,
 };
+/// The whole 1 MiB file.
+const LARGE: Ask = Ask {
+    path: "/large.bin",
+    header: None,
+    close: false,
+};
+/// The TLS versions of the HTTPS scenarios (nginx's `ssl_protocols`; our
+/// server's clients all offer TLS 1.3, which rustls then chooses).
+const HTTPS_PROTOCOLS: &str = "TLSv1.3";
+/// Connections at a time of the handshake scenarios (`https-full`,
+/// `https-resumed`). Few: with 30 or 100 reconnecting at once, fewer than
+/// half of `evdispatch load`'s reconnects resume (against our server and
+/// nginx alike), with 10 nearly all do; the figure, handshakes per server
+/// CPU-second, does not need the server saturated.
+const HANDSHAKE_CONNECTIONS: u64 = 10;
 /// Keep-alive and request timeouts while idle connections are held: longer
 /// than any run, so none is closed under the measurement.
 const HOLD_TIMEOUT_S: u32 = 600;
@@ -88,6 +104,8 @@ pub(super) struct Bench<'a> {
     root: tempfile::TempDir,
     /// The access logs of the `+log` servers.
     logs: tempfile::TempDir,
+    /// The certificate every server is given in the HTTPS scenarios.
+    cert: SelfSigned,
 }
 
 fn num(v: &Value, pointer: &str) -> anyhow::Result<f64> {
@@ -116,6 +134,7 @@ impl<'a> Bench<'a> {
             logs: tempfile::Builder::new()
                 .prefix("evd-bench-logs-")
                 .tempdir()?,
+            cert: SelfSigned::create()?,
         })
     }
 
@@ -143,8 +162,11 @@ impl<'a> Bench<'a> {
             notes: Vec::new(),
             error: None,
         };
-        let holding = matches!(scenario, Scenario::Idle | Scenario::Memory);
-        let server = match self.start(c, holding) {
+        let holding = matches!(
+            scenario,
+            Scenario::Idle | Scenario::Memory | Scenario::HttpsIdle
+        );
+        let server = match self.start(c, holding, scenario.https()) {
             Ok(s) => s,
             Err(e) => {
                 run.error = Some(format!("{e:#}"));
@@ -158,7 +180,18 @@ impl<'a> Bench<'a> {
             Scenario::Range => self.wrk_scenario(&server, RANGE, &mut run),
             Scenario::Whole => self.wrk_scenario(&server, WHOLE, &mut run),
             Scenario::Idle => self.idle_scenario(&server, c, &mut run),
-            Scenario::Memory => self.memory_scenario(&server, c, &mut run),
+            Scenario::Memory | Scenario::HttpsIdle => self.memory_scenario(&server, c, &mut run),
+            Scenario::HttpsKeepalive => self.wrk_scenario(&server, KEEPALIVE, &mut run),
+            Scenario::HttpsLarge => self.wrk_scenario(&server, LARGE, &mut run).map(|()| {
+                let per = run.figures.get("cpu_us_per_request").copied();
+                if let Some(us) = per.filter(|us| *us > 0.0) {
+                    let bytes = FILES[0].1 as f64;
+                    run.figures
+                        .insert("bytes_per_cpu_s".into(), bytes / (us / 1e6));
+                }
+            }),
+            Scenario::HttpsFull => self.handshake_scenario(&server, false, &mut run),
+            Scenario::HttpsResumed => self.handshake_scenario(&server, true, &mut run),
         };
         if let Err(e) = result {
             run.error = Some(format!("{e:#}; server log: {}", server.log_tail()));
@@ -176,7 +209,7 @@ impl<'a> Bench<'a> {
         p.idle + p.connections as u64 + p.persistent + SPARE_CONNECTIONS
     }
 
-    fn start(&self, c: Contestant, holding: bool) -> anyhow::Result<ServerProcess> {
+    fn start(&self, c: Contestant, holding: bool, https: bool) -> anyhow::Result<ServerProcess> {
         let p = self.plan;
         let timeout_s = if holding { HOLD_TIMEOUT_S } else { 65 };
         let most = self.most_connections();
@@ -191,6 +224,7 @@ impl<'a> Bench<'a> {
                 cfg.keepalive_timeout_s = timeout_s;
                 cfg.request_timeout_s = timeout_s;
                 cfg.defer_accept_s = p.peer_defer_accept_s;
+                cfg.tls = https.then(|| self.cert.peer_tls(HTTPS_PROTOCOLS));
                 start_peer(peer, &cfg)
             }
             Contestant::Floor(floor) => start_listening_program(
@@ -210,6 +244,8 @@ impl<'a> Bench<'a> {
                     threads: (model == Model::Threads).then_some(most as usize),
                     extra: p.serve_args.iter().map(Into::into).collect(),
                     access_log: log.then(|| self.access_log(c)),
+                    tls_cert: https.then(|| self.cert.cert.clone()),
+                    tls_key: https.then(|| self.cert.key.clone()),
                     ..self.serve_command(model.name(), p.server_cpu, timeout_s)
                 };
                 self.start_serve(serve, p.server_cpu)
@@ -318,6 +354,71 @@ impl<'a> Bench<'a> {
         Ok(())
     }
 
+    /// `--cacert` for `evdispatch load` to `url`: the bench's certificate
+    /// over HTTPS.
+    fn cacert(&self, url: &str) -> Option<std::path::PathBuf> {
+        url.starts_with("https://").then(|| self.cert.cert.clone())
+    }
+
+    /// A new connection per request, `-c` of them at a time (closed
+    /// loop), every handshake resumed or none: handshakes per server
+    /// CPU-second, from the generator's count of handshakes and the
+    /// server's CPU time over the run.
+    fn handshake_scenario(
+        &self,
+        server: &ServerProcess,
+        resume: bool,
+        run: &mut Run,
+    ) -> anyhow::Result<()> {
+        let p = self.plan;
+        let url = server.url(PATH);
+        let load = |seconds: f64| LoadCommand {
+            rate: Some(Rate::Max),
+            connections: Some(HANDSHAKE_CONNECTIONS),
+            sessions: Some(0),
+            calls: Some(1),
+            duration: Some(Duration::from_secs_f64(seconds)),
+            timeout: Some(Duration::from_secs(5)),
+            cpu: vec![p.client_cpu],
+            cacert: self.cacert(&url),
+            no_tls_resume: !resume,
+            ..LoadCommand::new(&url)
+        };
+        if p.warmup_s > 0.0 {
+            run_evdispatch_load(&p.binary, &load(p.warmup_s), &[p.client_cpu])
+                .context("warm-up run")?;
+        }
+        let pids = server.pids();
+        let before = sample_sum(&pids)?;
+        let v = run_evdispatch_load(&p.binary, &load(p.duration_s), &[p.client_cpu])?;
+        let after = sample_sum(&pids).context("the server exited during the run")?;
+        let cpu = before.cpu_s_to(&after);
+        let handshakes = num(&v, "/tls_handshakes")?;
+        let resumed = num(&v, "/tls_resumed")?;
+        if handshakes == 0.0 || cpu <= 0.0 {
+            bail!("no handshake measured ({handshakes} handshakes, {cpu} CPU s)");
+        }
+        let f = &mut run.figures;
+        f.insert("handshakes_per_cpu_s".into(), handshakes / cpu);
+        f.insert("cpu_us_per_handshake".into(), cpu * 1e6 / handshakes);
+        f.insert("handshakes_per_sec".into(), handshakes / p.duration_s);
+        f.insert("resumed_share".into(), resumed / handshakes);
+        f.insert("server_cpu_pct".into(), cpu / p.duration_s * 100.0);
+        let errors = num(&v, "/errors_total")?;
+        f.insert("errors".into(), errors);
+        if errors > 0.0 {
+            run.notes
+                .push(format!("evdispatch load counted {errors} errors"));
+        }
+        let share = resumed / handshakes;
+        if (resume && share < 0.9) || (!resume && resumed > 0.0) {
+            run.notes.push(format!(
+                "{resumed} of {handshakes} handshakes resumed: not the handshakes asked for"
+            ));
+        }
+        Ok(())
+    }
+
     /// How many idle connections `c` can hold beside the active ones.
     fn idle_target(&self, c: Contestant) -> u64 {
         let p = self.plan;
@@ -351,6 +452,7 @@ impl<'a> Bench<'a> {
             // measured generator and must never delay it (its connects are
             // done before the measurement; then it only sleeps).
             background: true,
+            cacert: self.cacert(url),
             ..LoadCommand::new(url)
         };
         let mut holder = spawn_evdispatch_load(&p.binary, &load, &[p.client_cpu])?;

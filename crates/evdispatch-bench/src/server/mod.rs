@@ -45,6 +45,20 @@
 //!   FILE combined`, lighttpd `mod_accesslog`, h2o `access-log`); beside
 //!   `NAME` in the same run, the CPU per request it adds in `keepalive` is
 //!   reported per round (`access_log_costs`), ours against nginx's.
+//! * HTTPS (our server and nginx only, both given the same self-signed
+//!   ECDSA P-256 certificate, TLS 1.3 only: nginx `ssl_protocols
+//!   TLSv1.3`, its session cache and tickets on; both negotiate what the
+//!   client prefers among the TLS 1.3 suites, AES-256-GCM for wrk's
+//!   OpenSSL and our rustls):
+//!   `https-keepalive` (`keepalive` over HTTPS, wrk: CPU µs per request,
+//!   to read beside the plain `keepalive` of the same round);
+//!   `https-full` and `https-resumed` (`evdispatch load --rate max -c 10
+//!   --sessions 0 --calls 1`, a new connection per request, with
+//!   `--no-tls-resume` or resuming: handshakes per server CPU-second from
+//!   the generator's count of handshakes, `resumed_share` saying what they
+//!   were); `https-large` (the 1 MiB file over HTTPS, wrk: bytes per server
+//!   CPU-second); `https-idle` (user-space memory per idle TLS connection,
+//!   as `memory`). Each is compared with nginx's, paired within rounds.
 //! * `memory`: user-space memory per idle connection, the growth of the
 //!   server's resident set while they are held ÷ connections held (alone,
 //!   when `idle` is not asked for).

@@ -109,6 +109,22 @@ pub enum Scenario {
     Range,
     /// A whole 64 KiB file on persistent connections (wrk).
     Whole,
+    /// `keepalive` over HTTPS (TLS 1.3, the bench's ECDSA P-256
+    /// certificate): CPU per request (wrk).
+    HttpsKeepalive,
+    /// A new HTTPS connection per request, every handshake a full one
+    /// (`evdispatch load --no-tls-resume`): full handshakes per server
+    /// CPU-second.
+    HttpsFull,
+    /// The same with every reconnect resuming its session: resumed
+    /// handshakes per server CPU-second.
+    HttpsResumed,
+    /// The 1 MiB file over HTTPS on persistent connections (wrk): bytes
+    /// per server CPU-second.
+    HttpsLarge,
+    /// User-space memory per idle TLS connection (`--idle` of them held,
+    /// handshake done, one request each).
+    HttpsIdle,
 }
 
 impl Scenario {
@@ -121,7 +137,24 @@ impl Scenario {
             Scenario::Memory => "memory",
             Scenario::Range => "range",
             Scenario::Whole => "whole",
+            Scenario::HttpsKeepalive => "https-keepalive",
+            Scenario::HttpsFull => "https-full",
+            Scenario::HttpsResumed => "https-resumed",
+            Scenario::HttpsLarge => "https-large",
+            Scenario::HttpsIdle => "https-idle",
         }
+    }
+
+    /// Over HTTPS: our server and nginx only, with the same certificate.
+    pub fn https(self) -> bool {
+        matches!(
+            self,
+            Scenario::HttpsKeepalive
+                | Scenario::HttpsFull
+                | Scenario::HttpsResumed
+                | Scenario::HttpsLarge
+                | Scenario::HttpsIdle
+        )
     }
 }
 
@@ -200,9 +233,14 @@ impl Contestant {
         matches!(self, Contestant::Floor(_))
     }
 
-    /// Whether it takes part in `scenario` (the floors: keepalive only).
+    /// Whether it takes part in `scenario` (the floors: keepalive only;
+    /// HTTPS: ours and nginx).
     pub fn runs(self, scenario: Scenario) -> bool {
-        !self.is_floor() || scenario == Scenario::Keepalive
+        match self {
+            Contestant::Floor(_) => scenario == Scenario::Keepalive,
+            Contestant::Peer(peer, _) if scenario.https() => peer == Peer::Nginx,
+            _ => true,
+        }
     }
 }
 
@@ -265,7 +303,7 @@ impl Plan {
             scenarios.retain(|&s| s != Scenario::Memory);
         }
         if scenarios.is_empty() {
-            bail!("--scenarios: give at least one of keepalive, close, idle, memory, range, whole");
+            bail!("--scenarios: give at least one of keepalive, close, idle, memory, range, whole, https-keepalive, https-full, https-resumed, https-large, https-idle");
         }
         let q = a.quick;
         let plan = Plan {

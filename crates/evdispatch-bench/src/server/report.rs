@@ -9,7 +9,7 @@ use super::plan::Scenario;
 /// The figures shown per scenario, in this order (all are in the JSON).
 fn shown(scenario: Scenario) -> &'static [(&'static str, &'static str)] {
     match scenario {
-        Scenario::Keepalive | Scenario::Range | Scenario::Whole => &[
+        Scenario::Keepalive | Scenario::Range | Scenario::Whole | Scenario::HttpsKeepalive => &[
             ("cpu_us_per_request", "CPU us/req"),
             ("requests_per_sec", "req/s"),
             ("wrk_p99_us", "wrk p99 us"),
@@ -34,9 +34,22 @@ fn shown(scenario: Scenario) -> &'static [(&'static str, &'static str)] {
             ("p99_machine_ratio", "p99 elsewhere/none"),
             ("p99_own_ratio", "p99 held/elsewhere"),
         ],
-        Scenario::Memory => &[
+        Scenario::Memory | Scenario::HttpsIdle => &[
             ("idle_held", "held"),
             ("bytes_per_idle_connection", "B/idle conn"),
+        ],
+        Scenario::HttpsFull | Scenario::HttpsResumed => &[
+            ("handshakes_per_cpu_s", "handshakes/CPU-s"),
+            ("cpu_us_per_handshake", "CPU us/handshake"),
+            ("handshakes_per_sec", "handshakes/s"),
+            ("resumed_share", "resumed share"),
+            ("server_cpu_pct", "server CPU %"),
+        ],
+        Scenario::HttpsLarge => &[
+            ("bytes_per_cpu_s", "bytes/CPU-s"),
+            ("cpu_us_per_request", "CPU us/req"),
+            ("requests_per_sec", "req/s"),
+            ("server_cpu_pct", "server CPU %"),
         ],
     }
 }
@@ -100,6 +113,11 @@ pub(super) fn print(o: &Outcome) {
             Scenario::Memory => format!("memory: RSS growth with {} idle connections held", p.idle),
             Scenario::Range => format!("range: wrk -t1 -c{} -H 'Range: bytes=0-65535' on a 1 MiB file", p.connections),
             Scenario::Whole => format!("whole: wrk -t1 -c{} on a whole 64 KiB file", p.connections),
+            Scenario::HttpsKeepalive => format!("https-keepalive: wrk -t1 -c{} over HTTPS (TLS 1.3, ECDSA P-256) on persistent connections", p.connections),
+            Scenario::HttpsFull => "https-full: evdispatch load --rate max -c10 --sessions 0 --calls 1 --no-tls-resume: a full TLS 1.3 handshake per request".to_string(),
+            Scenario::HttpsResumed => "https-resumed: evdispatch load --rate max -c10 --sessions 0 --calls 1: a resumed TLS 1.3 handshake per request".to_string(),
+            Scenario::HttpsLarge => format!("https-large: wrk -t1 -c{} over HTTPS on a 1 MiB file", p.connections),
+            Scenario::HttpsIdle => format!("https-idle: RSS growth with {} idle TLS connections held", p.idle),
         };
         println!("{what}   median [min-max] over rounds");
         let cols = shown(scenario);

@@ -186,6 +186,11 @@ impl Engine<'_> {
         let in_window = self.phase == Phase::Run && self.in_window(now);
         let c = &mut self.slab[slot];
         c.deadline = None;
+        self.rec.counts.tls_handshakes += 1;
+        let resumed = c.tls.as_ref().and_then(|t| t.handshake_kind());
+        if resumed == Some(rustls::HandshakeKind::Resumed) {
+            self.rec.counts.tls_resumed += 1;
+        }
         if in_window {
             let _ = self
                 .rec

@@ -101,6 +101,8 @@ fn as_report(i: usize, s: &Summary) -> WorkerReport {
             conn_closed_by_server: k.closed_by_server,
             conn_open_at_end: k.open_at_end,
             conn_peak: s.connections_peak,
+            tls_handshakes: s.tls_handshakes,
+            tls_resumed: s.tls_resumed,
         },
         errors: s.errors_by_workload.clone(),
         status: s.status.clone(),

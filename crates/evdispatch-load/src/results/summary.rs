@@ -29,6 +29,7 @@
 //! | `errors_by_workload` | object | workload (`sessions`, `persistent`, `closed_loop`, `inactive`, `idle`, `slow`) → cause → count |
 //! | `status` | object | `1xx` … `5xx`, `other` → replies |
 //! | `bytes_sent`, `bytes_received` | integer | bytes written and read, whole run |
+//! | `tls_handshakes`, `tls_resumed` | integer | TLS handshakes completed, whole run, and how many of them resumed a session (`--no-tls-resume`: none) |
 //! | `connections` | object | `attempted`, `established`, `failed`, `closed_by_client`, `closed_by_server`, `open_at_end`, `peak`, and `accounted` (true when attempted = established + failed and established = closed by either side + open at end) |
 //! | `connections_peak` | integer | most connections open at once (workers' per-interval peaks summed: exact for long-lived connections, an upper bound within one interval otherwise) |
 //! | `reopens` | integer | inactive and idle connections reopened after the server closed them, whole run |
@@ -224,6 +225,12 @@ pub struct Summary {
     /// 0 for http).
     #[serde(default)]
     pub tls_handshake_us: Latency,
+    /// TLS handshakes completed (whole run; 0 for http).
+    #[serde(default)]
+    pub tls_handshakes: u64,
+    /// Of those, handshakes that resumed a session.
+    #[serde(default)]
+    pub tls_resumed: u64,
     /// Slots whose request could not go out on time.
     pub missed_slots: u64,
     /// Measured slots never sent (still queued at the end).
@@ -422,6 +429,8 @@ impl Summary {
             latency_uncorrected_us: Latency::of(&m.histograms.latency_uncorrected),
             connect_us: Latency::of(&m.histograms.connect),
             tls_handshake_us: Latency::of(&m.histograms.tls_handshake),
+            tls_handshakes: c.tls_handshakes,
+            tls_resumed: c.tls_resumed,
             missed_slots: c.missed_slots,
             unsent_at_end: c.unsent_at_end,
             errors,

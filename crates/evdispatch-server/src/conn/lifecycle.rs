@@ -181,8 +181,12 @@ impl Gate {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
     /// In the TLS handshake (its deadline is the first request's header
-    /// deadline: `--header-timeout` from the accept).
-    Handshake,
+    /// deadline: `--header-timeout` from the accept); `hello`: the client
+    /// has sent something (a ClientHello began).
+    Handshake {
+        /// The client has sent at least a byte.
+        hello: bool,
+    },
     /// Lingering after the half-close.
     Lingering,
     /// A response being written that the client does not read.
@@ -215,9 +219,11 @@ impl Expiry {
 /// (timeouts met while stopping are the stop's doing, not counted as such).
 pub(crate) fn expire(phase: Phase, stopping: bool, counters: &mut Counters) -> Expiry {
     match phase {
-        Phase::Handshake => {
-            if !stopping {
-                counters.tls.failed_timeout += 1;
+        Phase::Handshake { hello } => {
+            match (stopping, hello) {
+                (true, _) => {}
+                (false, true) => counters.tls.failed_timeout += 1,
+                (false, false) => counters.tls.failed_silent += 1,
             }
             Expiry::Close
         }
@@ -374,9 +380,14 @@ mod tests {
         assert_eq!(expire(Phase::Idle, false, &mut c), Expiry::Close);
         assert_eq!(expire(Phase::Idle, true, &mut c), Expiry::Close);
         assert_eq!(c.idle_timed_out, 1);
-        assert_eq!(expire(Phase::Handshake, false, &mut c), Expiry::Close);
-        assert_eq!(expire(Phase::Handshake, true, &mut c), Expiry::Close);
-        assert_eq!(c.tls.failed_timeout, 1);
+        let silent = Phase::Handshake { hello: false };
+        let begun = Phase::Handshake { hello: true };
+        assert_eq!(expire(silent, false, &mut c), Expiry::Close);
+        assert_eq!(expire(begun, false, &mut c), Expiry::Close);
+        assert_eq!(expire(begun, false, &mut c), Expiry::Close);
+        assert_eq!(expire(begun, true, &mut c), Expiry::Close);
+        assert_eq!(c.tls.failed_silent, 1);
+        assert_eq!(c.tls.failed_timeout, 2);
         assert_eq!(c.header_timed_out, 1, "a handshake is not a header");
     }
 

@@ -25,8 +25,10 @@
 //!       "longest": { "us", "events", "accepted", "closed", "expired" },
 //!       "long_256us": { "count", "sum": { same fields, added up } } },
 //!   "tls": { "handshakes_full", "handshakes_resumed",
-//!       "handshake_failures": { "timeout", "plaintext_http",
-//!           "alert_received", "protocol_error", "closed" } },
+//!       "handshake_failures": { "timeout_before_hello",
+//!           "timeout_in_handshake", "malformed", "alert_received",
+//!           "plaintext_http", "refused", "closed" },
+//!       "alerts_after_handshake" },
 //!   "poller": evdispatch::Stats summed over workers,
 //!   "cache": { "hits", "misses", "revalidations", "reloads", "evictions",
 //!       "bytes", "entries" } summed,
@@ -107,31 +109,54 @@ pub struct TlsCounters {
     pub full: u64,
     /// Resumed handshakes completed (a session ticket or a cached session).
     pub resumed: u64,
-    /// Handshakes not complete within `--header-timeout` of the accept
-    /// (the connection closed).
+    /// Handshakes closed at their deadline (`--header-timeout` from the
+    /// accept) before the client sent a byte (no ClientHello began).
+    pub failed_silent: u64,
+    /// Handshakes closed at their deadline after the client began one (a
+    /// ClientHello sent slowly, a handshake left unfinished).
     pub failed_timeout: u64,
     /// Plaintext HTTP sent to the HTTPS port (answered 400, as nginx does).
     pub failed_plaintext_http: u64,
     /// The client aborted the handshake with an alert (for example, it
     /// does not trust the certificate).
     pub failed_alert: u64,
-    /// Anything else the server refused: malformed or unacceptable
-    /// handshake messages, no common version, cipher suite or ALPN
-    /// protocol (answered with an alert).
-    pub failed_protocol: u64,
+    /// Handshake records or messages that do not decode, or come where
+    /// none of their kind may (answered with an alert).
+    pub failed_malformed: u64,
+    /// Anything else the server refused: well-formed handshakes with no
+    /// common version, cipher suite or ALPN protocol, or that break the
+    /// protocol's rules (answered with an alert).
+    pub failed_refused: u64,
     /// The client closed or reset the connection during the handshake.
     pub failed_closed: u64,
+    /// Established connections the client ended with a fatal alert (also
+    /// counted in [`Counters::client_errors`]).
+    pub alerts_after_handshake: u64,
 }
 
 impl TlsCounters {
     fn merge(&mut self, o: &TlsCounters) {
         self.full += o.full;
         self.resumed += o.resumed;
+        self.failed_silent += o.failed_silent;
         self.failed_timeout += o.failed_timeout;
         self.failed_plaintext_http += o.failed_plaintext_http;
         self.failed_alert += o.failed_alert;
-        self.failed_protocol += o.failed_protocol;
+        self.failed_malformed += o.failed_malformed;
+        self.failed_refused += o.failed_refused;
         self.failed_closed += o.failed_closed;
+        self.alerts_after_handshake += o.alerts_after_handshake;
+    }
+
+    /// Handshakes that failed, whatever the kind.
+    pub fn failed(&self) -> u64 {
+        self.failed_silent
+            + self.failed_timeout
+            + self.failed_plaintext_http
+            + self.failed_alert
+            + self.failed_malformed
+            + self.failed_refused
+            + self.failed_closed
     }
 
     fn to_json(self) -> Value {
@@ -139,12 +164,15 @@ impl TlsCounters {
             "handshakes_full": self.full,
             "handshakes_resumed": self.resumed,
             "handshake_failures": {
-                "timeout": self.failed_timeout,
-                "plaintext_http": self.failed_plaintext_http,
+                "timeout_before_hello": self.failed_silent,
+                "timeout_in_handshake": self.failed_timeout,
+                "malformed": self.failed_malformed,
                 "alert_received": self.failed_alert,
-                "protocol_error": self.failed_protocol,
+                "plaintext_http": self.failed_plaintext_http,
+                "refused": self.failed_refused,
                 "closed": self.failed_closed,
             },
+            "alerts_after_handshake": self.alerts_after_handshake,
         })
     }
 }

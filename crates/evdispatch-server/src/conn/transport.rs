@@ -170,6 +170,13 @@ pub fn handshaking(tls: &Option<Box<Tls>>) -> bool {
     tls.as_ref().is_some_and(|t| t.conn.is_handshaking())
 }
 
+/// The client of a TLS connection has sent at least a byte (a ClientHello
+/// began); false for a plain connection.
+#[inline]
+pub fn hello_received(tls: &Option<Box<Tls>>) -> bool {
+    tls.as_ref().is_some_and(|t| t.received_any())
+}
+
 /// Before closing: a TLS connection that was established says
 /// `close_notify` (one try, whatever the socket takes).
 pub fn close_notify(tls: &mut Option<Box<Tls>>, fd: RawFd) {
@@ -349,13 +356,15 @@ impl Tls {
             let answer = plaintext_http_answer(SystemTime::now());
             let _ = sys::send_vectored(fd, &[IoSlice::new(&answer)], false);
         } else {
-            if !self.established {
-                match err {
-                    rustls::Error::AlertReceived(_) => counters.tls.failed_alert += 1,
-                    _ => counters.tls.failed_protocol += 1,
+            match (self.established, &err) {
+                (true, rustls::Error::AlertReceived(_)) => {
+                    counters.tls.alerts_after_handshake += 1;
+                    counters.client_errors += 1;
                 }
-            } else {
-                counters.client_errors += 1;
+                (true, _) => counters.client_errors += 1,
+                (false, rustls::Error::AlertReceived(_)) => counters.tls.failed_alert += 1,
+                (false, e) if malformed(e) => counters.tls.failed_malformed += 1,
+                (false, _) => counters.tls.failed_refused += 1,
             }
             // The alert rustls queued, if the socket takes it.
             let _ = self.conn.write_tls(&mut SockWrite(fd));
@@ -422,6 +431,18 @@ impl Tls {
             }
         }
     }
+}
+
+/// `err` says the peer's bytes do not decode as TLS records or messages,
+/// or came where nothing of their kind may.
+fn malformed(err: &rustls::Error) -> bool {
+    matches!(
+        err,
+        rustls::Error::InvalidMessage(_)
+            | rustls::Error::InappropriateMessage { .. }
+            | rustls::Error::InappropriateHandshakeMessage { .. }
+            | rustls::Error::DecryptError
+    )
 }
 
 /// nginx's answer to plaintext HTTP sent to an HTTPS port, dated `now`.

@@ -998,7 +998,9 @@ impl Worker {
             let phase = match c.state {
                 State::Free | State::Closing => continue,
                 State::Lingering => Phase::Lingering,
-                State::Open if transport::handshaking(&c.tls) => Phase::Handshake,
+                State::Open if transport::handshaking(&c.tls) => Phase::Handshake {
+                    hello: transport::hello_received(&c.tls),
+                },
                 State::Open if c.send_inflight => Phase::Sending,
                 State::Open if c.partial => Phase::Request {
                     some_input: c.input.len() > c.start,

@@ -528,10 +528,7 @@ impl Worker {
             self.serve(idx, true, false);
             // Over TLS a ClientHello found is what counts (the request
             // comes after the handshake).
-            let tls_input = self.conns[idx]
-                .tls
-                .as_ref()
-                .is_some_and(|t| t.received_any());
+            let tls_input = transport::hello_received(&self.conns[idx].tls);
             if self.read_got_data || tls_input {
                 self.eager_score = (self.eager_score + 1).min(8);
             } else {
@@ -997,7 +994,9 @@ impl Worker {
             let phase = match c.state {
                 State::Free => continue,
                 State::Lingering => Phase::Lingering,
-                State::Open if transport::handshaking(&c.tls) => Phase::Handshake,
+                State::Open if transport::handshaking(&c.tls) => Phase::Handshake {
+                    hello: transport::hello_received(&c.tls),
+                },
                 State::Open if c.out.is_some() => Phase::Sending,
                 State::Open if c.partial => Phase::Request {
                     some_input: c.end > c.start,

@@ -331,7 +331,9 @@ fn serve(
                     continue;
                 }
                 let phase = match request_began {
-                    Some(_) if transport::handshaking(io.tls) => Phase::Handshake,
+                    Some(_) if transport::handshaking(io.tls) => Phase::Handshake {
+                        hello: transport::hello_received(io.tls),
+                    },
                     Some(_) => Phase::Request {
                         some_input: end > start,
                     },

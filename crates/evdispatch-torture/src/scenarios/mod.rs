@@ -1,4 +1,4 @@
-//! The five scenarios, the report they fill, and what they share: starting
+//! The six scenarios, the report they fill, and what they share: starting
 //! our server or nginx on the torture site, running `evdispatch load`.
 
 pub mod attacks;
@@ -8,5 +8,6 @@ mod report;
 pub mod slowloris;
 pub mod soak;
 pub mod storm;
+pub mod tls;
 
 pub use report::{Check, Report, Run, ScenarioReport, Skipped};

@@ -155,6 +155,10 @@ counts! {
     conn_open_at_end,
     /// Most connections open at once in this worker.
     conn_peak,
+    /// TLS handshakes completed (whole run).
+    tls_handshakes,
+    /// Of those, handshakes that resumed a session (a ticket or a session ID).
+    tls_resumed,
 }
 
 /// HTTP/2 counters of one worker (summed over workers when merged;

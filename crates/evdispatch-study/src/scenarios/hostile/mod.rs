@@ -1,6 +1,6 @@
 //! Scenario 9: hostile conditions, through `evdispatch-torture`:
 //! a signal-queue storm, descriptor exhaustion, slowloris, the attack
-//! corpus and a soak, each against our server on epoll, uring-completion,
+//! corpus, hostile TLS handshakes and a soak, each against our server on epoll, uring-completion,
 //! rtsig-batch and hybrid (the storm on the signal mechanisms), with nginx
 //! beside ours where the attack applies.
 //!
@@ -9,7 +9,7 @@
 //! [`crate::spec::Scenario::opt_in`].
 //!
 //! Points: one per server run, series = the model (or `nginx`), config
-//! `part` (storm, exhaustion, slowloris, attacks, soak), `server`,
+//! `part` (storm, exhaustion, slowloris, attacks, tls, soak), `server`,
 //! `model`; metrics = the torture figures that are numbers, `pass` (1/0)
 //! and `checks_passed`/`checks`. The attacks part adds one point of series
 //! `corpus` whose `raw` holds the per-attack table.
@@ -29,7 +29,7 @@ pub const SCENARIO: Scenario = Scenario {
     id: "hostile",
     title: "Hostile conditions: signal-queue storm, descriptor exhaustion, slowloris, malicious input, soak",
     seeds: "000 §2 and §5.2 (RT-signal queue overflow, phhttpd's meltdown), 000 §5.1 (inactive connections, error rates)",
-    about: "The ways the seeds' servers failed, provoked on purpose: the RT-signal server with RLIMIT_SIGPENDING = 16 offered 1.25× its knee for 60 s; a crowd of connections beyond the descriptor limit beside keep-alive clients; 5,000 clients sending a byte a second beside normal load; a corpus of malformed and malicious requests (traversal in every encoding, smuggling shapes, floods, invalid bytes), also sent to nginx; and a soak of mixed load (3 min quick, 15 min full) watching memory and descriptors. Every figure comes from `evdispatch torture`, which prints the same with pass/fail.",
+    about: "The ways the seeds' servers failed, provoked on purpose: the RT-signal server with RLIMIT_SIGPENDING = 16 offered 1.25× its knee for 60 s; a crowd of connections beyond the descriptor limit beside keep-alive clients; 5,000 clients sending a byte a second beside normal load; a corpus of malformed and malicious requests (traversal in every encoding, smuggling shapes, floods, invalid bytes), also sent to nginx; hostile TLS handshakes (silent connections, ClientHellos a byte at a time, malformed ClientHellos, plaintext HTTP, fatal alerts, a flood of full handshakes) against our HTTPS server and nginx with the same certificate (no seed: today's surface); and a soak of mixed load (3 min quick, 15 min full) watching memory and descriptors. Every figure comes from `evdispatch torture`, which prints the same with pass/fail.",
     plan,
     run,
     figures,
@@ -96,7 +96,11 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     // (results/2026-11-24-study-full-timing) measured storm 241 s, exhaustion 321,
     // slowloris 1,403 and attacks 57 with the four models and nginx.
     let parts: Vec<(&str, f64)> = match p {
-        Profile::Tiny => vec![("storm", 9.0 * signal), ("attacks", 8.0)],
+        Profile::Tiny => vec![
+            ("storm", 9.0 * signal),
+            ("attacks", 8.0),
+            ("tls", 10.0 * n),
+        ],
         _ => vec![
             ("storm", p.pick(0.0, 68.0, 80.0) * 3.0),
             ("exhaustion", p.pick(0.0, 26.0, 64.0) * (n + 1.0)),
@@ -105,6 +109,8 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             // the slow clients' leaving).
             ("slowloris", p.pick(0.0, 58.0, 281.0) * (n + 1.0)),
             ("attacks", 12.0 * (n + 1.0)),
+            // Two handshake deadlines, the other attacks and the flood.
+            ("tls", p.pick(0.0, 16.0, 32.0) * (n + 1.0)),
             // The models soak side by side.
             (
                 "soak",
@@ -125,6 +131,7 @@ fn run(ctx: &Ctx, job: &Job) -> anyhow::Result<Vec<Point>> {
         "exhaustion" => Which::Exhaustion,
         "slowloris" => Which::Slowloris,
         "attacks" => Which::Attacks,
+        "tls" => Which::Tls,
         "soak" => Which::Soak,
         other => anyhow::bail!("unknown hostile part '{other}'"),
     };
@@ -289,6 +296,23 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         &[("attacks", "attacks"), ("as expected", "passed")],
     );
     add(
+        "tls",
+        "Hostile TLS handshakes (today, no seed)",
+        "Our HTTPS server and nginx with the same self-signed ECDSA P-256 certificate, sent in turn: TCP connections that never send a ClientHello, ClientHellos a byte every 100 ms, malformed ClientHellos (spoiled, a ServerHello, an oversized record, application data first), plaintext HTTP, fatal alerts after the handshake, then a flood of new full handshakes from two threads, while one kept-alive HTTPS client fetches a 6 KiB file every 20 ms. Ours must close or answer every one (handshake deadline, alert, 400), count each failure by kind in its stats, keep serving the client (no failure, no reply over 1 s) and grow its resident memory by at most 64 MiB; nginx is shown beside it (its stats are not read).",
+        &[
+            ("silent", "silent"),
+            ("byte a time", "dribble"),
+            ("malformed", "malformed"),
+            ("plaintext", "plaintext"),
+            ("alerts", "alerts"),
+            ("flood handshakes", "flood_handshakes"),
+            ("failures counted", "server_failures_counted"),
+            ("served replies", "served_replies"),
+            ("slowest reply ms", "slowest_ms"),
+            ("RSS growth MiB", "rss_growth_mib"),
+        ],
+    );
+    add(
         "soak",
         "Soak: mixed load over a long run",
         "Persistent clients, sessions opening and closing connections, idle and inactive connections the server times out, slow clients, all at once. RSS growth compares the mean of the last tenth of the samples with the first tenth after the warm-up (the first fifth), for the whole resident set and for its anonymous part (heap, stacks, tables: where a leak shows; the file-backed rest is the executable's pages, mapped as code first runs); descriptors are counted before and after the clients leave.",
@@ -385,7 +409,7 @@ mod tests {
             load_host: None,
             rounds: 1,
         };
-        for part in ["storm", "exhaustion", "slowloris", "attacks", "soak"] {
+        for part in ["storm", "exhaustion", "slowloris", "attacks", "tls", "soak"] {
             let mut c = serde_json::Map::new();
             c.insert("part".into(), json!(part));
             c.insert("server".into(), json!("evdispatch"));
@@ -394,7 +418,7 @@ mod tests {
             rec.points.push(p);
         }
         let figs = figures(&rec);
-        assert_eq!(figs.len(), 5);
+        assert_eq!(figs.len(), 6);
         assert!(figs.iter().all(|f| f.has_data()));
     }
 }

@@ -2,9 +2,13 @@
 //! (b) the thundering herd: wake-ups per accepted connection with two
 //! workers on one shared listener (plain, and with `EPOLLEXCLUSIVE`) and
 //! with one `SO_REUSEPORT` listener each; (c) memory per idle connection for
-//! every server, ours (each model) and the peers.
+//! every server, ours (each model) and the peers; (d) what a TLS
+//! connection costs (today, no seed): memory per idle TLS connection and
+//! server CPU per new connection with a full TLS 1.3 handshake (ECDSA
+//! P-256), ours on epoll beside nginx with the same certificate.
 //!
-//! Points carry `part` = `workers` | `herd` | `memory` beside the
+//! Points carry `part` = `workers` | `herd` | `memory` | `tls-memory` |
+//! `tls-handshake` beside the
 //! [`WebJob`] config (and `listener_mode` for the herd). Metrics:
 //! `reply_rate`, `server_cpu_pct`, `cpu_us_per_reply`; `worker_wakeups`,
 //! `worker_accepts`, `wakeups_per_accept`; `rss_per_conn_bytes`,
@@ -23,9 +27,9 @@ use crate::web::{plan_web, run_web, WebJob};
 /// The row in the scenario table.
 pub const SCENARIO: Scenario = Scenario {
     id: "today",
-    title: "Today's additions: workers, thundering herd, memory per connection",
+    title: "Today's additions: workers, thundering herd, memory per connection, what a TLS connection costs",
     seeds: "004 §2.1 (thread-per-connection memory), §2.2 (thundering herd, \"not a problem with Linux 2.4.0\"); 000 §6 (\"waking only one thread\")",
-    about: "Seed 004 claimed Linux 2.4 wakes a single thread per event, so no thundering herd, and that thread-per-connection servers pay for a stack per connection; seed 000 asked for the option of waking only one thread. We count wake-ups per accepted connection for two workers on a shared listener (plain, and with EPOLLEXCLUSIVE) and with SO_REUSEPORT, measure user-space memory per idle connection for each server, and compare one worker with two.",
+    about: "Seed 004 claimed Linux 2.4 wakes a single thread per event, so no thundering herd, and that thread-per-connection servers pay for a stack per connection; seed 000 asked for the option of waking only one thread. We count wake-ups per accepted connection for two workers on a shared listener (plain, and with EPOLLEXCLUSIVE) and with SO_REUSEPORT, measure user-space memory per idle connection for each server, and compare one worker with two. Beside them, with no seed to judge it: what a TLS connection costs idle (memory per idle TLS 1.3 connection) and at its handshake (server CPU per new connection with a full handshake), ours beside nginx with the same ECDSA P-256 certificate.",
     plan,
     run: run_web,
     figures,
@@ -166,6 +170,52 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
             extra("memory", &[]),
         );
     }
+    // (d) what a TLS connection costs, ours beside nginx: memory per idle
+    // TLS connection, CPU per full handshake.
+    let tls_idle: u32 = p.pick(500, 2000, 5000);
+    for s in [ServerSpec::ours("epoll"), ServerSpec::peer("nginx")] {
+        let server = ServerSpec {
+            tls: true,
+            idle_timeout_s: Some(600.0),
+            ..s.clone()
+        };
+        let memory = WebJob {
+            series: s.series(),
+            server: server.clone(),
+            load: LoadSpec {
+                sessions: false,
+                persistent: 1,
+                idle: tls_idle,
+                ..LoadSpec::sessions("1b.txt", 20.0, duration.max(1.0))
+            },
+            then: vec![],
+        };
+        plan_web(
+            &mut plan,
+            caps,
+            format!("tls memory {}", s.series()),
+            memory,
+            extra("tls-memory", &[]),
+        );
+        let handshakes = WebJob {
+            series: s.series(),
+            server,
+            load: LoadSpec {
+                rate: Rate::MAX,
+                connections: 10,
+                full_handshakes: true,
+                ..LoadSpec::sessions("1b.txt", 0.0, duration.max(1.0))
+            },
+            then: vec![],
+        };
+        plan_web(
+            &mut plan,
+            caps,
+            format!("tls handshakes {}", s.series()),
+            handshakes,
+            extra("tls-handshake", &[]),
+        );
+    }
     plan
 }
 
@@ -252,5 +302,69 @@ fn figures(rec: &ScenarioRecord) -> Vec<Figure> {
         ]);
     }
     figs.push(Figure::table("Memory per idle connection", "Growth of the server's resident memory (its whole process tree) while the idle connections are held, divided by their number; kernel TCP memory from /proc/net/sockstat counts both ends of each loopback connection.", t));
+    // (d)
+    let mut t = Table::new(&[
+        "server",
+        "idle TLS connections held",
+        "user memory per idle TLS connection (B)",
+        "new connections/s (full handshake + 1 request)",
+        "server CPU per full handshake + request (µs)",
+    ]);
+    for s in rec.distinct("series") {
+        let f = |part: &str| [("part", value_of(part)), ("series", s.clone())];
+        let (mem, hs) = (f("tls-memory"), f("tls-handshake"));
+        if rec.select(&mem).next().is_none() && rec.select(&hs).next().is_none() {
+            continue;
+        }
+        t.rows.push(vec![
+            s.as_str().unwrap_or_default().into(),
+            cell(rec.select(&mem).find_map(|p| p.num("idle"))),
+            cell(metric(&mem, "rss_per_conn_bytes")),
+            cell(metric(&hs, "reply_rate")),
+            cell(metric(&hs, "cpu_us_per_reply")),
+        ]);
+    }
+    if !t.rows.is_empty() {
+        figs.push(Figure::table("What a TLS connection costs (today, no seed)", "HTTPS with TLS 1.3 and the same self-signed ECDSA P-256 certificate for both servers (nginx: ssl_protocols TLSv1.3, its session cache and tickets on). Idle: the growth of the server's resident memory while that many TLS connections (handshake done, one request each) are held, divided by their number. Handshake: a closed loop of 10 connections at a time, each a new connection with a full handshake (evdispatch load --no-tls-resume) and one request for a 1-byte file; the server's CPU over the window divided by the replies. No seed measured TLS: nothing is judged on these figures.", t));
+    }
     figs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::claims::testkit::{pt, rec};
+    use crate::figure::Body;
+
+    /// The TLS points fill their own table, ours and nginx's side by side,
+    /// and no other table takes them.
+    #[test]
+    fn the_tls_table_reads_the_tls_points() {
+        let mut pts = Vec::new();
+        for (series, bytes, cpu) in [("epoll", 8000.0, 190.0), ("nginx", 37000.0, 400.0)] {
+            pts.push(pt(
+                series,
+                json!({"part": "tls-memory", "idle": 500}),
+                json!({"rss_per_conn_bytes": bytes}),
+            ));
+            pts.push(pt(
+                series,
+                json!({"part": "tls-handshake"}),
+                json!({"cpu_us_per_reply": cpu, "reply_rate": 1000.0}),
+            ));
+        }
+        let rec = rec("today", pts);
+        let figs = figures(&rec);
+        let tls: Vec<&Figure> = figs.iter().filter(|f| f.has_data()).collect();
+        assert_eq!(tls.len(), 1, "{:?}", figs.iter().map(|f| &f.title).collect::<Vec<_>>());
+        assert!(tls[0].title.contains("TLS"), "{}", tls[0].title);
+        let Body::Table(t) = &tls[0].body else {
+            panic!("a table");
+        };
+        assert_eq!(t.rows.len(), 2);
+        assert_eq!(t.rows[0][0], "epoll");
+        assert_eq!(t.rows[0][1], "500");
+        assert!(t.rows[1][2].starts_with("37"), "{:?}", t.rows[1]);
+        assert_eq!(t.rows[1][4], "400");
+    }
 }
