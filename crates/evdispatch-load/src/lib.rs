@@ -49,8 +49,10 @@
 //! from that slot (a slot that finds every stream busy is a missed slot
 //! and waits on its connection); sessions, `--wsesslog`, the idle,
 //! inactive and slow clients speak HTTP/1.1, and a combination with
-//! `--http2` is refused, as is `--engine uring` (HTTP/2 runs on the
-//! readiness engine; `auto` picks it). A GOAWAY stops new streams on its
+//! `--http2` is refused. Both engines carry it: on `--engine uring` (and
+//! `auto` where it picks the ring) an h2c connection sends and receives
+//! through io_uring, and h2 over TLS stays on the readiness mechanism, as
+//! HTTP/1.1 over TLS does. A GOAWAY stops new streams on its
 //! connection; requests above its last stream id go again on a new
 //! connection (`http2.retried_after_goaway`). Each stream's latency goes
 //! into the same histograms as HTTP/1.1 replies; the `http2` object of the

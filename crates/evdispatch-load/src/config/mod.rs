@@ -173,9 +173,8 @@ fn thirty() -> u8 {
 }
 
 impl Config {
-    /// The workloads and engine HTTP/2 is carried by: the closed loop and
-    /// the persistent connections of an open-loop rate, on the readiness
-    /// engine.
+    /// The workloads HTTP/2 is carried by: the closed loop and the
+    /// persistent connections of an open-loop rate (on either engine).
     pub fn check_http2(&self) -> anyhow::Result<()> {
         if self.sessions.is_some() || self.wsesslog.is_some() {
             bail!(
@@ -188,12 +187,6 @@ impl Config {
             bail!(
                 "HTTP/2 carries the closed loop and persistent connections; --idle, --inactive \
                  and --slow speak HTTP/1.1 only (use --http1.1)"
-            );
-        }
-        if self.engine == IoEngine::Uring {
-            bail!(
-                "HTTP/2 runs on the readiness engine; --engine uring does not carry it (use \
-                 --engine readiness or auto)"
             );
         }
         Ok(())

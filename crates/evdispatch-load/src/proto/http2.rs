@@ -345,6 +345,15 @@ impl Connection {
         self.out.drain(..n);
     }
 
+    /// Move every byte to write into `buf` (emptied first); the codec
+    /// queues what follows into `buf`'s former allocation. For an engine
+    /// that hands a whole buffer to the kernel and must not see it change
+    /// until the send completes (io_uring).
+    pub fn take_pending(&mut self, buf: &mut Vec<u8>) {
+        buf.clear();
+        std::mem::swap(&mut self.out, buf);
+    }
+
     /// The server's settings arrived.
     pub fn is_ready(&self) -> bool {
         self.ready
