@@ -283,6 +283,45 @@ fn open_loop_over_h2c() {
     });
 }
 
+/// Uploads past the windows: each 300 kB body goes out in DATA frames as
+/// nghttpd's WINDOW_UPDATEs open the windows (on the ring, sends queued
+/// while one is in flight), and every request is answered.
+#[test]
+fn bodies_past_the_windows_go_out_whole() {
+    let Some(server) = nghttpd(100) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    let len = 300_000u64;
+    std::fs::write(&body, vec![b'b'; len as usize]).unwrap();
+    let url = format!("http://{}/index.html", server.addr);
+    let args = format!(
+        "--http2 -c 2 -m 4 -d 0.5 --method POST --body {}",
+        body.display()
+    );
+    on_each_engine(&url, &args, |engine, s| {
+        assert_eq!(
+            s.errors_total, 0,
+            "{engine}: {:?} {:?}",
+            s.errors, s.warnings
+        );
+        assert!(
+            s.replies > 10 && s.replies == s.requests,
+            "{engine}: {} of {}",
+            s.replies,
+            s.requests
+        );
+        let h2 = s.http2.clone().unwrap();
+        assert!(h2.flow_control_waits > 0, "{engine}: {h2:?}");
+        assert!(
+            s.bytes_sent >= s.requests * len,
+            "{engine}: {}",
+            s.bytes_sent
+        );
+    });
+}
+
 /// A frame as a server sends it.
 fn frame(kind: u8, flags: u8, id: u32, p: &[u8]) -> Vec<u8> {
     let mut f = (p.len() as u32).to_be_bytes()[1..].to_vec();
