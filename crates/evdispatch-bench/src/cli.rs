@@ -29,8 +29,9 @@ pub enum BenchCommand {
     /// (keep-alive) and per connection (Connection: close), idle
     /// connections held, memory per idle connection.
     Server(server::ServerArgs),
-    /// The load generator's capacity against `wrk -t1`: requests per
-    /// generator CPU-second, closed loop, keep-alive, HTTP and HTTPS.
+    /// The load generator's capacity against `wrk -t1` (or, with
+    /// `--http2`, `h2load -t1`): requests per generator CPU-second, closed
+    /// loop, keep-alive, HTTP and HTTPS.
     Generator(generator::GeneratorArgs),
     /// Internal: the writer helper `bench poller` starts (control socket on
     /// standard input).

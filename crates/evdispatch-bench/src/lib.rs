@@ -15,8 +15,9 @@
 //!   servers (a canned response from memory on epoll and on io_uring) that
 //!   every server's CPU per request is divided by. See [`server`].
 //!
-//! * `bench generator`: `evdispatch load` against `wrk -t1`, requests per
-//!   generator CPU-second, plain HTTP and HTTPS. See
+//! * `bench generator`: `evdispatch load` against `wrk -t1` (`--http2`:
+//!   against `h2load -t1`), requests per generator CPU-second, plain HTTP
+//!   and HTTPS. See
 //!   [`generator`].
 //!
 //! Each prints a table for people and, with `--json`, one document for

@@ -1,4 +1,5 @@
-//! The programs the harness may run (nginx, lighttpd, h2o, wrk, httperf),
+//! The programs the harness may run (nginx, lighttpd, h2o, wrk, httperf,
+//! h2load),
 //! found at run time with their versions; a missing one is an error that
 //! says how to install it.
 
@@ -19,6 +20,8 @@ pub enum Tool {
     Wrk,
     /// httperf (package `httperf`).
     Httperf,
+    /// h2load, nghttp2's HTTP/2 benchmark (package `nghttp2-client`).
+    H2load,
 }
 
 impl Tool {
@@ -30,18 +33,22 @@ impl Tool {
             Tool::H2o => "h2o",
             Tool::Wrk => "wrk",
             Tool::Httperf => "httperf",
+            Tool::H2load => "h2load",
         }
     }
 
     /// The Debian package that installs it.
     pub fn package(self) -> &'static str {
-        self.command()
+        match self {
+            Tool::H2load => "nghttp2-client",
+            t => t.command(),
+        }
     }
 
     /// The arguments that make it print its version.
     pub fn version_args(self) -> &'static [&'static str] {
         match self {
-            Tool::Httperf => &["--version"],
+            Tool::Httperf | Tool::H2load => &["--version"],
             _ => &["-v"],
         }
     }
@@ -188,6 +195,7 @@ mod tests {
             "0.9.0"
         );
         assert_eq!(Tool::Wrk.version_in("Usage: nothing"), "unknown");
+        assert_eq!(Tool::H2load.version_in("h2load nghttp2/1.52.0\n"), "1.52.0");
     }
 
     #[test]
@@ -195,6 +203,10 @@ mod tests {
         assert_eq!(
             NotInstalled(Tool::Wrk).to_string(),
             "wrk is not installed: apt-get install -y wrk"
+        );
+        assert_eq!(
+            NotInstalled(Tool::H2load).to_string(),
+            "h2load is not installed: apt-get install -y nghttp2-client"
         );
     }
 }

@@ -69,8 +69,8 @@ pub use process::{
 pub use sys::children_cpu_s;
 pub use testserver::{TestServer, TestServerConfig, TestStats};
 pub use tools::{
-    httperf_args, httperf_limit_s, parse_httperf, parse_wrk, run_bounded, run_evdispatch_load,
-    run_evdispatch_load_measured, run_httperf, run_wrk, spawn_evdispatch_load, wrk_args,
-    wrk_limit_s, HttperfArgs, HttperfResult, WrkArgs, WrkResult, HTTPERF_HOG_PORTS,
-    HTTPERF_LOW_PORT, HTTPERF_PORT_WAIT_S,
+    h2load_args, httperf_args, httperf_limit_s, parse_h2load, parse_httperf, parse_wrk,
+    run_bounded, run_evdispatch_load, run_evdispatch_load_measured, run_h2load, run_httperf,
+    run_wrk, spawn_evdispatch_load, wrk_args, wrk_limit_s, H2loadArgs, H2loadResult, HttperfArgs,
+    HttperfResult, WrkArgs, WrkResult, HTTPERF_HOG_PORTS, HTTPERF_LOW_PORT, HTTPERF_PORT_WAIT_S,
 };

@@ -1,5 +1,5 @@
-//! The reference load generators: wrk and httperf, run pinned to CPUs with
-//! their output parsed into structs, and `evdispatch load --json`.
+//! The reference load generators: wrk, httperf and h2load, run pinned to
+//! CPUs with their output parsed into structs, and `evdispatch load --json`.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -177,6 +177,115 @@ pub fn run_wrk(a: &WrkArgs) -> anyhow::Result<WrkResult> {
     cmd.args(wrk_args(a));
     let (out, cpu_s) = run_measured(cmd, &a.cpus, "wrk", wrk_limit_s(a))?;
     let mut r = parse_wrk(&out)?;
+    r.cpu_s = cpu_s;
+    Ok(r)
+}
+
+/// An h2load run (nghttp2's HTTP/2 benchmark) for a duration: h2c by prior
+/// knowledge on an `http://` URL, h2 by ALPN on an `https://` one (h2load
+/// does not check the server's certificate).
+#[derive(Debug, Clone)]
+pub struct H2loadArgs {
+    /// The URL.
+    pub url: String,
+    /// `-t`.
+    pub threads: u32,
+    /// `-c`: connections.
+    pub clients: u32,
+    /// `-m`: concurrent streams per connection.
+    pub max_streams: u32,
+    /// `-D`, seconds (rounded up to whole seconds, at least 1).
+    pub duration_s: f64,
+    /// CPUs h2load is pinned to (empty: not pinned).
+    pub cpus: Vec<usize>,
+}
+
+/// What h2load reported.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct H2loadResult {
+    /// `finished in`: the run's length, seconds.
+    pub duration_s: f64,
+    /// `requests: N total`.
+    pub total: u64,
+    /// `N started`.
+    pub started: u64,
+    /// `N done`.
+    pub done: u64,
+    /// `N succeeded` (2xx and 3xx).
+    pub succeeded: u64,
+    /// `N failed`.
+    pub failed: u64,
+    /// `N errored`.
+    pub errored: u64,
+    /// `N timeout`.
+    pub timeout: u64,
+    /// CPU seconds h2load used (user + system), from its rusage.
+    pub cpu_s: f64,
+}
+
+/// Parse h2load's output: its `finished in` and `requests:` lines.
+pub fn parse_h2load(text: &str) -> anyhow::Result<H2loadResult> {
+    let mut r = H2loadResult::default();
+    let (mut finished, mut requests) = (false, false);
+    for line in text.lines() {
+        let t = line.trim();
+        if let Some(rest) = t.strip_prefix("finished in ") {
+            // "finished in 2.01s, 11101.00 req/s, 12.17MB/s"
+            let d = rest.split(',').next().unwrap_or("");
+            r.duration_s = with_unit(d).context("h2load: finished in")? / 1e6;
+            finished = true;
+        } else if let Some(rest) = t.strip_prefix("requests:") {
+            // "requests: 22202 total, 22302 started, 22202 done, 22202
+            // succeeded, 0 failed, 0 errored, 0 timeout"
+            for part in rest.split(',') {
+                if let [n, k] = part.split_whitespace().collect::<Vec<_>>().as_slice() {
+                    let n: u64 = n.parse().with_context(|| format!("h2load: {part}"))?;
+                    match *k {
+                        "total" => r.total = n,
+                        "started" => r.started = n,
+                        "done" => r.done = n,
+                        "succeeded" => r.succeeded = n,
+                        "failed" => r.failed = n,
+                        "errored" => r.errored = n,
+                        "timeout" => r.timeout = n,
+                        _ => {}
+                    }
+                }
+            }
+            requests = true;
+        }
+    }
+    if !(finished && requests) {
+        bail!("h2load output not understood:\n{text}");
+    }
+    Ok(r)
+}
+
+/// h2load's arguments for `a` (after the program name), as [`run_h2load`]
+/// runs it.
+pub fn h2load_args(a: &H2loadArgs) -> Vec<String> {
+    vec![
+        "-t".into(),
+        a.threads.to_string(),
+        "-c".into(),
+        a.clients.to_string(),
+        "-m".into(),
+        a.max_streams.to_string(),
+        "-D".into(),
+        (a.duration_s.ceil().max(1.0) as u64).to_string(),
+        a.url.clone(),
+    ]
+}
+
+/// Run h2load and parse what it prints, with its CPU seconds measured as
+/// [`run_wrk`] measures wrk's.
+pub fn run_h2load(a: &H2loadArgs) -> anyhow::Result<H2loadResult> {
+    let p = find(Tool::H2load)?;
+    let mut cmd = Command::new(&p.path);
+    cmd.args(h2load_args(a));
+    let limit = a.duration_s.ceil().max(1.0) + GRACE_S;
+    let (out, cpu_s) = run_measured(cmd, &a.cpus, "h2load", limit)?;
+    let mut r = parse_h2load(&out)?;
     r.cpu_s = cpu_s;
     Ok(r)
 }
@@ -656,6 +765,46 @@ Transfer/sec:     10.66MB
         assert_eq!(r.percentiles[3], (99.0, 520.0));
         assert_eq!((r.errors_read, r.errors_timeout, r.non_2xx_3xx), (2, 1, 3));
         assert!(parse_wrk("garbage").is_err());
+    }
+
+    const H2LOAD: &str = "starting benchmark...
+spawning thread #0: 10 total client(s). Timing-based test with 0s of warm-up time and 2s of main duration for measurements.
+Application protocol: h2c
+Main benchmark duration is over for thread #0. Stopping all clients.
+
+finished in 2.01s, 11101.00 req/s, 12.17MB/s
+requests: 22202 total, 22302 started, 22202 done, 22201 succeeded, 1 failed, 0 errored, 0 timeout
+status codes: 22201 2xx, 0 3xx, 0 4xx, 0 5xx
+traffic: 24.35MB (25532790) total, 2.29MB (2397816) headers (space savings 39.33%), 21.68MB (22734848) data
+                     min         max         mean         sd        +/- sd
+time for request:      117us     43.58ms      8.73ms      8.80ms    82.57%
+";
+
+    #[test]
+    fn h2load_output() {
+        let r = parse_h2load(H2LOAD).unwrap();
+        assert_eq!(r.duration_s, 2.01);
+        assert_eq!(
+            (r.total, r.started, r.done, r.succeeded, r.failed),
+            (22202, 22302, 22202, 22201, 1)
+        );
+        assert_eq!((r.errored, r.timeout), (0, 0));
+        let ms = parse_h2load(&H2LOAD.replace("2.01s", "480.5ms")).unwrap();
+        assert!((ms.duration_s - 0.4805).abs() < 1e-9, "{}", ms.duration_s);
+        // A run cut short prints no totals.
+        assert!(parse_h2load("starting benchmark...\nfinished in 1.00s, 0 req/s").is_err());
+        assert_eq!(
+            h2load_args(&H2loadArgs {
+                url: "http://127.0.0.1:1/".into(),
+                threads: 1,
+                clients: 10,
+                max_streams: 10,
+                duration_s: 4.2,
+                cpus: vec![1],
+            })
+            .join(" "),
+            "-t 1 -c 10 -m 10 -D 5 http://127.0.0.1:1/"
+        );
     }
 
     const HTTPERF: &str = "httperf --hog --client=0/1 --server=127.0.0.1 --port=40000 --uri=/ --rate=500 --send-buffer=4096 --recv-buffer=16384 --num-conns=1500 --num-calls=1

@@ -6,8 +6,8 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use evdispatch_harness::{
-    docroot, skip_reason, start_peer, LighttpdEvents, Peer, PeerConfig, TestServer,
-    TestServerConfig,
+    docroot, run_h2load, skip_reason, start_peer, H2loadArgs, LighttpdEvents, Peer, PeerConfig,
+    TestServer, TestServerConfig, Tool,
 };
 
 fn get(addr: std::net::SocketAddr, path: &str) -> String {
@@ -64,6 +64,35 @@ fn nginx_with_two_workers() {
     c.workers = 2;
     c.cpus = vec![0];
     check(Peer::Nginx, c);
+}
+
+/// h2load against nginx with `http2` (h2c): every request it counts
+/// succeeded, over about its duration, its CPU time measured.
+#[test]
+fn h2load_runs_against_nginx_over_h2c() {
+    for t in [Tool::Nginx, Tool::H2load] {
+        if let Some(why) = skip_reason(t) {
+            eprintln!("{why}");
+            return;
+        }
+    }
+    let root = docroot(1024, &[]).unwrap();
+    let mut cfg = PeerConfig::new(root.path());
+    cfg.http2 = true;
+    let server = start_peer(Peer::Nginx, &cfg).unwrap();
+    let r = run_h2load(&H2loadArgs {
+        url: format!("http://127.0.0.1:{}/index.html", server.addr().port()),
+        threads: 1,
+        clients: 2,
+        max_streams: 4,
+        duration_s: 1.0,
+        cpus: Vec::new(),
+    })
+    .unwrap();
+    assert!(r.succeeded > 100, "{r:?}");
+    assert_eq!(r.failed + r.errored + r.timeout, 0, "{r:?}");
+    assert!((0.9..5.0).contains(&r.duration_s), "{r:?}");
+    assert!(r.cpu_s > 0.0, "{r:?}");
 }
 
 #[test]

@@ -126,10 +126,10 @@ pub struct LoadArgs {
     /// Readiness mechanism of the generator.
     #[arg(long, default_value = "epoll")]
     pub mechanism: String,
-    /// I/O of the plain keep-alive connections: `uring` (io_uring send and
-    /// receive completions, one system call per turn of the loop),
-    /// `readiness` (`write`/`read` on the mechanism's events), or `auto`
-    /// (`uring` where available).
+    /// I/O of the plain keep-alive connections (HTTP/1.1 and h2c): `uring`
+    /// (io_uring send and receive completions, one system call per turn of
+    /// the loop), `readiness` (`write`/`read` on the mechanism's events), or
+    /// `auto` (`uring` where available).
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
     pub engine: IoEngine,
     /// HTTP/2: over https:// by ALPN (an error if the server does not
@@ -276,8 +276,9 @@ pub enum IoEngine {
     /// descriptor, `readiness` otherwise.
     #[default]
     Auto,
-    /// Plain-HTTP closed-loop and persistent connections send and receive
-    /// through io_uring (one `io_uring_enter` per turn of the loop);
+    /// Plain-HTTP (HTTP/1.1 and h2c) closed-loop and persistent
+    /// connections send and receive through io_uring (one `io_uring_enter`
+    /// per turn of the loop);
     /// everything else stays on the readiness mechanism.
     Uring,
     /// Every connection on the readiness mechanism (`write`/`read` after

@@ -1,6 +1,6 @@
 //! The io_uring side of the `uring` engine: one ring per worker through
-//! which the plain-HTTP keep-alive connections (closed loop and persistent)
-//! send their requests and receive their replies as completions, while the
+//! which the plain-HTTP keep-alive connections (closed loop and persistent,
+//! HTTP/1.1 and h2c) send their requests and receive their replies as completions, while the
 //! worker's [`Poller`](evdispatch::Poller) keeps everything else (connects,
 //! TLS, slow, inactive and idle clients, sessions, the timerfd, standard
 //! input) and is itself watched by a multishot poll on the ring.
@@ -37,6 +37,10 @@
 //! per completion; and the pool, shared, is far smaller than a buffer per
 //! connection. Older kernels get one receive per reply into the
 //! connection's own buffer.
+//!
+//! HTTP/2 connections (h2c) on the ring send what their codec queued, one
+//! reported send at a time per connection, from a buffer the connection's
+//! slot keeps until the send completes; their receives are those above.
 //!
 //! This module holds the `unsafe` of the engine's ring: entries that name
 //! memory the kernel writes (receive buffers) or reads (request bytes).
@@ -292,8 +296,43 @@ impl Ring {
         slot: usize,
         id: u32,
     ) -> io::Result<bool> {
-        let len = bytes.len().min(u32::MAX as usize) as u32;
         let quiet = self.quiet_sends && bytes.len() <= QUIET_MAX;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.send_as(sock, bytes, slot, id, quiet) }
+    }
+
+    /// Queue a `send` of `bytes` that always completes, as [`Kind::Send`]
+    /// with its byte count or error: for bytes whose buffer is reused once
+    /// the kernel is done with it, and for a connection whose sends must
+    /// go out one after another (a quiet send's end is never known).
+    ///
+    /// # Safety
+    /// `bytes` must stay valid and unchanged until the completion of this
+    /// send has been reaped.
+    pub unsafe fn send_reported(
+        &mut self,
+        sock: Target,
+        bytes: &[u8],
+        slot: usize,
+        id: u32,
+    ) -> io::Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.send_as(sock, bytes, slot, id, false) }.map(|_| ())
+    }
+
+    /// [`Ring::send`], quiet or not as told.
+    ///
+    /// # Safety
+    /// As [`Ring::send`].
+    unsafe fn send_as(
+        &mut self,
+        sock: Target,
+        bytes: &[u8],
+        slot: usize,
+        id: u32,
+        quiet: bool,
+    ) -> io::Result<bool> {
+        let len = bytes.len().min(u32::MAX as usize) as u32;
         let kind = if quiet { Kind::QuietSend } else { Kind::Send };
         let mut e = on_target!(sock, f => opcode::Send::new(f, bytes.as_ptr(), len)
             .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)

@@ -2,8 +2,10 @@
 //! knowledge and h2 over TLS, each reply checked against its access log,
 //! GOAWAYs from its `keepalive_requests`) and nghttpd (Debian's
 //! `nghttp2-server`; its stream limit); each test skips, saying why, when
-//! its peer is absent. Then what needs no peer: ALPN refused, `auto`, and
-//! the combinations refused before a run.
+//! its peer is absent. Then what needs no peer: protocol errors, refused
+//! and unanswered streams from a fake server, ALPN refused, `auto`, and the
+//! combinations refused before a run. The runs go on both engines
+//! (`--engine uring` skipped, saying why, where io_uring cannot be set up).
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -13,13 +15,25 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{
-    all_versions, config, h2_frame as frame, h2_ok as ok, h2_send, run, server_config, Certs,
-    Recorder,
+    all_versions, config, h2_frame as frame, h2_ok as ok, h2_send, run, run_on, server_config,
+    Certs, Recorder,
 };
 use evdispatch_harness::{docroot, skip_reason, start_peer, Peer, PeerConfig, PeerTls, Tool};
 use evdispatch_load::Summary;
 
 mod common;
+
+const ENGINES: [&str; 2] = ["uring", "readiness"];
+
+/// `args` against `url` on each engine, `check`ed with the engine's name
+/// (a `uring` run skipped, said, where io_uring cannot be set up).
+fn on_each_engine(url: &str, args: &str, check: impl Fn(&str, Summary)) {
+    for engine in ENGINES {
+        if let Some(s) = run_on(engine, url, args) {
+            check(engine, s);
+        }
+    }
+}
 
 /// nginx with `listen … http2`, an access log, and `extra` in its server
 /// block; over TLS with `certs`.
@@ -96,14 +110,22 @@ fn check_against_log(s: &Summary, log: &Path, server: evdispatch_harness::Server
 
 #[test]
 fn h2c_against_nginx_every_reply_is_in_its_log() {
-    let Some((_root, log, server)) = nginx_h2(None, "") else {
-        return;
-    };
-    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
-    let s = run(&url, "--http2 -c 2 -m 8 -d 1 --engine readiness").unwrap();
-    assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http2);
-    assert_eq!(s.connections.established, 2, "{:?}", s.connections);
-    check_against_log(&s, &log, server);
+    for engine in ENGINES {
+        let Some((_root, log, server)) = nginx_h2(None, "") else {
+            return;
+        };
+        let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+        let Some(s) = run_on(engine, &url, "--http2 -c 2 -m 8 -d 1") else {
+            continue;
+        };
+        assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http2);
+        assert_eq!(
+            s.connections.established, 2,
+            "{engine}: {:?}",
+            s.connections
+        );
+        check_against_log(&s, &log, server);
+    }
 }
 
 /// nginx ends a connection with GOAWAY after `keepalive_requests`: the
@@ -111,22 +133,26 @@ fn h2c_against_nginx_every_reply_is_in_its_log() {
 /// was above its last stream id, and every reply is still in the log once.
 #[test]
 fn goaway_moves_the_requests_to_a_new_connection() {
-    let Some((_root, log, server)) = nginx_h2(None, "keepalive_requests 50;") else {
-        return;
-    };
-    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
-    let s = run(&url, "--http2 -c 1 -m 8 -d 1").unwrap();
-    let h2 = s.http2.clone().unwrap();
-    assert!(h2.goaways >= 2, "{h2:?}");
-    // 8 streams in flight when nginx reaches its limit: those sent past it
-    // went again on the next connection.
-    assert!(h2.retried_after_goaway > 0, "{h2:?}");
-    assert!(
-        s.reconnects >= h2.goaways - 1,
-        "{} reconnects, {h2:?}",
-        s.reconnects
-    );
-    check_against_log(&s, &log, server);
+    for engine in ENGINES {
+        let Some((_root, log, server)) = nginx_h2(None, "keepalive_requests 50;") else {
+            return;
+        };
+        let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+        let Some(s) = run_on(engine, &url, "--http2 -c 1 -m 8 -d 1") else {
+            continue;
+        };
+        let h2 = s.http2.clone().unwrap();
+        assert!(h2.goaways >= 2, "{engine}: {h2:?}");
+        // 8 streams in flight when nginx reaches its limit: those sent past
+        // it went again on the next connection.
+        assert!(h2.retried_after_goaway > 0, "{engine}: {h2:?}");
+        assert!(
+            s.reconnects >= h2.goaways - 1,
+            "{engine}: {} reconnects, {h2:?}",
+            s.reconnects
+        );
+        check_against_log(&s, &log, server);
+    }
 }
 
 /// Sessions over h2c against nginx: every call of every session is in its
@@ -217,19 +243,27 @@ fn slow_readers_take_a_reply_a_window_at_a_time() {
 #[test]
 fn h2_over_tls_against_nginx_every_reply_is_in_its_log() {
     let certs = Certs::new(&["localhost", "127.0.0.1"]);
-    for args in [
-        "--http2 -c 2 -m 4 -d 1",
-        "--http auto -c 1 -d 0.5",
-        "--http2 --sessions 5 --calls 3 --rate 20",
-    ] {
-        let Some((_root, log, server)) = nginx_h2(Some(&certs), "") else {
-            return;
-        };
-        let url = format!("https://localhost:{}/index.html", server.addr().port());
-        let s = run(&url, &format!("{args} --cacert {}", certs.ca())).unwrap();
-        assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http2);
-        assert!(s.config.tls.is_some());
-        check_against_log(&s, &log, server);
+    for engine in ENGINES {
+        for args in [
+            "--http2 -c 2 -m 4 -d 1",
+            "--http auto -c 1 -d 0.5",
+            "--http2 --sessions 5 --calls 3 --rate 20",
+        ] {
+            // Sessions over HTTP/2 run on the readiness engine only.
+            if engine == "uring" && args.contains("--sessions") {
+                continue;
+            }
+            let Some((_root, log, server)) = nginx_h2(Some(&certs), "") else {
+                return;
+            };
+            let url = format!("https://localhost:{}/index.html", server.addr().port());
+            let Some(s) = run_on(engine, &url, &format!("{args} --cacert {}", certs.ca())) else {
+                continue;
+            };
+            assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http2);
+            assert!(s.config.tls.is_some());
+            check_against_log(&s, &log, server);
+        }
     }
 }
 
@@ -303,20 +337,21 @@ fn streams_are_clamped_to_the_servers_limit() {
         return;
     };
     let url = format!("http://{}/index.html", server.addr);
-    let s = run(&url, "--http2 -c 2 -m 50 -d 1").unwrap();
-    let h2 = s.http2.clone().unwrap();
-    assert_eq!(
-        (s.errors_total, h2.streams_refused),
-        (0, 0),
-        "{:?} {h2:?}",
-        s.errors
-    );
-    assert!(
-        s.replies > 100 && s.replies == s.requests,
-        "{} of {}",
-        s.replies,
-        s.requests
-    );
+    on_each_engine(&url, "--http2 -c 2 -m 50 -d 1", |engine, s| {
+        let h2 = s.http2.clone().unwrap();
+        assert_eq!(
+            (s.errors_total, h2.streams_refused),
+            (0, 0),
+            "{engine}: {:?} {h2:?}",
+            s.errors
+        );
+        assert!(
+            s.replies > 100 && s.replies == s.requests,
+            "{engine}: {} of {}",
+            s.replies,
+            s.requests
+        );
+    });
 }
 
 /// Open loop over HTTP/2: each request leaves at its own slot, on a free
@@ -327,16 +362,60 @@ fn open_loop_over_h2c() {
         return;
     };
     let url = format!("http://{}/index.html", server.addr);
-    let s = run(&url, "--http2 -R 200 -c 2 -m 8 -d 1").unwrap();
-    assert_eq!(s.errors_total, 0, "{:?} {:?}", s.errors, s.warnings);
-    assert!(
-        (190..=210).contains(&s.requests) && s.replies == s.requests,
-        "{} of {}",
-        s.replies,
-        s.requests
+    on_each_engine(&url, "--http2 -R 200 -c 2 -m 8 -d 1", |engine, s| {
+        assert_eq!(
+            s.errors_total, 0,
+            "{engine}: {:?} {:?}",
+            s.errors, s.warnings
+        );
+        assert!(
+            (190..=210).contains(&s.requests) && s.replies == s.requests,
+            "{engine}: {} of {}",
+            s.replies,
+            s.requests
+        );
+        // A loopback reply to one small request comes within a second.
+        assert!(s.latency_us.max < 1_000_000, "{engine}: {:?}", s.latency_us);
+    });
+}
+
+/// Uploads past the windows: each 300 kB body goes out in DATA frames as
+/// nghttpd's WINDOW_UPDATEs open the windows (on the ring, sends queued
+/// while one is in flight), and every request is answered.
+#[test]
+fn bodies_past_the_windows_go_out_whole() {
+    let Some(server) = nghttpd(100) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let body = dir.path().join("body.bin");
+    let len = 300_000u64;
+    std::fs::write(&body, vec![b'b'; len as usize]).unwrap();
+    let url = format!("http://{}/index.html", server.addr);
+    let args = format!(
+        "--http2 -c 2 -m 4 -d 0.5 --method POST --body {}",
+        body.display()
     );
-    // A loopback reply to one small request comes within a second.
-    assert!(s.latency_us.max < 1_000_000, "{:?}", s.latency_us);
+    on_each_engine(&url, &args, |engine, s| {
+        assert_eq!(
+            s.errors_total, 0,
+            "{engine}: {:?} {:?}",
+            s.errors, s.warnings
+        );
+        assert!(
+            s.replies > 10 && s.replies == s.requests,
+            "{engine}: {} of {}",
+            s.replies,
+            s.requests
+        );
+        let h2 = s.http2.clone().unwrap();
+        assert!(h2.flow_control_waits > 0, "{engine}: {h2:?}");
+        assert!(
+            s.bytes_sent >= s.requests * len,
+            "{engine}: {}",
+            s.bytes_sent
+        );
+    });
 }
 
 /// A minimal h2c server: `answer(id)` to each request's HEADERS.
@@ -368,30 +447,39 @@ fn a_protocol_error_names_its_frame_and_the_connection_is_replaced() {
         }
         r
     });
-    let s = run(&format!("http://{addr}/"), "--http2 -c 1 -m 1 -d 0.3").unwrap();
-    let h2 = s.http2.clone().unwrap();
-    assert!(h2.connection_errors >= 1, "{h2:?}");
-    assert!(s.connections.established >= 2, "{:?}", s.connections);
-    assert!(
-        s.warnings.iter().any(|w| w.contains("protocol_error")
-            && w.contains("caused by a DATA frame")
-            && w.contains("DATA on stream 0")),
-        "{:?}",
-        s.warnings
+    on_each_engine(
+        &format!("http://{addr}/"),
+        "--http2 -c 1 -m 1 -d 0.3",
+        |engine, s| {
+            let h2 = s.http2.clone().unwrap();
+            assert!(h2.connection_errors >= 1, "{engine}: {h2:?}");
+            assert!(
+                s.connections.established >= 2,
+                "{engine}: {:?}",
+                s.connections
+            );
+            assert!(
+                s.warnings.iter().any(|w| w.contains("protocol_error")
+                    && w.contains("caused by a DATA frame")
+                    && w.contains("DATA on stream 0")),
+                "{engine}: {:?}",
+                s.warnings
+            );
+            assert_eq!(
+                h2.connection_errors_by_frame.get("DATA"),
+                Some(&h2.connection_errors),
+                "{engine}: {h2:?}"
+            );
+            // The reply to stream 3 came before the bad frame: counted; the
+            // connection had nothing else in flight, so the error is its own.
+            assert_eq!(
+                s.errors["malformed"], h2.connection_errors,
+                "{engine}: {:?}",
+                s.errors
+            );
+            assert!(s.replies >= 2 * h2.connection_errors, "{engine}");
+        },
     );
-    assert_eq!(
-        h2.connection_errors_by_frame.get("DATA"),
-        Some(&h2.connection_errors),
-        "{h2:?}"
-    );
-    // The reply to stream 3 came before the bad frame: counted; the
-    // connection had nothing else in flight, so the error is its own.
-    assert_eq!(
-        s.errors["malformed"], h2.connection_errors,
-        "{:?}",
-        s.errors
-    );
-    assert!(s.replies >= 2 * h2.connection_errors);
 }
 
 /// Streams the server refuses are errors (`stream_reset`) and counted by
@@ -399,27 +487,36 @@ fn a_protocol_error_names_its_frame_and_the_connection_is_replaced() {
 #[test]
 fn refused_streams_are_counted_and_the_connection_goes_on() {
     let addr = refusing_h2c_server();
-    let s = run(&format!("http://{addr}/"), "--http2 -c 1 -m 4 -d 0.5").unwrap();
-    let h2 = s.http2.clone().unwrap();
-    let refused = s.errors["stream_reset"];
-    assert!(
-        s.replies > 30 && refused > 10,
-        "{} replies, {:?}",
-        s.replies,
-        s.errors
+    on_each_engine(
+        &format!("http://{addr}/"),
+        "--http2 -c 1 -m 4 -d 0.5",
+        |engine, s| {
+            let h2 = s.http2.clone().unwrap();
+            let refused = s.errors["stream_reset"];
+            assert!(
+                s.replies > 30 && refused > 10,
+                "{engine}: {} replies, {:?}",
+                s.replies,
+                s.errors
+            );
+            assert_eq!(s.errors_total, refused, "{engine}: {:?}", s.errors);
+            assert_eq!(h2.streams_refused, refused, "{engine}");
+            assert_eq!(h2.resets.get("refused_stream"), Some(&refused), "{engine}");
+            assert_eq!(s.requests, s.replies + refused, "{engine}");
+            // One in three streams refused.
+            assert!(
+                s.replies.abs_diff(2 * refused) <= 2,
+                "{engine}: {} {}",
+                s.replies,
+                refused
+            );
+            assert_eq!(
+                s.connections.established, 1,
+                "{engine}: {:?}",
+                s.connections
+            );
+        },
     );
-    assert_eq!(s.errors_total, refused, "{:?}", s.errors);
-    assert_eq!(h2.streams_refused, refused);
-    assert_eq!(h2.resets.get("refused_stream"), Some(&refused));
-    assert_eq!(s.requests, s.replies + refused);
-    // One in three streams refused.
-    assert!(
-        s.replies.abs_diff(2 * refused) <= 2,
-        "{} {}",
-        s.replies,
-        refused
-    );
-    assert_eq!(s.connections.established, 1, "{:?}", s.connections);
 }
 
 /// A stream never answered (the third of each connection) times out: its
@@ -427,18 +524,23 @@ fn refused_streams_are_counted_and_the_connection_goes_on() {
 #[test]
 fn an_unanswered_stream_times_out_and_its_connection_is_replaced() {
     let addr = fake_h2c(|id| if id == 5 { Vec::new() } else { ok(id) });
-    let s = run(
+    on_each_engine(
         &format!("http://{addr}/"),
         "--http2 -c 1 -m 1 -d 1 -T 200ms",
-    )
-    .unwrap();
-    let timeouts = s.errors["timeout"];
-    assert!(timeouts >= 2, "{:?}", s.errors);
-    assert_eq!(s.errors_total, timeouts, "{:?}", s.errors);
-    // The last may time out in the drain, with no connection after it.
-    assert!(s.connections.established >= timeouts, "{:?}", s.connections);
-    // Two replies on each connection before its third stream hangs.
-    assert!(s.replies >= 2 * timeouts, "{} replies", s.replies);
+        |engine, s| {
+            let timeouts = s.errors["timeout"];
+            assert!(timeouts >= 2, "{engine}: {:?}", s.errors);
+            assert_eq!(s.errors_total, timeouts, "{engine}: {:?}", s.errors);
+            // The last may time out in the drain, with no connection after it.
+            assert!(
+                s.connections.established >= timeouts,
+                "{engine}: {:?}",
+                s.connections
+            );
+            // Two replies on each connection before its third stream hangs.
+            assert!(s.replies >= 2 * timeouts, "{engine}: {} replies", s.replies);
+        },
+    );
 }
 
 /// A server that offers only HTTP/1.1 by ALPN: `--http2` says so before
@@ -486,18 +588,28 @@ fn combinations_http2_does_not_carry_are_refused() {
         .to_string();
         e
     };
-    assert!(refused("--http2 --engine uring").contains("--engine uring"));
     assert!(refused("-m 4").contains("needs HTTP/2"));
     assert!(refused("--http2 --http1.1").contains("cannot be used with"));
     assert!(refused("--http2 -w 31").contains("31"));
-    // Sessions, idle, inactive and slow clients are carried.
-    for ok in [
+    // The io_uring engine carries the closed and open loops, not sessions
+    // or the held clients.
+    for held in [
         "--sessions 10 --rate 5",
         "--idle 2",
         "--inactive 2",
         "--slow 2",
     ] {
-        config("http://127.0.0.1:1/", &format!("--http2 {ok}"));
+        assert!(refused(&format!("--http2 --engine uring {held}")).contains("readiness"));
+        config("http://127.0.0.1:1/", &format!("--http2 {held}"));
+        config(
+            "http://127.0.0.1:1/",
+            &format!("--http2 --engine readiness {held}"),
+        );
+    }
+    // Both engines carry the loops.
+    for engine in ENGINES {
+        let c = config("http://127.0.0.1:1/", &format!("--http2 --engine {engine}"));
+        assert!(c.check_http2().is_ok(), "{engine}");
     }
     let c = config("http://127.0.0.1:1/", "--http2 -m 16 -w 20 -W 24");
     let s = c.h2_settings();

@@ -173,13 +173,19 @@ fn thirty() -> u8 {
 }
 
 impl Config {
-    /// The engine HTTP/2 is carried by (every workload is): the readiness
-    /// engine.
+    /// What HTTP/2 is carried by: every workload on the readiness engine;
+    /// the closed loop and the open loop's persistent connections on the
+    /// io_uring engine too.
     pub fn check_http2(&self) -> anyhow::Result<()> {
-        if self.engine == IoEngine::Uring {
+        if self.engine == IoEngine::Uring
+            && (self.sessions.is_some()
+                || self.wsesslog.is_some()
+                || self.idle + self.inactive + self.slow > 0)
+        {
             bail!(
-                "HTTP/2 runs on the readiness engine; --engine uring does not carry it (use \
-                 --engine readiness or auto)"
+                "over HTTP/2 --engine uring carries the closed loop (--rate max -c C) and the \
+                 persistent connections of an open-loop --rate; --sessions, --wsesslog, --idle, \
+                 --inactive and --slow run on the readiness engine (--engine readiness or auto)"
             );
         }
         Ok(())

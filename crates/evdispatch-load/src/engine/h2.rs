@@ -1,7 +1,11 @@
-//! HTTP/2 connections on the readiness engine: each closed-loop or
-//! persistent connection carries up to `--max-streams` requests at once
-//! (at most the server's SETTINGS_MAX_CONCURRENT_STREAMS), each stream
-//! timed on its own from its own intended start.
+//! HTTP/2 connections, on either engine: each closed-loop or persistent
+//! connection carries up to `--max-streams` requests at once (at most the
+//! server's SETTINGS_MAX_CONCURRENT_STREAMS), each stream timed on its own
+//! from its own intended start. The bytes come from the codec
+//! ([`crate::proto::http2`]) and go out here through the socket (or
+//! rustls) on the readiness engine, or through the ring for an h2c
+//! connection on the `uring` engine (`ring_io`), whose receives feed
+//! [`Engine::h2_on_data`] as the readiness engine's reads do.
 //!
 //! A connection opens with the codec's preface and waits for the server's
 //! SETTINGS; then it fills its streams: requests to retry first (those a
@@ -28,7 +32,7 @@ use crate::proto::http2::{self, ConnError, Event, REFUSED_STREAM};
 
 /// The engine's side of an HTTP/2 connection.
 pub(super) struct H2Conn {
-    codec: http2::Connection,
+    pub(super) codec: http2::Connection,
     /// The requests in flight, by stream id.
     streams: HashMap<u32, StreamMeta>,
     /// The codec's header-byte and flow-control counts already added to
@@ -81,8 +85,12 @@ impl Engine<'_> {
         self.h2_flush(slot);
     }
 
-    /// Write what the codec queued: `false` when the connection failed.
+    /// Write what the codec queued (through the ring for a connection on
+    /// it): `false` when the connection failed.
     pub(super) fn h2_flush(&mut self, slot: usize) -> bool {
+        if self.slab[slot].ring {
+            return self.ring_h2_send(slot);
+        }
         let c = &mut self.slab[slot];
         let (Some(h), Some(sock)) = (c.h2.as_deref_mut(), c.sock.as_ref()) else {
             return false;

@@ -172,6 +172,14 @@ struct Conn {
     rbuf: Option<Box<[u8]>>,
     recv_inflight: bool,
     send_inflight: bool,
+    /// The bytes an HTTP/2 connection on the ring is sending (taken from
+    /// its codec), from `wbuf_off` on, for the connection `wbuf_id`; the
+    /// slot keeps the buffer across connections, and the kernel reads it
+    /// while `wbuf_inflight`.
+    wbuf: Vec<u8>,
+    wbuf_off: usize,
+    wbuf_id: u32,
+    wbuf_inflight: bool,
     /// How the ring names the socket (its entry in the table of registered
     /// files, or its descriptor) while `ring`.
     target: Target,
@@ -223,6 +231,10 @@ impl Conn {
             rbuf: None,
             recv_inflight: false,
             send_inflight: false,
+            wbuf: Vec::new(),
+            wbuf_off: 0,
+            wbuf_id: 0,
+            wbuf_inflight: false,
             target: Target::Fd(-1),
             h2: None,
             h2_retry: VecDeque::new(),
@@ -243,6 +255,10 @@ impl Drop for Conn {
             if let Some(b) = self.rbuf.take() {
                 Box::leak(b);
             }
+        }
+        if self.wbuf_inflight {
+            // Likewise, the kernel may still read it.
+            std::mem::forget(std::mem::take(&mut self.wbuf));
         }
     }
 }
@@ -439,15 +455,15 @@ impl<'h> Engine<'h> {
             )
             .context("cannot watch the timerfd")?;
         let http2 = c.http == HttpVersion::Http2;
-        if http2 && c.engine == IoEngine::Uring {
-            bail!("HTTP/2 runs on the readiness engine; --engine uring does not carry it");
-        }
         let h2_requests = if http2 {
             build_h2_requests(c)
         } else {
             Vec::new()
         };
         let ring = match (c.engine, poller.as_raw_fd_opt()) {
+            // HTTP/2 stays on the readiness engine unless asked: every
+            // workload runs there, and h2c is cheaper there (a ring send
+            // waits for its completion, a second io_uring_enter a turn).
             (IoEngine::Readiness, _) | (IoEngine::Auto, None) => None,
             (IoEngine::Auto, _) if http2 => None,
             (IoEngine::Uring, None) => bail!(
@@ -1229,6 +1245,45 @@ mod tests {
         e.after_reply(d, None, now);
         assert_eq!(e.slab[d].st, St::Waiting, "a closed-loop request");
         assert_eq!(e.rec.counts.requests + e.rec.counts.bytes_sent, 0);
+    }
+
+    /// `--engine auto` takes the ring for HTTP/1.1 wherever `--engine uring`
+    /// can set one up, and keeps HTTP/2 on the readiness engine; `uring`
+    /// takes the ring for both, `readiness` for neither.
+    #[test]
+    fn auto_takes_the_ring_for_http1_and_readiness_for_http2() {
+        let on_ring = |args: &[&str]| {
+            let cfg = Config::from_command_line(
+                ["http://127.0.0.1:1/", "-c", "2", "-d", "1"]
+                    .into_iter()
+                    .chain(args.iter().copied()),
+            )
+            .unwrap();
+            let mut hooks = NoHooks;
+            Engine::new(cfg.worker_spec(0), Start::Now, &mut hooks).map(|e| e.ring.is_some())
+        };
+        let uring = match on_ring(&["--http2", "--engine", "uring"]) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipped: {e:#}");
+                return;
+            }
+        };
+        assert!(uring, "--engine uring without a ring");
+        assert!(
+            on_ring(&["--http1.1", "--engine", "auto"]).unwrap(),
+            "HTTP/1.1: auto left the ring out"
+        );
+        assert!(
+            !on_ring(&["--http2", "--engine", "auto"]).unwrap(),
+            "HTTP/2: auto took the ring"
+        );
+        for http in ["--http1.1", "--http2"] {
+            assert!(
+                !on_ring(&[http, "--engine", "readiness"]).unwrap(),
+                "{http}"
+            );
+        }
     }
 
     #[test]

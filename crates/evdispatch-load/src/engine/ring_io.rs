@@ -1,5 +1,7 @@
 //! The io_uring engine's connections: a plain connection adopted by the
-//! ring keeps a receive posted, and its requests go out as ring sends.
+//! ring keeps a receive posted, and its requests go out as ring sends; an
+//! HTTP/2 connection's bytes go out as the codec queues them, one send at
+//! a time.
 
 use super::*;
 
@@ -103,8 +105,89 @@ impl Engine<'_> {
         }
     }
 
+    /// Send what the HTTP/2 codec of `slot` queued: the rest of the send
+    /// cut short, or all it queued since, from the slot's buffer. One send
+    /// at a time per slot (its completion sends what came meanwhile), also
+    /// across connections: a new connection of the slot waits for the
+    /// completion of its predecessor's send, which may still read the
+    /// buffer. `false` when the connection failed.
+    #[allow(unsafe_code)]
+    pub(super) fn ring_h2_send(&mut self, slot: usize) -> bool {
+        let c = &mut self.slab[slot];
+        let (Some(ring), Some(_), Some(h)) =
+            (self.ring.as_mut(), c.sock.as_ref(), c.h2.as_deref_mut())
+        else {
+            return false;
+        };
+        if c.wbuf_inflight {
+            return true;
+        }
+        if c.wbuf_id != c.ring_id {
+            // An earlier connection's bytes: never this one's to send.
+            c.wbuf.clear();
+            c.wbuf_off = 0;
+            c.wbuf_id = c.ring_id;
+        }
+        if c.wbuf_off >= c.wbuf.len() {
+            h.codec.take_pending(&mut c.wbuf);
+            c.wbuf_off = 0;
+            if c.wbuf.is_empty() {
+                return true;
+            }
+        }
+        let bytes = &c.wbuf[c.wbuf_off..];
+        // SAFETY: the buffer is the slot's, which neither changes nor frees
+        // it while `wbuf_inflight`, cleared only by the send's completion
+        // (`Drop for Conn` leaks it otherwise).
+        match unsafe { ring.send_reported(c.target, bytes, slot, c.ring_id) } {
+            Ok(()) => {
+                c.wbuf_inflight = true;
+                true
+            }
+            Err(e) => {
+                self.io_failed(slot, &e, Instant::now());
+                false
+            }
+        }
+    }
+
+    /// A send of an HTTP/2 connection of `slot` completed: the next one
+    /// goes out (the rest of this one, what the codec queued meanwhile, or
+    /// the first bytes of a newer connection of the slot).
+    fn ring_h2_sent(&mut self, slot: usize, id: u32, res: i32) {
+        if res > 0 {
+            self.rec.counts.bytes_sent += res as u64;
+        }
+        let Some(c) = self.slab.get_mut(slot) else {
+            return;
+        };
+        c.wbuf_inflight = false;
+        if !c.ring || c.sock.is_none() || c.h2.is_none() {
+            return;
+        }
+        if c.ring_id == id {
+            if res <= 0 {
+                // A send of a non-empty buffer that moved nothing failed.
+                let errno = if res < 0 { -res } else { libc::EPIPE };
+                let e = io::Error::from_raw_os_error(errno);
+                if !matches!(
+                    e.kind(),
+                    io::ErrorKind::Interrupted | io::ErrorKind::WouldBlock
+                ) {
+                    return self.io_failed(slot, &e, Instant::now());
+                }
+            } else {
+                c.wbuf_off += res as usize;
+            }
+        }
+        self.ring_h2_send(slot);
+    }
+
     /// A send of `slot` completed.
     pub(super) fn ring_sent(&mut self, slot: usize, id: u32, res: i32, quiet: bool) {
+        if self.spec.config.http == HttpVersion::Http2 {
+            return self.ring_h2_sent(slot, id, res);
+        }
         // Bytes out are bytes out, also those of a connection closed while
         // its send was in flight (a quiet send counted them when queued).
         if res > 0 && !quiet {
@@ -205,7 +288,7 @@ impl Engine<'_> {
         self.ring_post_recv(slot, now);
     }
 
-    /// Reap the completions of the receives (and sends) still in flight
+    /// Reap the completions of the receives and reported sends still in flight
     /// after every connection was closed, for at most a second (the
     /// shutdowns complete them at once); a buffer still the kernel's after
     /// that is leaked rather than freed (see `Drop for Conn`).
@@ -214,7 +297,7 @@ impl Engine<'_> {
         let mut done = std::mem::take(&mut self.completions);
         while let Some(ring) = self.ring.as_mut() {
             let now = Instant::now();
-            if now >= until || !self.slab.iter().any(|c| c.recv_inflight) {
+            if now >= until || !self.slab.iter().any(|c| c.recv_inflight || c.wbuf_inflight) {
                 break;
             }
             ring.turn(Wait::Upto(until - now), &mut done)

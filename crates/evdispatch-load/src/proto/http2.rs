@@ -1,8 +1,12 @@
 //! HTTP/2 client codec (RFC 9113), without I/O: the engine feeds it the
 //! bytes read from a connection and writes out the bytes it queues.
 //!
-//! HPACK (RFC 7541) is the `loona-hpack` crate (a maintained fork of the
-//! `hpack` crate: a plain encoder and decoder with no runtime). The framing
+//! HPACK (RFC 7541) is two crates without a runtime: requests are encoded
+//! by `loona-hpack` (a maintained fork of the `hpack` crate), replies
+//! decoded by `httlib-hpack`, whose Huffman decoder walks a static table a
+//! few bits at a time (`loona-hpack` builds a hash map of the Huffman code
+//! for every string it decodes, which cost a load generator most of its CPU
+//! per reply). The framing
 //! is written here by hand: the `h2` crate drives its connections from a
 //! tokio runtime and owns their I/O, which the engine's single-threaded
 //! event loop (readiness or io_uring, rustls driven by hand) cannot lend
@@ -309,7 +313,7 @@ pub struct Connection {
     out: Vec<u8>,
     inbuf: Vec<u8>,
     enc: loona_hpack::Encoder<'static>,
-    dec: loona_hpack::Decoder<'static>,
+    dec: httlib_hpack::Decoder<'static>,
     /// A table-size update owed at the start of the next header block.
     table_update: Option<usize>,
     local: Settings,
@@ -323,6 +327,8 @@ pub struct Connection {
     ready: bool,
     goaway: Option<u32>,
     partial: Option<Partial>,
+    /// The fields of the last header block decoded (kept for its allocation).
+    fields: Vec<(Vec<u8>, Vec<u8>, u8)>,
     /// Header bytes so far.
     pub header_bytes: HeaderBytes,
     /// Sends that waited for a window (a body's DATA held back).
@@ -337,7 +343,7 @@ impl Connection {
             out: Vec::with_capacity(4096),
             inbuf: Vec::new(),
             enc: loona_hpack::Encoder::new(),
-            dec: loona_hpack::Decoder::new(),
+            dec: httlib_hpack::Decoder::with_dynamic_size(TABLE_DEFAULT as u32),
             table_update: None,
             local,
             next_id: 1,
@@ -350,10 +356,10 @@ impl Connection {
             ready: false,
             goaway: None,
             partial: None,
+            fields: Vec::new(),
             header_bytes: HeaderBytes::default(),
             flow_blocked: 0,
         };
-        c.dec.set_max_allowed_table_size(TABLE_DEFAULT);
         c.out.extend_from_slice(PREFACE);
         let mut s = Vec::with_capacity(12);
         for (id, v) in [
@@ -379,6 +385,15 @@ impl Connection {
     /// `n` bytes of [`Connection::pending`] were written.
     pub fn consume(&mut self, n: usize) {
         self.out.drain(..n);
+    }
+
+    /// Move every byte to write into `buf` (emptied first); the codec
+    /// queues what follows into `buf`'s former allocation. For an engine
+    /// that hands a whole buffer to the kernel and must not see it change
+    /// until the send completes (io_uring).
+    pub fn take_pending(&mut self, buf: &mut Vec<u8>) {
+        buf.clear();
+        std::mem::swap(&mut self.out, buf);
     }
 
     /// The server's settings arrived.
@@ -874,28 +889,35 @@ impl Connection {
         Ok(())
     }
 
-    fn header_block(&mut self, part: Partial, events: &mut Vec<Event>) -> Result<(), ConnError> {
+    fn header_block(
+        &mut self,
+        mut part: Partial,
+        events: &mut Vec<Event>,
+    ) -> Result<(), ConnError> {
         self.header_bytes.received_hpack += part.block.len() as u64;
+        let mut fields = std::mem::take(&mut self.fields);
+        fields.clear();
+        let decoded = self.dec.decode(&mut part.block, &mut fields);
         let mut status = None;
         let mut plain = 0u64;
-        self.dec
-            .decode_with_cb(&part.block, |n, v| {
-                plain += (n.len() + v.len()) as u64;
-                if &n[..] == b":status" {
-                    status = std::str::from_utf8(&v)
-                        .ok()
-                        .and_then(|s| s.parse::<u16>().ok());
-                }
-            })
-            .map_err(|e| {
-                err(
-                    COMPRESSION_ERROR,
-                    format!(
-                        "the header block of stream {} does not decode: {e}",
-                        part.id
-                    ),
-                )
-            })?;
+        for (n, v, _) in &fields {
+            plain += (n.len() + v.len()) as u64;
+            if n == b":status" {
+                status = std::str::from_utf8(v)
+                    .ok()
+                    .and_then(|s| s.parse::<u16>().ok());
+            }
+        }
+        self.fields = fields;
+        decoded.map_err(|e| {
+            err(
+                COMPRESSION_ERROR,
+                format!(
+                    "the header block of stream {} does not decode: {e}",
+                    part.id
+                ),
+            )
+        })?;
         self.header_bytes.received_plain += plain;
         let Some(s) = self.streams.get_mut(&part.id) else {
             return Ok(()); // a stream reset or finished: decoded for the table
@@ -1094,6 +1116,53 @@ mod tests {
         }
         assert_eq!(ev, vec![Event::Response { id: 1, status: 200 }]);
         assert_eq!(c.active(), 0);
+    }
+
+    /// Replies whose header blocks are Huffman-coded and index the dynamic
+    /// table: RFC 7541's C.6 examples (302, then 307 naming three fields
+    /// of the first by index), each counted in plain and HPACK bytes.
+    #[test]
+    fn huffman_coded_replies_and_the_dynamic_table() {
+        let hex = |s: &str| -> Vec<u8> {
+            let s: String = s.split_whitespace().collect();
+            (0..s.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+                .collect()
+        };
+        let first = hex(
+            "4882 6402 5885 aec3 771a 4b61 96d0 7abe 9410 54d4 44a8 2005 9504 0b81 66e0 82a6 \
+             2d1b ff6e 919d 29ad 1718 63c7 8f0b 97c8 e9ae 82ae 43d3",
+        );
+        let second = hex("4883 640e ff c1 c0 bf");
+        let mut c = ready(&[], Settings::default());
+        let (a, b) = (c.open(&get("/")), c.open(&get("/")));
+        let mut ev = Vec::new();
+        c.feed(
+            &frame(HEADERS, END_HEADERS | END_STREAM, a, &first),
+            &mut ev,
+        )
+        .unwrap();
+        c.feed(
+            &frame(HEADERS, END_HEADERS | END_STREAM, b, &second),
+            &mut ev,
+        )
+        .unwrap();
+        assert_eq!(
+            ev,
+            vec![
+                Event::Response { id: a, status: 302 },
+                Event::Response { id: b, status: 307 }
+            ]
+        );
+        // :status 302, cache-control private, date (29 octets), location
+        // https://www.example.com; then the same with 307.
+        let plain = (7 + 3) + (13 + 7) + (4 + 29) + (8 + 23);
+        assert_eq!(c.header_bytes.received_plain, 2 * plain);
+        assert_eq!(
+            c.header_bytes.received_hpack,
+            (first.len() + second.len()) as u64
+        );
     }
 
     #[test]
