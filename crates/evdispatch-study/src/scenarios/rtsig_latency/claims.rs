@@ -174,14 +174,20 @@ fn v_knee_sooner(rec: &ScenarioRecord) -> Judged {
     ))
 }
 
+/// How far apart two peak reply rates must be to call one higher: the
+/// spread of one point's reply rate between the rounds of a run, under the
+/// budget near the knee, reaches 5–8%.
+const PEAK_MARGIN: f64 = 1.1;
+
 fn v_devpoll_scales_better(rec: &ScenarioRecord) -> Judged {
     let (r, e) = (knees(rec, "rtsig"), knees(rec, "epoll"));
-    // Counts both ran at, where either was overloaded.
+    // Counts both ran at, where either was overloaded: (count, rtsig's
+    // peak reply rate, epoll's).
     let pairs: Vec<(f64, f64, f64)> = r
         .iter()
         .filter_map(|a| {
             let b = e.iter().find(|b| b.0 == a.0)?;
-            (a.3 || b.3).then_some((a.0, a.1, b.1))
+            (a.3 || b.3).then_some((a.0, a.2, b.2))
         })
         .collect();
     if r.is_empty() || e.is_empty() {
@@ -196,23 +202,25 @@ fn v_devpoll_scales_better(rec: &ScenarioRecord) -> Judged {
             fmt_num(least(&e))
         ));
     }
-    let better = pairs.iter().filter(|p| p.2 > p.1).count();
-    let worse = pairs.iter().filter(|p| p.2 < p.1).count();
+    // The rate a server sustains is its best reply rate over the sweep
+    // (the knee, on a grid of a few multiples, is too coarse to compare
+    // two servers whose knees fall near the same grid point).
+    let better = pairs.iter().filter(|p| p.2 >= PEAK_MARGIN * p.1).count();
+    let worse = pairs.iter().filter(|p| p.1 >= PEAK_MARGIN * p.2).count();
     let mut nums: Vec<(String, f64)> = Vec::new();
-    for (i, rk, ek) in &pairs {
-        nums.push((
-            format!("{} inactive: rtsig kept up to /s", fmt_num(*i)),
-            *rk,
-        ));
-        nums.push((
-            format!("{} inactive: epoll kept up to /s", fmt_num(*i)),
-            *ek,
-        ));
+    for (i, rp, ep) in &pairs {
+        nums.push((format!("{} inactive: rtsig best replies/s", fmt_num(*i)), *rp));
+        nums.push((format!("{} inactive: epoll best replies/s", fmt_num(*i)), *ep));
     }
+    let outcome = match (better > 0, worse > 0) {
+        (true, false) => Outcome::Holds,
+        (false, true) => Outcome::Fails,
+        _ => Outcome::Partly,
+    };
     Ok(verdict(
-        if worse > 0 { Outcome::Fails } else if better > 0 { Outcome::Holds } else { Outcome::Partly },
+        outcome,
         nums,
-        format!("at the {} inactive counts where a server fell behind, epoll kept up to a higher rate than rtsig at {better} and to a lower one at {worse} (holds if higher somewhere and lower nowhere; partly if equal everywhere). The seed: thttpd with /dev/poll scaled better than phhttpd with 1, 251 and 501 inactive connections.", pairs.len()),
+        format!("at the {} inactive counts where a server fell behind, epoll's best reply rate was at least ×{PEAK_MARGIN} rtsig's at {better} and rtsig's at least ×{PEAK_MARGIN} epoll's at {worse} (holds if epoll's is higher somewhere and rtsig's nowhere, fails the other way round, partly if they are within ×{PEAK_MARGIN} everywhere or each is higher somewhere). The seed: thttpd with /dev/poll scaled better than phhttpd with 1, 251 and 501 inactive connections.", pairs.len()),
     ))
 }
 
