@@ -311,7 +311,7 @@ fn h2o_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
         "listen:
   host: {bind}
   port: {port}
-num-threads: {threads}
+{ssl}num-threads: {threads}
 max-connections: {conns}
 http1-request-timeout: {rt}
 http2-idle-timeout: {ka}
@@ -331,6 +331,16 @@ error-log: {d}/error.log
         root = c.docroot.display(),
         access_log = match &c.access_log {
             Some(p) => format!("access-log: {}\n", p.display()),
+            None => String::new(),
+        },
+        // HTTPS with HTTP/2 by ALPN; a plain listener takes h2c by prior
+        // knowledge as well as HTTP/1.1.
+        ssl = match &c.tls {
+            Some(t) => format!(
+                "  ssl:\n    certificate-file: {}\n    key-file: {}\n",
+                t.cert.display(),
+                t.key.display()
+            ),
             None => String::new(),
         },
     )

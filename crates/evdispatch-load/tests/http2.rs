@@ -97,15 +97,51 @@ fn check_against_log(s: &Summary, log: &Path, server: evdispatch_harness::Server
         all_replies(s)
     );
     assert!(
-        lines
-            .iter()
-            .all(|l| l.contains("\"GET /index.html HTTP/2.0\" 200 ")),
+        // nginx logs "HTTP/2.0", h2o "HTTP/2".
+        lines.iter().all(|l| l.contains("\"GET /index.html HTTP/2")
+            && (l.contains(" HTTP/2.0\" 200 ") || l.contains(" HTTP/2\" 200 "))),
         "{:?}",
-        lines.iter().find(|l| !l.contains("HTTP/2.0\" 200 "))
+        lines.iter().find(|l| !l.contains("\" 200 "))
     );
     let h2 = s.http2.as_ref().expect("http2 counters in an HTTP/2 run");
     assert!(h2.header_bytes_sent_hpack > 0 && h2.header_bytes_sent_hpack < h2.header_bytes_sent);
     assert!(h2.header_bytes_received > 0);
+}
+
+/// h2o, h2c by prior knowledge and h2 by ALPN: every reply in its access
+/// log, once.
+#[test]
+fn h2o_h2c_and_h2_every_reply_is_in_its_log() {
+    if let Some(why) = skip_reason(Tool::H2o) {
+        eprintln!("{why}");
+        return;
+    }
+    let certs = Certs::new(&["localhost", "127.0.0.1"]);
+    for tls in [false, true] {
+        let root = docroot(2_000, &[]).unwrap();
+        let log = root.path().join("access.log");
+        let mut cfg = PeerConfig::new(root.path());
+        cfg.access_log = Some(log.clone());
+        cfg.tls = tls.then(|| PeerTls {
+            cert: certs.path("cert.pem"),
+            key: certs.path("key.pem"),
+            protocols: "TLSv1.2 TLSv1.3".into(),
+        });
+        let server = start_peer(Peer::H2o, &cfg).unwrap();
+        let port = server.addr().port();
+        let (url, extra) = if tls {
+            (
+                format!("https://localhost:{port}/index.html"),
+                format!(" --cacert {}", certs.ca()),
+            )
+        } else {
+            (format!("http://127.0.0.1:{port}/index.html"), String::new())
+        };
+        let s = run(&url, &format!("--http2 -c 2 -m 8 -d 1{extra}")).unwrap();
+        assert_eq!(s.config.http, evdispatch_load::config::HttpVersion::Http2);
+        check_against_log(&s, &log, server);
+        drop(root);
+    }
 }
 
 #[test]

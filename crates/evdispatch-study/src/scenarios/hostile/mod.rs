@@ -96,11 +96,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     // (results/2026-11-24-study-full-timing) measured storm 241 s, exhaustion 321,
     // slowloris 1,403 and attacks 57 with the four models and nginx.
     let parts: Vec<(&str, f64)> = match p {
-        Profile::Tiny => vec![
-            ("storm", 9.0 * signal),
-            ("attacks", 8.0),
-            ("tls", 10.0 * n),
-        ],
+        Profile::Tiny => vec![("storm", 9.0 * signal), ("attacks", 8.0), ("tls", 10.0 * n)],
         _ => vec![
             ("storm", p.pick(0.0, 68.0, 80.0) * 3.0),
             ("exhaustion", p.pick(0.0, 26.0, 64.0) * (n + 1.0)),

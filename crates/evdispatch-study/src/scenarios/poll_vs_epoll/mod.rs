@@ -71,9 +71,7 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         p.pick(
             vec![500.0, 2000.0],
             vec![2500.0, 5000.0, 10000.0],
-            vec![
-                1000.0, 2500.0, 4000.0, 5500.0, 7000.0, 8500.0, 10000.0,
-            ],
+            vec![1000.0, 2500.0, 4000.0, 5500.0, 7000.0, 8500.0, 10000.0],
         ),
     );
     // Each point: a warm-up left out of its figures, then a window of

@@ -209,8 +209,14 @@ fn v_devpoll_scales_better(rec: &ScenarioRecord) -> Judged {
     let worse = pairs.iter().filter(|p| p.1 >= PEAK_MARGIN * p.2).count();
     let mut nums: Vec<(String, f64)> = Vec::new();
     for (i, rp, ep) in &pairs {
-        nums.push((format!("{} inactive: rtsig best replies/s", fmt_num(*i)), *rp));
-        nums.push((format!("{} inactive: epoll best replies/s", fmt_num(*i)), *ep));
+        nums.push((
+            format!("{} inactive: rtsig best replies/s", fmt_num(*i)),
+            *rp,
+        ));
+        nums.push((
+            format!("{} inactive: epoll best replies/s", fmt_num(*i)),
+            *ep,
+        ));
     }
     let outcome = match (better > 0, worse > 0) {
         (true, false) => Outcome::Holds,

@@ -76,11 +76,7 @@ fn servers(p: Profile) -> Vec<ServerSpec> {
         Profile::Full => peers,
         _ => vec!["nginx".to_string()],
     };
-    servers.extend(
-        peers
-            .iter()
-            .map(|p| ServerSpec::peer(p)),
-    );
+    servers.extend(peers.iter().map(|p| ServerSpec::peer(p)));
     servers
 }
 

@@ -356,7 +356,12 @@ mod tests {
         let rec = rec("today", pts);
         let figs = figures(&rec);
         let tls: Vec<&Figure> = figs.iter().filter(|f| f.has_data()).collect();
-        assert_eq!(tls.len(), 1, "{:?}", figs.iter().map(|f| &f.title).collect::<Vec<_>>());
+        assert_eq!(
+            tls.len(),
+            1,
+            "{:?}",
+            figs.iter().map(|f| &f.title).collect::<Vec<_>>()
+        );
         assert!(tls[0].title.contains("TLS"), "{}", tls[0].title);
         let Body::Table(t) = &tls[0].body else {
             panic!("a table");
