@@ -323,16 +323,28 @@ mod tests {
         assert!(me.total_bytes >= me.anon_bytes + me.file_bytes, "{me:?}");
         // 16 MiB touched show at once. The kernel's counts are per-CPU
         // sums that may lag by some 64 pages, the allocator may hand back
-        // memory already resident, and other test threads free meanwhile:
-        // so a block far larger than all three, and a margin of a quarter.
+        // memory already resident, and other test threads free meanwhile
+        // (by more than a quarter of the block, now and then): so a block
+        // far larger than the first two, a margin of a quarter, and up to
+        // five tries, one of which must see it.
         let page = sys::page_size() as usize;
         let pages = (16 << 20) / page;
-        let before = resident(0).unwrap().anon_bytes;
-        let block = vec![1u8; pages * page];
-        let after = resident(0).unwrap().anon_bytes;
         let want = (pages * page * 3 / 4) as u64;
-        assert!(after >= before + want, "{before} -> {after}");
-        std::hint::black_box(&block);
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let before = resident(0).unwrap().anon_bytes;
+            let block = vec![1u8; pages * page];
+            let after = resident(0).unwrap().anon_bytes;
+            std::hint::black_box(&block);
+            seen.push((before, after));
+            if after >= before + want {
+                break;
+            }
+        }
+        assert!(
+            seen.iter().any(|(b, a)| *a >= b + want),
+            "anon bytes before -> after each try: {seen:?}"
+        );
         let id = std::process::id();
         assert!(resident_sum(&[id, id]).anon_bytes >= me.anon_bytes);
     }

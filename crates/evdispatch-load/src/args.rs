@@ -128,7 +128,8 @@ pub struct LoadArgs {
     pub mechanism: String,
     /// I/O of the plain keep-alive connections (HTTP/1.1 and h2c): `uring`
     /// (io_uring send and receive completions, one system call per turn of
-    /// the loop; over HTTP/2 the closed and open loops only), `readiness`
+    /// the loop; the closed and open loops' connections, the others stay on
+    /// the mechanism), `readiness`
     /// (`write`/`read` on the mechanism's events), or `auto` (`uring` where
     /// available for HTTP/1.1, `readiness` for HTTP/2).
     #[arg(long, value_enum, default_value_t = IoEngine::Auto)]

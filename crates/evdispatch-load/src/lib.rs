@@ -73,13 +73,13 @@
 //!   connection (`slow_replies`), as over HTTP/1.1; `--timeout` bounds
 //!   each read.
 //!
-//! Every workload runs on the readiness engine, which `--engine auto`
-//! picks for HTTP/2. `--engine uring` carries the closed loop and the
-//! open loop's persistent connections: an h2c connection sends and
-//! receives through io_uring (each send waits for its completion, which
-//! costs a second `io_uring_enter` a turn: slower than the readiness
-//! engine, hence `auto`'s choice), and h2 over TLS stays on the readiness
-//! mechanism, as HTTP/1.1 over TLS does. A GOAWAY stops new streams on its
+//! Both engines carry every workload. On `--engine uring` the h2c
+//! connections of the closed and open loops send and receive through
+//! io_uring (each send waits for its completion, which costs a second
+//! `io_uring_enter` a turn: slower than the readiness engine, so `--engine
+//! auto` keeps HTTP/2 there); sessions, idle, inactive and slow
+//! connections, and h2 over TLS, stay on the readiness mechanism within
+//! it, as over HTTP/1.1. A GOAWAY stops new streams on its
 //! connection; requests above its last stream id go again on a new
 //! connection (`http2.retried_after_goaway`). Each stream's latency goes
 //! into the same histograms as HTTP/1.1 replies; the `http2` object of the

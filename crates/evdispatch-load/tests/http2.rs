@@ -198,18 +198,26 @@ fn goaway_moves_the_requests_to_a_new_connection() {
 /// bursts, as concurrent streams.
 #[test]
 fn h2c_sessions_against_nginx_every_reply_is_in_its_log() {
-    let Some((_root, log, server)) = nginx_h2(None, "keepalive_requests 5;") else {
-        return;
-    };
-    let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
-    let s = run(&url, "--http2 --sessions 4 --calls 12 --rate 20").unwrap();
-    assert_eq!((s.requests, s.sessions_unfinished), (48, 0));
-    let h2 = s.http2.clone().unwrap();
-    // Each session's connection goes away after 5 requests: 3 connections
-    // for its 12 calls.
-    assert!(h2.goaways >= 8, "{h2:?}");
-    assert_eq!(s.connections.established, 12, "{:?}", s.connections);
-    check_against_log(&s, &log, server);
+    for engine in ENGINES {
+        let Some((_root, log, server)) = nginx_h2(None, "keepalive_requests 5;") else {
+            return;
+        };
+        let url = format!("http://127.0.0.1:{}/index.html", server.addr().port());
+        let Some(s) = run_on(engine, &url, "--http2 --sessions 4 --calls 12 --rate 20") else {
+            continue;
+        };
+        assert_eq!((s.requests, s.sessions_unfinished), (48, 0), "{engine}");
+        let h2 = s.http2.clone().unwrap();
+        // Each session's connection goes away after 5 requests: 3
+        // connections for its 12 calls.
+        assert!(h2.goaways >= 8, "{engine}: {h2:?}");
+        assert_eq!(
+            s.connections.established, 12,
+            "{engine}: {:?}",
+            s.connections
+        );
+        check_against_log(&s, &log, server);
+    }
     let Some((_root, log, server)) = nginx_h2(None, "") else {
         return;
     };
@@ -285,10 +293,6 @@ fn h2_over_tls_against_nginx_every_reply_is_in_its_log() {
             "--http auto -c 1 -d 0.5",
             "--http2 --sessions 5 --calls 3 --rate 20",
         ] {
-            // Sessions over HTTP/2 run on the readiness engine only.
-            if engine == "uring" && args.contains("--sessions") {
-                continue;
-            }
             let Some((_root, log, server)) = nginx_h2(Some(&certs), "") else {
                 return;
             };
@@ -627,25 +631,20 @@ fn combinations_http2_does_not_carry_are_refused() {
     assert!(refused("-m 4").contains("needs HTTP/2"));
     assert!(refused("--http2 --http1.1").contains("cannot be used with"));
     assert!(refused("--http2 -w 31").contains("31"));
-    // The io_uring engine carries the closed and open loops, not sessions
-    // or the held clients.
-    for held in [
-        "--sessions 10 --rate 5",
-        "--idle 2",
-        "--inactive 2",
-        "--slow 2",
-    ] {
-        assert!(refused(&format!("--http2 --engine uring {held}")).contains("readiness"));
-        config("http://127.0.0.1:1/", &format!("--http2 {held}"));
-        config(
-            "http://127.0.0.1:1/",
-            &format!("--http2 --engine readiness {held}"),
-        );
-    }
-    // Both engines carry the loops.
+    // Both engines carry every workload.
     for engine in ENGINES {
-        let c = config("http://127.0.0.1:1/", &format!("--http2 --engine {engine}"));
-        assert!(c.check_http2().is_ok(), "{engine}");
+        for workload in [
+            "-c 2",
+            "--sessions 10 --rate 5",
+            "--idle 2",
+            "--inactive 2",
+            "--slow 2",
+        ] {
+            config(
+                "http://127.0.0.1:1/",
+                &format!("--http2 --engine {engine} {workload}"),
+            );
+        }
     }
     let c = config("http://127.0.0.1:1/", "--http2 -m 16 -w 20 -W 24");
     let s = c.h2_settings();

@@ -103,9 +103,6 @@ impl Config {
             seed: a.seed,
             connect_burst: a.connect_burst.max(1),
         };
-        if cfg.http == HttpVersion::Http2 {
-            cfg.check_http2()?;
-        }
         cfg.check_capacity()?;
         Ok(cfg)
     }

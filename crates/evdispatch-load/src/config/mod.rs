@@ -173,24 +173,6 @@ fn thirty() -> u8 {
 }
 
 impl Config {
-    /// What HTTP/2 is carried by: every workload on the readiness engine;
-    /// the closed loop and the open loop's persistent connections on the
-    /// io_uring engine too.
-    pub fn check_http2(&self) -> anyhow::Result<()> {
-        if self.engine == IoEngine::Uring
-            && (self.sessions.is_some()
-                || self.wsesslog.is_some()
-                || self.idle + self.inactive + self.slow > 0)
-        {
-            bail!(
-                "over HTTP/2 --engine uring carries the closed loop (--rate max -c C) and the \
-                 persistent connections of an open-loop --rate; --sessions, --wsesslog, --idle, \
-                 --inactive and --slow run on the readiness engine (--engine readiness or auto)"
-            );
-        }
-        Ok(())
-    }
-
     /// The HTTP/2 windows asked for (`-w`, `-W`).
     pub fn h2_settings(&self) -> crate::proto::http2::Settings {
         crate::proto::http2::Settings {
@@ -354,7 +336,6 @@ impl Config {
             _ => HttpVersion::Http1,
         };
         if http == HttpVersion::Http2 {
-            self.check_http2()?;
             if self.tls.is_none() {
                 target::check_h2c(target, &self.url, t)?;
             }
