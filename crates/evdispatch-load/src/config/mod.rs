@@ -335,10 +335,8 @@ impl Config {
             (_, Some(b"h2")) => HttpVersion::Http2,
             _ => HttpVersion::Http1,
         };
-        if http == HttpVersion::Http2 {
-            if self.tls.is_none() {
-                target::check_h2c(target, &self.url, t)?;
-            }
+        if http == HttpVersion::Http2 && self.tls.is_none() {
+            target::check_h2c(target, &self.url, t)?;
         }
         Ok(Config {
             target,
