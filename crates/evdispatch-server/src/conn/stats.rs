@@ -27,9 +27,8 @@
 //!   "tls": { "handshakes_full", "handshakes_resumed",
 //!       "handshake_failures": { "timeout_before_hello",
 //!           "timeout_in_handshake", "malformed", "alert_received",
-//!           "plaintext_http", "refused", "closed",
-//!           "timeout" (both timeouts), "protocol_error" (malformed and
-//!           refused) },
+//!           "plaintext_http", "refused", "closed" } (each failure in
+//!           exactly one kind, so that they add up),
 //!       "alerts_after_handshake" },
 //!   "poller": evdispatch::Stats summed over workers,
 //!   "cache": { "hits", "misses", "revalidations", "reloads", "evictions",
@@ -173,10 +172,6 @@ impl TlsCounters {
                 "plaintext_http": self.failed_plaintext_http,
                 "refused": self.failed_refused,
                 "closed": self.failed_closed,
-                // The coarser kinds, kept: both timeouts, and malformed
-                // with refused.
-                "timeout": self.failed_silent + self.failed_timeout,
-                "protocol_error": self.failed_malformed + self.failed_refused,
             },
             "alerts_after_handshake": self.alerts_after_handshake,
         })
