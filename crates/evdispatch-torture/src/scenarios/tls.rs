@@ -514,12 +514,10 @@ fn failures_counted(tls: &Value) -> Value {
     json!(kinds.values().filter_map(Value::as_u64).sum::<u64>() + after)
 }
 
-/// Run the TLS attacks on every model and nginx.
-pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
-    let mut rep = ScenarioReport::new("tls", "TLS handshakes as a hostile surface");
-    let site = Site::create()?;
-    let cert = SelfSigned::create()?;
-    let client = TlsClient::new(
+/// An HTTP/1.1 client for `localhost` that trusts `cert` and never
+/// resumes (every handshake a full one).
+fn trusting(cert: &SelfSigned) -> anyhow::Result<TlsClient> {
+    TlsClient::new(
         &TlsSettings {
             server_name: "localhost".into(),
             insecure: false,
@@ -527,7 +525,15 @@ pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
             resume: false,
         },
         HttpVersion::Http1,
-    )?;
+    )
+}
+
+/// Run the TLS attacks on every model and nginx.
+pub fn run(env: &Env) -> anyhow::Result<ScenarioReport> {
+    let mut rep = ScenarioReport::new("tls", "TLS handshakes as a hostile surface");
+    let site = Site::create()?;
+    let cert = SelfSigned::create()?;
+    let client = trusting(&cert)?;
     let ours = ServeCommand {
         header_timeout: Some(Duration::from_secs(HEADER_S)),
         idle_timeout: Some(Duration::from_secs(IDLE_S)),
@@ -564,16 +570,7 @@ mod tests {
     #[test]
     fn the_malformed_hellos_differ_from_the_hello_where_they_say() {
         let cert = SelfSigned::create().unwrap();
-        let client = TlsClient::new(
-            &TlsSettings {
-                server_name: "localhost".into(),
-                insecure: false,
-                cacert: Some(cert.cert.clone()),
-                resume: false,
-            },
-            HttpVersion::Http1,
-        )
-        .unwrap();
+        let client = trusting(&cert).unwrap();
         let hello = client_hello(&client);
         assert_eq!(
             (hello[0], hello[5]),
