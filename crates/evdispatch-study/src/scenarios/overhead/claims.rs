@@ -289,9 +289,11 @@ fn v_rtsig_cpu_lowest(rec: &ScenarioRecord) -> Judged {
     }
     let g = r / e.max(0.1);
     Ok(verdict(
-        band(g <= 0.67, g <= 1.0),
+        // "Partly": lower by a tenth at least; a smaller difference is
+        // inside the spread of paired CPU ratios between rounds here.
+        band(g <= 0.67, g <= 0.9),
         vec![("rtsig mean CPU %", r), ("epoll mean CPU %", e), ("rtsig/epoll ×", g)],
-        format!("averaged over every connection count, rtsig used ×{} epoll's CPU (holds at ≤ ×0.67, \"dramatically lower\"; partly ≤ ×1). The seed compared RT signals with /dev/poll, whose Linux 2.4 implementation was O(n); epoll is its O(1) successor.", fmt_num(g)),
+        format!("averaged over every connection count, rtsig used ×{} epoll's CPU (holds at ≤ ×0.67, \"dramatically lower\"; partly ≤ ×0.9, lower by a tenth at least). The seed compared RT signals with /dev/poll, whose Linux 2.4 implementation was O(n); epoll is its O(1) successor.", fmt_num(g)),
     ))
 }
 
