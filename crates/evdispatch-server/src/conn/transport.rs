@@ -454,9 +454,8 @@ impl Tls {
                     out.advance_file(m);
                     m
                 } else {
-                    let mut iov = [IoSlice::new(&[]); 64];
-                    let (n, _) = out.gather(&mut iov);
-                    let m = self.conn.writer().write_vectored(&iov[..n])?;
+                    let conn = &mut self.conn;
+                    let m = out.with_gathered(|iov, _| conn.writer().write_vectored(iov))?;
                     out.advance(m);
                     m
                 };
