@@ -1,6 +1,6 @@
 //! What a run's rounds add up to: summaries over rounds, ratios to the best
 //! peer and to the floors paired within rounds, the access log's cost, range
-//! over whole, and the [`TARGETS`] judged ([`Verdict`]). In that order: the
+//! over whole, HTTPS over plain, and the [`TARGETS`] judged ([`Verdict`]). In that order: the
 //! row types, the targets and their verdicts, then [`Analysis`].
 
 use std::collections::BTreeMap;
