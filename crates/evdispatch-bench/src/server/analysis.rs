@@ -1,6 +1,6 @@
 //! What a run's rounds add up to: summaries over rounds, ratios to the best
 //! peer and to the floors paired within rounds, the access log's cost, range
-//! over whole, and the [`TARGETS`] judged ([`Verdict`]). In that order: the
+//! over whole, HTTPS over plain, and the [`TARGETS`] judged ([`Verdict`]). In that order: the
 //! row types, the targets and their verdicts, then [`Analysis`].
 
 use std::collections::BTreeMap;
@@ -127,6 +127,9 @@ pub enum Against {
     Floor,
     /// The same server's `whole` in the same round (a `range` figure).
     Whole,
+    /// The same server's plain `keepalive` in the same round (an
+    /// `https-keepalive` figure).
+    Plain,
     /// nginx's own added cost in the same round (an access-log cost).
     NginxLogCost,
 }
@@ -213,6 +216,14 @@ pub const TARGETS: &[Target] = &[
         figure: "cpu_us_per_request",
         against: Against::BestPeer,
         bound: Bound::AtMost(0.9),
+    },
+    Target {
+        id: "https-keepalive-over-plain",
+        what: "keep-alive over HTTPS: server CPU per request <= 1.3 x its own over plain HTTP",
+        scenarios: &[Scenario::HttpsKeepalive],
+        figure: "cpu_us_per_request",
+        against: Against::Plain,
+        bound: Bound::AtMost(1.3),
     },
     Target {
         id: "https-full-handshakes",
@@ -331,6 +342,10 @@ pub struct Analysis {
     /// Every server's `range` CPU per request ÷ its `whole`, paired within
     /// rounds (`best_peer` names the `whole` run here).
     pub range_over_whole: Vec<RatioRow>,
+    /// Every server's `https-keepalive` CPU per request ÷ its plain
+    /// `keepalive`, paired within rounds (`best_peer` names the plain run
+    /// here).
+    pub https_over_plain: Vec<RatioRow>,
     /// What each `NAME+log` adds to `NAME`'s keep-alive CPU per request.
     pub access_log_costs: Vec<LogCostRow>,
     /// Our servers' added cost ÷ nginx's, paired within rounds.
@@ -383,24 +398,26 @@ fn keepalive_cpu(runs: &[Run], server: &str, round: usize, scenario: Scenario) -
         .filter(|v| v.is_finite())
 }
 
-/// Every server's `range` CPU per request ÷ its own `whole` of the round.
-fn range_over_whole(plan: &Plan, runs: &[Run]) -> Vec<RatioRow> {
+/// Every server's keep-alive CPU per request in `scenario` ÷ its own in
+/// `reference` of the same round (`range` ÷ `whole`, `https-keepalive` ÷
+/// `keepalive`).
+fn own_ratio(plan: &Plan, runs: &[Run], scenario: Scenario, reference: Scenario) -> Vec<RatioRow> {
     let mut rows = Vec::new();
     for server in &plan.servers {
         let rounds: Vec<RatioRound> = (0..plan.rounds)
             .filter_map(|round| {
-                let v = keepalive_cpu(runs, server, round, Scenario::Range)?;
-                let w = keepalive_cpu(runs, server, round, Scenario::Whole)?;
+                let v = keepalive_cpu(runs, server, round, scenario)?;
+                let w = keepalive_cpu(runs, server, round, reference)?;
                 (w > 0.0).then(|| RatioRound {
                     round,
-                    best_peer: format!("{server} whole"),
+                    best_peer: format!("{server} {}", reference.name()),
                     best_value: w,
                     value: v,
                     ratio: v / w,
                 })
             })
             .collect();
-        let figure = (Scenario::Range, "cpu_us_per_request", true);
+        let figure = (scenario, "cpu_us_per_request", true);
         rows.extend(ratio_row(figure, server, rounds));
     }
     rows
@@ -599,7 +616,8 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> Analysis {
         .collect();
     // Every server, the other floor included, against the lower floor.
     let floor_multiples = paired(plan, runs, VERSUS_FLOOR, |_: &Run| true, |r: &Run| r.floor);
-    let range_over_whole = range_over_whole(plan, runs);
+    let range_over_whole = own_ratio(plan, runs, Scenario::Range, Scenario::Whole);
+    let https_over_plain = own_ratio(plan, runs, Scenario::HttpsKeepalive, Scenario::Keepalive);
     let (access_log_costs, log_cost_vs_nginx) = access_log_costs(plan, runs);
 
     let mut verdicts = Vec::new();
@@ -618,6 +636,7 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> Analysis {
                 Against::BestPeer => Some(&ratios),
                 Against::Floor => Some(&floor_multiples),
                 Against::Whole => Some(&range_over_whole),
+                Against::Plain => Some(&https_over_plain),
                 Against::NginxLogCost => Some(&log_cost_vs_nginx),
             };
             let values: Vec<f64> = if let Some(rows) = against {
@@ -661,6 +680,7 @@ pub(super) fn analyse(plan: &Plan, runs: &[Run]) -> Analysis {
         ratios,
         floor_multiples,
         range_over_whole,
+        https_over_plain,
         access_log_costs,
         log_cost_vs_nginx,
         targets: verdicts,
@@ -850,14 +870,21 @@ mod tests {
         assert!(a.targets.iter().all(|v| v.server == "epoll"));
     }
 
-    /// `range` is paired with the same server's `whole`; `NAME+log` with
-    /// `NAME`, and our added cost with nginx's, round by round.
+    /// `range` is paired with the same server's `whole`, `https-keepalive`
+    /// with its `keepalive`; `NAME+log` with `NAME`, and our added cost
+    /// with nginx's, round by round.
     #[test]
-    fn range_pairs_and_access_log_costs() {
+    fn own_pairs_and_access_log_costs() {
         let mut p = plan(&["epoll", "epoll+log", "nginx", "nginx+log"], 2);
-        p.scenarios = vec![Scenario::Keepalive, Scenario::Range, Scenario::Whole];
+        p.scenarios = vec![
+            Scenario::Keepalive,
+            Scenario::Range,
+            Scenario::Whole,
+            Scenario::HttpsKeepalive,
+        ];
         let fig = "cpu_us_per_request";
         let (k, r, w) = (Scenario::Keepalive, Scenario::Range, Scenario::Whole);
+        let h = Scenario::HttpsKeepalive;
         let runs = vec![
             run(0, k, "epoll", false, &[(fig, 8.0)]),
             run(0, k, "epoll+log", false, &[(fig, 8.5)]),
@@ -871,12 +898,23 @@ mod tests {
             run(0, w, "epoll", false, &[(fig, 10.0)]),
             run(1, r, "epoll", false, &[(fig, 11.0)]),
             run(1, w, "epoll", false, &[(fig, 11.0)]),
+            run(0, h, "epoll", false, &[(fig, 10.0)]),
+            run(1, h, "epoll", false, &[(fig, 12.6)]),
+            run(0, h, "nginx", true, &[(fig, 15.0)]),
         ];
         let a = analyse(&p, &runs);
         let rw = &a.range_over_whole;
         assert_eq!(rw.len(), 1, "only epoll ran both: {rw:?}");
         assert!((rw[0].rounds[0].ratio - 1.2).abs() < 1e-12);
         assert!((rw[0].median - 1.1).abs() < 1e-12);
+        let hp = &a.https_over_plain;
+        assert_eq!(hp.len(), 2, "epoll and nginx ran both: {hp:?}");
+        assert_eq!(hp[0].server, "epoll");
+        assert_eq!(hp[0].rounds[0].best_peer, "epoll keepalive");
+        assert!((hp[0].rounds[0].ratio - 1.25).abs() < 1e-12);
+        assert!((hp[0].rounds[1].ratio - 1.4).abs() < 1e-12);
+        assert_eq!(hp[1].server, "nginx");
+        assert!((hp[1].rounds[0].ratio - 1.5).abs() < 1e-12);
         let cost = |s: &str| a.access_log_costs.iter().find(|c| c.server == s).unwrap();
         assert!((cost("epoll").rounds[0].added_us - 0.5).abs() < 1e-12);
         assert!((cost("nginx").rounds[1].added_us - 0.8).abs() < 1e-12);
@@ -897,6 +935,8 @@ mod tests {
         assert_eq!(t("access-log-cost", "epoll"), None);
         // 1.2 and 1.0: median 1.1 > 1.05.
         assert_eq!(t("range-cpu", "epoll"), Some(false));
+        // 1.25 and 1.4: median 1.325 > 1.3.
+        assert_eq!(t("https-keepalive-over-plain", "epoll"), Some(false));
         assert!(Contestant::parse("floor-epoll+log").is_err());
         assert_eq!(
             Contestant::parse("nginx+log").unwrap().name(),

@@ -51,7 +51,10 @@
 //!   client prefers among the TLS 1.3 suites, AES-256-GCM for wrk's
 //!   OpenSSL and our rustls):
 //!   `https-keepalive` (`keepalive` over HTTPS, wrk: CPU µs per request,
-//!   to read beside the plain `keepalive` of the same round);
+//!   and beside the plain `keepalive` of the same round, each server's
+//!   HTTPS ÷ plain paired within rounds, `https_over_plain`; wrk's TLS on
+//!   one client core can keep the server less busy than over plain HTTP,
+//!   and `server_cpu_pct` of each run says how busy);
 //!   `https-full` and `https-resumed` (`evdispatch load --rate max -c 10
 //!   --sessions 0 --calls 1`, a new connection per request, with
 //!   `--no-tls-resume` or resuming: handshakes per server CPU-second from

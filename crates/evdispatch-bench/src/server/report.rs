@@ -195,6 +195,15 @@ pub(super) fn print(o: &Outcome) {
             println!("  {:<18} {}", r.server, span(r.median, r.min, r.max));
         }
     }
+    if !o.analysis.https_over_plain.is_empty() {
+        println!();
+        println!(
+            "https-keepalive / keepalive CPU per request, paired within rounds: median [min-max]"
+        );
+        for r in &o.analysis.https_over_plain {
+            println!("  {:<18} {}", r.server, span(r.median, r.min, r.max));
+        }
+    }
     if !o.analysis.access_log_costs.is_empty() {
         println!();
         println!("keep-alive CPU us per request added by the access log (NAME+log - NAME), paired within rounds: median [min-max]");

@@ -19,6 +19,17 @@
 //! whatever the socket does not take now stays queued in rustls until the
 //! next [`send`] ([`Tls::wants_write`] tells).
 //!
+//! A short read can still say "drained", as it does on a bare socket: when
+//! the last `recv(2)` under it returned fewer bytes than rustls asked for
+//! (the receive queue was emptied), every whole record it brought was
+//! decrypted, and the caller got fewer bytes than it had room for (nothing
+//! decrypted is left), nothing is waiting but what the poller will report
+//! next. [`short_read_drains`] tells the caller when that holds, so that a
+//! keep-alive request over TLS costs one `recv` as over plain HTTP, not a
+//! second one to collect `EAGAIN`. It never holds while the peer's
+//! `close_notify` was seen (its end is read next) or records wait for the
+//! socket (they need a writability event).
+//!
 //! The io_uring completion model receives through the ring instead: it
 //! hands the ciphertext it got to [`Tls::feed`].
 //!
@@ -80,6 +91,10 @@ pub struct Tls {
     /// On a blocking socket, when a read gives up (see
     /// [`Tls::set_deadline`]).
     deadline: Option<Instant>,
+    /// The last `recv(2)` returned fewer bytes than asked (it emptied the
+    /// receive queue), every whole record it brought was processed, and
+    /// the peer has not closed the session.
+    socket_emptied: bool,
 }
 
 impl std::fmt::Debug for Tls {
@@ -93,10 +108,11 @@ impl std::fmt::Debug for Tls {
 }
 
 /// Read `buf` from the socket `fd` (`recv(2)`), noting the first byte of
-/// the connection.
+/// the connection and whether the read was short.
 struct SockRead<'a> {
     fd: RawFd,
     first: &'a mut Option<u8>,
+    short: bool,
 }
 
 impl Read for SockRead<'_> {
@@ -105,6 +121,7 @@ impl Read for SockRead<'_> {
         if self.first.is_none() && n > 0 {
             *self.first = Some(buf[0]);
         }
+        self.short = n < buf.len();
         Ok(n)
     }
 }
@@ -154,6 +171,14 @@ pub fn send(
     }
 }
 
+/// A read from [`recv`] that returned fewer bytes than the buffer had room
+/// for emptied the connection's input: always on a bare socket, over TLS
+/// when [`Tls::short_read_drains`] says so.
+#[inline]
+pub fn short_read_drains(tls: &Option<Box<Tls>>) -> bool {
+    tls.as_ref().is_none_or(|t| t.short_read_drains())
+}
+
 /// How a request on the connection `fd` came: plain, or over the TLS
 /// session of `tls` (its version and cipher suite, once negotiated).
 #[inline]
@@ -199,6 +224,7 @@ impl Tls {
             established: false,
             failed: false,
             deadline: None,
+            socket_emptied: false,
         }))
     }
 
@@ -246,6 +272,15 @@ impl Tls {
         self.conn.wants_write()
     }
 
+    /// A [`Tls::recv`] that returned fewer bytes than `dst` had room for
+    /// emptied the connection's input (see the module's documentation): its
+    /// last `recv(2)` was short, every whole record was decrypted and given
+    /// out, the peer has not closed the session, and no record waits for
+    /// the socket.
+    pub fn short_read_drains(&self) -> bool {
+        self.socket_emptied && !self.conn.wants_write()
+    }
+
     /// Decrypted bytes into `dst`, as `recv(2)` on the socket would give
     /// them (see the module's documentation): `Ok(0)` at the end,
     /// `WouldBlock` when the socket is drained and nothing decrypted is
@@ -267,8 +302,12 @@ impl Tls {
             let mut rd = SockRead {
                 fd,
                 first: &mut self.first,
+                short: false,
             };
-            match self.conn.read_tls(&mut rd) {
+            self.socket_emptied = false;
+            let read = self.conn.read_tls(&mut rd);
+            let short = rd.short;
+            match read {
                 Ok(0) => return Ok(self.eof(counters)),
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -279,8 +318,9 @@ impl Tls {
                     return Err(e);
                 }
             }
-            if let Err(err) = self.conn.process_new_packets() {
-                return Err(self.fail(err, fd, counters));
+            match self.conn.process_new_packets() {
+                Ok(io) => self.socket_emptied = short && !io.peer_has_closed(),
+                Err(err) => return Err(self.fail(err, fd, counters)),
             }
             self.note_established(counters);
             self.write_pending(fd)?;
@@ -414,9 +454,8 @@ impl Tls {
                     out.advance_file(m);
                     m
                 } else {
-                    let mut iov = [IoSlice::new(&[]); 64];
-                    let (n, _) = out.gather(&mut iov);
-                    let m = self.conn.writer().write_vectored(&iov[..n])?;
+                    let conn = &mut self.conn;
+                    let m = out.with_gathered(|iov, _| conn.writer().write_vectored(iov))?;
                     out.advance(m);
                     m
                 };
@@ -459,6 +498,113 @@ fn plaintext_http_answer(now: SystemTime) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+    use rustls::ClientConnection;
+
+    /// A server [`Tls`] on one end of a socket pair (non-blocking) and a
+    /// rustls client on the other (blocking), handshake done.
+    fn session() -> (Box<Tls>, UnixStream, ClientConnection, UnixStream) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![cert.der().clone()],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from(cert.der().to_vec()))
+            .unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&[&rustls::version::TLS13])
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut client =
+            ClientConnection::new(Arc::new(client), "localhost".try_into().unwrap()).unwrap();
+        let (mut csock, ssock) = UnixStream::pair().unwrap();
+        ssock.set_nonblocking(true).unwrap();
+        let mut tls = Tls::new(&Arc::new(server)).unwrap();
+        let mut counters = Counters::default();
+        let mut buf = [0u8; 64];
+        while client.is_handshaking() || !tls.established {
+            while client.wants_write() {
+                client.write_tls(&mut csock).unwrap();
+            }
+            let got = tls.recv(ssock.as_raw_fd(), &mut buf, &mut counters);
+            assert_eq!(got.unwrap_err().kind(), io::ErrorKind::WouldBlock);
+            if client.is_handshaking() {
+                client.read_tls(&mut csock).unwrap();
+                client.process_new_packets().unwrap();
+            }
+        }
+        (tls, ssock, client, csock)
+    }
+
+    /// Everything `tls` decrypts until `WouldBlock`, read into `size`-byte
+    /// buffers.
+    fn read_all(tls: &mut Tls, fd: RawFd, size: usize) -> usize {
+        let mut buf = vec![0u8; size];
+        let mut total = 0;
+        loop {
+            match tls.recv(fd, &mut buf, &mut Counters::default()) {
+                Ok(n) => total += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return total,
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_short_read_over_tls_drains_only_when_the_socket_was_emptied() {
+        let (mut tls, ssock, mut client, mut csock) = session();
+        let fd = ssock.as_raw_fd();
+        let mut buf = vec![0u8; 64 * 1024];
+
+        // One small record: the read is short and nothing is left behind.
+        let request = b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+        client.writer().write_all(request).unwrap();
+        client.write_tls(&mut csock).unwrap();
+        let n = tls.recv(fd, &mut buf, &mut Counters::default()).unwrap();
+        assert_eq!(&buf[..n], request);
+        assert!(tls.short_read_drains());
+
+        // Three full records at once: rustls reads the socket a few
+        // kilobytes at a time, so the first record's plaintext comes out
+        // of a short read of the caller's buffer while the socket still
+        // holds the rest.
+        client.writer().write_all(&[b'x'; 40_000]).unwrap();
+        while client.wants_write() {
+            client.write_tls(&mut csock).unwrap();
+        }
+        let n = tls.recv(fd, &mut buf, &mut Counters::default()).unwrap();
+        assert!(n < buf.len() && n < 40_000, "{n}");
+        assert!(!tls.short_read_drains());
+        assert_eq!(n + read_all(&mut tls, fd, buf.len()), 40_000);
+
+        // Data and the peer's close_notify together: the short read does
+        // not end the reading, the end is read next.
+        client.writer().write_all(request).unwrap();
+        client.send_close_notify();
+        while client.wants_write() {
+            client.write_tls(&mut csock).unwrap();
+        }
+        let n = tls.recv(fd, &mut buf, &mut Counters::default()).unwrap();
+        assert_eq!(n, request.len());
+        assert!(!tls.short_read_drains());
+        assert_eq!(tls.recv(fd, &mut buf, &mut Counters::default()).unwrap(), 0);
+    }
 
     #[test]
     fn the_plaintext_answer_is_a_complete_400() {

@@ -341,27 +341,43 @@ impl OutBatch {
                 }
                 continue;
             }
-            // A response or two (a head and a body each) need few slices:
-            // a small array, not 64 of them to fill, for the usual batch.
-            let taken = if self.parts.len() - self.first <= 4 {
-                self.send_gathered::<4>(fd)?
-            } else {
-                self.send_gathered::<64>(fd)?
-            };
-            if !taken {
+            if !self.send_gathered(fd)? {
                 return Ok(false);
             }
         }
     }
 
-    /// One gathered `sendmsg` of up to `N` memory parts from the front.
-    /// False when the socket is full (it took less than offered, or
-    /// `EAGAIN`); true when it took all (or the call was interrupted).
-    fn send_gathered<const N: usize>(&mut self, fd: RawFd) -> io::Result<bool> {
-        let mut iov = [IoSlice::new(&[]); N];
-        let (n, file_next) = self.gather(&mut iov);
-        let want: usize = iov[..n].iter().map(|s| s.len()).sum();
-        match sys::send_vectored(fd, &iov[..n], file_next || self.last) {
+    /// `write` given the unwritten memory bytes as slices (up to 64 of
+    /// them, up to the first file part, as [`OutBatch::gather`]) and
+    /// whether a file part follows them. A response or two (a head and a
+    /// body each) need few slices: a small array, not 64 of them to fill,
+    /// for the usual batch.
+    pub fn with_gathered<R>(&self, write: impl FnOnce(&[IoSlice<'_>], bool) -> R) -> R {
+        fn gathered<const N: usize, R>(
+            batch: &OutBatch,
+            write: impl FnOnce(&[IoSlice<'_>], bool) -> R,
+        ) -> R {
+            let mut iov = [IoSlice::new(&[]); N];
+            let (n, file_next) = batch.gather(&mut iov);
+            write(&iov[..n], file_next)
+        }
+        if self.parts.len() - self.first <= 4 {
+            gathered::<4, R>(self, write)
+        } else {
+            gathered::<64, R>(self, write)
+        }
+    }
+
+    /// One gathered `sendmsg` of memory parts from the front. False when
+    /// the socket is full (it took less than offered, or `EAGAIN`); true
+    /// when it took all (or the call was interrupted).
+    fn send_gathered(&mut self, fd: RawFd) -> io::Result<bool> {
+        let last = self.last;
+        let (sent, want) = self.with_gathered(|iov, file_next| {
+            let want: usize = iov.iter().map(|s| s.len()).sum();
+            (sys::send_vectored(fd, iov, file_next || last), want)
+        });
+        match sent {
             Ok(written) => {
                 self.written += written as u64;
                 self.advance(written);

@@ -55,7 +55,10 @@
 //!   not answered at once.
 //! * **TLS and the access log** cost a branch each when off: the transport
 //!   is `None` for a plain connection ([`transport`]), and without
-//!   `--access-log` nothing is formatted.
+//!   `--access-log` nothing is formatted. Over TLS the request still costs
+//!   one `recv`: a short read counts as drained when the transport says
+//!   the socket was emptied under it
+//!   ([`short_read_drains`](transport::short_read_drains)).
 //!
 //! `evdispatch bench server` compares this with the floor (a canned
 //! response from memory, `floor-epoll`): server CPU per request as a
@@ -684,9 +687,9 @@ impl Worker {
                     let began = c.end == 0 && !c.partial;
                     c.partial |= began;
                     c.end += n as u32;
-                    // Over TLS a short read says nothing of the socket:
-                    // read on until WouldBlock.
-                    c.emptied = n < space && c.tls.is_none();
+                    // Over TLS a short read empties the socket only when
+                    // the transport says so; else read on until WouldBlock.
+                    c.emptied = n < space && transport::short_read_drains(&c.tls);
                     c.drained = c.emptied && !read_closed;
                     may_read = !c.drained;
                     c.buf = Some(buf);
