@@ -203,14 +203,30 @@ fn nginx_conf(c: &PeerConfig, dir: &Path, port: u16) -> String {
         Some(p) => format!("{} combined", p.display()),
         None => "off".into(),
     };
+    // The cipher suites in our server's order of preference (its own
+    // choice, not the client's), so that both servers negotiate the same
+    // suite with the same client: (TLS 1.3 suites, TLS 1.2 ciphers).
+    let suites = if evdispatch_server::aes_in_hardware() {
+        (
+            "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256",
+            "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305",
+        )
+    } else {
+        (
+            "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384",
+            "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384",
+        )
+    };
     let (ssl, ssl_conf) = match &c.tls {
         Some(t) => (
             " ssl",
             format!(
-                "ssl_certificate {};\n        ssl_certificate_key {};\n        ssl_protocols {};\n        ssl_session_cache shared:SSL:1m;",
+                "ssl_certificate {};\n        ssl_certificate_key {};\n        ssl_protocols {};\n        ssl_session_cache shared:SSL:1m;\n        ssl_prefer_server_ciphers on;\n        ssl_conf_command Ciphersuites {};\n        ssl_ciphers {};",
                 t.cert.display(),
                 t.key.display(),
-                t.protocols
+                t.protocols,
+                suites.0,
+                suites.1
             ),
         ),
         None => ("", String::new()),

@@ -99,4 +99,4 @@ pub use semantics::request::{
 pub use semantics::status::Status;
 pub use semantics::target::normalize_target;
 pub use server::Server;
-pub use tls::{CertPair, TlsConfig, SESSION_CACHE};
+pub use tls::{aes_in_hardware, CertPair, TlsConfig, SESSION_CACHE};

@@ -47,9 +47,9 @@
 //!   reported per round (`access_log_costs`), ours against nginx's.
 //! * HTTPS (our server and nginx only, both given the same self-signed
 //!   ECDSA P-256 certificate, TLS 1.3 only: nginx `ssl_protocols
-//!   TLSv1.3`, its session cache and tickets on; both negotiate what the
-//!   client prefers among the TLS 1.3 suites, AES-256-GCM for wrk's
-//!   OpenSSL and our rustls):
+//!   TLSv1.3`, its session cache and tickets on; both choose the suite by
+//!   the server's order, not the client's, and nginx is given ours:
+//!   AES-128-GCM on AES hardware, whatever the client lists first):
 //!   `https-keepalive` (`keepalive` over HTTPS, wrk: CPU µs per request,
 //!   and beside the plain `keepalive` of the same round, each server's
 //!   HTTPS ÷ plain paired within rounds, `https_over_plain`; wrk's TLS on
