@@ -41,9 +41,9 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
         vec![250, 500, 1000, 2000, 3000, 6000, 15000],
     );
     // Each point: a warm-up left out of its figures (the held connections
-    // opened, the server's tables grown), then a window of five sampling
-    // intervals for its own spread.
-    let (warmup, duration) = p.pick((0.1, 0.4), (0.2, 0.5), (0.3, 1.0));
+    // opened, the server's tables grown), then a window of four (quick) or
+    // ten (full) sampling intervals for its own spread.
+    let (warmup, duration) = p.pick((0.1, 0.4), (0.15, 0.4), (0.3, 1.0));
     // Quick: the mechanisms the seed drew (select, /dev/poll → epoll, RT
     // signals) and those the claims compare (poll, io_uring); full: every
     // mechanism and model.
