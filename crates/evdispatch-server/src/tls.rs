@@ -231,7 +231,6 @@ impl TlsConfig {
     }
 }
 
-/// Warnings, to standard error.
 /// Whether the CPU encrypts AES-GCM in hardware (AES rounds and carry-less
 /// multiplication), where AES-GCM outruns ChaCha20-Poly1305.
 pub fn aes_in_hardware() -> bool {
@@ -279,6 +278,7 @@ pub fn preferred_order(suites: &mut [rustls::SupportedCipherSuite], aes_hw: bool
     suites.sort_by_key(rank);
 }
 
+/// Warnings, to standard error.
 fn warn(lines: &[String]) {
     for w in lines {
         eprintln!("evdispatch serve: warning: {w}");
@@ -396,7 +396,6 @@ fn validity_warnings(cert: &CertificateDer<'_>, now: SystemTime) -> Vec<String> 
 
 #[cfg(test)]
 mod tests {
-
     /// The server's order: AES-128-GCM first where AES is in hardware,
     /// ChaCha20-Poly1305 first where not; every suite of the provider kept
     /// (a version's suites are chosen among its own, so TLS 1.2's and 1.3's

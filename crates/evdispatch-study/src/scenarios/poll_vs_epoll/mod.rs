@@ -79,8 +79,9 @@ fn plan(p: Profile, caps: &Caps) -> Plan {
     let (warmup, duration) = p.pick((0.1, 0.4), (0.15, 0.4), (0.2, 0.6));
     // lighttpd holds at most ~10,000 connections within the 20,000-file
     // limit (it reserves two descriptors per connection); quick runs it
-    // beside ours at 5,000, at the lowest rate (a quarter of the knee, where
-    // neither handler uses its whole budget), all the peer claim reads.
+    // beside ours at 5,000, at the lowest rate (a quarter of the knee: its
+    // epoll handler far below its budget there, its poll handler at all of
+    // it), all the peer claim reads.
     let peer_inactive: Vec<u32> = p.pick(vec![], vec![5000], vec![501, 9000]);
     let peer_rates = p.pick(rates.len(), 1, rates.len());
     let mut params = json!({"inactive": inactive(p), "rates_conn_per_s": rates, "knee_multiples": multiples(p), "warmup_s": warmup, "duration_s": duration, "document": "6k.html", "eager_read": false, "peer": "lighttpd", "peer_inactive": peer_inactive, "nofile": caps.nofile});
