@@ -5,6 +5,7 @@
 use crate::claims::*;
 use crate::figure::fmt_num;
 use crate::results::ScenarioRecord;
+use serde_json::Value;
 
 /// The claims this scenario's data decide, in the order the report lists them.
 pub static CLAIMS: &[Claim] = &[
@@ -195,15 +196,20 @@ fn v_poll_breaks_at_501(rec: &ScenarioRecord) -> Judged {
 /// uses its whole budget, so two servers' shares of a core cannot differ by
 /// more than the budget allows, while the cost of a reply can.
 fn cost_at(rec: &ScenarioRecord, series: &str, i: f64, r: f64) -> Option<(f64, f64)> {
-    let f = [
-        of_series(series),
-        ("inactive", value_of(i)),
-        ("rate", value_of(r)),
-    ];
+    let f = point(series, i, r);
     Some((
         at(rec, &f, "cpu_us_per_reply")?,
         at(rec, &f, "server_cpu_pct")?,
     ))
+}
+
+/// The point of `series` with `i` inactive connections at offered rate `r`.
+fn point(series: &str, i: f64, r: f64) -> [(&'static str, Value); 3] {
+    [
+        of_series(series),
+        ("inactive", value_of(i)),
+        ("rate", value_of(r)),
+    ]
 }
 
 fn v_poll_cpu_inactive(rec: &ScenarioRecord) -> Judged {
@@ -213,16 +219,9 @@ fn v_poll_cpu_inactive(rec: &ScenarioRecord) -> Judged {
     let r = smallest(rec, &[of_series("poll"), ("inactive", value_of(i))], "rate").need("poll")?;
     let ((pu, pc), (eu, ec)) = (cost_at(rec, "poll", i, r), cost_at(rec, "epoll", i, r))
         .need("server CPU per reply of poll and epoll at the same rate")?;
-    let f = |m: &str| {
-        [
-            of_series(m),
-            ("inactive", value_of(i)),
-            ("rate", value_of(r)),
-        ]
-    };
     let (pl, el) = (
-        at(rec, &f("poll"), "p50_us"),
-        at(rec, &f("epoll"), "p50_us"),
+        at(rec, &point("poll", i, r), "p50_us"),
+        at(rec, &point("epoll", i, r), "p50_us"),
     );
     let g = pu / eu.max(0.01);
     let mut nums = vec![
